@@ -1,0 +1,11 @@
+"""knomit-judge: keeps a git-backed knowledge corpus tidy with an LLM judge and git as the audit trail."""
+
+from .config import Config, load_config
+from .corpus import Corpus, Fact, load_corpus
+from .errors import KnomitError
+from .recovery import rebuild
+from .review import ReviewOptions, SessionResult, review
+from .revert import revert
+
+__all__ = ["Config", "Corpus", "Fact", "KnomitError", "ReviewOptions", "SessionResult", "load_config",
+           "load_corpus", "rebuild", "review", "revert"]

@@ -1,0 +1,169 @@
+"""The command line: a thin layer over the library. Results to stdout, logs to stderr."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+
+import click
+
+from .errors import KnomitError
+from .passes import JUDGED_PASSES
+
+corpus_arg = click.argument("corpus", type=click.Path(file_okay=False, path_type=Path), default=".", required=False)
+json_opt = click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+
+
+class Group(click.Group):
+    """Turns expected failures into a message and an exit code; no traceback reaches the user."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except KnomitError as e:
+            click.echo(f"knomit-judge: {e}", err=True)
+            sys.exit(e.exit_code)
+        except KeyboardInterrupt:
+            click.echo("knomit-judge: interrupted; verdicts parsed so far are kept", err=True)
+            sys.exit(130)
+
+
+@click.group(cls=Group)
+@click.option("-q", "--quiet", is_flag=True, help="Log only warnings and errors.")
+def cli(quiet):
+    """knomit-judge keeps a git-backed knowledge corpus tidy: embeddings shortlist, an LLM judge decides,
+    git records every decision.
+
+    Example: knomit-judge review ~/corpus --judge scripted:replies.jsonl
+    """
+    logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, stream=sys.stderr,
+                        format="knomit-judge: %(message)s")
+    for noisy in ("httpx", "httpx2", "httpcore", "anthropic", "sentence_transformers", "apscheduler"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def emit(data: dict, as_json: bool, lines: list[str]) -> None:
+    if as_json:
+        click.echo(json.dumps(data, ensure_ascii=False))
+    else:
+        for line in lines:
+            click.echo(line)
+
+
+@cli.command()
+@corpus_arg
+def init(corpus):
+    """Write knomit-judge.toml, the .gitignore entry and the db, and commit them.
+
+    Example: knomit-judge init ~/corpus
+    """
+    from .init import init_corpus
+    for line in init_corpus(corpus):
+        click.echo(line)
+
+
+@cli.command()
+@corpus_arg
+@click.option("--dry-run", is_flag=True, help="No judge call, no write: list what would be offered.")
+@click.option("--pass", "passes", multiple=True, type=click.Choice(JUDGED_PASSES), help="Run only these passes.")
+@json_opt
+@click.option("--judge", default="anthropic", show_default=True, help="anthropic, or scripted:FILE (recorded replies).")
+def review(corpus, dry_run, passes, as_json, judge):
+    """Run one review session: exact duplicates, then the alias, prune and discovery judges.
+
+    Exit 0 done, 1 a pass is broken, 2 usage or configuration error, 3 corpus locked.
+
+    Example: knomit-judge review ~/corpus --pass alias --json
+    """
+    from .review import ReviewOptions, review as run
+    result = run(corpus, ReviewOptions(dry_run=dry_run, passes=tuple(passes) or JUDGED_PASSES, judge=judge))
+    lines = [*(f"note: {n}" for n in result.notes), *_plan_lines(result), *result.lines(),
+             *(f"commit {sha}" for sha in result.commits)]
+    emit(result.json(), as_json, lines)
+    sys.exit(1 if result.broken else 0)
+
+
+def _plan_lines(result) -> list[str]:
+    out = []
+    for name, items in result.plan.items():
+        for item in items:
+            out.append(f"would offer {name} {json.dumps(item['subject'], ensure_ascii=False)} "
+                       f"(similarity {item['score']:.3f})")
+            out.append("  evidence: " + json.dumps(item["evidence"], ensure_ascii=False))
+    return out
+
+
+@cli.command()
+@corpus_arg
+@json_opt
+@click.option("--sessions", "limit", default=10, show_default=True, help="How many past sessions to list.")
+def status(corpus, as_json, limit):
+    """Show the last session's lines, each pass's throttle state and why, and recent sessions. No judge call.
+
+    Example: knomit-judge status ~/corpus --json
+    """
+    from .history import status as get
+    data = get(corpus, limit)
+    emit(data, as_json, data["text"])
+
+
+@cli.command()
+@corpus_arg
+@click.option("--pass", "pass_name", type=click.Choice(("exact", *JUDGED_PASSES)), help="Only this pass.")
+@json_opt
+def verdicts(corpus, pass_name, as_json):
+    """List stored verdicts, yes and no, with rationale and applying commit.
+
+    Example: knomit-judge verdicts ~/corpus --pass alias
+    """
+    from .history import list_verdicts
+    rows = list_verdicts(corpus, pass_name)
+    lines = [f"{r['id']} {r['pass']} {r['answer']:<9} {json.dumps(r['subject'], ensure_ascii=False)}"
+             f"{' commit ' + r['commit_sha'][:10] if r['commit_sha'] else ''}{' REVERTED' if r['reverted'] else ''}"
+             f"{' - ' + r['rationale'] if r['rationale'] else ''}" for r in rows]
+    emit({"verdicts": rows}, as_json, lines or ["no verdicts"])
+
+
+@cli.command()
+@corpus_arg
+def rebuild(corpus):
+    """Rebuild the db: verdicts from the journal, applied state from git, derived tables from the corpus.
+
+    Example: rm ~/corpus/.knomit/judge.db && knomit-judge rebuild ~/corpus
+    """
+    from .recovery import rebuild as run
+    counts = run(corpus)
+    click.echo("rebuilt: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+
+
+@cli.command()
+@click.argument("verdict")
+@corpus_arg
+@click.option("--reason", default="reverted by hand", show_default=True, help="Recorded with the revert.")
+def revert(verdict, corpus, reason):
+    """Undo an applied decision with a new commit; the question then counts as answered "no".
+
+    Example: knomit-judge revert v1a2b3c4d5e6 ~/corpus --reason "not the same mechanism"
+    """
+    from .revert import revert as run
+    sha = run(verdict, corpus, reason)
+    click.echo(f"reverted {verdict}: commit {sha}")
+
+
+@cli.command()
+@corpus_arg
+@click.option("--cron", default=None, help='Cron expression; default [schedule] cron, e.g. "0 3 * * *".')
+@click.option("--judge", default="anthropic", show_default=True, help="anthropic, or scripted:FILE.")
+def daemon(corpus, cron, judge):
+    """Run review sessions on a cron schedule, one at a time; SIGTERM stops after the current judgment.
+
+    Example: knomit-judge daemon ~/corpus --cron "0 3 * * *"
+    """
+    from .daemon import run_daemon
+    run_daemon(corpus, cron, judge)
+
+
+def main():
+    cli(prog_name="knomit-judge")

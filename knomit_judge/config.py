@@ -1,0 +1,217 @@
+"""knomit-judge.toml: every key typed and validated; the environment wins over the file."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import ConfigError
+
+CONFIG_FILE = "knomit-judge.toml"
+
+
+@dataclass
+class JudgeConfig:
+    model: str = "claude-sonnet-4-5"
+    concurrency: int = 4
+    timeout_s: float = 600.0
+    max_attempts: int = 3
+    samples: int = 1
+    min_agreement: float = 0.67
+    position_swap: bool = True
+    max_cost_usd: float = 5.0
+    max_tokens: int = 400
+    backoff_s: float = 1.0  # first retry wait; doubles each attempt, with jitter
+    backoff_max_s: float = 60.0
+
+
+@dataclass
+class Price:
+    input_per_mtok: float
+    output_per_mtok: float
+
+
+@dataclass
+class ShortlistConfig:
+    k: int = 5
+
+
+@dataclass
+class BudgetConfig:
+    enabled: bool = True
+    optimistic_cap: int = 20
+    window: int = 20
+    patience: int = 8
+    probe_every: int = 5
+    unproven_allowance: int = 4
+
+
+@dataclass
+class DiscoveryConfig:
+    confidence: float = 0.4
+    min_group: int = 3
+    max_group: int = 6
+    group_similarity: float = 0.6  # neighbours at least this close form an embedding group
+    match_similarity: float = 0.85  # a proposed fact this close to an existing one is linked to it
+
+
+@dataclass
+class CorpusConfig:
+    max_fact_bytes: int = 1_048_576
+
+
+@dataclass
+class ScheduleConfig:
+    cron: str = "0 3 * * *"
+
+
+# USD per million tokens; overridable with [prices."MODEL"].
+DEFAULT_PRICES = {
+    "claude-opus-4-5": Price(5.0, 25.0),
+    "claude-opus-4-1": Price(15.0, 75.0),
+    "claude-opus-4": Price(15.0, 75.0),
+    "claude-sonnet-4-5": Price(3.0, 15.0),
+    "claude-sonnet-4": Price(3.0, 15.0),
+    "claude-haiku-4-5": Price(1.0, 5.0),
+    "claude-3-5-haiku": Price(0.8, 4.0),
+}
+
+
+@dataclass
+class Config:
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
+    shortlist: ShortlistConfig = field(default_factory=ShortlistConfig)
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
+    discovery: DiscoveryConfig = field(default_factory=DiscoveryConfig)
+    corpus: CorpusConfig = field(default_factory=CorpusConfig)
+    schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
+    prices: dict[str, Price] = field(default_factory=lambda: dict(DEFAULT_PRICES))
+
+    def price(self, model: str) -> Price | None:
+        """The price of a model, matching dated ids (claude-sonnet-4-5-20250929) by prefix."""
+        if model in self.prices:
+            return self.prices[model]
+        best = max((name for name in self.prices if model.startswith(name + "-")), key=len, default=None)
+        return self.prices[best] if best else None
+
+
+_TYPES = {"bool": bool, "int": int, "float": float, "str": str}
+_SECTION_TYPES = {
+    "judge": JudgeConfig,
+    "shortlist": ShortlistConfig,
+    "budget": BudgetConfig,
+    "discovery": DiscoveryConfig,
+    "corpus": CorpusConfig,
+    "schedule": ScheduleConfig,
+}
+# Values that must be positive (or within 0..1) to make sense; checked after types.
+_BOUNDS = {
+    "judge.concurrency": (1, None), "judge.timeout_s": (0.001, None), "judge.max_attempts": (1, None),
+    "judge.samples": (1, None), "judge.min_agreement": (0, 1), "judge.max_cost_usd": (0, None),
+    "judge.max_tokens": (1, None), "judge.backoff_s": (0, None), "judge.backoff_max_s": (0, None),
+    "shortlist.k": (1, None), "budget.optimistic_cap": (0, None), "budget.window": (1, None),
+    "budget.patience": (1, None), "budget.probe_every": (1, None), "budget.unproven_allowance": (0, None),
+    "discovery.confidence": (0, 1), "discovery.min_group": (2, None), "discovery.max_group": (2, None),
+    "discovery.group_similarity": (-1, 1), "discovery.match_similarity": (-1, 1),
+    "corpus.max_fact_bytes": (1, None),
+}
+
+
+def _check(key: str, value, typ: type):
+    ok = {
+        bool: isinstance(value, bool),
+        int: isinstance(value, int) and not isinstance(value, bool),
+        float: isinstance(value, (int, float)) and not isinstance(value, bool),
+        str: isinstance(value, str),
+    }[typ]
+    if not ok:
+        raise ConfigError(f"{key}: expected {typ.__name__}, got {type(value).__name__} {value!r}")
+    lo, hi = _BOUNDS.get(key, (None, None))
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        raise ConfigError(f"{key}: {value!r} is out of range ({lo} to {hi if hi is not None else 'any'})")
+    return float(value) if typ is float else value
+
+
+def _section(name: str, cls, raw) -> object:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{name}: expected a table")
+    types = {f.name: f.type for f in dataclasses.fields(cls)}
+    values = {}
+    for key, value in raw.items():
+        if key not in types:
+            raise ConfigError(f"{name}.{key}: unknown key (known: {', '.join(types)})")
+        values[key] = _check(f"{name}.{key}", value, _TYPES[types[key]])
+    missing = [f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING and f.name not in values]
+    if missing:
+        raise ConfigError(f"{name}.{missing[0]}: required")
+    return cls(**values)
+
+
+def parse_config(data: dict) -> Config:
+    """Build a Config from parsed TOML, rejecting unknown keys and wrong types by name."""
+    config = Config()
+    for name, raw in data.items():
+        if name == "prices":
+            if not isinstance(raw, dict):
+                raise ConfigError("prices: expected a table of models")
+            for model, price in raw.items():
+                config.prices[model] = _section(f'prices."{model}"', Price, price)
+        elif name in _SECTION_TYPES:
+            setattr(config, name, _section(name, _SECTION_TYPES[name], raw))
+        else:
+            raise ConfigError(f"{name}: unknown section (known: {', '.join([*_SECTION_TYPES, 'prices'])})")
+    if config.discovery.min_group > config.discovery.max_group:
+        raise ConfigError("discovery.min_group: larger than discovery.max_group")
+    return config
+
+
+
+def load_config(corpus: Path, environ=os.environ) -> Config:
+    """Read CORPUS/knomit-judge.toml if present, then apply environment overrides."""
+    path = Path(corpus) / CONFIG_FILE
+    data = {}
+    if path.exists():
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+            raise ConfigError(f"{path}: {e}") from None
+    config = parse_config(data)
+    if environ.get("KNOMIT_JUDGE_MODEL"):
+        config.judge.model = environ["KNOMIT_JUDGE_MODEL"]
+    return config
+
+
+DEFAULT_TOML = """\
+# knomit-judge configuration. Every key is optional; the values below are the defaults.
+# KNOMIT_JUDGE_MODEL overrides judge.model; ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL are read by the SDK.
+
+[judge]
+model = "claude-sonnet-4-5"
+concurrency = 4
+timeout_s = 600
+max_attempts = 3
+samples = 1
+min_agreement = 0.67
+position_swap = true
+max_cost_usd = 5.0
+
+[shortlist]
+k = 5
+
+[budget]
+enabled = true
+optimistic_cap = 20
+window = 20
+patience = 8
+probe_every = 5
+unproven_allowance = 4
+
+[discovery]
+confidence = 0.4
+
+[schedule]
+cron = "0 3 * * *"
+"""

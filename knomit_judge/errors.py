@@ -1,0 +1,50 @@
+"""Named exceptions. The library raises them; only cli.py turns them into messages and exit codes."""
+
+
+class KnomitError(Exception):
+    """Base of every expected failure; its message is meant for the user."""
+
+    exit_code = 2
+
+
+class ConfigError(KnomitError):
+    """A configuration key is unknown or has a bad value."""
+
+
+class NotACorpus(KnomitError):
+    """The directory is not a git repository with a corpus in it."""
+
+
+class CorpusLocked(KnomitError):
+    """Another session holds the corpus lock."""
+
+    exit_code = 3
+
+
+class JudgeRefused(KnomitError):
+    """The judge API refused the request for a reason retrying cannot fix (bad key, bad model)."""
+
+
+class UnknownVerdict(KnomitError):
+    """No stored verdict has that id."""
+
+
+class NotRevertible(KnomitError):
+    """The verdict applied nothing, or was already reverted."""
+
+
+class BadFact(Exception):
+    """A fact file cannot be read; carries the path, line and reason for the report."""
+
+    def __init__(self, path: str, reason: str, line: int | None = None):
+        self.path, self.reason, self.line = path, reason, line
+        where = f"{path}:{line}" if line else path
+        super().__init__(f"{where}: {reason}")
+
+
+class Unparsed(Exception):
+    """A judge reply that does not follow the reply contract: never a verdict."""
+
+
+class Unavailable(Exception):
+    """The judge gave no reply in time or within the retry budget: never a verdict."""

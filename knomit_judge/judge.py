@@ -1,0 +1,311 @@
+"""The judge client: bounded, timed, retried, sampled, position-swapped, cached, and costed.
+
+A backend turns one prompt into one reply text (the Anthropic Messages API, or
+recorded replies for the demo and tests). The Judge turns a candidate into an
+Outcome: a verdict's answer, or *unavailable* / *unparsed*, which are never
+verdicts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anthropic
+
+from .config import Config
+from .errors import ConfigError, JudgeRefused, Unavailable, Unparsed
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Completion:
+    text: str
+    tokens_in: int | None
+    tokens_out: int | None
+    attempts: int = 1
+    request_id: str | None = None
+
+
+@dataclass
+class Ledger:
+    """What one pass spent: calls made, tokens, and cost (None once any call's cost is unknown)."""
+
+    calls: int = 0
+    attempts: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float | None = 0.0
+
+    def add(self, calls: int, attempts: int, tokens_in, tokens_out, cost):
+        self.calls += calls
+        self.attempts += attempts
+        self.tokens_in += tokens_in or 0
+        self.tokens_out += tokens_out or 0
+        self.cost_usd = None if cost is None or self.cost_usd is None else self.cost_usd + cost
+
+
+def _status_retryable(code: int) -> bool:
+    return code in (408, 409, 429) or code >= 500
+
+
+class AnthropicBackend:
+    """The Messages API through anthropic.AsyncAnthropic; retries are ours, counted (SDK max_retries=0)."""
+
+    def __init__(self, config: Config, client: anthropic.AsyncAnthropic | None = None):
+        self.config = config.judge
+        self.model = config.judge.model
+        try:
+            # ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL are read by the SDK itself.
+            self.client = client or anthropic.AsyncAnthropic(max_retries=0, timeout=config.judge.timeout_s)
+        except anthropic.AnthropicError as e:
+            raise ConfigError(f"judge: {e} (set ANTHROPIC_API_KEY)") from None
+
+    def _wait(self, attempt: int, error) -> float:
+        base = min(self.config.backoff_max_s, self.config.backoff_s * 2 ** (attempt - 1))
+        wait = base * (0.5 + random.random() / 2)
+        retry_after = None
+        response = getattr(error, "response", None)
+        if response is not None:
+            try:
+                retry_after = float(response.headers.get("retry-after", ""))
+            except ValueError:
+                pass
+        if retry_after is not None:
+            wait = max(wait, min(retry_after, self.config.backoff_max_s))
+        return wait
+
+    async def complete(self, system: str, user: str, subject: dict, position: int) -> Completion:
+        last = "no attempt"
+        for attempt in range(1, self.config.max_attempts + 1):
+            try:
+                msg = await self.client.messages.create(
+                    model=self.model, max_tokens=self.config.max_tokens, system=system,
+                    messages=[{"role": "user", "content": user}])
+            except anthropic.APIStatusError as e:
+                rid = getattr(e, "request_id", None) or e.response.headers.get("request-id")
+                if not _status_retryable(e.status_code):
+                    raise JudgeRefused(
+                        f"judge refused the request: HTTP {e.status_code} {_error_message(e)} (request {rid}); "
+                        "check ANTHROPIC_API_KEY, the model name and ANTHROPIC_BASE_URL") from None
+                last = f"HTTP {e.status_code} (request {rid})"
+                error = e
+            except anthropic.APIConnectionError as e:  # includes APITimeoutError
+                last, error = f"{type(e).__name__}: {e}", e
+            except (anthropic.APIResponseValidationError, ValueError) as e:  # a 200 whose body is not a Message
+                last, error = f"malformed response: {type(e).__name__}", e
+            else:
+                usage = getattr(msg, "usage", None)
+                text = "".join(getattr(b, "text", "") for b in (msg.content or []) if getattr(b, "type", "") == "text")
+                return Completion(text=text, tokens_in=getattr(usage, "input_tokens", None),
+                                  tokens_out=getattr(usage, "output_tokens", None), attempts=attempt,
+                                  request_id=getattr(msg, "_request_id", None))
+            log.warning("judge call failed (%s), attempt %d of %d", last, attempt, self.config.max_attempts)
+            if attempt < self.config.max_attempts:
+                await asyncio.sleep(self._wait(attempt, error))
+        raise Unavailable(f"{last} after {self.config.max_attempts} attempts", self.config.max_attempts)
+
+
+def _error_message(e: anthropic.APIStatusError) -> str:
+    body = e.body if isinstance(e.body, dict) else {}
+    err = body.get("error", {}) if isinstance(body.get("error"), dict) else {}
+    return f"{err.get('type', '')}: {err.get('message', '')}".strip(": ") or str(e.message)
+
+
+class ScriptedBackend:
+    """Recorded replies chosen by the question asked (pass + pair or group), for the demo and tests.
+
+    FILE is JSONL: {"pass": "alias", "a": ..., "b": ..., "reply": {...} or "raw text"};
+    discovery entries match by {"group": [...]} (the exact set) or {"contains": [...]} (a subset).
+    A question with no recorded reply gets the pass's recoverable default.
+    """
+
+    DEFAULTS = {
+        "alias": {"same": False, "mechanism": ""},
+        "prune": {"decision": "distinct", "rationale": ""},
+        "discovery": {"entails": False, "fact": None, "rationale": ""},
+    }
+
+    def __init__(self, path: Path):
+        self.model = f"scripted:{Path(path).name}"
+        self.entries = []
+        try:
+            lines = Path(path).read_text(encoding="utf-8").splitlines()
+        except OSError as e:
+            raise ConfigError(f"--judge scripted:{path}: {e.strerror}") from None
+        for n, line in enumerate(lines, 1):
+            if line.strip():
+                try:
+                    self.entries.append(json.loads(line))
+                except json.JSONDecodeError as e:
+                    raise ConfigError(f"{path}:{n}: not JSON ({e.msg})") from None
+
+    def _match(self, entry: dict, pass_name: str, subject: dict) -> bool:
+        if entry.get("pass") != pass_name:
+            return False
+        if "group" in subject:
+            group = set(subject["group"])
+            if "group" in entry:
+                return set(entry["group"]) == group
+            return bool(entry.get("contains")) and set(entry["contains"]) <= group
+        return {entry.get("a"), entry.get("b")} == {subject.get("a"), subject.get("b")}
+
+    async def complete(self, system: str, user: str, subject: dict, position: int, pass_name: str = "") -> Completion:
+        reply = next((e["reply"] for e in self.entries if self._match(e, pass_name, subject)),
+                     self.DEFAULTS.get(pass_name, {}))
+        text = reply if isinstance(reply, str) else json.dumps(reply)
+        return Completion(text=text, tokens_in=0, tokens_out=0)
+
+
+def make_backend(spec: str, config: Config):
+    if spec == "anthropic":
+        return AnthropicBackend(config)
+    if spec.startswith("scripted:"):
+        return ScriptedBackend(Path(spec.removeprefix("scripted:")))
+    raise ConfigError(f"--judge: expected 'anthropic' or 'scripted:FILE', got {spec!r}")
+
+
+@dataclass
+class Sample:
+    answer: str
+    rationale: str
+    payload: dict | None
+    text: str
+
+
+@dataclass
+class Outcome:
+    """One question's result. kind is 'verdict', 'unavailable' or 'unparsed'."""
+
+    kind: str
+    answer: str | None = None
+    rationale: str = ""
+    payload: dict | None = None
+    agreement: float | None = None
+    attempts: int = 0
+    calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float | None = 0.0
+    replies: list = field(default_factory=list)
+    error: str = ""
+
+
+def cache_key(model: str, prompt_id: str, system: str, user: str, sample: int) -> str:
+    text = f"{system}\n\n{user}"
+    key = f"{model}|{prompt_id}|{text}" + (f"|sample={sample}" if sample else "")
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+class Judge:
+    """Asks a pass's question with samples and position swap, through the reply cache, under one semaphore."""
+
+    def __init__(self, backend, store, config: Config):
+        self.backend, self.store, self.config = backend, store, config
+        self.semaphore = asyncio.Semaphore(config.judge.concurrency)
+        self.ledgers: dict[str, Ledger] = {}
+
+    @property
+    def model(self) -> str:
+        return self.backend.model
+
+    def cost(self, tokens_in, tokens_out) -> float | None:
+        if isinstance(self.backend, ScriptedBackend):
+            return 0.0  # recorded replies cost nothing
+        price = self.config.price(self.model)
+        if price is None or tokens_in is None or tokens_out is None:
+            return None
+        return tokens_in * price.input_per_mtok / 1e6 + tokens_out * price.output_per_mtok / 1e6
+
+    def ledger(self, pass_name: str) -> Ledger:
+        return self.ledgers.setdefault(pass_name, Ledger())
+
+    async def _sample(self, p, subject: dict, user: str, position: int, n: int, out: Outcome) -> Sample:
+        key = cache_key(self.model, p.prompt.id, p.prompt.system, user, n)
+        hit = self.store.cached_reply(key)
+        if hit:
+            return Sample(*p.parse(hit["text"]), text=hit["text"])
+        async with self.semaphore:
+            kwargs = {"pass_name": p.name} if isinstance(self.backend, ScriptedBackend) else {}
+            try:
+                done = await self.backend.complete(p.prompt.system, user, subject, position, **kwargs)
+            except Unavailable as e:
+                self.ledger(p.name).add(1, e.args[1] if len(e.args) > 1 else 1, None, None, 0.0)
+                out.attempts += e.args[1] if len(e.args) > 1 else 1
+                out.calls += 1
+                raise
+            except asyncio.CancelledError:
+                # a call cut off by the time limit may still have been billed: its cost is unknown
+                self.ledger(p.name).add(1, 1, None, None, None)
+                out.calls += 1
+                out.cost_usd = None
+                raise
+        cost = self.cost(done.tokens_in, done.tokens_out)
+        self.ledger(p.name).add(1, done.attempts, done.tokens_in, done.tokens_out, cost)
+        out.calls += 1
+        out.attempts += done.attempts
+        out.tokens_in += done.tokens_in or 0
+        out.tokens_out += done.tokens_out or 0
+        out.cost_usd = None if cost is None or out.cost_usd is None else out.cost_usd + cost
+        out.replies.append(done.text)
+        sample = Sample(*p.parse(done.text), text=done.text)  # raises Unparsed
+        # written right after each parse: a killed session resumes without paying for this reply again
+        self.store.cache_reply(key, self.model, p.prompt.id, done.text, done.tokens_in, done.tokens_out)
+        return sample
+
+    async def ask(self, p, candidate) -> Outcome:
+        """Judge one candidate; never raises for an API fault or a bad reply (JudgeRefused aside)."""
+        cfg = self.config.judge
+        orders = candidate.orders if cfg.position_swap else candidate.orders[:1]
+        out = Outcome(kind="verdict")
+        jobs = [(pos, n, p.prompt.render(evidence)) for pos, evidence in enumerate(orders) for n in range(cfg.samples)]
+        try:
+            async with asyncio.timeout(cfg.timeout_s):
+                results = await asyncio.gather(
+                    *(self._sample(p, candidate.subject, user, pos, n, out) for pos, n, user in jobs),
+                    return_exceptions=True)
+        except TimeoutError:
+            out.kind, out.error = "unavailable", f"timed out after {cfg.timeout_s:g}s"
+            return out
+        for r in results:
+            if isinstance(r, JudgeRefused):
+                raise r
+            if isinstance(r, BaseException) and not isinstance(r, (Unavailable, Unparsed)):
+                raise r
+        failures = [r for r in results if isinstance(r, (Unavailable, Unparsed))]
+        if failures:
+            unavailable = [r for r in failures if isinstance(r, Unavailable)]
+            out.kind = "unavailable" if unavailable else "unparsed"
+            out.error = str((unavailable or failures)[0].args[0])
+            return out
+        by_position: dict[int, list[Sample]] = {}
+        for (pos, _, _), sample in zip(jobs, results):
+            by_position.setdefault(pos, []).append(sample)
+        self._aggregate(p, by_position, out)
+        if not out.replies:
+            out.replies = [s.text for s in results]
+        return out
+
+    def _aggregate(self, p, by_position: dict[int, list[Sample]], out: Outcome) -> None:
+        """Majority per position; low agreement or a split between positions records the default."""
+        majorities, shares = [], []
+        for samples in by_position.values():
+            answer, count = Counter(s.answer for s in samples).most_common(1)[0]
+            majorities.append(answer)
+            shares.append(count / len(samples))
+        out.agreement = round(min(shares), 4)
+        if out.agreement < self.config.judge.min_agreement:
+            out.answer, out.rationale = p.default, f"undecided: samples agreed {out.agreement:.2f}"
+        elif len(set(majorities)) > 1:
+            out.answer, out.rationale = p.default, f"split by position: {' / '.join(majorities)}"
+        else:
+            out.answer = majorities[0]
+            chosen = next(s for samples in by_position.values() for s in samples if s.answer == out.answer)
+            out.rationale, out.payload = chosen.rationale, chosen.payload

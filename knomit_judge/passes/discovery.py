@@ -1,0 +1,124 @@
+"""Discovery: does a group of related facts entail a new fact? A yes proposes it, linked, never merged."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ..corpus import FACTS_DIR, _yaml_value
+from ..errors import Unparsed
+from ..prompts import load_prompt
+from ..shortlist import mean_pairwise, top_k
+from ..verdicts import fingerprint
+from . import Candidate, Change, one_sentence, reply_object
+from .prune import fact_text
+
+DISCOVERED_DIR = f"{FACTS_DIR}/discovered"
+SOURCE_PREFIX = "knomit-judge:"
+
+
+def proposed(fact) -> bool:
+    """Facts this tool wrote: they never seed a group, so conclusions are not built on conclusions."""
+    return any(s.startswith(SOURCE_PREFIX) for s in fact.sources)
+
+
+def slug(text: str, limit: int = 60) -> str:
+    s = re.sub(r"[^a-z0-9]+", "-", text.casefold()).strip("-")
+    return s[:limit].rstrip("-") or "fact"
+
+
+class DiscoveryPass:
+    name = "discovery"
+    default = "no"
+    yes = {"yes"}
+
+    @property
+    def prompt(self):
+        return load_prompt("discovery")
+
+    def groups(self, ctx) -> list[tuple[list, float]]:
+        """Groups of min..max active facts: the carriers of one motif, or a fact and its close neighbours."""
+        cfg = ctx.config.discovery
+        facts = [f for f in ctx.corpus.active() if not proposed(f)]
+        if len(facts) < cfg.min_group:
+            return []
+        vectors = ctx.embedder.embed([fact_text(f) for f in facts])
+        index = {f.path: i for i, f in enumerate(facts)}
+        seen, out = set(), []
+
+        def add(members):
+            key = frozenset(members)
+            if cfg.min_group <= len(key) <= cfg.max_group and key not in seen:
+                seen.add(key)
+                rows = sorted(index[p] for p in key)
+                out.append(([facts[i] for i in rows], mean_pairwise(vectors[rows])))
+
+        for motif, paths in ctx.corpus.carriers.items():
+            add([p for p in paths if p in index])
+        idx, sims = top_k(vectors, cfg.max_group - 1)
+        for i in range(len(facts)):
+            close = [j for j, s in zip(idx[i].tolist(), sims[i].tolist()) if s >= cfg.group_similarity]
+            add([facts[i].path, *(facts[j].path for j in close)])
+        return sorted(out, key=lambda g: (-g[1], [f.path for f in g[0]]))
+
+    def candidates(self, ctx) -> list[Candidate]:
+        out = []
+        for members, score in self.groups(ctx):
+            evidence = {"facts": [{"title": f.title, "body": f.body, "motifs": list(f.motifs)} for f in members]}
+            out.append(Candidate(self.name, {"group": [f.path for f in members]},
+                                 fingerprint(*sorted(f.content_id for f in members)), score, [evidence]))
+        return out
+
+    def parse(self, text: str):
+        obj = reply_object(text, {"entails": ((bool,), True), "fact": ((dict, type(None)), False),
+                                  "rationale": ((str,), False)})
+        rationale = one_sentence(obj.get("rationale"))
+        if not obj["entails"]:
+            return "no", rationale, None
+        fact = obj.get("fact")
+        if not isinstance(fact, dict):
+            raise Unparsed("'entails' is true but 'fact' is missing")
+        title, body, motifs = fact.get("title"), fact.get("body"), fact.get("motifs", [])
+        if set(fact) - {"title", "body", "motifs"} or not isinstance(title, str) or not title.strip() \
+                or not isinstance(body, str) or not isinstance(motifs, list) \
+                or not all(isinstance(m, str) and re.search(r"\w", m) for m in motifs):
+            raise Unparsed("'fact' must be {title: str, body: str, motifs: [str]}")
+        if not rationale:
+            return "no", "'entails' without a rationale: recorded as no", None
+        payload = {"title": one_sentence(title), "body": body.strip(), "motifs": [slug(m, 40) for m in motifs]}
+        return "yes", rationale, payload
+
+    def still_holds(self, verdict, corpus) -> bool:
+        facts = [corpus.facts.get(p) for p in verdict.subject["group"]]
+        return all(f and f.active for f in facts) and \
+            fingerprint(*sorted(f.content_id for f in facts)) == verdict.fingerprint
+
+    def change(self, verdict, ctx) -> Change:
+        corpus, cfg = ctx.corpus, ctx.config.discovery
+        new = verdict.payload
+        group = list(verdict.subject["group"])
+        # Propose and link, never reinforce: a close existing fact is linked, not edited.
+        existing = [f for f in corpus.active() if f.path not in group]
+        matches = []
+        if existing:
+            vectors = ctx.embedder.embed([fact_text(f) for f in existing])
+            probe = ctx.embedder.embed([f"{new['title']}\n{new['body']}"])[0]
+            sims = vectors @ probe
+            matches = [existing[i].path for i in np.argsort(-sims)[:ctx.config.shortlist.k]
+                       if sims[i] >= cfg.match_similarity]
+        path = f"{DISCOVERED_DIR}/{slug(new['title'])}.md"
+        if path in corpus.facts or (corpus.root / path).exists():
+            path = f"{DISCOVERED_DIR}/{slug(new['title'], 47)}-{verdict.id}.md"
+        front = {
+            "title": new["title"],
+            "motifs": new["motifs"],
+            "confidence": cfg.confidence,
+            "sources": [f"{SOURCE_PREFIX}{verdict.id}"],
+            "links": group + matches,
+        }
+        text = "---\n" + "".join(f"{k}: {_yaml_value(v)}\n" for k, v in front.items()) + "---\n" + new["body"] + "\n"
+        body = (f"The judge read the titles and bodies of {len(group)} facts:\n"
+                + "\n".join(f"- {p}" for p in group)
+                + (f"\nClose to existing fact(s), linked and left for the prune pass: {', '.join(matches)}" if matches else ""))
+        return Change({path: text}, f"discovery: propose {path}", body)

@@ -1,0 +1,38 @@
+"""Exact duplicates: same normalised title and body. Retracted mechanically, never budgeted."""
+
+from __future__ import annotations
+
+from ..corpus import exact_key
+from ..survivors import fact_survivor
+from ..verdicts import Verdict, fingerprint
+from . import Change
+from .prune import retire
+
+PROMPT_ID = "exact@1"
+MODEL = "mechanical"
+
+
+def duplicate_groups(corpus) -> list[list]:
+    groups: dict[str, list] = {}
+    for fact in corpus.active():
+        groups.setdefault(exact_key(fact), []).append(fact)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def exact_verdict(group, session: str) -> Verdict:
+    paths = sorted(f.path for f in group)
+    return Verdict(pass_name="exact", fingerprint=fingerprint(*sorted(f.content_id for f in group)),
+                   subject={"group": paths}, answer="retract", is_yes=True,
+                   rationale="same normalised title and body", model=MODEL, prompt=PROMPT_ID, session=session)
+
+
+def exact_change(group, verdict: Verdict, corpus) -> Change:
+    keep = fact_survivor(group, corpus)
+    writes: dict[str, str] = {}
+    for lose in group:
+        if lose is not keep:
+            retire(corpus, lose, keep, verdict.id, absorb=False, writes=writes)
+    losers = [f.path for f in group if f is not keep]
+    return Change(writes, f"exact: retract {len(losers)} exact duplicate(s) of {keep.path}",
+                  "Same normalised title and body: retracted without a judge call.\n"
+                  + "\n".join(f"- {p}" for p in losers))

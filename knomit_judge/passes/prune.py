@@ -1,0 +1,96 @@
+"""Prune: are two facts one? A merge folds one into the other; a retract retires the redundant one."""
+
+from __future__ import annotations
+
+from ..corpus import parse_fact, rewrite
+from ..prompts import load_prompt
+from ..shortlist import neighbour_pairs
+from ..survivors import fact_survivor
+from ..verdicts import fingerprint
+from . import Candidate, Change, one_sentence, reply_object
+
+
+def fact_text(fact) -> str:
+    return f"{fact.title}\n{fact.body}"
+
+
+def fact_evidence(fact) -> dict:
+    return {"title": fact.title, "body": fact.body, "motifs": list(fact.motifs), "sources": list(fact.sources)}
+
+
+def retire(corpus, loser, survivor, verdict_id: str, absorb: bool, writes: dict | None = None) -> dict[str, str]:
+    """The writes that retract `loser` in favour of `survivor` and relink facts that linked to it.
+
+    `writes` holds earlier rewrites of the same decision, which these build on.
+    """
+    writes = {} if writes is None else writes
+    current = lambda f: parse_fact(f.path, writes[f.path]) if f.path in writes else f  # noqa: E731
+    if absorb:
+        merged = lambda a, b: list(dict.fromkeys([*a, *b]))  # noqa: E731
+        keep = current(survivor)
+        links = [l for l in merged(keep.links, loser.links) if l not in (survivor.path, loser.path)]
+        writes[survivor.path] = rewrite(keep.text, {
+            "sources": merged(keep.sources, loser.sources),
+            "motifs": merged(keep.motifs, loser.motifs),
+            "links": links,
+        })
+    writes[loser.path] = rewrite(current(loser).text, {"status": "retracted", "retracted_by": verdict_id,
+                                                       "survivor": survivor.path})
+    for other in corpus.linkers(loser.path):
+        if other.path in (loser.path, survivor.path):
+            continue
+        other = current(other)
+        links = list(dict.fromkeys(survivor.path if l == loser.path else l for l in other.links))
+        writes[other.path] = rewrite(other.text, {"links": links})
+    return writes
+
+
+class PrunePass:
+    name = "prune"
+    default = "distinct"
+    yes = {"merge", "retract"}
+
+    @property
+    def prompt(self):
+        return load_prompt("prune")
+
+    def candidates(self, ctx) -> list[Candidate]:
+        facts = ctx.corpus.active()
+        if len(facts) < 2:
+            return []
+        vectors = ctx.embedder.embed([fact_text(f) for f in facts])
+        out = []
+        for i, j, score in neighbour_pairs(vectors, ctx.config.shortlist.k):
+            a, b = facts[i], facts[j]
+            ea, eb = fact_evidence(a), fact_evidence(b)
+            out.append(Candidate(self.name, {"a": a.path, "b": b.path}, fingerprint(a.content_id, b.content_id),
+                                 score, [{"fact_a": ea, "fact_b": eb}, {"fact_a": eb, "fact_b": ea}]))
+        return out
+
+    def parse(self, text: str):
+        obj = reply_object(text, {"decision": ((str,), True), "rationale": ((str,), False)})
+        decision, rationale = obj["decision"], one_sentence(obj.get("rationale"))
+        if decision not in ("distinct", "merge", "retract"):
+            from ..errors import Unparsed
+            raise Unparsed(f"'decision' is {decision!r}, not distinct/merge/retract")
+        if decision != "distinct" and not rationale:
+            return "distinct", f"'{decision}' without a rationale: recorded as distinct", None
+        return decision, rationale, None
+
+    def still_holds(self, verdict, corpus) -> bool:
+        a, b = (corpus.facts.get(verdict.subject[k]) for k in ("a", "b"))
+        return bool(a and b and a.active and b.active) and \
+            fingerprint(a.content_id, b.content_id) == verdict.fingerprint
+
+    def change(self, verdict, ctx) -> Change:
+        corpus = ctx.corpus
+        a, b = corpus.facts[verdict.subject["a"]], corpus.facts[verdict.subject["b"]]
+        keep = fact_survivor([a, b], corpus)
+        lose = b if keep is a else a
+        merge = verdict.answer == "merge"
+        writes = retire(corpus, lose, keep, verdict.id, absorb=merge)
+        verb = "merge" if merge else "retract"
+        subject = f"prune: {verb} {lose.path} into {keep.path}" if merge else f"prune: retract {lose.path} (redundant with {keep.path})"
+        body = (f"The judge read both facts' titles, bodies, motifs and sources.\n"
+                f"{keep.path} survives by the fixed rules (confidence {keep.confidence:g} vs {lose.confidence:g}).")
+        return Change(writes, subject, body)

@@ -1,0 +1,73 @@
+"""Status lines: one per pass per session, naming which zero it is, with the counts and the cost."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, asdict
+
+STATES = ("nothing-qualified", "caught-up", "defunded", "broken", "worked")
+
+
+@dataclass
+class PassResult:
+    name: str
+    state: str = "nothing-qualified"
+    candidates: int = 0
+    offered: int = 0
+    judged: int = 0
+    resolved: int = 0
+    declined: int = 0
+    cached: int = 0
+    unavailable: int = 0
+    unparsed: int = 0
+    applied: int = 0
+    waiting: int = 0  # candidates the budget held back this session
+    judge_calls: int = 0
+    attempts: int = 0
+    cost_usd: float | None = 0.0
+    throttle: str = ""
+    notes: list[str] = field(default_factory=list)
+    first_error: str = ""
+    next_probe_in: int | None = None
+
+    def settle(self, held: bool) -> None:
+        """Name the state from the counts; `held` means candidates waited behind the budget."""
+        waiting = self.candidates - self.cached
+        if self.candidates == 0:
+            self.state = "nothing-qualified"
+        elif self.judged:
+            self.state = "worked"
+        elif self.offered:
+            self.state = "broken"
+        elif waiting > 0 and held:
+            self.state = "defunded"
+        else:
+            self.state = "caught-up"
+
+    def line(self) -> str:
+        cost = "incomplete" if self.cost_usd is None else f"${self.cost_usd:.4f}"
+        state = self.state
+        if state == "defunded" and self.next_probe_in:
+            state += f" (next probe in {self.next_probe_in} session{'s' if self.next_probe_in != 1 else ''})"
+        counts = (f"candidates {self.candidates}, offered {self.offered}, judged {self.judged}, "
+                  f"resolved {self.resolved}, declined {self.declined}, cached {self.cached}, "
+                  f"unavailable {self.unavailable}, unparsed {self.unparsed}, judge calls {self.judge_calls}, "
+                  f"cost {cost}")
+        tail = f" [{self.throttle}]" if self.throttle else ""
+        notes = list(self.notes)
+        if self.first_error:
+            notes.insert(0, f"first error: {self.first_error}")
+        return f"{self.name}: {state} - {counts}{tail}" + "".join(f"; {n}" for n in notes)
+
+    def json(self) -> dict:
+        d = asdict(self)
+        d.pop("name")
+        return d
+
+
+def total_cost(results) -> float | None:
+    total = 0.0
+    for r in results:
+        if r.cost_usd is None:
+            return None
+        total += r.cost_usd
+    return round(total, 6)

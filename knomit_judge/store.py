@@ -1,0 +1,184 @@
+"""The sqlite store: durable tables (verdicts, replies, sessions, throttle) and derived ones."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import sqlite_utils
+
+from .corpus import Fact, fact_from_record
+from .migrations import migrate
+from .verdicts import Verdict, now
+
+DB_PATH = ".knomit/judge.db"
+
+
+class Store:
+    def __init__(self, path: Path | str | None):
+        """Open (and migrate) the db at path; None opens an in-memory db for dry runs on a fresh corpus."""
+        if path is None:
+            self.db = sqlite_utils.Database(memory=True)
+        else:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite_utils.Database(path)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+        migrate(self.db)
+
+    @classmethod
+    def for_corpus(cls, root: Path) -> "Store":
+        return cls(Path(root) / DB_PATH)
+
+    @classmethod
+    def read_only(cls, root: Path) -> "Store":
+        """For dry runs and status: a copy in memory, so not one byte of the db file changes."""
+        store = cls(None)
+        path = Path(root) / DB_PATH
+        if path.exists():
+            src = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            try:
+                src.backup(store.db.conn)
+            finally:
+                src.close()
+            migrate(store.db)
+        return store
+
+    def close(self):
+        self.db.close()
+
+    # verdicts -----------------------------------------------------------------
+    def add_verdict(self, v: Verdict) -> None:
+        with self.db.atomic():
+            self.db["verdicts"].insert(v.row(), replace=True)
+
+    def verdict(self, verdict_id: str) -> Verdict | None:
+        rows = list(self.db["verdicts"].rows_where("id = ?", [verdict_id]))
+        return Verdict.from_row(rows[0]) if rows else None
+
+    def verdict_for(self, pass_name: str, fp: str) -> Verdict | None:
+        """The latest verdict on exactly this fingerprint."""
+        rows = list(self.db["verdicts"].rows_where(
+            "pass = ? AND fingerprint = ?", [pass_name, fp], order_by="created_at desc", limit=1))
+        return Verdict.from_row(rows[0]) if rows else None
+
+    def unapplied_yes(self, pass_name: str) -> list[Verdict]:
+        return [Verdict.from_row(r) for r in self.db["verdicts"].rows_where(
+            "pass = ? AND is_yes = 1 AND reverted = 0 AND commit_sha IS NULL", [pass_name], order_by="created_at")]
+
+    def answered(self, pass_name: str) -> set[str]:
+        return {r[0] for r in self.db.execute("SELECT DISTINCT fingerprint FROM verdicts WHERE pass = ?", [pass_name])}
+
+    def verdicts(self, pass_name: str | None = None) -> list[Verdict]:
+        where, args = ("pass = ?", [pass_name]) if pass_name else (None, None)
+        return [Verdict.from_row(r) for r in self.db["verdicts"].rows_where(where, args, order_by="created_at, rowid")]
+
+    def history(self, pass_name: str, limit: int) -> list[tuple[bool]]:
+        """The last `limit` verdicts of a pass, newest first, as is_yes and not reverted."""
+        return [bool(r[0]) for r in self.db.execute(
+            "SELECT is_yes AND NOT reverted FROM verdicts WHERE pass = ? ORDER BY created_at DESC, rowid DESC LIMIT ?",
+            [pass_name, limit])]
+
+    def count_verdicts(self, pass_name: str) -> int:
+        return self.db.execute("SELECT count(*) FROM verdicts WHERE pass = ?", [pass_name]).fetchone()[0]
+
+    def mark_applied(self, verdict_id: str, sha: str) -> None:
+        self.db.execute("UPDATE verdicts SET commit_sha = ? WHERE id = ?", [sha, verdict_id])
+        self.db.conn.commit()
+
+    def mark_reverted(self, verdict_id: str, reason: str) -> None:
+        self.db.execute("UPDATE verdicts SET reverted = 1, revert_reason = ? WHERE id = ?", [reason, verdict_id])
+        self.db.conn.commit()
+
+    def known_ids(self) -> set[str]:
+        return {r[0] for r in self.db.execute("SELECT id FROM verdicts")}
+
+    # reply cache --------------------------------------------------------------
+    def cached_reply(self, key: str) -> dict | None:
+        rows = list(self.db["replies"].rows_where("key = ?", [key]))
+        return rows[0] if rows else None
+
+    def cache_reply(self, key: str, model: str, prompt: str, text: str, tokens_in, tokens_out) -> None:
+        with self.db.atomic():
+            self.db["replies"].insert(dict(key=key, model=model, prompt=prompt, text=text, tokens_in=tokens_in,
+                                           tokens_out=tokens_out, created_at=now()), replace=True)
+
+    # embeddings ---------------------------------------------------------------
+    def embeddings(self, model: str, hashes: list[str]) -> dict[str, np.ndarray]:
+        out = {}
+        for i in range(0, len(hashes), 500):
+            chunk = hashes[i:i + 500]
+            marks = ",".join("?" * len(chunk))
+            for h, blob in self.db.execute(
+                    f"SELECT text_hash, vector FROM embeddings WHERE model = ? AND text_hash IN ({marks})", [model, *chunk]):
+                out[h] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def put_embeddings(self, model: str, vectors: dict[str, np.ndarray]) -> None:
+        with self.db.atomic():
+            self.db["embeddings"].insert_all(
+                ({"model": model, "text_hash": h, "vector": v.astype(np.float32).tobytes()} for h, v in vectors.items()),
+                replace=True, batch_size=500)
+
+    # sessions and throttle ----------------------------------------------------
+    def start_session(self, session_id: str) -> None:
+        with self.db.atomic():
+            self.db["sessions"].insert({"id": session_id, "started_at": now(), "passes": "{}", "commits": "[]"})
+
+    def end_session(self, session_id: str, passes: dict, cost_usd, commits: list[str]) -> None:
+        with self.db.atomic():
+            self.db["sessions"].update(session_id, {"ended_at": now(), "passes": json.dumps(passes),
+                                                    "cost_usd": cost_usd, "commits": json.dumps(commits)})
+
+    def sessions(self, limit: int = 10) -> list[dict]:
+        rows = self.db.execute(
+            "SELECT id, started_at, ended_at, passes, cost_usd, commits FROM sessions "
+            "WHERE ended_at IS NOT NULL ORDER BY started_at DESC, rowid DESC LIMIT ?", [limit]).fetchall()
+        return [dict(id=r[0], started_at=r[1], ended_at=r[2], passes=json.loads(r[3]), cost_usd=r[4],
+                     commits=json.loads(r[5])) for r in rows]
+
+    def record_throttle(self, row: dict) -> None:
+        with self.db.atomic():
+            self.db["throttle"].insert(row, replace=True)
+
+    def throttle_rows(self, pass_name: str, limit: int = 1000) -> list[dict]:
+        """This pass's throttle record of each session, newest first."""
+        cur = self.db.execute("SELECT * FROM throttle WHERE pass = ? ORDER BY rowid DESC LIMIT ?", [pass_name, limit])
+        cols = [c[0] for c in cur.description]
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+
+class FileIndex:
+    """Derived: parsed facts keyed by (path, mtime, size), so unchanged files are not parsed again."""
+
+    def __init__(self, store: Store):
+        self.db = store.db
+        self.rows = {r[0]: r for r in self.db.execute("SELECT path, mtime_ns, size, record FROM files")}
+        self.pending: dict[str, dict] = {}
+
+    def lookup(self, root: Path, path: str) -> Fact | None:
+        row = self.rows.get(path)
+        if not row:
+            return None
+        st = (root / path).stat()
+        if (st.st_mtime_ns, st.st_size) != (row[1], row[2]) or (root / path).is_symlink():
+            return None
+        return fact_from_record(json.loads(row[3]))
+
+    def remember(self, root: Path, fact: Fact) -> None:
+        st = (root / fact.path).stat()
+        self.pending[fact.path] = dict(path=fact.path, mtime_ns=st.st_mtime_ns, size=st.st_size,
+                                       content_id=fact.content_id, record=json.dumps(fact.record(), ensure_ascii=False))
+
+    def forget_missing(self, present: set[str]) -> None:
+        self.gone = [p for p in self.rows if p not in present]
+
+    def save(self) -> None:
+        with self.db.atomic():
+            if self.pending:
+                self.db["files"].insert_all(self.pending.values(), replace=True, batch_size=500)
+            for path in getattr(self, "gone", []):
+                self.db.execute("DELETE FROM files WHERE path = ?", [path])
+        self.pending = {}

@@ -1,0 +1,142 @@
+"""Verdicts: every answer the judge gave, keyed by a fingerprint of what each side contained."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field, asdict
+from datetime import datetime, timezone
+from pathlib import Path
+
+JOURNAL_DIR = ".knomit/verdicts"
+
+
+def fingerprint(*sides) -> str:
+    """A stable hash of what was judged: each side is a (label, content ids) pair or a content id."""
+    canon = json.dumps(sorted(sides, key=json.dumps), separators=(",", ":"))
+    return hashlib.sha256(canon.encode()).hexdigest()[:24]
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+@dataclass
+class Verdict:
+    pass_name: str
+    fingerprint: str
+    subject: dict
+    answer: str
+    is_yes: bool
+    rationale: str
+    model: str
+    prompt: str
+    attempts: int = 1
+    calls: int = 0
+    agreement: float | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float | None = 0.0
+    replies: list = field(default_factory=list)
+    payload: dict | None = None
+    session: str | None = None
+    created_at: str = field(default_factory=now)
+    id: str = ""
+    commit_sha: str | None = None
+    reverted: bool = False
+    revert_reason: str | None = None
+
+    def __post_init__(self):
+        if not self.id:
+            seed = f"{self.pass_name}|{self.fingerprint}|{self.created_at}|{self.session}"
+            self.id = "v" + hashlib.sha256(seed.encode()).hexdigest()[:12]
+
+    def row(self) -> dict:
+        row = asdict(self)
+        row["pass"] = row.pop("pass_name")
+        for key in ("subject", "replies", "payload"):
+            row[key] = json.dumps(row[key], ensure_ascii=False) if row[key] is not None else None
+        row["is_yes"] = int(self.is_yes)
+        row["reverted"] = int(self.reverted)
+        return row
+
+    @classmethod
+    def from_row(cls, row: dict) -> "Verdict":
+        row = dict(row)
+        row["pass_name"] = row.pop("pass")
+        for key in ("subject", "replies", "payload"):
+            row[key] = json.loads(row[key]) if row.get(key) is not None else None
+        row["replies"] = row["replies"] or []
+        row["is_yes"] = bool(row["is_yes"])
+        row["reverted"] = bool(row.get("reverted"))
+        return cls(**{k: v for k, v in row.items() if k in cls.__dataclass_fields__})
+
+    def journal_line(self) -> dict:
+        """What the journal keeps: the verdict as judged (applied/reverted state lives in git)."""
+        line = {"type": "verdict", **json.loads(json.dumps(asdict(self)))}
+        line["pass"] = line.pop("pass_name")
+        for key in ("commit_sha", "reverted", "revert_reason"):
+            line.pop(key)
+        return line
+
+    @property
+    def resolved(self) -> bool:
+        return self.is_yes and not self.reverted
+
+
+class Journal:
+    """Append-only JSONL files in the corpus, committed to git: verdicts survive a lost database."""
+
+    def __init__(self, root: Path):
+        self.dir = Path(root) / JOURNAL_DIR
+
+    def path(self, pass_name: str) -> Path:
+        return self.dir / f"{pass_name}.jsonl"
+
+    def relpath(self, pass_name: str) -> str:
+        return f"{JOURNAL_DIR}/{pass_name}.jsonl"
+
+    def append(self, pass_name: str, record: dict) -> None:
+        """Append one line and fsync; a torn last line from a killed session is terminated first."""
+        path = self.path(pass_name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+        with open(path, "ab+") as f:
+            f.seek(0, os.SEEK_END)
+            if f.tell():
+                f.seek(-1, os.SEEK_END)
+                if f.read(1) != b"\n":
+                    f.write(b"\n")
+            f.write(line.encode("utf-8"))
+            f.flush()
+            os.fsync(f.fileno())
+
+    def records(self) -> list[dict]:
+        """Every well-formed line of every pass; a torn line is skipped."""
+        out = []
+        for path in sorted(self.dir.glob("*.jsonl")) if self.dir.is_dir() else []:
+            for raw in path.read_bytes().splitlines():
+                try:
+                    record = json.loads(raw)
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    continue
+                if isinstance(record, dict) and record.get("type") in ("verdict", "revert"):
+                    out.append(record)
+        return out
+
+    def verdicts(self) -> tuple[list[Verdict], dict[str, str]]:
+        """The journalled verdicts and the reverts (verdict id -> reason)."""
+        verdicts, reverts = [], {}
+        for record in self.records():
+            if record["type"] == "revert":
+                reverts[record["verdict"]] = record.get("reason", "")
+                continue
+            record = dict(record)
+            record.pop("type")
+            record["pass_name"] = record.pop("pass")
+            try:
+                verdicts.append(Verdict(**{k: v for k, v in record.items() if k in Verdict.__dataclass_fields__}))
+            except TypeError:
+                continue
+        return verdicts, reverts

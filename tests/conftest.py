@@ -1,0 +1,152 @@
+"""Shared fixtures: real git corpora in tmp dirs, a real sqlite file, a loopback Messages API server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+os.environ["HF_HUB_OFFLINE"] = "1"
+
+from messages_server import MessagesServer  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+DEMO = REPO / "corpus-fixtures" / "demo"
+GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@localhost",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@localhost"}
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True,
+                          env={**os.environ, **GIT_ENV}).stdout
+
+
+def fact_text(title: str, motifs=(), confidence=0.5, sources=("s1",), body="A claim and its evidence.",
+              links=None, extra: str = "") -> str:
+    lines = ["---", f"title: {json.dumps(title)}", f"motifs: {json.dumps(list(motifs))}",
+             f"confidence: {confidence}", f"sources: {json.dumps(list(sources))}"]
+    if links is not None:
+        lines.append(f"links: {json.dumps(list(links))}")
+    if extra:
+        lines.append(extra.rstrip("\n"))
+    return "\n".join(lines) + "\n---\n" + body + "\n"
+
+
+class CorpusRepo:
+    """A real git repository holding a corpus, committed and clean."""
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    def write(self, path: str, text: str | bytes) -> Path:
+        full = self.root / path
+        full.parent.mkdir(parents=True, exist_ok=True)
+        full.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
+        return full
+
+    def fact(self, path: str, title: str, **kw) -> Path:
+        return self.write(path, fact_text(title, **kw))
+
+    def commit(self, msg: str = "edit") -> None:
+        git(self.root, "add", "-A")
+        git(self.root, "commit", "-q", "--allow-empty", "-m", msg)
+
+    def log(self, fmt: str = "%s") -> list[str]:
+        return git(self.root, "log", f"--format={fmt}").splitlines()
+
+    def read(self, path: str) -> str:
+        return (self.root / path).read_text(encoding="utf-8")
+
+    def status(self) -> str:
+        return git(self.root, "status", "--porcelain")
+
+
+def make_repo(root: Path, facts: dict[str, str] | None = None) -> CorpusRepo:
+    from knomit_judge.init import init_corpus
+    root.mkdir(parents=True, exist_ok=True)
+    git(root, "init", "-q", "-b", "main")
+    init_corpus(root)
+    repo = CorpusRepo(root)
+    for path, text in (facts or {}).items():
+        repo.write(path, text)
+    repo.commit("facts")
+    return repo
+
+
+# Three motifs, two of them one mechanism spelled twice, with carriers that say so.
+SMALL = {
+    "facts/ops/f1.md": fact_text("A penalty that blocks its own recovery latches the system off",
+                                 ["penalty-blocks-own-recovery"], 0.7, ["s1"],
+                                 "When the throttle defunds, it stops collecting the evidence it needs to refund."),
+    "facts/ops/f2.md": fact_text("Rate limiting that disables the health check keeps the service down",
+                                 ["penalty-blocks-own-recovery"], 0.6, ["s2"],
+                                 "The limiter blocks the probe that would lift the limit."),
+    "facts/ops/f3.md": fact_text("A sanction that prevents self repair keeps the node quarantined",
+                                 ["self-locking-penalty"], 0.5, ["s3"],
+                                 "Quarantine blocks the heartbeat the node needs to leave quarantine."),
+    "facts/ops/f4.md": fact_text("Queue growth amplifies latency under load", ["queue-amplifies-latency"], 0.8,
+                                 ["s4"], "Longer queues mean longer waits, which mean more retries."),
+}
+SAME = {"same": True, "mechanism": "A penalty removes the signal needed to lift it."}
+
+
+@pytest.fixture
+def corpus_repo(tmp_path) -> CorpusRepo:
+    """The SMALL corpus in a real git repo, initialised and committed."""
+    return make_repo(tmp_path / "corpus", SMALL)
+
+
+@pytest.fixture
+def empty_repo(tmp_path) -> CorpusRepo:
+    return make_repo(tmp_path / "corpus")
+
+
+@pytest.fixture
+def db_path(tmp_path) -> Path:
+    return tmp_path / "judge.db"
+
+
+@pytest.fixture
+def messages_server():
+    with MessagesServer() as server:
+        yield server
+
+
+@pytest.fixture
+def judge_env(messages_server, monkeypatch):
+    """Point the real SDK at the loopback server with a fake key; no backoff waits."""
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", messages_server.url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-FAKEKEY-0123456789")
+    monkeypatch.delenv("KNOMIT_JUDGE_MODEL", raising=False)
+    return messages_server
+
+
+def write_config(repo: CorpusRepo, text: str) -> None:
+    """Replace knomit-judge.toml and commit it (a dirty tree would block applying)."""
+    repo.write("knomit-judge.toml", text)
+    repo.commit("config")
+
+
+FAST = """
+[judge]
+backoff_s = 0.0
+timeout_s = 20
+"""
+
+
+@pytest.fixture
+def fast_retry(corpus_repo):
+    """The corpus with backoff waits removed (inspect_ai's fast_retry_waits)."""
+    write_config(corpus_repo, FAST)
+    return corpus_repo
+
+
+def scripted(tmp_path: Path, *entries: dict) -> str:
+    path = tmp_path / "replies.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in entries), encoding="utf-8")
+    return f"scripted:{path}"
