@@ -38,10 +38,16 @@ def cli(quiet):
 
     Example: knomit-judge review ~/corpus --judge scripted:replies.jsonl
     """
-    logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, stream=sys.stderr,
-                        format="knomit-judge: %(message)s")
-    for noisy in ("httpx", "httpx2", "httpcore", "anthropic", "sentence_transformers", "apscheduler"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    logger = logging.getLogger("knomit_judge")
+    logger.handlers = [h for h in logger.handlers if not isinstance(h, _StderrHandler)] + [_StderrHandler()]
+    logger.setLevel(logging.WARNING if quiet else logging.INFO)
+
+
+class _StderrHandler(logging.Handler):
+    """Logs to whatever stderr is at the moment of the call (so CliRunner and cron both see them)."""
+
+    def emit(self, record):
+        click.echo(f"knomit-judge: {record.getMessage()}", err=True)
 
 
 def emit(data: dict, as_json: bool, lines: list[str]) -> None:

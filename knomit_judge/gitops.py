@@ -33,7 +33,8 @@ def open_repo(root: Path) -> git.Repo:
 
 def dirty_paths(repo: git.Repo) -> list[str]:
     """Changed or untracked paths outside .knomit/, i.e. work of someone else's we must not mix into a commit."""
-    out = repo.git.status("--porcelain", "-z", "--untracked-files=all")
+    # --no-optional-locks: a status must not refresh .git/index (dry runs write nothing)
+    out = repo.git.execute(["git", "--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=all"])
     paths, entries = [], out.split("\0")
     i = 0
     while i < len(entries):

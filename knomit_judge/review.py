@@ -237,7 +237,7 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
 
 def finish_pass(p, ctx: Context, r: PassResult, t) -> None:
     """Name the pass's state, take its spend from the ledger, and record the throttle's session."""
-    r.settle(held=r.waiting > 0)
+    r.settle(held=r.waiting > 0, dry_run=ctx.options.dry_run)
     ledger = ctx._judge.ledgers.get(p.name) if ctx._judge else None
     if ledger:
         r.judge_calls, r.attempts, r.cost_usd = ledger.calls, ledger.attempts, ledger.cost_usd

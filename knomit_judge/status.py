@@ -29,10 +29,12 @@ class PassResult:
     first_error: str = ""
     next_probe_in: int | None = None
 
-    def settle(self, held: bool) -> None:
+    def settle(self, held: bool, dry_run: bool = False) -> None:
         """Name the state from the counts; `held` means candidates waited behind the budget."""
         waiting = self.candidates - self.cached
-        if self.candidates == 0:
+        if dry_run and self.offered:
+            self.state = "would-offer"  # a dry run asks nothing, so it is neither worked nor broken
+        elif self.candidates == 0:
             self.state = "nothing-qualified"
         elif self.judged:
             self.state = "worked"

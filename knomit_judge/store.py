@@ -24,8 +24,8 @@ class Store:
         else:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite_utils.Database(path)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
+            # Rollback journal, not WAL: a read-only open (dry run, status) then writes no byte at all.
+            self.db.execute("PRAGMA journal_mode=DELETE")
         migrate(self.db)
 
     @classmethod
