@@ -4,6 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 DEMO := $(or $(DEMO_DIR),/tmp/knomit-demo)
+CALIBRATION := $(or $(CALIBRATION_DIR),/tmp/knomit-calibration)
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
@@ -18,7 +19,9 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@
 
+# Debian's chromium renders the HTML report in the report test.
 install: $(VENV)/.installed
+	command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)
 
 # A scratch copy of the demo corpus, reviewed twice with the scripted judge: the first run merges,
 # the second is caught-up with 0 judge calls; then git log shows the decisions and their trailers.
@@ -35,9 +38,20 @@ demo: install
 	$(BIN)/knomit-judge review "$(DEMO)" --judge scripted:$(CURDIR)/corpus-fixtures/demo/judge-replies.jsonl
 	@echo "== git log --grep 'Knomit-Pass:' (the audit trail)"
 	git -C "$(DEMO)" log --grep='Knomit-Pass:' --format='%h %s%n%(trailers:only,unfold)'
+	@echo "== calibrate: the scripted judge against the human labels of corpus-fixtures/calibration"
+	rm -rf "$(CALIBRATION)" && mkdir -p "$(CALIBRATION)"
+	cp -r corpus-fixtures/calibration/facts "$(CALIBRATION)/"
+	git -C "$(CALIBRATION)" init -q -b main
+	$(BIN)/knomit-judge -q init "$(CALIBRATION)"
+	git -C "$(CALIBRATION)" add facts
+	git -C "$(CALIBRATION)" -c user.name=demo -c user.email=demo@localhost commit -q -m "calibration corpus"
+	$(BIN)/knomit-judge calibrate corpus-fixtures/calibration/labels.jsonl "$(CALIBRATION)" \
+		--judge scripted:$(CURDIR)/corpus-fixtures/calibration/judge-replies.jsonl
+	@echo "== report: one self-contained HTML page of the demo's sessions, throttle and decisions"
+	$(BIN)/knomit-judge report "$(DEMO)" --html "$(DEMO)-report.html"
 
 test: install
 	$(BIN)/python -m pytest -q
 
 clean:
-	rm -rf $(VENV) /tmp/knomit-demo
+	rm -rf $(VENV) "$(DEMO)" "$(DEMO)-report.html" "$(CALIBRATION)"

@@ -1,0 +1,326 @@
+"""Calibration: the judge's answers to human-labelled questions, scored against the labels.
+
+Each labelled question is built exactly as its pass builds it (same evidence, same
+fingerprint). It is answered by the stored verdict when one matches (same fingerprint,
+model and prompt version), else asked through the Judge and its reply cache, so a rerun
+costs nothing. Calibration decides nothing: no change is applied or committed, and its
+answers are not verdicts, so they go to neither the verdict table nor the journal (they
+would otherwise count towards the throttle and stand in for review's own questions).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .config import Config, load_config
+from .corpus import load_corpus
+from .errors import KnomitError, Unparsed
+from .gitops import open_repo
+from .judge import Judge, cache_key, make_backend
+from .passes import JUDGED_PASSES, Candidate, all_passes
+from .passes.alias import motif_fingerprint
+from .passes.prune import fact_evidence
+from .store import Store
+from .verdicts import fingerprint, now
+
+PRUNE_LABELS = ("distinct", "merge", "retract")
+KAPPA_OVER = {"alias": "yes/no", "prune": "distinct/merge/retract", "discovery": "yes/no"}
+
+
+class BadLabels(KnomitError):
+    """A labels line is not a well-formed labelled question."""
+
+
+@dataclass
+class Question:
+    line: int
+    pass_name: str
+    subject: dict
+    label: str  # alias, discovery: yes/no; prune: distinct/merge/retract
+    candidate: Candidate
+    source: str = "not asked"  # stored | asked | unavailable | unparsed | not asked
+    answer: str | None = None  # in the label's terms
+    by_position: list = field(default_factory=list)  # each order's majority, in the label's terms
+    agreement: float | None = None
+    rationale: str = ""
+    error: str = ""
+
+    def json(self) -> dict:
+        return {"line": self.line, "pass": self.pass_name, "subject": self.subject, "label": self.label,
+                "answer": self.answer, "by_position": self.by_position, "source": self.source,
+                "agreement": self.agreement, "rationale": self.rationale,
+                **({"error": self.error} if self.error else {})}
+
+
+def in_label_terms(pass_name: str, answer: str) -> str:
+    """A judge answer as the labels say it: alias same/different become yes/no."""
+    if pass_name == "alias":
+        return "yes" if answer == "same" else "no"
+    return answer
+
+
+def is_yes(category: str) -> bool:
+    return category in ("yes", "merge", "retract")
+
+
+def read_labels(path: Path) -> list[tuple[int, dict]]:
+    """The labels file's questions with their line numbers; a malformed line is an error naming it."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise BadLabels(f"{path}: {e.strerror}") from None
+    out = []
+    for n, raw in enumerate(text.splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            entry = json.loads(raw)
+        except json.JSONDecodeError as e:
+            raise BadLabels(f"{path}:{n}: not JSON ({e.msg})") from None
+        problem = _label_problem(entry)
+        if problem:
+            raise BadLabels(f"{path}:{n}: {problem}")
+        out.append((n, entry))
+    return out
+
+
+def _label_problem(entry) -> str:
+    if not isinstance(entry, dict) or entry.get("pass") not in JUDGED_PASSES:
+        return f"'pass' must be one of {', '.join(JUDGED_PASSES)}"
+    label = entry.get("label")
+    if entry["pass"] == "discovery":
+        group = entry.get("group")
+        if not isinstance(group, list) or len(set(group)) < 2 or not all(isinstance(p, str) for p in group):
+            return "'group' must list at least two fact paths"
+    elif not (isinstance(entry.get("a"), str) and isinstance(entry.get("b"), str)) or entry["a"] == entry["b"]:
+        return "'a' and 'b' must be two different strings"
+    if entry["pass"] == "prune":
+        return "" if label in PRUNE_LABELS else f"'label' must be one of {', '.join(PRUNE_LABELS)}"
+    return "" if isinstance(label, bool) else "'label' must be true or false"
+
+
+def build(entry: dict, corpus, passes) -> tuple[Candidate | None, str, str]:
+    """The Candidate the pass would build for this labelled question, or (None, missing thing, reason)."""
+    name = entry["pass"]
+    if name == "alias":
+        a, b = entry["a"], entry["b"]
+        for m in (a, b):
+            if not corpus.carriers.get(m):
+                return None, m, f"spelling {m!r} has no active carrier in the corpus"
+        p = passes["alias"]
+        ea, eb = p.evidence(a, corpus), p.evidence(b, corpus)
+        return Candidate(name, {"a": a, "b": b}, motif_fingerprint(a, b, corpus), 0.0,
+                         [{"motif_a": ea, "motif_b": eb}, {"motif_a": eb, "motif_b": ea}]), "", ""
+    paths = entry["group"] if name == "discovery" else [entry["a"], entry["b"]]
+    for path in paths:
+        fact = corpus.facts.get(path)
+        if fact is None or not fact.active:
+            return None, path, f"fact {path} is {'not in the corpus' if fact is None else 'retracted'}"
+    if name == "discovery":
+        # in corpus order, as the pass builds its groups
+        return passes["discovery"].candidate([corpus.facts[p] for p in sorted(set(paths))]), "", ""
+    a, b = corpus.facts[paths[0]], corpus.facts[paths[1]]
+    ea, eb = fact_evidence(a), fact_evidence(b)
+    return Candidate(name, {"a": a.path, "b": b.path}, fingerprint(a.content_id, b.content_id), 0.0,
+                     [{"fact_a": ea, "fact_b": eb}, {"fact_a": eb, "fact_b": ea}]), "", ""
+
+
+def cached_positions(p, c: Candidate, store: Store, model: str, samples: int) -> list[str]:
+    """Each order's majority from the reply cache alone, or [] when any reply is missing."""
+    out = []
+    for evidence in c.orders:
+        user = p.prompt.render(evidence)
+        answers = []
+        for n in range(samples):
+            hit = store.cached_reply(cache_key(model, p.prompt.id, p.prompt.system, user, n))
+            if not hit:
+                return []
+            try:
+                answers.append(p.parse(hit["text"])[0])
+            except Unparsed:
+                return []
+        out.append(Counter(answers).most_common(1)[0][0])
+    return out
+
+
+def ratio(num: int, den: int) -> float | None:
+    return round(num / den, 4) if den else None
+
+
+def kappa(pairs: list[tuple[str, str]]) -> float | None:
+    """Cohen's kappa of (label, answer) pairs; None when chance agreement is total or there are none."""
+    n = len(pairs)
+    if not n:
+        return None
+    labels, answers = Counter(l for l, _ in pairs), Counter(a for _, a in pairs)
+    observed = sum(l == a for l, a in pairs) / n
+    chance = sum(labels[c] * answers[c] for c in labels) / n / n
+    return round((observed - chance) / (1 - chance), 4) if chance < 1 else None
+
+
+def score(pass_name: str, questions: list[Question], ledger) -> dict:
+    """One pass's numbers: precision/recall of yes, agreement and kappa, flips, agreement spread, cost."""
+    answered = [q for q in questions if q.answer is not None]
+    pairs = [(q.label, q.answer) for q in answered]
+    tp = sum(is_yes(l) and is_yes(a) for l, a in pairs)
+    fp = sum(not is_yes(l) and is_yes(a) for l, a in pairs)
+    fn = sum(is_yes(l) and not is_yes(a) for l, a in pairs)
+    swapped = [q for q in answered if len(q.by_position) == 2]
+    flips = [q for q in swapped if q.by_position[0] != q.by_position[1]]
+    return {
+        "n": len(answered), "labelled": len(questions),
+        "precision": ratio(tp, tp + fp), "recall": ratio(tp, tp + fn),
+        "agreement": ratio(sum(l == a for l, a in pairs), len(pairs)), "kappa": kappa(pairs),
+        "kappa_over": KAPPA_OVER[pass_name],
+        "tp": tp, "fp": fp, "fn": fn, "tn": len(pairs) - tp - fp - fn,
+        # discovery asks one order only, so it has no flips to measure
+        "flip_rate": ratio(len(flips), len(swapped)), "flips": len(flips), "flip_measured": len(swapped),
+        "sample_agreement": dict(sorted(Counter(f"{q.agreement:.2f}" for q in answered
+                                                if q.agreement is not None).items())),
+        "stored": sum(q.source == "stored" for q in questions), "asked": sum(q.source == "asked" for q in questions),
+        "unavailable": sum(q.source == "unavailable" for q in questions),
+        "unparsed": sum(q.source == "unparsed" for q in questions),
+        "not_asked": sum(q.source == "not asked" for q in questions),
+        "judge_calls": ledger.calls if ledger else 0,
+        "cost_usd": (None if ledger.cost_usd is None else round(ledger.cost_usd, 6)) if ledger else 0.0,
+    }
+
+
+def calibrate(labels_path: Path | str, root: Path | str = ".", judge_spec: str = "anthropic",
+              config: Config | None = None) -> dict:
+    """Score the judge against the labels (the library API behind `knomit-judge calibrate`); applies nothing."""
+    root = Path(root).resolve()
+    open_repo(root)
+    entries = read_labels(Path(labels_path))
+    config = config or load_config(root)
+    # Flips are measured by asking both orders of every pair, whatever the corpus's own setting.
+    swap_was = config.judge.position_swap
+    config = dataclasses.replace(config, judge=dataclasses.replace(config.judge, position_swap=True))
+    corpus = load_corpus(root, config.corpus.max_fact_bytes)
+    passes = all_passes()
+    questions, skipped = [], []
+    for n, entry in entries:
+        c, missing, reason = build(entry, corpus, passes)
+        if c is None:
+            skipped.append({"line": n, "pass": entry["pass"], "missing": missing, "reason": reason})
+            continue
+        label = entry["label"] if entry["pass"] == "prune" else ("yes" if entry["label"] else "no")
+        questions.append(Question(n, entry["pass"], c.subject, label, c))
+    store = Store.for_corpus(root)
+    try:
+        judge = Judge(make_backend(judge_spec, config), store, config)
+        asyncio.run(_answer(questions, passes, judge, store, config))
+        result = {
+            "labels": str(labels_path), "corpus": str(root), "judge": judge.model, "created_at": now(),
+            "prompts": {name: passes[name].prompt.id for name in JUDGED_PASSES},
+            "position_swap": {"asked_both_orders": True, "configured": swap_was},
+            "passes": {name: score(name, [q for q in questions if q.pass_name == name], judge.ledgers.get(name))
+                       for name in JUDGED_PASSES},
+            "skipped": skipped, "questions": [q.json() for q in questions],
+        }
+        result["overall"] = overall(questions)
+        with store.db.atomic():
+            store.db["calibrations"].insert({"created_at": result["created_at"], "labels": str(labels_path),
+                                             "model": judge.model, "result": json.dumps(result, ensure_ascii=False)})
+    finally:
+        store.close()
+    return result
+
+
+def overall(questions: list[Question]) -> dict:
+    """Precision, recall and yes/no agreement over every pass together."""
+    pairs = [(is_yes(q.label), is_yes(q.answer)) for q in questions if q.answer is not None]
+    tp = sum(l and a for l, a in pairs)
+    return {"n": len(pairs), "precision": ratio(tp, sum(a for _, a in pairs)),
+            "recall": ratio(tp, sum(l for l, _ in pairs)),
+            "agreement": ratio(sum(l == a for l, a in pairs), len(pairs))}
+
+
+async def _answer(questions: list[Question], passes, judge: Judge, store: Store, config: Config) -> None:
+    cfg = config.judge
+    gate = asyncio.Semaphore(cfg.concurrency)
+
+    def spent() -> float:
+        return sum(l.cost_usd or 0.0 for l in judge.ledgers.values())
+
+    async def one(q: Question):
+        p = passes[q.pass_name]
+        v = store.verdict_for(p.name, q.candidate.fingerprint)
+        if v and v.model == judge.model and v.prompt == p.prompt.id:
+            q.source, q.answer = "stored", in_label_terms(p.name, v.answer)
+            q.agreement, q.rationale = v.agreement, v.rationale
+            q.by_position = [in_label_terms(p.name, a)
+                             for a in cached_positions(p, q.candidate, store, judge.model, cfg.samples)]
+            return
+        async with gate:
+            if spent() >= cfg.max_cost_usd:  # the session cost cap holds here too; the rest stays unasked
+                q.error = f"judge.max_cost_usd ${cfg.max_cost_usd:g} reached"
+                return
+            out = await judge.ask(p, q.candidate)
+        if out.kind != "verdict":
+            q.source, q.error = out.kind, out.error
+            return
+        q.source, q.answer = "asked", in_label_terms(p.name, out.answer)
+        q.agreement, q.rationale = out.agreement, out.rationale
+        q.by_position = [in_label_terms(p.name, a) for a in out.by_position]
+
+    await asyncio.gather(*(one(q) for q in questions))
+
+
+def _num(x, digits: int = 3) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def _cost(x) -> str:
+    return "incomplete" if x is None else f"${x:.4f}"
+
+
+def subject_text(subject: dict) -> str:
+    return ", ".join(subject["group"]) if "group" in subject else f"{subject['a']} / {subject['b']}"
+
+
+def lines(result: dict) -> list[str]:
+    """The calibration as text: one table row per pass, then what disagreed, flipped or was skipped."""
+    out = [f"calibration of {result['judge']} against {result['labels']} "
+           f"({sum(p['labelled'] for p in result['passes'].values())} questions, {len(result['skipped'])} skipped)",
+           f"{'pass':<10} {'n':>3} {'precision':>9} {'recall':>6} {'agreement':>9} {'kappa':>6} "
+           f"{'flip rate':>13} {'calls':>5} {'cost':>10}"]
+    for name, s in result["passes"].items():
+        flips = f"{_num(s['flip_rate'])} ({s['flips']}/{s['flip_measured']})" if s["flip_measured"] else "-"
+        out.append(f"{name:<10} {s['n']:>3} {_num(s['precision']):>9} {_num(s['recall']):>6} "
+                   f"{_num(s['agreement']):>9} {_num(s['kappa']):>6} {flips:>13} {s['judge_calls']:>5} "
+                   f"{_cost(s['cost_usd']):>10}")
+    o = result["overall"]
+    out.append(f"{'all':<10} {o['n']:>3} {_num(o['precision']):>9} {_num(o['recall']):>6} {_num(o['agreement']):>9}")
+    out.append("precision and recall are of yes (prune: merge or retract); agreement and kappa are over "
+               + ", ".join(f"{n} {k}" for n, k in KAPPA_OVER.items()))
+    out.append("both orders of every pair were asked; a split records the default"
+               + ("" if result["position_swap"]["configured"] else " (this corpus has judge.position_swap off)"))
+    spread = "; ".join(f"{n} " + ", ".join(f"{k} x{v}" for k, v in s["sample_agreement"].items())
+                       for n, s in result["passes"].items() if s["sample_agreement"])
+    if spread:
+        out.append(f"sample agreement: {spread}")
+    for q in result["questions"]:
+        where = f"line {q['line']} {q['pass']} {subject_text(q['subject'])}"
+        if q["answer"] is None:
+            out.append(f"unanswered: {where}: {q['source']}{' - ' + q['error'] if q.get('error') else ''}")
+        elif q["answer"] != q["label"]:
+            out.append(f"disagrees: {where}: label {q['label']}, judge {q['answer']}")
+        if len(set(q["by_position"])) > 1:
+            out.append(f"flips: {where}: {' / '.join(q['by_position'])} by order")
+    for s in result["skipped"]:
+        out.append(f"skipped: line {s['line']} {s['pass']}: {s['reason']}")
+    return out
+
+
+def latest(store: Store) -> dict | None:
+    """The last saved calibration result, or None."""
+    if "calibrations" not in store.db.table_names():
+        return None
+    row = store.db.execute("SELECT result FROM calibrations ORDER BY id DESC LIMIT 1").fetchone()
+    return json.loads(row[0]) if row else None

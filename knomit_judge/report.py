@@ -1,0 +1,161 @@
+"""The HTML report: one self-contained page (inline CSS and SVG, no network asset) read from the db alone."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from html import escape
+from pathlib import Path
+
+from .calibrate import latest, subject_text
+from .gitops import open_repo
+from .passes import JUDGED_PASSES
+from .store import Store
+
+SESSIONS = 10
+HISTORY = 60  # throttle records per pass in the chart
+STATE_COLOURS = {"optimistic": "#6baed6", "funded": "#31a354", "unproven": "#fd8d3c", "defunded": "#de2d26",
+                 "unthrottled": "#969696"}
+CSS = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; padding: 0 1em; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ccc; }
+table { border-collapse: collapse; margin: .5em 0; } td, th { padding: .2em .6em; border: 1px solid #ddd; vertical-align: top; }
+th { background: #f4f4f4; text-align: left; } td.wide { min-width: 22em; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+code { font-size: .9em; } .muted { color: #777; } svg { display: block; margin: .3em 0 1em; }
+.worked { color: #31a354; } .broken { color: #de2d26; font-weight: bold; } .defunded { color: #de2d26; }
+"""
+
+
+def e(value) -> str:
+    """Any value, escaped for HTML text and attributes."""
+    return escape("" if value is None else str(value), quote=True)
+
+
+def num(x, digits: int = 3) -> str:
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def cost(x) -> str:
+    return "incomplete" if x is None else f"${x:.4f}"
+
+
+def table(head: list[str], rows: list[list[str]], numeric: set[int] = frozenset(), wide: set[int] = frozenset()) -> str:
+    """A table of already-escaped cells; `numeric` columns align right, `wide` ones get room for prose."""
+    th = "".join(f"<th>{h}</th>" for h in head)
+    klass = lambda i: " class=num" if i in numeric else " class=wide" if i in wide else ""  # noqa: E731
+    body = "".join("<tr>" + "".join(f"<td{klass(i)}>{c}</td>" for i, c in enumerate(r)) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def sessions_section(sessions: list[dict]) -> str:
+    if not sessions:
+        return "<p class=muted>No sessions yet.</p>"
+    rows = []
+    for s in sessions:
+        cells = [f"<code>{e(s['id'])}</code>", e(s["started_at"]), e(cost(s["cost_usd"])), e(len(s["commits"]))]
+        for name in ("exact", *JUDGED_PASSES):
+            p = s["passes"].get(name)
+            cells.append("–" if not p else f'<span class="{e(p.get("state"))}">{e(p.get("state"))}</span>'
+                         f'<br><span class=muted>judged {e(p.get("judged", 0))}, resolved {e(p.get("resolved", 0))}'
+                         f', calls {e(p.get("judge_calls", 0))}</span>')
+        rows.append(cells)
+    return table(["session", "started (UTC)", "cost", "commits", "exact", *JUDGED_PASSES], rows, {2, 3})
+
+
+def throttle_chart(name: str, rows: list[dict]) -> str:
+    """Bars of offered / judged / resolved per session, over a strip coloured by throttle state."""
+    if not rows:
+        return f"<p class=muted>{e(name)}: no throttle history yet.</p>"
+    w, h, left, top, strip = 640, 150, 30, 22, 10
+    plot = h - top - strip - 24
+    slot = min(24, (w - left - 10) / max(len(rows), 1))  # a few sessions stay narrow bars
+    peak = max(1, *(r["offered"] for r in rows))
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img" '
+             f'aria-label="throttle history of {e(name)}">',
+             f'<text x="{left}" y="14" font-size="13" font-weight="bold">{e(name)}</text>',
+             f'<text x="{w - 10}" y="14" font-size="11" text-anchor="end" fill="#555">'
+             f'bars: offered (grey), judged (blue), resolved (green); strip: throttle state</text>',
+             f'<text x="{left - 4}" y="{top + 8}" font-size="10" text-anchor="end">{peak}</text>',
+             f'<text x="{left - 4}" y="{top + plot}" font-size="10" text-anchor="end">0</text>',
+             f'<line x1="{left}" y1="{top + plot}" x2="{w - 10}" y2="{top + plot}" stroke="#999"/>']
+    for i, r in enumerate(rows):
+        x = left + i * slot
+        bw = max(slot * 0.7, 1)
+        for key, colour, shrink in (("offered", "#cccccc", 0), ("judged", "#3182bd", 0.15), ("resolved", "#31a354", 0.3)):
+            bh = plot * r[key] / peak
+            parts.append(f'<rect x="{x + bw * shrink:.1f}" y="{top + plot - bh:.1f}" width="{bw * (1 - 2 * shrink):.1f}" '
+                         f'height="{bh:.1f}" fill="{colour}"/>')
+        tip = (f"{r['session']}: {r['state']}{' (probe spent)' if r['probe_spent'] else ''}, offered {r['offered']}, "
+               f"judged {r['judged']}, resolved {r['resolved']}")
+        parts.append(f'<rect x="{x:.1f}" y="{top + plot + 3}" width="{max(slot - 1, 1):.1f}" height="{strip}" '
+                     f'fill="{STATE_COLOURS.get(r["state"], "#000")}"><title>{e(tip)}</title></rect>')
+    states = sorted({r["state"] for r in rows})
+    legend = ", ".join(states)
+    parts.append(f'<text x="{left}" y="{h - 4}" font-size="11" fill="#555">{len(rows)} session(s), oldest first; '
+                 f'states: {e(legend)}; now {e(rows[-1]["state"])}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def decisions_section(verdicts) -> str:
+    applied = [v for v in verdicts if v.commit_sha]
+    if not applied:
+        return "<p class=muted>No applied decisions yet.</p>"
+    rows = [[e(v.created_at), e(v.pass_name), e(subject_text(v.subject)) if v.subject else "", e(v.answer),
+             e(v.rationale), f'<code title="{e(v.commit_sha)}">{e(v.commit_sha[:10])}</code>',
+             f"<code>{e(v.id)}</code>" + (f"<br><b>reverted</b>: {e(v.revert_reason)}" if v.reverted else "")]
+            for v in reversed(applied)]
+    return table(["when (UTC)", "pass", "subject", "decision", "rationale", "commit", "verdict"], rows, wide={4})
+
+
+def calibration_section(result: dict | None) -> str:
+    if not result:
+        return "<p class=muted>No calibration yet: run <code>knomit-judge calibrate LABELS</code>.</p>"
+    rows = []
+    for name, s in result["passes"].items():
+        flips = f"{num(s['flip_rate'])} ({s['flips']}/{s['flip_measured']})" if s["flip_measured"] else "–"
+        rows.append([e(name), str(s["n"]), num(s["precision"]), num(s["recall"]), num(s["agreement"]),
+                     num(s["kappa"]), flips, str(s["judge_calls"]), e(cost(s["cost_usd"]))])
+    o = result["overall"]
+    rows.append(["all", str(o["n"]), num(o["precision"]), num(o["recall"]), num(o["agreement"]), "", "", "", ""])
+    wrong = [q for q in result["questions"] if q["answer"] is not None and q["answer"] != q["label"]]
+    items = "".join(f"<li>line {q['line']} {e(q['pass'])} {e(subject_text(q['subject']))}: label {e(q['label'])}, "
+                    f"judge {e(q['answer'])}</li>" for q in wrong)
+    skipped = "".join(f"<li>line {s['line']}: {e(s['reason'])}</li>" for s in result["skipped"])
+    over = ", ".join(f"{e(n)} {e(s['kappa_over'])}" for n, s in result["passes"].items())
+    return (f"<p>Judge <code>{e(result['judge'])}</code> against <code>{e(result['labels'])}</code>, "
+            f"{e(result['created_at'])}. Precision and recall are of yes (prune: merge or retract); agreement "
+            f"and kappa are over {over}; both orders of every pair asked, a split records the default.</p>"
+            + table(["pass", "n", "precision", "recall", "agreement", "kappa", "flip rate", "calls", "cost"], rows,
+                    {1, 2, 3, 4, 5, 6, 7, 8})
+            + (f"<p>Disagreements with the labels:</p><ul>{items}</ul>" if items else "")
+            + (f"<p>Skipped lines:</p><ul>{skipped}</ul>" if skipped else ""))
+
+
+def render(root: Path | str) -> str:
+    """The report page for the corpus at root, from a read-only copy of its db."""
+    root = Path(root).resolve()
+    open_repo(root)
+    store = Store.read_only(root)
+    try:
+        sessions = store.sessions(SESSIONS)
+        charts = "".join(throttle_chart(n, list(reversed(store.throttle_rows(n, HISTORY)))) for n in JUDGED_PASSES)
+        decisions = decisions_section(store.verdicts())
+        calibration = calibration_section(latest(store))
+    finally:
+        store.close()
+    made = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return ("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
+            f"<title>knomit-judge report: {e(root.name)}</title><style>{CSS}</style></head><body>"
+            f"<h1>knomit-judge report: {e(root.name)}</h1><p class=muted>{e(root)} · generated {e(made)}</p>"
+            f"<h2>Last sessions</h2>{sessions_section(sessions)}"
+            f"<h2>Throttle history</h2>{charts}"
+            f"<h2>Applied decisions</h2>{decisions}"
+            f"<h2>Calibration</h2>{calibration}"
+            "</body></html>\n")
+
+
+def write_report(root: Path | str, path: Path | str) -> Path:
+    """Write the report page to path (the library API behind `knomit-judge report`)."""
+    path = Path(path)
+    path.write_text(render(root), encoding="utf-8")
+    return path
