@@ -3,31 +3,66 @@
 from __future__ import annotations
 
 import subprocess
-from functools import cache
+from functools import lru_cache
 from pathlib import Path
 
-from .corpus import Corpus, Fact
+from .corpus import FACTS_DIR, Corpus, Fact
 
 
-@cache
-def _added_at(root: Path, path: str) -> float:
-    """When git first saw the path (older = smaller); a file git has not seen is the newest."""
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout
+
+
+@lru_cache(maxsize=8)
+def _added_order(root: Path, head: str) -> dict[str, int]:
+    """Path -> ordinal of the commit that first added it, oldest first (keyed by HEAD, so never stale).
+
+    Commit order, not commit time: two commits within one second are still ordered.
+    """
+    out = _git(root, "log", "--reverse", "--date-order", "--no-renames", "--diff-filter=A",
+               "--name-only", "-z", "--format=%x01", head, "--", FACTS_DIR)
+    order: dict[str, int] = {}
+    for n, chunk in enumerate(out.split("\x01")):
+        for path in chunk.split("\0"):
+            path = path.strip("\n")
+            if path:
+                order.setdefault(path, n)
+    return order
+
+
+def added_order(root: Path) -> dict[str, int]:
+    """When git first saw each path (smaller = older); empty outside git or before the first commit."""
     try:
-        out = subprocess.run(["git", "log", "--diff-filter=A", "--format=%at", "--", path], cwd=root,
-                             capture_output=True, text=True, check=True).stdout.split()
-        return float(out[-1]) if out else float("inf")
+        return _added_order(Path(root), _git(root, "rev-parse", "--verify", "-q", "HEAD").strip())
     except (subprocess.CalledProcessError, OSError):
-        return float("inf")
+        return {}
 
 
-def fact_rank(fact: Fact, corpus: Corpus) -> tuple:
-    """Sort key, best first: higher confidence, more sources, more carriers of its motifs, older path."""
+def fact_rank(fact: Fact, corpus: Corpus, order: dict[str, int] | None = None) -> tuple:
+    """Sort key, best first: higher confidence, more sources, more carriers of its motifs, older path.
+
+    A path git has not seen counts as the newest; the path itself breaks a tie within one commit.
+    """
+    order = added_order(corpus.root) if order is None else order
     carriers = sum(len(corpus.carriers.get(m, ())) for m in fact.motifs)
-    return (-fact.confidence, -len(fact.sources), -carriers, _added_at(corpus.root, fact.path), fact.path)
+    return (-fact.confidence, -len(fact.sources), -carriers, order.get(fact.path, float("inf")), fact.path)
 
 
 def fact_survivor(facts: list[Fact], corpus: Corpus) -> Fact:
-    return min(facts, key=lambda f: fact_rank(f, corpus))
+    order = added_order(corpus.root)
+    return min(facts, key=lambda f: fact_rank(f, corpus, order))
+
+
+def why_survives(keep: Fact, lose: Fact, corpus: Corpus) -> str:
+    """The rule that chose `keep` over `lose`, for the commit message."""
+    k, l = fact_rank(keep, corpus), fact_rank(lose, corpus)
+    if k[0] != l[0]:
+        return f"higher confidence ({keep.confidence:g} vs {lose.confidence:g})"
+    if k[1] != l[1]:
+        return f"more sources ({-k[1]} vs {-l[1]})"
+    if k[2] != l[2]:
+        return f"more carriers of its motifs ({-k[2]} vs {-l[2]})"
+    return "the older path" if k[3] != l[3] else "the path order (added in one commit)"
 
 
 def spelling_rank(motif: str, corpus: Corpus) -> tuple:

@@ -62,13 +62,14 @@ class DiscoveryPass:
             add([facts[i].path, *(facts[j].path for j in close)])
         return sorted(out, key=lambda g: (-g[1], [f.path for f in g[0]]))
 
+    def candidate(self, members: list, score: float = 0.0) -> Candidate:
+        """The question about one group (members in corpus order), as review and calibrate both ask it."""
+        evidence = {"facts": [{"title": f.title, "body": f.body, "motifs": list(f.motifs)} for f in members]}
+        return Candidate(self.name, {"group": [f.path for f in members]},
+                         fingerprint(*sorted(f.content_id for f in members)), score, [evidence])
+
     def candidates(self, ctx) -> list[Candidate]:
-        out = []
-        for members, score in self.groups(ctx):
-            evidence = {"facts": [{"title": f.title, "body": f.body, "motifs": list(f.motifs)} for f in members]}
-            out.append(Candidate(self.name, {"group": [f.path for f in members]},
-                                 fingerprint(*sorted(f.content_id for f in members)), score, [evidence]))
-        return out
+        return [self.candidate(members, score) for members, score in self.groups(ctx)]
 
     def parse(self, text: str):
         obj = reply_object(text, {"entails": ((bool,), True), "fact": ((dict, type(None)), False),
@@ -86,7 +87,8 @@ class DiscoveryPass:
             raise Unparsed("'fact' must be {title: str, body: str, motifs: [str]}")
         if not rationale:
             return "no", "'entails' without a rationale: recorded as no", None
-        payload = {"title": one_sentence(title), "body": body.strip(), "motifs": [slug(m, 40) for m in motifs]}
+        motifs = list(dict.fromkeys(slug(m, 40) for m in motifs))  # "Feedback Latch" and "feedback-latch" are one
+        payload = {"title": one_sentence(title), "body": body.strip(), "motifs": motifs}
         return "yes", rationale, payload
 
     def still_holds(self, verdict, corpus) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..corpus import exact_key
-from ..survivors import fact_survivor
+from ..survivors import fact_survivor, why_survives
 from ..verdicts import Verdict, fingerprint
 from . import Change
 from .prune import retire
@@ -32,7 +32,8 @@ def exact_change(group, verdict: Verdict, corpus) -> Change:
     for lose in group:
         if lose is not keep:
             retire(corpus, lose, keep, verdict.id, absorb=False, writes=writes)
-    losers = [f.path for f in group if f is not keep]
+    losers = [f for f in group if f is not keep]
     return Change(writes, f"exact: retract {len(losers)} exact duplicate(s) of {keep.path}",
-                  "Same normalised title and body: retracted without a judge call.\n"
-                  + "\n".join(f"- {p}" for p in losers))
+                  f"Same normalised title and body: retracted without a judge call; {keep.path} survives by\n"
+                  "the fixed rules over each of them:\n"
+                  + "\n".join(f"- {f.path}: {why_survives(keep, f, corpus)}" for f in losers))

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from ..corpus import parse_fact, rewrite
+from ..errors import Unparsed
 from ..prompts import load_prompt
 from ..shortlist import neighbour_pairs
-from ..survivors import fact_survivor
+from ..survivors import fact_survivor, why_survives
 from ..verdicts import fingerprint
 from . import Candidate, Change, one_sentence, reply_object
 
@@ -21,27 +22,30 @@ def fact_evidence(fact) -> dict:
 def retire(corpus, loser, survivor, verdict_id: str, absorb: bool, writes: dict | None = None) -> dict[str, str]:
     """The writes that retract `loser` in favour of `survivor` and relink facts that linked to it.
 
-    `writes` holds earlier rewrites of the same decision, which these build on.
+    `writes` holds earlier rewrites of the same decision, which these build on. Only keys whose
+    value changes are rewritten, so every other line of every file stays byte-for-byte.
     """
     writes = {} if writes is None else writes
     current = lambda f: parse_fact(f.path, writes[f.path]) if f.path in writes else f  # noqa: E731
+
+    def put(fact, changes: dict) -> None:
+        changes = {k: v for k, v in changes.items() if v != getattr(fact, k, None)}
+        if changes:
+            writes[fact.path] = rewrite(fact.text, changes)
+
     if absorb:
-        merged = lambda a, b: list(dict.fromkeys([*a, *b]))  # noqa: E731
+        merged = lambda a, b: tuple(dict.fromkeys([*a, *b]))  # noqa: E731
         keep = current(survivor)
-        links = [l for l in merged(keep.links, loser.links) if l not in (survivor.path, loser.path)]
-        writes[survivor.path] = rewrite(keep.text, {
-            "sources": merged(keep.sources, loser.sources),
-            "motifs": merged(keep.motifs, loser.motifs),
-            "links": links,
-        })
+        links = tuple(l for l in merged(keep.links, loser.links) if l not in (survivor.path, loser.path))
+        put(keep, {"sources": merged(keep.sources, loser.sources), "motifs": merged(keep.motifs, loser.motifs),
+                   "links": links})
     writes[loser.path] = rewrite(current(loser).text, {"status": "retracted", "retracted_by": verdict_id,
                                                        "survivor": survivor.path})
     for other in corpus.linkers(loser.path):
-        if other.path in (loser.path, survivor.path):
-            continue
         other = current(other)
-        links = list(dict.fromkeys(survivor.path if l == loser.path else l for l in other.links))
-        writes[other.path] = rewrite(other.text, {"links": links})
+        if other.path in (loser.path, survivor.path) or not other.active:
+            continue  # the survivor already dropped its link; a fact retracted by this decision keeps its own
+        put(other, {"links": tuple(dict.fromkeys(survivor.path if l == loser.path else l for l in other.links))})
     return writes
 
 
@@ -71,7 +75,6 @@ class PrunePass:
         obj = reply_object(text, {"decision": ((str,), True), "rationale": ((str,), False)})
         decision, rationale = obj["decision"], one_sentence(obj.get("rationale"))
         if decision not in ("distinct", "merge", "retract"):
-            from ..errors import Unparsed
             raise Unparsed(f"'decision' is {decision!r}, not distinct/merge/retract")
         if decision != "distinct" and not rationale:
             return "distinct", f"'{decision}' without a rationale: recorded as distinct", None
@@ -89,8 +92,8 @@ class PrunePass:
         lose = b if keep is a else a
         merge = verdict.answer == "merge"
         writes = retire(corpus, lose, keep, verdict.id, absorb=merge)
-        verb = "merge" if merge else "retract"
-        subject = f"prune: {verb} {lose.path} into {keep.path}" if merge else f"prune: retract {lose.path} (redundant with {keep.path})"
+        subject = f"prune: merge {lose.path} into {keep.path}" if merge else \
+            f"prune: retract {lose.path} (redundant with {keep.path})"
         body = (f"The judge read both facts' titles, bodies, motifs and sources.\n"
-                f"{keep.path} survives by the fixed rules (confidence {keep.confidence:g} vs {lose.confidence:g}).")
+                f"{keep.path} survives by the fixed rules: {why_survives(keep, lose, corpus)}.")
         return Change(writes, subject, body)

@@ -1,0 +1,104 @@
+"""Exact duplicates: retracted mechanically, one commit per group, with no judge call, whatever the budget."""
+
+from __future__ import annotations
+
+import socket
+
+from conftest import FAST, fact_text, git, make_repo, write_config
+from messages_server import status
+from test_prune import assert_four_trailers, responder
+
+from knomit_judge.corpus import load_corpus, parse_fact
+from knomit_judge.review import ReviewOptions, review
+
+BODY = "A retry without jitter synchronises clients into waves that hit the server together."
+TITLE = "Retries without jitter arrive in synchronised waves"
+OTHER = "Caches keyed on the full URL miss when tracking parameters vary."
+
+
+def closed_port_url() -> str:
+    """An address where nothing listens: every judge call would be refused."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+def duplicates_corpus(tmp_path):
+    """A triple and a pair of exact duplicates (case, spacing and line endings differ), and a linker."""
+    return make_repo(tmp_path / "corpus", {
+        "facts/retry/waves.md": fact_text(TITLE, ["retry-sync"], 0.5, ["r1"], BODY),
+        "facts/retry/waves-copy.md": fact_text(TITLE.upper(), ["retry-sync"], 0.9, ["r2"], BODY + "   \n\n"),
+        "facts/retry/waves-again.md": fact_text(TITLE, ["retry-sync"], 0.5, ["r3", "r4"],
+                                                BODY.replace(" ", "  ")).replace("\n", "\r\n"),
+        "facts/cache/url.md": fact_text("Full-URL cache keys miss on tracking parameters", ["cache-key"], 0.6, ["c1"],
+                                        OTHER, extra="owner: web-team\n"),
+        "facts/cache/url-dup.md": fact_text("Full-URL cache keys miss on tracking parameters", ["cache-key"], 0.6,
+                                            ["c1"], OTHER),
+        "facts/notes/linker.md": fact_text("Jitter and cache keys both come up in load tests", ["load-test"], 0.5,
+                                           ["n1"], "See the linked facts.",
+                                           links=["facts/retry/waves.md", "facts/cache/url-dup.md"]),
+    })
+
+
+def test_exact_duplicates_retracted_with_no_judge_even_when_unreachable(tmp_path, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", closed_port_url())
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-FAKEKEY-0123456789")
+    repo = duplicates_corpus(tmp_path)
+    write_config(repo, FAST)
+
+    result = review(repo.root, ReviewOptions())
+
+    exact = result.passes["exact"]
+    assert exact.state == "worked" and exact.candidates == 2 and exact.applied == 2 and exact.judge_calls == 0
+    commits = assert_four_trailers(repo.root, "exact")  # one commit per group
+    assert len(commits) == 2 and {t["Knomit-Judge"] for t in commits} == {"mechanical / exact@1"}
+    facts = load_corpus(repo.root).facts
+    # survivors by the fixed rules: the highest confidence; then (a tie on everything) the path order
+    assert facts["facts/retry/waves-copy.md"].active and facts["facts/cache/url-dup.md"].active
+    for lost, kept in [("facts/retry/waves.md", "facts/retry/waves-copy.md"),
+                       ("facts/retry/waves-again.md", "facts/retry/waves-copy.md"),
+                       ("facts/cache/url.md", "facts/cache/url-dup.md")]:
+        assert facts[lost].status == "retracted" and f"survivor: {kept}" in repo.read(lost)
+    assert b"\r\nstatus: retracted\r\n" in (repo.root / "facts/retry/waves-again.md").read_bytes()  # CRLF kept
+    assert facts["facts/retry/waves-copy.md"].sources == ("r2",)  # retracted, not merged: nothing absorbed
+    bodies = git(repo.root, "log", "--grep=^Knomit-Pass: exact$", "--format=%b")
+    assert "- facts/retry/waves.md: higher confidence (0.9 vs 0.5)" in bodies
+    assert "- facts/cache/url.md: the path order (added in one commit)" in bodies
+    assert "owner: web-team\n" in repo.read("facts/cache/url.md")  # unknown keys kept in the loser
+    assert parse_fact("l", repo.read("facts/notes/linker.md")).links == ("facts/retry/waves-copy.md",
+                                                                         "facts/cache/url-dup.md")
+    # the judged passes still tried, and say so; the mechanical pass did not wait for them
+    assert result.broken and result.passes["prune"].unavailable > 0
+
+    again = review(repo.root, ReviewOptions())
+    assert again.passes["exact"].state == "nothing-qualified"
+    assert len(git(repo.root, "log", "--grep=^Knomit-Pass: exact$", "--format=%H").split()) == 2
+
+
+def test_exact_runs_while_prune_is_defunded_and_judge_returns_500(tmp_path, judge_env):
+    repo = make_repo(tmp_path / "corpus", {
+        "facts/a.md": fact_text(TITLE, ["retry-sync"], 0.5, ["r1"], BODY),
+        "facts/b.md": fact_text("Full-URL cache keys miss on tracking parameters", ["cache-key"], 0.6, ["c1"], OTHER),
+        "facts/c.md": fact_text("Sourdough rises faster in a warm kitchen", ["yeast"], 0.5, ["y"], "Warm yeast."),
+    })
+    write_config(repo, FAST + "\n[budget]\npatience = 1\nprobe_every = 5\n")
+    judge_env.responder = responder()  # every pair is distinct: verdicts, none resolved
+    first = review(repo.root, ReviewOptions(passes=("prune",)))
+    assert first.passes["prune"].declined > 0 and first.passes["prune"].resolved == 0
+
+    repo.write("facts/z-copy.md", fact_text(TITLE, ["retry-sync"], 0.5, ["r1"], BODY))
+    repo.write("facts/d.md", fact_text("Bloom filters trade memory for false positives", ["bloom"], 0.5, ["b"],
+                                       "A smaller filter answers maybe more often."))
+    repo.commit("a duplicate and a new fact")
+    judge_env.responder = lambda request, n: status(500)
+    calls = judge_env.calls
+
+    second = review(repo.root, ReviewOptions(passes=("prune",)))
+
+    assert second.passes["prune"].state == "defunded", second.lines()
+    assert second.passes["exact"].applied == 1 and judge_env.calls == calls
+    [t] = assert_four_trailers(repo.root, "exact")
+    assert t["Knomit-Rationale"] == "same normalised title and body"
+    assert "survivor: facts/a.md" in repo.read("facts/z-copy.md")  # the older path survives
+    assert not second.broken
