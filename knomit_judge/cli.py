@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import signal
 import sys
+import threading
 from pathlib import Path
 
 import click
@@ -84,11 +87,29 @@ def review(corpus, dry_run, passes, as_json, judge):
     Example: knomit-judge review ~/corpus --pass alias --json
     """
     from .review import ReviewOptions, review as run
-    result = run(corpus, ReviewOptions(dry_run=dry_run, passes=tuple(passes) or JUDGED_PASSES, judge=judge))
+    with sigterm_as_interrupt():
+        result = run(corpus, ReviewOptions(dry_run=dry_run, passes=tuple(passes) or JUDGED_PASSES, judge=judge))
     lines = [*(f"note: {n}" for n in result.notes), *_plan_lines(result), *result.lines(),
              *(f"commit {sha}" for sha in result.commits)]
     emit(result.json(), as_json, lines)
     sys.exit(1 if result.broken else 0)
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """SIGTERM (kill, systemd, a cron timeout) cancels a session as Ctrl-C does: nothing half-written.
+
+    Raising SIGINT hands it to asyncio.run's own handler, which cancels the session task at its next
+    await; the session's cleanup then commits the verdicts parsed so far.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, lambda *_: signal.raise_signal(signal.SIGINT))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 def _plan_lines(result) -> list[str]:
@@ -169,6 +190,36 @@ def daemon(corpus, cron, judge):
     """
     from .daemon import run_daemon
     run_daemon(corpus, cron, judge)
+
+
+@cli.command()
+@click.argument("labels", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@corpus_arg
+@json_opt
+@click.option("--judge", default="anthropic", show_default=True, help="anthropic, or scripted:FILE (recorded replies).")
+def calibrate(labels, corpus, as_json, judge):
+    """Score the judge against human labels (JSONL): precision, recall, kappa, position flips, cost.
+
+    Applies nothing and stores no verdict; answers go through the reply cache, so a rerun is free.
+
+    Example: knomit-judge calibrate labels.jsonl ~/corpus --json
+    """
+    from .calibrate import calibrate as run, lines
+    result = run(labels, corpus, judge)
+    emit(result, as_json, lines(result))
+
+
+@cli.command()
+@corpus_arg
+@click.option("--html", "html_file", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the page here.")
+def report(corpus, html_file):
+    """Write one self-contained HTML page: sessions, throttle history, applied decisions, calibration.
+
+    Example: knomit-judge report ~/corpus --html report.html
+    """
+    from .report import write_report
+    click.echo(f"wrote {write_report(corpus, html_file)}")
 
 
 def main():

@@ -43,12 +43,14 @@ class Ledger:
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float | None = 0.0
+    known_usd: float = 0.0  # the priced part, which the cost cap still counts once the total is unknown
 
     def add(self, calls: int, attempts: int, tokens_in, tokens_out, cost):
         self.calls += calls
         self.attempts += attempts
         self.tokens_in += tokens_in or 0
         self.tokens_out += tokens_out or 0
+        self.known_usd += cost or 0.0
         self.cost_usd = None if cost is None or self.cost_usd is None else self.cost_usd + cost
 
 
@@ -67,6 +69,9 @@ class AnthropicBackend:
             self.client = client or anthropic.AsyncAnthropic(max_retries=0, timeout=config.judge.timeout_s)
         except anthropic.AnthropicError as e:
             raise ConfigError(f"judge: {e} (set ANTHROPIC_API_KEY)") from None
+        if not (self.client.api_key or self.client.auth_token):
+            # the SDK would only say so at the first request, as a TypeError
+            raise ConfigError("judge: no API key (set ANTHROPIC_API_KEY)")
 
     def _wait(self, attempt: int, error) -> float:
         base = min(self.config.backoff_max_s, self.config.backoff_s * 2 ** (attempt - 1))
@@ -99,18 +104,35 @@ class AnthropicBackend:
                 error = e
             except anthropic.APIConnectionError as e:  # includes APITimeoutError
                 last, error = f"{type(e).__name__}: {e}", e
-            except (anthropic.APIResponseValidationError, ValueError) as e:  # a 200 whose body is not a Message
+            except (anthropic.APIResponseValidationError, ValueError) as e:  # a body that is not JSON at all
                 last, error = f"malformed response: {type(e).__name__}", e
             else:
-                usage = getattr(msg, "usage", None)
-                text = "".join(getattr(b, "text", "") for b in (msg.content or []) if getattr(b, "type", "") == "text")
-                return Completion(text=text, tokens_in=getattr(usage, "input_tokens", None),
-                                  tokens_out=getattr(usage, "output_tokens", None), attempts=attempt,
-                                  request_id=getattr(msg, "_request_id", None))
+                text = _message_text(msg)
+                if text is not None:
+                    usage = getattr(msg, "usage", None)
+                    return Completion(text=text, tokens_in=getattr(usage, "input_tokens", None),
+                                      tokens_out=getattr(usage, "output_tokens", None), attempts=attempt,
+                                      request_id=getattr(msg, "_request_id", None))
+                last, error = "malformed response: a 200 whose body is not a Message", None
             log.warning("judge call failed (%s), attempt %d of %d", last, attempt, self.config.max_attempts)
             if attempt < self.config.max_attempts:
                 await asyncio.sleep(self._wait(attempt, error))
         raise Unavailable(f"{last} after {self.config.max_attempts} attempts", self.config.max_attempts)
+
+
+def _message_text(msg) -> str | None:
+    """The text blocks of a Message, or None when the body only looks like one.
+
+    The SDK builds a Message from whatever JSON came back without validating it,
+    so a list, a missing content field or a text block without text all arrive here.
+    """
+    content = getattr(msg, "content", None) if isinstance(msg, anthropic.types.Message) else None
+    if not isinstance(content, list):
+        return None
+    texts = [getattr(b, "text", None) for b in content if getattr(b, "type", "") == "text"]
+    if not all(isinstance(t, str) for t in texts):
+        return None
+    return "".join(texts)
 
 
 def _error_message(e: anthropic.APIStatusError) -> str:
@@ -196,6 +218,7 @@ class Outcome:
     cost_usd: float | None = 0.0
     replies: list = field(default_factory=list)
     error: str = ""
+    by_position: list = field(default_factory=list)  # each order's majority answer, in order asked
 
 
 def cache_key(model: str, prompt_id: str, system: str, user: str, sample: int) -> str:
@@ -226,6 +249,10 @@ class Judge:
 
     def ledger(self, pass_name: str) -> Ledger:
         return self.ledgers.setdefault(pass_name, Ledger())
+
+    def spent(self) -> float:
+        """USD spent this session on priced calls, over every pass (what judge.max_cost_usd caps)."""
+        return sum(l.known_usd for l in self.ledgers.values())
 
     async def _sample(self, p, subject: dict, user: str, position: int, n: int, out: Outcome) -> Sample:
         key = cache_key(self.model, p.prompt.id, p.prompt.system, user, n)
@@ -289,19 +316,22 @@ class Judge:
         for (pos, _, _), sample in zip(jobs, results):
             by_position.setdefault(pos, []).append(sample)
         self._aggregate(p, by_position, out)
-        if not out.replies:
-            out.replies = [s.text for s in results]
+        out.replies = [s.text for s in results]  # every sample, cached or fresh, in the order asked
         return out
 
     def _aggregate(self, p, by_position: dict[int, list[Sample]], out: Outcome) -> None:
         """Majority per position; low agreement or a split between positions records the default."""
-        majorities, shares = [], []
+        majorities, shares, tied = [], [], False
         for samples in by_position.values():
-            answer, count = Counter(s.answer for s in samples).most_common(1)[0]
-            majorities.append(answer)
-            shares.append(count / len(samples))
-        out.agreement = round(min(shares), 4)
-        if out.agreement < self.config.judge.min_agreement:
+            counts = Counter(s.answer for s in samples).most_common()
+            leaders = [a for a, c in counts if c == counts[0][1]]
+            tied = tied or len(leaders) > 1  # a tie is no majority, whatever min_agreement allows
+            majorities.append(leaders[0] if len(leaders) == 1 else p.default)
+            shares.append(counts[0][1] / len(samples))
+        out.by_position = majorities
+        # two decimals, as min_agreement is written: 2 of 3 samples is 0.67 and meets the default 0.67
+        out.agreement = round(min(shares), 2)
+        if tied or out.agreement < self.config.judge.min_agreement:
             out.answer, out.rationale = p.default, f"undecided: samples agreed {out.agreement:.2f}"
         elif len(set(majorities)) > 1:
             out.answer, out.rationale = p.default, f"split by position: {' / '.join(majorities)}"

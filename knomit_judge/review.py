@@ -45,6 +45,8 @@ class SessionResult:
     problems: list[BadFact] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     plan: dict[str, list[dict]] = field(default_factory=dict)  # dry run: what would be offered, with evidence
+    embedded: int = 0  # texts embedded this session (0 when nothing changed: the model is not even loaded)
+    parsed: int = 0  # fact files parsed this session (unchanged ones come from the file index)
 
     @property
     def broken(self) -> bool:
@@ -61,7 +63,8 @@ class SessionResult:
         return {"session": self.session, "dry_run": self.dry_run, "commits": self.commits,
                 "passes": {name: r.json() for name, r in self.passes.items()}, "cost_usd": self.cost_usd,
                 "problems": [{"path": p.path, "line": p.line, "reason": p.reason} for p in self.problems],
-                "notes": self.notes, **({"plan": self.plan} if self.dry_run else {})}
+                "notes": self.notes, "embedded": self.embedded, "parsed": self.parsed,
+                **({"plan": self.plan} if self.dry_run else {})}
 
 
 @dataclass
@@ -91,7 +94,7 @@ class Context:
     def spent(self) -> float:
         if self._judge is None:
             return 0.0
-        return sum(l.cost_usd or 0.0 for l in self._judge.ledgers.values())
+        return self._judge.spent()  # the priced part: an unknown cost must not lift the cap
 
 
 def new_session_id() -> str:
@@ -107,10 +110,10 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
     if options.dry_run:
         # Dry run: an in-memory copy of the db, no lock, no recovery: not one byte is written.
         return asyncio.run(_session(root, repo, config, Store.read_only(root), options, []))
-    with Lock(repo):
+    with Lock(repo) as lock:
         store = Store.for_corpus(root)
         try:
-            notes = recover(root, repo, store)
+            notes = recover(root, repo, store, lock)
             return asyncio.run(_session(root, repo, config, store, options, notes))
         finally:
             store.close()
@@ -150,6 +153,7 @@ async def _session(root, repo, config, store, options, notes) -> SessionResult:
         for p in passes:
             finish_pass(p, ctx, result.passes[p.name], throttles[p.name])
     finally:
+        result.embedded, result.parsed = ctx.embedder.computed, index.parsed
         if not options.dry_run:
             index.save()
             sha = ctx.applier.commit_paths([ctx.journal.relpath(p) for p in ("exact", *JUDGED_PASSES)],
@@ -254,25 +258,33 @@ async def judge_all(p, offer: list[Candidate], ctx: Context, r: PassResult) -> l
     queue: asyncio.Queue = asyncio.Queue(maxsize=2 * cfg.concurrency)
     yes: list[tuple[float, Verdict]] = []
     stop = ctx.options.stop
+    before = r.offered
+    held: list[str] = []
+
+    def hold() -> str | None:
+        """Why nothing new may be offered now, if so."""
+        if stop is not None and stop.is_set():
+            return "stopping"
+        if ctx.spent() >= cfg.max_cost_usd:
+            return f"session cost cap ${cfg.max_cost_usd:g} reached"
+        return None
 
     async def produce():
-        try:
-            for n, c in enumerate(offer):
-                if stop is not None and stop.is_set():
-                    r.notes.append(f"stopping: {len(offer) - n} candidate(s) wait for the next session")
-                    break
-                if ctx.spent() >= cfg.max_cost_usd:
-                    r.notes.append(f"session cost cap ${cfg.max_cost_usd:g} reached: "
-                                   f"{len(offer) - n} candidate(s) wait")
-                    break
-                await queue.put(c)
-                r.offered += 1
-        finally:
-            for _ in range(cfg.concurrency):
-                await queue.put(None)
+        for c in offer:
+            if hold():
+                break
+            await queue.put(c)
+        # Not in a `finally`: once cancelled the workers are gone, and a put into a full queue never returns.
+        for _ in range(cfg.concurrency):
+            await queue.put(None)
 
     async def work():
         while (c := await queue.get()) is not None:
+            # checked again here, not only at put: the queue holds candidates not yet paid for
+            if reason := hold():
+                held.append(reason)
+                continue
+            r.offered += 1
             out = await ctx.judge.ask(p, c)
             if out.kind == "verdict":
                 v = Verdict(pass_name=p.name, fingerprint=c.fingerprint, subject=c.subject, answer=out.answer,
@@ -291,7 +303,18 @@ async def judge_all(p, offer: list[Candidate], ctx: Context, r: PassResult) -> l
                 setattr(r, out.kind, getattr(r, out.kind) + 1)
                 r.first_error = r.first_error or f"{out.kind}: {out.error}"
 
-    await asyncio.gather(produce(), *(work() for _ in range(cfg.concurrency)))
+    tasks = [asyncio.ensure_future(produce()), *(asyncio.ensure_future(work()) for _ in range(cfg.concurrency))]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        # A refused key in one worker stops all of them, before the session's own cleanup runs.
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    reason = hold() or (held[0] if held else None)
+    if reason and len(offer) > r.offered - before:
+        waiting = len(offer) - (r.offered - before)
+        r.notes.append(f"{reason}: {waiting} candidate(s) wait" + (" for the next session" * (reason == "stopping")))
     return [v for _, v in sorted(yes, key=lambda sv: -sv[0])]
 
 

@@ -1,0 +1,352 @@
+"""The judge client left unattended: every fault kind, samples, position swap, cache, cost, concurrency.
+
+All through the real anthropic SDK to the loopback Messages server; the sessions are real reviews.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import time
+
+import pytest
+import sqlite_utils
+from click.testing import CliRunner
+
+from conftest import SAME, SMALL, CorpusRepo, fact_text, make_repo, write_config
+from messages_server import Action, delay, garbage, hang, status, text
+
+from knomit_judge.cli import cli
+from knomit_judge.judge import cache_key
+from knomit_judge.prompts import load_prompt
+from knomit_judge.recovery import rebuild
+from knomit_judge.review import ReviewOptions, review
+from knomit_judge.store import Store
+
+DIFFERENT = json.dumps({"same": False, "mechanism": ""})
+YES = json.dumps(SAME)
+FIRST, SECOND = "penalty-blocks-own-recovery", "self-locking-penalty"
+
+
+@pytest.fixture(scope="module")
+def templates(tmp_path_factory) -> dict:
+    """Corpora made and embedded once (rebuild stores the vectors in the db); each test works on a copy."""
+    out = {}
+    many = {f"facts/m/f{i}.md": fact_text(f"Mechanism {i}: a feedback loop of kind {i}", [f"loop-kind-{i}"])
+            for i in range(10)}
+    for name, facts in {"pair": {p: SMALL[p] for p in ("facts/ops/f1.md", "facts/ops/f3.md")},
+                        "small": SMALL, "many": many}.items():
+        root = tmp_path_factory.mktemp("template") / name
+        make_repo(root, facts)
+        rebuild(root)
+        out[name] = root
+    return out
+
+
+def copy_of(template, tmp_path) -> CorpusRepo:
+    root = tmp_path / template.name
+    shutil.copytree(template, root, symlinks=True)
+    return CorpusRepo(root)
+
+
+@pytest.fixture
+def pair_repo(templates, tmp_path) -> CorpusRepo:
+    """Two motifs, so exactly one alias question."""
+    return copy_of(templates["pair"], tmp_path)
+
+
+@pytest.fixture
+def small_repo(templates, tmp_path) -> CorpusRepo:
+    """The SMALL corpus: three motifs, three alias questions."""
+    return copy_of(templates["small"], tmp_path)
+
+
+def configure(repo, prices: str = "", **judge) -> None:
+    """knomit-judge.toml with no backoff waits plus these [judge] keys."""
+    values = {"backoff_s": 0.0, "timeout_s": 20, **judge}
+    lines = ["[judge]", *(f"{k} = {json.dumps(v)}" for k, v in values.items()), prices]
+    write_config(repo, "\n".join(lines) + "\n")
+
+
+def session(repo, **judge):
+    configure(repo, **judge)
+    return review(repo.root, ReviewOptions(passes=("alias",)))
+
+
+def stored(repo) -> list:
+    store = Store.for_corpus(repo.root)
+    try:
+        return store.verdicts("alias")
+    finally:
+        store.close()
+
+
+def cli_review(repo, *extra):
+    result = CliRunner().invoke(cli, ["-q", "review", str(repo.root), "--pass", "alias", *extra])
+    out = json.loads(result.stdout) if result.stdout.startswith("{") else None
+    return result, out
+
+
+# -- faults that are retried, then succeed -------------------------------------------------------
+
+@pytest.mark.parametrize("first", [
+    status(429, retry_after=0.3),
+    status(529),
+    status(500),
+    garbage("this is not json"),  # the SDK raises json.JSONDecodeError
+    garbage("[1, 2]"),  # JSON, but no Message
+    garbage('{"type": "message", "content": [{"type": "text"}]}'),  # a text block without text
+], ids=["429", "529", "500", "non-json-body", "json-list-body", "block-without-text"])
+def test_retried_fault_then_success_counts_attempts(pair_repo, judge_env, first):
+    judge_env.script([first, text(YES)])
+    started = time.monotonic()
+    r = session(pair_repo, position_swap=False).passes["alias"]
+    assert (r.state, r.judged, r.unavailable, r.judge_calls, r.attempts) == ("worked", 1, 0, 1, 2)
+    assert judge_env.calls == 2
+    [v] = stored(pair_repo)
+    assert v.answer == "same" and v.attempts == 2 and v.calls == 1
+    if "429" in first.name:
+        assert time.monotonic() - started >= 0.3  # retry-after is honoured even with backoff_s = 0
+
+
+def test_a_200_text_reply_is_one_attempt_with_tokens_and_cost(pair_repo, judge_env):
+    judge_env.responder = lambda req, n: text(YES, input_tokens=1000, output_tokens=100)
+    r = session(pair_repo).passes["alias"]
+    assert (r.judged, r.resolved, r.judge_calls, r.attempts) == (1, 1, 2, 2)
+    [v] = stored(pair_repo)
+    assert (v.tokens_in, v.tokens_out, v.attempts) == (2000, 200, 2)
+    # claude-sonnet-4-5 ships at $3 / $15 per million tokens
+    assert v.cost_usd == pytest.approx(2 * (1000 * 3 + 100 * 15) / 1e6)
+    assert r.cost_usd == pytest.approx(v.cost_usd)
+
+
+# -- faults that never make a verdict ------------------------------------------------------------
+
+@pytest.mark.parametrize("action, kind, error", [
+    (status(429, retry_after=0), "unavailable", "HTTP 429"),
+    (status(529), "unavailable", "HTTP 529"),
+    (garbage("<html>bad gateway</html>", status=502, content_type="text/html"), "unavailable", "HTTP 502"),
+    (garbage("not json at all"), "unavailable", "malformed response"),
+    (text("I think they are the same."), "unparsed", "not a JSON object"),
+    (text('{"same": true, "mechanism": "A penalty'), "unparsed", "not a JSON object"),
+    (text('{"answer": "same"}'), "unparsed", "unexpected keys"),
+    (text('{"same": "yes"}'), "unparsed", "wrong type"),
+    (text('["same"]'), "unparsed", "not a JSON object but list"),
+], ids=["429", "529", "502-html", "non-json-body", "prose", "truncated", "wrong-keys", "wrong-type", "list"])
+def test_faults_are_counted_never_verdicts_and_the_pass_is_broken(pair_repo, judge_env, action, kind, error):
+    judge_env.responder = lambda req, n: action
+    configure(pair_repo, position_swap=False)
+    result, out = cli_review(pair_repo, "--json")
+    assert result.exit_code == 1, result.output
+    alias = out["passes"]["alias"]
+    assert alias["state"] == "broken" and alias["offered"] == 1 and alias["judged"] == 0
+    assert alias[kind] == 1 and alias["unavailable" if kind == "unparsed" else "unparsed"] == 0
+    retried = kind == "unavailable"
+    assert judge_env.calls == alias["attempts"] == (3 if retried else 1) and alias["judge_calls"] == 1
+    assert error in alias["first_error"]
+    assert stored(pair_repo) == []
+    [line] = [x for x in cli_review(pair_repo)[0].stdout.splitlines() if x.startswith("alias:")]
+    assert line.startswith("alias: broken") and f"first error: {kind}: " in line and error in line
+
+
+def test_hang_past_the_time_limit_is_unavailable_quickly(pair_repo, judge_env):
+    judge_env.responder = lambda req, n: hang(30)
+    started = time.monotonic()
+    r = session(pair_repo, timeout_s=0.5).passes["alias"]
+    assert time.monotonic() - started < 8
+    assert (r.state, r.unavailable, r.judged) == ("broken", 1, 0)
+    assert r.first_error == "unavailable: timed out after 0.5s"
+    assert r.cost_usd is None  # a call cut off may still have been billed
+    assert stored(pair_repo) == []
+
+
+def test_a_reply_without_usage_makes_the_cost_unknown_not_zero(pair_repo, judge_env):
+    judge_env.responder = lambda req, n: text(YES, usage=False)
+    configure(pair_repo)
+    result, out = cli_review(pair_repo, "--json")
+    assert result.exit_code == 0
+    assert out["passes"]["alias"]["judged"] == 1 and out["passes"]["alias"]["cost_usd"] is None
+    assert out["cost_usd"] is None
+    for key in ("attempts", "unavailable", "unparsed", "cost_usd", "judge_calls"):
+        assert key in out["passes"]["alias"]
+    [v] = stored(pair_repo)
+    assert v.cost_usd is None and v.tokens_in == 0
+    shown = CliRunner().invoke(cli, ["-q", "status", str(pair_repo.root)]).stdout
+    assert "alias: worked" in shown and "cost incomplete" in shown and "$0.0000" not in shown.split("alias:")[1]
+
+
+@pytest.mark.parametrize("code", [401, 404])
+def test_refused_key_or_model_stops_the_session_with_exit_2(small_repo, judge_env, code):
+    judge_env.responder = lambda req, n: status(code, message="no such thing")
+    configure(small_repo, concurrency=1)
+    result, out = cli_review(small_repo)
+    assert result.exit_code == 2
+    assert f"judge refused the request: HTTP {code}" in result.stderr and "ANTHROPIC_API_KEY" in result.stderr
+    assert "sk-ant-test" not in result.output  # never the key
+    assert judge_env.calls <= 2  # not retried, and the other questions are not asked
+    assert stored(small_repo) == []
+
+
+def test_a_refusal_with_a_full_queue_ends_the_session_instead_of_hanging(templates, tmp_path, judge_env):
+    repo = copy_of(templates["many"], tmp_path)
+    judge_env.script([delay(0.3, status(401))])  # the queue fills up behind the first question meanwhile
+    configure(repo, concurrency=1, position_swap=False)
+    raised = []
+    worker = threading.Thread(target=lambda: raised.extend(_refusal(repo)), daemon=True)
+    worker.start()
+    worker.join(30)
+    assert not worker.is_alive(), "the session hung after the judge refused"
+    assert [type(e).__name__ for e in raised] == ["JudgeRefused"] and judge_env.calls == 1
+
+
+def _refusal(repo) -> list:
+    try:
+        review(repo.root, ReviewOptions(passes=("alias",)))
+    except Exception as e:  # noqa: BLE001 - the test asserts which
+        return [e]
+    return []
+
+
+def test_no_api_key_is_a_configuration_error(pair_repo, judge_env, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    result, _ = cli_review(pair_repo)
+    assert result.exit_code == 2 and "ANTHROPIC_API_KEY" in result.stderr
+    assert judge_env.calls == 0
+
+
+def test_one_order_failing_makes_the_question_unavailable(pair_repo, judge_env):
+    judge_env.script([text(YES), status(500), status(500), status(500)])
+    r = session(pair_repo).passes["alias"]
+    assert (r.state, r.unavailable, r.judged, r.attempts, r.judge_calls) == ("broken", 1, 0, 4, 2)
+    assert "HTTP 500 (request req_" in r.first_error and "after 3 attempts" in r.first_error
+
+
+# -- samples and position swap -------------------------------------------------------------------
+
+def test_three_samples_yes_no_yes_is_yes_with_agreement_067(pair_repo, judge_env):
+    judge_env.script([text(YES), text(DIFFERENT), text(YES)])
+    r = session(pair_repo, samples=3, position_swap=False).passes["alias"]
+    assert (r.judged, r.resolved, r.judge_calls) == (1, 1, 3)
+    [v] = stored(pair_repo)
+    assert v.answer == "same" and v.agreement == 0.67 and v.rationale == SAME["mechanism"]
+    assert sorted(v.replies) == sorted([YES, DIFFERENT, YES])
+
+
+@pytest.mark.parametrize("samples, replies, min_agreement, agreement", [
+    (3, [YES, DIFFERENT, YES], 0.9, 0.67),
+    (2, [YES, DIFFERENT], 0.5, 0.5),  # a tie is no majority even when min_agreement allows it
+])
+def test_samples_below_agreement_record_the_default_undecided(pair_repo, judge_env, samples, replies,
+                                                              min_agreement, agreement):
+    judge_env.script([text(t) for t in replies])
+    r = session(pair_repo, samples=samples, min_agreement=min_agreement, position_swap=False).passes["alias"]
+    assert (r.judged, r.resolved, r.declined) == (1, 0, 1)
+    [v] = stored(pair_repo)
+    assert v.answer == "different" and v.agreement == agreement
+    assert v.rationale.startswith("undecided")
+
+
+def first_comes_first(req, n):
+    """'same' only when FIRST's spelling is shown before SECOND's: a judge that answers by position."""
+    same = req.prompt.index(f'"spelling": "{FIRST}"') < req.prompt.index(f'"spelling": "{SECOND}"')
+    return text(YES if same else DIFFERENT)
+
+
+def test_a_judge_answering_by_position_gets_the_default(pair_repo, judge_env):
+    judge_env.responder = first_comes_first
+    r = session(pair_repo).passes["alias"]
+    assert (r.judged, r.resolved, r.judge_calls) == (1, 0, 2)
+    orders = [req.prompt.index(FIRST) < req.prompt.index(SECOND) for req in judge_env.requests]
+    assert sorted(orders) == [False, True]  # both orders were asked
+    [v] = stored(pair_repo)
+    assert v.answer == "different" and "split" in v.rationale
+    assert FIRST in pair_repo.read("facts/ops/f1.md") and SECOND in pair_repo.read("facts/ops/f3.md")
+
+
+# -- reply cache ---------------------------------------------------------------------------------
+
+def forget_verdicts(repo) -> None:
+    """Drop the answers (db and journal) but keep the reply cache: the question becomes askable again."""
+    sqlite_utils.Database(repo.root / ".knomit" / "judge.db").execute("DELETE FROM verdicts").connection.commit()
+    for journal in (repo.root / ".knomit" / "verdicts").glob("*.jsonl"):
+        journal.unlink()
+    repo.commit("forget verdicts")
+
+
+def test_identical_prompts_are_served_from_the_reply_cache(pair_repo, judge_env):
+    judge_env.responder = lambda req, n: text(DIFFERENT)
+    first = session(pair_repo, samples=2).passes["alias"]
+    assert first.judge_calls == judge_env.calls == 4
+    forget_verdicts(pair_repo)
+    again = session(pair_repo, samples=2).passes["alias"]
+    assert (again.judged, again.cached, again.judge_calls) == (1, 0, 0)
+    assert judge_env.calls == 4
+    [v] = stored(pair_repo)
+    assert v.answer == "different" and v.replies == [DIFFERENT] * 4 and v.attempts == 0
+
+
+def test_only_parsed_replies_are_cached(pair_repo, judge_env):
+    judge_env.script([text(DIFFERENT), text("not json")])
+    r = session(pair_repo).passes["alias"]
+    assert (r.unparsed, r.judged, r.judge_calls) == (1, 0, 2)
+    db = sqlite_utils.Database(pair_repo.root / ".knomit" / "judge.db")
+    [row] = list(db["replies"].rows)
+    assert row["text"] == DIFFERENT and row["prompt"] == "alias@1"
+    parsed, garbled = judge_env.requests
+    prompt = load_prompt("alias")
+    assert row["key"] == cache_key("claude-sonnet-4-5", prompt.id, prompt.system, parsed.prompt, 0)
+    judge_env.responder = lambda req, n: text(DIFFERENT)
+    r = session(pair_repo).passes["alias"]
+    assert (r.judged, r.judge_calls) == (1, 1)
+    assert judge_env.requests[2].prompt == garbled.prompt  # only the unparsed order is asked again
+
+
+# -- concurrency and cost ------------------------------------------------------------------------
+
+def test_concurrency_cap_holds_at_the_server(small_repo, judge_env):
+    lock, now, peak = threading.Lock(), [0], [0]
+    slow = delay(0.3, text(DIFFERENT))
+
+    def run(req, stop):
+        with lock:
+            now[0] += 1
+            peak[0] = max(peak[0], now[0])
+        try:
+            return slow.run(req, stop)
+        finally:
+            with lock:
+                now[0] -= 1
+
+    judge_env.responder = lambda req, n: Action("counted", run)
+    # two workers, each asking 2 samples x 2 orders at once: only the shared semaphore keeps this at 2
+    r = session(small_repo, concurrency=2, samples=2).passes["alias"]
+    assert r.judged == r.offered >= 2 and judge_env.calls == 4 * r.offered
+    assert peak[0] == 2
+
+
+def test_cost_cap_holds_the_rest_back_with_a_note(small_repo, judge_env, monkeypatch):
+    monkeypatch.setenv("KNOMIT_JUDGE_MODEL", "claude-test")
+    judge_env.responder = lambda req, n: text(DIFFERENT, input_tokens=100, output_tokens=0)
+    configure(small_repo, '[prices."claude-test"]\ninput_per_mtok = 1000.0\noutput_per_mtok = 0.0',
+              model="claude-sonnet-4-5", concurrency=1, max_cost_usd=0.05)
+    r = review(small_repo.root, ReviewOptions(passes=("alias",))).passes["alias"]
+    assert r.candidates == 3 and (r.offered, r.judged, r.waiting) == (1, 1, 2)
+    assert r.cost_usd == pytest.approx(0.2)  # 2 orders x 100 tokens x $1000 per million
+    assert judge_env.calls == 2 and all(req.body["model"] == "claude-test" for req in judge_env.requests)
+    assert "session cost cap $0.05 reached: 2 candidate(s) wait" in r.line()
+
+
+def test_dry_run_estimates_questions_calls_and_cost_and_calls_nothing(small_repo, judge_env):
+    configure(small_repo, samples=3)
+    result, out = cli_review(small_repo, "--dry-run", "--json")
+    assert result.exit_code == 0
+    alias = out["passes"]["alias"]
+    assert alias["state"] == "would-offer" and len(out["plan"]["alias"]) == alias["offered"] == 3
+    [note] = [n for n in alias["notes"] if n.startswith("would ask")]
+    assert note.startswith("would ask 3 question(s) = 18 call(s), about $")
+    assert float(note.rsplit("$", 1)[1]) > 0
+    text_out = cli_review(small_repo, "--dry-run")[0].stdout
+    assert "would ask 3 question(s) = 18 call(s)" in text_out
+    assert judge_env.calls == 0
