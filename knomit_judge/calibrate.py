@@ -245,9 +245,6 @@ async def _answer(questions: list[Question], passes, judge: Judge, store: Store,
     cfg = config.judge
     gate = asyncio.Semaphore(cfg.concurrency)
 
-    def spent() -> float:
-        return sum(l.cost_usd or 0.0 for l in judge.ledgers.values())
-
     async def one(q: Question):
         p = passes[q.pass_name]
         v = store.verdict_for(p.name, q.candidate.fingerprint)
@@ -258,7 +255,7 @@ async def _answer(questions: list[Question], passes, judge: Judge, store: Store,
                              for a in cached_positions(p, q.candidate, store, judge.model, cfg.samples)]
             return
         async with gate:
-            if spent() >= cfg.max_cost_usd:  # the session cost cap holds here too; the rest stays unasked
+            if judge.spent() >= cfg.max_cost_usd:  # the session cost cap holds here too; the rest stays unasked
                 q.error = f"judge.max_cost_usd ${cfg.max_cost_usd:g} reached"
                 return
             out = await judge.ask(p, q.candidate)
