@@ -112,8 +112,10 @@ _BOUNDS = {
     "judge.concurrency": (1, None), "judge.timeout_s": (0.001, None), "judge.max_attempts": (1, None),
     "judge.samples": (1, None), "judge.min_agreement": (0, 1), "judge.max_cost_usd": (0, None),
     "judge.max_tokens": (1, None), "judge.backoff_s": (0, None), "judge.backoff_max_s": (0, None),
-    "shortlist.k": (1, None), "budget.optimistic_cap": (0, None), "budget.window": (1, None),
-    "budget.patience": (1, None), "budget.probe_every": (1, None), "budget.unproven_allowance": (0, None),
+    # optimistic_cap and unproven_allowance of 0 would latch a pass off: no offers, so never the verdicts
+    # that move it to another state. Every off-state must still generate the evidence its way back reads.
+    "shortlist.k": (1, None), "budget.optimistic_cap": (1, None), "budget.window": (1, None),
+    "budget.patience": (1, None), "budget.probe_every": (1, None), "budget.unproven_allowance": (1, None),
     "discovery.confidence": (0, 1), "discovery.min_group": (2, None), "discovery.max_group": (2, None),
     "discovery.group_similarity": (-1, 1), "discovery.match_similarity": (-1, 1),
     "corpus.max_fact_bytes": (1, None),
@@ -165,8 +167,10 @@ def parse_config(data: dict) -> Config:
             raise ConfigError(f"{name}: unknown section (known: {', '.join([*_SECTION_TYPES, 'prices'])})")
     if config.discovery.min_group > config.discovery.max_group:
         raise ConfigError("discovery.min_group: larger than discovery.max_group")
+    if "cron" in data.get("schedule", {}):
+        from .daemon import cron_trigger  # only when set: the default is valid, and apscheduler costs an import
+        cron_trigger(config.schedule.cron, key="schedule.cron")
     return config
-
 
 
 def load_config(corpus: Path, environ=os.environ) -> Config:
@@ -186,32 +190,47 @@ def load_config(corpus: Path, environ=os.environ) -> Config:
 
 DEFAULT_TOML = """\
 # knomit-judge configuration. Every key is optional; the values below are the defaults.
+# An unknown key, a wrong type or an out-of-range value is an error naming the key (exit 2).
 # KNOMIT_JUDGE_MODEL overrides judge.model; ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL are read by the SDK.
 
 [judge]
 model = "claude-sonnet-4-5"
-concurrency = 4
-timeout_s = 600
-max_attempts = 3
-samples = 1
-min_agreement = 0.67
-position_swap = true
-max_cost_usd = 5.0
+concurrency = 4          # judge calls in flight at once
+timeout_s = 600          # per judgment, retries included
+max_attempts = 3         # per call, on rate limits, overload, 5xx and connection errors
+samples = 1              # replies per order; with more, the answer needs min_agreement
+min_agreement = 0.67     # below it the judge is undecided and the default answer stands
+position_swap = true     # ask pairs in both orders; a split is the default answer
+max_cost_usd = 5.0       # per session; the rest waits for the next one
+max_tokens = 400         # per reply
+backoff_s = 1.0          # first retry wait, doubling with jitter
+backoff_max_s = 60.0     # longest retry wait
+
+# [prices."claude-sonnet-4-5"]   # USD per million tokens; current models ship with prices
+# input_per_mtok = 3.0
+# output_per_mtok = 15.0
 
 [shortlist]
-k = 5
+k = 5                    # nearest neighbours per motif / fact
 
-[budget]
-enabled = true
-optimistic_cap = 20
-window = 20
-patience = 8
-probe_every = 5
-unproven_allowance = 4
+[budget]                 # per pass; see the README for why these values
+enabled = true           # false: no throttle (backfills, benchmarks); the line says unthrottled
+optimistic_cap = 20      # offers a session while a pass has no verdicts yet
+window = 20              # funded while one of the last `window` verdicts (whole sessions) resolved something
+patience = 8             # verdicts with none resolved before a pass is defunded
+probe_every = 5          # a defunded pass still offers one candidate every `probe_every` sessions
+unproven_allowance = 4   # offers a session while judged, nothing resolved, fewer than patience verdicts
 
 [discovery]
-confidence = 0.4
+confidence = 0.4         # of a proposed fact: below the default 0.5, it is a proposal
+min_group = 3
+max_group = 6
+group_similarity = 0.6   # neighbours at least this close form an embedding group
+match_similarity = 0.85  # a proposed fact this close to an existing one is linked to it
+
+[corpus]
+max_fact_bytes = 1048576 # larger fact files are reported and skipped
 
 [schedule]
-cron = "0 3 * * *"
+cron = "0 3 * * *"       # for `knomit-judge daemon`, in UTC; 6 fields = seconds first
 """

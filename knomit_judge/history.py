@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 
 from .config import load_config
@@ -9,7 +10,22 @@ from .gitops import open_repo
 from .passes import JUDGED_PASSES
 from .status import PassResult
 from .store import Store
-from .throttle import assess
+from .throttle import ThrottleState, assess
+
+
+def upcoming(t: ThrottleState) -> str:
+    """What the next session's throttle will do, with why, as one phrase."""
+    if t.probe:
+        return f"{t.state} - {t.why}; the next session probes one candidate"
+    if t.probe_in:
+        return f"{t.state} (next probe in {t.probe_in} session{'s' if t.probe_in != 1 else ''}) - {t.why}"
+    return f"{t.state} - {t.why}"
+
+
+def pass_line(name: str, counts: dict) -> str:
+    """A stored pass's status line; keys this version does not know (or no longer has) are skipped."""
+    known = {f.name for f in fields(PassResult)}
+    return PassResult(name, **{k: v for k, v in counts.items() if k in known}).line()
 
 
 def status(root: Path | str, limit: int = 10) -> dict:
@@ -18,32 +34,44 @@ def status(root: Path | str, limit: int = 10) -> dict:
     open_repo(root)
     config = load_config(root)
     store = Store.read_only(root)
-    sessions = store.sessions(limit)
-    throttle = {}
-    for name in JUDGED_PASSES:
-        t = assess(store, name, config.budget)
-        throttle[name] = {"state": t.state, "why": t.why, "next_probe_in": t.next_probe_in,
-                          "probe_due": t.probe}
-    text = []
-    if sessions:
-        last = sessions[0]
-        text.append(f"last session {last['id']} ({last['started_at']} to {last['ended_at']}):")
-        for name, counts in last["passes"].items():
-            text.append("  " + PassResult(name, **counts).line())
-    else:
-        text.append("no sessions yet")
-    text.append("throttle:")
-    for name, t in throttle.items():
-        text.append(f"  {name}: {t['state']} - {t['why']}")
-    if sessions:
-        text.append("recent sessions:")
-        text.append(f"  {'session':<24} {'cost':>10} {'commits':>7}  " + "  ".join(f"{n:<18}" for n in ("exact", *JUDGED_PASSES)))
-        for s in sessions:
-            cost = "incomplete" if s["cost_usd"] is None else f"${s['cost_usd']:.4f}"
-            states = "  ".join(f"{s['passes'].get(n, {}).get('state', '-'):<18}" for n in ("exact", *JUDGED_PASSES))
-            text.append(f"  {s['id']:<24} {cost:>10} {len(s['commits']):>7}  {states}")
+    try:
+        sessions = store.sessions(limit)
+        # A session that started and never ended is running now, or was killed: say so, it is not "caught-up".
+        unfinished = store.db.execute("SELECT count(*) FROM sessions WHERE ended_at IS NULL").fetchone()[0]
+        throttle = {}
+        for name in JUDGED_PASSES:
+            t = assess(store, name, config.budget)
+            throttle[name] = {"state": t.state, "why": t.why, "allowance": t.allowance, "probe_due": t.probe,
+                              "next_probe_in": t.probe_in, "text": upcoming(t)}
+    finally:
+        store.close()
     return {"last_session": sessions[0] if sessions else None, "throttle": throttle, "sessions": sessions,
-            "text": text}
+            "unfinished": unfinished, "text": render(sessions, throttle, unfinished)}
+
+
+def render(sessions: list[dict], throttle: dict, unfinished: int = 0) -> list[str]:
+    """The text of `status`: the last session's lines, the throttle per pass, a table of recent sessions."""
+    cost = lambda s: "incomplete" if s["cost_usd"] is None else f"${s['cost_usd']:.4f}"  # noqa: E731
+    if not sessions:
+        text = ["no sessions yet"]
+    else:
+        last = sessions[0]
+        text = [f"last session {last['id']} ({last['started_at']} to {last['ended_at']}, cost {cost(last)}, "
+                f"{len(last['commits'])} commit(s)):"]
+        text.extend("  " + pass_line(name, counts) for name, counts in last["passes"].items())
+    text.append("throttle for the next session:")
+    text.extend(f"  {name}: {t['text']}" for name, t in throttle.items())
+    if sessions:
+        columns = ("exact", *JUDGED_PASSES)
+        text.append(f"last {len(sessions)} session(s), newest first:")
+        header = f"  {'session':<22} {'ended':<20} {'cost':>10} {'commits':>7}  " + "  ".join(f"{n:<17}" for n in columns)
+        text.append(header.rstrip())
+        for s in sessions:
+            states = "  ".join(f"{s['passes'].get(n, {}).get('state', '-'):<17}" for n in columns)
+            text.append(f"  {s['id']:<22} {s['ended_at'][:19]:<20} {cost(s):>10} {len(s['commits']):>7}  {states}".rstrip())
+    if unfinished:
+        text.append(f"{unfinished} session(s) started and did not end (running now, or killed)")
+    return text
 
 
 def list_verdicts(root: Path | str, pass_name: str | None = None) -> list[dict]:

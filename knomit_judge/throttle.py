@@ -1,6 +1,6 @@
 """The outcome-funded throttle: judge attention is funded by verdicts that resolved something.
 
-State is derived from the stored verdicts (how many, and whether a recent one
+State is derived from the stored verdicts (how many, and whether one of the recent ones
 resolved something) and, for the probe, from the throttle history of earlier
 sessions; nothing here can be reset by deleting a counter.
 """
@@ -18,7 +18,14 @@ class ThrottleState:
     allowance: int | None  # offers this session; None = unlimited (the cost cap still holds)
     probe: bool  # this session's one offer is the defunded pass's probe
     why: str
-    next_probe_in: int | None = None  # sessions, while defunded and not due
+    next_probe_in: int | None = None  # sessions after this one until the probe, while defunded and not due
+
+    @property
+    def probe_in(self) -> int | None:
+        """Sessions until the probe, counting the session this state is for as 1 (None: not defunded)."""
+        if self.state != "defunded":
+            return None
+        return 1 if self.probe else self.next_probe_in + 1
 
 
 def defunded_run(rows: list[dict]) -> int:
@@ -31,14 +38,37 @@ def defunded_run(rows: list[dict]) -> int:
     return count
 
 
+def recent_outcomes(store, pass_name: str, window: int) -> list[bool]:
+    """Resolved-or-not of the pass's last `window` verdicts, newest first, widened to whole sessions.
+
+    A session asks its candidates best-ranked first, so its yeses come early and its last verdicts are its
+    least likely ones; a window that cut through a session would defund a pass in the very session that
+    resolved things. A reverted yes resolved nothing.
+    """
+    out: list[bool] = []
+    last = None
+    rows = store.db.execute("SELECT session, is_yes AND NOT reverted FROM verdicts WHERE pass = ? "
+                            "ORDER BY created_at DESC, rowid DESC", [pass_name])
+    try:
+        for session, resolved in rows:  # read lazily: stops at the window's edge
+            if len(out) >= window and (session is None or session != last):
+                break
+            out.append(bool(resolved))
+            last = session
+    finally:
+        rows.close()  # an unfinished statement would hold the db's read lock
+    return out
+
+
 def assess(store, pass_name: str, cfg: BudgetConfig) -> ThrottleState:
+    """The throttle state of the pass's next session, from its verdicts and its earlier sessions' records."""
     if not cfg.enabled:
         return ThrottleState("unthrottled", None, False, "budget.enabled = false")
     n = store.count_verdicts(pass_name)
     if n == 0:
         return ThrottleState("optimistic", cfg.optimistic_cap, False,
                              f"no verdicts yet: at most {cfg.optimistic_cap} offers a session")
-    recent = store.history(pass_name, cfg.window)
+    recent = recent_outcomes(store, pass_name, cfg.window)
     if any(recent):
         return ThrottleState("funded", None, False,
                              f"{sum(recent)} of the last {len(recent)} verdicts resolved something")
@@ -46,15 +76,18 @@ def assess(store, pass_name: str, cfg: BudgetConfig) -> ThrottleState:
         return ThrottleState("unproven", cfg.unproven_allowance, False,
                              f"{n} verdicts, none resolved, fewer than patience {cfg.patience}: "
                              f"{cfg.unproven_allowance} offers a session")
-    waited = defunded_run(store.throttle_rows(pass_name, cfg.probe_every + 1)) + 1  # this session included
-    why = f"{n} verdicts, none of the last {len(recent)} resolved anything"
+    # A due probe that was not spent (no candidate, or no verdict came back) leaves the run unbroken,
+    # so the next session is due again: the probe is retried until it buys a verdict.
+    waited = defunded_run(store.throttle_rows(pass_name, cfg.probe_every)) + 1  # this session included
+    why = f"{n} verdicts, none of the last {len(recent)} resolved anything (patience {cfg.patience})"
     if waited >= cfg.probe_every:
-        return ThrottleState("defunded", 1, True, why + ": probe due this session")
+        return ThrottleState("defunded", 1, True, why)
     return ThrottleState("defunded", 0, False, why, next_probe_in=cfg.probe_every - waited)
 
 
 def record(store, session: str, pass_name: str, t: ThrottleState, offered: int, judged: int, resolved: int,
            probe_spent: bool) -> None:
+    """Keep this session's throttle record of a pass: what it allowed, what it bought, whether a probe was spent."""
     store.record_throttle({"session": session, "pass": pass_name, "state": t.state, "allowance": t.allowance,
                            "offered": offered, "judged": judged, "resolved": resolved,
                            "probe_due": int(t.probe), "probe_spent": int(probe_spent)})

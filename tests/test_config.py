@@ -1,0 +1,70 @@
+"""knomit-judge.toml: every key validated by name (exit 2 before any work); the environment wins over the file."""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+
+import pytest
+from click.testing import CliRunner
+from conftest import SMALL, make_repo, write_config
+
+from knomit_judge.cli import cli
+from knomit_judge.config import DEFAULT_TOML, Config, parse_config
+
+
+@pytest.fixture(scope="module")
+def shared_repo(tmp_path_factory):
+    """One corpus for all the bad-config cases: each rejected before it is read, so none changes it."""
+    return make_repo(tmp_path_factory.mktemp("config") / "corpus", SMALL)
+
+
+def review_cli(root):
+    return CliRunner().invoke(cli, ["-q", "review", str(root), "--pass", "alias"], catch_exceptions=False)
+
+
+@pytest.mark.parametrize("toml, key, why", [
+    ("[budget]\npatiance = 3\n", "budget.patiance", "unknown key"),
+    ("[budgets]\npatience = 3\n", "budgets", "unknown section"),
+    ('[budget]\npatience = "8"\n', "budget.patience", "expected int, got str"),
+    ("[budget]\nenabled = 1\n", "budget.enabled", "expected bool, got int"),
+    ("[budget]\npatience = true\n", "budget.patience", "expected int, got bool"),
+    ("[judge]\nmodel = 4\n", "judge.model", "expected str"),
+    ("[budget]\nprobe_every = 0\n", "budget.probe_every", "out of range"),
+    ("[budget]\nunproven_allowance = 0\n", "budget.unproven_allowance", "out of range"),  # would latch off
+    ("[budget]\noptimistic_cap = -1\n", "budget.optimistic_cap", "out of range"),
+    ("[judge]\nmin_agreement = 1.5\n", "judge.min_agreement", "out of range"),
+    ('[prices."claude-x"]\ninput_per_mtok = 1.0\n', 'prices."claude-x".output_per_mtok', "required"),
+    ('[schedule]\ncron = "0 3 * *"\n', "schedule.cron", "4 fields"),
+    ('[schedule]\ncron = "0 25 * * *"\n', "schedule.cron", "higher than the maximum"),
+    ("[budget\n", "knomit-judge.toml", "Expected ']'"),
+])
+def test_bad_config_exits_2_naming_the_key_before_any_call(shared_repo, judge_env, toml, key, why):
+    write_config(shared_repo, toml)
+    head = shared_repo.log()
+    result = review_cli(shared_repo.root)
+    assert result.exit_code == 2
+    assert key in result.stderr and why in result.stderr, result.stderr
+    assert "Traceback" not in result.output
+    assert judge_env.calls == 0 and shared_repo.log() == head
+
+
+def test_environment_model_wins_over_the_file(corpus_repo, judge_env, monkeypatch):
+    write_config(corpus_repo, '[judge]\nmodel = "claude-sonnet-4"\nbackoff_s = 0.0\n')
+    monkeypatch.setenv("KNOMIT_JUDGE_MODEL", "claude-haiku-4-5")
+    result = review_cli(corpus_repo.root)
+    assert result.exit_code == 0, result.output
+    assert judge_env.calls > 0
+    assert {r.body["model"] for r in judge_env.requests} == {"claude-haiku-4-5"}
+    out = CliRunner().invoke(cli, ["verdicts", str(corpus_repo.root), "--json"]).stdout
+    assert '"model": "claude-haiku-4-5"' in out and "claude-sonnet-4" not in out
+
+
+def test_the_written_config_is_the_defaults_and_documents_every_key():
+    assert parse_config(tomllib.loads(DEFAULT_TOML)) == Config()
+    for section in dataclasses.fields(Config):
+        if section.name == "prices":
+            continue
+        assert f"[{section.name}]" in DEFAULT_TOML
+        for key in dataclasses.fields(section.default_factory()):
+            assert f"\n{key.name} = " in DEFAULT_TOML, f"{section.name}.{key.name} missing from DEFAULT_TOML"

@@ -1,0 +1,119 @@
+"""Session history and `knomit-judge status`: what it shows, and that it asks nothing and writes nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+from test_throttle import motif_repo, session
+
+from knomit_judge.cli import cli
+from knomit_judge.review import ReviewOptions, review
+from knomit_judge.store import Store
+
+
+def stored_sessions(repo) -> list[dict]:
+    store = Store.for_corpus(repo.root)
+    try:
+        return list(reversed(store.sessions(100)))  # oldest first
+    finally:
+        store.close()
+
+
+def tree_digest(root: Path) -> str:
+    """Every byte under root, .git and the db included."""
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            h.update(str(p.relative_to(root)).encode())
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def status_cli(root, *extra):
+    result = CliRunner().invoke(cli, ["-q", "status", str(root), *extra], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_every_session_is_recorded_with_counts_cost_and_commits(tmp_path, judge_env, monkeypatch):
+    repo = motif_repo(tmp_path, "optimistic_cap = 2\n")
+    first = review(repo.root, ReviewOptions(passes=("alias",)))
+    monkeypatch.setenv("KNOMIT_JUDGE_MODEL", "claude-unpriced-9")  # no price: its cost is unknown
+    second = review(repo.root, ReviewOptions(passes=("alias",)))
+    review(repo.root, ReviewOptions(dry_run=True))  # a dry run writes nothing, so records no session
+
+    rows = stored_sessions(repo)
+    assert [r["id"] for r in rows] == [first.session, second.session]
+    for row, result in zip(rows, (first, second)):
+        assert row["started_at"] <= row["ended_at"]
+        assert row["passes"] == json.loads(json.dumps(result.json()["passes"]))
+        assert row["commits"] == result.commits and len(row["commits"]) == 1  # the journal commit
+    assert rows[0]["passes"]["alias"]["judged"] == 2 and rows[1]["passes"]["alias"]["judged"] == 4
+    assert rows[0]["cost_usd"] == first.cost_usd and rows[0]["cost_usd"] > 0
+    assert rows[1]["cost_usd"] is None and second.cost_usd is None
+    assert "cost incomplete" in status_cli(repo.root).splitlines()[0]
+
+
+def test_status_shows_lines_throttle_and_sessions_without_a_call_or_a_write(tmp_path, judge_env):
+    repo = motif_repo(tmp_path, "optimistic_cap = 2\npatience = 2\nprobe_every = 3\n")
+    session(repo, judge_env)
+    last, _ = session(repo, judge_env)
+    calls, digest = judge_env.calls, tree_digest(repo.root)
+    db = (repo.root / ".knomit" / "judge.db").read_bytes()
+
+    out = status_cli(repo.root).splitlines()
+    assert out[0].startswith(f"last session {last.session} (")
+    assert any(line.startswith("  alias: defunded (next probe in 2 sessions) - candidates ") for line in out)
+    assert any(line.startswith("  exact: nothing-qualified - ") for line in out)
+    throttle = out[out.index("throttle for the next session:") + 1:][:3]
+    assert throttle[0].startswith("  alias: defunded (next probe in 2 sessions) - 2 verdicts, none of the last 2 ")
+    assert throttle[1].startswith("  prune: optimistic - no verdicts yet")
+    assert throttle[2].startswith("  discovery: optimistic - no verdicts yet")
+    table = out[out.index("last 2 session(s), newest first:") + 2:]
+    assert [row.split()[0] for row in table] == [last.session, stored_sessions(repo)[0]["id"]]
+    assert table[0].split()[-4:] == ["nothing-qualified", "defunded", "-", "-"]
+    assert table[1].split()[-4:] == ["nothing-qualified", "worked", "-", "-"]
+
+    data = json.loads(status_cli(repo.root, "--json"))
+    assert data["last_session"]["id"] == last.session
+    assert data["last_session"]["passes"]["alias"]["state"] == "defunded"
+    assert data["throttle"]["alias"]["state"] == "defunded" and data["throttle"]["alias"]["next_probe_in"] == 2
+    assert "none of the last 2" in data["throttle"]["alias"]["why"]
+    assert [s["id"] for s in data["sessions"]][0] == last.session and len(data["sessions"]) == 2
+    assert len(json.loads(status_cli(repo.root, "--json", "--sessions", "1"))["sessions"]) == 1
+
+    assert judge_env.calls == calls
+    assert (repo.root / ".knomit" / "judge.db").read_bytes() == db
+    assert tree_digest(repo.root) == digest
+
+    session(repo, judge_env)  # the last one before the probe
+    out = status_cli(repo.root).splitlines()
+    assert any(line.startswith("  alias: defunded (next probe in 1 session) - candidates ") for line in out)
+    assert any(line.startswith("  alias: defunded - ") and line.endswith("the next session probes one candidate")
+               for line in out)
+
+
+def test_status_of_a_corpus_never_reviewed_creates_no_db(tmp_path, judge_env):
+    repo = motif_repo(tmp_path, "")
+    db = repo.root / ".knomit" / "judge.db"
+    db.unlink()
+    out = status_cli(repo.root).splitlines()
+    assert out[0] == "no sessions yet"
+    assert "  alias: optimistic - no verdicts yet: at most 20 offers a session" in out
+    assert not db.exists() and judge_env.calls == 0
+
+
+def test_status_names_a_session_that_never_ended(tmp_path, judge_env):
+    repo = motif_repo(tmp_path, "optimistic_cap = 1\n")
+    session(repo, judge_env)
+    store = Store.for_corpus(repo.root)
+    try:
+        store.start_session("20990101T000000Z-dead")  # what a session killed mid-way leaves behind
+    finally:
+        store.close()
+    out = status_cli(repo.root).splitlines()
+    assert out[-1] == "1 session(s) started and did not end (running now, or killed)"
+    assert json.loads(status_cli(repo.root, "--json"))["unfinished"] == 1

@@ -1,0 +1,212 @@
+"""The outcome-funded throttle, session after session, against the real SDK and the loopback server."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from conftest import SAME, fact_text, make_repo, write_config
+from messages_server import status, text
+
+from knomit_judge.config import load_config
+from knomit_judge.history import status as get_status
+from knomit_judge.recovery import rebuild
+from knomit_judge.review import ReviewOptions, review
+from knomit_judge.store import Store
+
+# Unrelated regularities, one motif each: plenty of alias candidates, none of them one mechanism.
+TOPICS = [
+    ("Queue growth amplifies latency under load", "queue-amplifies-latency"),
+    ("Caches hide slow disks until they are cold", "cache-masks-slowness"),
+    ("Retries multiply load during an outage", "retry-storm"),
+    ("Alerts nobody reads train people to ignore alerts", "alert-fatigue"),
+    ("A single writer avoids lock contention", "single-writer"),
+    ("Backups nobody restored are not backups", "untested-backup"),
+    ("Feature flags left on become permanent forks", "flag-debt"),
+    ("Clock skew breaks lease expiry", "clock-skew-lease"),
+]
+# One call per question (no position swap), one attempt per call, no backoff: calls count questions.
+JUDGE = """
+[judge]
+backoff_s = 0.0
+timeout_s = 20
+max_attempts = 1
+position_swap = false
+"""
+
+
+def motif_repo(tmp_path, budget: str, n: int = len(TOPICS)):
+    """A corpus of n one-motif facts, with [budget] set as given."""
+    facts = {f"facts/t/f{i}.md": fact_text(title, [motif], body=f"{title}. Seen in more than one system.")
+             for i, (title, motif) in enumerate(TOPICS[:n])}
+    repo = make_repo(tmp_path / "corpus", facts)
+    write_config(repo, JUDGE + "\n[budget]\n" + budget)
+    return repo
+
+
+def session(repo, server):
+    """One alias session; returns its result and how many judge calls reached the server."""
+    before = server.calls
+    result = review(repo.root, ReviewOptions(passes=("alias",)))
+    return result, server.calls - before
+
+
+def throttle_rows(repo):
+    store = Store.for_corpus(repo.root)
+    try:
+        return list(reversed(store.throttle_rows("alias")))  # oldest first
+    finally:
+        store.close()
+
+
+def asked(request, subject) -> bool:
+    return all(f'"spelling": "{m}"' in request.prompt for m in (subject["a"], subject["b"]))
+
+
+def test_declining_judge_walks_to_defunded_then_spends_one_probe_per_probe_every(tmp_path, judge_env):
+    repo = motif_repo(tmp_path, "optimistic_cap = 2\npatience = 4\nunproven_allowance = 1\nprobe_every = 3\n")
+    calls, tails, lines = [], [], []
+    for n in range(1, 10):
+        if n == 6:  # the first probe: it must offer the best-ranked waiting candidate
+            unthrottled = load_config(repo.root)
+            unthrottled.budget = dataclasses.replace(unthrottled.budget, enabled=False)
+            everything = review(repo.root, ReviewOptions(dry_run=True, passes=("alias",)), config=unthrottled)
+            best = everything.plan["alias"][0]
+            assert best["score"] == max(item["score"] for item in everything.plan["alias"])
+            dry = review(repo.root, ReviewOptions(dry_run=True, passes=("alias",)))
+            assert [item["subject"] for item in dry.plan["alias"]] == [best["subject"]]
+        result, spent = session(repo, judge_env)
+        if n == 6:
+            assert asked(judge_env.requests[-1], best["subject"])
+        alias = result.passes["alias"]
+        calls.append(spent)
+        tails.append(alias.throttle)
+        lines.append(alias.line())
+        assert alias.judged == alias.declined == spent and alias.resolved == 0
+    assert calls == [2, 1, 1, 0, 0, 1, 0, 0, 1]
+    assert tails[:3] == ["optimistic", "unproven", "unproven"]
+    assert tails[3:] == ["defunded", "defunded", "defunded (probe)"] * 2
+    assert lines[3].startswith("alias: defunded (next probe in 2 sessions) - ")
+    assert lines[4].startswith("alias: defunded (next probe in 1 session) - ")
+    assert lines[5].startswith("alias: worked - ") and "judged 1" in lines[5]
+    rows = throttle_rows(repo)
+    assert [(r["state"], r["probe_due"], r["probe_spent"]) for r in rows[3:]] == \
+        [("defunded", 0, 0), ("defunded", 0, 0), ("defunded", 1, 1)] * 2
+
+
+def test_probe_with_no_candidate_is_not_counted_and_is_retried(tmp_path, judge_env):
+    repo = motif_repo(tmp_path, "patience = 2\nprobe_every = 2\n", n=3)  # 3 motifs: 3 candidate pairs
+    result, spent = session(repo, judge_env)
+    assert spent == 3 and result.passes["alias"].throttle == "optimistic"
+    result, spent = session(repo, judge_env)  # defunded, not due; nothing waits anyway
+    assert spent == 0 and result.passes["alias"].state == "caught-up"
+    result, spent = session(repo, judge_env)  # the probe is due but finds no candidate
+    assert spent == 0 and result.passes["alias"].throttle == "defunded (probe)"
+    assert (throttle_rows(repo)[-1]["probe_due"], throttle_rows(repo)[-1]["probe_spent"]) == (1, 0)
+
+    repo.fact("facts/t/new.md", TOPICS[5][0], motifs=[TOPICS[5][1]], body="New evidence.")
+    repo.commit("a new motif")
+    result, spent = session(repo, judge_env)  # retried: the probe is still due, and now has a candidate
+    assert spent == 1 and result.passes["alias"].throttle == "defunded (probe)"
+    assert result.passes["alias"].offered == 1 and result.passes["alias"].judged == 1
+    result, spent = session(repo, judge_env)  # spent: the interval starts again
+    assert spent == 0 and result.passes["alias"].line().startswith("alias: defunded (next probe in 1 session)")
+
+
+def test_unavailable_probe_is_not_counted_and_is_retried(tmp_path, judge_env):
+    repo = motif_repo(tmp_path, "optimistic_cap = 2\npatience = 2\nprobe_every = 2\n", n=6)
+    assert session(repo, judge_env)[1] == 2
+    assert session(repo, judge_env)[1] == 0
+    judge_env.responder = lambda request, n: status(500)  # the probe's session: the API is down
+    result, spent = session(repo, judge_env)
+    alias = result.passes["alias"]
+    assert spent == 1 and alias.throttle == "defunded (probe)"
+    assert alias.state == "broken" and alias.unavailable == 1 and alias.judged == 0 and result.broken
+    assert throttle_rows(repo)[-1]["probe_spent"] == 0
+
+    judge_env.responder = lambda request, n: text('{"same": false, "mechanism": ""}')
+    result, spent = session(repo, judge_env)  # retried next session
+    assert spent == 1 and result.passes["alias"].throttle == "defunded (probe)"
+    assert result.passes["alias"].judged == 1 and throttle_rows(repo)[-1]["probe_spent"] == 1
+    assert session(repo, judge_env)[1] == 0
+    assert session(repo, judge_env)[1] == 1
+
+
+def test_resolving_probe_refunds_the_pass(tmp_path, judge_env):
+    repo = motif_repo(tmp_path, "optimistic_cap = 2\npatience = 2\nprobe_every = 2\n")
+    assert session(repo, judge_env)[1] == 2
+    assert session(repo, judge_env)[1] == 0
+    judge_env.responder = lambda request, n: text(json.dumps(SAME))
+    result, spent = session(repo, judge_env)
+    alias = result.passes["alias"]
+    assert spent == 1 and alias.throttle == "defunded (probe)" and alias.resolved == alias.applied == 1
+    assert any(s.startswith("alias: merge motif ") for s in repo.log())
+
+    judge_env.responder = lambda request, n: text('{"same": false, "mechanism": ""}')
+    assert get_status(repo.root)["throttle"]["alias"]["state"] == "funded"
+    result, spent = session(repo, judge_env)
+    alias = result.passes["alias"]
+    assert alias.throttle == "funded"
+    waiting = alias.candidates - alias.cached
+    assert waiting > 2 and alias.offered == waiting == spent  # no allowance: every waiting candidate
+
+
+def test_exact_duplicates_are_retracted_while_defunded(tmp_path, judge_env):
+    repo = motif_repo(tmp_path, "optimistic_cap = 2\npatience = 2\nprobe_every = 3\n")
+    assert session(repo, judge_env)[1] == 2
+    result, spent = session(repo, judge_env)
+    assert spent == 0 and result.passes["alias"].line().startswith("alias: defunded (next probe in 2 sessions)")
+
+    dup = fact_text("Retries multiply load during an outage", ["retry-storm"], sources=["s9"],
+                    body="Retries multiply load during an outage. Seen in more than one system.")
+    repo.write("facts/t/copy.md", dup)
+    repo.commit("a copy")
+    result, spent = session(repo, judge_env)
+    exact = result.passes["exact"]
+    assert exact.state == "worked" and exact.applied == 1
+    assert spent == 0 and result.passes["alias"].line().startswith("alias: defunded (next probe in 1 session)")
+    assert any(s.startswith("exact: retract 1 exact duplicate(s) of ") for s in repo.log())
+    retired = [p for p in ("facts/t/f2.md", "facts/t/copy.md") if "status: retracted" in repo.read(p)]
+    assert len(retired) == 1
+
+
+def test_disabled_budget_is_unthrottled_and_offers_everything(tmp_path, judge_env):
+    repo = motif_repo(tmp_path, "enabled = false\noptimistic_cap = 2\n")
+    result, spent = session(repo, judge_env)
+    alias = result.passes["alias"]
+    assert alias.line().endswith("[unthrottled]")
+    assert alias.candidates > 2 and alias.offered == alias.candidates == spent and alias.waiting == 0
+    assert get_status(repo.root)["throttle"]["alias"]["state"] == "unthrottled"
+    result, spent = session(repo, judge_env)
+    assert spent == 0 and result.passes["alias"].state == "caught-up"
+    assert {r["state"] for r in throttle_rows(repo)} == {"unthrottled"}
+
+
+def test_defunded_survives_losing_the_database(tmp_path, judge_env):
+    """The state comes from the verdicts, which come back from the journal in git: no reset to optimistic."""
+    repo = motif_repo(tmp_path, "optimistic_cap = 3\npatience = 3\nprobe_every = 4\n")
+    assert session(repo, judge_env)[1] == 3
+    assert get_status(repo.root)["throttle"]["alias"]["state"] == "defunded"
+    (repo.root / ".knomit" / "judge.db").unlink()
+    rebuild(repo.root)
+    assert get_status(repo.root)["throttle"]["alias"]["state"] == "defunded"
+    assert session(repo, judge_env)[1] == 0
+
+
+def test_a_session_that_resolved_stays_funded_though_its_last_verdicts_declined(tmp_path, judge_env):
+    """Candidates are asked best first, so a session's yeses come early: the window takes whole sessions."""
+    repo = motif_repo(tmp_path, "optimistic_cap = 100\nwindow = 5\npatience = 5\n")
+    repo.write("knomit-judge.toml", repo.read("knomit-judge.toml").replace("[judge]", "[judge]\nconcurrency = 1"))
+    repo.commit("serial judge")
+    judge_env.script([text(json.dumps(SAME))])  # the best-ranked question: yes; every later one: no
+    first, spent = session(repo, judge_env)
+    assert first.passes["alias"].resolved == 1 and first.passes["alias"].declined > 5
+    assert get_status(repo.root)["throttle"]["alias"]["state"] == "funded"
+
+    repo.fact("facts/t/new.md", "Load shedding keeps the core alive", motifs=["load-shedding"], body="Drop early.")
+    repo.commit("a new motif")
+    second, spent = session(repo, judge_env)
+    alias = second.passes["alias"]
+    assert alias.throttle == "funded" and alias.offered == alias.candidates - alias.cached == spent >= 5
+    # a whole session of at least `window` declines since the last yes: now it is defunded
+    assert get_status(repo.root)["throttle"]["alias"]["state"] == "defunded"
