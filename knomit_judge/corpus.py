@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import tempfile
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
@@ -19,6 +20,7 @@ STATUSES = ("active", "retracted")
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)(?:^|\n)---[ \t]*(?:\r?\n|\Z)", re.S)
 _KEY_LINE = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:")
 _HAS_WORD = re.compile(r"\w", re.UNICODE)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")  # line breaks and other control characters
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,8 @@ def parse_fact(path: str, text: str) -> Fact:
     front = m.group(1)
     try:
         meta = yaml.safe_load(front)
+    except RecursionError:
+        raise BadFact(path, "front matter is nested too deeply", 2) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 2 if mark else None  # +1 for 1-based, +1 for the opening '---'
@@ -88,6 +92,8 @@ def parse_fact(path: str, text: str) -> Fact:
     for motif in motifs:
         if not _HAS_WORD.search(motif):
             raise BadFact(path, f"motif {motif!r} has no letters or digits", lines.get("motifs"))
+        if _CONTROL.search(motif):  # a motif spelling goes into commit subjects
+            raise BadFact(path, f"motif {motif!r} contains a line break or control character", lines.get("motifs"))
     confidence = meta.get("confidence", 0.5)
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 <= confidence <= 1:
         raise BadFact(path, f"'confidence' must be a number from 0 to 1, got {confidence!r}", lines.get("confidence"))
@@ -115,13 +121,26 @@ def _key_lines(front: str) -> dict[str, int]:
 
 def read_fact(root: Path, path: str, max_bytes: int) -> Fact:
     """Read and parse one fact file, refusing files that are not small UTF-8 text inside the corpus."""
+    check_path(path)
     full = root / path
-    if full.is_symlink() and not full.resolve().is_relative_to(root.resolve()):
-        raise BadFact(path, "symlink points outside the corpus; not followed")
-    size = full.stat().st_size
-    if size > max_bytes:
-        raise BadFact(path, f"file is {size / 1e6:.1f} MB, over the {max_bytes / 1e6:.1f} MB limit (corpus.max_fact_bytes)")
-    data = full.read_bytes()
+    # A link may name another fact; anything else (outside the corpus, into .git) is not a fact.
+    target = full.resolve()
+    link = "symlink" if full.is_symlink() else "path (through a linked directory)"
+    if not target.is_relative_to(root.resolve()):
+        raise BadFact(path, f"{link} points outside the corpus ({target}); not followed")
+    if not target.is_relative_to((root / FACTS_DIR).resolve()):
+        raise BadFact(path, f"{link} points outside {FACTS_DIR}/ ({target.relative_to(root.resolve())}); not followed")
+    # O_NONBLOCK and fstat: a pipe put where a fact was must not hang the session
+    with open(os.open(full, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise BadFact(path, "not a regular file (a pipe or a device?); not read")
+        if st.st_size > max_bytes:
+            raise BadFact(path, f"file is {st.st_size / 1e6:.1f} MB, over the {max_bytes / 1e6:.1f} MB limit "
+                                "(corpus.max_fact_bytes)")
+        data = f.read(max_bytes + 1)  # bounded even if the file grows after the fstat
+    if len(data) > max_bytes:
+        raise BadFact(path, f"file grew over the {max_bytes / 1e6:.1f} MB limit (corpus.max_fact_bytes) while read")
     if b"\0" in data:
         raise BadFact(path, "binary file (contains NUL bytes)")
     try:
@@ -130,6 +149,17 @@ def read_fact(root: Path, path: str, max_bytes: int) -> Fact:
         line = data[: e.start].count(b"\n") + 1
         raise BadFact(path, f"not UTF-8 (byte {e.start})", line) from None
     return parse_fact(path, text)
+
+
+def check_path(path: str) -> None:
+    """A fact's path goes into commit messages and the journal: it must be printable UTF-8."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadFact(path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"),
+                      "file name is not UTF-8; rename it") from None
+    if _CONTROL.search(path):
+        raise BadFact(path.encode("unicode_escape").decode("ascii"), "file name contains a control character; rename it")
 
 
 def _yaml_scalar(value) -> str:

@@ -37,10 +37,13 @@ def load_model():
 class Embedder:
     """Embeds texts, computing only those whose hash is not cached; loads the model only when needed."""
 
+    CHUNK = 1024  # texts encoded and stored at a time, so an interrupted first embedding resumes
+
     def __init__(self, store, model_name: str = MODEL_NAME, batch_size: int = 64):
         self.store, self.model_name, self.batch_size = store, model_name, batch_size
         self._model = None
         self.computed = 0  # texts actually encoded this session
+        self._last: tuple[list[str], np.ndarray] | None = None  # prune and discovery embed the same fact texts
 
     @property
     def model(self):
@@ -49,18 +52,30 @@ class Embedder:
             self._model = load_model()
         return self._model
 
+    @property
+    def model_loaded(self) -> bool:
+        return self._model is not None
+
     def embed(self, texts: list[str]) -> np.ndarray:
         """Normalised float32 vectors, one row per text."""
+        out = np.empty((len(texts), DIM), dtype=np.float32)
         if not texts:
-            return np.zeros((0, DIM), dtype=np.float32)
+            return out
         hashes = [text_hash(t) for t in texts]
-        known = self.store.embeddings(self.model_name, list(dict.fromkeys(hashes)))
-        missing = {h: t for h, t in zip(hashes, texts) if h not in known}
-        if missing:
-            vectors = self.model.encode(list(missing.values()), batch_size=self.batch_size,
+        if self._last is not None and self._last[0] == hashes:
+            return self._last[1].copy()
+        text_of = dict(zip(hashes, texts))
+        known = self.store.embeddings(self.model_name, list(text_of))
+        missing = [h for h in text_of if h not in known]
+        for start in range(0, len(missing), self.CHUNK):
+            chunk = missing[start:start + self.CHUNK]
+            vectors = self.model.encode([text_of[h] for h in chunk], batch_size=self.batch_size,
                                         normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
-            fresh = dict(zip(missing, vectors.astype(np.float32)))
+            fresh = dict(zip(chunk, vectors.astype(np.float32)))
             self.store.put_embeddings(self.model_name, fresh)
             known.update(fresh)
             self.computed += len(fresh)
-        return np.stack([known[h] for h in hashes]).astype(np.float32, copy=False)
+        for i, h in enumerate(hashes):
+            out[i] = known[h]
+        self._last = (hashes, out.copy())
+        return out

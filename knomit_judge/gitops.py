@@ -7,18 +7,25 @@ import json
 import logging
 import os
 import socket
+import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import git
 
 from .corpus import atomic_write
-from .errors import CorpusLocked, NotACorpus
+from .errors import CorpusLocked, KnomitError, NotACorpus
+from .verdicts import append_line, encode_line, line_id, now
 
 log = logging.getLogger(__name__)
 OWN_DIR = ".knomit/"  # our journal and db: never make the tree "dirty" for our purposes
 ACTOR = {"GIT_AUTHOR_NAME": "knomit-judge", "GIT_AUTHOR_EMAIL": "knomit-judge@localhost",
          "GIT_COMMITTER_NAME": "knomit-judge", "GIT_COMMITTER_EMAIL": "knomit-judge@localhost"}
+# Fact paths are data: `facts/[draft].md` or `:x.md` must name that file, not a glob or pathspec magic.
+GIT_ENV = {**ACTOR, "GIT_LITERAL_PATHSPECS": "1"}
+TMP_GLOB = ".knomit-*.tmp"  # atomic_write's temp files, left behind only by a kill
+LOCK_WAIT_S = 2.0  # how long a git lock file may take to go away before it counts as stale
 
 
 def open_repo(root: Path) -> git.Repo:
@@ -29,6 +36,28 @@ def open_repo(root: Path) -> git.Repo:
     if Path(repo.working_tree_dir).resolve() != Path(root).resolve():
         raise NotACorpus(f"{root}: the corpus must be the top of its git repository ({repo.working_tree_dir})")
     return repo
+
+
+def run_git(repo: git.Repo, *args: str, env: dict | None = None, input: bytes | None = None) -> str:
+    """One git command as knomit-judge, with literal pathspecs; raises git.GitCommandError."""
+    done = subprocess.run(["git", *args], cwd=repo.working_tree_dir, input=input, capture_output=True,
+                          env={**os.environ, **GIT_ENV, **(env or {})})
+    if done.returncode:
+        raise GitFailed(["git", *args], done.returncode, done.stderr.decode("utf-8", "replace"))
+    return done.stdout.decode("utf-8", "replace")
+
+
+class GitFailed(git.GitCommandError):
+    """A git command run by run_git failed; `raw` is its stderr as git wrote it."""
+
+    def __init__(self, command, status, stderr: str):
+        super().__init__(command, status, stderr)
+        self.raw = stderr
+
+
+def _last_line(e: git.GitCommandError) -> str:
+    lines = str(getattr(e, "raw", None) or e.stderr or "").strip().splitlines()
+    return lines[-1].strip() if lines else str(e)
 
 
 def dirty_paths(repo: git.Repo) -> list[str]:
@@ -69,66 +98,210 @@ def decision_trailers(d: Decision) -> dict[str, str]:
 
 
 class Applier:
-    """Writes a decision's files and commits them with the journal, or leaves no trace of it.
+    """Writes a decision's files and commits them with its journal line, or leaves no trace of it.
 
-    Before touching a file it records the intent in .git/knomit-pending.json; a
-    session killed before the commit leaves that file behind, and the next start
-    rolls the listed paths back to HEAD (the verdict itself is kept, so the
-    decision is simply applied again).
+    Before touching a file it records the intent in .git/knomit-pending.json: the
+    paths it will write, the size of each journal file, HEAD, and the trailer its
+    commit will carry. A session killed before the commit leaves that file
+    behind, and the next start rolls the paths back to HEAD and cuts the
+    journals back to those sizes; a verdict journalled before the intent is
+    kept, so its decision is simply applied again. Killed after the commit, the
+    next start finds the trailer and only tidies up.
     """
 
     def __init__(self, repo: git.Repo):
         self.repo = repo
         self.root = Path(repo.working_tree_dir)
         self.pending = Path(repo.git_dir) / "knomit-pending.json"
+        self.index = Path(repo.git_dir) / "knomit-index"  # a private index a decision commit is built in
 
-    def commit(self, writes: dict[str, str], extra_paths: list[str], msg: str, verdict_id: str) -> str:
-        tracked = set(self.repo.git.ls_files("-z", "--", *writes).split("\0")) if writes else set()
-        atomic_write(self.pending, json.dumps({"verdict": verdict_id, "paths": {p: p in tracked for p in writes}}))
-        for path, text in writes.items():
-            atomic_write(self.root / path, text)
-        paths = [*writes, *[p for p in extra_paths if (self.root / p).exists()]]
-        self.repo.git.add("--", *paths)
-        with self.repo.git.custom_environment(**ACTOR):
-            self.repo.git.commit("-q", "-m", msg, "--", *paths)
+    def commit(self, writes: dict[str, str | None], extra_paths: list[str], msg: str, verdict_id: str,
+               trailer: str = "Knomit-Verdict", appends: dict[str, dict] | None = None) -> str:
+        """Write the files (None deletes), append `appends` to our own files, and commit it all at once.
+
+        `extra_paths` are journal files: the commit holds them as HEAD has them plus
+        this decision's own lines only (its verdict's, and what it appended), so
+        `git show` of a decision shows its verdict; the other verdicts of the session
+        go into its journal commit. The commit is built in a private index, so
+        nothing the user has staged is swept into it, and must carry
+        `trailer: verdict_id`: that is how recovery tells "killed after the commit"
+        from "killed before it".
+        """
+        appends = appends or {}
+        journals = list(dict.fromkeys([*extra_paths, *appends]))
+        self._intend({"kind": "decision", "verdict": verdict_id, "trailer": trailer, "head": self._head(),
+                      "paths": list(writes), "journal": {p: _size(self.root / p) for p in journals}})
+        env = {"GIT_INDEX_FILE": str(self.index)}
+        try:
+            for path, text in writes.items():
+                if text is None:
+                    (self.root / path).unlink(missing_ok=True)
+                else:
+                    atomic_write(self.root / path, text)
+            for path, record in appends.items():
+                append_line(self.root / path, record)
+            self.index.unlink(missing_ok=True)
+            run_git(self.repo, "read-tree", "HEAD", env=env)
+            if writes:
+                run_git(self.repo, "update-index", "--add", "--remove", "--", *writes, env=env)
+            for path in journals:
+                own = [encode_line(appends[path])] if path in appends else []
+                blob = run_git(self.repo, "hash-object", "-w", "--stdin",
+                               input=self._journal_blob(path, verdict_id, own)).strip()
+                run_git(self.repo, "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", env=env)
+            run_git(self.repo, "commit", "-q", "--allow-empty", "-m", msg, env=env)
+        except git.GitCommandError as e:
+            # A failed commit (a hook, a full disk) must not leave a half-applied change behind.
+            self.recover(clear_locks=False)  # git has released its own locks: any left are someone else's
+            raise KnomitError(f"git failed while committing verdict {verdict_id}, rolled back: "
+                              f"{_last_line(e)}") from None
         sha = self.repo.head.commit.hexsha
+        try:
+            self._sync_index([*writes, *journals])
+        except git.GitCommandError as e:
+            # Committed, but the user's index is busy: the intent stays, and the next start syncs it.
+            raise KnomitError(f"committed verdict {verdict_id} ({sha[:10]}) but could not update the index "
+                              f"({_last_line(e)}); the next session finishes it") from None
         self.pending.unlink(missing_ok=True)
         return sha
+
+    def _journal_blob(self, path: str, verdict_id: str, own: list[bytes]) -> bytes:
+        """HEAD's version of a journal file plus this decision's lines: its verdict's and `own`."""
+        head = _blob_bytes(self.repo, path)
+        have = set(head.splitlines())
+        work = (self.root / path).read_bytes() if (self.root / path).exists() else b""
+        lines = [raw for raw in work.splitlines() if raw not in have and line_id(raw) == verdict_id]
+        lines += [raw for raw in own if raw not in have]
+        if head and not head.endswith(b"\n"):
+            head += b"\n"
+        return head + b"".join(raw + b"\n" for raw in dict.fromkeys(lines))
+
+    def _sync_index(self, paths: list[str]) -> None:
+        """Point the user's index at the new commit for our paths (their other staged work is untouched)."""
+        if paths:
+            run_git(self.repo, "reset", "-q", "HEAD", "--", *paths)
+        self.index.unlink(missing_ok=True)
 
     def commit_paths(self, paths: list[str], msg: str) -> str | None:
         """Commit our own files (the journal) if they changed; None if there was nothing to commit."""
         paths = [p for p in paths if (self.root / p).exists()]
-        if not paths:
+        if not paths or self.pending.exists():  # an unfinished decision's intent must reach the next start
             return None
-        self.repo.git.add("--", *paths)
-        if not self.repo.git.diff("--cached", "--name-only", "--", *paths):
-            return None
-        with self.repo.git.custom_environment(**ACTOR):
-            self.repo.git.commit("-q", "-m", msg, "--", *paths)
-        return self.repo.head.commit.hexsha
+        # The intent rolls nothing back (journal lines are kept); it tells the next start that any
+        # git lock file left behind is ours.
+        self._intend({"kind": "journal", "paths": [], "journal": {}})
+        sha = None
+        try:
+            run_git(self.repo, "add", "--", *paths)
+            if run_git(self.repo, "diff", "--cached", "--name-only", "--", *paths):
+                run_git(self.repo, "commit", "-q", "-m", msg, "--", *paths)
+                sha = self.repo.head.commit.hexsha
+        except git.GitCommandError as e:
+            # The lines are on disk and fsync'd; the next session's journal commit takes them.
+            log.warning("could not commit the journal (%s); its verdicts are kept and committed next session",
+                        _last_line(e))
+        self.pending.unlink(missing_ok=True)
+        return sha
 
-    def recover(self) -> str | None:
-        """Finish or undo what a killed session left; returns a message saying which, or None."""
+    def recover(self, clear_locks: bool = True) -> str | None:
+        """Undo (or see completed) what a killed session left; returns a message saying which, or None.
+
+        Safe to run again if it is itself killed: the intent file goes last.
+        """
+        for tmp in Path(self.repo.git_dir).glob(TMP_GLOB):  # a kill while the intent itself was written
+            tmp.unlink(missing_ok=True)
         if not self.pending.exists():
             return None
         try:
-            intent = json.loads(self.pending.read_text())
-        except (json.JSONDecodeError, OSError):
-            intent = {"verdict": None, "paths": {}}
-        head_verdicts = trailer_values(self.repo, "Knomit-Verdict", "-1") if self.repo.head.is_valid() else []
-        if intent.get("verdict") in head_verdicts:
-            self.pending.unlink()
-            return f"the last session was killed after committing verdict {intent['verdict']}; nothing to undo"
-        for path, was_tracked in intent.get("paths", {}).items():
-            if was_tracked:
-                self.repo.git.reset("-q", "HEAD", "--", path)
-                self.repo.git.checkout("HEAD", "--", path)
-            else:
-                self.repo.git.rm("-q", "--cached", "--ignore-unmatch", "--", path)
-                (self.root / path).unlink(missing_ok=True)
+            intent = json.loads(self.pending.read_text(encoding="utf-8"))
+            paths, journal = list(intent.get("paths", [])), dict(intent.get("journal", {}))
+        except (json.JSONDecodeError, OSError, AttributeError, TypeError, ValueError):
+            intent, paths, journal = {}, [], {}  # atomic_write makes this unreachable; be safe anyway
+        notes = self._clear_git_locks() if clear_locks else []
+        try:
+            message = self._undo(intent, paths, journal)
+        except git.GitCommandError as e:
+            raise KnomitError(f"could not finish what the last session left ({_last_line(e)}); "
+                              f"{self.pending} is kept and the next start tries again") from None
+        self.index.unlink(missing_ok=True)
         self.pending.unlink()
-        return (f"the last session was killed while applying verdict {intent.get('verdict')}: "
-                f"rolled back {len(intent.get('paths', {}))} file(s) to HEAD; the verdict is kept and applies again")
+        return "; ".join([message, *notes])
+
+    def _undo(self, intent: dict, paths: list[str], journal: dict) -> str:
+        if intent.get("kind") == "journal" or not intent:
+            return ("the last session was killed while committing its journal; its verdicts are kept and "
+                    "committed at the end of this one")
+        vid, trailer, head = intent.get("verdict"), intent.get("trailer", "Knomit-Verdict"), intent.get("head")
+        since = [f"{head}..HEAD"] if head else ["-1"]  # the user may have committed on top since
+        if self._head() != head and vid in trailer_values(self.repo, trailer, *since):
+            self._sync_index([*paths, *journal])
+            return f"the last session was killed right after committing verdict {vid}; nothing to undo"
+        in_head = set(run_git(self.repo, "ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *paths).split("\0")) \
+            if paths and self._head() else set()
+        restore = [p for p in paths if p in in_head]
+        if restore:
+            run_git(self.repo, "reset", "-q", "HEAD", "--", *restore)
+            run_git(self.repo, "checkout", "HEAD", "--", *restore)
+        for path in paths:
+            if path not in in_head:  # a file the decision created
+                run_git(self.repo, "rm", "-q", "--cached", "--ignore-unmatch", "--", path)
+                (self.root / path).unlink(missing_ok=True)
+            for tmp in (self.root / path).parent.glob(TMP_GLOB):
+                tmp.unlink(missing_ok=True)
+        for path, size in journal.items():
+            _truncate(self.root / path, size)
+        what = "a revert of" if trailer == "Knomit-Reverts" else "verdict"
+        return (f"the last session was killed while applying {what} {vid}: rolled back {len(paths)} file(s) "
+                "to HEAD (the verdict is kept; a decision is applied again, a revert is not recorded)")
+
+    def _intend(self, intent: dict) -> None:
+        atomic_write(self.pending, json.dumps(intent))
+
+    def _head(self) -> str | None:
+        return self.repo.head.commit.hexsha if self.repo.head.is_valid() else None
+
+    def _clear_git_locks(self) -> list[str]:
+        """Remove git's lock files that our killed git commands left (only called with our intent present).
+
+        A git still running (an orphan of the killed session) is given LOCK_WAIT_S to
+        finish first; a lock file that outlives that has no live owner.
+        """
+        gitdir = Path(self.repo.git_dir)
+        names = ["index.lock", "knomit-index.lock", "HEAD.lock", "packed-refs.lock"]
+        if not self.repo.head.is_detached:
+            names.append(f"{self.repo.head.reference.path}.lock")
+        locks = [gitdir / n for n in names]
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while any(p.exists() for p in locks) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        notes = []
+        for p in locks:
+            if p.exists():
+                p.unlink(missing_ok=True)
+                notes.append(f"removed the stale {p.relative_to(gitdir)} a killed git command left")
+        return notes
+
+
+def _size(path: Path) -> int | None:
+    return path.stat().st_size if path.exists() else None
+
+
+def _truncate(path: Path, size: int | None) -> None:
+    """Cut an append-only file back to `size` bytes (None: it did not exist)."""
+    if size is None:
+        path.unlink(missing_ok=True)
+    elif path.exists() and path.stat().st_size > size:
+        with open(path, "r+b") as f:
+            f.truncate(size)
+            os.fsync(f.fileno())
+
+
+def _blob_bytes(repo: git.Repo, path: str) -> bytes:
+    """A file's exact bytes at HEAD (b"" when HEAD has no such file)."""
+    try:
+        return (repo.head.commit.tree / path).data_stream.read()
+    except (KeyError, ValueError):
+        return b""
 
 
 def trailer_values(repo: git.Repo, key: str, *rev_args: str) -> list[str]:
@@ -155,11 +328,18 @@ def applied_commits(repo: git.Repo) -> dict[str, str]:
 
 
 class Lock:
-    """One session per corpus: an flock on .git/knomit-judge.lock, released by the kernel on any death."""
+    """One session per corpus: an flock on .git/knomit-judge.lock, released by the kernel on any death.
+
+    The file names the holder while it is held and is emptied on a clean exit, so
+    a name found in it by the next holder is a session that died: it says so.
+    The descriptor is not inherited (Python's default), so an orphaned git child
+    of a killed session cannot keep the lock.
+    """
 
     def __init__(self, repo: git.Repo):
         self.path = Path(repo.git_dir) / "knomit-judge.lock"
         self.fd = None
+        self.stale: str | None = None  # the dead holder this session took over from, if any
 
     def __enter__(self):
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -171,10 +351,12 @@ class Lock:
             raise CorpusLocked(f"corpus is locked by another session: {holder}") from None
         previous = os.read(fd, 4096).decode(errors="replace").strip()
         if previous:
-            log.warning("taking over a stale lock (%s is gone)", previous)
+            self.stale = previous
+            log.warning("taking over a stale lock: %s is gone (killed?); recovering what it left", previous)
         os.ftruncate(fd, 0)
         os.lseek(fd, 0, os.SEEK_SET)
-        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}".encode())
+        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()} since {now()}".encode())
+        os.fsync(fd)
         self.fd = fd
         return self
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from types import SimpleNamespace
 
 from .corpus import load_corpus
 from .embeddings import Embedder
@@ -14,16 +15,21 @@ from .verdicts import Journal
 log = logging.getLogger(__name__)
 
 
-def recover(root: Path, repo, store: Store) -> list[str]:
+def recover(root: Path, repo, store: Store, lock: Lock | None = None) -> list[str]:
     """Make corpus, journal and db agree after whatever happened to the last session.
 
     1. A decision half-applied by a killed session is rolled back to HEAD (its
-       verdict is in the journal, so the next pass applies it again).
+       verdict is in the journal, so the next pass applies it again); a revert
+       half-done is rolled back with its journal line. Git lock files the kill
+       left are removed.
     2. Journal lines the db lacks (a lost db, or a kill between the two writes)
        are imported: the journal is written first and is the durable copy.
     3. Which verdicts were applied or reverted is read back from the commit trailers.
+    Every step is idempotent, so a kill during recovery is recovered by the next start.
     """
     notes = []
+    if lock is not None and lock.stale:
+        notes.append(f"took over a stale lock: {lock.stale} is gone")
     message = Applier(repo).recover()
     if message:
         log.warning("%s", message)
@@ -35,14 +41,28 @@ def recover(root: Path, repo, store: Store) -> list[str]:
     return notes
 
 
+def recover_corpus(root: Path | str) -> list[str]:
+    """Recovery alone, as every session's start runs it (under the lock); returns what it did."""
+    root = Path(root).resolve()
+    repo = open_repo(root)
+    with Lock(repo) as lock:
+        store = Store.for_corpus(root)
+        try:
+            return recover(root, repo, store, lock)
+        finally:
+            store.close()
+
+
 def sync_journal(root: Path, store: Store) -> int:
     verdicts, reverts = Journal(root).verdicts()
     known = store.known_ids()
     fresh = [v for v in verdicts if v.id not in known]
     for v in fresh:
         store.add_verdict(v)
+    reverted = _reverted(store)
     for vid, reason in reverts.items():
-        store.mark_reverted(vid, reason)
+        if vid not in reverted:
+            store.mark_reverted(vid, reason)
     return len(fresh)
 
 
@@ -51,31 +71,40 @@ def sync_git(repo, store: Store) -> None:
     for vid, sha in applied_commits(repo).items():
         if vid in unapplied:
             store.mark_applied(vid, sha)
+    reverted = _reverted(store)  # the journal's reason, when it has one, is kept
     for vid in trailer_values(repo, "Knomit-Reverts"):
-        store.mark_reverted(vid, "reverted (from git history)")
+        if vid not in reverted:
+            store.mark_reverted(vid, "reverted (from git history)")
+
+
+def _reverted(store: Store) -> set[str]:
+    return {r[0] for r in store.db.execute("SELECT id FROM verdicts WHERE reverted = 1")}
 
 
 def rebuild(root: Path | str) -> dict:
     """Recreate the db: verdicts from the journal, applied state from git, derived tables from the corpus."""
-    from .passes import all_passes
     from .config import load_config
+    from .passes import all_passes
     root = Path(root).resolve()
     repo = open_repo(root)
     config = load_config(root)
-    with Lock(repo):
+    with Lock(repo) as lock:
         store = Store.for_corpus(root)
         try:
             store.db.execute("DELETE FROM files")
             store.db.execute("DELETE FROM embeddings")
             store.db.conn.commit()
-            recover(root, repo, store)
+            notes = recover(root, repo, store, lock)
             index = FileIndex(store)
             corpus = load_corpus(root, config.corpus.max_fact_bytes, index)
             index.save()
-            embedder = Embedder(store)
-            ctx = type("RebuildContext", (), {"corpus": corpus, "embedder": embedder, "config": config})()
+            ctx = SimpleNamespace(corpus=corpus, embedder=Embedder(store), config=config)
             for p in all_passes().values():
                 p.candidates(ctx)  # embeds exactly what a review would
+            for problem in corpus.problems:
+                log.warning("skipped %s", problem)
+            for note in notes:
+                log.info("%s", note)
             return {"verdicts": store.db["verdicts"].count, "facts": len(corpus.facts),
                     "embeddings": store.db["embeddings"].count, "problems": len(corpus.problems)}
         finally:

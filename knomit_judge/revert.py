@@ -4,22 +4,28 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .corpus import atomic_write
+import git
+
 from .errors import NotRevertible, UnknownVerdict
-from .gitops import ACTOR, OWN_DIR, Lock, dirty_paths, message, open_repo
+from .gitops import OWN_DIR, Applier, Lock, dirty_paths, message, open_repo
 from .recovery import recover
 from .store import Store
 from .verdicts import Journal, now
 
 
 def revert(verdict_id: str, root: Path | str, reason: str = "reverted by hand") -> str:
-    """Restore the files the verdict's commit changed, mark it reverted, commit; returns the new sha."""
+    """Restore the files the verdict's commit changed, mark it reverted, commit; returns the new sha.
+
+    The restore, the journal's revert line and the commit go through the Applier,
+    so a kill half-way is rolled back at the next start like a half-applied decision.
+    The db is marked only after the commit (recovery also reads it from the trailer).
+    """
     root = Path(root).resolve()
     repo = open_repo(root)
-    with Lock(repo):
+    with Lock(repo) as lock:
         store = Store.for_corpus(root)
         try:
-            recover(root, repo, store)
+            recover(root, repo, store, lock)
             v = store.verdict(verdict_id)
             if v is None:
                 raise UnknownVerdict(f"no verdict {verdict_id!r} (see `knomit-judge verdicts`)")
@@ -27,36 +33,48 @@ def revert(verdict_id: str, root: Path | str, reason: str = "reverted by hand") 
                 raise NotRevertible(f"verdict {verdict_id} was already reverted")
             if not v.commit_sha:
                 raise NotRevertible(f"verdict {verdict_id} applied nothing ({v.pass_name}: {v.answer})")
+            if not _in_history(repo, v.commit_sha):
+                raise NotRevertible(f"commit {v.commit_sha[:10]} of verdict {verdict_id} is not in this branch")
             if dirty_paths(repo):
                 raise NotRevertible("the work tree has uncommitted changes; commit or stash them first")
-            commit = repo.commit(v.commit_sha)
-            parent = commit.parents[0]
-            changed = [d for d in parent.diff(commit) if not (d.b_path or d.a_path).startswith(OWN_DIR)]
-            paths = []
-            for d in changed:
-                path = d.b_path or d.a_path
-                now_blob = _blob(repo.head.commit, path)
-                then_blob = _blob(commit, path)
-                if now_blob != then_blob:
-                    raise NotRevertible(f"{path} changed after {v.commit_sha[:10]}; revert it by hand")
-                before = _blob(parent, d.a_path or path)
-                if d.new_file:
-                    (root / path).unlink(missing_ok=True)
-                else:
-                    atomic_write(root / path, before.data_stream.read().decode("utf-8"))
-                paths.append(path)
+            writes = restored_files(repo, v.commit_sha)
             journal = Journal(root)
-            journal.append(v.pass_name, {"type": "revert", "verdict": v.id, "reason": reason, "at": now()})
-            store.mark_reverted(v.id, reason)
-            repo.git.add("-A", "--", *paths, journal.relpath(v.pass_name))
-            msg = message(f"revert {v.pass_name}: {verdict_id}", f"Restores {len(paths)} file(s) as they were "
+            msg = message(f"revert {v.pass_name}: {verdict_id}", f"Restores {len(writes)} file(s) as they were "
                           f"before {v.commit_sha[:10]}.\nReason: {reason}",
                           {"Knomit-Pass": "revert", "Knomit-Reverts": v.id})
-            with repo.git.custom_environment(**ACTOR):
-                repo.git.commit("-q", "-m", msg)
-            return repo.head.commit.hexsha
+            sha = Applier(repo).commit(writes, [], msg, v.id, trailer="Knomit-Reverts", appends={
+                journal.relpath(v.pass_name): {"type": "revert", "verdict": v.id, "reason": reason, "at": now()}})
+            store.mark_reverted(v.id, reason)
+            return sha
         finally:
             store.close()
+
+
+def restored_files(repo, sha: str) -> dict[str, str | None]:
+    """What each file the commit changed looked like before it (None: the commit created it).
+
+    Refuses when a later commit changed one of them: restoring it would undo that change too.
+    """
+    commit = repo.commit(sha)
+    parent = commit.parents[0]
+    head = repo.head.commit
+    writes: dict[str, str | None] = {}
+    for d in parent.diff(commit):
+        path = d.b_path or d.a_path
+        if path.startswith(OWN_DIR):
+            continue  # the journal only grows; its lines stay as the record
+        if _blob(head, path) != _blob(commit, path):
+            raise NotRevertible(f"{path} changed after {sha[:10]}; revert it by hand")
+        before = _blob(parent, d.a_path or path)
+        writes[path] = None if before is None else before.data_stream.read().decode("utf-8")
+    return writes
+
+
+def _in_history(repo, sha: str) -> bool:
+    try:
+        return repo.is_ancestor(sha, repo.head.commit)
+    except git.GitCommandError:  # not even an object here (a history rewritten since)
+        return False
 
 
 def _blob(commit, path):

@@ -14,7 +14,12 @@ JOURNAL_DIR = ".knomit/verdicts"
 
 def fingerprint(*sides) -> str:
     """A stable hash of what was judged: each side is a (label, content ids) pair or a content id."""
-    canon = json.dumps(sorted(sides, key=json.dumps), separators=(",", ":"))
+    if all(isinstance(s, str) and s.isascii() and s.isalnum() for s in sides):
+        # Content ids only (prune, discovery; ~450k calls at 100k facts): the same text json.dumps would
+        # give, as such strings need no escaping and sort the same quoted or not.
+        canon = "[" + ",".join(f'"{s}"' for s in sorted(sides)) + "]"
+    else:
+        canon = json.dumps(sorted(sides, key=json.dumps), separators=(",", ":"))
     return hashlib.sha256(canon.encode()).hexdigest()[:24]
 
 
@@ -85,6 +90,34 @@ class Verdict:
         return self.is_yes and not self.reverted
 
 
+def encode_line(record: dict) -> bytes:
+    """One journal line, without its newline."""
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def line_id(raw: bytes) -> str | None:
+    """The verdict id of a journal line that holds a verdict, else None."""
+    try:
+        record = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return record.get("id") if isinstance(record, dict) and record.get("type") == "verdict" else None
+
+
+def append_line(path: Path, record: dict) -> None:
+    """Append one JSON line and fsync; a torn last line from a killed session is terminated first."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "ab+") as f:
+        f.seek(0, os.SEEK_END)
+        if f.tell():
+            f.seek(-1, os.SEEK_END)
+            if f.read(1) != b"\n":
+                f.write(b"\n")
+        f.write(encode_line(record) + b"\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
 class Journal:
     """Append-only JSONL files in the corpus, committed to git: verdicts survive a lost database."""
 
@@ -98,19 +131,8 @@ class Journal:
         return f"{JOURNAL_DIR}/{pass_name}.jsonl"
 
     def append(self, pass_name: str, record: dict) -> None:
-        """Append one line and fsync; a torn last line from a killed session is terminated first."""
-        path = self.path(pass_name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
-        with open(path, "ab+") as f:
-            f.seek(0, os.SEEK_END)
-            if f.tell():
-                f.seek(-1, os.SEEK_END)
-                if f.read(1) != b"\n":
-                    f.write(b"\n")
-            f.write(line.encode("utf-8"))
-            f.flush()
-            os.fsync(f.fileno())
+        """Append one line and fsync it."""
+        append_line(self.path(pass_name), record)
 
     def records(self) -> list[dict]:
         """Every well-formed line of every pass; a torn line is skipped."""
@@ -130,13 +152,25 @@ class Journal:
         verdicts, reverts = [], {}
         for record in self.records():
             if record["type"] == "revert":
-                reverts[record["verdict"]] = record.get("reason", "")
+                if isinstance(record.get("verdict"), str):
+                    reverts[record["verdict"]] = str(record.get("reason", ""))
                 continue
-            record = dict(record)
-            record.pop("type")
-            record["pass_name"] = record.pop("pass")
-            try:
-                verdicts.append(Verdict(**{k: v for k, v in record.items() if k in Verdict.__dataclass_fields__}))
-            except TypeError:
-                continue
+            if v := _journalled(record):
+                verdicts.append(v)
         return verdicts, reverts
+
+
+_REQUIRED = {"pass": str, "fingerprint": str, "subject": dict, "answer": str, "is_yes": bool, "id": str}
+
+
+def _journalled(record: dict) -> Verdict | None:
+    """A verdict from a journal line, or None for a line a hand edit or a merge conflict mangled."""
+    if not all(isinstance(record.get(k), t) for k, t in _REQUIRED.items()) or not record["id"]:
+        return None
+    record = dict(record)
+    record.pop("type")
+    record["pass_name"] = record.pop("pass")
+    try:
+        return Verdict(**{k: v for k, v in record.items() if k in Verdict.__dataclass_fields__})
+    except TypeError:
+        return None

@@ -1,0 +1,210 @@
+"""`knomit-judge revert`: undo an applied alias, merge or discovery with a new commit; never asked or applied again."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import FAST, SMALL, CorpusRepo, fact_text, git, make_repo
+from messages_server import MessagesServer, text
+
+from knomit_judge.cli import cli
+from knomit_judge.config import load_config
+from knomit_judge.review import ReviewOptions, review
+from knomit_judge.store import DB_PATH, Store
+
+ALIAS = ("penalty-blocks-own-recovery", "self-locking-penalty")
+HEDGE = "Hedged requests cut p99 latency from 300 ms to 70 ms on the search tier"
+BACKUP = "A backup request sent after the p95 delay cuts search p99 from 300 ms to 70 ms"
+GROUP = ("The canary gate halts any deploy while it cannot read the metrics cluster",
+         "The metrics cluster is itself deployed through the same pipeline",
+         "A rollback is an ordinary deploy through the pipeline")
+DISCOVERED = "A release that breaks the metrics cluster cannot be rolled back"
+# A corpus with one planted yes per judged pass, on disjoint files: the SMALL alias pair, a prune
+# merge pair and a discovery group (the three carriers of one motif).
+THREE = {
+    **SMALL,
+    "facts/perf/hedge.md": fact_text(HEDGE, ["hedged-requests"], 0.8, ["h1", "h2"],
+                                     "A duplicate request after the p95 delay cut p99 from 300 ms to 70 ms for 5% more load."),
+    "facts/perf/backup.md": fact_text(BACKUP, ["hedged-requests"], 0.6, ["h3"],
+                                      "Backup requests after p95 brought search p99 down from 300 to 70 ms."),
+    "facts/delivery/canary.md": fact_text(GROUP[0], ["hidden-dependency-cycle"], 0.7, ["d1"],
+                                          "Every deploy waits on the canary gate, which reads the metrics cluster."),
+    "facts/delivery/metrics.md": fact_text(GROUP[1], ["hidden-dependency-cycle"], 0.7, ["d2"],
+                                           "Releases of the metrics cluster go through the deploy pipeline."),
+    "facts/delivery/rollback.md": fact_text(GROUP[2], ["hidden-dependency-cycle"], 0.7, ["d3"],
+                                            "Rolling back is a deploy like any other and passes the same gates."),
+}
+
+
+def quoted(s: str) -> str:
+    """How a string appears in the prompt's JSON evidence."""
+    return json.dumps(s, ensure_ascii=False)
+
+
+def planted_reply(prompt: str) -> dict:
+    """The judge's answer by what the prompt shows: yes to the three planted questions, the default otherwise."""
+    if prompt.startswith("Do motif A and motif B"):
+        same = all(f'"spelling": "{m}"' in prompt for m in ALIAS)
+        return {"same": same, "mechanism": "A penalty removes the signal needed to lift it." if same else ""}
+    if prompt.startswith("Are fact A and fact B"):
+        merge = quoted(HEDGE) in prompt and quoted(BACKUP) in prompt
+        return {"decision": "merge" if merge else "distinct",
+                "rationale": "Both report the same hedging result." if merge else ""}
+    entails = all(quoted(t) in prompt for t in GROUP) and prompt.count('"title":') == 3
+    if not entails:
+        return {"entails": False, "fact": None, "rationale": ""}
+    return {"entails": True, "rationale": "The rollback of the metrics cluster depends on the metrics cluster.",
+            "fact": {"title": DISCOVERED, "body": "Its rollback is a deploy, which waits on the gate it broke.",
+                     "motifs": ["rollback-dependency-cycle"]}}
+
+
+def planted(request, n):
+    return text(json.dumps(planted_reply(request.prompt)))
+
+
+@pytest.fixture(scope="session")
+def three_built(tmp_path_factory):
+    """The THREE corpus after one review (one alias, one prune merge, one discovery commit), built once.
+
+    Other test modules import this fixture, which makes it theirs too: the first build is shared on disk.
+    """
+    shared = tmp_path_factory.getbasetemp() / "three-reviewed"
+    if shared.exists():
+        return shared
+    root = tmp_path_factory.mktemp("three") / "corpus"
+    repo = make_repo(root, THREE)
+    repo.write("knomit-judge.toml", FAST + "[budget]\noptimistic_cap = 1000\n")  # every question in one session
+    repo.commit("config")
+    with MessagesServer(planted) as server, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ANTHROPIC_BASE_URL", server.url)
+        mp.setenv("ANTHROPIC_API_KEY", "sk-ant-test-FAKEKEY-0123456789")
+        mp.delenv("KNOMIT_JUDGE_MODEL", raising=False)
+        result = review(repo.root)
+    applied = {name: result.passes[name].applied for name in ("alias", "prune", "discovery")}
+    assert applied == {"alias": 1, "prune": 1, "discovery": 1}, result.lines()
+    shutil.copytree(root, shared, symlinks=True)
+    return shared
+
+
+@pytest.fixture
+def three(three_built, tmp_path, judge_env):
+    """A private copy of the reviewed THREE corpus; the judge (loopback) still answers the planted yeses."""
+    root = tmp_path / "corpus"
+    shutil.copytree(three_built, root, symlinks=True)
+    judge_env.responder = planted
+    return CorpusRepo(root)
+
+
+def decision(repo, pass_name: str) -> tuple[str, str]:
+    """(verdict id, commit sha) of the one applied decision of a pass."""
+    out = git(repo.root, "log", f"--grep=^Knomit-Pass: {pass_name}$",
+              "--format=%H %(trailers:key=Knomit-Verdict,valueonly,separator=)")
+    sha, vid = out.split()
+    return vid, sha
+
+
+def run(*args):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def test_revert_round_trip_for_alias_merge_and_discovery(three, judge_env):
+    repo = three
+    for pass_name in ("discovery", "prune", "alias"):
+        vid, sha = decision(repo, pass_name)
+        changed = [p for p in git(repo.root, "show", "--name-only", "--format=", "-z", sha).split("\0")
+                   if p and not p.startswith(".knomit/")]
+        assert changed
+        result = run("revert", vid, str(repo.root), "--reason", f"wrong {pass_name}")
+        assert result.exit_code == 0, result.output
+        new = git(repo.root, "rev-parse", "HEAD").strip()
+        assert new in result.stdout
+        # a new commit, not a rewrite of history, with the trailer naming the verdict
+        assert git(repo.root, "merge-base", "--is-ancestor", sha, new) == ""
+        trailers = git(repo.root, "log", "-1", "--format=%(trailers:key=Knomit-Reverts,valueonly)").strip()
+        assert trailers == vid
+        for path in changed:  # restored byte for byte, or gone if the decision created it
+            before = subprocess_bytes(repo.root, f"{sha}^:{path}")
+            now = (repo.root / path).read_bytes() if (repo.root / path).exists() else None
+            assert now == before, path
+        listed = {v["id"]: v for v in json.loads(run("verdicts", str(repo.root), "--json").stdout)["verdicts"]}
+        assert listed[vid]["reverted"] is True
+        assert repo.status() == ""
+    # the tree is the original corpus again (the journal aside)
+    for path, body in THREE.items():
+        assert repo.read(path) == body, path
+    assert not list((repo.root / "facts").rglob("*metrics-cluster-cannot*"))
+
+    # Same fingerprints: the reverted questions are not asked again and nothing is re-applied, though
+    # the judge would still say yes. The budget is off so the throttle cannot hide a re-ask; what is
+    # asked is only what was never asked (e.g. prune pairs with f3 as it was before the alias merge).
+    config = load_config(repo.root)
+    config.budget.enabled = False
+    calls = judge_env.calls
+    again = review(repo.root, ReviewOptions(), config)
+    asked = [r.prompt for r in judge_env.requests[calls:]]
+    assert not [p for p in asked if is_yes(planted_reply(p))]
+    assert again.commits == [] or subjects(repo, again.commits) == ["journal"]
+    assert sum(r.applied for r in again.passes.values()) == 0
+    for path, body in THREE.items():
+        assert repo.read(path) == body, path
+
+    # A reverted yes stays a "no" with its reason after the db is lost, and still nothing is asked.
+    for f in (repo.root / DB_PATH).parent.glob("judge.db*"):
+        f.unlink()
+    assert run("rebuild", str(repo.root)).exit_code == 0
+    listed = {v["id"]: v for v in json.loads(run("verdicts", str(repo.root), "--json").stdout)["verdicts"]}
+    for pass_name in ("discovery", "prune", "alias"):
+        vid, _ = decision(repo, pass_name)
+        assert listed[vid]["reverted"] is True and listed[vid]["commit_sha"]
+    store = Store.for_corpus(repo.root)
+    try:
+        assert store.verdict(decision(repo, "prune")[0]).revert_reason == "wrong prune"
+    finally:
+        store.close()
+    calls = judge_env.calls
+    assert review(repo.root, ReviewOptions(), config).commits == [] and judge_env.calls == calls
+
+
+def is_yes(reply: dict) -> bool:
+    return bool(reply.get("same") or reply.get("entails") or reply.get("decision") in ("merge", "retract"))
+
+
+def subjects(repo, shas: list[str]) -> list[str]:
+    return [git(repo.root, "log", "-1", "--format=%s", sha).split(":")[0] for sha in shas]
+
+
+def subprocess_bytes(root, rev: str) -> bytes | None:
+    done = subprocess.run(["git", "cat-file", "blob", rev], cwd=root, capture_output=True)
+    return done.stdout if done.returncode == 0 else None
+
+
+def test_revert_refuses_what_it_cannot_undo_cleanly(three):
+    repo = three
+    vid, sha = decision(repo, "alias")
+    no = next(v["id"] for v in json.loads(run("verdicts", str(repo.root), "--json").stdout)["verdicts"]
+              if not v["commit_sha"])
+    bad = run("revert", "vnope", str(repo.root))
+    assert bad.exit_code == 2 and "no verdict 'vnope'" in bad.stderr
+    bad = run("revert", no, str(repo.root))
+    assert bad.exit_code == 2 and "applied nothing" in bad.stderr
+    # a later edit of a file the decision changed: restoring it would undo that edit too
+    repo.write("facts/ops/f3.md", repo.read("facts/ops/f3.md") + "An edit made after the merge.\n")
+    repo.commit("edit")
+    head = git(repo.root, "rev-parse", "HEAD")
+    bad = run("revert", vid, str(repo.root))
+    assert bad.exit_code == 2 and "facts/ops/f3.md changed after" in bad.stderr
+    assert git(repo.root, "rev-parse", "HEAD") == head and repo.status() == ""
+    # a dirty tree is never mixed into a revert commit
+    pvid, _ = decision(repo, "prune")
+    repo.write("notes.txt", "work in progress\n")
+    bad = run("revert", pvid, str(repo.root))
+    assert bad.exit_code == 2 and "uncommitted changes" in bad.stderr
+    (repo.root / "notes.txt").unlink()
+    assert run("revert", pvid, str(repo.root)).exit_code == 0
+    again = run("revert", pvid, str(repo.root))
+    assert again.exit_code == 2 and "already reverted" in again.stderr
