@@ -108,7 +108,8 @@ def child_warm(root: Path, db: Path) -> dict:
     total = 0.0
     for p in (AliasPass(), PrunePass(), DiscoveryPass()):
         start = time.perf_counter()
-        out[f"{p.name}_candidates"] = len(p.candidates(ctx))
+        with shortlist.gc_paused():  # as review.run_round builds them
+            out[f"{p.name}_candidates"] = len(p.candidates(ctx))
         out[f"{p.name}_s"] = round(time.perf_counter() - start, 1)
         total += time.perf_counter() - start
     out["shortlist_s"] = round(total, 1)

