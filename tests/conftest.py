@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -24,6 +25,15 @@ GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@localhost",
 def git(root: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True,
                           env={**os.environ, **GIT_ENV}).stdout
+
+
+def tree_digest(root: Path) -> str:
+    """Every byte under root (.git and the db included), with the paths: any write changes it."""
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()
 
 
 def fact_text(title: str, motifs=(), confidence=0.5, sources=("s1",), body="A claim and its evidence.",

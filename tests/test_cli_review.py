@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 from pathlib import Path
 
 from click.testing import CliRunner
 
-from conftest import SAME, fact_text, git
+from conftest import SAME, fact_text, git, tree_digest
 from messages_server import status, text
 
 from knomit_judge.cli import cli
@@ -35,14 +34,6 @@ def review_json(root, *extra):
     result = run("-q", "review", str(root), "--pass", "alias", "--json", *extra)
     return result, json.loads(result.stdout) if result.stdout.strip().startswith("{") else None
 
-
-def tree_digest(root: Path) -> str:
-    h = hashlib.sha256()
-    for p in sorted(root.rglob("*")):
-        if p.is_file():
-            h.update(str(p.relative_to(root)).encode())
-            h.update(p.read_bytes())
-    return h.hexdigest()
 
 
 def test_alias_merge_commits_with_trailers_and_second_run_is_free(corpus_repo, judge_env):

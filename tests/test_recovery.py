@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import signal
@@ -14,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import FAST, SAME, git, write_config
+from conftest import FAST, SAME, git, tree_digest, write_config
 from messages_server import text
 from test_revert import decision, three, three_built  # noqa: F401  (fixtures)
 
@@ -71,13 +70,6 @@ def test_a_decision_commit_holds_its_verdict_and_the_noes_come_in_one_journal_co
     raw = [line for p in (root / ".knomit" / "verdicts").glob("*.jsonl") for line in p.read_bytes().splitlines()]
     assert len(raw) == len(records) and {r["id"] for r in records} == set(verdicts)
 
-
-def tree_digest(root: Path) -> str:
-    h = hashlib.sha256()
-    for p in sorted(root.rglob("*")):
-        if p.is_file():
-            h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes())
-    return h.hexdigest()
 
 
 def test_a_dry_run_writes_nothing_not_even_in_git(three, judge_env):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 from click.testing import CliRunner
+from conftest import tree_digest
 from test_throttle import motif_repo, session
 
 from knomit_judge.cli import cli
@@ -21,15 +21,6 @@ def stored_sessions(repo) -> list[dict]:
     finally:
         store.close()
 
-
-def tree_digest(root: Path) -> str:
-    """Every byte under root, .git and the db included."""
-    h = hashlib.sha256()
-    for p in sorted(root.rglob("*")):
-        if p.is_file():
-            h.update(str(p.relative_to(root)).encode())
-            h.update(p.read_bytes())
-    return h.hexdigest()
 
 
 def status_cli(root, *extra):
