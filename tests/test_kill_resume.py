@@ -11,13 +11,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
 import sqlite_utils
 
 from conftest import REPO, fact_text, git, make_repo, write_config
-from messages_server import delay, text
+from messages_server import delay, held, text
 
 from knomit_judge.judge import cache_key
 from knomit_judge.prompts import load_prompt
@@ -50,14 +51,28 @@ def start(repo, server) -> subprocess.Popen:
                             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def signal_after(proc, server, calls: int, sig) -> tuple[int, str]:
-    """Send sig once the server has seen `calls` requests; returns the exit code and stderr."""
+def slow_then_held(server, calls: int) -> threading.Event:
+    """Replies after 0.4 s; from request `calls` on, only once the returned event is set.
+
+    The session then cannot finish before the test has sent its signal, however long this process is
+    descheduled between seeing the calls and signalling (under load, a stall once let a session end first
+    and exit 0 instead of 130).
+    """
+    released = threading.Event()
+    server.responder = lambda req, n: delay(0.4, text(DIFFERENT)) if n < calls else held(released, delay(0.4, text(DIFFERENT)))
+    return released
+
+
+def signal_after(proc, server, calls: int, sig, released: threading.Event) -> tuple[int, str]:
+    """Send sig once the server has seen `calls` requests, then release the held ones; returns exit code and stderr."""
     deadline = time.monotonic() + 60
     while server.calls < calls:
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline, "the session never reached the judge"
         time.sleep(0.02)
+    assert proc.poll() is None, "the session ended before the signal"
     proc.send_signal(sig)
+    released.set()
     _, err = proc.communicate(timeout=60)
     return proc.returncode, err
 
@@ -72,8 +87,8 @@ def db(repo) -> sqlite_utils.Database:
 
 
 def test_sigkill_then_rerun_asks_only_what_was_not_parsed(busy_repo, messages_server):
-    messages_server.responder = lambda req, n: delay(0.4, text(DIFFERENT))
-    code, _ = signal_after(start(busy_repo, messages_server), messages_server, 6, signal.SIGKILL)
+    released = slow_then_held(messages_server, 6)
+    code, _ = signal_after(start(busy_repo, messages_server), messages_server, 6, signal.SIGKILL, released)
     assert code == -signal.SIGKILL
     before = messages_server.requests
     parsed = {r["key"] for r in db(busy_repo)["replies"].rows}
@@ -94,8 +109,8 @@ def test_sigkill_then_rerun_asks_only_what_was_not_parsed(busy_repo, messages_se
 
 
 def test_sigterm_cancels_cleanly_keeping_only_whole_verdicts(busy_repo, messages_server):
-    messages_server.responder = lambda req, n: delay(0.4, text(DIFFERENT))
-    code, err = signal_after(start(busy_repo, messages_server), messages_server, 6, signal.SIGTERM)
+    released = slow_then_held(messages_server, 6)
+    code, err = signal_after(start(busy_repo, messages_server), messages_server, 6, signal.SIGTERM, released)
     assert code == 130 and "interrupted" in err
     verdicts = list(db(busy_repo)["verdicts"].rows)
     cached = {r["key"] for r in db(busy_repo)["replies"].rows}
