@@ -90,6 +90,12 @@ class Store:
         where, args = _of_judge("pass = ?", [pass_name], judge)
         return self.db.execute(f"SELECT count(*) FROM verdicts WHERE {where}", args).fetchone()[0]
 
+    def latest_judge(self) -> str | None:
+        """The kind of judge that gave the newest judged verdict (what status assumes asks next)."""
+        row = self.db.execute("SELECT judge FROM verdicts WHERE judge != 'mechanical' "
+                              "ORDER BY created_at DESC, rowid DESC LIMIT 1").fetchone()
+        return row[0] if row else None
+
     def mark_applied(self, verdict_id: str, sha: str) -> None:
         self.db.execute("UPDATE verdicts SET commit_sha = ? WHERE id = ?", [sha, verdict_id])
         self.db.conn.commit()

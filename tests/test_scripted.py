@@ -147,3 +147,17 @@ def test_the_journal_carries_the_judge_kind_and_rebuild_keeps_it(corpus_repo, tm
     assert {r["id"]: r["judge"] for r in verdict_rows(corpus_repo)} == before
     again = review(corpus_repo.root, ReviewOptions(passes=("alias",), judge=f"scripted:{replies(tmp_path)}"))
     assert again.passes["alias"].state == "caught-up"  # still bound to their own kind only
+
+
+def test_status_shows_the_throttle_of_the_judge_that_answered_last(tmp_path, judge_env):
+    repo = motif_repo(tmp_path, "patience = 2\n")
+    review(repo.root, ReviewOptions(passes=("alias",), judge=f"scripted:{replies(tmp_path)}"))
+    shown = invoke("status", repo.root).stdout.splitlines()
+    throttle = shown[shown.index("throttle for the next session (scripted judge):") + 1]
+    assert throttle.startswith("  alias: defunded")
+    real = review(repo.root, ReviewOptions(passes=("alias",))).passes["alias"]
+    data = json.loads(invoke("status", repo.root, "--json").stdout)
+    assert data["judge"] == "anthropic" and "throttle for the next session:" in data["text"]
+    kinds = [r["judge"] for r in verdict_rows(repo)]
+    assert kinds.count("scripted") > 0 and kinds.count("anthropic") == real.judged
+    assert data["throttle"]["alias"]["why"].startswith(f"{real.judged} verdicts, ")  # its own verdicts only
