@@ -126,13 +126,13 @@ def chart_legend(x: float, y: float, items: list[tuple[str, str]]) -> str:
     return "".join(parts)
 
 
-def decisions_section(verdicts, retired: dict[str, str]) -> str:
-    """Applied decisions, newest first; a decision that retired a fact names it (from `retired`: verdict id -> path)."""
+def decisions_section(verdicts, retired: dict[str, list[str]]) -> str:
+    """Applied decisions, newest first; a decision that retired facts names them (`retired`: verdict id -> paths)."""
     applied = [v for v in verdicts if v.commit_sha]
     if not applied:
         return "<p class=muted>No applied decisions yet.</p>"
     rows = [[e(v.created_at[:19].replace("T", " ")), e(v.pass_name), e(subject_text(v.subject)) if v.subject else "",
-             e(v.answer) + (f"<br>retired <code>{e(retired[v.id])}</code>" if v.id in retired else ""),
+             e(v.answer) + "".join(f"<br>retired <code>{e(path)}</code>" for path in retired.get(v.id, ())),
              e(v.rationale), f'<code title="{e(v.commit_sha)}">{e(v.commit_sha[:10])}</code>',
              f"<code>{e(v.id)}</code>" + (f"<br><b>reverted</b>: {e(v.revert_reason)}" if v.reverted else "")]
             for v in reversed(applied)]
@@ -143,8 +143,8 @@ def decisions_section(verdicts, retired: dict[str, str]) -> str:
 _RETRACTED_BY = re.compile(r"""retracted_by:\s*["']?([A-Za-z0-9]+)""")
 
 
-def retired_facts(repo) -> dict[str, str]:
-    """verdict id -> the fact it retired, from the `retracted_by:` lines of the tracked fact files (one git grep)."""
+def retired_facts(repo) -> dict[str, list[str]]:
+    """verdict id -> the facts it retired, from the `retracted_by:` lines of the tracked files (one git grep)."""
     try:
         out = run_git(repo, "grep", "-z", "-I", "-H", "-e", "^retracted_by:")
     except git.GitCommandError:  # exit 1: no fact is retracted
@@ -153,7 +153,7 @@ def retired_facts(repo) -> dict[str, str]:
     for line in out.splitlines():
         path, _, text = line.partition("\0")
         if m := _RETRACTED_BY.match(text):
-            found[m.group(1)] = path
+            found.setdefault(m.group(1), []).append(path)
     return found
 
 

@@ -166,7 +166,7 @@ async def _session(root, repo, config, store, options, notes) -> SessionResult:
     try:
         result.passes["exact"] = run_exact(ctx)
         passes = [p for name, p in all_passes().items() if name in options.passes]
-        throttles = {p.name: assess(store, p.name, config.budget, judge_kind(options.judge)) for p in passes}
+        throttles = {p.name: assess(store, p.name, config.budget, ctx.kind) for p in passes}
         for p in passes:
             result.passes[p.name] = PassResult(p.name)
         # Applied decisions change fingerprints, and so make new questions: ask them in this session,
@@ -209,7 +209,10 @@ def aborted(result: SessionResult, options: ReviewOptions, error: BaseException)
     Left unsettled they would read as `nothing-qualified`: a zero that hides a missing key or a refused
     request. No throttle record is written for them: the session neither spent nor probed anything.
     """
-    why = f"aborted: {error}" if isinstance(error, KnomitError) else "aborted: interrupted"
+    if isinstance(error, (asyncio.CancelledError, KeyboardInterrupt)):
+        why = "aborted: interrupted"  # SIGTERM or Ctrl-C
+    else:
+        why = f"aborted: {error}" if isinstance(error, KnomitError) else f"aborted: {type(error).__name__}: {error}"
     for name in options.passes:
         r = result.passes.setdefault(name, PassResult(name))
         r.state = "aborted"
