@@ -112,10 +112,18 @@ def sigterm_as_interrupt():
         yield
         return
     previous = signal.signal(signal.SIGTERM, lambda *_: signal.raise_signal(signal.SIGINT))
+    # A shell starts background jobs (`review &`, nohup, scripts) with SIGINT ignored; asyncio.run then
+    # installs no handler, the raised SIGINT is lost, and the session runs on to exit 0. So SIGINT gets
+    # Python's default handler for the session, which asyncio.run replaces with its cancelling one.
+    sigint_ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    if sigint_ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+        if sigint_ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _plan_lines(result) -> list[str]:

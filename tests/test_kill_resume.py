@@ -42,13 +42,15 @@ def busy_repo(tmp_path):
     return repo
 
 
-def start(repo, server) -> subprocess.Popen:
+def start(repo, server, sigint=signal.SIG_DFL) -> subprocess.Popen:
+    """The review as its own process; `sigint=signal.SIG_IGN` starts it as a shell starts a background job."""
     env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "sk-ant-test-FAKEKEY",
            "HF_HUB_OFFLINE": "1"}
     env.pop("KNOMIT_JUDGE_MODEL", None)
     return subprocess.Popen([sys.executable, "-c", "from knomit_judge.cli import main; main()", "-q",
                              "review", str(repo.root), "--pass", "alias", "--json"],
-                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, sigint))
 
 
 def slow_then_held(server, calls: int) -> threading.Event:
@@ -108,9 +110,11 @@ def test_sigkill_then_rerun_asks_only_what_was_not_parsed(busy_repo, messages_se
     assert db(busy_repo)["replies"].count == 2 * len(verdicts) == len(parsed) + len(rerun)
 
 
-def test_sigterm_cancels_cleanly_keeping_only_whole_verdicts(busy_repo, messages_server):
+# An ignored SIGINT is inherited: a shell starts background jobs so, and SIGTERM must still cancel cleanly.
+@pytest.mark.parametrize("sigint", [signal.SIG_DFL, signal.SIG_IGN], ids=["foreground", "sigint-ignored"])
+def test_sigterm_cancels_cleanly_keeping_only_whole_verdicts(busy_repo, messages_server, sigint):
     released = slow_then_held(messages_server, 6)
-    code, err = signal_after(start(busy_repo, messages_server), messages_server, 6, signal.SIGTERM, released)
+    code, err = signal_after(start(busy_repo, messages_server, sigint), messages_server, 6, signal.SIGTERM, released)
     assert code == 130 and "interrupted" in err
     verdicts = list(db(busy_repo)["verdicts"].rows)
     cached = {r["key"] for r in db(busy_repo)["replies"].rows}
