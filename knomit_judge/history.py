@@ -81,6 +81,6 @@ def list_verdicts(root: Path | str, pass_name: str | None = None) -> list[dict]:
     open_repo(root)
     store = Store.read_only(root)
     return [{"id": v.id, "pass": v.pass_name, "answer": v.answer, "subject": v.subject, "rationale": v.rationale,
-             "model": v.model, "prompt": v.prompt, "attempts": v.attempts, "agreement": v.agreement,
+             "model": v.model, "judge": v.judge, "prompt": v.prompt, "attempts": v.attempts, "agreement": v.agreement,
              "cost_usd": v.cost_usd, "commit_sha": v.commit_sha, "reverted": v.reverted,
              "created_at": v.created_at} for v in store.verdicts(pass_name)]
