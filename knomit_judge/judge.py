@@ -224,8 +224,9 @@ def _scripted_entry(line: str, where: str, passes) -> dict:
             raise ConfigError(f"{where}: a discovery entry needs exactly one of 'group' or 'contains': "
                               "a non-empty list of fact paths")
     elif not all(isinstance(entry.get(k), str) and entry[k] for k in ("a", "b")):
-        raise ConfigError(f"{where}: {'an' if entry['pass'] == 'alias' else 'a'} {entry['pass']} entry needs 'a' and 'b' "
-                          f"({'motif spellings' if entry['pass'] == 'alias' else 'fact paths'})")
+        what = "an alias entry needs 'a' and 'b' (motif spellings)" if entry["pass"] == "alias" \
+            else "a prune entry needs 'a' and 'b' (fact paths)"
+        raise ConfigError(f"{where}: {what}")
     return entry
 
 

@@ -61,7 +61,8 @@ def slow_then_held(server, calls: int) -> threading.Event:
     and exit 0 instead of 130).
     """
     released = threading.Event()
-    server.responder = lambda req, n: delay(0.4, text(DIFFERENT)) if n < calls else held(released, delay(0.4, text(DIFFERENT)))
+    slow = delay(0.4, text(DIFFERENT))
+    server.responder = lambda req, n: slow if n < calls else held(released, slow)
     return released
 
 
