@@ -34,6 +34,7 @@ class Group(click.Group):
 
 
 @click.group(cls=Group)
+@click.version_option(package_name="knomit-judge", prog_name="knomit-judge", message="%(prog)s %(version)s")
 @click.option("-q", "--quiet", is_flag=True, help="Log only warnings and errors.")
 def cli(quiet):
     """knomit-judge keeps a git-backed knowledge corpus tidy: embeddings shortlist, an LLM judge decides,
@@ -63,13 +64,17 @@ def emit(data: dict, as_json: bool, lines: list[str]) -> None:
 
 @cli.command()
 @corpus_arg
-def init(corpus):
+@click.option("--create", is_flag=True, help="Make the directory if it does not exist.")
+def init(corpus, create):
     """Write knomit-judge.toml, the .gitignore entry and the db, and commit them.
+
+    A directory that is not yet a git repository is initialised, and the fact files found in it are
+    committed too. Refuses a path inside another repository, and a missing one unless --create.
 
     Example: knomit-judge init ~/corpus
     """
     from .init import init_corpus
-    for line in init_corpus(corpus):
+    for line in init_corpus(corpus, create=create):
         click.echo(line)
 
 
@@ -89,8 +94,9 @@ def review(corpus, dry_run, passes, as_json, judge):
     from .review import ReviewOptions, review as run
     with sigterm_as_interrupt():
         result = run(corpus, ReviewOptions(dry_run=dry_run, passes=tuple(passes) or JUDGED_PASSES, judge=judge))
-    lines = [*(f"note: {n}" for n in result.notes), *_plan_lines(result), *result.lines(),
-             *(f"commit {sha}" for sha in result.commits)]
+    # the evidence first and the summary last, so a long plan does not scroll the answer away
+    lines = [*_plan_lines(result), *(f"note: {n}" for n in result.notes), *result.lines(),
+             *(f"commit {sha}" for sha in result.commits), *([result.summary()] if result.dry_run else [])]
     emit(result.json(), as_json, lines)
     sys.exit(1 if result.broken else 0)
 
@@ -106,10 +112,18 @@ def sigterm_as_interrupt():
         yield
         return
     previous = signal.signal(signal.SIGTERM, lambda *_: signal.raise_signal(signal.SIGINT))
+    # A shell starts background jobs (`review &`, nohup, scripts) with SIGINT ignored; asyncio.run then
+    # installs no handler, the raised SIGINT is lost, and the session runs on to exit 0. So SIGINT gets
+    # Python's default handler for the session, which asyncio.run replaces with its cancelling one.
+    sigint_ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    if sigint_ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+        if sigint_ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _plan_lines(result) -> list[str]:

@@ -33,6 +33,10 @@ class NotRevertible(KnomitError):
     """The verdict applied nothing, or was already reverted."""
 
 
+class CannotWrite(KnomitError):
+    """An output file cannot be written where it was asked to go (no such directory, no permission)."""
+
+
 class BadFact(Exception):
     """A fact file cannot be read; carries the path, line and reason for the report."""
 

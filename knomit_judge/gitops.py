@@ -28,11 +28,30 @@ TMP_GLOB = ".knomit-*.tmp"  # atomic_write's temp files, left behind only by a k
 LOCK_WAIT_S = 2.0  # how long a git lock file may take to go away before it counts as stale
 
 
+def enclosing_top(path: Path) -> Path | None:
+    """The top of the git repository that holds path (or its nearest existing parent), if any."""
+    path = Path(path).absolute()
+    while not path.exists():
+        path = path.parent
+    try:
+        top = git.Repo(path, search_parent_directories=True).working_tree_dir
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return None
+    return Path(top).resolve() if top else None
+
+
 def open_repo(root: Path) -> git.Repo:
     try:
         repo = git.Repo(root)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        raise NotACorpus(f"{root}: not a git repository (run `git init` and `knomit-judge init` there)") from None
+    except git.NoSuchPathError:
+        raise NotACorpus(f"{root}: no such directory") from None
+    except git.InvalidGitRepositoryError:
+        top = enclosing_top(root)
+        if top is not None:
+            # a subfolder of a corpus: name the corpus, or the user runs `git init` here and nests a repository
+            raise NotACorpus(f"{root} is inside the git repository {top}: run knomit-judge on {top}, "
+                             "the top of the corpus") from None
+        raise NotACorpus(f"{root}: not a git repository (run `knomit-judge init` there)") from None
     if Path(repo.working_tree_dir).resolve() != Path(root).resolve():
         raise NotACorpus(f"{root}: the corpus must be the top of its git repository ({repo.working_tree_dir})")
     return repo

@@ -39,17 +39,19 @@ def status(root: Path | str, limit: int = 10) -> dict:
         # A session that started and never ended is running now, or was killed: say so, it is not "caught-up".
         unfinished = store.db.execute("SELECT count(*) FROM sessions WHERE ended_at IS NULL").fetchone()[0]
         throttle = {}
+        # Verdicts bind only their own kind of judge: show the throttle of the judge that answered last.
+        judge = store.latest_judge() or "anthropic"
         for name in JUDGED_PASSES:
-            t = assess(store, name, config.budget)
+            t = assess(store, name, config.budget, judge)
             throttle[name] = {"state": t.state, "why": t.why, "allowance": t.allowance, "probe_due": t.probe,
                               "next_probe_in": t.probe_in, "text": upcoming(t)}
     finally:
         store.close()
-    return {"last_session": sessions[0] if sessions else None, "throttle": throttle, "sessions": sessions,
-            "unfinished": unfinished, "text": render(sessions, throttle, unfinished)}
+    return {"last_session": sessions[0] if sessions else None, "throttle": throttle, "judge": judge,
+            "sessions": sessions, "unfinished": unfinished, "text": render(sessions, throttle, unfinished, judge)}
 
 
-def render(sessions: list[dict], throttle: dict, unfinished: int = 0) -> list[str]:
+def render(sessions: list[dict], throttle: dict, unfinished: int = 0, judge: str = "anthropic") -> list[str]:
     """The text of `status`: the last session's lines, the throttle per pass, a table of recent sessions."""
     cost = lambda s: "incomplete" if s["cost_usd"] is None else f"${s['cost_usd']:.4f}"  # noqa: E731
     if not sessions:
@@ -59,7 +61,7 @@ def render(sessions: list[dict], throttle: dict, unfinished: int = 0) -> list[st
         text = [f"last session {last['id']} ({last['started_at']} to {last['ended_at']}, cost {cost(last)}, "
                 f"{len(last['commits'])} commit(s)):"]
         text.extend("  " + pass_line(name, counts) for name, counts in last["passes"].items())
-    text.append("throttle for the next session:")
+    text.append("throttle for the next session" + (f" ({judge} judge):" if judge != "anthropic" else ":"))
     text.extend(f"  {name}: {t['text']}" for name, t in throttle.items())
     if sessions:
         columns = ("exact", *JUDGED_PASSES)
@@ -79,6 +81,6 @@ def list_verdicts(root: Path | str, pass_name: str | None = None) -> list[dict]:
     open_repo(root)
     store = Store.read_only(root)
     return [{"id": v.id, "pass": v.pass_name, "answer": v.answer, "subject": v.subject, "rationale": v.rationale,
-             "model": v.model, "prompt": v.prompt, "attempts": v.attempts, "agreement": v.agreement,
+             "model": v.model, "judge": v.judge, "prompt": v.prompt, "attempts": v.attempts, "agreement": v.agreement,
              "cost_usd": v.cost_usd, "commit_sha": v.commit_sha, "reverted": v.reverted,
              "created_at": v.created_at} for v in store.verdicts(pass_name)]

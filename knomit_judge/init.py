@@ -7,21 +7,30 @@ from pathlib import Path
 import git
 
 from .config import CONFIG_FILE, DEFAULT_TOML, load_config
-from .gitops import ACTOR
+from .corpus import fact_paths
+from .errors import NotACorpus
+from .gitops import dirty_paths, enclosing_top, run_git
 from .store import DB_PATH, Store
 
 IGNORE_LINE = ".knomit/judge.db*"
 
 
-def init_corpus(root: Path | str) -> list[str]:
-    """Create config, .gitignore entry and db (git-initialising the directory if needed); commit them."""
-    root = Path(root).resolve()
+def init_corpus(root: Path | str, create: bool = False) -> list[str]:
+    """Create config, .gitignore entry and db (git-initialising the directory if needed); commit them.
+
+    A directory that was not a repository also gets the fact files found in it committed, so the
+    first session finds a clean tree. Refuses a path that does not exist (unless `create`) and a
+    path inside another repository, which would nest a repository in it.
+    """
+    root = Path(root).expanduser().absolute()
+    check_target(root, create)
     root.mkdir(parents=True, exist_ok=True)
+    root = root.resolve()
     said = []
     try:
-        repo = git.Repo(root)
+        repo, fresh = git.Repo(root), False
     except git.InvalidGitRepositoryError:
-        repo = git.Repo.init(root)
+        repo, fresh = git.Repo.init(root), True
         said.append(f"initialised a git repository in {root}")
     config = root / CONFIG_FILE
     if not config.exists():
@@ -36,9 +45,34 @@ def init_corpus(root: Path | str) -> list[str]:
     (root / "facts").mkdir(exist_ok=True)
     Store.for_corpus(root).close()
     said.append(f"database at {DB_PATH}")
-    repo.git.add("--", CONFIG_FILE, ".gitignore")
-    if repo.git.diff("--cached", "--name-only", "--", CONFIG_FILE, ".gitignore"):
-        with repo.git.custom_environment(**ACTOR):
-            repo.git.commit("-q", "-m", "knomit-judge: init", "--", CONFIG_FILE, ".gitignore")
-        said.append("committed the configuration")
+    paths = [CONFIG_FILE, ".gitignore"]
+    facts = found_facts(repo, root) if fresh else []
+    if fresh:
+        said.append(f"found {len(facts)} fact file(s): committing them with the configuration" if facts
+                    else "found no fact files")
+    # paths on stdin: a folder of notes can hold more files than one command line
+    run_git(repo, "add", "--pathspec-from-file=-", "--pathspec-file-nul", input="\0".join(paths + facts).encode())
+    if facts or run_git(repo, "diff", "--cached", "--name-only", "--", *paths):
+        # a fresh repository's index holds only what was added above; in an existing one, commit only our files
+        run_git(repo, "commit", "-q", "-m", "knomit-judge: init", *([] if fresh else ["--", *paths]))
+        said.append("committed the configuration" + (f" and {len(facts)} fact file(s)" if facts else ""))
+    if fresh and (left := dirty_paths(repo)):
+        said.append(f"{len(left)} other file(s) are not committed (e.g. {left[0]}): commit them or list them in "
+                    ".gitignore, or every decision waits for a clean work tree")
     return said
+
+
+def check_target(root: Path, create: bool) -> None:
+    """Refuse a path that does not exist (unless `create`) and one inside another git repository."""
+    top = enclosing_top(root)
+    if top is not None and top != root.resolve():
+        raise NotACorpus(f"{root} is inside the git repository {top}: a corpus must be the top of its own "
+                         f"repository (to make {top} the corpus: knomit-judge init {top})")
+    if not root.exists() and not create:
+        raise NotACorpus(f"{root}: no such directory (check the path, or pass --create to make it)")
+
+
+def found_facts(repo, root: Path) -> list[str]:
+    """The fact files in a directory just made a repository, less those its own .gitignore excludes."""
+    ignored = set(run_git(repo, "ls-files", "-z", "--others", "--ignored", "--exclude-standard").split("\0"))
+    return [p for p in fact_paths(root) if p not in ignored]

@@ -114,7 +114,8 @@ class AnthropicBackend:
                                       tokens_out=getattr(usage, "output_tokens", None), attempts=attempt,
                                       request_id=getattr(msg, "_request_id", None))
                 last, error = "malformed response: a 200 whose body is not a Message", None
-            log.warning("judge call failed (%s), attempt %d of %d", last, attempt, self.config.max_attempts)
+            # info, not a warning: the pass's line names the first error, and `-q` must silence retries
+            log.info("judge call failed (%s), attempt %d of %d", last, attempt, self.config.max_attempts)
             if attempt < self.config.max_attempts:
                 await asyncio.sleep(self._wait(attempt, error))
         raise Unavailable(f"{last} after {self.config.max_attempts} attempts", self.config.max_attempts)
@@ -146,9 +147,11 @@ class ScriptedBackend:
 
     FILE is JSONL: {"pass": "alias", "a": ..., "b": ..., "reply": {...} or "raw text"};
     discovery entries match by {"group": [...]} (the exact set) or {"contains": [...]} (a subset).
-    A question with no recorded reply gets the pass's recoverable default.
+    A question with no recorded reply gets the pass's recoverable default. The file is checked
+    whole at load, so a typo is a ConfigError naming FILE:LINE before any default is stored.
     """
 
+    kind = "scripted"
     DEFAULTS = {
         "alias": {"same": False, "mechanism": ""},
         "prune": {"decision": "distinct", "rationale": ""},
@@ -156,18 +159,20 @@ class ScriptedBackend:
     }
 
     def __init__(self, path: Path):
-        self.model = f"scripted:{Path(path).name}"
+        self.path = Path(path)
+        self.model = f"scripted:{self.path.name}"
         self.entries = []
+        self.asked: set[str] = set()  # distinct questions asked, and those a recorded reply answered
+        self.matched: set[str] = set()
         try:
-            lines = Path(path).read_text(encoding="utf-8").splitlines()
+            lines = self.path.read_text(encoding="utf-8").splitlines()
         except OSError as e:
-            raise ConfigError(f"--judge scripted:{path}: {e.strerror}") from None
+            raise ConfigError(f"--judge scripted:{path}: {e.strerror or e}") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"--judge scripted:{path}: not UTF-8 text") from None
         for n, line in enumerate(lines, 1):
             if line.strip():
-                try:
-                    self.entries.append(json.loads(line))
-                except json.JSONDecodeError as e:
-                    raise ConfigError(f"{path}:{n}: not JSON ({e.msg})") from None
+                self.entries.append(_scripted_entry(line, f"{path}:{n}", self.DEFAULTS))
 
     def _match(self, entry: dict, pass_name: str, subject: dict) -> bool:
         if entry.get("pass") != pass_name:
@@ -180,10 +185,54 @@ class ScriptedBackend:
         return {entry.get("a"), entry.get("b")} == {subject.get("a"), subject.get("b")}
 
     async def complete(self, system: str, user: str, subject: dict, position: int, pass_name: str = "") -> Completion:
-        reply = next((e["reply"] for e in self.entries if self._match(e, pass_name, subject)),
-                     self.DEFAULTS.get(pass_name, {}))
+        question = json.dumps([pass_name, subject], sort_keys=True)
+        self.asked.add(question)
+        reply = next((e["reply"] for e in self.entries if self._match(e, pass_name, subject)), None)
+        if reply is None:
+            reply = self.DEFAULTS.get(pass_name, {})
+        else:
+            self.matched.add(question)
         text = reply if isinstance(reply, str) else json.dumps(reply)
         return Completion(text=text, tokens_in=0, tokens_out=0)
+
+    def unmatched_note(self) -> str | None:
+        """What to say when questions were asked and not one had a recorded reply (a wrong file, or stale names)."""
+        if not self.asked or self.matched:
+            return None
+        what = "it has no entries" if not self.entries else f"none of its {len(self.entries)} entries matched"
+        return (f"the scripted judge answered none of the {len(self.asked)} question(s) it was asked from "
+                f"{self.path} ({what}): each got its pass's default, stored as a verdict of the scripted judge "
+                "(these never bind the anthropic judge); check the spellings and fact paths in the file")
+
+
+def _scripted_entry(line: str, where: str, passes) -> dict:
+    """One line of a scripted replies file, checked: a JSON object with a known pass, a reply and its question."""
+    try:
+        entry = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{where}: not JSON ({e.msg})") from None
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where}: expected a JSON object, got {type(entry).__name__}")
+    if entry.get("pass") not in passes:
+        raise ConfigError(f"{where}: 'pass' must be one of {', '.join(passes)}, got {entry.get('pass')!r}")
+    if not isinstance(entry.get("reply"), (dict, str)):
+        raise ConfigError(f"{where}: 'reply' (an object, or the raw reply text) is required")
+    if entry["pass"] == "discovery":
+        keys = [k for k in ("group", "contains") if k in entry]
+        members = entry[keys[0]] if len(keys) == 1 else None
+        if not isinstance(members, list) or not members or not all(isinstance(x, str) for x in members):
+            raise ConfigError(f"{where}: a discovery entry needs exactly one of 'group' or 'contains': "
+                              "a non-empty list of fact paths")
+    elif not all(isinstance(entry.get(k), str) and entry[k] for k in ("a", "b")):
+        what = "an alias entry needs 'a' and 'b' (motif spellings)" if entry["pass"] == "alias" \
+            else "a prune entry needs 'a' and 'b' (fact paths)"
+        raise ConfigError(f"{where}: {what}")
+    return entry
+
+
+def judge_kind(spec: str) -> str:
+    """Which kind of judge a --judge value names: 'scripted' or 'anthropic' (verdicts bind only their own kind)."""
+    return ScriptedBackend.kind if spec.startswith("scripted:") else "anthropic"
 
 
 def make_backend(spec: str, config: Config):
@@ -239,6 +288,11 @@ class Judge:
     def model(self) -> str:
         return self.backend.model
 
+    @property
+    def kind(self) -> str:
+        """anthropic or scripted: verdicts and cached replies bind only the kind of judge that gave them."""
+        return getattr(self.backend, "kind", "anthropic")
+
     def cost(self, tokens_in, tokens_out) -> float | None:
         if isinstance(self.backend, ScriptedBackend):
             return 0.0  # recorded replies cost nothing
@@ -256,7 +310,7 @@ class Judge:
 
     async def _sample(self, p, subject: dict, user: str, position: int, n: int, out: Outcome) -> Sample:
         key = cache_key(self.model, p.prompt.id, p.prompt.system, user, n)
-        hit = self.store.cached_reply(key)
+        hit = self.store.cached_reply(key, self.kind)
         if hit:
             return Sample(*p.parse(hit["text"]), text=hit["text"])
         async with self.semaphore:
@@ -284,7 +338,7 @@ class Judge:
         out.replies.append(done.text)
         sample = Sample(*p.parse(done.text), text=done.text)  # raises Unparsed
         # written right after each parse: a killed session resumes without paying for this reply again
-        self.store.cache_reply(key, self.model, p.prompt.id, done.text, done.tokens_in, done.tokens_out)
+        self.store.cache_reply(key, self.model, p.prompt.id, done.text, done.tokens_in, done.tokens_out, self.kind)
         return sample
 
     async def ask(self, p, candidate) -> Outcome:

@@ -15,7 +15,7 @@ def _register(sql_file: Path):
     @migrations(name=f"m{sql_file.stem}")
     def apply(db: sqlite_utils.Database):
         # executescript would COMMIT the surrounding transaction; run statement by statement instead.
-        # Our SQL files hold no string literals, so dropping "--" comments first is safe.
+        # No string literal in our SQL files holds "--" or ";", so dropping comments and splitting is safe.
         sql = re.sub(r"--[^\n]*", "", sql_file.read_text(encoding="utf-8"))
         for statement in sql.split(";"):
             if statement.strip():

@@ -6,8 +6,13 @@ from datetime import datetime, timezone
 from html import escape
 from pathlib import Path
 
+import re
+
+import git
+
 from .calibrate import latest, subject_text
-from .gitops import open_repo
+from .errors import CannotWrite
+from .gitops import open_repo, run_git
 from .passes import JUDGED_PASSES
 from .store import Store
 
@@ -20,7 +25,8 @@ body { font: 14px/1.4 system-ui, sans-serif; margin: 2em auto; max-width: 70em; 
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ccc; }
 table { border-collapse: collapse; margin: .5em 0; } td, th { padding: .2em .6em; border: 1px solid #ddd; vertical-align: top; }
 th { background: #f4f4f4; text-align: left; } td.wide { min-width: 22em; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
-code { font-size: .9em; } .muted { color: #777; } svg { display: block; margin: .3em 0 1em; }
+code { font-size: .9em; } .muted { color: #777; } svg { display: block; margin: .3em 0 1em; max-width: 100%; }
+table.fit { table-layout: fixed; width: 100%; } table.fit td, table.fit th { overflow-wrap: anywhere; }
 .worked { color: #31a354; } .broken { color: #de2d26; font-weight: bold; } .defunded { color: #de2d26; }
 """
 
@@ -38,11 +44,19 @@ def cost(x) -> str:
     return "incomplete" if x is None else f"${x:.4f}"
 
 
-def table(head: list[str], rows: list[list[str]], numeric: set[int] = frozenset(), wide: set[int] = frozenset()) -> str:
-    """A table of already-escaped cells; `numeric` columns align right, `wide` ones get room for prose."""
+def table(head: list[str], rows: list[list[str]], numeric: set[int] = frozenset(), wide: set[int] = frozenset(),
+          widths: list[int] | None = None) -> str:
+    """A table of already-escaped cells; `numeric` columns align right, `wide` ones get room for prose.
+
+    `widths` (percentages) fix the layout to the page's width: long paths and ids wrap instead of
+    pushing the table past a narrow screen.
+    """
     th = "".join(f"<th>{h}</th>" for h in head)
-    klass = lambda i: " class=num" if i in numeric else " class=wide" if i in wide else ""  # noqa: E731
+    klass = lambda i: " class=num" if i in numeric else " class=wide" if i in wide and not widths else ""  # noqa: E731
     body = "".join("<tr>" + "".join(f"<td{klass(i)}>{c}</td>" for i, c in enumerate(r)) + "</tr>" for r in rows)
+    if widths:
+        cols = "".join(f'<col style="width: {w}%">' for w in widths)
+        return f"<table class=fit><colgroup>{cols}</colgroup><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
     return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -65,8 +79,8 @@ def throttle_chart(name: str, rows: list[dict]) -> str:
     """Bars of offered / judged / resolved per session, over a strip coloured by throttle state."""
     if not rows:
         return f"<p class=muted>{e(name)}: no throttle history yet.</p>"
-    w, h, left, top, strip = 640, 150, 30, 22, 10
-    plot = h - top - strip - 24
+    w, h, left, top, strip = 640, 168, 30, 22, 10
+    plot = h - top - strip - 42  # below: the strip, a line of text and the legend
     slot = min(24, (w - left - 10) / max(len(rows), 1))  # a few sessions stay narrow bars
     peak = max(1, *(r["offered"] for r in rows))
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img" '
@@ -80,7 +94,7 @@ def throttle_chart(name: str, rows: list[dict]) -> str:
     for i, r in enumerate(rows):
         x = left + i * slot
         bw = max(slot * 0.7, 1)
-        for key, colour, shrink in (("offered", "#cccccc", 0), ("judged", "#3182bd", 0.15), ("resolved", "#31a354", 0.3)):
+        for key, colour, shrink in BARS:
             bh = plot * r[key] / peak
             parts.append(f'<rect x="{x + bw * shrink:.1f}" y="{top + plot - bh:.1f}" width="{bw * (1 - 2 * shrink):.1f}" '
                          f'height="{bh:.1f}" fill="{colour}"/>')
@@ -90,21 +104,57 @@ def throttle_chart(name: str, rows: list[dict]) -> str:
                      f'fill="{STATE_COLOURS.get(r["state"], "#000")}"><title>{e(tip)}</title></rect>')
     states = sorted({r["state"] for r in rows})
     legend = ", ".join(states)
-    parts.append(f'<text x="{left}" y="{h - 4}" font-size="11" fill="#555">{len(rows)} session(s), oldest first; '
+    parts.append(f'<text x="{left}" y="{h - 22}" font-size="11" fill="#555">{len(rows)} session(s), oldest first; '
                  f'states: {e(legend)}; now {e(rows[-1]["state"])}</text>')
+    parts.append(chart_legend(left, h - 14, [(key, colour) for key, colour, _ in BARS]
+                              + [(s, STATE_COLOURS.get(s, "#000")) for s in states]))
     parts.append("</svg>")
     return "".join(parts)
 
 
-def decisions_section(verdicts) -> str:
+BARS = (("offered", "#cccccc", 0), ("judged", "#3182bd", 0.15), ("resolved", "#31a354", 0.3))
+
+
+def chart_legend(x: float, y: float, items: list[tuple[str, str]]) -> str:
+    """A row of colour swatches, each with its label: the bars' series, then the throttle states shown."""
+    parts = ['<g class="legend">']
+    for label, colour in items:
+        parts.append(f'<rect x="{x:.0f}" y="{y:.0f}" width="10" height="10" fill="{colour}" stroke="#999"/>'
+                     f'<text x="{x + 14:.0f}" y="{y + 9:.0f}" font-size="11">{e(label)}</text>')
+        x += 22 + 7 * len(label)
+    parts.append("</g>")
+    return "".join(parts)
+
+
+def decisions_section(verdicts, retired: dict[str, list[str]]) -> str:
+    """Applied decisions, newest first; a decision that retired facts names them (`retired`: verdict id -> paths)."""
     applied = [v for v in verdicts if v.commit_sha]
     if not applied:
         return "<p class=muted>No applied decisions yet.</p>"
-    rows = [[e(v.created_at), e(v.pass_name), e(subject_text(v.subject)) if v.subject else "", e(v.answer),
+    rows = [[e(v.created_at[:19].replace("T", " ")), e(v.pass_name), e(subject_text(v.subject)) if v.subject else "",
+             e(v.answer) + "".join(f"<br>retired <code>{e(path)}</code>" for path in retired.get(v.id, ())),
              e(v.rationale), f'<code title="{e(v.commit_sha)}">{e(v.commit_sha[:10])}</code>',
              f"<code>{e(v.id)}</code>" + (f"<br><b>reverted</b>: {e(v.revert_reason)}" if v.reverted else "")]
             for v in reversed(applied)]
-    return table(["when (UTC)", "pass", "subject", "decision", "rationale", "commit", "verdict"], rows, wide={4})
+    return table(["when (UTC)", "pass", "subject", "decision", "rationale", "commit", "verdict"], rows,
+                 widths=[11, 7, 24, 17, 23, 8, 10])
+
+
+_RETRACTED_BY = re.compile(r"""retracted_by:\s*["']?([A-Za-z0-9]+)""")
+
+
+def retired_facts(repo) -> dict[str, list[str]]:
+    """verdict id -> the facts it retired, from the `retracted_by:` lines of the tracked files (one git grep)."""
+    try:
+        out = run_git(repo, "grep", "-z", "-I", "-H", "-e", "^retracted_by:")
+    except git.GitCommandError:  # exit 1: no fact is retracted
+        return {}
+    found = {}
+    for line in out.splitlines():
+        path, _, text = line.partition("\0")
+        if m := _RETRACTED_BY.match(text):
+            found.setdefault(m.group(1), []).append(path)
+    return found
 
 
 def calibration_section(result: dict | None) -> str:
@@ -134,12 +184,12 @@ def calibration_section(result: dict | None) -> str:
 def render(root: Path | str) -> str:
     """The report page for the corpus at root, from a read-only copy of its db."""
     root = Path(root).resolve()
-    open_repo(root)
+    repo = open_repo(root)
     store = Store.read_only(root)
     try:
         sessions = store.sessions(SESSIONS)
         charts = "".join(throttle_chart(n, list(reversed(store.throttle_rows(n, HISTORY)))) for n in JUDGED_PASSES)
-        decisions = decisions_section(store.verdicts())
+        decisions = decisions_section(store.verdicts(), retired_facts(repo))
         calibration = calibration_section(latest(store))
     finally:
         store.close()
@@ -157,5 +207,9 @@ def render(root: Path | str) -> str:
 def write_report(root: Path | str, path: Path | str) -> Path:
     """Write the report page to path (the library API behind `knomit-judge report`)."""
     path = Path(path)
-    path.write_text(render(root), encoding="utf-8")
+    page = render(root)  # first: a corpus error leaves no file behind
+    try:
+        path.write_text(page, encoding="utf-8")
+    except OSError as err:
+        raise CannotWrite(f"--html {path}: {err.strerror or err}") from None
     return path

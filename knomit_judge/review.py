@@ -13,9 +13,9 @@ from pathlib import Path
 from .config import Config, load_config
 from .corpus import Corpus, load_corpus
 from .embeddings import Embedder
-from .errors import BadFact
+from .errors import BadFact, KnomitError
 from .gitops import Applier, Decision, Lock, decision_trailers, dirty_paths, message, open_repo
-from .judge import Judge, make_backend
+from .judge import Judge, ScriptedBackend, judge_kind, make_backend
 from .passes import JUDGED_PASSES, Candidate, Change, all_passes
 from .passes.exact import duplicate_groups, exact_change, exact_verdict
 from .recovery import recover
@@ -46,6 +46,7 @@ class SessionResult:
     problems: list[BadFact] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     plan: dict[str, list[dict]] = field(default_factory=dict)  # dry run: what would be offered, with evidence
+    estimates: dict[str, dict] = field(default_factory=dict)  # dry run: questions, calls and estimate_usd per pass
     embedded: int = 0  # texts embedded this session (0 when nothing changed: the model is not even loaded)
     parsed: int = 0  # fact files parsed this session (unchanged ones come from the file index)
 
@@ -57,15 +58,33 @@ class SessionResult:
     def cost_usd(self) -> float | None:
         return total_cost(self.passes.values())
 
+    @property
+    def estimate_usd(self) -> float | None:
+        """A dry run's estimated cost over every pass; None when any pass's is unknown (a model with no price)."""
+        usd = [e["estimate_usd"] for e in self.estimates.values()]
+        return None if None in usd else round(sum(usd), 6)
+
     def lines(self) -> list[str]:
         return [r.line() for r in self.passes.values()]
 
+    def summary(self) -> str:
+        """A dry run's last line: what a real session would ask and cost, below the evidence it lists."""
+        questions = sum(e["questions"] for e in self.estimates.values())
+        calls = sum(e["calls"] for e in self.estimates.values())
+        usd = "unknown (no price for the model)" if self.estimate_usd is None else f"about ${self.estimate_usd:.4f}"
+        return (f"dry run: would ask {questions} question(s) = {calls} call(s), {usd}; "
+                "no judge call was made and nothing was written")
+
     def json(self) -> dict:
+        passes = {name: r.json() for name, r in self.passes.items()}
+        if self.dry_run:
+            for name, r in passes.items():  # exact duplicates never call a judge
+                r["estimate_usd"] = self.estimates[name]["estimate_usd"] if name in self.estimates else 0.0
         return {"session": self.session, "dry_run": self.dry_run, "commits": self.commits,
-                "passes": {name: r.json() for name, r in self.passes.items()}, "cost_usd": self.cost_usd,
+                "passes": passes, "cost_usd": self.cost_usd,
                 "problems": [{"path": p.path, "line": p.line, "reason": p.reason} for p in self.problems],
                 "notes": self.notes, "embedded": self.embedded, "parsed": self.parsed,
-                **({"plan": self.plan} if self.dry_run else {})}
+                **({"plan": self.plan, "estimate_usd": self.estimate_usd} if self.dry_run else {})}
 
 
 @dataclass
@@ -92,6 +111,11 @@ class Context:
             self._judge = Judge(make_backend(self.options.judge, self.config), self.store, self.config)
         return self._judge
 
+    @property
+    def kind(self) -> str:
+        """The kind of judge this session asks: only its own verdicts bind it (see verdicts.judge_of)."""
+        return judge_kind(self.options.judge)
+
     def spent(self) -> float:
         if self._judge is None:
             return 0.0
@@ -108,6 +132,10 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
     root = Path(root).resolve()
     repo = open_repo(root)
     config = config or load_config(root)
+    if options.judge != "anthropic":
+        # a bad --judge or replies file fails here, before a session starts and stores anything;
+        # the real judge is made only when a question needs it (a caught-up corpus needs no key)
+        make_backend(options.judge, config)
     if options.dry_run:
         # Dry run: an in-memory copy of the db, no lock, no recovery: not one byte is written.
         return asyncio.run(_session(root, repo, config, Store.read_only(root), options, []))
@@ -138,7 +166,7 @@ async def _session(root, repo, config, store, options, notes) -> SessionResult:
     try:
         result.passes["exact"] = run_exact(ctx)
         passes = [p for name, p in all_passes().items() if name in options.passes]
-        throttles = {p.name: assess(store, p.name, config.budget) for p in passes}
+        throttles = {p.name: assess(store, p.name, config.budget, ctx.kind) for p in passes}
         for p in passes:
             result.passes[p.name] = PassResult(p.name)
         # Applied decisions change fingerprints, and so make new questions: ask them in this session,
@@ -153,6 +181,14 @@ async def _session(root, repo, config, store, options, notes) -> SessionResult:
                 break
         for p in passes:
             finish_pass(p, ctx, result.passes[p.name], throttles[p.name])
+        if ctx._judge and isinstance(ctx._judge.backend, ScriptedBackend):
+            if note := ctx._judge.backend.unmatched_note():
+                log.warning("%s", note)
+                result.notes.append(note)
+    except BaseException as e:  # an error, or a signal's cancellation: recorded as such, then re-raised
+        if not options.dry_run:
+            aborted(result, options, e)
+        raise
     finally:
         result.embedded, result.parsed = ctx.embedder.computed, index.parsed
         if not options.dry_run:
@@ -165,6 +201,22 @@ async def _session(root, repo, config, store, options, notes) -> SessionResult:
             store.end_session(result.session, {n: r.json() for n, r in result.passes.items()},
                               result.cost_usd, result.commits)
     return result
+
+
+def aborted(result: SessionResult, options: ReviewOptions, error: BaseException) -> None:
+    """Name the judged passes of a session that did not finish `aborted`, with why.
+
+    Left unsettled they would read as `nothing-qualified`: a zero that hides a missing key or a refused
+    request. No throttle record is written for them: the session neither spent nor probed anything.
+    """
+    if isinstance(error, (asyncio.CancelledError, KeyboardInterrupt)):
+        why = "aborted: interrupted"  # SIGTERM or Ctrl-C
+    else:
+        why = f"aborted: {error}" if isinstance(error, KnomitError) else f"aborted: {type(error).__name__}: {error}"
+    for name in options.passes:
+        r = result.passes.setdefault(name, PassResult(name))
+        r.state = "aborted"
+        r.notes.append(why)
 
 
 def apply(ctx: Context, pass_name: str, verdict: Verdict, change: Change) -> str:
@@ -216,7 +268,7 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
     """One round of a pass: shortlist, skip what is answered, judge what the budget allows, apply the yeses."""
     with gc_paused():  # millions of small objects at 100k facts; see shortlist.gc_paused
         candidates = p.candidates(ctx)
-    answered = ctx.store.answered(p.name)
+    answered = ctx.store.answered(p.name, ctx.kind)
     waiting = [c for c in candidates if c.fingerprint not in answered]
     seen = ctx.seen.setdefault(p.name, set())
     seen.update(c.fingerprint for c in candidates)
@@ -226,7 +278,7 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
         r.throttle = t.state + (" (probe)" if t.probe else "")
         r.next_probe_in = t.next_probe_in
     # yes verdicts not yet applied (dirty tree, or a killed session rolled back): apply without asking again
-    unapplied = {v.fingerprint: v for v in ctx.store.unapplied_yes(p.name)}
+    unapplied = {v.fingerprint: v for v in ctx.store.unapplied_yes(p.name, ctx.kind)}
     pending = [unapplied[c.fingerprint] for c in candidates if c.fingerprint in unapplied]
     room = None if t.allowance is None else max(0, t.allowance - r.offered)
     offer = waiting if room is None else waiting[:room]
@@ -251,7 +303,7 @@ def finish_pass(p, ctx: Context, r: PassResult, t) -> None:
         r.notes.append("cost incomplete: a call reported no usage or its model has no price")
     if not ctx.options.dry_run:
         record(ctx.store, ctx.session, p.name, t, r.offered, r.judged, r.resolved,
-               probe_spent=t.probe and r.judged > 0)
+               probe_spent=t.probe and r.judged > 0, judge=ctx.kind)
 
 
 async def judge_all(p, offer: list[Candidate], ctx: Context, r: PassResult) -> list[Verdict]:
@@ -293,7 +345,7 @@ async def judge_all(p, offer: list[Candidate], ctx: Context, r: PassResult) -> l
                             is_yes=out.answer in p.yes, rationale=out.rationale, model=ctx.judge.model,
                             prompt=p.prompt.id, attempts=out.attempts, calls=out.calls, agreement=out.agreement,
                             tokens_in=out.tokens_in, tokens_out=out.tokens_out, cost_usd=out.cost_usd,
-                            replies=out.replies, payload=out.payload, session=ctx.session)
+                            replies=out.replies, payload=out.payload, session=ctx.session, judge=ctx.judge.kind)
                 keep(ctx, v)
                 r.judged += 1
                 if v.is_yes:
@@ -346,9 +398,12 @@ def plan_dry(ctx: Context, p, r: PassResult, offer: list[Candidate], result: Ses
     chars = sum(len(p.prompt.system) + len(p.prompt.render(c.orders[0])) for c in offer)
     price = ctx.config.price(cfg.model) if not ctx.options.judge.startswith("scripted:") else None
     per_call_in = chars / max(len(offer), 1) / 4  # ~4 characters a token
-    estimate = None
+    # recorded replies cost nothing, and nor does asking nothing; a model with no price is unknown
+    estimate = 0.0 if ctx.options.judge.startswith("scripted:") or not calls else None
     if price:
         estimate = calls * (per_call_in * price.input_per_mtok + 60 * price.output_per_mtok) / 1e6
+    result.estimates[p.name] = {"questions": len(offer), "calls": calls,
+                                "estimate_usd": None if estimate is None else round(estimate, 6)}
     r.offered = len(offer)
     r.notes.append(f"would ask {len(offer)} question(s) = {calls} call(s)"
                    + (f", about ${estimate:.4f}" if estimate is not None else ""))

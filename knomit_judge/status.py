@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, asdict
 
-STATES = ("nothing-qualified", "caught-up", "defunded", "broken", "worked")
+STATES = ("nothing-qualified", "caught-up", "defunded", "broken", "worked")  # and `aborted` (review.aborted)
 
 
 @dataclass
@@ -51,7 +51,7 @@ class PassResult:
         if state == "defunded" and self.next_probe_in:
             state += f" (next probe in {self.next_probe_in} session{'s' if self.next_probe_in != 1 else ''})"
         counts = (f"candidates {self.candidates}, offered {self.offered}, judged {self.judged}, "
-                  f"resolved {self.resolved}, declined {self.declined}, cached {self.cached}, "
+                  f"resolved {self.resolved}, declined {self.declined}, cached {self.cached}, waiting {self.waiting}, "
                   f"unavailable {self.unavailable}, unparsed {self.unparsed}, judge calls {self.judge_calls}, "
                   f"cost {cost}")
         tail = f" [{self.throttle}]" if self.throttle else ""

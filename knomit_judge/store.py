@@ -66,12 +66,15 @@ class Store:
             "pass = ? AND fingerprint = ?", [pass_name, fp], order_by="created_at desc", limit=1))
         return Verdict.from_row(rows[0]) if rows else None
 
-    def unapplied_yes(self, pass_name: str) -> list[Verdict]:
-        return [Verdict.from_row(r) for r in self.db["verdicts"].rows_where(
-            "pass = ? AND is_yes = 1 AND reverted = 0 AND commit_sha IS NULL", [pass_name], order_by="created_at")]
+    def unapplied_yes(self, pass_name: str, judge: str | None = None) -> list[Verdict]:
+        """Yes verdicts not applied yet; given a judge kind, only that kind's (the others never bind it)."""
+        where, args = _of_judge("pass = ? AND is_yes = 1 AND reverted = 0 AND commit_sha IS NULL", [pass_name], judge)
+        return [Verdict.from_row(r) for r in self.db["verdicts"].rows_where(where, args, order_by="created_at")]
 
-    def answered(self, pass_name: str) -> set[str]:
-        return {r[0] for r in self.db.execute("SELECT DISTINCT fingerprint FROM verdicts WHERE pass = ?", [pass_name])}
+    def answered(self, pass_name: str, judge: str | None = None) -> set[str]:
+        """Fingerprints with a verdict; given a judge kind, only that kind's answers count."""
+        where, args = _of_judge("pass = ?", [pass_name], judge)
+        return {r[0] for r in self.db.execute(f"SELECT DISTINCT fingerprint FROM verdicts WHERE {where}", args)}
 
     def verdicts(self, pass_name: str | None = None) -> list[Verdict]:
         where, args = ("pass = ?", [pass_name]) if pass_name else (None, None)
@@ -83,8 +86,15 @@ class Store:
             "SELECT is_yes AND NOT reverted FROM verdicts WHERE pass = ? ORDER BY created_at DESC, rowid DESC LIMIT ?",
             [pass_name, limit])]
 
-    def count_verdicts(self, pass_name: str) -> int:
-        return self.db.execute("SELECT count(*) FROM verdicts WHERE pass = ?", [pass_name]).fetchone()[0]
+    def count_verdicts(self, pass_name: str, judge: str | None = None) -> int:
+        where, args = _of_judge("pass = ?", [pass_name], judge)
+        return self.db.execute(f"SELECT count(*) FROM verdicts WHERE {where}", args).fetchone()[0]
+
+    def latest_judge(self) -> str | None:
+        """The kind of judge that gave the newest judged verdict (what status assumes asks next)."""
+        row = self.db.execute("SELECT judge FROM verdicts WHERE judge != 'mechanical' "
+                              "ORDER BY created_at DESC, rowid DESC LIMIT 1").fetchone()
+        return row[0] if row else None
 
     def mark_applied(self, verdict_id: str, sha: str) -> None:
         self.db.execute("UPDATE verdicts SET commit_sha = ? WHERE id = ?", [sha, verdict_id])
@@ -98,14 +108,16 @@ class Store:
         return {r[0] for r in self.db.execute("SELECT id FROM verdicts")}
 
     # reply cache --------------------------------------------------------------
-    def cached_reply(self, key: str) -> dict | None:
-        rows = list(self.db["replies"].rows_where("key = ?", [key]))
+    def cached_reply(self, key: str, judge: str | None = None) -> dict | None:
+        where, args = _of_judge("key = ?", [key], judge)
+        rows = list(self.db["replies"].rows_where(where, args))
         return rows[0] if rows else None
 
-    def cache_reply(self, key: str, model: str, prompt: str, text: str, tokens_in, tokens_out) -> None:
+    def cache_reply(self, key: str, model: str, prompt: str, text: str, tokens_in, tokens_out,
+                    judge: str = "anthropic") -> None:
         with self.db.atomic():
             self.db["replies"].insert(dict(key=key, model=model, prompt=prompt, text=text, tokens_in=tokens_in,
-                                           tokens_out=tokens_out, created_at=now()), replace=True)
+                                           tokens_out=tokens_out, created_at=now(), judge=judge), replace=True)
 
     # embeddings ---------------------------------------------------------------
     def embeddings(self, model: str, hashes: list[str]) -> dict[str, np.ndarray]:
@@ -145,11 +157,17 @@ class Store:
         with self.db.atomic():
             self.db["throttle"].insert(row, replace=True)
 
-    def throttle_rows(self, pass_name: str, limit: int = 1000) -> list[dict]:
-        """This pass's throttle record of each session, newest first."""
-        cur = self.db.execute("SELECT * FROM throttle WHERE pass = ? ORDER BY rowid DESC LIMIT ?", [pass_name, limit])
+    def throttle_rows(self, pass_name: str, limit: int = 1000, judge: str | None = None) -> list[dict]:
+        """This pass's throttle record of each session, newest first (given a judge kind, that kind's sessions)."""
+        where, args = _of_judge("pass = ?", [pass_name], judge)
+        cur = self.db.execute(f"SELECT * FROM throttle WHERE {where} ORDER BY rowid DESC LIMIT ?", [*args, limit])
         cols = [c[0] for c in cur.description]
         return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+
+def _of_judge(where: str, args: list, judge: str | None) -> tuple[str, list]:
+    """Narrow a WHERE clause to one kind of judge (None: every kind)."""
+    return (where, args) if judge is None else (f"{where} AND judge = ?", [*args, judge])
 
 
 class FileIndex:

@@ -38,17 +38,18 @@ def defunded_run(rows: list[dict]) -> int:
     return count
 
 
-def recent_outcomes(store, pass_name: str, window: int) -> list[bool]:
+def recent_outcomes(store, pass_name: str, window: int, judge: str | None = None) -> list[bool]:
     """Resolved-or-not of the pass's last `window` verdicts, newest first, widened to whole sessions.
 
     A session asks its candidates best-ranked first, so its yeses come early and its last verdicts are its
     least likely ones; a window that cut through a session would defund a pass in the very session that
-    resolved things. A reverted yes resolved nothing.
+    resolved things. A reverted yes resolved nothing. Given a judge kind, only that kind's verdicts count.
     """
     out: list[bool] = []
     last = None
-    rows = store.db.execute("SELECT session, is_yes AND NOT reverted FROM verdicts WHERE pass = ? "
-                            "ORDER BY created_at DESC, rowid DESC", [pass_name])
+    kind, args = (" AND judge = ?", [pass_name, judge]) if judge else ("", [pass_name])
+    rows = store.db.execute(f"SELECT session, is_yes AND NOT reverted FROM verdicts WHERE pass = ?{kind} "
+                            "ORDER BY created_at DESC, rowid DESC", args)
     try:
         for session, resolved in rows:  # read lazily: stops at the window's edge
             if len(out) >= window and (session is None or session != last):
@@ -60,15 +61,19 @@ def recent_outcomes(store, pass_name: str, window: int) -> list[bool]:
     return out
 
 
-def assess(store, pass_name: str, cfg: BudgetConfig) -> ThrottleState:
-    """The throttle state of the pass's next session, from its verdicts and its earlier sessions' records."""
+def assess(store, pass_name: str, cfg: BudgetConfig, judge: str | None = None) -> ThrottleState:
+    """The throttle state of the pass's next session, from its verdicts and its earlier sessions' records.
+
+    Given a judge kind, only that kind's verdicts and sessions count: a scripted judge's defaults must not
+    defund the real judge (nor the real judge's spending fund a script).
+    """
     if not cfg.enabled:
         return ThrottleState("unthrottled", None, False, "budget.enabled = false")
-    n = store.count_verdicts(pass_name)
+    n = store.count_verdicts(pass_name, judge)
     if n == 0:
         return ThrottleState("optimistic", cfg.optimistic_cap, False,
                              f"no verdicts yet: at most {cfg.optimistic_cap} offers a session")
-    recent = recent_outcomes(store, pass_name, cfg.window)
+    recent = recent_outcomes(store, pass_name, cfg.window, judge)
     if any(recent):
         return ThrottleState("funded", None, False,
                              f"{sum(recent)} of the last {len(recent)} verdicts resolved something")
@@ -78,7 +83,7 @@ def assess(store, pass_name: str, cfg: BudgetConfig) -> ThrottleState:
                              f"{cfg.unproven_allowance} offers a session")
     # A due probe that was not spent (no candidate, or no verdict came back) leaves the run unbroken,
     # so the next session is due again: the probe is retried until it buys a verdict.
-    waited = defunded_run(store.throttle_rows(pass_name, cfg.probe_every)) + 1  # this session included
+    waited = defunded_run(store.throttle_rows(pass_name, cfg.probe_every, judge)) + 1  # this session included
     why = f"{n} verdicts, none of the last {len(recent)} resolved anything (patience {cfg.patience})"
     if waited >= cfg.probe_every:
         return ThrottleState("defunded", 1, True, why)
@@ -86,8 +91,8 @@ def assess(store, pass_name: str, cfg: BudgetConfig) -> ThrottleState:
 
 
 def record(store, session: str, pass_name: str, t: ThrottleState, offered: int, judged: int, resolved: int,
-           probe_spent: bool) -> None:
+           probe_spent: bool, judge: str = "anthropic") -> None:
     """Keep this session's throttle record of a pass: what it allowed, what it bought, whether a probe was spent."""
     store.record_throttle({"session": session, "pass": pass_name, "state": t.state, "allowance": t.allowance,
                            "offered": offered, "judged": judged, "resolved": resolved,
-                           "probe_due": int(t.probe), "probe_spent": int(probe_spent)})
+                           "probe_due": int(t.probe), "probe_spent": int(probe_spent), "judge": judge})

@@ -23,6 +23,16 @@ def fingerprint(*sides) -> str:
     return hashlib.sha256(canon.encode()).hexdigest()[:24]
 
 
+def judge_of(pass_name: str, model: str) -> str:
+    """The kind of judge behind a verdict recorded without one (journal lines and rows before migration 0007).
+
+    The model always said it: the scripted judge records `scripted:FILE`, exact duplicates `mechanical`.
+    """
+    if pass_name == "exact":
+        return "mechanical"
+    return "scripted" if str(model).startswith("scripted:") else "anthropic"
+
+
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
@@ -51,8 +61,10 @@ class Verdict:
     commit_sha: str | None = None
     reverted: bool = False
     revert_reason: str | None = None
+    judge: str = ""  # anthropic | scripted | mechanical: a verdict binds only the kind of judge that gave it
 
     def __post_init__(self):
+        self.judge = self.judge or judge_of(self.pass_name, self.model)
         if not self.id:
             seed = f"{self.pass_name}|{self.fingerprint}|{self.created_at}|{self.session}"
             self.id = "v" + hashlib.sha256(seed.encode()).hexdigest()[:12]

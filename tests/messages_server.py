@@ -151,6 +151,18 @@ def delay(seconds: float, action: Action) -> Action:
     return Action(f"delay({seconds}, {action.name})", run)
 
 
+def held(event: threading.Event, action: Action) -> Action:
+    """Wait until the test sets `event`, then perform `action`; dropped if the server closes meanwhile."""
+
+    def run(req: Request, stop: threading.Event) -> Reply | None:
+        while not event.wait(0.05):
+            if stop.is_set():
+                return None
+        return action.run(req, stop)
+
+    return Action(f"held({action.name})", run)
+
+
 def hang(seconds: float) -> Action:
     """Stall for `seconds` before a normal reply, to outlast a client's timeout."""
     return Action(f"hang({seconds})", delay(seconds, text(DEFAULT_REPLY)).run)

@@ -62,7 +62,7 @@ def test_a_bad_schedule_or_corpus_exits_2_before_waiting(corpus_repo, tmp_path):
     result = CliRunner().invoke(cli, ["daemon", str(corpus_repo.root), "--cron", "0 3 * *"])
     assert result.exit_code == 2 and "--cron '0 3 * *': 4 fields" in result.stderr
     result = CliRunner().invoke(cli, ["daemon", str(tmp_path / "nowhere"), "--cron", "0 3 * * *"])
-    assert result.exit_code == 2 and "not a git repository" in result.stderr
+    assert result.exit_code == 2 and "nowhere: no such directory" in result.stderr
 
 
 def test_daemon_runs_sessions_one_at_a_time_until_stopped(tmp_path, judge_env):

@@ -11,13 +11,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
 import sqlite_utils
 
 from conftest import REPO, fact_text, git, make_repo, write_config
-from messages_server import delay, text
+from messages_server import delay, held, text
 
 from knomit_judge.judge import cache_key
 from knomit_judge.prompts import load_prompt
@@ -41,23 +42,40 @@ def busy_repo(tmp_path):
     return repo
 
 
-def start(repo, server) -> subprocess.Popen:
+def start(repo, server, sigint=signal.SIG_DFL) -> subprocess.Popen:
+    """The review as its own process; `sigint=signal.SIG_IGN` starts it as a shell starts a background job."""
     env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "sk-ant-test-FAKEKEY",
            "HF_HUB_OFFLINE": "1"}
     env.pop("KNOMIT_JUDGE_MODEL", None)
     return subprocess.Popen([sys.executable, "-c", "from knomit_judge.cli import main; main()", "-q",
                              "review", str(repo.root), "--pass", "alias", "--json"],
-                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, sigint))
 
 
-def signal_after(proc, server, calls: int, sig) -> tuple[int, str]:
-    """Send sig once the server has seen `calls` requests; returns the exit code and stderr."""
+def slow_then_held(server, calls: int) -> threading.Event:
+    """Replies after 0.4 s; from request `calls` on, only once the returned event is set.
+
+    The session then cannot finish before the test has sent its signal, however long this process is
+    descheduled between seeing the calls and signalling (under load, a stall once let a session end first
+    and exit 0 instead of 130).
+    """
+    released = threading.Event()
+    slow = delay(0.4, text(DIFFERENT))
+    server.responder = lambda req, n: slow if n < calls else held(released, slow)
+    return released
+
+
+def signal_after(proc, server, calls: int, sig, released: threading.Event) -> tuple[int, str]:
+    """Send sig once the server has seen `calls` requests, then release the held ones; returns exit code and stderr."""
     deadline = time.monotonic() + 60
     while server.calls < calls:
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline, "the session never reached the judge"
         time.sleep(0.02)
+    assert proc.poll() is None, "the session ended before the signal"
     proc.send_signal(sig)
+    released.set()
     _, err = proc.communicate(timeout=60)
     return proc.returncode, err
 
@@ -72,8 +90,8 @@ def db(repo) -> sqlite_utils.Database:
 
 
 def test_sigkill_then_rerun_asks_only_what_was_not_parsed(busy_repo, messages_server):
-    messages_server.responder = lambda req, n: delay(0.4, text(DIFFERENT))
-    code, _ = signal_after(start(busy_repo, messages_server), messages_server, 6, signal.SIGKILL)
+    released = slow_then_held(messages_server, 6)
+    code, _ = signal_after(start(busy_repo, messages_server), messages_server, 6, signal.SIGKILL, released)
     assert code == -signal.SIGKILL
     before = messages_server.requests
     parsed = {r["key"] for r in db(busy_repo)["replies"].rows}
@@ -93,9 +111,11 @@ def test_sigkill_then_rerun_asks_only_what_was_not_parsed(busy_repo, messages_se
     assert db(busy_repo)["replies"].count == 2 * len(verdicts) == len(parsed) + len(rerun)
 
 
-def test_sigterm_cancels_cleanly_keeping_only_whole_verdicts(busy_repo, messages_server):
-    messages_server.responder = lambda req, n: delay(0.4, text(DIFFERENT))
-    code, err = signal_after(start(busy_repo, messages_server), messages_server, 6, signal.SIGTERM)
+# An ignored SIGINT is inherited: a shell starts background jobs so, and SIGTERM must still cancel cleanly.
+@pytest.mark.parametrize("sigint", [signal.SIG_DFL, signal.SIG_IGN], ids=["foreground", "sigint-ignored"])
+def test_sigterm_cancels_cleanly_keeping_only_whole_verdicts(busy_repo, messages_server, sigint):
+    released = slow_then_held(messages_server, 6)
+    code, err = signal_after(start(busy_repo, messages_server, sigint), messages_server, 6, signal.SIGTERM, released)
     assert code == 130 and "interrupted" in err
     verdicts = list(db(busy_repo)["verdicts"].rows)
     cached = {r["key"] for r in db(busy_repo)["replies"].rows}

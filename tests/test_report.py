@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import html
 import json
+import os
+import re
 import shutil
 import subprocess
 from html.parser import HTMLParser
@@ -40,15 +43,20 @@ class Rendered(HTMLParser):
             self.text.append(data)
 
 
-def chromium_dom(path, tmp_path) -> str:
+def chromium_dom(path, tmp_path, *flags: str) -> str:
     """The page's DOM after Chromium has parsed and laid it out."""
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     if not exe:
-        pytest.skip("chromium is not installed (`make install` installs it: apt-get install -y chromium)")
+        # `make test` installs nothing outside .venv, so a machine without a browser skips this;
+        # `make test-browser` sets KNOMIT_REQUIRE_BROWSER and fails instead.
+        message = "chromium is not on PATH (see the README: `sudo apt-get install chromium`, then `make test-browser`)"
+        if os.environ.get("KNOMIT_REQUIRE_BROWSER"):
+            pytest.fail(message)
+        pytest.skip(message)
     done = subprocess.run(
         [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'chromium'}",
-         "--dump-dom", path.as_uri()], capture_output=True, text=True, timeout=120)
+         *flags, "--dump-dom", path.as_uri()], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
 
@@ -93,3 +101,64 @@ def test_report_of_a_fresh_corpus_says_what_is_missing(empty_repo):
     page = render(empty_repo.root)
     assert "No sessions yet." in page and "No applied decisions yet." in page and "No calibration yet" in page
     assert page.count("no throttle history yet") == 3
+
+
+def test_report_to_a_missing_directory_is_a_clear_error(corpus_repo, tmp_path):
+    target = tmp_path / "no" / "such" / "dir" / "r.html"
+    result = CliRunner().invoke(cli, ["-q", "report", str(corpus_repo.root), "--html", str(target)])
+    assert result.exit_code == 2
+    assert result.stderr == f"knomit-judge: --html {target}: No such file or directory\n"
+    assert not (tmp_path / "no").exists()
+
+
+def test_decisions_fit_the_page_charts_have_a_legend_and_retractions_name_the_retired_fact(corpus_repo, tmp_path):
+    retract = {"pass": "prune", "a": "facts/ops/f1.md", "b": "facts/ops/f2.md",
+               "reply": {"decision": "retract", "rationale": "Both say a limiter blocks the probe that lifts it."}}
+    result = review(corpus_repo.root, ReviewOptions(judge=scripted(tmp_path, retract)))
+    assert result.passes["prune"].applied == 1
+    assert "status: retracted" in corpus_repo.read("facts/ops/f2.md")  # f1 survives: higher confidence
+    page = render(corpus_repo.root)
+
+    decisions = page.split("<h2>Applied decisions</h2>")[1].split("<h2>")[0]
+    # fixed layout at the page's width, long paths wrapping: the table cannot be wider than the page
+    assert decisions.startswith("<table class=fit><colgroup>")
+    widths = [int(w) for w in re.findall(r'<col style="width: (\d+)%">', decisions)]
+    assert len(widths) == decisions.split("</thead>")[0].count("<th>") == 7 and sum(widths) == 100
+    assert "table.fit { table-layout: fixed; width: 100%; }" in page and "overflow-wrap: anywhere" in page
+    assert "min-width" not in decisions  # no column may insist on more room than the page has
+    [row] = [r for r in decisions.split("<tr>") if "<td>prune</td>" in r]
+    assert "<td>retract<br>retired <code>facts/ops/f2.md</code></td>" in row
+
+    charts = page.split("<h2>Throttle history</h2>")[1].split("<h2>")[0]
+    legends = re.findall(r'<g class="legend">(.*?)</g>', charts)
+    assert len(legends) == 3  # one per pass
+    for legend in legends:
+        labels = re.findall(r">([a-z-]+)</text>", legend)
+        swatches = re.findall(r'<rect [^>]*fill="(#[0-9a-f]{6})"', legend)
+        assert labels[:3] == ["offered", "judged", "resolved"] and "optimistic" in labels
+        assert len(swatches) == len(labels) and swatches[labels.index("optimistic")] == "#6baed6"
+
+
+# Added to a copy of the page only (the report itself has no script): what Chromium measured, as an attribute.
+MEASURE = """<script>
+const t = document.querySelector("table.fit");
+document.body.dataset.measured = JSON.stringify({page: document.documentElement.scrollWidth,
+  table: Math.ceil(t.getBoundingClientRect().right), viewport: window.innerWidth});
+</script>"""
+LONG = "facts/ops/" + "PenaltyThatBlocksItsOwnRecoveryLatchesTheSystemOff" * 3  # no break opportunity at all
+
+
+def test_the_decisions_table_fits_a_1024_pixel_window_in_chromium(corpus_repo, tmp_path):
+    corpus_repo.fact(f"{LONG}.md", "Rate limiting that disables its own health check keeps a service down forever",
+                     confidence=0.9)
+    corpus_repo.fact(f"{LONG}-again.md", "A limiter that blocks the health check keeps the service down forever")
+    corpus_repo.commit("two long paths")
+    merge = {"pass": "prune", "a": f"{LONG}.md", "b": f"{LONG}-again.md",
+             "reply": {"decision": "merge", "rationale": "Both-say-the-limiter-blocks-the-probe-" * 6}}
+    assert review(corpus_repo.root, ReviewOptions(judge=scripted(tmp_path, merge))).passes["prune"].applied == 1
+    page = tmp_path / "measured.html"
+    page.write_text(render(corpus_repo.root).replace("</body>", MEASURE + "</body>"), encoding="utf-8")
+    dom = chromium_dom(page, tmp_path, "--window-size=1024,768")
+    measured = json.loads(html.unescape(re.search(r'data-measured="([^"]*)"', dom).group(1)))
+    assert measured["viewport"] == 1024
+    assert measured["table"] <= 1024 and measured["page"] <= 1024, measured

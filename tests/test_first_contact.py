@@ -1,0 +1,114 @@
+"""What a newcomer meets first: --version, the dry run's summary and estimate, an aborted session, `waiting` in
+status, -q and retries, and a report written to a directory that does not exist."""
+
+from __future__ import annotations
+
+import json
+from importlib.metadata import version
+
+from click.testing import CliRunner
+
+from conftest import write_config
+from messages_server import status, text
+from test_throttle import JUDGE, motif_repo
+
+from knomit_judge.cli import cli
+from knomit_judge.store import Store
+
+DIFFERENT = json.dumps({"same": False, "mechanism": ""})
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli, [*map(str, args)])
+
+
+def test_version_names_the_installed_version():
+    result = invoke("--version")
+    assert result.exit_code == 0
+    assert result.stdout == f"knomit-judge {version('knomit-judge')}\n"
+
+
+def test_dry_run_prints_its_summary_last_and_json_carries_the_estimate(tmp_path, judge_env):
+    repo = motif_repo(tmp_path, "optimistic_cap = 3\n")
+    out = json.loads(invoke("-q", "review", repo.root, "--dry-run", "--json").stdout)
+    passes = out["passes"]
+    assert passes["alias"]["offered"] == 3 and passes["alias"]["estimate_usd"] > 0
+    assert passes["exact"]["estimate_usd"] == 0.0  # never a judge call
+    assert out["estimate_usd"] == round(sum(p["estimate_usd"] for p in passes.values()), 6)
+    assert out["cost_usd"] == 0.0 and passes["alias"]["cost_usd"] == 0.0  # the actual cost: nothing was asked
+
+    lines = invoke("-q", "review", repo.root, "--dry-run").stdout.splitlines()
+    assert lines[0].startswith("would offer alias ")  # the evidence first ...
+    calls = sum(passes[n]["offered"] for n in ("alias", "prune", "discovery"))  # JUDGE: no position swap, 1 sample
+    assert lines[-1] == (f"dry run: would ask {calls} question(s) = {calls} call(s), about ${out['estimate_usd']:.4f}; "
+                         "no judge call was made and nothing was written")  # ... the answer last
+    assert judge_env.calls == 0
+
+
+def test_dry_run_of_a_model_without_a_price_says_the_estimate_is_unknown(tmp_path, judge_env, monkeypatch):
+    repo = motif_repo(tmp_path, "optimistic_cap = 2\n")
+    monkeypatch.setenv("KNOMIT_JUDGE_MODEL", "claude-unpriced-9")
+    out = json.loads(invoke("-q", "review", repo.root, "--dry-run", "--json").stdout)
+    assert out["estimate_usd"] is None and out["passes"]["alias"]["estimate_usd"] is None
+    asked = sum(out["passes"][n]["offered"] for n in ("alias", "prune", "discovery"))
+    assert invoke("-q", "review", repo.root, "--dry-run").stdout.splitlines()[-1].startswith(
+        f"dry run: would ask {asked} question(s) = {asked} call(s), unknown (no price for the model)")
+
+
+def _throttle_sessions(repo) -> set[str]:
+    store = Store.for_corpus(repo.root)
+    try:
+        return {r[0] for r in store.db.execute("SELECT session FROM throttle")}
+    finally:
+        store.close()
+
+
+def test_a_session_without_a_key_is_recorded_as_aborted_not_nothing_qualified(tmp_path, judge_env, monkeypatch):
+    repo = motif_repo(tmp_path, "optimistic_cap = 2\n")
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    result = invoke("-q", "review", repo.root, "--pass", "alias")
+    assert result.exit_code == 2 and "no API key (set ANTHROPIC_API_KEY)" in result.stderr
+
+    data = json.loads(invoke("-q", "status", repo.root, "--json").stdout)
+    alias = data["last_session"]["passes"]["alias"]
+    assert alias["state"] == "aborted" and "aborted: judge: no API key (set ANTHROPIC_API_KEY)" in alias["notes"]
+    assert data["last_session"]["id"] not in _throttle_sessions(repo)  # neither spent nor probed anything
+    shown = invoke("-q", "status", repo.root).stdout
+    assert "\n  alias: aborted - candidates " in shown and "\n  alias: nothing-qualified" not in shown
+    assert data["throttle"]["alias"]["state"] == "optimistic"  # the next session starts where this one did
+
+
+def test_a_refused_key_records_the_session_as_aborted(tmp_path, judge_env):
+    repo = motif_repo(tmp_path, "optimistic_cap = 2\n")
+    judge_env.responder = lambda req, n: status(401, message="invalid x-api-key")
+    result = invoke("-q", "review", repo.root, "--pass", "alias")
+    assert result.exit_code == 2 and "judge refused the request: HTTP 401" in result.stderr
+    last = json.loads(invoke("-q", "status", repo.root, "--json").stdout)["last_session"]
+    assert last["passes"]["alias"]["state"] == "aborted"
+    assert any(n.startswith("aborted: judge refused the request: HTTP 401") for n in last["passes"]["alias"]["notes"])
+
+
+def test_status_text_shows_how_many_wait(tmp_path, judge_env):
+    repo = motif_repo(tmp_path, "optimistic_cap = 2\n")
+    out = json.loads(invoke("-q", "review", repo.root, "--pass", "alias", "--json").stdout)
+    waiting = out["passes"]["alias"]["waiting"]
+    assert waiting == out["passes"]["alias"]["candidates"] - 2 > 0
+    shown = invoke("-q", "status", repo.root).stdout.splitlines()
+    [line] = [s for s in shown if s.startswith("  alias: worked - ")]
+    assert f", cached 0, waiting {waiting}, unavailable 0," in line
+
+
+def test_quiet_silences_the_warnings_of_each_retried_attempt(tmp_path, judge_env):
+    repo = motif_repo(tmp_path, "optimistic_cap = 1\n", n=2)
+    write_config(repo, JUDGE.replace("max_attempts = 1", "max_attempts = 3") + "\n[budget]\noptimistic_cap = 1\n")
+    judge_env.script([status(529), status(500), text(DIFFERENT)])
+    quiet = invoke("-q", "review", repo.root, "--pass", "alias", "--json")
+    assert quiet.exit_code == 0 and json.loads(quiet.stdout)["passes"]["alias"]["attempts"] == 3
+    assert "judge call failed" not in quiet.stderr and quiet.stderr == ""
+
+    repo2 = motif_repo(tmp_path / "again", "optimistic_cap = 1\n", n=2)
+    write_config(repo2, JUDGE.replace("max_attempts = 1", "max_attempts = 3") + "\n[budget]\noptimistic_cap = 1\n")
+    judge_env.script([status(529), text(DIFFERENT)])
+    loud = invoke("review", repo2.root, "--pass", "alias")
+    assert "judge call failed (HTTP 529 (request req_" in loud.stderr and "attempt 1 of 3" in loud.stderr
