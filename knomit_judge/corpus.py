@@ -151,7 +151,7 @@ def parse_fact(path: str, text: str, motif_keys=DEFAULT_MOTIF_KEYS) -> Fact:
     if isinstance(title, str) and title.strip():
         title = title.strip()
     elif "title" in meta:
-        raise BadFact(path, "'title' must be a non-empty string", lines.get("title", 2))
+        raise BadFact(path, "front matter has no 'title' (a non-empty string)", lines.get("title", 2))
     elif heading := heading_title(body):
         title, body = heading
     else:
@@ -161,10 +161,11 @@ def parse_fact(path: str, text: str, motif_keys=DEFAULT_MOTIF_KEYS) -> Fact:
     motifs: list[str] = []
     for key in motif_keys:
         for motif in _str_list(path, key, meta.get(key), lines.get(key)):
+            where = "" if key == "motifs" else f" (in '{key}')"
             if not _HAS_WORD.search(motif):
-                raise BadFact(path, f"motif {motif!r} ('{key}') has no letters or digits", lines.get(key))
+                raise BadFact(path, f"motif {motif!r} has no letters or digits{where}", lines.get(key))
             if _CONTROL.search(motif):  # a motif spelling goes into commit subjects
-                raise BadFact(path, f"motif {motif!r} ('{key}') contains a line break or control character",
+                raise BadFact(path, f"motif {motif!r} contains a line break or control character{where}",
                               lines.get(key))
             motifs.append(motif)
     confidence = meta.get("confidence", 0.5)
@@ -216,8 +217,8 @@ def read_fact(root: Path, path: str, max_bytes: int, layout=None) -> Fact:
     if not target.is_relative_to(root.resolve()):
         raise BadFact(path, f"{link} points outside the corpus ({target}); not followed")
     if not matches(target.relative_to(root.resolve()).as_posix(), globs):
-        raise BadFact(path, f"{link} points outside the fact paths {', '.join(globs)} "
-                            f"({target.relative_to(root.resolve())}); not followed")
+        raise BadFact(path, f"{link} points outside {', '.join(globs)} ({target.relative_to(root.resolve())}); "
+                            "not followed")
     # O_NONBLOCK and fstat: a pipe put where a fact was must not hang the session
     with open(os.open(full, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
         st = os.fstat(f.fileno())
@@ -252,7 +253,12 @@ def check_path(path: str) -> None:
 
 def _yaml_scalar(value) -> str:
     out = yaml.safe_dump(value, default_flow_style=True, width=1 << 30, allow_unicode=True)
-    return out.removesuffix("\n").removesuffix("\n...").strip()
+    out = out.removesuffix("\n").removesuffix("\n...").strip()
+    if isinstance(value, str) and ":" in out and out[0] not in "'\"" and not _CONTROL.search(value):
+        # A plain `https://x` inside [..] is read by PyYAML but refused by stricter readers (libyaml's
+        # flow rule for ':'); quoted, every reader agrees, and it is how knomit writes its refs.
+        out = "'" + value.replace("'", "''") + "'"
+    return out
 
 
 def _yaml_value(value) -> str:
@@ -356,7 +362,7 @@ def absorbed(keep: Fact, lose: Fact, motif_keys=DEFAULT_MOTIF_KEYS) -> dict:
             continue  # a shape this tool does not know how to merge: leave it as it is
         if key in ("links", "refs") and isinstance(new, list):
             new = [r for r in new if link_target(str(r)) not in (keep.path, lose.path)]
-        if new != ours:
+        if new != ours and not (ours is None and new == []):
             changes[key] = new
     return changes
 
