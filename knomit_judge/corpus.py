@@ -73,6 +73,20 @@ def _str_list(path: str, key: str, value, line: int | None) -> tuple[str, ...]:
     return tuple(s for v in value if (s := str(v).strip()))
 
 
+class _Loader(yaml.SafeLoader):
+    """safe_load without dates: `expires: 2026-13-45` in a key we never use must not stop a fact being read,
+    and a date is never needed as a date here (the text is what is kept)."""
+
+    yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+
+
+def load_yaml(text: str):
+    return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+
+
 def link_target(ref: str) -> str | None:
     """The corpus path a link or ref names: kb://<repo>/<path> or a plain path; None for a URL or src:// ref."""
     ref = ref.strip()
@@ -94,15 +108,10 @@ def relinked(ref: str, old: str, new: str) -> str:
     return new
 
 
-def split_front(text: str):
-    """The front matter match, or None."""
-    return _FRONT.match(text)
-
-
 def front_matter(text: str) -> dict:
     """The front matter of a fact already read (so it parses); {} when there is none."""
     m = _FRONT.match(text)
-    meta = yaml.safe_load(m.group(1)) if m else None
+    meta = load_yaml(m.group(1)) if m else None
     return meta if isinstance(meta, dict) else {}
 
 
@@ -134,7 +143,7 @@ def parse_fact(path: str, text: str, motif_keys=DEFAULT_MOTIF_KEYS) -> Fact:
         raise BadFact(path, "no YAML front matter (the file must start with a '---' line and close it with another)", 1)
     front = m.group(1)
     try:
-        meta = yaml.safe_load(front)
+        meta = load_yaml(front)
     except RecursionError:
         raise BadFact(path, "front matter is nested too deeply", 2) from None
     except yaml.YAMLError as e:

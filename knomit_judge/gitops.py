@@ -23,11 +23,6 @@ OWN_DIR = ".knomit/"
 # Our journal and db: they never make the tree "dirty". Only these: knomit keeps its own files
 # (ontology, jobs) in .knomit/ too, and a user's uncommitted edit there is work we must not mix in.
 OWN_PATHS = (".knomit/verdicts/", ".knomit/judge.db")
-
-
-def is_ours(path: str) -> bool:
-    """A path this tool writes (the verdict journal, the db and its -wal/-shm/-journal files)."""
-    return path.startswith(OWN_PATHS)
 ACTOR = {"GIT_AUTHOR_NAME": "knomit-judge", "GIT_AUTHOR_EMAIL": "knomit-judge@localhost",
          "GIT_COMMITTER_NAME": "knomit-judge", "GIT_COMMITTER_EMAIL": "knomit-judge@localhost"}
 # Fact paths are data: `facts/[draft].md` or `:x.md` must name that file, not a glob or pathspec magic.
@@ -61,6 +56,11 @@ class GitFailed(git.GitCommandError):
     def __init__(self, command, status, stderr: str):
         super().__init__(command, status, stderr)
         self.raw = stderr
+
+
+def is_ours(path: str) -> bool:
+    """A path this tool writes (the verdict journal, the db and its -wal/-shm/-journal files)."""
+    return path.startswith(OWN_PATHS)
 
 
 def _last_line(e: git.GitCommandError) -> str:

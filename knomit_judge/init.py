@@ -8,8 +8,8 @@ from pathlib import Path
 import git
 
 from .config import CONFIG_FILE, DEFAULT_TOML, load_config
-from .layout import Detected, detect_knomit
 from .gitops import ACTOR
+from .layout import Detected, detect_knomit
 from .store import DB_PATH, Store
 
 IGNORE_LINE = ".knomit/judge.db*"

@@ -281,3 +281,13 @@ def test_write_config_helper_still_works_with_the_new_keys(corpus_repo):
     write_config(corpus_repo, '[corpus]\npaths = ["facts/ops/*.md"]\nretract = "delete"\n')
     out = run("review", corpus_repo.root, "--dry-run", "--json", "--pass", "alias")
     assert json.loads(out.stdout)["corpus"]["files"] == 4
+
+
+def test_keys_knomit_writes_and_this_tool_never_uses_do_not_stop_a_fact_being_read():
+    text = ("---\nkind: pragmatic\ntype: heuristic\ndomain: [ops]\nconfidence: 0.9\nsources: 1\nevidence_weight: 2.5\n"
+            "origin: authored\nexpires: 2026-13-45\ncontext: {task: t-17, verdict: agree}\nentities: ['No', '2.0']\n"
+            "refs: []\n---\n# A title\n\nA body.\n")
+    fact = parse_fact("kb/x.md", text, ("entities",))
+    assert (fact.title, fact.motifs, fact.source_count, fact.links) == ("A title", ("No", "2.0"), 1, ())
+    # an impossible date in a key we do not use is text to us, never a crash
+    assert rewrite(text, {"sources": 2}).count("expires: 2026-13-45\n") == 1
