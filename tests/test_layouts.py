@@ -291,3 +291,27 @@ def test_keys_knomit_writes_and_this_tool_never_uses_do_not_stop_a_fact_being_re
     assert (fact.title, fact.motifs, fact.source_count, fact.links) == ("A title", ("No", "2.0"), 1, ())
     # an impossible date in a key we do not use is text to us, never a crash
     assert rewrite(text, {"sources": 2}).count("expires: 2026-13-45\n") == 1
+
+
+def test_a_proposed_fact_takes_the_shape_of_its_group(tmp_path):
+    from knomit_judge.config import CorpusConfig
+    from knomit_judge.corpus import Corpus
+    from knomit_judge.passes.discovery import new_fact_path, proposal_text, proposed
+
+    member = parse_fact(KEEP, (FIXTURE / KEEP).read_text(), ("entities",))
+    corpus = Corpus(tmp_path, {KEEP: member}, [], CorpusConfig(paths=["kb/**/*.md"], motif_keys=["entities"],
+                                                                retract="delete"))
+    path = new_fact_path(corpus, "pool-starvation.md")
+    text = proposal_text(corpus, member, {"title": "Pool starvation hides behind an idle database", "body": "B.",
+                                          "motifs": ["pool-starvation"]}, 0.4, "v123", [KEEP])
+    assert path == "kb/discovered/pool-starvation.md"
+    read = knomit_parse(text)
+    assert (read["title"], read["sources"], read["entities"]) == \
+        ("Pool starvation hides behind an idle database", 1, ["pool-starvation"])
+    assert read["refs"] == [KEEP, "knomit-judge:v123"] and "title:" not in text
+    fact = corpus.parse(path, text)
+    assert proposed(fact) and fact.links == (KEEP,)
+    ours = parse_fact("facts/a.md", "---\ntitle: A\nsources: [s]\nlinks: []\n---\nbody\n")
+    mine = proposal_text(Corpus(tmp_path, {}, []), ours, {"title": "T", "body": "B.", "motifs": ["m"]}, 0.4, "v1",
+                         ["facts/a.md"])
+    assert mine == "---\ntitle: T\nmotifs: [m]\nconfidence: 0.4\nsources: ['knomit-judge:v1']\nlinks: [facts/a.md]\n---\nB.\n"
