@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 DEFAULT_PATHS = ("facts/**/*.md",)
@@ -22,7 +23,9 @@ def glob_prefix(glob: str) -> str:
     return "/".join(literal)
 
 
+@lru_cache(maxsize=64)
 def _glob_regex(glob: str) -> str:
+    """A glob as a regular expression: `*` and `?` stay within one directory, `**/` spans any number."""
     out, i = [], 0
     while i < len(glob):
         c = glob[i]

@@ -315,3 +315,18 @@ def test_a_proposed_fact_takes_the_shape_of_its_group(tmp_path):
     mine = proposal_text(Corpus(tmp_path, {}, []), ours, {"title": "T", "body": "B.", "motifs": ["m"]}, 0.4, "v1",
                          ["facts/a.md"])
     assert mine == "---\ntitle: T\nmotifs: [m]\nconfidence: 0.4\nsources: ['knomit-judge:v1']\nlinks: [facts/a.md]\n---\nB.\n"
+
+
+@pytest.mark.parametrize("path, globs, hit", [
+    ("kb/a/b/c.md", ["kb/**/*.md"], True),
+    ("kb/c.md", ["kb/**/*.md"], True),
+    ("x/kb/c.md", ["kb/**/*.md"], False),
+    ("notes/a.md", ["notes/*.md"], True),
+    ("notes/deep/a.md", ["notes/*.md"], False),
+    ("a.md", ["**/*.md"], True),
+    ("facts/[draft].md", ["facts/[[]draft].md"], True),
+    ("facts/a.txt", ["facts/**/*.md", "facts/*.txt"], True),
+])
+def test_fact_path_globs(path, globs, hit):
+    from knomit_judge.layout import matches
+    assert matches(path, globs) is hit
