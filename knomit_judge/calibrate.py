@@ -201,7 +201,7 @@ def calibrate(labels_path: Path | str, root: Path | str = ".", judge_spec: str =
     # Flips are measured by asking both orders of every pair, whatever the corpus's own setting.
     swap_was = config.judge.position_swap
     config = dataclasses.replace(config, judge=dataclasses.replace(config.judge, position_swap=True))
-    corpus = load_corpus(root, config.corpus.max_fact_bytes)
+    corpus = load_corpus(root, config.corpus.max_fact_bytes, layout=config.corpus)
     passes = all_passes()
     questions, skipped = [], []
     for n, entry in entries:

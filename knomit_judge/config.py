@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,8 +59,14 @@ class DiscoveryConfig:
     match_similarity: float = 0.85  # a proposed fact this close to an existing one is linked to it
 
 
+RETRACT_MODES = ("status", "delete")
+
+
 @dataclass
 class CorpusConfig:
+    paths: list[str] = field(default_factory=lambda: ["facts/**/*.md"])  # globs relative to the corpus root
+    motif_keys: list[str] = field(default_factory=lambda: ["motifs"])  # front-matter list keys holding motifs
+    retract: str = "status"  # "status": keep the file with status: retracted; "delete": remove it in the commit
     max_fact_bytes: int = 1_048_576
 
 
@@ -98,7 +105,7 @@ class Config:
         return self.prices[best] if best else None
 
 
-_TYPES = {"bool": bool, "int": int, "float": float, "str": str}
+_TYPES = {"bool": bool, "int": int, "float": float, "str": str, "list[str]": list}
 _SECTION_TYPES = {
     "judge": JudgeConfig,
     "shortlist": ShortlistConfig,
@@ -120,10 +127,25 @@ _BOUNDS = {
     "discovery.group_similarity": (-1, 1), "discovery.match_similarity": (-1, 1),
     "corpus.max_fact_bytes": (1, None),
 }
+_CHOICES = {"corpus.retract": RETRACT_MODES}
+_KEY_NAME = re.compile(r"^[A-Za-z_][\w-]*$")  # a top-level front-matter key, as corpus.rewrite finds them
+
+
+def _check_list(key: str, value: list) -> list[str]:
+    """A non-empty list of non-empty strings; paths must stay inside the corpus, keys must be plain keys."""
+    if not value or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ConfigError(f"{key}: expected a non-empty list of non-empty strings, got {value!r}")
+    for v in value:
+        if key == "corpus.paths" and (v.startswith("/") or ".." in v.split("/")):
+            raise ConfigError(f"{key}: {v!r} must be relative to the corpus root, without '..'")
+        if key == "corpus.motif_keys" and not _KEY_NAME.match(v):
+            raise ConfigError(f"{key}: {v!r} is not a front-matter key name")
+    return list(dict.fromkeys(v.strip() for v in value))
 
 
 def _check(key: str, value, typ: type):
     ok = {
+        list: isinstance(value, list),
         bool: isinstance(value, bool),
         int: isinstance(value, int) and not isinstance(value, bool),
         float: isinstance(value, (int, float)) and not isinstance(value, bool),
@@ -131,6 +153,10 @@ def _check(key: str, value, typ: type):
     }[typ]
     if not ok:
         raise ConfigError(f"{key}: expected {typ.__name__}, got {type(value).__name__} {value!r}")
+    if typ is list:
+        return _check_list(key, value)
+    if key in _CHOICES and value not in _CHOICES[key]:
+        raise ConfigError(f"{key}: {value!r} is not one of {', '.join(map(repr, _CHOICES[key]))}")
     lo, hi = _BOUNDS.get(key, (None, None))
     if (lo is not None and value < lo) or (hi is not None and value > hi):
         raise ConfigError(f"{key}: {value!r} is out of range ({lo} to {hi if hi is not None else 'any'})")
@@ -146,7 +172,8 @@ def _section(name: str, cls, raw) -> object:
         if key not in types:
             raise ConfigError(f"{name}.{key}: unknown key (known: {', '.join(types)})")
         values[key] = _check(f"{name}.{key}", value, _TYPES[types[key]])
-    missing = [f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING and f.name not in values]
+    missing = [f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING
+               and f.default_factory is dataclasses.MISSING and f.name not in values]
     if missing:
         raise ConfigError(f"{name}.{missing[0]}: required")
     return cls(**values)
@@ -229,7 +256,10 @@ group_similarity = 0.6   # neighbours at least this close form an embedding grou
 match_similarity = 0.85  # a proposed fact this close to an existing one is linked to it
 
 [corpus]
-max_fact_bytes = 1048576 # larger fact files are reported and skipped
+paths = ["facts/**/*.md"]  # where facts are: globs relative to the corpus root (** = any depth)
+motif_keys = ["motifs"]    # front-matter list keys whose values are motifs (e.g. ["entities"] or ["tags"])
+retract = "status"         # "status": keep the file with status: retracted; "delete": remove it in the commit
+max_fact_bytes = 1048576   # larger fact files are reported and skipped
 
 [schedule]
 cron = "0 3 * * *"       # for `knomit-judge daemon`, in UTC; 6 fields = seconds first

@@ -14,9 +14,13 @@ from pathlib import Path
 import yaml
 
 from .errors import BadFact
+from .layout import DEFAULT_PATHS, fact_paths, glob_prefix, matches, where_facts_may_be
 
 FACTS_DIR = "facts"
+DEFAULT_MOTIF_KEYS = ("motifs",)
 STATUSES = ("active", "retracted")
+KB_SCHEME = "kb://"  # knomit's link to a fact: kb://<12-hex repo id>/<path in that repo>
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")  # http:, src:, knomit-judge:, ... : a source, never a link
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)(?:^|\n)---[ \t]*(?:\r?\n|\Z)", re.S)
 _KEY_LINE = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:")
 _HAS_WORD = re.compile(r"\w", re.UNICODE)
@@ -35,6 +39,7 @@ class Fact:
     body: str
     text: str = field(repr=False)  # the whole file, for byte-preserving rewrites
     content_id: str = ""
+    source_count: int = 0  # an int `sources` as written (knomit's count), else how many sources are listed
 
     @property
     def active(self) -> bool:
@@ -65,52 +70,143 @@ def _str_list(path: str, key: str, value, line: int | None) -> tuple[str, ...]:
         return ()
     if not isinstance(value, list) or not all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value):
         raise BadFact(path, f"'{key}' must be a list of strings, got {value!r}"[:200], line)
-    return tuple(str(v).strip() for v in value)
+    return tuple(s for v in value if (s := str(v).strip()))
 
 
-def parse_fact(path: str, text: str) -> Fact:
-    """Parse one fact file's text; raise BadFact naming the path, line and reason."""
+class _Loader(yaml.SafeLoader):
+    """safe_load without dates: `expires: 2026-13-45` in a key we never use must not stop a fact being read,
+    and a date is never needed as a date here (the text is what is kept)."""
+
+    yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+
+
+def load_yaml(text: str):
+    return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+
+
+def link_target(ref: str) -> str | None:
+    """The corpus path a link or ref names: kb://<repo>/<path> or a plain path; None for a URL or src:// ref."""
+    ref = ref.strip()
+    if ref.startswith(KB_SCHEME):
+        _, _, rel = ref[len(KB_SCHEME):].partition("/")
+        return rel or None
+    if not ref or _SCHEME.match(ref):
+        return None
+    return ref.removeprefix("./")
+
+
+def relinked(ref: str, old: str, new: str) -> str:
+    """`ref` pointed at `new` instead of `old`, in the form it was written (kb:// keeps its repo id)."""
+    if link_target(ref) != old:
+        return ref
+    if ref.strip().startswith(KB_SCHEME):
+        repo_id = ref.strip()[len(KB_SCHEME):].partition("/")[0]
+        return f"{KB_SCHEME}{repo_id}/{new}"
+    return new
+
+
+def front_matter(text: str) -> dict:
+    """The front matter of a fact already read (so it parses); {} when there is none."""
+    m = _FRONT.match(text)
+    meta = load_yaml(m.group(1)) if m else None
+    return meta if isinstance(meta, dict) else {}
+
+
+def heading_title(body: str) -> tuple[str, str] | None:
+    """(title, rest) from the first `#` heading: the first non-blank line if it is one (knomit's rule),
+    else the first `# ` line further down; None when the body has no heading."""
+    lines = body.strip().split("\n")
+    at = 0 if lines and lines[0].startswith("#") else \
+        next((i for i, ln in enumerate(lines) if ln.startswith("# ")), None)
+    if at is None:
+        return None
+    title = lines[at].lstrip("#").strip()
+    if not title:
+        return None
+    rest = "\n".join(lines[:at] + lines[at + 1:]).strip()
+    return title, rest
+
+
+def parse_fact(path: str, text: str, motif_keys=DEFAULT_MOTIF_KEYS) -> Fact:
+    """Parse one fact file's text; raise BadFact naming the path, line and reason.
+
+    Tolerant of the layouts users already have: the title is the `title` key or else the first
+    `#` heading; `sources` is a list or an int count; `refs` are sources, and those naming a
+    corpus path (kb://<repo>/<path> or a plain path) are links too; motifs are the values of
+    every `motif_keys` list; keys it does not use are never looked at.
+    """
     m = _FRONT.match(text)
     if not m:
         raise BadFact(path, "no YAML front matter (the file must start with a '---' line and close it with another)", 1)
     front = m.group(1)
     try:
-        meta = yaml.safe_load(front)
+        meta = load_yaml(front)
     except RecursionError:
         raise BadFact(path, "front matter is nested too deeply", 2) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 2 if mark else None  # +1 for 1-based, +1 for the opening '---'
         raise BadFact(path, f"bad YAML front matter: {getattr(e, 'problem', None) or e}", line) from None
+    if meta is None and not front.strip():
+        meta = {}
     if not isinstance(meta, dict):
         raise BadFact(path, "front matter is not a mapping of keys", 2)
     lines = _key_lines(front)
+    body = text[m.end():].strip()
     title = meta.get("title")
-    if not isinstance(title, str) or not title.strip():
+    if isinstance(title, str) and title.strip():
+        title = title.strip()
+    elif "title" in meta:
         raise BadFact(path, "front matter has no 'title' (a non-empty string)", lines.get("title", 2))
-    motifs = _str_list(path, "motifs", meta.get("motifs"), lines.get("motifs"))
-    for motif in motifs:
-        if not _HAS_WORD.search(motif):
-            raise BadFact(path, f"motif {motif!r} has no letters or digits", lines.get("motifs"))
-        if _CONTROL.search(motif):  # a motif spelling goes into commit subjects
-            raise BadFact(path, f"motif {motif!r} contains a line break or control character", lines.get("motifs"))
+    elif heading := heading_title(body):
+        title, body = heading
+    else:
+        body_line = text[:m.end()].count("\n") + 1
+        raise BadFact(path, "no title: neither a 'title' key nor a '# ' heading as the first line of the body",
+                      body_line)
+    motifs: list[str] = []
+    for key in motif_keys:
+        for motif in _str_list(path, key, meta.get(key), lines.get(key)):
+            where = "" if key == "motifs" else f" (in '{key}')"
+            if not _HAS_WORD.search(motif):
+                raise BadFact(path, f"motif {motif!r} has no letters or digits{where}", lines.get(key))
+            if _CONTROL.search(motif):  # a motif spelling goes into commit subjects
+                raise BadFact(path, f"motif {motif!r} contains a line break or control character{where}",
+                              lines.get(key))
+            motifs.append(motif)
     confidence = meta.get("confidence", 0.5)
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 <= confidence <= 1:
         raise BadFact(path, f"'confidence' must be a number from 0 to 1, got {confidence!r}", lines.get("confidence"))
     status = meta.get("status", "active")
     if status not in STATUSES:
         raise BadFact(path, f"'status' must be one of {', '.join(STATUSES)}, got {status!r}", lines.get("status"))
+    raw_sources = meta.get("sources")
+    if isinstance(raw_sources, int) and not isinstance(raw_sources, bool):
+        if raw_sources < 0:
+            raise BadFact(path, f"'sources' as a count must not be negative, got {raw_sources}", lines.get("sources"))
+        sources, count = (), raw_sources
+    else:
+        sources = _str_list(path, "sources", raw_sources, lines.get("sources"))
+        count = None
+    refs = _str_list(path, "refs", meta.get("refs"), lines.get("refs"))
+    links = _str_list(path, "links", meta.get("links"), lines.get("links"))
+    links = tuple(t for ref in (*links, *refs) if (t := link_target(ref)))
+    sources = (*sources, *refs)
     return Fact(
         path=path,
-        title=title.strip(),
+        title=title,
         motifs=tuple(dict.fromkeys(motifs)),
         confidence=float(confidence),
-        sources=_str_list(path, "sources", meta.get("sources"), lines.get("sources")),
-        links=_str_list(path, "links", meta.get("links"), lines.get("links")),
+        sources=tuple(sources),
+        links=tuple(dict.fromkeys(links)),
         status=status,
-        body=text[m.end():].strip(),
+        body=body,
         text=text,
         content_id=content_id(text),
+        source_count=len(sources) if count is None else count,
     )
 
 
@@ -119,8 +215,9 @@ def _key_lines(front: str) -> dict[str, int]:
     return {m.group(1): i + 2 for i, line in enumerate(front.split("\n")) if (m := _KEY_LINE.match(line))}
 
 
-def read_fact(root: Path, path: str, max_bytes: int) -> Fact:
+def read_fact(root: Path, path: str, max_bytes: int, layout=None) -> Fact:
     """Read and parse one fact file, refusing files that are not small UTF-8 text inside the corpus."""
+    globs = tuple(layout.paths) if layout else DEFAULT_PATHS
     check_path(path)
     full = root / path
     # A link may name another fact; anything else (outside the corpus, into .git) is not a fact.
@@ -128,8 +225,9 @@ def read_fact(root: Path, path: str, max_bytes: int) -> Fact:
     link = "symlink" if full.is_symlink() else "path (through a linked directory)"
     if not target.is_relative_to(root.resolve()):
         raise BadFact(path, f"{link} points outside the corpus ({target}); not followed")
-    if not target.is_relative_to((root / FACTS_DIR).resolve()):
-        raise BadFact(path, f"{link} points outside {FACTS_DIR}/ ({target.relative_to(root.resolve())}); not followed")
+    if not matches(target.relative_to(root.resolve()).as_posix(), globs):
+        raise BadFact(path, f"{link} points outside {', '.join(globs)} ({target.relative_to(root.resolve())}); "
+                            "not followed")
     # O_NONBLOCK and fstat: a pipe put where a fact was must not hang the session
     with open(os.open(full, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
         st = os.fstat(f.fileno())
@@ -148,7 +246,7 @@ def read_fact(root: Path, path: str, max_bytes: int) -> Fact:
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n") + 1
         raise BadFact(path, f"not UTF-8 (byte {e.start})", line) from None
-    return parse_fact(path, text)
+    return parse_fact(path, text, tuple(layout.motif_keys) if layout else DEFAULT_MOTIF_KEYS)
 
 
 def check_path(path: str) -> None:
@@ -164,7 +262,12 @@ def check_path(path: str) -> None:
 
 def _yaml_scalar(value) -> str:
     out = yaml.safe_dump(value, default_flow_style=True, width=1 << 30, allow_unicode=True)
-    return out.removesuffix("\n").removesuffix("\n...").strip()
+    out = out.removesuffix("\n").removesuffix("\n...").strip()
+    if isinstance(value, str) and ":" in out and out[0] not in "'\"" and not _CONTROL.search(value):
+        # A plain `https://x` inside [..] is read by PyYAML but refused by stricter readers (libyaml's
+        # flow rule for ':'); quoted, every reader agrees, and it is how knomit writes its refs.
+        out = "'" + value.replace("'", "''") + "'"
+    return out
 
 
 def _yaml_value(value) -> str:
@@ -212,6 +315,84 @@ def rewrite(text: str, changes: dict) -> str:
     return f"---{newline}{new_front}\n---{newline}" + text[m.end():]
 
 
+# Keys a merge takes in from the retired fact (with the motif keys): lists are unioned, an int count is summed.
+ABSORBED_KEYS = ("sources", "refs", "links", "entities", "domain", "tags")
+
+
+def _union(*lists) -> list:
+    seen, out = set(), []
+    for value in (v for lst in lists for v in lst):
+        key = str(value).strip()
+        if key and key not in seen:
+            seen.add(key)
+            out.append(value)
+    return out
+
+
+def renamed_motif(fact: Fact, lose: str, keep: str, motif_keys=DEFAULT_MOTIF_KEYS) -> str:
+    """The fact's text with spelling `lose` replaced by `keep` inside each motif key that holds it."""
+    meta, changes = front_matter(fact.text), {}
+    for key in motif_keys:
+        value = meta.get(key)
+        if isinstance(value, str) and value.strip() == lose:
+            changes[key] = keep
+        elif isinstance(value, list) and any(str(v).strip() == lose for v in value):
+            changes[key] = _union([keep if str(v).strip() == lose else v for v in value])
+    return rewrite(fact.text, changes) if changes else fact.text
+
+
+def absorbed(keep: Fact, lose: Fact, motif_keys=DEFAULT_MOTIF_KEYS) -> dict:
+    """The front-matter changes by which `keep` takes in `lose`: each key keeps its type.
+
+    Lists are unioned (order kept, deduplicated), an int `sources` count becomes the sum, and
+    links or refs to either of the two facts are dropped (a fact does not link to itself).
+    """
+    mine, theirs = front_matter(keep.text), front_matter(lose.text)
+    changes = {}
+    for key in dict.fromkeys([*motif_keys, *ABSORBED_KEYS]):
+        ours, other = mine.get(key), theirs.get(key)
+        if key in ("links", "refs") and isinstance(ours, list) and other is None:
+            other = []  # still drop the survivor's own link to the fact it absorbs
+        if other is None or (other == [] and key not in ("links", "refs")) or isinstance(other, (bool, dict)):
+            continue
+        count = lambda v: v if isinstance(v, int) and not isinstance(v, bool) else None  # noqa: E731
+        if key == "sources" and count(other) is not None and ours is not None and count(ours) is None:
+            continue  # a count cannot join a list of sources; the survivor's list stays as it is
+        if key == "sources" and count(ours) is not None:
+            new = ours + (count(other) if count(other) is not None else len(other) if isinstance(other, list) else 1)
+        elif ours is None:
+            new = other
+        elif isinstance(ours, (list, str)):
+            as_list = lambda v: v if isinstance(v, list) else [v]  # noqa: E731
+            new = _union(as_list(ours), as_list(other))
+            if isinstance(ours, str) and len(new) == 1:
+                new = ours
+        else:
+            continue  # a shape this tool does not know how to merge: leave it as it is
+        if key in ("links", "refs") and isinstance(new, list):
+            new = [r for r in new if link_target(str(r)) not in (keep.path, lose.path)]
+        if new != ours and not (ours is None and new == []):
+            changes[key] = new
+    return changes
+
+
+def relinked_changes(fact: Fact, old: str, new: str) -> dict:
+    """The front-matter changes that point the fact's links and kb:// refs at `new` instead of `old`."""
+    meta, changes = front_matter(fact.text), {}
+    for key in ("links", "refs"):
+        value = meta.get(key)
+        if isinstance(value, list) and any(link_target(str(r)) == old for r in value):
+            changes[key] = _union([relinked(str(r), old, new) if isinstance(r, str) else r for r in value])
+    return changes
+
+
+def retracted(fact: Fact, survivor: str, verdict_id: str, mode: str = "status") -> str | None:
+    """The retired fact's new text: `status: retracted` with who and why, or None (delete the file)."""
+    if mode == "delete":
+        return None
+    return rewrite(fact.text, {"status": "retracted", "retracted_by": verdict_id, "survivor": survivor})
+
+
 def atomic_write(path: Path, text: str) -> None:
     """Write via a temp file, fsync and rename, so a half-written fact never exists."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -233,12 +414,20 @@ def atomic_write(path: Path, text: str) -> None:
 
 
 class Corpus:
-    """The facts of one corpus as read now, with the motif index of the active ones."""
+    """The facts of one corpus as read now, with the motif index of the active ones.
 
-    def __init__(self, root: Path, facts: dict[str, Fact], problems: list[BadFact]):
+    `layout` (a config.CorpusConfig, or None for the defaults) says where facts are, which
+    front-matter keys hold motifs and how a retraction is written.
+    """
+
+    def __init__(self, root: Path, facts: dict[str, Fact], problems: list[BadFact], layout=None, files: int | None = None):
         self.root = Path(root)
         self.facts = facts
         self.problems = problems
+        self.paths = tuple(layout.paths) if layout else DEFAULT_PATHS
+        self.motif_keys = tuple(layout.motif_keys) if layout else DEFAULT_MOTIF_KEYS
+        self.retract = layout.retract if layout else "status"
+        self.files = len(facts) + len(problems) if files is None else files  # fact files the paths matched
         self._reindex()
 
     def _reindex(self):
@@ -255,9 +444,16 @@ class Corpus:
     def carrier_facts(self, motif: str) -> list[Fact]:
         return [self.facts[p] for p in self.carriers.get(motif, [])]
 
-    def put(self, path: str, text: str) -> Fact:
-        """Take a rewritten or new fact into the in-memory corpus (the file is written by the caller)."""
-        fact = parse_fact(path, text)
+    def parse(self, path: str, text: str) -> Fact:
+        return parse_fact(path, text, self.motif_keys)
+
+    def put(self, path: str, text: str | None) -> Fact | None:
+        """Take a rewritten, new or deleted (None) fact into the in-memory corpus (the caller writes the file)."""
+        if text is None:
+            self.facts.pop(path, None)
+            self._reindex()
+            return None
+        fact = self.parse(path, text)
         self.facts[path] = fact
         self._reindex()
         return fact
@@ -265,32 +461,25 @@ class Corpus:
     def linkers(self, path: str) -> list[Fact]:
         return [f for f in self.active() if path in f.links]
 
-
-def fact_paths(root: Path) -> list[str]:
-    """Every facts/**/*.md below the corpus, as sorted posix relative paths."""
-    base = root / FACTS_DIR
-    if not base.is_dir():
-        return []
-    paths = []
-    for dirpath, dirnames, filenames in os.walk(base):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in filenames:
-            if name.endswith(".md") and not name.startswith("."):
-                paths.append(Path(dirpath, name).relative_to(root).as_posix())
-    return sorted(paths)
+    def prefixes(self) -> list[str]:
+        """The directories the fact paths start from ("" for the corpus root)."""
+        return list(dict.fromkeys(glob_prefix(g) for g in self.paths))
 
 
-def load_corpus(root: Path, max_bytes: int = 1_048_576, index=None) -> Corpus:
-    """Read every fact; bad files are collected as problems, never fatal.
+def load_corpus(root: Path, max_bytes: int = 1_048_576, index=None, layout=None) -> Corpus:
+    """Read every fact the layout's paths match; bad files are collected as problems, never fatal.
 
     `index` (a store.FileIndex) skips parsing files whose (mtime, size) is unchanged.
     """
     root = Path(root)
     facts, problems = {}, []
-    for path in fact_paths(root):
+    paths = fact_paths(root, tuple(layout.paths) if layout else DEFAULT_PATHS)
+    if index:
+        index.parse_key = parse_key(layout)
+    for path in paths:
         try:
             cached = index.lookup(root, path) if index else None
-            fact = cached or read_fact(root, path, max_bytes)
+            fact = cached or read_fact(root, path, max_bytes, layout)
             if index and not cached:
                 index.remember(root, fact)
             facts[path] = fact
@@ -300,7 +489,12 @@ def load_corpus(root: Path, max_bytes: int = 1_048_576, index=None) -> Corpus:
             problems.append(BadFact(path, f"cannot read: {e.strerror or e}"))
     if index:
         index.forget_missing(set(facts))
-    return Corpus(root, facts, problems)
+    return Corpus(root, facts, problems, layout, files=len(paths))
+
+
+def parse_key(layout) -> str:
+    """What parsing depends on besides the file: a cached parse made with other motif keys is stale."""
+    return json.dumps(list(layout.motif_keys) if layout else list(DEFAULT_MOTIF_KEYS))
 
 
 def fact_from_record(record: dict) -> Fact:
@@ -312,3 +506,37 @@ def fact_from_record(record: dict) -> Fact:
 
 def dumps_record(fact: Fact) -> str:
     return json.dumps(fact.record(), ensure_ascii=False)
+
+
+@dataclass
+class CorpusReport:
+    """What a session read: a corpus that matched or yielded no fact is `broken`, never an empty success."""
+
+    state: str  # "read" | "broken"
+    paths: list[str]
+    files: int  # files the paths matched
+    read: int
+    skipped: int
+    why: str = ""
+
+    def line(self) -> str:
+        if self.state == "broken":
+            return f"corpus: broken - {self.why}"
+        return f"corpus: read {self.read} of {self.files} fact file{'s' * (self.files != 1)}, {self.skipped} skipped"
+
+    def json(self) -> dict:
+        return asdict(self)
+
+
+def corpus_report(corpus: Corpus) -> CorpusReport:
+    """The corpus line of a session, saying why when nothing could be read."""
+    globs = ", ".join(corpus.paths)
+    read, skipped = len(corpus.facts), len(corpus.problems)
+    why = ""
+    if corpus.files == 0:
+        why = f"paths {globs} matched no file; {where_facts_may_be(corpus.root)}"
+    elif read == 0:
+        shown = "; ".join(str(p) for p in corpus.problems[:3])
+        why = (f"read 0 of {corpus.files} fact file(s) matched by {globs}, {skipped} skipped: {shown}"
+               + ("; ..." if skipped > 3 else ""))
+    return CorpusReport("broken" if why else "read", list(corpus.paths), corpus.files, read, skipped, why)

@@ -19,7 +19,10 @@ from .errors import CorpusLocked, KnomitError, NotACorpus
 from .verdicts import append_line, encode_line, line_id, now
 
 log = logging.getLogger(__name__)
-OWN_DIR = ".knomit/"  # our journal and db: never make the tree "dirty" for our purposes
+OWN_DIR = ".knomit/"
+# Our journal and db: they never make the tree "dirty". Only these: knomit keeps its own files
+# (ontology, jobs) in .knomit/ too, and a user's uncommitted edit there is work we must not mix in.
+OWN_PATHS = (".knomit/verdicts/", ".knomit/judge.db")
 ACTOR = {"GIT_AUTHOR_NAME": "knomit-judge", "GIT_AUTHOR_EMAIL": "knomit-judge@localhost",
          "GIT_COMMITTER_NAME": "knomit-judge", "GIT_COMMITTER_EMAIL": "knomit-judge@localhost"}
 # Fact paths are data: `facts/[draft].md` or `:x.md` must name that file, not a glob or pathspec magic.
@@ -74,13 +77,18 @@ class GitFailed(git.GitCommandError):
         self.raw = stderr
 
 
+def is_ours(path: str) -> bool:
+    """A path this tool writes (the verdict journal, the db and its -wal/-shm/-journal files)."""
+    return path.startswith(OWN_PATHS)
+
+
 def _last_line(e: git.GitCommandError) -> str:
     lines = str(getattr(e, "raw", None) or e.stderr or "").strip().splitlines()
     return lines[-1].strip() if lines else str(e)
 
 
 def dirty_paths(repo: git.Repo) -> list[str]:
-    """Changed or untracked paths outside .knomit/, i.e. work of someone else's we must not mix into a commit."""
+    """Changed or untracked paths other than ours, i.e. work of someone else's we must not mix into a commit."""
     # --no-optional-locks: a status must not refresh .git/index (dry runs write nothing)
     out = repo.git.execute(["git", "--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=all"])
     paths, entries = [], out.split("\0")
@@ -93,7 +101,7 @@ def dirty_paths(repo: git.Repo) -> list[str]:
         code, path = entry[:2], entry[3:]
         if code[0] in "RC":
             i += 1  # the rename's source path follows
-        if not path.startswith(OWN_DIR):
+        if not is_ours(path):
             paths.append(path)
     return paths
 

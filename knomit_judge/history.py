@@ -6,6 +6,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from .config import load_config
+from .corpus import CorpusReport
 from .gitops import open_repo
 from .passes import JUDGED_PASSES
 from .status import PassResult
@@ -26,6 +27,12 @@ def pass_line(name: str, counts: dict) -> str:
     """A stored pass's status line; keys this version does not know (or no longer has) are skipped."""
     known = {f.name for f in fields(PassResult)}
     return PassResult(name, **{k: v for k, v in counts.items() if k in known}).line()
+
+
+def corpus_line(stored: dict) -> str:
+    """A stored session's corpus line; keys this version does not know are skipped."""
+    known = {f.name for f in fields(CorpusReport)}
+    return CorpusReport(**{k: v for k, v in stored.items() if k in known}).line()
 
 
 def status(root: Path | str, limit: int = 10) -> dict:
@@ -60,6 +67,8 @@ def render(sessions: list[dict], throttle: dict, unfinished: int = 0, judge: str
         last = sessions[0]
         text = [f"last session {last['id']} ({last['started_at']} to {last['ended_at']}, cost {cost(last)}, "
                 f"{len(last['commits'])} commit(s)):"]
+        if last.get("corpus"):
+            text.append("  " + corpus_line(last["corpus"]))
         text.extend("  " + pass_line(name, counts) for name, counts in last["passes"].items())
     text.append("throttle for the next session" + (f" ({judge} judge):" if judge != "anthropic" else ":"))
     text.extend(f"  {name}: {t['text']}" for name, t in throttle.items())

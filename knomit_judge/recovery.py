@@ -96,7 +96,7 @@ def rebuild(root: Path | str) -> dict:
             store.db.conn.commit()
             notes = recover(root, repo, store, lock)
             index = FileIndex(store)
-            corpus = load_corpus(root, config.corpus.max_fact_bytes, index)
+            corpus = load_corpus(root, config.corpus.max_fact_bytes, index, config.corpus)
             index.save()
             ctx = SimpleNamespace(corpus=corpus, embedder=Embedder(store), config=config)
             for p in all_passes().values():

@@ -7,7 +7,7 @@ from pathlib import Path
 import git
 
 from .errors import NotRevertible, UnknownVerdict
-from .gitops import OWN_DIR, Applier, Lock, dirty_paths, message, open_repo
+from .gitops import Applier, Lock, dirty_paths, is_ours, message, open_repo
 from .recovery import recover
 from .store import Store
 from .verdicts import Journal, now
@@ -61,7 +61,7 @@ def restored_files(repo, sha: str) -> dict[str, str | None]:
     writes: dict[str, str | None] = {}
     for d in parent.diff(commit):
         path = d.b_path or d.a_path
-        if path.startswith(OWN_DIR):
+        if is_ours(path):
             continue  # the journal only grows; its lines stay as the record
         if _blob(head, path) != _blob(commit, path):
             raise NotRevertible(f"{path} changed after {sha[:10]}; revert it by hand")

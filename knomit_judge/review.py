@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .config import Config, load_config
-from .corpus import Corpus, load_corpus
+from .corpus import Corpus, CorpusReport, corpus_report, load_corpus
 from .embeddings import Embedder
 from .errors import BadFact, KnomitError
 from .gitops import Applier, Decision, Lock, decision_trailers, dirty_paths, message, open_repo
@@ -49,10 +49,12 @@ class SessionResult:
     estimates: dict[str, dict] = field(default_factory=dict)  # dry run: questions, calls and estimate_usd per pass
     embedded: int = 0  # texts embedded this session (0 when nothing changed: the model is not even loaded)
     parsed: int = 0  # fact files parsed this session (unchanged ones come from the file index)
+    corpus: CorpusReport | None = None  # what was read: no fact read is broken, never a silent zero
 
     @property
     def broken(self) -> bool:
-        return any(r.state == "broken" for r in self.passes.values())
+        return any(r.state == "broken" for r in self.passes.values()) or \
+            (self.corpus is not None and self.corpus.state == "broken")
 
     @property
     def cost_usd(self) -> float | None:
@@ -65,7 +67,7 @@ class SessionResult:
         return None if None in usd else round(sum(usd), 6)
 
     def lines(self) -> list[str]:
-        return [r.line() for r in self.passes.values()]
+        return [*([self.corpus.line()] if self.corpus else []), *(r.line() for r in self.passes.values())]
 
     def summary(self) -> str:
         """A dry run's last line: what a real session would ask and cost, below the evidence it lists."""
@@ -84,6 +86,7 @@ class SessionResult:
                 "passes": passes, "cost_usd": self.cost_usd,
                 "problems": [{"path": p.path, "line": p.line, "reason": p.reason} for p in self.problems],
                 "notes": self.notes, "embedded": self.embedded, "parsed": self.parsed,
+                **({"corpus": self.corpus.json()} if self.corpus else {}),
                 **({"plan": self.plan, "estimate_usd": self.estimate_usd} if self.dry_run else {})}
 
 
@@ -151,10 +154,11 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
 async def _session(root, repo, config, store, options, notes) -> SessionResult:
     result = SessionResult(session=new_session_id(), dry_run=options.dry_run, notes=list(notes))
     index = FileIndex(store)
-    corpus = load_corpus(root, config.corpus.max_fact_bytes, index)
+    corpus = load_corpus(root, config.corpus.max_fact_bytes, index, config.corpus)
     result.problems = corpus.problems
     for problem in corpus.problems:
         log.warning("skipped %s", problem)
+    result.corpus = corpus_report(corpus)
     dirty = dirty_paths(repo)
     if dirty:
         result.notes.append(f"work tree has {len(dirty)} uncommitted change(s) (e.g. {dirty[0]}): "
@@ -164,6 +168,11 @@ async def _session(root, repo, config, store, options, notes) -> SessionResult:
     if not options.dry_run:
         store.start_session(result.session)
     try:
+        if result.corpus.state == "broken":
+            # Nothing read is not "nothing qualified": every pass says it could not look.
+            for name in ("exact", *(n for n in JUDGED_PASSES if n in options.passes)):
+                result.passes[name] = PassResult(name, state="broken", notes=["no fact read: see the corpus line"])
+            return result
         result.passes["exact"] = run_exact(ctx)
         passes = [p for name, p in all_passes().items() if name in options.passes]
         throttles = {p.name: assess(store, p.name, config.budget, ctx.kind) for p in passes}
@@ -199,7 +208,7 @@ async def _session(root, repo, config, store, options, notes) -> SessionResult:
             if sha:
                 result.commits.append(sha)
             store.end_session(result.session, {n: r.json() for n, r in result.passes.items()},
-                              result.cost_usd, result.commits)
+                              result.cost_usd, result.commits, corpus=result.corpus.json())
     return result
 
 

@@ -141,17 +141,18 @@ class Store:
         with self.db.atomic():
             self.db["sessions"].insert({"id": session_id, "started_at": now(), "passes": "{}", "commits": "[]"})
 
-    def end_session(self, session_id: str, passes: dict, cost_usd, commits: list[str]) -> None:
+    def end_session(self, session_id: str, passes: dict, cost_usd, commits: list[str], corpus: dict | None = None) -> None:
         with self.db.atomic():
             self.db["sessions"].update(session_id, {"ended_at": now(), "passes": json.dumps(passes),
-                                                    "cost_usd": cost_usd, "commits": json.dumps(commits)})
+                                                    "cost_usd": cost_usd, "commits": json.dumps(commits),
+                                                    "corpus": json.dumps(corpus) if corpus else None})
 
     def sessions(self, limit: int = 10) -> list[dict]:
         rows = self.db.execute(
-            "SELECT id, started_at, ended_at, passes, cost_usd, commits FROM sessions "
+            "SELECT id, started_at, ended_at, passes, cost_usd, commits, corpus FROM sessions "
             "WHERE ended_at IS NOT NULL ORDER BY started_at DESC, rowid DESC LIMIT ?", [limit]).fetchall()
         return [dict(id=r[0], started_at=r[1], ended_at=r[2], passes=json.loads(r[3]), cost_usd=r[4],
-                     commits=json.loads(r[5])) for r in rows]
+                     commits=json.loads(r[5]), corpus=json.loads(r[6]) if r[6] else None) for r in rows]
 
     def record_throttle(self, row: dict) -> None:
         with self.db.atomic():
@@ -181,6 +182,7 @@ class FileIndex:
         self.db = store.db
         self.rows = {r[0]: r for r in self.db.execute("SELECT path, mtime_ns, size, record, content_id FROM files")}
         self.pending: dict[str, dict] = {}
+        self.parse_key = ""  # corpus.parse_key of the layout: a parse made under other settings is not reused
         self.reused = 0  # facts taken from the index this session, unparsed
         self.parsed = 0  # facts parsed (and remembered) this session
 
@@ -198,14 +200,18 @@ class FileIndex:
                     return None
         except UnicodeDecodeError:
             return None  # read_fact will name the problem
+        record = json.loads(row[3])
+        if record.pop("parse_key", "") != self.parse_key:
+            return None
         self.reused += 1
-        return fact_from_record(json.loads(row[3]))
+        return fact_from_record(record)
 
     def remember(self, root: Path, fact: Fact) -> None:
         self.parsed += 1
         st = (root / fact.path).stat()
+        record = {**fact.record(), "parse_key": self.parse_key}
         self.pending[fact.path] = dict(path=fact.path, mtime_ns=st.st_mtime_ns, size=st.st_size,
-                                       content_id=fact.content_id, record=json.dumps(fact.record(), ensure_ascii=False))
+                                       content_id=fact.content_id, record=json.dumps(record, ensure_ascii=False))
 
     def forget_missing(self, present: set[str]) -> None:
         """Called once the corpus is loaded: note what left it, and drop the rows (~1.5 kB a fact)."""

@@ -14,13 +14,13 @@ def _git(root: Path, *args: str) -> str:
 
 
 @lru_cache(maxsize=8)
-def _added_order(root: Path, head: str) -> dict[str, int]:
+def _added_order(root: Path, head: str, prefixes: tuple[str, ...] = (FACTS_DIR,)) -> dict[str, int]:
     """Path -> ordinal of the commit that first added it, oldest first (keyed by HEAD, so never stale).
 
     Commit order, not commit time: two commits within one second are still ordered.
     """
     out = _git(root, "log", "--reverse", "--date-order", "--no-renames", "--diff-filter=A",
-               "--name-only", "-z", "--format=%x01", head, "--", FACTS_DIR)
+               "--name-only", "-z", "--format=%x01", head, "--", *(p or "." for p in prefixes))
     order: dict[str, int] = {}
     for n, chunk in enumerate(out.split("\x01")):
         for path in chunk.split("\0"):
@@ -30,10 +30,10 @@ def _added_order(root: Path, head: str) -> dict[str, int]:
     return order
 
 
-def added_order(root: Path) -> dict[str, int]:
+def added_order(root: Path, prefixes: tuple[str, ...] = (FACTS_DIR,)) -> dict[str, int]:
     """When git first saw each path (smaller = older); empty outside git or before the first commit."""
     try:
-        return _added_order(Path(root), _git(root, "rev-parse", "--verify", "-q", "HEAD").strip())
+        return _added_order(Path(root), _git(root, "rev-parse", "--verify", "-q", "HEAD").strip(), tuple(prefixes))
     except (subprocess.CalledProcessError, OSError):
         return {}
 
@@ -43,13 +43,13 @@ def fact_rank(fact: Fact, corpus: Corpus, order: dict[str, int] | None = None) -
 
     A path git has not seen counts as the newest; the path itself breaks a tie within one commit.
     """
-    order = added_order(corpus.root) if order is None else order
+    order = added_order(corpus.root, tuple(corpus.prefixes())) if order is None else order
     carriers = sum(len(corpus.carriers.get(m, ())) for m in fact.motifs)
-    return (-fact.confidence, -len(fact.sources), -carriers, order.get(fact.path, float("inf")), fact.path)
+    return (-fact.confidence, -fact.source_count, -carriers, order.get(fact.path, float("inf")), fact.path)
 
 
 def fact_survivor(facts: list[Fact], corpus: Corpus) -> Fact:
-    order = added_order(corpus.root)
+    order = added_order(corpus.root, tuple(corpus.prefixes()))
     return min(facts, key=lambda f: fact_rank(f, corpus, order))
 
 

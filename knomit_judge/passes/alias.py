@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..corpus import rewrite
+from ..corpus import renamed_motif
 from ..prompts import load_prompt
 from ..shortlist import neighbour_pairs
 from ..survivors import spelling_survivor
@@ -69,8 +69,7 @@ class AliasPass:
         lose = b if keep == a else a
         writes = {}
         for fact in corpus.carrier_facts(lose):
-            motifs = list(dict.fromkeys(keep if m == lose else m for m in fact.motifs))
-            writes[fact.path] = rewrite(fact.text, {"motifs": motifs})
+            writes[fact.path] = renamed_motif(fact, lose, keep, corpus.motif_keys)  # inside the key it came from
         titles = {m: [f.title for f in corpus.carrier_facts(m)[:MAX_TITLES]] for m in (a, b)}
         body = (f"The judge read {len(titles[a])} carrier titles of '{a}' and {len(titles[b])} of '{b}'.\n"
                 f"'{keep}' survives by the fixed rules; {len(writes)} carrier(s) of '{lose}' rewritten.")

@@ -6,7 +6,8 @@ import re
 
 import numpy as np
 
-from ..corpus import FACTS_DIR, _yaml_value
+from ..corpus import FACTS_DIR, _yaml_value, front_matter
+from ..layout import matches
 from ..errors import Unparsed
 from ..prompts import load_prompt
 from ..shortlist import mean_pairwise, top_k
@@ -26,6 +27,36 @@ def proposed(fact) -> bool:
 def slug(text: str, limit: int = 60) -> str:
     s = re.sub(r"[^a-z0-9]+", "-", text.casefold()).strip("-")
     return s[:limit].rstrip("-") or "fact"
+
+
+def new_fact_path(corpus, name: str) -> str:
+    """Where a proposed fact goes: <first fact directory>/discovered/, or that directory, if the paths read it."""
+    for prefix in corpus.prefixes():
+        for path in (f"{prefix}/discovered/{name}", f"{prefix}/{name}") if prefix else (f"discovered/{name}", name):
+            if matches(path, corpus.paths):
+                return path
+    return f"{DISCOVERED_DIR}/{name}"
+
+
+def proposal_text(corpus, model, new: dict, confidence: float, verdict_id: str, links: list[str]) -> str:
+    """A proposed fact in the shape of `model`, a fact of its group, so the corpus's own tools read it.
+
+    A corpus titled by `#` headings gets a heading (no `title:` key); one that counts its
+    sources (knomit's int `sources`) gets a count of 1 and the marker among its `refs`.
+    """
+    meta = front_matter(model.text)
+    marker = f"{SOURCE_PREFIX}{verdict_id}"
+    counted = isinstance(meta.get("sources"), int) and not isinstance(meta.get("sources"), bool)
+    link_key = "refs" if "refs" in meta and "links" not in meta else "links"
+    front = {} if "title" not in meta else {"title": new["title"]}
+    front[corpus.motif_keys[0]] = new["motifs"]
+    front["confidence"] = confidence
+    front["sources"] = 1 if counted else [marker]
+    front[link_key] = links
+    if counted:  # the marker that says who wrote it: a ref, since a count has no room for it
+        front["refs"] = [*front.get("refs", []), marker]
+    body = new["body"] if "title" in meta else f"# {new['title']}\n\n{new['body']}"
+    return "---\n" + "".join(f"{k}: {_yaml_value(v)}\n" for k, v in front.items()) + "---\n" + body + "\n"
 
 
 class DiscoveryPass:
@@ -109,17 +140,10 @@ class DiscoveryPass:
             sims = vectors @ probe
             matches = [existing[i].path for i in np.argsort(-sims)[:ctx.config.shortlist.k]
                        if sims[i] >= cfg.match_similarity]
-        path = f"{DISCOVERED_DIR}/{slug(new['title'])}.md"
+        path = new_fact_path(corpus, f"{slug(new['title'])}.md")
         if path in corpus.facts or (corpus.root / path).exists():
-            path = f"{DISCOVERED_DIR}/{slug(new['title'], 47)}-{verdict.id}.md"
-        front = {
-            "title": new["title"],
-            "motifs": new["motifs"],
-            "confidence": cfg.confidence,
-            "sources": [f"{SOURCE_PREFIX}{verdict.id}"],
-            "links": group + matches,
-        }
-        text = "---\n" + "".join(f"{k}: {_yaml_value(v)}\n" for k, v in front.items()) + "---\n" + new["body"] + "\n"
+            path = new_fact_path(corpus, f"{slug(new['title'], 47)}-{verdict.id}.md")
+        text = proposal_text(corpus, corpus.facts[group[0]], new, cfg.confidence, verdict.id, group + matches)
         body = (f"The judge read the titles and bodies of {len(group)} facts:\n"
                 + "\n".join(f"- {p}" for p in group)
                 + (f"\nClose to existing fact(s), linked and left for the prune pass: {', '.join(matches)}" if matches else ""))

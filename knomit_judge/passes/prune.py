@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..corpus import parse_fact, rewrite
+from ..corpus import absorbed, relinked_changes, retracted, rewrite
 from ..errors import Unparsed
 from ..prompts import load_prompt
 from ..shortlist import neighbour_pairs
@@ -19,33 +19,31 @@ def fact_evidence(fact) -> dict:
     return {"title": fact.title, "body": fact.body, "motifs": list(fact.motifs), "sources": list(fact.sources)}
 
 
-def retire(corpus, loser, survivor, verdict_id: str, absorb: bool, writes: dict | None = None) -> dict[str, str]:
+def retire(corpus, loser, survivor, verdict_id: str, absorb: bool, writes: dict | None = None) -> dict[str, str | None]:
     """The writes that retract `loser` in favour of `survivor` and relink facts that linked to it.
 
-    `writes` holds earlier rewrites of the same decision, which these build on. Only keys whose
-    value changes are rewritten, so every other line of every file stays byte-for-byte.
+    `writes` holds earlier rewrites of the same decision, which these build on (None: a file this
+    decision deletes). Only keys whose value changes are rewritten, so every other line of every
+    file stays byte-for-byte. The retraction is written as the corpus's layout says: a
+    `status: retracted` key, or the file deleted.
     """
     writes = {} if writes is None else writes
-    current = lambda f: parse_fact(f.path, writes[f.path]) if f.path in writes else f  # noqa: E731
+    current = lambda f: corpus.parse(f.path, writes[f.path]) if f.path in writes else f  # noqa: E731
 
     def put(fact, changes: dict) -> None:
-        changes = {k: v for k, v in changes.items() if v != getattr(fact, k, None)}
         if changes:
             writes[fact.path] = rewrite(fact.text, changes)
 
     if absorb:
-        merged = lambda a, b: tuple(dict.fromkeys([*a, *b]))  # noqa: E731
-        keep = current(survivor)
-        links = tuple(l for l in merged(keep.links, loser.links) if l not in (survivor.path, loser.path))
-        put(keep, {"sources": merged(keep.sources, loser.sources), "motifs": merged(keep.motifs, loser.motifs),
-                   "links": links})
-    writes[loser.path] = rewrite(current(loser).text, {"status": "retracted", "retracted_by": verdict_id,
-                                                       "survivor": survivor.path})
+        put(current(survivor), absorbed(current(survivor), loser, corpus.motif_keys))
+    writes[loser.path] = retracted(current(loser), survivor.path, verdict_id, corpus.retract)
     for other in corpus.linkers(loser.path):
+        if other.path in (loser.path, survivor.path) or writes.get(other.path, "") is None:
+            continue  # the survivor already dropped its link; a fact this decision deletes needs no relinking
         other = current(other)
-        if other.path in (loser.path, survivor.path) or not other.active:
-            continue  # the survivor already dropped its link; a fact retracted by this decision keeps its own
-        put(other, {"links": tuple(dict.fromkeys(survivor.path if l == loser.path else l for l in other.links))})
+        if not other.active:
+            continue  # a fact retracted by this decision keeps its own links
+        put(other, relinked_changes(other, loser.path, survivor.path))
     return writes
 
 

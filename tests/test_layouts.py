@@ -1,0 +1,332 @@
+"""The corpora users already have, reviewed in place: a knomit KB and a folder of notes with tags."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import REPO, git, write_config
+from knomit_format import NotAKnomitFact, knomit_parse
+
+from knomit_judge.cli import cli
+from knomit_judge.config import ConfigError, parse_config
+from knomit_judge.corpus import absorbed, parse_fact, relinked_changes, rewrite
+from knomit_judge.errors import BadFact
+
+FIXTURE = REPO / "corpus-fixtures" / "knomit"
+REPLIES = FIXTURE / "judge-replies.jsonl"
+KEEP = "kb/gotchas/runtime/pool-exhaustion/4be1c0d2.md"
+LOSE = "kb/gotchas/runtime/pool-exhaustion/9a03f5e1.md"
+INCIDENT = "kb/incidents/bugs/7c9d1e2f.md"
+DECISION = "kb/decisions/accepted/5d2c8b7a.md"
+UNTOUCHED = ["kb/conventions/testing/1f8e6a3b.md", "kb/gotchas/libraries/2e7f9a41.md", "kb/meta/ontology/6c1d0b93.md",
+             "kb/drafts/notes.md", ".knomit/ontology.yaml", ".knomit/jobs/nightly-review.md"]
+REPO_ID = "kb://3f2a9c1e7b40/"
+
+
+def run(*args):
+    return CliRunner().invoke(cli, ["-q", *map(str, args)], catch_exceptions=False)
+
+
+def knomit_kb(tmp_path) -> Path:
+    """The fixture KB as a user has it: a git repository of its own, committed, not yet initialised."""
+    root = tmp_path / "kb-repo"
+    shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns("judge-replies.jsonl"))
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "knowledge written by knomit's agents")
+    return root
+
+
+def files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*")
+            if p.is_file() and ".git" not in p.relative_to(root).parts[:1] and "judge.db" not in p.name}
+
+
+def knomit_readable(root: Path) -> dict[str, str]:
+    """Every file under kb/ with what knomit's reader says of it: 'ok' or the reason it refuses it."""
+    out = {}
+    for p in sorted((root / "kb").rglob("*.md")):
+        try:
+            knomit_parse(p.read_text(encoding="utf-8"))
+            out[p.relative_to(root).as_posix()] = "ok"
+        except NotAKnomitFact as e:
+            out[p.relative_to(root).as_posix()] = str(e)
+    return out
+
+
+def use_entities(root: Path) -> None:
+    toml = (root / "knomit-judge.toml").read_text(encoding="utf-8")
+    (root / "knomit-judge.toml").write_text(toml.replace('motif_keys = ["motifs"]', 'motif_keys = ["entities"]'))
+    git(root, "commit", "-q", "-am", "review entity spellings")
+
+
+def test_init_detects_a_knomit_kb_and_writes_its_settings(tmp_path):
+    root = knomit_kb(tmp_path)
+    out = run("init", root)
+    assert out.exit_code == 0
+    assert "detected a knomit KB: 8 Markdown file(s) under kb/, .knomit/ontology.yaml" in out.stdout
+    assert 'with [corpus] paths = ["kb/**/*.md"], motif_keys = ["motifs"], retract = "delete"' in out.stdout
+    toml = (root / "knomit-judge.toml").read_text(encoding="utf-8")
+    config = parse_config(__import__("tomllib").loads(toml))
+    assert (config.corpus.paths, config.corpus.motif_keys, config.corpus.retract) == (["kb/**/*.md"], ["motifs"], "delete")
+    assert not (root / "facts").exists()  # not our layout: no facts/ made next to kb/
+
+
+def test_a_plain_corpus_is_not_taken_for_a_knomit_kb(tmp_path):
+    root = tmp_path / "plain"
+    (root / "kb").mkdir(parents=True)
+    (root / "kb" / "readme.md").write_text("Just a readme, no front matter.\n")
+    out = run("init", root)
+    assert "detected" not in out.stdout
+    assert 'paths = ["facts/**/*.md"]' in (root / "knomit-judge.toml").read_text()
+
+
+def test_review_merges_entity_spellings_and_retracts_by_deletion_leaving_knomit_able_to_read_it(tmp_path):
+    root = knomit_kb(tmp_path)
+    before = files(root)
+    readable_before = knomit_readable(root)
+    assert readable_before["kb/drafts/notes.md"] == "missing opening frontmatter delimiter"
+    assert sum(v == "ok" for v in readable_before.values()) == 7
+    run("init", root)
+    use_entities(root)
+
+    out = run("review", root, "--judge", f"scripted:{REPLIES}", "--json")
+    assert out.exit_code == 0, out.output
+    result = json.loads(out.stdout)
+    assert result["corpus"] == {"state": "read", "paths": ["kb/**/*.md"], "files": 8, "read": 7, "skipped": 1, "why": ""}
+    assert result["problems"] == [{"path": "kb/drafts/notes.md", "line": 1,
+                                   "reason": "no YAML front matter (the file must start with a '---' line and close it "
+                                             "with another)"}]
+    assert result["passes"]["alias"]["applied"] == 1 and result["passes"]["prune"]["applied"] == 1
+    subjects = git(root, "log", "--format=%s").splitlines()
+    assert "alias: merge motif 'Postgres' into 'PostgreSQL'" in subjects
+    assert f"prune: merge {LOSE} into {KEEP}" in subjects
+
+    # The retired fact is gone, in the decision's own commit, whose message names survivor and verdict.
+    assert not (root / LOSE).exists()
+    sha = git(root, "log", "--format=%H", "--grep", "^Knomit-Pass: prune$").split()[0]
+    changed = git(root, "show", "--name-status", "--format=", sha).split()
+    assert dict(zip(changed[1::2], changed[::2])) == {".knomit/verdicts/prune.jsonl": "A", KEEP: "M", LOSE: "D",
+                                                      INCIDENT: "M"}
+    message = git(root, "show", "-s", "--format=%B", sha)
+    assert f"{KEEP} survives" in message and "Knomit-Verdict: " in message and "Knomit-Rationale: Both state" in message
+
+    # The survivor took in the other fact in knomit's types: a summed count, unioned lists, no title key.
+    keep = knomit_parse((root / KEEP).read_text())
+    assert keep["sources"] == 3
+    assert keep["entities"] == ["PostgreSQL", "PgBouncer", "connection pool"]
+    assert keep["refs"] == ["https://www.postgresql.org/docs/current/runtime-config-connection.html",
+                            f"{REPO_ID}kb/incidents/bugs/7c9d1e2f.md",
+                            "https://example.org/notes/pgbouncer-transaction-mode"]
+    text = (root / KEEP).read_text()
+    assert "title:" not in text and text.count("# Idle transactions hold pooled connections") == 1
+    assert text.split("---\n")[2].startswith("# Idle transactions")
+    # The incident's kb:// ref to the retired fact now names the survivor, in the same form.
+    assert knomit_parse((root / INCIDENT).read_text())["refs"][0] == f"{REPO_ID}{KEEP}"
+    # The alias rewrote the spelling inside `entities`, where it came from.
+    assert knomit_parse((root / DECISION).read_text())["entities"] == ["PostgreSQL", "Redis", "session store"]
+
+    after = files(root)
+    for path in UNTOUCHED:
+        assert after[path] == before[path], path
+    assert knomit_readable(root) == {p: v for p, v in readable_before.items() if p != LOSE}
+    assert git(root, "status", "--porcelain") == ""
+
+    status = run("status", root)
+    assert "  corpus: read 7 of 8 fact files, 1 skipped" in status.stdout
+
+    # revert gives the deleted fact back byte for byte (as it was when the decision was taken).
+    vid = git(root, "show", "-s", "--format=%(trailers:key=Knomit-Verdict,valueonly)", sha).strip()
+    assert run("revert", vid, root).exit_code == 0
+    assert (root / LOSE).read_bytes() == git(root, "show", f"{sha}^:{LOSE}").encode()
+    assert (root / KEEP).read_bytes() == git(root, "show", f"{sha}^:{KEEP}").encode()
+    assert knomit_readable(root)[LOSE] == "ok"
+
+
+def test_facts_moved_out_of_the_configured_paths_are_broken_not_nothing_qualified(tmp_path):
+    root = knomit_kb(tmp_path)
+    run("init", root)
+    git(root, "mv", "kb", "notes")
+    git(root, "commit", "-q", "-m", "moved")
+    out = run("review", root, "--judge", f"scripted:{REPLIES}", "--json")
+    assert out.exit_code == 1
+    result = json.loads(out.stdout)
+    assert result["corpus"]["state"] == "broken" and result["corpus"]["files"] == 0
+    assert "paths kb/**/*.md matched no file" in result["corpus"]["why"]
+    assert "8 in notes/" in result["corpus"]["why"]
+    assert {name: p["state"] for name, p in result["passes"].items()} == \
+        {"exact": "broken", "alias": "broken", "prune": "broken", "discovery": "broken"}
+    text = run("review", root, "--dry-run")
+    assert text.exit_code == 1
+    assert text.stdout.splitlines()[0].startswith("corpus: broken - paths kb/**/*.md matched no file")
+    assert "nothing-qualified" not in text.stdout
+    assert "  corpus: broken - paths kb/**/*.md matched no file" in run("status", root).stdout
+
+
+def test_no_fact_read_is_broken_and_names_the_skips(tmp_path):
+    root = knomit_kb(tmp_path)
+    run("init", root)
+    for p in (root / "kb").rglob("*.md"):
+        p.write_text("no front matter at all\n")
+    git(root, "commit", "-q", "-am", "broken")
+    out = run("review", root, "--json", "--judge", f"scripted:{REPLIES}")
+    assert out.exit_code == 1
+    corpus = json.loads(out.stdout)["corpus"]
+    assert (corpus["state"], corpus["files"], corpus["read"], corpus["skipped"]) == ("broken", 8, 0, 8)
+    assert corpus["why"].startswith("read 0 of 8 fact file(s) matched by kb/**/*.md, 8 skipped: kb/")
+    assert ":1: no YAML front matter" in corpus["why"]
+
+
+def test_a_user_edit_inside_dot_knomit_keeps_the_tree_dirty(tmp_path):
+    root = knomit_kb(tmp_path)
+    run("init", root)
+    use_entities(root)
+    (root / ".knomit" / "ontology.yaml").write_text("id: edited by hand\n")
+    out = run("review", root, "--judge", f"scripted:{REPLIES}", "--json")
+    result = json.loads(out.stdout)
+    assert any("uncommitted change(s) (e.g. .knomit/ontology.yaml)" in n for n in result["notes"])
+    assert result["passes"]["alias"]["applied"] == 0 and (root / LOSE).exists()
+    # Our own journal, written by that session, is not someone else's work: it was committed, the edit was not.
+    assert git(root, "status", "--porcelain").split() == ["M", ".knomit/ontology.yaml"]
+
+
+NOTES = {
+    "notes/2026/retries.md": "---\ntags: [Retry Storm, load]\ndate: 2026-01-05\n---\n# Retries multiply load on a "
+                             "struggling server\n\nEvery client that retries a timeout adds a request to the queue "
+                             "that caused it.\n",
+    "notes/2026/thundering.md": "---\ntags: [retry storms]\n---\n# Synchronised retries arrive as a wave\n\nClients "
+                                "that retry on the same schedule hit the server together after an outage.\n",
+    "notes/cache.md": "---\ntitle: A cold cache sends every read to the database\ntags: [cache]\n---\nAfter a "
+                      "deploy the hit rate is zero for minutes.\n",
+    "README.md": "# My notes\n\nNot a note.\n",
+}
+
+
+def test_a_folder_of_notes_with_tags(tmp_path):
+    root = tmp_path / "notes-repo"
+    for path, text in NOTES.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    git(root.parent, "init", "-q", "-b", "main", str(root))
+    run("init", root)
+    toml = (root / "knomit-judge.toml").read_text()
+    toml = toml.replace('paths = ["facts/**/*.md"]', 'paths = ["notes/**/*.md"]').replace(
+        'motif_keys = ["motifs"]', 'motif_keys = ["tags"]')
+    (root / "knomit-judge.toml").write_text(toml)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "notes")
+    replies = tmp_path / "replies.jsonl"
+    replies.write_text(json.dumps({"pass": "alias", "a": "Retry Storm", "b": "retry storms",
+                                   "reply": {"same": True, "mechanism": "Both name retries that pile onto an "
+                                                                        "overloaded server."}}) + "\n")
+    out = run("review", root, "--pass", "alias", "--judge", f"scripted:{replies}", "--json")
+    assert out.exit_code == 0, out.output
+    result = json.loads(out.stdout)
+    assert result["corpus"]["read"] == 3 and result["passes"]["alias"]["applied"] == 1
+    merged = [(root / p).read_text() for p in ("notes/2026/retries.md", "notes/2026/thundering.md")]
+    # one spelling survives (fixed rules: equal carriers and confidence, then the smaller string)
+    assert merged[0].startswith("---\ntags: [Retry Storm, load]\ndate: 2026-01-05\n---\n# Retries")
+    assert merged[1].startswith("---\ntags: [Retry Storm]\n---\n# Synchronised")
+    assert (root / "README.md").read_text() == NOTES["README.md"]
+
+
+def test_title_from_the_heading_or_the_key_and_a_rewrite_never_adds_one():
+    fact = parse_fact("kb/a.md", "---\nsources: 2\nrefs: ['https://x.org/a', 'kb://0123456789ab/kb/b.md', "
+                                 "'kb/c.md', 'src://abc/x.go@1']\nentities: [A b]\n---\n\n# The title\n\nThe body.\n",
+                      ("entities",))
+    assert (fact.title, fact.body, fact.motifs, fact.source_count) == ("The title", "The body.", ("A b",), 2)
+    assert fact.links == ("kb/b.md", "kb/c.md")
+    assert "https://x.org/a" in fact.sources
+    keyed = parse_fact("f.md", "---\ntitle: From the key\n---\n# A heading in the body\n")
+    assert (keyed.title, keyed.body) == ("From the key", "# A heading in the body")
+    text = rewrite(fact.text, {"sources": 3})
+    assert text == fact.text.replace("sources: 2", "sources: 3") and "title:" not in text
+    with pytest.raises(BadFact, match="no title"):
+        parse_fact("kb/x.md", "---\nsources: 1\n---\nJust prose.\n")
+
+
+def test_a_merge_keeps_each_keys_type_and_relinking_keeps_the_ref_form():
+    keep = parse_fact("kb/k.md", "---\nsources: 2\nrefs: ['https://a.org', 'kb://0123456789ab/kb/l.md']\n"
+                                 "entities: [X]\n---\n# K\n", ("entities",))
+    lose = parse_fact("kb/l.md", "---\nsources: 4\nrefs: ['https://b.org', 'kb/k.md']\nentities: [Y, X]\n"
+                                 "domain: [ops]\n---\n# L\n", ("entities",))
+    assert absorbed(keep, lose, ("entities",)) == {"sources": 6, "refs": ["https://a.org", "https://b.org"],
+                                                   "entities": ["X", "Y"], "domain": ["ops"]}
+    listed = parse_fact("f/k.md", "---\ntitle: K\nsources: [s1]\n---\nbody\n")
+    other = parse_fact("f/l.md", "---\ntitle: L\nsources: [s2, s1]\nlinks: [f/k.md]\n---\nbody\n")
+    assert absorbed(listed, other) == {"sources": ["s1", "s2"]}
+    linker = parse_fact("kb/m.md", "---\nrefs: ['kb://0123456789ab/kb/l.md', 'kb/l.md', 'https://c.org']\n---\n# M\n")
+    assert relinked_changes(linker, "kb/l.md", "kb/k.md") == \
+        {"refs": ["kb://0123456789ab/kb/k.md", "kb/k.md", "https://c.org"]}
+
+
+@pytest.mark.parametrize("corpus, message", [
+    ({"retract": "remove"}, "corpus.retract: 'remove' is not one of 'status', 'delete'"),
+    ({"paths": []}, "corpus.paths: expected a non-empty list"),
+    ({"paths": ["../elsewhere/*.md"]}, "must be relative to the corpus root"),
+    ({"motif_keys": "tags"}, "corpus.motif_keys: expected list"),
+    ({"motif_keys": ["a b"]}, "is not a front-matter key name"),
+])
+def test_corpus_settings_are_checked(corpus, message):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace("[", r"\[")):
+        parse_config({"corpus": corpus})
+
+
+def test_write_config_helper_still_works_with_the_new_keys(corpus_repo):
+    write_config(corpus_repo, '[corpus]\npaths = ["facts/ops/*.md"]\nretract = "delete"\n')
+    out = run("review", corpus_repo.root, "--dry-run", "--json", "--pass", "alias")
+    assert json.loads(out.stdout)["corpus"]["files"] == 4
+
+
+def test_keys_knomit_writes_and_this_tool_never_uses_do_not_stop_a_fact_being_read():
+    text = ("---\nkind: pragmatic\ntype: heuristic\ndomain: [ops]\nconfidence: 0.9\nsources: 1\nevidence_weight: 2.5\n"
+            "origin: authored\nexpires: 2026-13-45\ncontext: {task: t-17, verdict: agree}\nentities: ['No', '2.0']\n"
+            "refs: []\n---\n# A title\n\nA body.\n")
+    fact = parse_fact("kb/x.md", text, ("entities",))
+    assert (fact.title, fact.motifs, fact.source_count, fact.links) == ("A title", ("No", "2.0"), 1, ())
+    # an impossible date in a key we do not use is text to us, never a crash
+    assert rewrite(text, {"sources": 2}).count("expires: 2026-13-45\n") == 1
+
+
+def test_a_proposed_fact_takes_the_shape_of_its_group(tmp_path):
+    from knomit_judge.config import CorpusConfig
+    from knomit_judge.corpus import Corpus
+    from knomit_judge.passes.discovery import new_fact_path, proposal_text, proposed
+
+    member = parse_fact(KEEP, (FIXTURE / KEEP).read_text(), ("entities",))
+    corpus = Corpus(tmp_path, {KEEP: member}, [], CorpusConfig(paths=["kb/**/*.md"], motif_keys=["entities"],
+                                                                retract="delete"))
+    path = new_fact_path(corpus, "pool-starvation.md")
+    text = proposal_text(corpus, member, {"title": "Pool starvation hides behind an idle database", "body": "B.",
+                                          "motifs": ["pool-starvation"]}, 0.4, "v123", [KEEP])
+    assert path == "kb/discovered/pool-starvation.md"
+    read = knomit_parse(text)
+    assert (read["title"], read["sources"], read["entities"]) == \
+        ("Pool starvation hides behind an idle database", 1, ["pool-starvation"])
+    assert read["refs"] == [KEEP, "knomit-judge:v123"] and "title:" not in text
+    fact = corpus.parse(path, text)
+    assert proposed(fact) and fact.links == (KEEP,)
+    ours = parse_fact("facts/a.md", "---\ntitle: A\nsources: [s]\nlinks: []\n---\nbody\n")
+    mine = proposal_text(Corpus(tmp_path, {}, []), ours, {"title": "T", "body": "B.", "motifs": ["m"]}, 0.4, "v1",
+                         ["facts/a.md"])
+    assert mine == "---\ntitle: T\nmotifs: [m]\nconfidence: 0.4\nsources: ['knomit-judge:v1']\nlinks: [facts/a.md]\n---\nB.\n"
+
+
+@pytest.mark.parametrize("path, globs, hit", [
+    ("kb/a/b/c.md", ["kb/**/*.md"], True),
+    ("kb/c.md", ["kb/**/*.md"], True),
+    ("x/kb/c.md", ["kb/**/*.md"], False),
+    ("notes/a.md", ["notes/*.md"], True),
+    ("notes/deep/a.md", ["notes/*.md"], False),
+    ("a.md", ["**/*.md"], True),
+    ("facts/[draft].md", ["facts/[[]draft].md"], True),
+    ("facts/a.txt", ["facts/**/*.md", "facts/*.txt"], True),
+])
+def test_fact_path_globs(path, globs, hit):
+    from knomit_judge.layout import matches
+    assert matches(path, globs) is hit
