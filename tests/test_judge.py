@@ -296,7 +296,10 @@ def test_only_parsed_replies_are_cached(pair_repo, judge_env):
     assert row["text"] == DIFFERENT and row["prompt"] == "alias@1"
     parsed, garbled = judge_env.requests
     prompt = load_prompt("alias")
-    assert row["key"] == cache_key("claude-sonnet-4-5", prompt.id, prompt.system, parsed.prompt, 0)
+    # the forced reply tool is part of the request, hence of the key
+    assert parsed.body["tools"] == [prompt.tool]
+    assert row["key"] == cache_key("claude-sonnet-4-5", prompt.id, prompt.system, parsed.prompt, 0, prompt.tool)
+    assert row["key"] != cache_key("claude-sonnet-4-5", prompt.id, prompt.system, parsed.prompt, 0)
     judge_env.responder = lambda req, n: text(DIFFERENT)
     r = session(pair_repo).passes["alias"]
     assert (r.judged, r.judge_calls) == (1, 1)
