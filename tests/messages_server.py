@@ -273,7 +273,7 @@ class MessagesServer:
     """A scripted `POST /v1/messages` server on 127.0.0.1, one thread per request.
 
     Also the Message Batches endpoints: a batch stays `in_progress` until `end_batches()`, which answers
-    each of its requests with `responder` (or `batch_outcome`: "expired", "errored", "canceled").
+    each of its requests with `responder` (or `batch_outcome`: "expired", "errored", "invalid", "canceled").
     `max_body` makes any larger request body a 400 "prompt is too long", as the real API does.
     """
 
@@ -401,8 +401,9 @@ class MessagesServer:
         outcome = self.batch_outcome(n, params)
         if outcome in ("expired", "canceled"):
             return {"type": outcome}
-        if outcome == "errored":
-            return {"type": "errored", "error": {"type": "error", "error": {"type": "api_error", "message": "scripted"}}}
+        if outcome in ("errored", "invalid"):  # invalid: the request's content was refused
+            kind = "invalid_request_error" if outcome == "invalid" else "api_error"
+            return {"type": "errored", "error": {"type": "error", "error": {"type": kind, "message": "scripted"}}}
         size = len(json.dumps(params))
         if self.max_body is not None and size > self.max_body:
             reply = _error_reply(400, f"prompt is too long: {size // 4} tokens > {self.max_body // 4} maximum")
