@@ -19,6 +19,7 @@ import anthropic
 
 from .errors import ConfigError, JudgeRefused, Refused, Unavailable, Unparsed
 from .judge import STOPS_SESSION, AnthropicBackend, _completion, _error_message
+from .limiter import retry_after
 from .verdicts import now
 
 log = logging.getLogger(__name__)
@@ -105,7 +106,10 @@ class Batches:
             try:
                 batch = await client.messages.batches.retrieve(row["id"])
             except anthropic.APIStatusError as e:
-                if e.status_code in STOPS_SESSION and e.status_code != 404:
+                if e.status_code == 404:
+                    self._lost(row, "the API does not know it (HTTP 404)")
+                    continue
+                if e.status_code in STOPS_SESSION:
                     raise JudgeRefused(f"judge refused the batch request: HTTP {e.status_code} {_error_message(e)}; "
                                        "check ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL") from None
                 log.warning("batch %s: not collected (HTTP %d %s); tried again next session",
@@ -135,6 +139,9 @@ class Batches:
                 kind = self._result(entry, p, judge)
                 kinds[kind] = kinds.get(kind, 0) + 1
                 self.collected.setdefault(pass_name, set()).add(fp)
+        except anthropic.NotFoundError:
+            self._lost(row, "its results are no longer available (HTTP 404)")
+            return
         except (anthropic.APIError, ValueError) as e:
             # what came in is in the reply cache already; the rest is fetched again next session
             log.warning("batch %s: results cut short (%s); tried again next session", row["id"], type(e).__name__)
@@ -145,6 +152,13 @@ class Batches:
         self.reports.append({"id": row["id"], "requests": row["requests"], "status": "collected", **kinds})
         log.info("batch %s: collected %d result(s) (%s)", row["id"], sum(kinds.values()),
                  ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
+
+    def _lost(self, row: dict, why: str) -> None:
+        """A batch that will never give results: its questions become askable again (next round or session)."""
+        log.warning("batch %s: %s; its %d request(s) will be asked again", row["id"], why, row["requests"])
+        with self.store.db.atomic():
+            self.store.db.execute("UPDATE batches SET status = 'lost', collected_at = ? WHERE id = ?", [now(), row["id"]])
+        self.reports.append({"id": row["id"], "requests": row["requests"], "status": "lost"})
 
     def _result(self, entry, p, judge) -> str:
         """One batch result, filed as a synchronous call's would be; returns its kind."""
@@ -217,7 +231,7 @@ class Batches:
 
     async def _create(self, judge, chunk: list[BatchRequest]) -> str:
         cfg = judge.config.judge
-        last = ""
+        last, batch = "", None
         for attempt in range(1, cfg.max_attempts + 1):
             await judge.backend.limiter.wait()
             try:
@@ -225,10 +239,15 @@ class Batches:
                     requests=[{"custom_id": r.custom_id, "params": r.params} for r in chunk])
                 break
             except anthropic.APIStatusError as e:
-                if e.status_code in STOPS_SESSION or 400 <= e.status_code < 500 and e.status_code not in (408, 409, 429):
+                if e.status_code in STOPS_SESSION:
                     raise JudgeRefused(f"judge refused the batch: HTTP {e.status_code} {_error_message(e)}; "
                                        "check ANTHROPIC_API_KEY, the model name and ANTHROPIC_BASE_URL") from None
-                last = f"HTTP {e.status_code}"
+                last = f"HTTP {e.status_code} {_error_message(e)}"
+                after = retry_after(e.response.headers)
+                if after is not None and e.status_code in (429, 529):
+                    judge.backend.limiter.pause(after, f"HTTP {e.status_code}, retry-after {after:g}")
+                if e.status_code < 500 and e.status_code not in (408, 409, 429):
+                    break  # the batch as sent is refused: retrying cannot help; asked again next session
             except anthropic.APIConnectionError as e:
                 last = type(e).__name__
             log.warning("batch submission failed (%s), attempt %d of %d", last, attempt, cfg.max_attempts)
@@ -236,6 +255,8 @@ class Batches:
                 await asyncio.sleep(judge.backend._wait(attempt))
         else:
             raise Unavailable(f"batch not submitted: {last} after {cfg.max_attempts} attempts", cfg.max_attempts)
+        if batch is None:
+            raise Unavailable(f"batch not submitted: {last}", attempt)
         # Stored before anything else happens: a session killed from here on leaves the batch to the next one.
         with self.store.db.atomic():
             self.store.db["batches"].insert({"id": batch.id, "model": judge.model, "session": self.session,

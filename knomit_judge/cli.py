@@ -120,6 +120,8 @@ def _batch_line(b: dict) -> str:
         return f"batch {b['id']}: {b['requests']} requests submitted"
     if b["status"] == "waiting":
         return f"waiting on batch {b['id']}, {b['requests']} requests"
+    if b["status"] == "lost":
+        return f"batch {b['id']}: lost by the API; its {b['requests']} requests are asked again"
     return f"batch {b['id']}: {b['requests']} requests collected"
 
 

@@ -19,7 +19,7 @@ CREATE TABLE batches (
     model TEXT NOT NULL,
     session TEXT,
     requests INTEGER NOT NULL,
-    status TEXT NOT NULL,           -- submitted | collected
+    status TEXT NOT NULL,           -- submitted | collected | lost (the API no longer has it)
     submitted_at TEXT NOT NULL,
     collected_at TEXT
 );

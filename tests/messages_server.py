@@ -283,6 +283,7 @@ class MessagesServer:
         self.batch_outcome: Callable[[int, dict], str | None] = lambda n, params: None
         self.batches: dict[str, Batch] = {}
         self.batch_calls: list[str] = []  # "create", "retrieve <id>", "results <id>", in order
+        self.batch_create_faults: deque[int] = deque()  # HTTP statuses the next batch creations fail with
         self._lock = threading.Lock()
         self._requests: list[Request] = []
         self._queue: deque[Action] = deque()
@@ -371,10 +372,12 @@ class MessagesServer:
         if len({r["custom_id"] for r in requests}) != len(requests):
             return _error_reply(400, "custom_id values must be unique within a batch")
         with self._lock:
+            self.batch_calls.append("create")
+            if self.batch_create_faults:
+                return _error_reply(self.batch_create_faults.popleft(), "scripted batch failure")
             batch = Batch(f"msgbatch_{len(self.batches):04d}", requests,
                           datetime.now(timezone.utc).isoformat().replace("+00:00", "Z"))
             self.batches[batch.id] = batch
-            self.batch_calls.append("create")
         return _json_reply(200, self._batch_json(batch))
 
     def _batch_get(self, batch_id: str, results: bool) -> Reply:

@@ -207,3 +207,24 @@ def test_a_killed_daemon_batch_is_collected_by_the_next_session_without_resubmit
     assert any(s.startswith("alias: merge motif") for s in repo.log())
     ids = [r["custom_id"] for b in judge_env.batches.values() for r in b.requests]
     assert len(ids) == len(set(ids))  # no request was ever submitted twice
+
+
+def test_a_batch_that_cannot_be_submitted_leaves_its_questions_unavailable(repo, judge_env):
+    judge_env.batch_create_faults.extend([500, 500, 500])
+    result, out = run(repo, "--batch", "--json")
+    assert result.exit_code == 1  # offered, nothing judged, nothing in a batch: broken
+    alias = out["passes"]["alias"]
+    assert (alias["unavailable"], alias["batched"], alias["state"]) == (3, 0, "broken")
+    assert "batch not submitted: HTTP 500" in alias["first_error"]
+    assert db(repo)["batches"].count == 0 and judge_env.batch_calls == ["create"] * 3
+    result, out = run(repo, "--batch", "--json")  # the next session submits them
+    assert result.exit_code == 0 and out["batches"][0]["status"] == "submitted"
+
+
+def test_a_batch_the_api_lost_gives_its_questions_back(repo, judge_env):
+    run(repo, "--batch")
+    judge_env.batches.clear()  # the API answers 404 for it from now on
+    result, out = run(repo, "--json")
+    assert result.exit_code == 0, result.output
+    assert out["batches"][0]["status"] == "lost"
+    assert out["passes"]["alias"]["judged"] >= 3 and judge_env.calls >= 6  # asked synchronously instead
