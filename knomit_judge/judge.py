@@ -1,9 +1,9 @@
 """The judge client: bounded, timed, retried, sampled, position-swapped, cached, and costed.
 
-A backend turns one prompt into one reply text (the Anthropic Messages API, or
-recorded replies for the demo and tests). The Judge turns a candidate into an
-Outcome: a verdict's answer, or *unavailable* / *unparsed*, which are never
-verdicts.
+A backend turns one prompt into one reply text (the Anthropic Messages API, asked
+through one forced tool whose schema is the reply contract, or recorded replies for
+the demo and tests). The Judge turns a candidate into an Outcome: a verdict's answer,
+or *unavailable* / *unparsed* / *refused*, which are never verdicts.
 """
 
 from __future__ import annotations
