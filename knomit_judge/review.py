@@ -237,7 +237,8 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
     seen.update(c.fingerprint for c in candidates)
     r.candidates = len(seen)  # distinct questions met this session, over all rounds
     if first:
-        r.cached = len(candidates) - len(waiting)
+        # answered, or refused earlier (with a note); questions in a running batch count as batched instead
+        r.cached = len(candidates) - len(waiting) - sum(c.fingerprint in busy for c in candidates)
         r.throttle = t.state + (" (probe)" if t.probe else "")
         r.next_probe_in = t.next_probe_in
         note_skipped(p, ctx, r, candidates, refused, busy)

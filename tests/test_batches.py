@@ -90,7 +90,8 @@ def test_batch_submitted_waited_on_then_collected_and_applied(repo, judge_env):
     waiting, out = run(repo, "--json")  # not collected yet: reported, never asked again
     assert waiting.exit_code == 0, waiting.output
     alias = out["passes"]["alias"]
-    assert (alias["state"], alias["offered"], alias["batched"], alias["judge_calls"]) == ("batched", 0, 3, 0)
+    assert (alias["state"], alias["offered"], alias["batched"], alias["cached"], alias["judge_calls"]) == \
+        ("batched", 0, 3, 0, 0)
     assert f"waiting on batch {batch.id}, 6 requests" in alias["notes"]
     assert out["batches"] == [{"id": batch.id, "requests": 6, "status": "waiting"}]
     assert f"waiting on batch {batch.id}, 6 requests" in run(repo)[0].stdout

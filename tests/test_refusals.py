@@ -68,6 +68,7 @@ def test_a_huge_fact_is_refused_alone_and_not_asked_again(huge_repo, judge_env):
     assert again.exit_code == 0 and judge_env.calls == calls  # the next session does not ask it again
     prune2 = out2["passes"]["prune"]
     assert (prune2["state"], prune2["offered"], prune2["refused"]) == ("caught-up", 0, 0)
+    assert prune2["cached"] == prune2["candidates"]  # answered, or refused earlier
     assert any(n.startswith(f"{prune['refused']} question(s) refused by the API in an earlier session")
                for n in prune2["notes"])
     [text_line] = [x for x in CliRunner().invoke(cli, ["-q", "review", str(huge_repo.root), "--pass", "prune"])
