@@ -120,3 +120,16 @@ def test_403_still_stops_the_session_with_exit_2(tmp_path, judge_env):
     judge_env.responder = lambda req, n: status(403, message="no permission")
     result, _ = review_json(repo)
     assert result.exit_code == 2 and "HTTP 403" in result.stderr and "ANTHROPIC_API_KEY" in result.stderr
+
+
+def test_discovery_evidence_is_cut_the_same_way(tmp_path):
+    from knomit_judge.corpus import load_corpus
+    from knomit_judge.passes.discovery import DiscoveryPass
+
+    repo = make_repo(tmp_path / "d", FACTS)
+    corpus = load_corpus(repo.root, 1_048_576)
+    members = [corpus.facts[p] for p in ("facts/a.md", "facts/b.md", "facts/huge.md")]
+    [evidence] = DiscoveryPass().candidate(members, max_chars=2000).orders
+    huge = evidence["facts"][2]["body"]
+    assert len(huge) <= 2000 and huge.endswith("characters not shown]")
+    assert [f["body"] for f in evidence["facts"][:2]] == [m.body for m in members[:2]]  # short bodies untouched
