@@ -208,7 +208,8 @@ def prompt_key(request) -> str | None:
     for name in DEFAULTS:
         p = load_prompt(name)
         if p.system == request.system:
-            return cache_key(request.body.get("model", ""), p.id, p.system, request.prompt, 0)
+            tool = (request.body.get("tools") or [None])[0]  # the forced reply tool is part of the key
+            return cache_key(request.body.get("model", ""), p.id, p.system, request.prompt, 0, tool)
     return None
 
 

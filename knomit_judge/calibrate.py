@@ -104,7 +104,7 @@ def _label_problem(entry) -> str:
     return "" if isinstance(label, bool) else "'label' must be true or false"
 
 
-def build(entry: dict, corpus, passes) -> tuple[Candidate | None, str, str]:
+def build(entry: dict, corpus, passes, max_chars: int) -> tuple[Candidate | None, str, str]:
     """The Candidate the pass would build for this labelled question, or (None, missing thing, reason)."""
     name = entry["pass"]
     if name == "alias":
@@ -123,21 +123,21 @@ def build(entry: dict, corpus, passes) -> tuple[Candidate | None, str, str]:
             return None, path, f"fact {path} is {'not in the corpus' if fact is None else 'retracted'}"
     if name == "discovery":
         # in corpus order, as the pass builds its groups
-        return passes["discovery"].candidate([corpus.facts[p] for p in sorted(set(paths))]), "", ""
+        return passes["discovery"].candidate([corpus.facts[p] for p in sorted(set(paths))], max_chars=max_chars), "", ""
     a, b = corpus.facts[paths[0]], corpus.facts[paths[1]]
-    ea, eb = fact_evidence(a), fact_evidence(b)
+    ea, eb = fact_evidence(a, max_chars), fact_evidence(b, max_chars)
     return Candidate(name, {"a": a.path, "b": b.path}, fingerprint(a.content_id, b.content_id), 0.0,
                      [{"fact_a": ea, "fact_b": eb}, {"fact_a": eb, "fact_b": ea}]), "", ""
 
 
-def cached_positions(p, c: Candidate, store: Store, model: str, samples: int) -> list[str]:
+def cached_positions(p, c: Candidate, store: Store, model: str, samples: int, tool: dict | None = None) -> list[str]:
     """Each order's majority from the reply cache alone, or [] when any reply is missing."""
     out = []
     for evidence in c.orders:
         user = p.prompt.render(evidence)
         answers = []
         for n in range(samples):
-            hit = store.cached_reply(cache_key(model, p.prompt.id, p.prompt.system, user, n))
+            hit = store.cached_reply(cache_key(model, p.prompt.id, p.prompt.system, user, n, tool))
             if not hit:
                 return []
             try:
@@ -205,7 +205,7 @@ def calibrate(labels_path: Path | str, root: Path | str = ".", judge_spec: str =
     passes = all_passes()
     questions, skipped = [], []
     for n, entry in entries:
-        c, missing, reason = build(entry, corpus, passes)
+        c, missing, reason = build(entry, corpus, passes, config.judge.max_evidence_chars)
         if c is None:
             skipped.append({"line": n, "pass": entry["pass"], "missing": missing, "reason": reason})
             continue
@@ -252,7 +252,7 @@ async def _answer(questions: list[Question], passes, judge: Judge, store: Store,
             q.source, q.answer = "stored", in_label_terms(p.name, v.answer)
             q.agreement, q.rationale = v.agreement, v.rationale
             q.by_position = [in_label_terms(p.name, a)
-                             for a in cached_positions(p, q.candidate, store, judge.model, cfg.samples)]
+                             for a in cached_positions(p, q.candidate, store, judge.model, cfg.samples, judge.tool(p))]
             return
         async with gate:
             if judge.spent() >= cfg.max_cost_usd:  # the session cost cap holds here too; the rest stays unasked

@@ -84,7 +84,9 @@ def init(corpus, create):
 @click.option("--pass", "passes", multiple=True, type=click.Choice(JUDGED_PASSES), help="Run only these passes.")
 @json_opt
 @click.option("--judge", default="anthropic", show_default=True, help="anthropic, or scripted:FILE (recorded replies).")
-def review(corpus, dry_run, passes, as_json, judge):
+@click.option("--batch", is_flag=True,
+              help="Submit the offered questions as one Message Batch (half price); the next session collects it.")
+def review(corpus, dry_run, passes, as_json, judge, batch):
     """Run one review session: exact duplicates, then the alias, prune and discovery judges.
 
     Exit 0 done, 1 a pass is broken, 2 usage or configuration error, 3 corpus locked.
@@ -93,10 +95,12 @@ def review(corpus, dry_run, passes, as_json, judge):
     """
     from .review import ReviewOptions, review as run
     with sigterm_as_interrupt():
-        result = run(corpus, ReviewOptions(dry_run=dry_run, passes=tuple(passes) or JUDGED_PASSES, judge=judge))
+        result = run(corpus, ReviewOptions(dry_run=dry_run, passes=tuple(passes) or JUDGED_PASSES, judge=judge,
+                                           batch=batch or None))  # None: judge.mode decides
     # the evidence first and the summary last, so a long plan does not scroll the answer away
     lines = [*_plan_lines(result), *(f"note: {n}" for n in result.notes), *result.lines(),
-             *(f"commit {sha}" for sha in result.commits), *([result.summary()] if result.dry_run else [])]
+             *(_batch_line(b) for b in result.batches), *(f"commit {sha}" for sha in result.commits),
+             *([result.summary()] if result.dry_run else [])]
     emit(result.json(), as_json, lines)
     sys.exit(1 if result.broken else 0)
 
@@ -124,6 +128,16 @@ def sigterm_as_interrupt():
         signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
         if sigint_ignored:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _batch_line(b: dict) -> str:
+    if b["status"] == "submitted":
+        return f"batch {b['id']}: {b['requests']} requests submitted"
+    if b["status"] == "waiting":
+        return f"waiting on batch {b['id']}, {b['requests']} requests"
+    if b["status"] == "lost":
+        return f"batch {b['id']}: lost by the API; its {b['requests']} requests are asked again"
+    return f"batch {b['id']}: {b['requests']} requests collected"
 
 
 def _plan_lines(result) -> list[str]:

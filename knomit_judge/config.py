@@ -27,12 +27,18 @@ class JudgeConfig:
     max_tokens: int = 400
     backoff_s: float = 1.0  # first retry wait; doubles each attempt, with jitter
     backoff_max_s: float = 60.0
+    max_evidence_chars: int = 8000  # per fact body in prune and discovery; longer bodies are cut, visibly
+    mode: str = "sync"  # "batch": offered questions go into one Message Batch, collected by the next session
+
+
+MODES = ("sync", "batch")
 
 
 @dataclass
 class Price:
     input_per_mtok: float
     output_per_mtok: float
+    batch_discount: float = 0.5  # Message Batches bill this share less than the same calls made one by one
 
 
 @dataclass
@@ -119,6 +125,7 @@ _BOUNDS = {
     "judge.concurrency": (1, None), "judge.timeout_s": (0.001, None), "judge.max_attempts": (1, None),
     "judge.samples": (1, None), "judge.min_agreement": (0, 1), "judge.max_cost_usd": (0, None),
     "judge.max_tokens": (1, None), "judge.backoff_s": (0, None), "judge.backoff_max_s": (0, None),
+    "judge.max_evidence_chars": (200, None),
     # optimistic_cap and unproven_allowance of 0 would latch a pass off: no offers, so never the verdicts
     # that move it to another state. Every off-state must still generate the evidence its way back reads.
     "shortlist.k": (1, None), "budget.optimistic_cap": (1, None), "budget.window": (1, None),
@@ -188,10 +195,15 @@ def parse_config(data: dict) -> Config:
                 raise ConfigError("prices: expected a table of models")
             for model, price in raw.items():
                 config.prices[model] = _section(f'prices."{model}"', Price, price)
+                if not 0 <= config.prices[model].batch_discount < 1:
+                    raise ConfigError(f'prices."{model}".batch_discount: '
+                                      f"{config.prices[model].batch_discount!r} is out of range (0 to below 1)")
         elif name in _SECTION_TYPES:
             setattr(config, name, _section(name, _SECTION_TYPES[name], raw))
         else:
             raise ConfigError(f"{name}: unknown section (known: {', '.join([*_SECTION_TYPES, 'prices'])})")
+    if config.judge.mode not in MODES:
+        raise ConfigError(f"judge.mode: {config.judge.mode!r} is not one of {', '.join(MODES)}")
     if config.discovery.min_group > config.discovery.max_group:
         raise ConfigError("discovery.min_group: larger than discovery.max_group")
     if "cron" in data.get("schedule", {}):
@@ -232,10 +244,13 @@ max_cost_usd = 5.0       # per session; the rest waits for the next one
 max_tokens = 400         # per reply
 backoff_s = 1.0          # first retry wait, doubling with jitter
 backoff_max_s = 60.0     # longest retry wait
+max_evidence_chars = 8000  # per fact body shown to prune and discovery; the rest is cut with a marker
+mode = "sync"            # "batch": submit offered questions as one Message Batch (half price), collected next session
 
 # [prices."claude-sonnet-4-5"]   # USD per million tokens; current models ship with prices
 # input_per_mtok = 3.0
 # output_per_mtok = 15.0
+# batch_discount = 0.5         # Message Batches cost this share less
 
 [shortlist]
 k = 5                    # nearest neighbours per motif / fact

@@ -22,7 +22,7 @@ class CorpusLocked(KnomitError):
 
 
 class JudgeRefused(KnomitError):
-    """The judge API refused the request for a reason retrying cannot fix (bad key, bad model)."""
+    """The judge API refused every request for a reason retrying cannot fix (bad key, permission, model)."""
 
 
 class UnknownVerdict(KnomitError):
@@ -52,3 +52,7 @@ class Unparsed(Exception):
 
 class Unavailable(Exception):
     """The judge gave no reply in time or within the retry budget: never a verdict."""
+
+
+class Refused(Exception):
+    """The judge API refused one question's request for its content (HTTP 400, 413): never a verdict."""

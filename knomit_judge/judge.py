@@ -1,9 +1,9 @@
 """The judge client: bounded, timed, retried, sampled, position-swapped, cached, and costed.
 
-A backend turns one prompt into one reply text (the Anthropic Messages API, or
-recorded replies for the demo and tests). The Judge turns a candidate into an
-Outcome: a verdict's answer, or *unavailable* / *unparsed*, which are never
-verdicts.
+A backend turns one prompt into one reply text (the Anthropic Messages API, asked
+through one forced tool whose schema is the reply contract, or recorded replies for
+the demo and tests). The Judge turns a candidate into an Outcome: a verdict's answer,
+or *unavailable* / *unparsed* / *refused*, which are never verdicts.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from pathlib import Path
 import anthropic
 
 from .config import Config
-from .errors import ConfigError, JudgeRefused, Unavailable, Unparsed
+from .errors import ConfigError, JudgeRefused, Refused, Unavailable, Unparsed
+from .limiter import QuestionClock, RateLimiter, question_clock, retry_after
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +33,7 @@ class Completion:
     tokens_out: int | None
     attempts: int = 1
     request_id: str | None = None
+    batch: bool = False  # a Message Batch result: billed at the batch price, already in the ledger
 
 
 @dataclass
@@ -58,8 +60,18 @@ def _status_retryable(code: int) -> bool:
     return code in (408, 409, 429) or code >= 500
 
 
+# The key, its permission, the model: wrong for every question alike, so the session stops.
+STOPS_SESSION = (401, 403, 404)
+
+
 class AnthropicBackend:
-    """The Messages API through anthropic.AsyncAnthropic; retries are ours, counted (SDK max_retries=0)."""
+    """The Messages API through anthropic.AsyncAnthropic; retries are ours, counted (SDK max_retries=0).
+
+    The verdict is asked for through one forced tool whose input schema is the pass's reply contract;
+    every call of the session goes through one shared RateLimiter.
+    """
+
+    uses_tools = True
 
     def __init__(self, config: Config, client: anthropic.AsyncAnthropic | None = None):
         self.config = config.judge
@@ -72,53 +84,77 @@ class AnthropicBackend:
         if not (self.client.api_key or self.client.auth_token):
             # the SDK would only say so at the first request, as a TypeError
             raise ConfigError("judge: no API key (set ANTHROPIC_API_KEY)")
+        self.limiter = RateLimiter(config.judge.concurrency, config.judge.max_tokens, config.judge.backoff_max_s)
 
-    def _wait(self, attempt: int, error) -> float:
+    def _wait(self, attempt: int) -> float:
         base = min(self.config.backoff_max_s, self.config.backoff_s * 2 ** (attempt - 1))
-        wait = base * (0.5 + random.random() / 2)
-        retry_after = None
-        response = getattr(error, "response", None)
-        if response is not None:
-            try:
-                retry_after = float(response.headers.get("retry-after", ""))
-            except ValueError:
-                pass
-        if retry_after is not None:
-            wait = max(wait, min(retry_after, self.config.backoff_max_s))
-        return wait
+        return base * (0.5 + random.random() / 2)
 
-    async def complete(self, system: str, user: str, subject: dict, position: int) -> Completion:
+    def params(self, system: str, user: str, tool: dict | None) -> dict:
+        """The body of one Messages request (also one Message Batch request's params)."""
+        body = {"model": self.model, "max_tokens": self.config.max_tokens, "system": system,
+                "messages": [{"role": "user", "content": user}]}
+        if tool:
+            body["tools"] = [tool]
+            body["tool_choice"] = {"type": "tool", "name": tool["name"]}
+        return body
+
+    async def complete(self, system: str, user: str, subject: dict, position: int, tool: dict | None = None) -> Completion:
         last = "no attempt"
         for attempt in range(1, self.config.max_attempts + 1):
+            await self.limiter.wait()
+            shared = False  # the server asked every worker to wait: the limiter logs that once
             try:
-                msg = await self.client.messages.create(
-                    model=self.model, max_tokens=self.config.max_tokens, system=system,
-                    messages=[{"role": "user", "content": user}])
+                raw = await self.client.messages.with_raw_response.create(**self.params(system, user, tool))
+                self.limiter.observe(raw.headers)
+                msg = await raw.parse()
             except anthropic.APIStatusError as e:
                 rid = getattr(e, "request_id", None) or e.response.headers.get("request-id")
-                if not _status_retryable(e.status_code):
+                if e.status_code in STOPS_SESSION:
                     raise JudgeRefused(
                         f"judge refused the request: HTTP {e.status_code} {_error_message(e)} (request {rid}); "
                         "check ANTHROPIC_API_KEY, the model name and ANTHROPIC_BASE_URL") from None
+                if not _status_retryable(e.status_code):
+                    # about this request's content (too long, too large): this question only
+                    raise Refused(f"HTTP {e.status_code} {_error_message(e)} (request {rid})", attempt) from None
                 last = f"HTTP {e.status_code} (request {rid})"
-                error = e
+                self.limiter.observe(e.response.headers)
+                after = retry_after(e.response.headers)
+                if after is not None and e.status_code in (429, 529):
+                    self.limiter.pause(after, f"HTTP {e.status_code}, retry-after {after:g}")
+                    shared = True
             except anthropic.APIConnectionError as e:  # includes APITimeoutError
-                last, error = f"{type(e).__name__}: {e}", e
+                last = f"{type(e).__name__}: {e}"
             except (anthropic.APIResponseValidationError, ValueError) as e:  # a body that is not JSON at all
-                last, error = f"malformed response: {type(e).__name__}", e
+                last = f"malformed response: {type(e).__name__}"
             else:
-                text = _message_text(msg)
-                if text is not None:
-                    usage = getattr(msg, "usage", None)
-                    return Completion(text=text, tokens_in=getattr(usage, "input_tokens", None),
-                                      tokens_out=getattr(usage, "output_tokens", None), attempts=attempt,
-                                      request_id=getattr(msg, "_request_id", None))
-                last, error = "malformed response: a 200 whose body is not a Message", None
+                done = _completion(msg, tool)
+                if done is not None:
+                    done.attempts, done.request_id = attempt, raw.request_id
+                    return done
+                last = "malformed response: a 200 whose body is not a Message"
             # info, not a warning: the pass's line names the first error, and `-q` must silence retries
-            log.info("judge call failed (%s), attempt %d of %d", last, attempt, self.config.max_attempts)
-            if attempt < self.config.max_attempts:
-                await asyncio.sleep(self._wait(attempt, error))
+            (log.debug if shared else log.info)(
+                "judge call failed (%s), attempt %d of %d", last, attempt, self.config.max_attempts)
+            if attempt < self.config.max_attempts and not shared:
+                await asyncio.sleep(self._wait(attempt))
         raise Unavailable(f"{last} after {self.config.max_attempts} attempts", self.config.max_attempts)
+
+
+def _completion(msg, tool: dict | None) -> Completion | None:
+    """A Message as a Completion: the forced tool's input as JSON text, else its text blocks; None if malformed."""
+    content = getattr(msg, "content", None) if isinstance(msg, anthropic.types.Message) else None
+    if not isinstance(content, list):
+        return None
+    usage = getattr(msg, "usage", None)
+    tokens = dict(tokens_in=getattr(usage, "input_tokens", None), tokens_out=getattr(usage, "output_tokens", None))
+    if tool:
+        for block in content:
+            if getattr(block, "type", "") == "tool_use" and getattr(block, "name", "") == tool["name"]:
+                # the raw reply recorded, and parsed by the same strict parser as a text reply
+                return Completion(text=json.dumps(getattr(block, "input", None), ensure_ascii=False), **tokens)
+    text = _message_text(msg)
+    return None if text is None else Completion(text=text, **tokens)
 
 
 def _message_text(msg) -> str | None:
@@ -253,7 +289,7 @@ class Sample:
 
 @dataclass
 class Outcome:
-    """One question's result. kind is 'verdict', 'unavailable' or 'unparsed'."""
+    """One question's result. kind is 'verdict', 'unavailable', 'unparsed' or 'refused'."""
 
     kind: str
     answer: str | None = None
@@ -270,10 +306,27 @@ class Outcome:
     by_position: list = field(default_factory=list)  # each order's majority answer, in order asked
 
 
-def cache_key(model: str, prompt_id: str, system: str, user: str, sample: int) -> str:
+def cache_key(model: str, prompt_id: str, system: str, user: str, sample: int, tool: dict | None = None) -> str:
+    """The reply-cache key: model, prompt version, exact prompt, sample number, and the forced tool if any."""
     text = f"{system}\n\n{user}"
     key = f"{model}|{prompt_id}|{text}" + (f"|sample={sample}" if sample else "")
+    if tool:  # a tool-use request is a different request: its replies never mix with text-only ones
+        key += "|tool=" + json.dumps(tool, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class Ask:
+    """One request of a question: an order and a sample, with its cache key."""
+
+    position: int
+    sample: int
+    user: str
+    key: str
+
+
+def _attempts(e: Exception) -> int:
+    return e.args[1] if len(e.args) > 1 else 1
 
 
 class Judge:
@@ -283,6 +336,8 @@ class Judge:
         self.backend, self.store, self.config = backend, store, config
         self.semaphore = asyncio.Semaphore(config.judge.concurrency)
         self.ledgers: dict[str, Ledger] = {}
+        # Message Batch results collected this session, by cache key: a Completion, or the error to raise
+        self.fresh: dict[str, Completion | Exception] = {}
 
     @property
     def model(self) -> str:
@@ -293,13 +348,29 @@ class Judge:
         """anthropic or scripted: verdicts and cached replies bind only the kind of judge that gave them."""
         return getattr(self.backend, "kind", "anthropic")
 
-    def cost(self, tokens_in, tokens_out) -> float | None:
+    def tool(self, p) -> dict | None:
+        """The forced reply tool, on backends that speak the real API."""
+        return p.prompt.tool if getattr(self.backend, "uses_tools", False) else None
+
+    def asks(self, p, candidate) -> list[Ask]:
+        """Every request a question takes (each order asked, each sample), in the order asked."""
+        cfg = self.config.judge
+        orders = candidate.orders if cfg.position_swap else candidate.orders[:1]
+        out = []
+        for pos, evidence in enumerate(orders):
+            user = p.prompt.render(evidence)
+            for n in range(cfg.samples):
+                out.append(Ask(pos, n, user, cache_key(self.model, p.prompt.id, p.prompt.system, user, n, self.tool(p))))
+        return out
+
+    def cost(self, tokens_in, tokens_out, batch: bool = False) -> float | None:
         if isinstance(self.backend, ScriptedBackend):
             return 0.0  # recorded replies cost nothing
         price = self.config.price(self.model)
         if price is None or tokens_in is None or tokens_out is None:
             return None
-        return tokens_in * price.input_per_mtok / 1e6 + tokens_out * price.output_per_mtok / 1e6
+        usd = tokens_in * price.input_per_mtok / 1e6 + tokens_out * price.output_per_mtok / 1e6
+        return usd * (1 - price.batch_discount) if batch else usd
 
     def ledger(self, pass_name: str) -> Ledger:
         return self.ledgers.setdefault(pass_name, Ledger())
@@ -308,28 +379,36 @@ class Judge:
         """USD spent this session on priced calls, over every pass (what judge.max_cost_usd caps)."""
         return sum(l.known_usd for l in self.ledgers.values())
 
-    async def _sample(self, p, subject: dict, user: str, position: int, n: int, out: Outcome) -> Sample:
-        key = cache_key(self.model, p.prompt.id, p.prompt.system, user, n)
-        hit = self.store.cached_reply(key, self.kind)
+    async def _sample(self, p, subject: dict, ask: Ask, out: Outcome) -> Sample:
+        fresh = self.fresh.pop(ask.key, None)
+        if isinstance(fresh, Exception):
+            out.calls += 1
+            out.attempts += 1
+            raise fresh
+        hit = self.store.cached_reply(ask.key, self.kind) if fresh is None else None
         if hit:
             return Sample(*p.parse(hit["text"]), text=hit["text"])
-        async with self.semaphore:
-            kwargs = {"pass_name": p.name} if isinstance(self.backend, ScriptedBackend) else {}
-            try:
-                done = await self.backend.complete(p.prompt.system, user, subject, position, **kwargs)
-            except Unavailable as e:
-                self.ledger(p.name).add(1, e.args[1] if len(e.args) > 1 else 1, None, None, 0.0)
-                out.attempts += e.args[1] if len(e.args) > 1 else 1
-                out.calls += 1
-                raise
-            except asyncio.CancelledError:
-                # a call cut off by the time limit may still have been billed: its cost is unknown
-                self.ledger(p.name).add(1, 1, None, None, None)
-                out.calls += 1
-                out.cost_usd = None
-                raise
-        cost = self.cost(done.tokens_in, done.tokens_out)
-        self.ledger(p.name).add(1, done.attempts, done.tokens_in, done.tokens_out, cost)
+        if fresh is not None:
+            done = fresh
+        else:
+            async with self.semaphore:
+                kwargs = {"pass_name": p.name} if isinstance(self.backend, ScriptedBackend) else {"tool": self.tool(p)}
+                try:
+                    done = await self.backend.complete(p.prompt.system, ask.user, subject, ask.position, **kwargs)
+                except (Unavailable, Refused) as e:
+                    self.ledger(p.name).add(1, _attempts(e), None, None, 0.0)  # an error reply is not billed
+                    out.attempts += _attempts(e)
+                    out.calls += 1
+                    raise
+                except asyncio.CancelledError:
+                    # a call cut off by the time limit may still have been billed: its cost is unknown
+                    self.ledger(p.name).add(1, 1, None, None, None)
+                    out.calls += 1
+                    out.cost_usd = None
+                    raise
+        cost = self.cost(done.tokens_in, done.tokens_out, batch=done.batch)
+        if not done.batch:  # a batch result went into the ledger when it was collected
+            self.ledger(p.name).add(1, done.attempts, done.tokens_in, done.tokens_out, cost)
         out.calls += 1
         out.attempts += done.attempts
         out.tokens_in += done.tokens_in or 0
@@ -338,37 +417,42 @@ class Judge:
         out.replies.append(done.text)
         sample = Sample(*p.parse(done.text), text=done.text)  # raises Unparsed
         # written right after each parse: a killed session resumes without paying for this reply again
-        self.store.cache_reply(key, self.model, p.prompt.id, done.text, done.tokens_in, done.tokens_out, self.kind)
+        self.store.cache_reply(ask.key, self.model, p.prompt.id, done.text, done.tokens_in, done.tokens_out, self.kind)
         return sample
 
     async def ask(self, p, candidate) -> Outcome:
         """Judge one candidate; never raises for an API fault or a bad reply (JudgeRefused aside)."""
         cfg = self.config.judge
-        orders = candidate.orders if cfg.position_swap else candidate.orders[:1]
         out = Outcome(kind="verdict")
-        jobs = [(pos, n, p.prompt.render(evidence)) for pos, evidence in enumerate(orders) for n in range(cfg.samples)]
+        jobs = self.asks(p, candidate)
         try:
-            async with asyncio.timeout(cfg.timeout_s):
-                results = await asyncio.gather(
-                    *(self._sample(p, candidate.subject, user, pos, n, out) for pos, n, user in jobs),
-                    return_exceptions=True)
+            async with asyncio.timeout(cfg.timeout_s) as limit:
+                # the time limit stands still while a call waits on the shared rate limiter
+                token = question_clock.set(QuestionClock(limit))
+                try:
+                    results = await asyncio.gather(*(self._sample(p, candidate.subject, a, out) for a in jobs),
+                                                   return_exceptions=True)
+                finally:
+                    question_clock.reset(token)
         except TimeoutError:
             out.kind, out.error = "unavailable", f"timed out after {cfg.timeout_s:g}s"
             return out
         for r in results:
             if isinstance(r, JudgeRefused):
                 raise r
-            if isinstance(r, BaseException) and not isinstance(r, (Unavailable, Unparsed)):
+            if isinstance(r, BaseException) and not isinstance(r, (Unavailable, Unparsed, Refused)):
                 raise r
-        failures = [r for r in results if isinstance(r, (Unavailable, Unparsed))]
+        failures = [r for r in results if isinstance(r, (Unavailable, Unparsed, Refused))]
         if failures:
-            unavailable = [r for r in failures if isinstance(r, Unavailable)]
-            out.kind = "unavailable" if unavailable else "unparsed"
-            out.error = str((unavailable or failures)[0].args[0])
-            return out
+            # a refusal is about the question itself, so it names the outcome whatever else happened
+            for kind, cls in (("refused", Refused), ("unavailable", Unavailable), ("unparsed", Unparsed)):
+                first = next((r for r in failures if isinstance(r, cls)), None)
+                if first is not None:
+                    out.kind, out.error = kind, str(first.args[0])
+                    return out
         by_position: dict[int, list[Sample]] = {}
-        for (pos, _, _), sample in zip(jobs, results):
-            by_position.setdefault(pos, []).append(sample)
+        for a, sample in zip(jobs, results):
+            by_position.setdefault(a.position, []).append(sample)
         self._aggregate(p, by_position, out)
         out.replies = [s.text for s in results]  # every sample, cached or fresh, in the order asked
         return out

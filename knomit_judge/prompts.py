@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
@@ -19,13 +19,32 @@ class Prompt:
     version: int
     system: str
     template: str
+    reply_schema: dict = field(default_factory=dict, hash=False, compare=False)
 
     @property
     def id(self) -> str:
         return f"{self.name}@{self.version}"
 
+    @property
+    def tool(self) -> dict:
+        """The one tool the real API is forced to call: its input schema is the pass's reply contract."""
+        return {"name": f"{self.name}_reply", "description": f"Record your answer to the {self.name} question.",
+                "input_schema": self.reply_schema}
+
     def render(self, evidence) -> str:
         return self.template.replace("{{evidence}}", quote(evidence))
+
+
+def cut(body: str, limit: int) -> str:
+    """A fact body of at most `limit` characters, with a visible marker saying how much was left out.
+
+    The cut is part of the prompt (hence of the reply-cache key), so no fact can make a prompt too long.
+    """
+    if len(body) <= limit:
+        return body
+    marker = "[… {} characters not shown]"
+    keep = max(0, limit - len(marker.format(len(body))) - 1)
+    return body[:keep] + "\n" + marker.format(len(body) - keep)
 
 
 def quote(evidence) -> str:
@@ -45,4 +64,5 @@ def load_prompt(name: str, directory: Path = PROMPTS_DIR) -> Prompt:
     _, front, rest = text.split("---\n", 2)
     meta = yaml.safe_load(front)
     system, template = rest.split(_USER_MARK, 1)
-    return Prompt(name=meta["name"], version=int(meta["version"]), system=system.strip(), template=template.strip())
+    return Prompt(name=meta["name"], version=int(meta["version"]), system=system.strip(), template=template.strip(),
+                  reply_schema=meta.get("reply_schema") or {})

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .batches import Batches, batch_mode
 from .config import Config, load_config
 from .corpus import Corpus, CorpusReport, corpus_report, load_corpus
 from .embeddings import Embedder
@@ -35,6 +36,7 @@ class ReviewOptions:
     passes: tuple[str, ...] = JUDGED_PASSES
     judge: str = "anthropic"
     stop: threading.Event | None = None  # once set, nothing new is offered; judgments in flight finish
+    batch: bool | None = None  # submit offered questions as a Message Batch; None: judge.mode decides
 
 
 @dataclass
@@ -47,6 +49,7 @@ class SessionResult:
     notes: list[str] = field(default_factory=list)
     plan: dict[str, list[dict]] = field(default_factory=dict)  # dry run: what would be offered, with evidence
     estimates: dict[str, dict] = field(default_factory=dict)  # dry run: questions, calls and estimate_usd per pass
+    batches: list[dict] = field(default_factory=list)  # Message Batches submitted, waiting or collected
     embedded: int = 0  # texts embedded this session (0 when nothing changed: the model is not even loaded)
     parsed: int = 0  # fact files parsed this session (unchanged ones come from the file index)
     corpus: CorpusReport | None = None  # what was read: no fact read is broken, never a silent zero
@@ -85,7 +88,7 @@ class SessionResult:
         return {"session": self.session, "dry_run": self.dry_run, "commits": self.commits,
                 "passes": passes, "cost_usd": self.cost_usd,
                 "problems": [{"path": p.path, "line": p.line, "reason": p.reason} for p in self.problems],
-                "notes": self.notes, "embedded": self.embedded, "parsed": self.parsed,
+                "notes": self.notes, "batches": self.batches, "embedded": self.embedded, "parsed": self.parsed,
                 **({"corpus": self.corpus.json()} if self.corpus else {}),
                 **({"plan": self.plan, "estimate_usd": self.estimate_usd} if self.dry_run else {})}
 
@@ -106,6 +109,7 @@ class Context:
     clean: bool
     commits: list[str] = field(default_factory=list)
     seen: dict[str, set] = field(default_factory=dict)
+    batches: Batches | None = None
     _judge: Judge | None = None
 
     @property
@@ -120,9 +124,10 @@ class Context:
         return judge_kind(self.options.judge)
 
     def spent(self) -> float:
+        gathered = self.batches.estimated_usd if self.batches else 0.0  # a batch to submit counts at its estimate
         if self._judge is None:
-            return 0.0
-        return self._judge.spent()  # the priced part: an unknown cost must not lift the cap
+            return gathered
+        return self._judge.spent() + gathered  # the priced part: an unknown cost must not lift the cap
 
 
 def new_session_id() -> str:
@@ -165,6 +170,7 @@ async def _session(root, repo, config, store, options, notes) -> SessionResult:
                             "judging and storing, applying nothing")
     ctx = Context(root, config, store, corpus, Embedder(store), Journal(root), None if options.dry_run else Applier(repo),
                   options, result.session, clean=not dirty, commits=result.commits)
+    ctx.batches = Batches(store, result.session, batch_mode(options.batch, config, options.judge))
     if not options.dry_run:
         store.start_session(result.session)
     try:
@@ -175,6 +181,8 @@ async def _session(root, repo, config, store, options, notes) -> SessionResult:
             return result
         result.passes["exact"] = run_exact(ctx)
         passes = [p for name, p in all_passes().items() if name in options.passes]
+        if not options.dry_run and ctx.batches.open_batches():
+            await ctx.batches.collect(ctx.judge, all_passes())  # finished batches first, whatever --pass says
         throttles = {p.name: assess(store, p.name, config.budget, ctx.kind) for p in passes}
         for p in passes:
             result.passes[p.name] = PassResult(p.name)
@@ -188,6 +196,8 @@ async def _session(root, repo, config, store, options, notes) -> SessionResult:
                 applied += result.passes[p.name].applied - before
             if not applied:
                 break
+        if ctx.batches.gathered:
+            await submit_batch(ctx, result)
         for p in passes:
             finish_pass(p, ctx, result.passes[p.name], throttles[p.name])
         if ctx._judge and isinstance(ctx._judge.backend, ScriptedBackend):
@@ -199,6 +209,7 @@ async def _session(root, repo, config, store, options, notes) -> SessionResult:
             aborted(result, options, e)
         raise
     finally:
+        result.batches = ctx.batches.reports
         result.embedded, result.parsed = ctx.embedder.computed, index.parsed
         if not options.dry_run:
             index.save()
@@ -278,28 +289,49 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
     with gc_paused():  # millions of small objects at 100k facts; see shortlist.gc_paused
         candidates = p.candidates(ctx)
     answered = ctx.store.answered(p.name, ctx.kind)
-    waiting = [c for c in candidates if c.fingerprint not in answered]
+    # not asked now: refused by the API under this prompt version, or in a Message Batch not yet collected
+    refused = ctx.store.refused(p.name, p.prompt.id) - answered
+    busy = ctx.batches.busy(p.name) - answered
+    waiting = [c for c in candidates if c.fingerprint not in answered and c.fingerprint not in refused
+               and c.fingerprint not in busy]
     seen = ctx.seen.setdefault(p.name, set())
     seen.update(c.fingerprint for c in candidates)
     r.candidates = len(seen)  # distinct questions met this session, over all rounds
     if first:
-        r.cached = len(candidates) - len(waiting)
+        # answered, or refused earlier (with a note); questions in a running batch count as batched instead
+        r.cached = len(candidates) - len(waiting) - sum(c.fingerprint in busy for c in candidates)
         r.throttle = t.state + (" (probe)" if t.probe else "")
         r.next_probe_in = t.next_probe_in
+        note_skipped(p, ctx, r, candidates, refused, busy)
     # yes verdicts not yet applied (dirty tree, or a killed session rolled back): apply without asking again
     unapplied = {v.fingerprint: v for v in ctx.store.unapplied_yes(p.name, ctx.kind)}
     pending = [unapplied[c.fingerprint] for c in candidates if c.fingerprint in unapplied]
-    room = None if t.allowance is None else max(0, t.allowance - r.offered)
-    offer = waiting if room is None else waiting[:room]
+    # questions whose batch results came in this session are paid for: judged whatever the budget says
+    room = None if t.allowance is None else max(0, t.allowance - (r.offered - ctx.batches.paid_offers(p.name)))
+    paid = ctx.batches.take_paid(p.name, {c.fingerprint for c in waiting})
+    rest = [c for c in waiting if c.fingerprint not in paid]
+    offer = [c for c in waiting if c.fingerprint in paid] + (rest if room is None else rest[:room])
     r.waiting = len(waiting) - len(offer)
 
     if ctx.options.dry_run:
         plan_dry(ctx, p, r, offer, result)
         return
     before = r.offered
-    fresh = await judge_all(p, offer, ctx, r)
+    fresh = await judge_all(p, offer, ctx, r, paid)
     r.waiting += len(offer) - (r.offered - before)  # held back by the cost cap or a stop
     decide(p, ctx, r, pending + fresh)
+
+
+def note_skipped(p, ctx: Context, r: PassResult, candidates: list[Candidate], refused: set, busy: set) -> None:
+    """Say which candidates were not asked because the API refused them, or a batch holds them."""
+    fps = {c.fingerprint for c in candidates}
+    if fps & refused:
+        r.notes.append(f"{len(fps & refused)} question(s) refused by the API in an earlier session: "
+                       f"not asked again until their facts or the {p.name} prompt change")
+    for batch_id, in_batch in ctx.batches.waiting(p.name).items():
+        if in_batch & fps & busy:
+            r.batched += len(in_batch & fps & busy)
+            r.notes.append(f"waiting on batch {batch_id}, {ctx.batches.requests_in(batch_id, p.name)} requests")
 
 
 def finish_pass(p, ctx: Context, r: PassResult, t) -> None:
@@ -315,8 +347,12 @@ def finish_pass(p, ctx: Context, r: PassResult, t) -> None:
                probe_spent=t.probe and r.judged > 0, judge=ctx.kind)
 
 
-async def judge_all(p, offer: list[Candidate], ctx: Context, r: PassResult) -> list[Verdict]:
-    """Stream candidates through a bounded queue to `concurrency` workers; store each verdict as it comes."""
+async def judge_all(p, offer: list[Candidate], ctx: Context, r: PassResult, paid: set = frozenset()) -> list[Verdict]:
+    """Stream candidates through a bounded queue to `concurrency` workers; store each verdict as it comes.
+
+    In batch mode a question that needs a call is gathered for the session's Message Batch instead;
+    `paid` questions (batch results collected this session) are judged whatever the cost cap says.
+    """
     cfg = ctx.config.judge
     queue: asyncio.Queue = asyncio.Queue(maxsize=2 * cfg.concurrency)
     yes: list[tuple[float, Verdict]] = []
@@ -324,17 +360,17 @@ async def judge_all(p, offer: list[Candidate], ctx: Context, r: PassResult) -> l
     before = r.offered
     held: list[str] = []
 
-    def hold() -> str | None:
+    def hold(c: Candidate | None = None) -> str | None:
         """Why nothing new may be offered now, if so."""
         if stop is not None and stop.is_set():
             return "stopping"
-        if ctx.spent() >= cfg.max_cost_usd:
+        if ctx.spent() >= cfg.max_cost_usd and (c is None or c.fingerprint not in paid):
             return f"session cost cap ${cfg.max_cost_usd:g} reached"
         return None
 
     async def produce():
         for c in offer:
-            if hold():
+            if hold(c):
                 break
             await queue.put(c)
         # Not in a `finally`: once cancelled the workers are gone, and a put into a full queue never returns.
@@ -344,10 +380,13 @@ async def judge_all(p, offer: list[Candidate], ctx: Context, r: PassResult) -> l
     async def work():
         while (c := await queue.get()) is not None:
             # checked again here, not only at put: the queue holds candidates not yet paid for
-            if reason := hold():
+            if reason := hold(c):
                 held.append(reason)
                 continue
             r.offered += 1
+            if ctx.batches.submitting and c.fingerprint not in paid and ctx.batches.gather(ctx.judge, p, c):
+                r.batched += 1  # asked in the session's Message Batch; the next session collects the answer
+                continue
             out = await ctx.judge.ask(p, c)
             if out.kind == "verdict":
                 v = Verdict(pass_name=p.name, fingerprint=c.fingerprint, subject=c.subject, answer=out.answer,
@@ -365,6 +404,9 @@ async def judge_all(p, offer: list[Candidate], ctx: Context, r: PassResult) -> l
             else:
                 setattr(r, out.kind, getattr(r, out.kind) + 1)
                 r.first_error = r.first_error or f"{out.kind}: {out.error}"
+                if out.kind == "refused":  # remembered: not asked again until the fingerprint or prompt changes
+                    ctx.store.add_refusal(p.name, c.fingerprint, ctx.judge.model, p.prompt.id, c.subject, out.error,
+                                          ctx.session)
 
     tasks = [asyncio.ensure_future(produce()), *(asyncio.ensure_future(work()) for _ in range(cfg.concurrency))]
     try:
@@ -379,6 +421,19 @@ async def judge_all(p, offer: list[Candidate], ctx: Context, r: PassResult) -> l
         waiting = len(offer) - (r.offered - before)
         r.notes.append(f"{reason}: {waiting} candidate(s) wait" + (" for the next session" * (reason == "stopping")))
     return [v for _, v in sorted(yes, key=lambda sv: -sv[0])]
+
+
+async def submit_batch(ctx: Context, result: SessionResult) -> None:
+    """Submit the questions gathered this session as a Message Batch, stored in the db before returning."""
+    for batch_id, per_pass, error in await ctx.batches.submit(ctx.judge):
+        for name, fps in per_pass.items():
+            r = result.passes[name]
+            if batch_id:
+                r.notes.append(f"batch {batch_id}: {ctx.batches.requests_in(batch_id, name)} requests submitted")
+            else:  # not submitted: as unavailable as a call that failed; asked again next session
+                r.batched -= len(fps)
+                r.unavailable += len(fps)
+                r.first_error = r.first_error or f"unavailable: {error}"
 
 
 def decide(p, ctx: Context, r: PassResult, verdicts: list[Verdict]) -> None:
@@ -411,9 +466,12 @@ def plan_dry(ctx: Context, p, r: PassResult, offer: list[Candidate], result: Ses
     estimate = 0.0 if ctx.options.judge.startswith("scripted:") or not calls else None
     if price:
         estimate = calls * (per_call_in * price.input_per_mtok + 60 * price.output_per_mtok) / 1e6
+        if ctx.batches.submitting:
+            estimate *= 1 - price.batch_discount  # one Message Batch: the batch price
     result.estimates[p.name] = {"questions": len(offer), "calls": calls,
                                 "estimate_usd": None if estimate is None else round(estimate, 6)}
     r.offered = len(offer)
     r.notes.append(f"would ask {len(offer)} question(s) = {calls} call(s)"
-                   + (f", about ${estimate:.4f}" if estimate is not None else ""))
+                   + (f", about ${estimate:.4f}" if estimate is not None else "")
+                   + (" at batch prices" if ctx.batches.submitting else ""))
     result.plan[p.name] = [{"subject": c.subject, "score": round(c.score, 4), "evidence": c.orders[0]} for c in offer]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, asdict
 
-STATES = ("nothing-qualified", "caught-up", "defunded", "broken", "worked")  # and `aborted` (review.aborted)
+STATES = ("nothing-qualified", "caught-up", "defunded", "broken", "worked", "batched")  # and `aborted` (review.aborted)
 
 
 @dataclass
@@ -19,6 +19,8 @@ class PassResult:
     cached: int = 0
     unavailable: int = 0
     unparsed: int = 0
+    refused: int = 0  # questions the API refused for their content this session: never verdicts
+    batched: int = 0  # questions submitted in a Message Batch this session, or still waiting on one
     applied: int = 0
     waiting: int = 0  # candidates the budget held back this session
     judge_calls: int = 0
@@ -38,6 +40,8 @@ class PassResult:
             self.state = "nothing-qualified"
         elif self.judged:
             self.state = "worked"
+        elif self.batched:
+            self.state = "batched"  # the answers are bought; the next session collects them
         elif self.offered:
             self.state = "broken"
         elif waiting > 0 and held:
@@ -52,7 +56,8 @@ class PassResult:
             state += f" (next probe in {self.next_probe_in} session{'s' if self.next_probe_in != 1 else ''})"
         counts = (f"candidates {self.candidates}, offered {self.offered}, judged {self.judged}, "
                   f"resolved {self.resolved}, declined {self.declined}, cached {self.cached}, waiting {self.waiting}, "
-                  f"unavailable {self.unavailable}, unparsed {self.unparsed}, judge calls {self.judge_calls}, "
+                  f"unavailable {self.unavailable}, unparsed {self.unparsed}, refused {self.refused}, "
+                  f"judge calls {self.judge_calls}, "
                   f"cost {cost}")
         tail = f" [{self.throttle}]" if self.throttle else ""
         notes = list(self.notes)

@@ -107,6 +107,20 @@ class Store:
     def known_ids(self) -> set[str]:
         return {r[0] for r in self.db.execute("SELECT id FROM verdicts")}
 
+    # refusals -----------------------------------------------------------------
+    def add_refusal(self, pass_name: str, fp: str, model: str, prompt: str, subject: dict, error: str,
+                    session: str) -> None:
+        with self.db.atomic():
+            self.db.execute(
+                "INSERT OR REPLACE INTO refusals (pass, fingerprint, model, prompt, subject, error, session, "
+                "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [pass_name, fp, model, prompt, json.dumps(subject, ensure_ascii=False), error, session, now()])
+
+    def refused(self, pass_name: str, prompt: str) -> set[str]:
+        """Fingerprints the API refused under this prompt version: not asked again."""
+        return {r[0] for r in self.db.execute(
+            "SELECT fingerprint FROM refusals WHERE pass = ? AND prompt = ?", [pass_name, prompt])}
+
     # reply cache --------------------------------------------------------------
     def cached_reply(self, key: str, judge: str | None = None) -> dict | None:
         where, args = _of_judge("key = ?", [key], judge)

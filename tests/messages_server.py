@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import threading
+import time
+from datetime import datetime, timedelta, timezone
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,9 +23,11 @@ __all__ = [
     "garbage",
     "hang",
     "prompt_text",
+    "ratelimit",
     "serve_forever_cli",
     "status",
     "text",
+    "tool",
 ]
 
 DEFAULT_REPLY = '{"same": false, "mechanism": ""}'
@@ -49,6 +54,7 @@ class Request:
     headers: dict[str, str]
     prompt: str
     system: str
+    at: float = 0.0  # time.monotonic() when it arrived
 
 
 @dataclass
@@ -93,25 +99,52 @@ def _json_reply(code: int, payload: dict, headers: dict[str, str] | None = None)
     return Reply(code, json.dumps(payload).encode(), {"content-type": "application/json", **(headers or {})})
 
 
-def text(s: str, input_tokens: int = 100, output_tokens: int = 20, usage: bool = True, model: str | None = None) -> Action:
+def _message(req: Request, content: list, stop_reason: str, input_tokens: int, output_tokens: int, usage: bool,
+             model: str | None) -> dict:
+    body = req.body if isinstance(req.body, dict) else {}
+    message = {
+        "id": f"msg_{req.n:04d}",
+        "type": "message",
+        "role": "assistant",
+        "model": model or body.get("model") or "claude-test",
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+    }
+    if usage:
+        message["usage"] = {"input_tokens": input_tokens, "output_tokens": output_tokens}
+    return message
+
+
+def text(s: str, input_tokens: int = 100, output_tokens: int = 20, usage: bool = True, model: str | None = None,
+         headers: dict[str, str] | None = None) -> Action:
     """A 200 Message whose only content block is the text `s`."""
 
     def run(req: Request, stop: threading.Event) -> Reply:
-        body = req.body if isinstance(req.body, dict) else {}
-        message = {
-            "id": f"msg_{req.n:04d}",
-            "type": "message",
-            "role": "assistant",
-            "model": model or body.get("model") or "claude-test",
-            "content": [{"type": "text", "text": s}],
-            "stop_reason": "end_turn",
-            "stop_sequence": None,
-        }
-        if usage:
-            message["usage"] = {"input_tokens": input_tokens, "output_tokens": output_tokens}
-        return _json_reply(200, message)
+        content = [{"type": "text", "text": s}]
+        return _json_reply(200, _message(req, content, "end_turn", input_tokens, output_tokens, usage, model), headers)
 
     return Action(f"text({s[:30]!r})", run)
+
+
+def tool(answer: Any, input_tokens: int = 100, output_tokens: int = 20, name: str | None = None,
+         headers: dict[str, str] | None = None) -> Action:
+    """A 200 Message calling the tool the request forced (or `name`) with `answer` as its input."""
+
+    def run(req: Request, stop: threading.Event) -> Reply:
+        body = req.body if isinstance(req.body, dict) else {}
+        forced = (body.get("tool_choice") or {}).get("name") or "reply"
+        content = [{"type": "tool_use", "id": f"toolu_{req.n:04d}", "name": name or forced, "input": answer}]
+        return _json_reply(200, _message(req, content, "tool_use", input_tokens, output_tokens, True, None), headers)
+
+    return Action(f"tool({json.dumps(answer)[:30]})", run)
+
+
+def ratelimit(kind: str = "requests", remaining: int = 0, reset_in: float = 1.0) -> dict[str, str]:
+    """anthropic-ratelimit-* headers saying `remaining` of `kind` are left until `reset_in` seconds from now."""
+    reset = (datetime.now(timezone.utc) + timedelta(seconds=reset_in)).isoformat(timespec="milliseconds")
+    return {f"anthropic-ratelimit-{kind}-limit": "50", f"anthropic-ratelimit-{kind}-remaining": str(remaining),
+            f"anthropic-ratelimit-{kind}-reset": reset.replace("+00:00", "Z")}
 
 
 def _error_reply(code: int, message: str, headers: dict[str, str] | None = None) -> Reply:
@@ -120,11 +153,13 @@ def _error_reply(code: int, message: str, headers: dict[str, str] | None = None)
     return _json_reply(code, {"type": "error", "error": {"type": kind, "message": message}}, headers)
 
 
-def status(code: int, retry_after: float | str | None = None, message: str = "scripted error") -> Action:
-    """An HTTP error with an Anthropic-style error body."""
+def status(code: int, retry_after: float | str | None = None, message: str = "scripted error",
+           headers: dict[str, str] | None = None) -> Action:
+    """An HTTP error with an Anthropic-style error body (and `retry-after` when given)."""
 
     def run(req: Request, stop: threading.Event) -> Reply:
-        return _error_reply(code, message, None if retry_after is None else {"retry-after": str(retry_after)})
+        extra = {**(headers or {}), **({} if retry_after is None else {"retry-after": str(retry_after)})}
+        return _error_reply(code, message, extra)
 
     return Action(f"status({code})", run)
 
@@ -186,22 +221,30 @@ class _Handler(BaseHTTPRequestHandler):
         """Keep test output quiet."""
 
     def do_GET(self) -> None:
-        """Only POST /v1/messages exists."""
-        self._send(_error_reply(404, f"no route {self.path}"), "req_unrouted")
+        """GET /v1/messages/batches/{id} and its results; nothing else."""
+        m = re.fullmatch(r"/v1/messages/batches/([\w-]+)(/results)?", self.path.split("?")[0].rstrip("/"))
+        if not m:
+            self._send(_error_reply(404, f"no route {self.path}"), "req_unrouted")
+            return
+        self._send(self.server.owner._batch_get(m.group(1), bool(m.group(2))), "req_batch")
 
     def do_POST(self) -> None:
-        """Record the request, then answer with its scripted action."""
+        """Record the request, then answer with its scripted action (or create a Message Batch)."""
         owner = self.server.owner
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
-        if self.path.split("?")[0].rstrip("/") != "/v1/messages":
+        path = self.path.split("?")[0].rstrip("/")
+        if path not in ("/v1/messages", "/v1/messages/batches"):
             self._send(_error_reply(404, f"no route {self.path}"), "req_unrouted")
             return
         try:
             body = json.loads(raw or b"null")
         except ValueError:
             body = None
-        req, action = owner._admit(body, {k.lower(): v for k, v in self.headers.items()})
+        if path == "/v1/messages/batches":
+            self._send(owner._batch_create(body), "req_batch")
+            return
+        req, action = owner._admit(body, {k.lower(): v for k, v in self.headers.items()}, len(raw))
         self._send(action.run(req, owner._stop), f"req_{req.n}")
 
     def _send(self, reply: Reply | None, request_id: str) -> None:
@@ -228,11 +271,31 @@ class _HTTPServer(ThreadingHTTPServer):
     owner: "MessagesServer"
 
 
+@dataclass
+class Batch:
+    """A Message Batch as the server holds it: its requests, and their results once it has ended."""
+
+    id: str
+    requests: list[dict]
+    created_at: str
+    results: list[dict] | None = None  # None while processing
+
+
 class MessagesServer:
-    """A scripted `POST /v1/messages` server on 127.0.0.1, one thread per request."""
+    """A scripted `POST /v1/messages` server on 127.0.0.1, one thread per request.
+
+    Also the Message Batches endpoints: a batch stays `in_progress` until `end_batches()`, which answers
+    each of its requests with `responder` (or `batch_outcome`: "expired", "errored", "invalid", "canceled").
+    `max_body` makes any larger request body a 400 "prompt is too long", as the real API does.
+    """
 
     def __init__(self, responder: Callable[[Request, int], Action] = default_responder) -> None:
         self.responder = responder
+        self.max_body: int | None = None
+        self.batch_outcome: Callable[[int, dict], str | None] = lambda n, params: None
+        self.batches: dict[str, Batch] = {}
+        self.batch_calls: list[str] = []  # "create", "retrieve <id>", "results <id>", in order
+        self.batch_create_faults: deque[int] = deque()  # HTTP statuses the next batch creations fail with
         self._lock = threading.Lock()
         self._requests: list[Request] = []
         self._queue: deque[Action] = deque()
@@ -283,18 +346,89 @@ class MessagesServer:
         with self._lock:
             return len(self._requests)
 
-    def _admit(self, body: Any, headers: dict[str, str]) -> tuple[Request, Action]:
+    def _admit(self, body: Any, headers: dict[str, str], size: int = 0) -> tuple[Request, Action]:
         """Record a request and choose its action, under the lock so `n` is unique."""
         ok = isinstance(body, dict)
         with self._lock:
-            req = Request(len(self._requests), body, headers, prompt_text(body), _blocks_text(body.get("system")) if ok else "")
+            req = Request(len(self._requests), body, headers, prompt_text(body),
+                          _blocks_text(body.get("system")) if ok else "", time.monotonic())
             self._requests.append(req)
             if not ok:
                 # A malformed request is the client's bug; don't spend a scripted action on it.
                 return req, status(400, message="request body is not a JSON object")
+            if self.max_body is not None and size > self.max_body:
+                return req, status(400, message=f"prompt is too long: {size // 4} tokens > {self.max_body // 4} maximum")
             action = self._queue.popleft() if self._queue else None
         # The responder runs outside the lock so it may read server.requests.
         return req, action or self.responder(req, req.n)
+
+
+    # -- Message Batches ----------------------------------------------------------------------------
+    def _batch_json(self, batch: Batch) -> dict:
+        ended = batch.results is not None
+        counts = {"processing": 0 if ended else len(batch.requests), "succeeded": 0, "errored": 0,
+                  "canceled": 0, "expired": 0}
+        for r in batch.results or []:
+            counts[r["result"]["type"]] += 1
+        return {"id": batch.id, "type": "message_batch", "processing_status": "ended" if ended else "in_progress",
+                "request_counts": counts, "created_at": batch.created_at, "expires_at": batch.created_at,
+                "ended_at": batch.created_at if ended else None, "cancel_initiated_at": None, "archived_at": None,
+                "results_url": f"{self.url}/v1/messages/batches/{batch.id}/results" if ended else None}
+
+    def _batch_create(self, body: Any) -> Reply:
+        requests = body.get("requests") if isinstance(body, dict) else None
+        if not isinstance(requests, list) or not requests or not all(
+                isinstance(r, dict) and isinstance(r.get("custom_id"), str) and isinstance(r.get("params"), dict)
+                for r in requests):
+            return _error_reply(400, "requests: expected a list of {custom_id, params}")
+        if len({r["custom_id"] for r in requests}) != len(requests):
+            return _error_reply(400, "custom_id values must be unique within a batch")
+        with self._lock:
+            self.batch_calls.append("create")
+            if self.batch_create_faults:
+                return _error_reply(self.batch_create_faults.popleft(), "scripted batch failure")
+            batch = Batch(f"msgbatch_{len(self.batches):04d}", requests,
+                          datetime.now(timezone.utc).isoformat().replace("+00:00", "Z"))
+            self.batches[batch.id] = batch
+        return _json_reply(200, self._batch_json(batch))
+
+    def _batch_get(self, batch_id: str, results: bool) -> Reply:
+        with self._lock:
+            batch = self.batches.get(batch_id)
+            self.batch_calls.append(f"{'results' if results else 'retrieve'} {batch_id}")
+        if batch is None:
+            return _error_reply(404, f"no batch {batch_id}")
+        if not results:
+            return _json_reply(200, self._batch_json(batch))
+        if batch.results is None:
+            return _error_reply(400, f"batch {batch_id} is still processing")
+        data = "".join(json.dumps(r) + "\n" for r in batch.results).encode()
+        return Reply(200, data, {"content-type": "application/binary"})
+
+    def end_batches(self) -> None:
+        """End every batch still processing: each request answered by `responder`, or by `batch_outcome`."""
+        for batch in list(self.batches.values()):
+            if batch.results is None:
+                batch.results = [{"custom_id": r["custom_id"], "result": self._batch_result(n, r["params"])}
+                                 for n, r in enumerate(batch.requests)]
+
+    def _batch_result(self, n: int, params: dict) -> dict:
+        outcome = self.batch_outcome(n, params)
+        if outcome in ("expired", "canceled"):
+            return {"type": outcome}
+        if outcome in ("errored", "invalid"):  # invalid: the request's content was refused
+            kind = "invalid_request_error" if outcome == "invalid" else "api_error"
+            return {"type": "errored", "error": {"type": "error", "error": {"type": kind, "message": "scripted"}}}
+        size = len(json.dumps(params))
+        if self.max_body is not None and size > self.max_body:
+            reply = _error_reply(400, f"prompt is too long: {size // 4} tokens > {self.max_body // 4} maximum")
+        else:
+            req = Request(-1 - n, params, {}, prompt_text(params), _blocks_text(params.get("system")), time.monotonic())
+            reply = self.responder(req, req.n).run(req, self._stop)
+        body = json.loads(reply.body)
+        if reply.status == 200:
+            return {"type": "succeeded", "message": body}
+        return {"type": "errored", "error": body}
 
 
 def serve_forever_cli(argv: list[str] | None = None) -> None:

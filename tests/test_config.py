@@ -38,6 +38,10 @@ def review_cli(root):
     ('[schedule]\ncron = "0 3 * *"\n', "schedule.cron", "4 fields"),
     ('[schedule]\ncron = "0 25 * * *"\n', "schedule.cron", "higher than the maximum"),
     ("[budget\n", "knomit-judge.toml", "Expected ']'"),
+    ('[judge]\nmode = "bulk"\n', "judge.mode", "not one of sync, batch"),
+    ("[judge]\nmax_evidence_chars = 10\n", "judge.max_evidence_chars", "out of range"),
+    ('[prices."claude-x"]\ninput_per_mtok = 1.0\noutput_per_mtok = 1.0\nbatch_discount = 1.0\n',
+     'prices."claude-x".batch_discount', "out of range"),
 ])
 def test_bad_config_exits_2_naming_the_key_before_any_call(shared_repo, judge_env, toml, key, why):
     write_config(shared_repo, toml)

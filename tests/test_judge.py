@@ -15,7 +15,7 @@ import sqlite_utils
 from click.testing import CliRunner
 
 from conftest import SAME, SMALL, CorpusRepo, fact_text, make_repo, write_config
-from messages_server import Action, delay, garbage, hang, status, text
+from messages_server import Action, delay, garbage, hang, status, text, tool
 
 from knomit_judge.cli import cli
 from knomit_judge.judge import cache_key
@@ -296,7 +296,10 @@ def test_only_parsed_replies_are_cached(pair_repo, judge_env):
     assert row["text"] == DIFFERENT and row["prompt"] == "alias@1"
     parsed, garbled = judge_env.requests
     prompt = load_prompt("alias")
-    assert row["key"] == cache_key("claude-sonnet-4-5", prompt.id, prompt.system, parsed.prompt, 0)
+    # the forced reply tool is part of the request, hence of the key
+    assert parsed.body["tools"] == [prompt.tool]
+    assert row["key"] == cache_key("claude-sonnet-4-5", prompt.id, prompt.system, parsed.prompt, 0, prompt.tool)
+    assert row["key"] != cache_key("claude-sonnet-4-5", prompt.id, prompt.system, parsed.prompt, 0)
     judge_env.responder = lambda req, n: text(DIFFERENT)
     r = session(pair_repo).passes["alias"]
     assert (r.judged, r.judge_calls) == (1, 1)
@@ -350,3 +353,31 @@ def test_dry_run_estimates_questions_calls_and_cost_and_calls_nothing(small_repo
     text_out = cli_review(small_repo, "--dry-run")[0].stdout
     assert "would ask 3 question(s) = 18 call(s)" in text_out
     assert judge_env.calls == 0
+
+
+# -- forced tool use on the real API path --------------------------------------------------------
+
+def test_the_verdict_is_asked_through_one_forced_tool_whose_schema_is_the_contract(pair_repo, judge_env):
+    judge_env.responder = lambda req, n: tool(SAME)
+    r = session(pair_repo).passes["alias"]
+    assert (r.judged, r.resolved, r.unparsed) == (1, 1, 0)
+    prompt = load_prompt("alias")
+    for req in judge_env.requests:
+        assert req.body["tools"] == [prompt.tool] and req.body["tool_choice"] == {"type": "tool", "name": "alias_reply"}
+        schema = req.body["tools"][0]["input_schema"]
+        assert schema["required"] == ["same"] and schema["additionalProperties"] is False
+    [v] = stored(pair_repo)
+    assert v.answer == "same" and v.rationale == SAME["mechanism"]
+    assert [json.loads(x) for x in v.replies] == [SAME, SAME]  # the raw reply: the tool input as JSON text
+
+
+@pytest.mark.parametrize("reply, kind", [
+    (tool({"same": "yes"}), "unparsed"),  # a tool input outside the contract
+    (tool({"same": True, "mechanism": "m", "extra": 1}), "unparsed"),
+    (tool(SAME, name="some_other_tool"), "unparsed"),  # not the forced tool, and no text: no verdict
+    (text(YES), "verdict"),  # no tool block: the strict text parser reads it, as before
+], ids=["wrong-type", "extra-key", "other-tool", "text-only"])
+def test_tool_replies_are_parsed_as_strictly_as_text(pair_repo, judge_env, reply, kind):
+    judge_env.responder = lambda req, n: reply
+    r = session(pair_repo, position_swap=False).passes["alias"]
+    assert (r.judged, r.unparsed) == ((1, 0) if kind == "verdict" else (0, 1))

@@ -82,7 +82,7 @@ def signal_after(proc, server, calls: int, sig, released: threading.Event) -> tu
 
 def key(request) -> str:
     prompt = load_prompt("alias")
-    return cache_key("claude-sonnet-4-5", prompt.id, prompt.system, request.prompt, 0)
+    return cache_key("claude-sonnet-4-5", prompt.id, prompt.system, request.prompt, 0, prompt.tool)
 
 
 def db(repo) -> sqlite_utils.Database:

@@ -12,7 +12,7 @@ from pathlib import Path
 import anthropic
 import pytest
 
-from messages_server import MessagesServer, garbage, hang, status, text
+from messages_server import MessagesServer, garbage, hang, ratelimit, status, text, tool
 
 
 def ask(url: str, prompt: str | list = "same thing?", timeout: float = 5.0, **create_kw):
@@ -135,3 +135,63 @@ def test_cli_serves_with_latency():
     finally:
         proc.terminate()
         proc.wait(timeout=5)
+
+
+# -- what issue 14 added: oversized bodies, rate-limit headers, tool use, Message Batches -----------------
+
+def test_an_oversized_body_is_a_400_prompt_too_long(server):
+    server.max_body = 500
+    ask(server.url, prompt="short")
+    with pytest.raises(anthropic.BadRequestError) as e:
+        ask(server.url, prompt="x" * 1000)
+    assert e.value.status_code == 400 and "prompt is too long" in str(e.value)
+    assert e.value.body["error"]["type"] == "invalid_request_error"
+    assert server.calls == 2  # recorded all the same
+
+
+def test_retry_after_and_ratelimit_headers_reach_the_sdk(server):
+    server.script([status(429, retry_after=1, headers=ratelimit("tokens", 0, 2.0))])
+    with pytest.raises(anthropic.RateLimitError) as e:
+        ask(server.url)
+    headers = e.value.response.headers
+    assert headers["retry-after"] == "1" and headers["anthropic-ratelimit-tokens-remaining"] == "0"
+    assert headers["anthropic-ratelimit-tokens-reset"].endswith("Z")
+
+
+def test_tool_use_reply_answers_the_forced_tool(server):
+    server.script([tool({"same": True, "mechanism": "m"})])
+    msg = ask(server.url, tools=[{"name": "alias_reply", "input_schema": {"type": "object"}}],
+              tool_choice={"type": "tool", "name": "alias_reply"})
+    [block] = msg.content
+    assert (block.type, block.name, block.input) == ("tool_use", "alias_reply", {"same": True, "mechanism": "m"})
+    assert msg.stop_reason == "tool_use"
+
+
+def test_message_batches_create_retrieve_and_results_through_the_sdk(server):
+    server.responder = lambda req, n: text(f"answer to {req.prompt}", input_tokens=10, output_tokens=2)
+    server.batch_outcome = lambda n, params: {1: "expired", 2: "errored"}.get(n)
+    server.max_body = 2000
+
+    async def run():
+        client = anthropic.AsyncAnthropic(base_url=server.url, api_key="sk-test-key", max_retries=0)
+        requests = [{"custom_id": f"q{i}", "params": {"model": "m", "max_tokens": 8,
+                                                      "messages": [{"role": "user", "content": p}]}}
+                    for i, p in enumerate(["a", "b", "c", "x" * 3000])]
+        batch = await client.messages.batches.create(requests=requests)
+        running = await client.messages.batches.retrieve(batch.id)
+        server.end_batches()
+        ended = await client.messages.batches.retrieve(batch.id)
+        results = {r.custom_id: r.result async for r in await client.messages.batches.results(batch.id)}
+        await client.close()
+        return batch, running, ended, results
+
+    batch, running, ended, results = asyncio.run(run())
+    assert batch.processing_status == running.processing_status == "in_progress" and running.results_url is None
+    assert ended.processing_status == "ended" and ended.results_url.endswith(f"/{batch.id}/results")
+    assert ended.request_counts.succeeded == 1 and ended.request_counts.errored == 2
+    assert ended.request_counts.expired == 1
+    assert results["q0"].type == "succeeded" and results["q0"].message.content[0].text == "answer to a"
+    assert results["q0"].message.usage.input_tokens == 10
+    assert results["q1"].type == "expired" and results["q2"].type == "errored"
+    assert results["q3"].type == "errored" and results["q3"].error.error.type == "invalid_request_error"
+    assert server.batch_calls[:2] == ["create", f"retrieve {batch.id}"]

@@ -6,10 +6,11 @@ import re
 
 import numpy as np
 
+from ..config import JudgeConfig
 from ..corpus import FACTS_DIR, _yaml_value, front_matter
 from ..layout import matches
 from ..errors import Unparsed
-from ..prompts import load_prompt
+from ..prompts import cut, load_prompt
 from ..shortlist import mean_pairwise, top_k
 from ..verdicts import fingerprint
 from . import Candidate, Change, one_sentence, reply_object
@@ -17,6 +18,7 @@ from .prune import fact_text
 
 DISCOVERED_DIR = f"{FACTS_DIR}/discovered"
 SOURCE_PREFIX = "knomit-judge:"
+EVIDENCE_CHARS = JudgeConfig.max_evidence_chars
 
 
 def proposed(fact) -> bool:
@@ -93,14 +95,19 @@ class DiscoveryPass:
             add([facts[i].path, *(facts[j].path for j in close)])
         return sorted(out, key=lambda g: (-g[1], [f.path for f in g[0]]))
 
-    def candidate(self, members: list, score: float = 0.0) -> Candidate:
-        """The question about one group (members in corpus order), as review and calibrate both ask it."""
-        evidence = {"facts": [{"title": f.title, "body": f.body, "motifs": list(f.motifs)} for f in members]}
+    def candidate(self, members: list, score: float = 0.0, max_chars: int = EVIDENCE_CHARS) -> Candidate:
+        """The question about one group (members in corpus order), as review and calibrate both ask it.
+
+        Each body is cut at judge.max_evidence_chars.
+        """
+        evidence = {"facts": [{"title": f.title, "body": cut(f.body, max_chars), "motifs": list(f.motifs)}
+                              for f in members]}
         return Candidate(self.name, {"group": [f.path for f in members]},
                          fingerprint(*sorted(f.content_id for f in members)), score, [evidence])
 
     def candidates(self, ctx) -> list[Candidate]:
-        return [self.candidate(members, score) for members, score in self.groups(ctx)]
+        limit = ctx.config.judge.max_evidence_chars
+        return [self.candidate(members, score, max_chars=limit) for members, score in self.groups(ctx)]
 
     def parse(self, text: str):
         obj = reply_object(text, {"entails": ((bool,), True), "fact": ((dict, type(None)), False),

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from ..config import JudgeConfig
 from ..corpus import absorbed, relinked_changes, retracted, rewrite
 from ..errors import Unparsed
-from ..prompts import load_prompt
+from ..prompts import cut, load_prompt
 from ..shortlist import neighbour_pairs
 from ..survivors import fact_survivor, why_survives
 from ..verdicts import fingerprint
@@ -15,8 +16,10 @@ def fact_text(fact) -> str:
     return f"{fact.title}\n{fact.body}"
 
 
-def fact_evidence(fact) -> dict:
-    return {"title": fact.title, "body": fact.body, "motifs": list(fact.motifs), "sources": list(fact.sources)}
+def fact_evidence(fact, max_chars: int = JudgeConfig.max_evidence_chars) -> dict:
+    """What the judge reads of a fact; the body is cut at judge.max_evidence_chars."""
+    return {"title": fact.title, "body": cut(fact.body, max_chars), "motifs": list(fact.motifs),
+            "sources": list(fact.sources)}
 
 
 def retire(corpus, loser, survivor, verdict_id: str, absorb: bool, writes: dict | None = None) -> dict[str, str | None]:
@@ -64,7 +67,8 @@ class PrunePass:
         out = []
         for i, j, score in neighbour_pairs(vectors, ctx.config.shortlist.k):
             a, b = facts[i], facts[j]
-            ea, eb = fact_evidence(a), fact_evidence(b)
+            limit = ctx.config.judge.max_evidence_chars
+            ea, eb = fact_evidence(a, limit), fact_evidence(b, limit)
             out.append(Candidate(self.name, {"a": a.path, "b": b.path}, fingerprint(a.content_id, b.content_id),
                                  score, [{"fact_a": ea, "fact_b": eb}, {"fact_a": eb, "fact_b": ea}]))
         return out

@@ -1,0 +1,289 @@
+"""Message Batches: a session's offered questions bought at the batch price, collected by a later session.
+
+`review --batch` (or `[judge] mode = "batch"`) gathers every request its offered questions take (each
+sample, each order) and submits them as one Message Batch after its rounds, storing the batch id and
+its requests in the db before it returns. Every later session (batch mode or not, and the daemon)
+first collects finished batches: each result goes where a synchronous reply would (parsed, into the
+reply cache, then judged, journalled and applied as usual), so the decisions land in that session.
+A batch still running is reported and its questions are never asked again meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass, field
+
+import anthropic
+
+from .errors import ConfigError, JudgeRefused, Refused, Unavailable, Unparsed
+from .judge import STOPS_SESSION, AnthropicBackend, _completion, _error_message
+from .limiter import retry_after
+from .verdicts import now
+
+log = logging.getLogger(__name__)
+
+# The API takes up to 100,000 requests or 256 MB a batch; larger sessions submit more than one.
+MAX_REQUESTS = 50_000
+MAX_BYTES = 200_000_000
+# Requests the API refused for their content, as in a synchronous call (see AnthropicBackend.complete).
+REFUSED_TYPES = ("invalid_request_error", "request_too_large")
+# Estimated reply length for the cost cap at submission (replies are one short JSON object).
+REPLY_TOKENS = 100
+
+
+@dataclass
+class BatchRequest:
+    custom_id: str  # the request's reply-cache key
+    pass_name: str
+    fingerprint: str
+    prompt: str
+    params: dict
+
+
+@dataclass
+class Batches:
+    """What one session does with Message Batches: collect finished ones, gather new requests, submit."""
+
+    store: object
+    session: str
+    submitting: bool  # this session's offered questions go into a batch (review --batch, judge.mode = "batch")
+    gathered: dict[str, BatchRequest] = field(default_factory=dict)
+    gathered_fps: dict[str, set] = field(default_factory=dict)
+    collected: dict[str, set] = field(default_factory=dict)  # pass -> fingerprints with results this session
+    offered_paid: dict[str, int] = field(default_factory=dict)
+    estimated_usd: float = 0.0  # what the gathered requests should cost, for judge.max_cost_usd
+    reports: list[dict] = field(default_factory=list)  # {"id", "requests", "status"} for the session's output
+
+    # -- the db ---------------------------------------------------------------------------------------
+    def open_batches(self) -> list[dict]:
+        return [dict(id=r[0], requests=r[1]) for r in self.store.db.execute(
+            "SELECT id, requests FROM batches WHERE status = 'submitted' ORDER BY submitted_at, id")]
+
+    def waiting(self, pass_name: str) -> dict[str, set]:
+        """Batch id -> this pass's fingerprints in it, for batches not yet collected."""
+        out: dict[str, set] = {}
+        for batch_id, fp in self.store.db.execute(
+                "SELECT r.batch_id, r.fingerprint FROM batch_requests r JOIN batches b ON b.id = r.batch_id "
+                "WHERE b.status = 'submitted' AND r.pass = ?", [pass_name]):
+            out.setdefault(batch_id, set()).add(fp)
+        return out
+
+    def requests_in(self, batch_id: str, pass_name: str) -> int:
+        return self.store.db.execute("SELECT count(*) FROM batch_requests WHERE batch_id = ? AND pass = ?",
+                                     [batch_id, pass_name]).fetchone()[0]
+
+    def busy(self, pass_name: str) -> set[str]:
+        """Fingerprints not to ask now: in a running batch, or gathered for this session's batch."""
+        return set().union(*self.waiting(pass_name).values(), self.gathered_fps.get(pass_name, set()))
+
+    def take_paid(self, pass_name: str, fingerprints: set) -> set:
+        """Of these questions, those whose batch results came in this session (each taken once).
+
+        They are judged whatever the budget or the cost cap says: they are paid for already.
+        """
+        paid = self.collected.get(pass_name, set()) & fingerprints
+        self.collected[pass_name] = self.collected.get(pass_name, set()) - paid
+        self.offered_paid[pass_name] = self.offered_paid.get(pass_name, 0) + len(paid)
+        return paid
+
+    def paid_offers(self, pass_name: str) -> int:
+        """How many of this pass's offers this session were paid-for batch results (not counted by the budget)."""
+        return self.offered_paid.get(pass_name, 0)
+
+    # -- collecting -----------------------------------------------------------------------------------
+    async def collect(self, judge, passes: dict) -> None:
+        """Take in every finished batch: results into the reply cache (and judge.fresh), spend into the ledgers."""
+        open_batches = self.open_batches()
+        if not open_batches:
+            return
+        if not isinstance(judge.backend, AnthropicBackend):
+            log.warning("%d batch(es) not collected: collecting needs --judge anthropic", len(open_batches))
+            return
+        client = judge.backend.client
+        for row in open_batches:
+            try:
+                batch = await client.messages.batches.retrieve(row["id"])
+            except anthropic.APIStatusError as e:
+                if e.status_code == 404:
+                    self._lost(row, "the API does not know it (HTTP 404)")
+                    continue
+                if e.status_code in STOPS_SESSION:
+                    raise JudgeRefused(f"judge refused the batch request: HTTP {e.status_code} {_error_message(e)}; "
+                                       "check ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL") from None
+                log.warning("batch %s: not collected (HTTP %d %s); tried again next session",
+                            row["id"], e.status_code, _error_message(e))
+                continue
+            except anthropic.APIConnectionError as e:
+                log.warning("batch %s: not collected (%s); tried again next session", row["id"], type(e).__name__)
+                continue
+            if batch.processing_status != "ended":
+                self.reports.append({"id": row["id"], "requests": row["requests"], "status": "waiting"})
+                continue
+            await self._take(client, row, judge, passes)
+
+    async def _take(self, client, row: dict, judge, passes: dict) -> None:
+        requests = {r[0]: (r[1], r[2]) for r in self.store.db.execute(
+            "SELECT custom_id, pass, fingerprint FROM batch_requests WHERE batch_id = ?", [row["id"]])}
+        kinds: dict[str, int] = {}
+        try:
+            results = await client.messages.batches.results(row["id"])
+            async for entry in results:
+                if entry.custom_id not in requests:
+                    continue
+                pass_name, fp = requests[entry.custom_id]
+                p = passes.get(pass_name)
+                if p is None:
+                    continue
+                kind = self._result(entry, p, judge)
+                kinds[kind] = kinds.get(kind, 0) + 1
+                self.collected.setdefault(pass_name, set()).add(fp)
+        except anthropic.NotFoundError:
+            self._lost(row, "its results are no longer available (HTTP 404)")
+            return
+        except (anthropic.APIError, ValueError) as e:
+            # what came in is in the reply cache already; the rest is fetched again next session
+            log.warning("batch %s: results cut short (%s); tried again next session", row["id"], type(e).__name__)
+            return
+        with self.store.db.atomic():
+            self.store.db.execute("UPDATE batches SET status = 'collected', collected_at = ? WHERE id = ?",
+                                  [now(), row["id"]])
+        self.reports.append({"id": row["id"], "requests": row["requests"], "status": "collected", **kinds})
+        log.info("batch %s: collected %d result(s) (%s)", row["id"], sum(kinds.values()),
+                 ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
+
+    def _lost(self, row: dict, why: str) -> None:
+        """A batch that will never give results: its questions become askable again (next round or session)."""
+        log.warning("batch %s: %s; its %d request(s) will be asked again", row["id"], why, row["requests"])
+        with self.store.db.atomic():
+            self.store.db.execute("UPDATE batches SET status = 'lost', collected_at = ? WHERE id = ?", [now(), row["id"]])
+        self.reports.append({"id": row["id"], "requests": row["requests"], "status": "lost"})
+
+    def _result(self, entry, p, judge) -> str:
+        """One batch result, filed as a synchronous call's would be; returns its kind."""
+        result, key = entry.result, entry.custom_id
+        ledger = judge.ledger(p.name)
+        if result.type == "succeeded":
+            done = _completion(result.message, judge.tool(p))
+            if done is None:
+                judge.fresh[key] = Unavailable("malformed batch result: not a Message", 1)
+                ledger.add(1, 1, None, None, None)  # billed, for all we know
+                return "malformed"
+            done.batch = True
+            cost = judge.cost(done.tokens_in, done.tokens_out, batch=True)
+            ledger.add(1, 1, done.tokens_in, done.tokens_out, cost)
+            try:
+                p.parse(done.text)
+            except Unparsed:
+                pass  # judged (as unparsed) like any reply; only parsed replies are cached
+            else:
+                judge.store.cache_reply(key, judge.model, p.prompt.id, done.text, done.tokens_in, done.tokens_out,
+                                       judge.kind)
+            judge.fresh[key] = done
+            return "succeeded"
+        ledger.add(1, 1, None, None, 0.0)  # an errored or expired request is not billed
+        if result.type == "errored":
+            error = getattr(getattr(result, "error", None), "error", None)
+            kind, message = getattr(error, "type", "api_error"), getattr(error, "message", "")
+            if kind in REFUSED_TYPES:
+                judge.fresh[key] = Refused(f"batch request {kind}: {message}", 1)
+                return "refused"
+            judge.fresh[key] = Unavailable(f"batch request errored ({kind}: {message})", 1)
+            return "errored"
+        judge.fresh[key] = Unavailable(f"batch request {result.type}", 1)
+        return result.type  # expired, canceled
+
+    # -- submitting -----------------------------------------------------------------------------------
+    def gather(self, judge, p, candidate) -> int:
+        """Add a question's uncached requests to this session's batch; returns how many were added."""
+        backend = judge.backend
+        added = 0
+        for ask in judge.asks(p, candidate):
+            if ask.key in self.gathered or judge.store.cached_reply(ask.key, judge.kind):
+                continue
+            params = backend.params(p.prompt.system, ask.user, judge.tool(p))
+            self.gathered[ask.key] = BatchRequest(ask.key, p.name, candidate.fingerprint, p.prompt.id, params)
+            cost = judge.cost((len(p.prompt.system) + len(ask.user)) // 4, REPLY_TOKENS, batch=True)
+            self.estimated_usd += cost or 0.0
+            added += 1
+        if added:
+            self.gathered_fps.setdefault(p.name, set()).add(candidate.fingerprint)
+        return added
+
+    async def submit(self, judge) -> list[tuple[str | None, dict[str, set], str]]:
+        """Submit the gathered requests: (batch id or None, pass -> fingerprints, error) for each batch tried."""
+        pending = list(self.gathered.values())
+        self.gathered = {}
+        made = []
+        for chunk in _chunks(pending):
+            per_pass: dict[str, set] = {}
+            for r in chunk:
+                per_pass.setdefault(r.pass_name, set()).add(r.fingerprint)
+            try:
+                batch_id = await self._create(judge, chunk)
+            except Unavailable as e:
+                made.append((None, per_pass, str(e.args[0])))
+                continue
+            made.append((batch_id, per_pass, ""))
+            self.reports.append({"id": batch_id, "requests": len(chunk), "status": "submitted"})
+            log.info("batch %s: %d requests submitted", batch_id, len(chunk))
+        return made
+
+    async def _create(self, judge, chunk: list[BatchRequest]) -> str:
+        cfg = judge.config.judge
+        last, batch = "", None
+        for attempt in range(1, cfg.max_attempts + 1):
+            await judge.backend.limiter.wait()
+            try:
+                batch = await judge.backend.client.messages.batches.create(
+                    requests=[{"custom_id": r.custom_id, "params": r.params} for r in chunk])
+                break
+            except anthropic.APIStatusError as e:
+                if e.status_code in STOPS_SESSION:
+                    raise JudgeRefused(f"judge refused the batch: HTTP {e.status_code} {_error_message(e)}; "
+                                       "check ANTHROPIC_API_KEY, the model name and ANTHROPIC_BASE_URL") from None
+                last = f"HTTP {e.status_code} {_error_message(e)}"
+                after = retry_after(e.response.headers)
+                if after is not None and e.status_code in (429, 529):
+                    judge.backend.limiter.pause(after, f"HTTP {e.status_code}, retry-after {after:g}")
+                if e.status_code < 500 and e.status_code not in (408, 409, 429):
+                    break  # the batch as sent is refused: retrying cannot help; asked again next session
+            except anthropic.APIConnectionError as e:
+                last = type(e).__name__
+            log.warning("batch submission failed (%s), attempt %d of %d", last, attempt, cfg.max_attempts)
+            if attempt < cfg.max_attempts:
+                await asyncio.sleep(judge.backend._wait(attempt))
+        else:
+            raise Unavailable(f"batch not submitted: {last} after {cfg.max_attempts} attempts", cfg.max_attempts)
+        if batch is None:
+            raise Unavailable(f"batch not submitted: {last}", attempt)
+        # Stored before anything else happens: a session killed from here on leaves the batch to the next one.
+        with self.store.db.atomic():
+            self.store.db["batches"].insert({"id": batch.id, "model": judge.model, "session": self.session,
+                                             "requests": len(chunk), "status": "submitted", "submitted_at": now()})
+            self.store.db["batch_requests"].insert_all(
+                ({"batch_id": batch.id, "custom_id": r.custom_id, "pass": r.pass_name, "fingerprint": r.fingerprint,
+                  "prompt": r.prompt} for r in chunk), batch_size=500)
+        return batch.id
+
+
+def _chunks(requests: list[BatchRequest]):
+    chunk, size = [], 0
+    for r in requests:
+        n = len(json.dumps(r.params, ensure_ascii=False).encode("utf-8")) + 200
+        if chunk and (len(chunk) >= MAX_REQUESTS or size + n > MAX_BYTES):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(r)
+        size += n
+    if chunk:
+        yield chunk
+
+
+def batch_mode(options_batch: bool | None, config, judge_spec: str) -> bool:
+    """Whether this session submits a batch: --batch, else judge.mode; only the real API has batches."""
+    on = config.judge.mode == "batch" if options_batch is None else options_batch
+    if on and judge_spec != "anthropic":
+        raise ConfigError(f"--batch / judge.mode = \"batch\" needs --judge anthropic, not {judge_spec!r}")
+    return on

@@ -1,0 +1,231 @@
+"""Message Batches end to end: `review --batch` submits, the next session collects, decisions land.
+
+Through the real SDK (messages.batches.create / retrieve / results) to the loopback server, whose
+batches stay `in_progress` until the test ends them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import sqlite_utils
+from click.testing import CliRunner
+
+from conftest import REPO, SAME, SMALL, CorpusRepo, make_repo, write_config
+from messages_server import tool
+
+from knomit_judge.cli import cli
+from knomit_judge.recovery import rebuild
+
+FIRST, SECOND = "penalty-blocks-own-recovery", "self-locking-penalty"
+DIFFERENT = {"same": False, "mechanism": ""}
+SYNC_USD = (1000 * 3.0 + 100 * 15.0) / 1e6  # one call at claude-sonnet-4-5 prices, 1000 tokens in, 100 out
+
+
+NO = {"prune_reply": {"decision": "distinct", "rationale": "Two claims."},
+      "discovery_reply": {"entails": False, "fact": None, "rationale": "Nothing new."}}
+
+
+def judge(req, n):
+    """Alias: yes for the two spellings of one mechanism, no otherwise; prune and discovery: no.
+
+    1000 tokens in, 100 out per call.
+    """
+    same = f'"spelling": "{FIRST}"' in req.prompt and f'"spelling": "{SECOND}"' in req.prompt
+    answer = NO.get(req.body["tool_choice"]["name"]) or (SAME if same else DIFFERENT)
+    return tool(answer, input_tokens=1000, output_tokens=100)
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    root = tmp_path_factory.mktemp("template") / "small"
+    make_repo(root, SMALL)
+    rebuild(root)  # embeddings in the db: sessions (and the daemon subprocess) only judge
+    return root
+
+
+@pytest.fixture
+def repo(template, tmp_path, judge_env) -> CorpusRepo:
+    shutil.copytree(template, tmp_path / "small", symlinks=True)
+    repo = CorpusRepo(tmp_path / "small")
+    configure(repo)
+    judge_env.responder = judge
+    return repo
+
+
+def configure(repo, **judge_keys):
+    values = {"backoff_s": 0.0, "timeout_s": 20, **judge_keys}
+    write_config(repo, "[judge]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in values.items()))
+
+
+def run(repo, *extra):
+    result = CliRunner().invoke(cli, ["-q", "review", str(repo.root), "--pass", "alias", *extra])
+    out = json.loads(result.stdout) if "--json" in extra and result.stdout.startswith("{") else None
+    return result, out
+
+
+def db(repo):
+    return sqlite_utils.Database(repo.root / ".knomit" / "judge.db")
+
+
+def test_batch_submitted_waited_on_then_collected_and_applied(repo, judge_env):
+    submitted, _ = run(repo, "--batch")
+    assert submitted.exit_code == 0, submitted.output
+    [batch] = judge_env.batches.values()
+    assert f"batch {batch.id}: 6 requests submitted" in submitted.stdout.splitlines()  # 3 questions x 2 orders
+    [line] = [x for x in submitted.stdout.splitlines() if x.startswith("alias:")]
+    assert line.startswith("alias: batched - candidates 3, offered 3, judged 0") and "judge calls 0" in line
+    assert judge_env.calls == 0  # nothing asked one by one
+    assert all(r["params"]["tool_choice"] == {"type": "tool", "name": "alias_reply"} for r in batch.requests)
+    assert [r["status"] for r in db(repo)["batches"].rows] == ["submitted"]
+    assert db(repo)["batch_requests"].count == 6
+
+    waiting, out = run(repo, "--json")  # not collected yet: reported, never asked again
+    assert waiting.exit_code == 0, waiting.output
+    alias = out["passes"]["alias"]
+    assert (alias["state"], alias["offered"], alias["batched"], alias["cached"], alias["judge_calls"]) == \
+        ("batched", 0, 3, 0, 0)
+    assert f"waiting on batch {batch.id}, 6 requests" in alias["notes"]
+    assert out["batches"] == [{"id": batch.id, "requests": 6, "status": "waiting"}]
+    assert f"waiting on batch {batch.id}, 6 requests" in run(repo)[0].stdout
+    assert judge_env.batch_calls.count("create") == 1 and judge_env.calls == 0
+
+    judge_env.end_batches()
+    collected, out = run(repo, "--batch", "--json")
+    assert collected.exit_code == 0, collected.output
+    alias = out["passes"]["alias"]
+    assert (alias["state"], alias["judged"], alias["resolved"], alias["applied"]) == ("worked", 3, 1, 1)
+    assert alias["judge_calls"] == 6 and alias["cost_usd"] == pytest.approx(6 * SYNC_USD / 2)
+    assert judge_env.calls == 0
+    assert any(s.startswith(f"alias: merge motif '{SECOND}' into '{FIRST}'") or
+               s.startswith(f"alias: merge motif '{FIRST}' into '{SECOND}'") for s in repo.log())
+    verdicts = list(db(repo)["verdicts"].rows_where("pass = 'alias'"))
+    assert len(verdicts) == 3 and all(v["cost_usd"] == pytest.approx(2 * SYNC_USD / 2) for v in verdicts)
+    assert {json.dumps(SAME), json.dumps(DIFFERENT)} >= {r for v in verdicts for r in json.loads(v["replies"])}
+    # journalled like any reply: the journal in git holds the three verdicts
+    assert len((repo.root / ".knomit" / "verdicts" / "alias.jsonl").read_text().splitlines()) == 3
+    # the merge made new questions (a carrier changed): they go into a new batch; the old one is done
+    first, second = out["batches"]
+    assert first == {"id": batch.id, "requests": 6, "status": "collected", "succeeded": 6}
+    assert second["status"] == "submitted" and second["id"] != batch.id
+    assert alias["batched"] >= 1 and second["requests"] == 2 * alias["batched"]
+    assert [r["status"] for r in db(repo)["batches"].rows_where(order_by="submitted_at")] == ["collected", "submitted"]
+    ids = [r["custom_id"] for b in judge_env.batches.values() for r in b.requests]
+    assert len(ids) == len(set(ids))  # nothing was submitted twice
+
+    again, out = run(repo, "--json")
+    assert out["batches"] == [{"id": second["id"], "requests": second["requests"], "status": "waiting"}]
+    assert judge_env.calls == 0 and judge_env.batch_calls.count("create") == 2
+
+
+def test_batch_cost_is_half_the_synchronous_cost_for_the_same_usage(repo, judge_env, template, tmp_path):
+    judge_env.responder = lambda req, n: tool(DIFFERENT, input_tokens=1000, output_tokens=100)  # nothing applied
+    shutil.copytree(template, tmp_path / "sync", symlinks=True)
+    sync_repo = CorpusRepo(tmp_path / "sync")
+    configure(sync_repo)
+    sync = run(sync_repo, "--json")[1]["passes"]["alias"]
+    assert sync["judge_calls"] == judge_env.calls == 6 and sync["cost_usd"] == pytest.approx(6 * SYNC_USD)
+
+    run(repo, "--batch")
+    judge_env.end_batches()
+    batch = run(repo, "--json")[1]["passes"]["alias"]
+    assert batch["judge_calls"] == 6 and judge_env.calls == 6  # the batch made no synchronous call
+    assert batch["cost_usd"] == pytest.approx(sync["cost_usd"] / 2)
+
+
+def test_dry_run_batch_estimates_at_the_batch_price(repo, judge_env):
+    def estimate(*extra):
+        result, out = run(repo, "--dry-run", "--json", *extra)
+        assert result.exit_code == 0, result.output
+        [note] = [n for n in out["passes"]["alias"]["notes"] if n.startswith("would ask")]
+        return note
+
+    sync, batch = estimate(), estimate("--batch")
+    assert batch.endswith(" at batch prices") and not sync.endswith(" at batch prices")
+    usd = lambda note: float(note.split("about $", 1)[1].split()[0])  # noqa: E731
+    assert usd(batch) == pytest.approx(usd(sync) / 2, abs=0.0001) and usd(sync) > 0
+    assert judge_env.calls == 0 and judge_env.batch_calls == []
+
+
+def test_expired_errored_and_refused_requests(repo, judge_env):
+    judge_env.responder = lambda req, n: tool(DIFFERENT)  # nothing applied, so no new questions
+    # requests go in question by question, both orders together: 0-1, 2-3, 4-5
+    judge_env.batch_outcome = lambda n, params: {0: "expired", 2: "errored", 4: "invalid"}.get(n)
+    run(repo, "--batch")
+    judge_env.end_batches()
+    result, out = run(repo, "--json")
+    assert result.exit_code == 1, result.output  # nothing judged, something offered: broken
+    alias = out["passes"]["alias"]
+    assert (alias["judged"], alias["unavailable"], alias["refused"]) == (0, 2, 1)
+    assert out["batches"][0]["expired"] == 1 and out["batches"][0]["errored"] == 1
+    assert db(repo)["refusals"].count == 1
+    # the unavailable two are asked again next session, the refused one is not; each asks only the
+    # request that failed, as the other order's batch result is in the reply cache
+    result, out = run(repo, "--json")
+    assert result.exit_code == 0 and out["passes"]["alias"]["judged"] == 2 and judge_env.calls == 2
+
+
+def test_batch_needs_the_real_api(repo, tmp_path):
+    replies = tmp_path / "r.jsonl"
+    replies.write_text("")
+    result, _ = run(repo, "--batch", "--judge", f"scripted:{replies}")
+    assert result.exit_code == 2 and "needs --judge anthropic" in result.stderr
+
+
+def test_a_killed_daemon_batch_is_collected_by_the_next_session_without_resubmitting(repo, judge_env):
+    configure(repo, mode="batch")
+    env = {**os.environ, "ANTHROPIC_BASE_URL": judge_env.url, "ANTHROPIC_API_KEY": "sk-ant-test-FAKEKEY",
+           "HF_HUB_OFFLINE": "1"}
+    env.pop("KNOMIT_JUDGE_MODEL", None)
+    daemon = subprocess.Popen([sys.executable, "-c", "from knomit_judge.cli import main; main()", "daemon",
+                               str(repo.root), "--cron", "* * * * * *"],
+                              cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 90
+        # a first session submits; a later one finds it still running and leaves it alone
+        while not any(c.startswith("retrieve") for c in judge_env.batch_calls):
+            assert time.monotonic() < deadline and daemon.poll() is None, "the daemon never polled its batch"
+            time.sleep(0.1)
+    finally:
+        daemon.send_signal(signal.SIGKILL)
+        daemon.wait(10)
+    assert judge_env.batch_calls.count("create") == 1 and judge_env.calls == 0
+    [row] = db(repo)["batches"].rows
+    assert row["status"] == "submitted" and db(repo)["batch_requests"].count_where("pass = 'alias'") == 6
+
+    judge_env.end_batches()
+    result, out = run(repo, "--json")  # still mode = "batch": collects first, then would batch what is new
+    assert result.exit_code == 0, result.output
+    alias = out["passes"]["alias"]
+    assert alias["judged"] == 3 and alias["applied"] == 1 and judge_env.calls == 0
+    assert any(s.startswith("alias: merge motif") for s in repo.log())
+    ids = [r["custom_id"] for b in judge_env.batches.values() for r in b.requests]
+    assert len(ids) == len(set(ids))  # no request was ever submitted twice
+
+
+def test_a_batch_that_cannot_be_submitted_leaves_its_questions_unavailable(repo, judge_env):
+    judge_env.batch_create_faults.extend([500, 500, 500])
+    result, out = run(repo, "--batch", "--json")
+    assert result.exit_code == 1  # offered, nothing judged, nothing in a batch: broken
+    alias = out["passes"]["alias"]
+    assert (alias["unavailable"], alias["batched"], alias["state"]) == (3, 0, "broken")
+    assert "batch not submitted: HTTP 500" in alias["first_error"]
+    assert db(repo)["batches"].count == 0 and judge_env.batch_calls == ["create"] * 3
+    result, out = run(repo, "--batch", "--json")  # the next session submits them
+    assert result.exit_code == 0 and out["batches"][0]["status"] == "submitted"
+
+
+def test_a_batch_the_api_lost_gives_its_questions_back(repo, judge_env):
+    run(repo, "--batch")
+    judge_env.batches.clear()  # the API answers 404 for it from now on
+    result, out = run(repo, "--json")
+    assert result.exit_code == 0, result.output
+    assert out["batches"][0]["status"] == "lost"
+    assert out["passes"]["alias"]["judged"] >= 3 and judge_env.calls >= 6  # asked synchronously instead
