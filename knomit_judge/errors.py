@@ -48,3 +48,7 @@ class Unparsed(Exception):
 
 class Unavailable(Exception):
     """The judge gave no reply in time or within the retry budget: never a verdict."""
+
+
+class BadLabel(KnomitError):
+    """A label is not yes or no, or a labels file line is malformed."""

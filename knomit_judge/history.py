@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import fields
 from pathlib import Path
 
+from . import precision
 from .config import load_config
 from .gitops import open_repo
 from .passes import JUDGED_PASSES
@@ -45,8 +46,10 @@ def status(root: Path | str, limit: int = 10) -> dict:
                               "next_probe_in": t.probe_in, "text": upcoming(t)}
     finally:
         store.close()
+    precisions = precision.by_pass(root, config.calibration)  # from the labels journal: no db needed
     return {"last_session": sessions[0] if sessions else None, "throttle": throttle, "sessions": sessions,
-            "unfinished": unfinished, "text": render(sessions, throttle, unfinished)}
+            "unfinished": unfinished, "precision": {n: p.json() for n, p in precisions.items()},
+            "text": render(sessions, throttle, unfinished) + precision.lines(precisions)}
 
 
 def render(sessions: list[dict], throttle: dict, unfinished: int = 0) -> list[str]:
