@@ -49,11 +49,11 @@ def status(root: Path | str, limit: int = 10) -> dict:
     precisions = precision.by_pass(root, config.calibration)  # from the labels journal: no db needed
     return {"last_session": sessions[0] if sessions else None, "throttle": throttle, "sessions": sessions,
             "unfinished": unfinished, "precision": {n: p.json() for n, p in precisions.items()},
-            "text": render(sessions, throttle, unfinished) + precision.lines(precisions)}
+            "text": render(sessions, throttle, unfinished, precision.lines(precisions))}
 
 
-def render(sessions: list[dict], throttle: dict, unfinished: int = 0) -> list[str]:
-    """The text of `status`: the last session's lines, the throttle per pass, a table of recent sessions."""
+def render(sessions: list[dict], throttle: dict, unfinished: int = 0, precision_lines=()) -> list[str]:
+    """The text of `status`: the last session's lines, the throttle and precision per pass, recent sessions."""
     cost = lambda s: "incomplete" if s["cost_usd"] is None else f"${s['cost_usd']:.4f}"  # noqa: E731
     if not sessions:
         text = ["no sessions yet"]
@@ -64,6 +64,7 @@ def render(sessions: list[dict], throttle: dict, unfinished: int = 0) -> list[st
         text.extend("  " + pass_line(name, counts) for name, counts in last["passes"].items())
     text.append("throttle for the next session:")
     text.extend(f"  {name}: {t['text']}" for name, t in throttle.items())
+    text.extend(precision_lines)
     if sessions:
         columns = ("exact", *JUDGED_PASSES)
         text.append(f"last {len(sessions)} session(s), newest first:")
