@@ -223,7 +223,7 @@ def calibrate(labels, corpus, as_json, judge, from_journal):
 @cli.command()
 @corpus_arg
 @json_opt
-@click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1), help="Items shown as text.")
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1), help="Items listed, best first.")
 def inbox(corpus, as_json, limit):
     """What a person should look at now: undecided questions, held yeses, proposals, a sample of decisions.
 
@@ -253,8 +253,8 @@ def label(args, note, label_file, as_json):
     """
     from .labels import label as run, read_label_file
     if label_file:
-        if len(args) > 1:
-            raise click.UsageError("with --file give only CORPUS")
+        if len(args) > 1 or note:
+            raise click.UsageError("with --file give only CORPUS (notes go in the file)")
         corpus, entries = Path(args[0] if args else "."), read_label_file(label_file)
     elif len(args) in (2, 3) and args[1] in ("yes", "no"):
         corpus, entries = Path(args[2] if len(args) == 3 else "."), [(args[0], args[1], note)]
