@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 from click.testing import CliRunner
 
-from conftest import SAME, tree_digest
+from conftest import DEMO, SAME, make_repo, tree_digest
 from messages_server import text
 
 from knomit_judge.cli import cli
 from knomit_judge.gitops import Lock, open_repo
-from knomit_judge.inbox import sample
+from knomit_judge.inbox import inbox, sample
+from knomit_judge.review import ReviewOptions, review
 from knomit_judge.verdicts import Verdict
 
 P, S, Q = "penalty-blocks-own-recovery", "self-locking-penalty", "queue-amplifies-latency"
@@ -78,3 +80,19 @@ def test_the_sample_is_fixed_by_the_session_id_not_by_order():
     assert other != {tuple(chosen)}  # another session draws its own
     assert len(sample(decisions("s", 3), 0.1)) == 1  # at least one of every session that applied something
     assert sample(ten, 0.0) == []
+
+
+def test_a_proposal_comes_before_the_sample_and_the_sample_is_the_configured_share(tmp_path):
+    repo = make_repo(tmp_path / "demo")
+    shutil.copytree(DEMO / "facts", repo.root / "facts", dirs_exist_ok=True)
+    shutil.copy(DEMO / "knomit-judge.toml", repo.root / "knomit-judge.toml")
+    repo.write("knomit-judge.toml", repo.read("knomit-judge.toml") + "\n[calibration]\nsample_rate = 0.5\n")
+    repo.commit("demo corpus")
+    review(repo.root, ReviewOptions(judge=f"scripted:{DEMO / 'judge-replies.jsonl'}"))
+    items = inbox(repo.root)["items"]
+    kinds = [i.kind for i in items]
+    assert kinds == ["proposal", "sample", "sample", "sample"]  # alias: 2 of its 3, prune: 1 of its 2
+    proposal = items[0]
+    assert proposal.verdict.pass_name == "discovery" and proposal.verdict.commit_sha
+    assert proposal.evidence["proposed"]["title"] == proposal.verdict.payload["title"]
+    assert [i.verdict.pass_name for i in items[1:]] == ["alias", "alias", "prune"]

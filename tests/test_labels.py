@@ -7,11 +7,14 @@ import shlex
 import subprocess
 from html.parser import HTMLParser
 
+import pytest
 from click.testing import CliRunner
 
 from conftest import git, scripted, tree_digest
 
 from knomit_judge.cli import cli
+from knomit_judge.config import parse_config
+from knomit_judge.errors import ConfigError
 from knomit_judge.labels import LABELS_FILE
 from knomit_judge.report import render
 from knomit_judge.review import ReviewOptions, review
@@ -133,3 +136,10 @@ def test_report_lists_the_inbox_and_the_precision_history(corpus_repo, tmp_path)
     assert "precision 0.00 [0.00, 0.79] from 1 label" in shown
     chart = next(s for s in page.svgs if s.get("aria-label") == "precision history of alias")
     assert int(chart["width"]) <= 1024 - 64  # fits a 1024 px window with the page's margins
+
+
+def test_calibration_keys_are_checked_by_name():
+    assert parse_config({"calibration": {"sample_rate": 0.25}}).calibration.sample_rate == 0.25
+    for raw, named in (({"min_precision": 1.5}, "calibration.min_precision"), ({"rate": 1}, "calibration.rate")):
+        with pytest.raises(ConfigError, match=named):
+            parse_config({"calibration": raw})
