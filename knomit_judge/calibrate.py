@@ -247,8 +247,9 @@ def calibrate_journal(root: Path | str = ".") -> dict:
     for n, lab in enumerate(labelled.values(), 1):  # n: the label's place, as a file's line number would be
         v = verdicts.get(lab.verdict)
         if v is None or v.pass_name not in JUDGED_PASSES:
+            why = "not in the journal" if v is None else "mechanical"
             skipped.append({"line": n, "pass": lab.pass_name, "missing": lab.verdict,
-                            "reason": f"verdict {lab.verdict} is {'not in the journal' if v is None else 'mechanical'}"})
+                            "reason": f"verdict {lab.verdict} is {why}"})
             continue
         questions.append(Question(n, v.pass_name, v.subject, lab.label, None, source="stored",
                                   answer="yes" if v.is_yes else "no", agreement=v.agreement, rationale=v.rationale))
@@ -256,7 +257,8 @@ def calibrate_journal(root: Path | str = ".") -> dict:
     result = {
         "labels": f"{LABELS_FILE} (journal)", "corpus": str(root), "judge": ", ".join(models) or "-",
         "created_at": now(), "source": "journal",
-        "prompts": {name: sorted({v.prompt for v in verdicts.values() if v.pass_name == name}) for name in JUDGED_PASSES},
+        "prompts": {name: sorted({v.prompt for v in verdicts.values() if v.pass_name == name})
+                    for name in JUDGED_PASSES},
         "position_swap": {"asked_both_orders": False, "configured": load_config(root).judge.position_swap},
         "passes": {name: {**score(name, [q for q in questions if q.pass_name == name], None), "kappa_over": "yes/no"}
                    for name in JUDGED_PASSES},
@@ -267,7 +269,8 @@ def calibrate_journal(root: Path | str = ".") -> dict:
     try:
         with store.db.atomic():
             store.db["calibrations"].insert({"created_at": result["created_at"], "labels": result["labels"],
-                                             "model": result["judge"], "result": json.dumps(result, ensure_ascii=False)})
+                                             "model": result["judge"],
+                                             "result": json.dumps(result, ensure_ascii=False)})
     finally:
         store.close()
     return result

@@ -186,11 +186,13 @@ def labels_sections(root: Path) -> str:
     rows = []
     for n, item in enumerate(box["items"][:INBOX_ROWS], 1):
         v = item.verdict
-        evidence = "".join(f"<li><b>{e(k)}</b>: {e(_clip(evidence_text(val)))}</li>" for k, val in item.evidence.items())
+        evidence = "".join(f"<li><b>{e(k)}</b>: {e(_clip(evidence_text(val)))}</li>"
+                           for k, val in item.evidence.items())
         commit = f'applied in <code title="{e(v.commit_sha)}">{e(v.commit_sha[:10])}</code>' if v.commit_sha \
             else "not applied"
         rows.append(f"<tr><td>{n}<br><b>{e(item.kind)}</b></td>"
-                    f"<td><b>{e(v.pass_name)}</b> {e(subject_text(v.subject))}<br><span class=muted>{e(item.why)}</span></td>"
+                    f"<td><b>{e(v.pass_name)}</b> {e(subject_text(v.subject))}"
+                    f"<br><span class=muted>{e(item.why)}</span></td>"
                     f"<td><b>{e(v.answer)}</b>: {e(v.rationale)}<br>{commit}<br>verdict <code>{e(v.id)}</code>"
                     f"<br><code class=muted>{e(item.label_command)}</code></td>"
                     f"<td><ul class=evidence>{evidence}</ul></td></tr>")
@@ -205,7 +207,8 @@ def labels_sections(root: Path) -> str:
         p = of_pass(labels, name, cfg.min_precision)
         precision_rows.append([e(name), e(p.phrase()), e(p.probation_phrase() if p.probation else "applying")])
         charts.append(precision_chart(name, history(labels, name, cfg.min_precision), cfg.min_precision))
-    return (f"<style>{LABELS_CSS}</style><h2>Inbox: what needs a look</h2><p>Undecided questions first, then yeses held by probation, "
+    return (f"<style>{LABELS_CSS}</style><h2>Inbox: what needs a look</h2>"
+            f"<p>Undecided questions first, then yeses held by probation, "
             f"discovery proposals, and a sample of applied decisions ({e(f'{cfg.sample_rate:g}')} of each "
             f"session's per pass, at least one). Label one with <code>knomit-judge label VERDICT yes|no</code>."
             f"</p>{inbox_html}"
