@@ -143,3 +143,19 @@ def test_calibration_keys_are_checked_by_name():
     for raw, named in (({"min_precision": 1.5}, "calibration.min_precision"), ({"rate": 1}, "calibration.rate")):
         with pytest.raises(ConfigError, match=named):
             parse_config({"calibration": raw})
+
+
+def test_a_label_whose_commit_fails_leaves_no_line_behind(corpus_repo, tmp_path):
+    vid = reviewed(corpus_repo, tmp_path)
+    hook = corpus_repo.root / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\necho 'refused by policy' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    head = git(corpus_repo.root, "rev-parse", "HEAD")
+    out = run("label", vid, "yes", corpus_repo.root)
+    assert out.exit_code == 2 and "refused by policy" in out.output and "rolled back" in out.output
+    assert git(corpus_repo.root, "rev-parse", "HEAD") == head
+    assert not (corpus_repo.root / LABELS_FILE).exists()  # the intent cut the journal back
+    assert json.loads(run("status", corpus_repo.root, "--json").stdout)["precision"]["alias"]["labels"] == 0
+    hook.unlink()
+    assert run("label", vid, "yes", corpus_repo.root).exit_code == 0
+    assert len((corpus_repo.root / LABELS_FILE).read_text().splitlines()) == 1
