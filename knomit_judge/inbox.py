@@ -90,7 +90,8 @@ def inbox(root: Path | str) -> dict:
     current: dict[tuple[str, str], Verdict] = {}
     for v in newest:
         current.setdefault((v.pass_name, v.fingerprint), v)
-    on_probation = {n for n in JUDGED_PASSES if of_pass(labels, n, config.calibration.min_precision).probation}
+    precision = {n: of_pass(labels, n, config.calibration.min_precision) for n in JUDGED_PASSES}
+    on_probation = {n for n, p in precision.items() if p.probation}
     applied = [v for v in open_ if v.commit_sha]
     chosen: list[tuple[str, str, Verdict]] = []
     chosen += [("undecided", v.rationale + (f" (agreement {v.agreement:.2f})" if v.agreement is not None else ""), v)
@@ -111,6 +112,7 @@ def inbox(root: Path | str) -> dict:
             items.append(Item(kind, why, v, evidence(v, corpus, repo),
                               f"knomit-judge label {v.id} yes|no {shlex.quote(str(root))}"))
     return {"corpus": str(root), "items": items, "probation": sorted(on_probation),
+            "precision": {n: p.json() for n, p in precision.items()},
             "labels": len(labelled), "counts": {k: sum(i.kind == k for i in items) for k in KINDS}}
 
 
@@ -161,8 +163,10 @@ def lines(result: dict, limit: int) -> list[str]:
         return ["inbox empty: nothing undecided, held, proposed or sampled waits for a label"]
     out = [f"inbox: {len(items)} item(s)" + (f", first {limit} shown" if len(items) > limit else "")
            + " - best use of a minute first"]
-    if result["probation"]:
-        out.append(f"on probation: {', '.join(result['probation'])} (its held yeses apply once labels lift it)")
+    for name in result["probation"]:
+        p = result["precision"][name]
+        out.append(f"{name} on probation (precision {p['precision']:.2f} [{p['low']:.2f}, {p['high']:.2f}] < "
+                   f"{p['min_precision']:.2f}): its held yeses apply once labels lift it")
     for n, item in enumerate(items[:limit], 1):
         v = item.verdict
         subject = " / ".join(v.subject["group"]) if "group" in v.subject else f"{v.subject['a']} / {v.subject['b']}"

@@ -159,6 +159,9 @@ def test_six_no_of_eight_put_alias_on_probation_prune_goes_on_and_yes_labels_end
     inbox = json.loads(run("inbox", repo.root, "--json").stdout)
     held = [i for i in inbox["items"] if i["kind"] == "held"]
     assert inbox["probation"] == ["alias"] and len(held) == 3
+    assert inbox["precision"]["alias"]["text"] == "precision 0.25 [0.07, 0.59] from 8 labels"
+    assert [i["kind"] for i in inbox["items"]][:3] == ["held"] * 3  # nothing undecided: held come first
+    assert "alias on probation (precision 0.25 [0.07, 0.59] < 0.70)" in run("inbox", repo.root).stdout
     assert {frozenset(i["subject"].values()) for i in held} == {frozenset(p[:2]) for p in LATE}
 
     # Labelling the held yeses "yes" lifts the interval's top to 0.72 >= 0.70: probation ends.
