@@ -3,9 +3,11 @@
 from .config import Config, load_config
 from .corpus import Corpus, Fact, load_corpus
 from .errors import KnomitError
+from .inbox import inbox
+from .labels import label
 from .recovery import rebuild
 from .review import ReviewOptions, SessionResult, review
 from .revert import revert
 
-__all__ = ["Config", "Corpus", "Fact", "KnomitError", "ReviewOptions", "SessionResult", "load_config",
-           "load_corpus", "rebuild", "review", "revert"]
+__all__ = ["Config", "Corpus", "Fact", "KnomitError", "ReviewOptions", "SessionResult", "inbox", "label",
+           "load_config", "load_corpus", "rebuild", "review", "revert"]

@@ -26,7 +26,7 @@ from .passes import JUDGED_PASSES, Candidate, all_passes
 from .passes.alias import motif_fingerprint
 from .passes.prune import fact_evidence
 from .store import Store
-from .verdicts import fingerprint, now
+from .verdicts import Journal, fingerprint, now
 
 PRUNE_LABELS = ("distinct", "merge", "retract")
 KAPPA_OVER = {"alias": "yes/no", "prune": "distinct/merge/retract", "discovery": "yes/no"}
@@ -232,6 +232,50 @@ def calibrate(labels_path: Path | str, root: Path | str = ".", judge_spec: str =
     return result
 
 
+def calibrate_journal(root: Path | str = ".") -> dict:
+    """Score the stored verdicts against the labels people gave them with `label` (no labels file, no judge call).
+
+    The labels journal answers in yes/no, so every pass (prune too) is scored over yes/no, on the verdict
+    each label was given: how right the judge was on the questions it actually answered.
+    """
+    from .labels import LABELS_FILE, latest, read_labels
+    root = Path(root).resolve()
+    open_repo(root)
+    verdicts = {v.id: v for v in Journal(root).verdicts()[0]}
+    labelled = latest(read_labels(root))
+    questions, skipped = [], []
+    for n, lab in enumerate(labelled.values(), 1):  # n: the label's place, as a file's line number would be
+        v = verdicts.get(lab.verdict)
+        if v is None or v.pass_name not in JUDGED_PASSES:
+            why = "not in the journal" if v is None else "mechanical"
+            skipped.append({"line": n, "pass": lab.pass_name, "missing": lab.verdict,
+                            "reason": f"verdict {lab.verdict} is {why}"})
+            continue
+        questions.append(Question(n, v.pass_name, v.subject, lab.label, None, source="stored",
+                                  answer="yes" if v.is_yes else "no", agreement=v.agreement, rationale=v.rationale))
+    models = sorted({verdicts[vid].model for vid in labelled if vid in verdicts})
+    result = {
+        "labels": f"{LABELS_FILE} (journal)", "corpus": str(root), "judge": ", ".join(models) or "-",
+        "created_at": now(), "source": "journal",
+        "prompts": {name: sorted({v.prompt for v in verdicts.values() if v.pass_name == name})
+                    for name in JUDGED_PASSES},
+        "position_swap": {"asked_both_orders": False, "configured": load_config(root).judge.position_swap},
+        "passes": {name: {**score(name, [q for q in questions if q.pass_name == name], None), "kappa_over": "yes/no"}
+                   for name in JUDGED_PASSES},
+        "skipped": skipped, "questions": [q.json() for q in questions],
+    }
+    result["overall"] = overall(questions)
+    store = Store.for_corpus(root)
+    try:
+        with store.db.atomic():
+            store.db["calibrations"].insert({"created_at": result["created_at"], "labels": result["labels"],
+                                             "model": result["judge"],
+                                             "result": json.dumps(result, ensure_ascii=False)})
+    finally:
+        store.close()
+    return result
+
+
 def overall(questions: list[Question]) -> dict:
     """Precision, recall and yes/no agreement over every pass together."""
     pairs = [(is_yes(q.label), is_yes(q.answer)) for q in questions if q.answer is not None]
@@ -295,9 +339,12 @@ def lines(result: dict) -> list[str]:
     o = result["overall"]
     out.append(f"{'all':<10} {o['n']:>3} {_num(o['precision']):>9} {_num(o['recall']):>6} {_num(o['agreement']):>9}")
     out.append("precision and recall are of yes (prune: merge or retract); agreement and kappa are over "
-               + ", ".join(f"{n} {k}" for n, k in KAPPA_OVER.items()))
-    out.append("both orders of every pair were asked; a split records the default"
-               + ("" if result["position_swap"]["configured"] else " (this corpus has judge.position_swap off)"))
+               + ", ".join(f"{n} {s['kappa_over']}" for n, s in result["passes"].items()))
+    if result.get("source") == "journal":
+        out.append("scored: the stored verdicts the labels were given on, as the judge answered them (no call)")
+    else:
+        out.append("both orders of every pair were asked; a split records the default"
+                   + ("" if result["position_swap"]["configured"] else " (this corpus has judge.position_swap off)"))
     spread = "; ".join(f"{n} " + ", ".join(f"{k} x{v}" for k, v in s["sample_agreement"].items())
                        for n, s in result["passes"].items() if s["sample_agreement"])
     if spread:

@@ -221,20 +221,78 @@ def daemon(corpus, cron, judge):
 
 
 @cli.command()
-@click.argument("labels", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.argument("labels", required=False, type=click.Path(path_type=Path))
 @corpus_arg
 @json_opt
 @click.option("--judge", default="anthropic", show_default=True, help="anthropic, or scripted:FILE (recorded replies).")
-def calibrate(labels, corpus, as_json, judge):
+@click.option("--journal", "from_journal", is_flag=True,
+              help="Score the stored verdicts against the labels given with `label` (then the one argument is CORPUS).")
+def calibrate(labels, corpus, as_json, judge, from_journal):
     """Score the judge against human labels (JSONL): precision, recall, kappa, position flips, cost.
 
     Applies nothing and stores no verdict; answers go through the reply cache, so a rerun is free.
+    With --journal no labels file is needed: the labels journalled in the corpus score the verdicts
+    they were given on, with no judge call.
 
-    Example: knomit-judge calibrate labels.jsonl ~/corpus --json
+    Example: knomit-judge calibrate labels.jsonl ~/corpus --json; knomit-judge calibrate --journal ~/corpus
     """
-    from .calibrate import calibrate as run, lines
-    result = run(labels, corpus, judge)
+    from .calibrate import calibrate as run, calibrate_journal, lines
+    if from_journal:
+        if labels and corpus != Path("."):
+            raise click.UsageError("with --journal give only CORPUS")
+        result = calibrate_journal(labels or corpus)
+    elif labels is None:
+        raise click.UsageError("missing LABELS (a JSONL file), or use --journal")
+    else:
+        result = run(labels, corpus, judge)
     emit(result, as_json, lines(result))
+
+
+@cli.command()
+@corpus_arg
+@json_opt
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1), help="Items listed, best first.")
+def inbox(corpus, as_json, limit):
+    """What a person should look at now: undecided questions, held yeses, proposals, a sample of decisions.
+
+    Read-only: no lock, no judge call, nothing written. Each item names its verdict and the `label` command.
+
+    Example: knomit-judge inbox ~/corpus --limit 5
+    """
+    from .inbox import inbox as get, lines
+    result = get(corpus)
+    data = {**result, "items": [i.json() for i in result["items"][:limit]], "total": len(result["items"])}
+    emit(data, as_json, lines(result, limit))
+
+
+@cli.command()
+@click.argument("args", nargs=-1, metavar="VERDICT yes|no [CORPUS]")
+@click.option("--note", default="", help="Why; kept with the label.")
+@click.option("--file", "label_file", type=click.Path(dir_okay=False, path_type=Path),
+              help='JSONL of {"verdict": ID, "label": "yes"|"no", "note": ...}; then the one argument is CORPUS.')
+@json_opt
+def label(args, note, label_file, as_json):
+    """Record a person's label on a verdict in .knomit/labels.jsonl, committed alone with a Knomit-Label trailer.
+
+    yes: the question's answer is yes (one mechanism, one fact, the fact follows); no: it is not.
+    A no on an applied decision prints the `revert` command that would undo it; it reverts nothing.
+
+    Example: knomit-judge label v1a2b3c4d5e6 no ~/corpus --note "different mechanisms"
+    """
+    from .labels import label as run, read_label_file
+    if label_file:
+        if len(args) > 1 or note:
+            raise click.UsageError("with --file give only CORPUS (notes go in the file)")
+        corpus, entries = Path(args[0] if args else "."), read_label_file(label_file)
+    elif len(args) in (2, 3) and args[1] in ("yes", "no"):
+        corpus, entries = Path(args[2] if len(args) == 3 else "."), [(args[0], args[1], note)]
+    else:
+        raise click.UsageError("expected VERDICT yes|no [CORPUS], or --file FILE [CORPUS]")
+    result = run(corpus, entries, source=str(label_file) if label_file else None)
+    lines = [f"labelled {r['verdict']} {r['label']} ({r['pass']} {r['answer']})" for r in result["labels"]]
+    lines.append(f"commit {result['commit']}")
+    lines += [f"applied decision labelled no; to undo it: {cmd}" for cmd in result["revert"]]
+    emit(result, as_json, lines)
 
 
 @cli.command()

@@ -81,6 +81,26 @@ class ScheduleConfig:
     cron: str = "0 3 * * *"
 
 
+@dataclass
+class CalibrationConfig:
+    # One applied decision in ten per pass and session goes to the inbox (at least one when the pass applied
+    # anything): a person dropping by sees a few items per session, and the labels stay a random sample.
+    sample_rate: float = 0.1
+    # Probation when even the top of the 95% interval is below this: the labels then show that more than
+    # 3 in 10 applied decisions are wrong. Two "no" of the first two labels reach it; one does not.
+    min_precision: float = 0.7
+
+
+@dataclass
+class CalibrationConfig:
+    # One applied decision in ten per pass and session goes to the inbox (at least one when the pass applied
+    # anything): a person dropping by sees a few items per session, and the labels stay a random sample.
+    sample_rate: float = 0.1
+    # Probation when even the top of the 95% interval is below this: the labels then show that more than
+    # 3 in 10 applied decisions are wrong. Two "no" of the first two labels reach it; one does not.
+    min_precision: float = 0.7
+
+
 # USD per million tokens; overridable with [prices."MODEL"].
 DEFAULT_PRICES = {
     "claude-opus-4-5": Price(5.0, 25.0),
@@ -101,6 +121,7 @@ class Config:
     discovery: DiscoveryConfig = field(default_factory=DiscoveryConfig)
     corpus: CorpusConfig = field(default_factory=CorpusConfig)
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
+    calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
     prices: dict[str, Price] = field(default_factory=lambda: dict(DEFAULT_PRICES))
 
     def price(self, model: str) -> Price | None:
@@ -119,6 +140,7 @@ _SECTION_TYPES = {
     "discovery": DiscoveryConfig,
     "corpus": CorpusConfig,
     "schedule": ScheduleConfig,
+    "calibration": CalibrationConfig,
 }
 # Values that must be positive (or within 0..1) to make sense; checked after types.
 _BOUNDS = {
@@ -133,6 +155,7 @@ _BOUNDS = {
     "discovery.confidence": (0, 1), "discovery.min_group": (2, None), "discovery.max_group": (2, None),
     "discovery.group_similarity": (-1, 1), "discovery.match_similarity": (-1, 1),
     "corpus.max_fact_bytes": (1, None),
+    "calibration.sample_rate": (0, 1), "calibration.min_precision": (0, 1),
 }
 _CHOICES = {"corpus.retract": RETRACT_MODES}
 _KEY_NAME = re.compile(r"^[A-Za-z_][\w-]*$")  # a top-level front-matter key, as corpus.rewrite finds them
@@ -278,4 +301,8 @@ max_fact_bytes = 1048576   # larger fact files are reported and skipped
 
 [schedule]
 cron = "0 3 * * *"       # for `knomit-judge daemon`, in UTC; 6 fields = seconds first
+
+[calibration]            # the inbox and the labels people give (`knomit-judge inbox`, `knomit-judge label`)
+sample_rate = 0.1        # share of each session's applied decisions per pass sampled into the inbox (at least 1)
+min_precision = 0.7      # a pass whose precision interval lies wholly below this is on probation: applies nothing
 """

@@ -56,3 +56,7 @@ class Unavailable(Exception):
 
 class Refused(Exception):
     """The judge API refused one question's request for its content (HTTP 400, 413): never a verdict."""
+
+
+class BadLabel(KnomitError):
+    """A label is not yes or no, or a labels file line is malformed."""

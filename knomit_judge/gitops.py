@@ -143,7 +143,7 @@ class Applier:
         self.index = Path(repo.git_dir) / "knomit-index"  # a private index a decision commit is built in
 
     def commit(self, writes: dict[str, str | None], extra_paths: list[str], msg: str, verdict_id: str,
-               trailer: str = "Knomit-Verdict", appends: dict[str, dict] | None = None) -> str:
+               trailer: str = "Knomit-Verdict", appends: dict[str, dict | list[dict]] | None = None) -> str:
         """Write the files (None deletes), append `appends` to our own files, and commit it all at once.
 
         `extra_paths` are journal files: the commit holds them as HEAD has them plus
@@ -154,7 +154,8 @@ class Applier:
         `trailer: verdict_id`: that is how recovery tells "killed after the commit"
         from "killed before it".
         """
-        appends = appends or {}
+        # one record or several per file (a labels file imported at once is one commit)
+        appends = {path: r if isinstance(r, list) else [r] for path, r in (appends or {}).items()}
         journals = list(dict.fromkeys([*extra_paths, *appends]))
         self._intend({"kind": "decision", "verdict": verdict_id, "trailer": trailer, "head": self._head(),
                       "paths": list(writes), "journal": {p: _size(self.root / p) for p in journals}})
@@ -165,14 +166,15 @@ class Applier:
                     (self.root / path).unlink(missing_ok=True)
                 else:
                     atomic_write(self.root / path, text)
-            for path, record in appends.items():
-                append_line(self.root / path, record)
+            for path, records in appends.items():
+                for record in records:
+                    append_line(self.root / path, record)
             self.index.unlink(missing_ok=True)
             run_git(self.repo, "read-tree", "HEAD", env=env)
             if writes:
                 run_git(self.repo, "update-index", "--add", "--remove", "--", *writes, env=env)
             for path in journals:
-                own = [encode_line(appends[path])] if path in appends else []
+                own = [encode_line(record) for record in appends.get(path, [])]
                 blob = run_git(self.repo, "hash-object", "-w", "--stdin",
                                input=self._journal_blob(path, verdict_id, own)).strip()
                 run_git(self.repo, "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", env=env)

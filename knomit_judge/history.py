@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import fields
 from pathlib import Path
 
+from . import precision
 from .config import load_config
 from .corpus import CorpusReport
 from .gitops import open_repo
@@ -54,12 +55,15 @@ def status(root: Path | str, limit: int = 10) -> dict:
                               "next_probe_in": t.probe_in, "text": upcoming(t)}
     finally:
         store.close()
+    precisions = precision.by_pass(root, config.calibration)  # from the labels journal: no db needed
     return {"last_session": sessions[0] if sessions else None, "throttle": throttle, "judge": judge,
-            "sessions": sessions, "unfinished": unfinished, "text": render(sessions, throttle, unfinished, judge)}
+            "sessions": sessions, "unfinished": unfinished, "precision": {n: p.json() for n, p in precisions.items()},
+            "text": render(sessions, throttle, unfinished, judge, precision.lines(precisions))}
 
 
-def render(sessions: list[dict], throttle: dict, unfinished: int = 0, judge: str = "anthropic") -> list[str]:
-    """The text of `status`: the last session's lines, the throttle per pass, a table of recent sessions."""
+def render(sessions: list[dict], throttle: dict, unfinished: int = 0, judge: str = "anthropic",
+           precision_lines=()) -> list[str]:
+    """The text of `status`: the last session's lines, the throttle and precision per pass, recent sessions."""
     cost = lambda s: "incomplete" if s["cost_usd"] is None else f"${s['cost_usd']:.4f}"  # noqa: E731
     if not sessions:
         text = ["no sessions yet"]
@@ -72,6 +76,7 @@ def render(sessions: list[dict], throttle: dict, unfinished: int = 0, judge: str
         text.extend("  " + pass_line(name, counts) for name, counts in last["passes"].items())
     text.append("throttle for the next session" + (f" ({judge} judge):" if judge != "anthropic" else ":"))
     text.extend(f"  {name}: {t['text']}" for name, t in throttle.items())
+    text.extend(precision_lines)
     if sessions:
         columns = ("exact", *JUDGED_PASSES)
         text.append(f"last {len(sessions)} session(s), newest first:")

@@ -193,6 +193,7 @@ def render(root: Path | str) -> str:
         calibration = calibration_section(latest(store))
     finally:
         store.close()
+    people = labels_sections(root)
     made = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return ("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
             f"<title>knomit-judge report: {e(root.name)}</title><style>{CSS}</style></head><body>"
@@ -200,6 +201,7 @@ def render(root: Path | str) -> str:
             f"<h2>Last sessions</h2>{sessions_section(sessions)}"
             f"<h2>Throttle history</h2>{charts}"
             f"<h2>Applied decisions</h2>{decisions}"
+            f"{people}"
             f"<h2>Calibration</h2>{calibration}"
             "</body></html>\n")
 
@@ -213,3 +215,98 @@ def write_report(root: Path | str, path: Path | str) -> Path:
     except OSError as err:
         raise CannotWrite(f"--html {path}: {err.strerror or err}") from None
     return path
+
+
+# People's labels: the inbox and the precision history (inbox.py, labels.py, precision.py) ----------------
+INBOX_ROWS = 50
+EVIDENCE_CHARS = 240  # per fact in the page; `knomit-judge inbox` shows more
+LABELS_CSS = (".inbox { width: 100%; table-layout: fixed; } .inbox td { overflow-wrap: anywhere; } "
+              "ul.evidence { margin: 0; padding-left: 1.1em; }")
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= EVIDENCE_CHARS else text[:EVIDENCE_CHARS - 1] + "…"
+
+
+def labels_sections(root: Path) -> str:
+    """The inbox and each pass's precision history, as two sections of the page."""
+    from .config import load_config
+    from .inbox import evidence_text, inbox
+    from .labels import read_labels
+    from .precision import history, of_pass
+    cfg = load_config(root).calibration
+    box = inbox(root)
+    labels = read_labels(root)
+    rows = []
+    for n, item in enumerate(box["items"][:INBOX_ROWS], 1):
+        v = item.verdict
+        evidence = "".join(f"<li><b>{e(k)}</b>: {e(_clip(evidence_text(val)))}</li>"
+                           for k, val in item.evidence.items())
+        commit = f'applied in <code title="{e(v.commit_sha)}">{e(v.commit_sha[:10])}</code>' if v.commit_sha \
+            else "not applied"
+        rows.append(f"<tr><td>{n}<br><b>{e(item.kind)}</b></td>"
+                    f"<td><b>{e(v.pass_name)}</b> {e(subject_text(v.subject))}"
+                    f"<br><span class=muted>{e(item.why)}</span></td>"
+                    f"<td><b>{e(v.answer)}</b>: {e(v.rationale)}<br>{commit}<br>verdict <code>{e(v.id)}</code>"
+                    f"<br><code class=muted>{e(item.label_command)}</code></td>"
+                    f"<td><ul class=evidence>{evidence}</ul></td></tr>")
+    more = len(box["items"]) - len(rows)
+    inbox_html = ('<table class=inbox><colgroup><col style="width:6em"><col style="width:24%"><col style="width:30%">'
+                  "<col></colgroup><thead><tr><th>#</th><th>question</th><th>judge said</th><th>evidence</th></tr>"
+                  f"</thead><tbody>{''.join(rows)}</tbody></table>"
+                  + (f"<p class=muted>and {more} more: <code>knomit-judge inbox</code></p>" if more > 0 else "")
+                  if rows else "<p class=muted>Nothing waits for a label.</p>")
+    precision_rows, charts = [], []
+    for name in JUDGED_PASSES:
+        p = of_pass(labels, name, cfg.min_precision)
+        precision_rows.append([e(name), e(p.phrase()), e(p.probation_phrase() if p.probation else "applying")])
+        charts.append(precision_chart(name, history(labels, name, cfg.min_precision), cfg.min_precision))
+    return (f"<style>{LABELS_CSS}</style><h2>Inbox: what needs a look</h2>"
+            f"<p>Undecided questions first, then yeses held by probation, "
+            f"discovery proposals, and a sample of applied decisions ({e(f'{cfg.sample_rate:g}')} of each "
+            f"session's per pass, at least one). Label one with <code>knomit-judge label VERDICT yes|no</code>."
+            f"</p>{inbox_html}"
+            f"<h2>Precision of applied decisions</h2><p>From people's labels on yes verdicts, with a Wilson 95% "
+            f"interval. A pass whose interval lies below {e(f'{cfg.min_precision:.2f}')} "
+            f"(<code>calibration.min_precision</code>) is on probation: it judges and stores but applies nothing."
+            f"</p>{table(['pass', 'precision', 'state'], precision_rows)}{''.join(charts)}")
+
+
+def precision_chart(name: str, points: list[dict], floor: float) -> str:
+    """Precision after each label, oldest first: the line, its 95% band, and the probation floor (dashed)."""
+    if not points:
+        return f"<p class=muted>{e(name)}: no labels on its decisions yet.</p>"
+    w, h, left, top, plot = 640, 190, 40, 24, 120
+    right = w - 16
+    step = (right - left) / max(len(points) - 1, 1)
+    x = lambda i: left + i * step if len(points) > 1 else (left + right) / 2  # noqa: E731
+    y = lambda v: top + plot * (1 - v)  # noqa: E731
+    band = " ".join(f"{x(i):.1f},{y(pt['high']):.1f}" for i, pt in enumerate(points)) + " " + \
+        " ".join(f"{x(i):.1f},{y(pt['low']):.1f}" for i, pt in reversed(list(enumerate(points))))
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img" '
+             f'aria-label="precision history of {e(name)}">',
+             f'<text x="{left}" y="15" font-size="13" font-weight="bold">{e(name)}</text>',
+             f'<text x="{right}" y="15" font-size="11" text-anchor="end" fill="#555">line: precision; band: 95% '
+             f'interval; dashed: min_precision {floor:.2f}; red dots: on probation</text>']
+    for v in (0, 0.5, 1):
+        parts.append(f'<line x1="{left}" y1="{y(v):.1f}" x2="{right}" y2="{y(v):.1f}" stroke="#e4e4e4"/>'
+                     f'<text x="{left - 5}" y="{y(v) + 4:.1f}" font-size="11" text-anchor="end">{v:g}</text>')
+    if len(points) > 1:
+        parts.append(f'<polygon points="{band}" fill="#6baed6" fill-opacity="0.3"/>')
+        line = " ".join(f"{x(i):.1f},{y(pt['precision']):.1f}" for i, pt in enumerate(points))
+        parts.append(f'<polyline points="{line}" fill="none" stroke="#3182bd" stroke-width="2"/>')
+    parts.append(f'<line x1="{left}" y1="{y(floor):.1f}" x2="{right}" y2="{y(floor):.1f}" stroke="#de2d26" '
+                 f'stroke-dasharray="5,4"/>')
+    for i, pt in enumerate(points):
+        tip = (f"{pt['at']}: precision {pt['precision']:.2f} [{pt['low']:.2f}, {pt['high']:.2f}] from "
+               f"{pt['labels']} label(s){' - probation' if pt['probation'] else ''}")
+        parts.append(f'<line x1="{x(i):.1f}" y1="{y(pt["low"]):.1f}" x2="{x(i):.1f}" y2="{y(pt["high"]):.1f}" '
+                     f'stroke="#6baed6"/>' if len(points) == 1 else "")
+        parts.append(f'<circle cx="{x(i):.1f}" cy="{y(pt["precision"]):.1f}" r="3.5" '
+                     f'fill="{"#de2d26" if pt["probation"] else "#3182bd"}"><title>{e(tip)}</title></circle>')
+    last = points[-1]
+    parts.append(f'<text x="{left}" y="{top + plot + 22}" font-size="11" fill="#555">{len(points)} label(s), '
+                 f'oldest first ({e(points[0]["at"][:10])} to {e(last["at"][:10])}); now {last["precision"]:.2f} '
+                 f'[{last["low"]:.2f}, {last["high"]:.2f}]{" - probation" if last["probation"] else ""}</text>')
+    parts.append("</svg>")
+    return "".join(parts)

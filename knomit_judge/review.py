@@ -19,6 +19,7 @@ from .gitops import Applier, Decision, Lock, decision_trailers, dirty_paths, mes
 from .judge import Judge, ScriptedBackend, judge_kind, make_backend
 from .passes import JUDGED_PASSES, Candidate, Change, all_passes
 from .passes.exact import duplicate_groups, exact_change, exact_verdict
+from .precision import gate as precision_gate
 from .recovery import recover
 from .shortlist import gc_paused
 from .status import PassResult, total_cost
@@ -437,9 +438,20 @@ async def submit_batch(ctx: Context, result: SessionResult) -> None:
 
 
 def decide(p, ctx: Context, r: PassResult, verdicts: list[Verdict]) -> None:
-    """Apply yes verdicts best first, each checked against the corpus as it now is."""
-    waiting = stale = 0
+    """Apply yes verdicts best first, each checked against the corpus as it now is.
+
+    People's labels gate this: a pass on probation applies nothing (its yeses stay stored and are applied,
+    without asking again, once labels lift it), and a yes a person labelled no is never applied.
+    """
+    gate = precision_gate(ctx.root, p.name, ctx.config.calibration)
+    waiting = stale = held = refused = 0
     for v in verdicts:
+        if v.id in gate.refused:
+            refused += 1
+            continue
+        if gate.probation:
+            held += 1
+            continue
         if not ctx.clean:
             waiting += 1
             continue
@@ -452,6 +464,12 @@ def decide(p, ctx: Context, r: PassResult, verdicts: list[Verdict]) -> None:
         r.notes.append(f"{waiting} decision(s) wait for a clean work tree")
     if stale:
         r.notes.append(f"{stale} yes verdict(s) no longer match the corpus after earlier decisions")
+    if gate.probation:  # each round sees every held yes again, so this is set, not added to
+        r.probation = (f"{gate.probation.probation_phrase()}: applying nothing, {held} yes verdict(s) held; "
+                       "see `knomit-judge inbox`")
+    note = f"{refused} yes verdict(s) labelled no by a person, not applied"
+    if refused and note not in r.notes:
+        r.notes.append(note)
 
 
 def plan_dry(ctx: Context, p, r: PassResult, offer: list[Candidate], result: SessionResult) -> None:

@@ -30,6 +30,7 @@ class PassResult:
     notes: list[str] = field(default_factory=list)
     first_error: str = ""
     next_probe_in: int | None = None
+    probation: str = ""  # set while people's labels hold the pass's decisions (precision.py)
 
     def settle(self, held: bool, dry_run: bool = False) -> None:
         """Name the state from the counts; `held` means candidates waited behind the budget."""
@@ -60,7 +61,7 @@ class PassResult:
                   f"judge calls {self.judge_calls}, "
                   f"cost {cost}")
         tail = f" [{self.throttle}]" if self.throttle else ""
-        notes = list(self.notes)
+        notes = [self.probation] * bool(self.probation) + list(self.notes)
         if self.first_error:
             notes.insert(0, f"first error: {self.first_error}")
         return f"{self.name}: {state} - {counts}{tail}" + "".join(f"; {n}" for n in notes)

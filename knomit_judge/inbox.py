@@ -1,0 +1,189 @@
+"""The inbox: what a person dropping by should look at now, best use of their minute first.
+
+1. undecided: questions the judge could not decide (a split between the two orders, or samples that
+   did not agree), so the default was recorded; only those whose question still stands.
+2. held: yes verdicts a pass on probation keeps from applying; labelling them is how probation ends.
+3. proposal: discovery proposals (new facts written) nobody has labelled yet.
+4. sample: a random sample of each session's applied decisions per pass (`calibration.sample_rate`,
+   at least one), drawn with the session id as seed, so the same session always offers the same ones
+   and the labels they get measure precision without a person's choice of what to check.
+
+Anything labelled already is left out. Read-only: no lock, no judge call, not one byte written.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+
+from .config import load_config
+from .corpus import load_corpus
+from .gitops import OWN_DIR, open_repo
+from .labels import latest, read_labels
+from .passes import JUDGED_PASSES, all_passes
+from .precision import of_pass
+from .store import FileIndex, Store
+from .verdicts import Verdict
+
+KINDS = ("undecided", "held", "proposal", "sample")
+UNDECIDED = ("split by position:", "undecided:")  # the rationale judge.Judge._aggregate records
+MAX_TITLES = 4
+BODY_CHARS = 400
+
+
+@dataclass
+class Item:
+    kind: str
+    why: str
+    verdict: Verdict
+    evidence: dict
+    label_command: str
+
+    def json(self) -> dict:
+        v = self.verdict
+        return {"kind": self.kind, "why": self.why, "verdict": v.id, "pass": v.pass_name, "subject": v.subject,
+                "answer": v.answer, "rationale": v.rationale, "agreement": v.agreement, "commit": v.commit_sha,
+                "session": v.session, "judged_at": v.created_at, "evidence": self.evidence,
+                "label": self.label_command}
+
+
+def undecided(v: Verdict) -> bool:
+    return v.rationale.startswith(UNDECIDED)
+
+
+def sample(verdicts: list[Verdict], rate: float) -> list[Verdict]:
+    """Each session's applied decisions per pass, sampled at `rate` (at least one), seeded by session and pass."""
+    groups: dict[tuple[str, str], list[Verdict]] = {}
+    for v in verdicts:
+        groups.setdefault((v.session or "", v.pass_name), []).append(v)
+    out = []
+    order = {name: i for i, name in enumerate(JUDGED_PASSES)}
+    for session, name in sorted(groups, key=lambda k: (k[0], -order[k[1]]), reverse=True):  # newest session first
+        members = sorted(groups[session, name], key=lambda v: v.id)  # the draw must not depend on db order
+        k = min(len(members), math.ceil(rate * len(members))) if rate > 0 else 0
+        out.extend(random.Random(f"{session}/{name}").sample(members, k))
+    return out
+
+
+def inbox(root: Path | str) -> dict:
+    """Everything `knomit-judge inbox` lists, best first (the library API; read-only)."""
+    root = Path(root).resolve()
+    repo = open_repo(root)
+    config = load_config(root)
+    store = Store.read_only(root)
+    try:
+        verdicts = [v for v in store.verdicts() if v.pass_name in JUDGED_PASSES]
+        # the file index makes this a lookup per fact; its copy lives in memory and is never saved
+        corpus = load_corpus(root, config.corpus.max_fact_bytes, FileIndex(store))
+    finally:
+        store.close()
+    labels = read_labels(root)
+    labelled = latest(labels)
+    passes = all_passes()
+    open_ = [v for v in verdicts if v.id not in labelled and not v.reverted]
+    newest = sorted(open_, key=lambda v: (v.created_at, v.id), reverse=True)
+    current: dict[tuple[str, str], Verdict] = {}
+    for v in newest:
+        current.setdefault((v.pass_name, v.fingerprint), v)
+    precision = {n: of_pass(labels, n, config.calibration.min_precision) for n in JUDGED_PASSES}
+    on_probation = {n for n, p in precision.items() if p.probation}
+    applied = [v for v in open_ if v.commit_sha]
+    chosen: list[tuple[str, str, Verdict]] = []
+    chosen += [("undecided", v.rationale + (f" (agreement {v.agreement:.2f})" if v.agreement is not None else ""), v)
+               for v in newest if undecided(v) and current[v.pass_name, v.fingerprint] is v
+               and passes[v.pass_name].still_holds(v, corpus)]
+    chosen += [("held", f"{v.pass_name} is on probation: this yes waits for labels", v)
+               for v in newest if v.is_yes and not v.commit_sha and v.pass_name in on_probation]
+    chosen += [("proposal", "a proposed fact nobody has looked at", v)
+               for v in sorted(applied, key=lambda v: (v.created_at, v.id), reverse=True) if v.pass_name == "discovery"]
+    chosen += [("sample", f"sampled from session {v.session} ({config.calibration.sample_rate:g} of its "
+                          f"{v.pass_name} decisions, at least one)", v)
+               for v in sample(applied, config.calibration.sample_rate)]
+    seen: set[str] = set()
+    items = []
+    for kind, why, v in chosen:
+        if v.id not in seen:
+            seen.add(v.id)
+            items.append(Item(kind, why, v, evidence(v, corpus, repo),
+                              f"knomit-judge label {v.id} yes|no {shlex.quote(str(root))}"))
+    return {"corpus": str(root), "items": items, "probation": sorted(on_probation),
+            "precision": {n: p.json() for n, p in precision.items()},
+            "labels": len(labelled), "counts": {k: sum(i.kind == k for i in items) for k in KINDS}}
+
+
+def evidence(v: Verdict, corpus, repo) -> dict:
+    """What a person needs to answer the question, from the corpus as it is now (and the decision's commit)."""
+    s = v.subject
+    if v.pass_name == "alias":
+        out = {m: [f.title for f in corpus.carrier_facts(m)[:MAX_TITLES]] for m in (s["a"], s["b"])}
+        if v.commit_sha:  # the losing spelling has no carriers left: the commit rewrote them
+            out["carriers rewritten by the commit"] = [_title(corpus, p) for p in changed(repo, v.commit_sha)]
+        return out
+    out = {path: _fact(corpus, path) for path in s.get("group") or (s["a"], s["b"])}
+    if v.payload:
+        out["proposed"] = {"title": v.payload.get("title"), "body": _short(v.payload.get("body", ""))}
+    return out
+
+
+def changed(repo, sha: str) -> list[str]:
+    """The corpus files a decision's commit changed (our own journal left out)."""
+    try:
+        names = repo.git.show("--name-only", "--format=", sha).splitlines()
+    except git.GitCommandError:
+        return []  # not in this history (rewritten since)
+    return [n for n in names if n and not n.startswith(OWN_DIR)]
+
+
+def _title(corpus, path: str) -> str:
+    fact = corpus.facts.get(path)
+    return fact.title if fact else path
+
+
+def _fact(corpus, path: str) -> dict:
+    fact = corpus.facts.get(path)
+    if fact is None:
+        return {"missing": "not in the corpus now"}
+    return {"title": fact.title, "body": _short(fact.body), "status": fact.status}
+
+
+def _short(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= BODY_CHARS else text[:BODY_CHARS - 1] + "…"
+
+
+def lines(result: dict, limit: int) -> list[str]:
+    """The inbox as text: one numbered block per item."""
+    items = result["items"]
+    if not items:
+        return ["inbox empty: nothing undecided, held, proposed or sampled waits for a label"]
+    out = [f"inbox: {len(items)} item(s)" + (f", first {limit} shown" if len(items) > limit else "")
+           + " - best use of a minute first"]
+    for name in result["probation"]:
+        p = result["precision"][name]
+        out.append(f"{name} on probation (precision {p['precision']:.2f} [{p['low']:.2f}, {p['high']:.2f}] < "
+                   f"{p['min_precision']:.2f}): its held yeses apply once labels lift it")
+    for n, item in enumerate(items[:limit], 1):
+        v = item.verdict
+        subject = " / ".join(v.subject["group"]) if "group" in v.subject else f"{v.subject['a']} / {v.subject['b']}"
+        where = f"applied in {v.commit_sha[:10]}" if v.commit_sha else "not applied"
+        out.append(f"{n}. [{item.kind}] {v.pass_name} {subject}")
+        out.append(f"   why: {item.why}")
+        out.append(f"   judge: {v.answer} ({where}) - {v.rationale or '(no rationale)'}")
+        for key, value in item.evidence.items():
+            out.append(f"   {key}: {evidence_text(value)}")
+        out.append(f"   verdict {v.id}: {item.label_command}")
+    return out
+
+
+def evidence_text(value) -> str:
+    if isinstance(value, list):
+        return "; ".join(value) if value else "(none)"
+    if isinstance(value, dict):
+        return " - ".join(f"{value[k]}" for k in ("title", "body", "missing") if value.get(k)) + \
+            (f" [{value['status']}]" if value.get("status") not in (None, "active") else "")
+    return str(value)
