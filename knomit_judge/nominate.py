@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -63,6 +64,7 @@ class Spelling:
     has_digits: bool
 
 
+@lru_cache(maxsize=1 << 16)  # words repeat across a vocabulary
 def _stem(word: str) -> str:
     """Plural and trailing-e folded the same way on both sides: caches/cache, policies/policy, workers/worker."""
     if len(word) <= 3 or word.isdigit():
