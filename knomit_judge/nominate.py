@@ -66,7 +66,11 @@ class Spelling:
 
 @lru_cache(maxsize=1 << 16)  # words repeat across a vocabulary
 def _stem(word: str) -> str:
-    """Plural and trailing-e folded the same way on both sides: caches/cache, policies/policy, workers/worker."""
+    """Plural and trailing-e folded the same way on both sides: caches/cache, policies/policy, workers/worker.
+
+    Only the last word is stemmed (the plural is on the head noun), so a spelling written as one word
+    (cachecard) folds to the same key as its spaced form (cache card).
+    """
     if len(word) <= 3 or word.isdigit():
         return word
     if word.endswith("ies") and len(word) > 4:
@@ -88,11 +92,14 @@ def _join(words) -> str:
 
 
 def _key(words) -> str:
+    """Words joined as one, the last one singular: CacheCards, cache-card and cachecard meet."""
     words = list(words)
     # 2.0 is 2: trailing zero groups of a version add nothing
     while len(words) > 1 and words[-1].strip("0") == "" and words[-2].isdigit():
         words.pop()
-    return _join(_stem(w) for w in words)
+    if words:
+        words[-1] = _stem(words[-1])
+    return _join(words)
 
 
 def _initials(words) -> set[str]:

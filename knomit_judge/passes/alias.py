@@ -29,10 +29,11 @@ class AliasPass:
         carriers = corpus.carrier_facts(motif)
         return {"spelling": motif, "carriers": len(carriers), "carrier_titles": [f.title for f in carriers[:MAX_TITLES]]}
 
-    def candidate(self, a: str, b: str, corpus, score: float) -> Candidate:
-        """The question about spellings a and b, with the evidence in both orders."""
-        ea, eb = self.evidence(a, corpus), self.evidence(b, corpus)
-        shared = len(set(corpus.carriers.get(a, ())) & set(corpus.carriers.get(b, ())))
+    def candidate(self, a: str, b: str, corpus, score: float, evidence=None) -> Candidate:
+        """The question about spellings a and b, with the evidence in both orders (and how many carriers both have)."""
+        evidence = evidence or (lambda m: self.evidence(m, corpus))
+        ea, eb = evidence(a), evidence(b)
+        shared = len(set(corpus.carriers.get(a, ())).intersection(corpus.carriers.get(b, ())))
         return Candidate(self.name, {"a": a, "b": b}, motif_fingerprint(a, b, corpus), score,
                          [{"motif_a": ea, "motif_b": eb, "shared_carriers": shared},
                           {"motif_a": eb, "motif_b": ea, "shared_carriers": shared}])
@@ -40,7 +41,14 @@ class AliasPass:
     def candidates(self, ctx) -> list[Candidate]:
         """Every signal's nominations, deduplicated, best-ranked first (see nominate.py for the score)."""
         corpus = ctx.corpus
-        return [self.candidate(n.a, n.b, corpus, n.score)
+        memo: dict[str, dict] = {}  # a motif's evidence, built once however many pairs it is in
+
+        def evidence(m: str) -> dict:
+            if m not in memo:
+                memo[m] = self.evidence(m, corpus)
+            return memo[m]
+
+        return [self.candidate(n.a, n.b, corpus, n.score, evidence)
                 for n in nominate(list(corpus.carriers), corpus, ctx.embedder, ctx.config.shortlist.k)]
 
     def parse(self, text: str):
