@@ -47,7 +47,8 @@ NUMERALS = {"to": "2", "for": "4"}  # A2A = Agent-to-Agent, B4B
 SAME, CORE, ACRONYM, EXTENDS = 1.0, 0.9, 0.95, 0.8
 
 _CHUNK = re.compile(r"[^\W_]+")  # runs between separators (- _ space . / and other punctuation)
-_WORD = re.compile(r"[A-Z]{2,}(?=s(?![a-z]))|[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+|[^\W\d_]+")  # camelCase and letter/digit boundaries
+# camelCase and letter/digit boundaries; an upper-case run before a lone 's' is a plural acronym (LLMs)
+_WORD = re.compile(r"[A-Z]{2,}(?=s(?![a-z]))|[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+|[^\W\d_]+")
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ class Spelling:
 
     words: tuple[str, ...]  # lower-case words, plural 's' of an acronym dropped
     terms: tuple[str, ...]  # the words without separate articles: what the keys are made of
-    key: str  # folded: stems of the words without articles, joined; digit groups keep a '.' between them
+    key: str  # folded: the terms joined, the last one singular; adjacent digit groups keep a '.' between them
     core: str  # key without a leading vendor/namespace word or a trailing Error-style word
     skeleton: str  # key without its digits: equal skeletons, different keys = only numbers differ
     short: str  # acronym form (one chunk of 2-6 letters/digits), else ''
@@ -140,11 +141,6 @@ def parse(spelling: str) -> Spelling:
     initials = _initials(words) | _initials(core_words)
     return Spelling(words, terms, key, _key(core_words), re.sub(r"[\d.]", "", key), short, frozenset(initials),
                     any(w.isdigit() for w in words))
-
-
-def spelling_text(spelling: str) -> str:
-    """What the name signal embeds: the spelling as words (VisibilityTimeout -> visibility timeout)."""
-    return " ".join(parse(spelling).words)
 
 
 def carrier_text(motif: str, corpus) -> str:
@@ -235,6 +231,7 @@ def nominate(motifs: list[str], corpus, embedder, k: int) -> list[Nomination]:
     if n < 2:
         return []
     parsed = [parse(m) for m in motifs]
+    # the name alone, as words: VisibilityTimeout -> visibility timeout
     name_vectors = embedder.embed([" ".join(s.words) for s in parsed])
     carrier_vectors = embedder.embed([carrier_text(m, corpus) for m in motifs])
     nominated: dict[tuple[int, int], set[str]] = {}
