@@ -7,7 +7,7 @@ Signals (each a strength in 0..1 for any pair):
   name      cosine of the two spellings' own embeddings (the name alone, split into words)
   string    the same spelling once case, separators, camelCase, plurals and articles are folded (1.0),
             or once a vendor/namespace prefix or an Error-style suffix is set aside (0.9), or when one
-            is the other with one extra leading or trailing word (0.8 x shorter/longer length)
+            is a leading or trailing run of the other's words (0.8 x shorter/longer length)
   acronym   one spelling is the initials of the other: NHI / Non-Human Identity, A2A / Agent-to-Agent (0.95)
   carriers  cosine of the spellings embedded with up to 4 carrier titles each (the original signal)
 
@@ -155,9 +155,15 @@ def string_similarity(a: Spelling, b: Spelling) -> float:
     if a.core == b.core:
         return CORE
     for long, short in ((a, b), (b, a)):
-        if len(long.terms) > 1 and short.key in (_key(long.terms[1:]), _key(long.terms[:-1])):
+        if short.key in _affixes(long):
             return EXTENDS * len(short.key) / max(len(long.key), 1)
     return 0.0
+
+
+def _affixes(s: Spelling) -> set[str]:
+    """Keys of the spelling's leading and trailing word runs: least privilege in principle of least privilege."""
+    t = s.terms
+    return {_key(t[i:]) for i in range(1, len(t))} | {_key(t[:i]) for i in range(1, len(t))}
 
 
 def acronym_similarity(a: Spelling, b: Spelling) -> float:
@@ -206,9 +212,8 @@ def _lexical(parsed: list[Spelling], k: int) -> tuple[dict, dict]:
     acronym: dict[int, list[int]] = {}
     for i, s in enumerate(parsed):
         near = set(by_key[s.key]) | set(by_core[s.core])
-        if len(s.terms) > 1:
-            near.update(by_key.get(_key(s.terms[1:]), ()))
-            near.update(by_key.get(_key(s.terms[:-1]), ()))
+        for key in _affixes(s):
+            near.update(by_key.get(key, ()))
         near.discard(i)
         string[i] = _best(near, lambda j: string_similarity(s, parsed[j]), k)
         initials = set(by_initials.get(s.short, ())) if s.short else set()
