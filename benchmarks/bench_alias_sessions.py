@@ -59,8 +59,8 @@ def run(seed: int, n: int, sessions: int, tmp: Path) -> dict:
     planted = {frozenset(p) for p in truth["alias_pairs"]}
     wrong = [i for i in ids if verdicts[i].answer != "same"
              or frozenset((verdicts[i].subject["a"], verdicts[i].subject["b"])) not in planted]
-    traps_asked = sum(1 for v in verdicts.values() if [v.subject["a"], v.subject["b"]] in truth["traps"]
-                      or [v.subject["b"], v.subject["a"]] in truth["traps"])
+    asked = {frozenset((v.subject["a"], v.subject["b"])) for v in verdicts.values()}
+    traps_asked = sum(frozenset(t) in asked for t in truth["traps"])
     print(f"  seed {seed}: {unified}/{len(groups)} groups unified, {len(ids)} merges, {len(wrong)} without a "
           f"`same` verdict for a planted pair; {traps_asked}/{len(truth['traps'])} traps asked, all still two "
           f"spellings: {all(carriers.get(a) and carriers.get(b) for a, b in truth['traps'])}", flush=True)
