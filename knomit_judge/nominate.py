@@ -6,7 +6,8 @@ candidate list ranked by one score. Signals nominate and rank; only the judge de
 Signals (each a strength in 0..1 for any pair):
   name      cosine of the two spellings' own embeddings (the name alone, split into words)
   string    the same spelling once case, separators, camelCase, plurals and articles are folded (1.0),
-            or once a vendor/namespace prefix or an Error-style suffix is set aside (0.9), or when one
+            or once a vendor/namespace prefix or an Error-style suffix is set aside, or when one is a
+            part of the other's "Model Context Protocol (MCP)" (0.9), or when one
             is a leading or trailing run of the other's words (0.8 x shorter/longer length)
   acronym   one spelling is the initials of the other: NHI / Non-Human Identity, A2A / Agent-to-Agent (0.95)
   carriers  cosine of the spellings embedded with up to 4 carrier titles each (the original signal)
@@ -63,6 +64,7 @@ class Spelling:
     short: str  # acronym form (one chunk of 2-6 letters/digits), else ''
     initials: frozenset  # initials keys when this reads as an expansion (two or more real words)
     has_digits: bool
+    aka: frozenset = frozenset()  # keys of the parts of "Model Context Protocol (MCP)": each names it too
 
 
 @lru_cache(maxsize=1 << 16)  # words repeat across a vocabulary
@@ -121,7 +123,17 @@ def _words(chunk: str) -> list[str]:
     return [w.lower() for w in out]
 
 
+_PAREN = re.compile(r"^(.*?)\s*\(([^()]+)\)\s*$")
+_POSSESSIVE = re.compile(r"['\u2019]s\b")
+
+
 def parse(spelling: str) -> Spelling:
+    spelling = _POSSESSIVE.sub("", spelling)  # Claude's memory / Claude memory
+    if (m := _PAREN.match(spelling)) and m.group(1).strip():
+        parts = (parse(m.group(1)), parse(m.group(2)))
+        whole = parse(f"{m.group(1)} {m.group(2)}")
+        return Spelling(*[getattr(whole, f) for f in Spelling.__dataclass_fields__ if f != "aka"],
+                        aka=frozenset(p.key for p in parts))
     chunks = _CHUNK.findall(spelling)
     words = tuple(w for c in chunks for w in _words(c)) or (spelling.casefold(),)
     # an article separated by separators is dropped (LLM as a judge / LLM-as-judge), an 'a' inside A2A is not
@@ -152,7 +164,7 @@ def carrier_text(motif: str, corpus) -> str:
 def string_similarity(a: Spelling, b: Spelling) -> float:
     if a.key == b.key:
         return SAME
-    if a.core == b.core:
+    if a.core == b.core or a.key in b.aka or b.key in a.aka:
         return CORE
     for long, short in ((a, b), (b, a)):
         if short.key in _affixes(long):
@@ -201,8 +213,11 @@ def _lexical(parsed: list[Spelling], k: int) -> tuple[dict, dict]:
     by_core: dict[str, list[int]] = {}
     by_short: dict[str, list[int]] = {}
     by_initials: dict[str, list[int]] = {}
+    by_aka: dict[str, list[int]] = {}
     for i, s in enumerate(parsed):
         by_key.setdefault(s.key, []).append(i)
+        for key in s.aka:
+            by_aka.setdefault(key, []).append(i)
         by_core.setdefault(s.core, []).append(i)
         if s.short:
             by_short.setdefault(s.short, []).append(i)
@@ -211,7 +226,9 @@ def _lexical(parsed: list[Spelling], k: int) -> tuple[dict, dict]:
     string: dict[int, list[int]] = {}
     acronym: dict[int, list[int]] = {}
     for i, s in enumerate(parsed):
-        near = set(by_key[s.key]) | set(by_core[s.core])
+        near = set(by_key[s.key]) | set(by_core[s.core]) | set(by_aka.get(s.key, ()))
+        for key in s.aka:
+            near.update(by_key.get(key, ()))
         for key in _affixes(s):
             near.update(by_key.get(key, ()))
         near.discard(i)

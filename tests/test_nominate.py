@@ -78,6 +78,8 @@ def test_keys_fold_variants_and_tell_numbers_apart():
     assert string_similarity(parse("RateLimitError"), parse("rate limit")) == 0.9
     assert 0 < string_similarity(parse("SQS visibility timeout"), parse("visibility timeout")) < 0.9
     assert string_similarity(parse("token budget"), parse("retry budget")) == 0.0
+    assert string_similarity(parse("Model Context Protocol (MCP)"), parse("MCP")) == 0.9
+    assert string_similarity(parse("Claude's memory"), parse("Claude memory")) == 1.0
     assert parse("A2A").short == "a2a" and "a2a" in parse("Agent-to-Agent").initials
     for a, b in [("asi07", "asi08"), ("gpt-5.5", "gpt-5.6"), ("p99.9", "p99.99"), ("govern-6.1", "govern-6.2")]:
         assert numbers_only(parse(a), parse(b)), (a, b)
