@@ -155,6 +155,11 @@ def parse(spelling: str) -> Spelling:
                     any(w.isdigit() for w in words))
 
 
+def name_text(spelling: str) -> str:
+    """What the name signal embeds: the spelling alone, as words (VisibilityTimeout -> visibility timeout)."""
+    return " ".join(parse(spelling).words)
+
+
 def carrier_text(motif: str, corpus) -> str:
     """What the carriers signal embeds: the spelling plus up to 4 carrier titles."""
     titles = [f.title for f in corpus.carrier_facts(motif)[:MAX_TITLES]]
@@ -253,8 +258,7 @@ def nominate(motifs: list[str], corpus, embedder, k: int) -> list[Nomination]:
     if n < 2:
         return []
     parsed = [parse(m) for m in motifs]
-    # the name alone, as words: VisibilityTimeout -> visibility timeout
-    name_vectors = embedder.embed([" ".join(s.words) for s in parsed])
+    name_vectors = embedder.embed([" ".join(s.words) for s in parsed])  # as name_text
     carrier_vectors = embedder.embed([carrier_text(m, corpus) for m in motifs])
     nominated: dict[tuple[int, int], set[str]] = {}
 
