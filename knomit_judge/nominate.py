@@ -5,10 +5,10 @@ candidate list ranked by one score. Signals nominate and rank; only the judge de
 
 Signals (each a strength in 0..1 for any pair):
   name      cosine of the two spellings' own embeddings (the name alone, split into words)
-  string    the same spelling once case, separators, camelCase, plurals and articles are folded (1.0),
-            or once a vendor/namespace prefix or an Error-style suffix is set aside, or when one is a
-            part of the other's "Model Context Protocol (MCP)" (0.9), or when one
-            is a leading or trailing run of the other's words (0.8 x shorter/longer length)
+  string    the same spelling once case, separators, camelCase, plurals and articles are folded (1.0);
+            the same once a vendor/namespace prefix or an Error-style suffix is set aside, or one is a
+            part of the other's "Model Context Protocol (MCP)" (0.9); one is a leading or trailing run
+            of the other's words (0.8 x shorter/longer length)
   acronym   one spelling is the initials of the other: NHI / Non-Human Identity, A2A / Agent-to-Agent (0.95)
   carriers  cosine of the spellings embedded with up to 4 carrier titles each (the original signal)
 
