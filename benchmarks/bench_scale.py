@@ -50,12 +50,14 @@ def load(root: Path, store):
 
 
 def texts_of(corpus) -> list[str]:
-    """Every text the three passes embed: motif texts, then fact texts (discovery reuses prune's)."""
+    """Every text the three passes embed: motif names and texts, then fact texts (discovery reuses prune's)."""
+    from knomit_judge.nominate import name_text
     from knomit_judge.passes.alias import motif_text
     from knomit_judge.passes.discovery import proposed
     from knomit_judge.passes.prune import fact_text
     facts = [f for f in corpus.active() if not proposed(f)]
-    return [motif_text(m, corpus) for m in corpus.carriers] + [fact_text(f) for f in facts]
+    return ([name_text(m) for m in corpus.carriers] + [motif_text(m, corpus) for m in corpus.carriers]
+            + [fact_text(f) for f in facts])
 
 
 def child_prefill(root: Path, db: Path) -> dict:

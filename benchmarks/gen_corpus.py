@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
 """Generate a synthetic knomit corpus with planted alias, trap and duplicate cases, plus ground truth.
 
-    python benchmarks/gen_corpus.py N --seed S --out DIR [--no-git]
+    python benchmarks/gen_corpus.py N --seed S --out DIR [--no-git] [--shape mechanisms|entities]
 
 Writes N facts under DIR/facts/ in one git commit, DIR.truth.json and DIR.replies.jsonl (scripted judge
-replies) beside DIR. Pure templating, no models; output and commit id depend only on (N, seed).
+replies) beside DIR. Pure templating, no models; output and commit id depend only on (N, seed, shape).
+
+--shape mechanisms (the default): mechanism motifs; every planted alias pair is a paraphrase with
+disjoint carriers. --shape entities: an entity vocabulary of real shape (gen_vocabulary.py): spelling
+variants (case, separators, camelCase, plurals, vendor prefixes, acronyms, Error suffixes) on
+different facts, numbered facets and version siblings on the same facts, hundreds of plain names.
 """
 
 import argparse
@@ -372,6 +377,22 @@ def generate(n: int, seed: int, out, git: bool = True) -> dict:
     return truth
 
 
+def generate_entities(n: int, seed: int, out, git: bool = True) -> dict:
+    """The entity-vocabulary corpus (see gen_vocabulary.py), with its truth and perfect replies beside it."""
+    from gen_vocabulary import write
+
+    out = Path(out)
+    if out.exists() and any(out.iterdir()):
+        raise FileExistsError(f"{out} exists and is not empty")
+    made = write(out, n, seed)
+    if git:
+        _commit(out, f"Synthetic entity corpus: {n} facts, seed {seed}")
+    out.with_name(out.name + ".truth.json").write_text(json.dumps(made["truth"], indent=1) + "\n")
+    with open(out.with_name(out.name + ".replies.jsonl"), "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(r) + "\n" for r in made["replies"])
+    return made["truth"]
+
+
 def _commit(out: Path, message: str) -> None:
     """One commit of everything via the git CLI (gitpython's index is far slower at 100k files)."""
     env = {**os.environ, "GIT_AUTHOR_DATE": FIXED_DATE, "GIT_COMMITTER_DATE": FIXED_DATE}
@@ -387,10 +408,15 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", required=True, help="corpus directory (new or empty)")
     ap.add_argument("--no-git", action="store_true", help="write the files only, no git repository")
+    ap.add_argument("--shape", choices=["mechanisms", "entities"], default="mechanisms",
+                    help="mechanism motifs (default) or an entity vocabulary of real shape")
     args, start = ap.parse_args(argv), time.monotonic()
-    truth = generate(args.n, args.seed, args.out, git=not args.no_git)
+    make = generate_entities if args.shape == "entities" else generate
+    truth = make(args.n, args.seed, args.out, git=not args.no_git)
     planted = ", ".join(f"{len(truth[k])} {k}" for k in ("alias_pairs", "traps", "duplicate_pairs", "exact_duplicates"))
-    print(f"{args.out}: {truth['n']} facts, {truth['mechanisms']} mechanisms, {truth['motif_count']} motifs; "
+    what = f"{len(truth['alias_groups'])} alias groups" if args.shape == "entities" else \
+        f"{truth['mechanisms']} mechanisms"
+    print(f"{args.out}: {truth['n']} facts, {what}, {truth['motif_count']} motifs; "
           f"{planted}; {time.monotonic() - start:.1f}s")
     return 0
 

@@ -23,7 +23,6 @@ from .errors import KnomitError, Unparsed
 from .gitops import open_repo
 from .judge import Judge, cache_key, make_backend
 from .passes import JUDGED_PASSES, Candidate, all_passes
-from .passes.alias import motif_fingerprint
 from .passes.prune import fact_evidence
 from .store import Store
 from .verdicts import Journal, fingerprint, now
@@ -112,10 +111,7 @@ def build(entry: dict, corpus, passes, max_chars: int) -> tuple[Candidate | None
         for m in (a, b):
             if not corpus.carriers.get(m):
                 return None, m, f"spelling {m!r} has no active carrier in the corpus"
-        p = passes["alias"]
-        ea, eb = p.evidence(a, corpus), p.evidence(b, corpus)
-        return Candidate(name, {"a": a, "b": b}, motif_fingerprint(a, b, corpus), 0.0,
-                         [{"motif_a": ea, "motif_b": eb}, {"motif_a": eb, "motif_b": ea}]), "", ""
+        return passes["alias"].candidate(a, b, corpus, 0.0), "", ""
     paths = entry["group"] if name == "discovery" else [entry["a"], entry["b"]]
     for path in paths:
         fact = corpus.facts.get(path)

@@ -293,7 +293,7 @@ def test_only_parsed_replies_are_cached(pair_repo, judge_env):
     assert (r.unparsed, r.judged, r.judge_calls) == (1, 0, 2)
     db = sqlite_utils.Database(pair_repo.root / ".knomit" / "judge.db")
     [row] = list(db["replies"].rows)
-    assert row["text"] == DIFFERENT and row["prompt"] == "alias@1"
+    assert row["text"] == DIFFERENT and row["prompt"] == "alias@2"
     parsed, garbled = judge_env.requests
     prompt = load_prompt("alias")
     # the forced reply tool is part of the request, hence of the key

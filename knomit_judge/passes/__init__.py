@@ -19,7 +19,7 @@ class Candidate:
     pass_name: str
     subject: dict  # {"a": .., "b": ..} for pairs, {"group": [..]} for groups
     fingerprint: str
-    score: float  # similarity: the rank among candidates, never a decision
+    score: float  # the rank among candidates, best first (alias: nominate.score), never a decision
     orders: list  # the evidence in each order to ask (A/B and B/A for pairs)
 
 

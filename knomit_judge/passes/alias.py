@@ -3,19 +3,12 @@
 from __future__ import annotations
 
 from ..corpus import renamed_motif
+from ..nominate import MAX_TITLES, nominate
+from ..nominate import carrier_text as motif_text  # noqa: F401  (what the carriers signal embeds)
 from ..prompts import load_prompt
-from ..shortlist import neighbour_pairs
 from ..survivors import spelling_survivor
 from ..verdicts import fingerprint
 from . import Candidate, Change, one_sentence, reply_object
-
-MAX_TITLES = 4
-
-
-def motif_text(motif: str, corpus) -> str:
-    """What a motif is embedded as: its spelling plus up to 4 carrier titles."""
-    titles = [f.title for f in corpus.carrier_facts(motif)[:MAX_TITLES]]
-    return f"{motif.replace('-', ' ')}: " + "; ".join(titles)
 
 
 def motif_fingerprint(a: str, b: str, corpus) -> str:
@@ -36,19 +29,27 @@ class AliasPass:
         carriers = corpus.carrier_facts(motif)
         return {"spelling": motif, "carriers": len(carriers), "carrier_titles": [f.title for f in carriers[:MAX_TITLES]]}
 
+    def candidate(self, a: str, b: str, corpus, score: float, evidence=None) -> Candidate:
+        """The question about spellings a and b, with the evidence in both orders (and how many carriers both have)."""
+        evidence = evidence or (lambda m: self.evidence(m, corpus))
+        ea, eb = evidence(a), evidence(b)
+        shared = len(set(corpus.carriers.get(a, ())).intersection(corpus.carriers.get(b, ())))
+        return Candidate(self.name, {"a": a, "b": b}, motif_fingerprint(a, b, corpus), score,
+                         [{"motif_a": ea, "motif_b": eb, "shared_carriers": shared},
+                          {"motif_a": eb, "motif_b": ea, "shared_carriers": shared}])
+
     def candidates(self, ctx) -> list[Candidate]:
+        """Every signal's nominations, deduplicated, best-ranked first (see nominate.py for the score)."""
         corpus = ctx.corpus
-        motifs = list(corpus.carriers)
-        if len(motifs) < 2:
-            return []
-        vectors = ctx.embedder.embed([motif_text(m, corpus) for m in motifs])
-        out = []
-        for i, j, score in neighbour_pairs(vectors, ctx.config.shortlist.k):
-            a, b = motifs[i], motifs[j]
-            ea, eb = self.evidence(a, corpus), self.evidence(b, corpus)
-            out.append(Candidate(self.name, {"a": a, "b": b}, motif_fingerprint(a, b, corpus), score,
-                                 [{"motif_a": ea, "motif_b": eb}, {"motif_a": eb, "motif_b": ea}]))
-        return out
+        memo: dict[str, dict] = {}  # a motif's evidence, built once however many pairs it is in
+
+        def evidence(m: str) -> dict:
+            if m not in memo:
+                memo[m] = self.evidence(m, corpus)
+            return memo[m]
+
+        return [self.candidate(n.a, n.b, corpus, n.score, evidence)
+                for n in nominate(list(corpus.carriers), corpus, ctx.embedder, ctx.config.shortlist.k)]
 
     def parse(self, text: str):
         obj = reply_object(text, {"same": ((bool,), True), "mechanism": ((str,), False)})

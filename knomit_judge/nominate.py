@@ -1,0 +1,297 @@
+"""Nomination: which pairs of motif spellings the alias judge is shown, and in what order.
+
+Several signals each nominate every motif's k best partners; the union, deduplicated, is one
+candidate list ranked by one score. Signals nominate and rank; only the judge decides.
+
+Signals (each a strength in 0..1 for any pair):
+  name      cosine of the two spellings' own embeddings (the name alone, split into words)
+  string    the same spelling once case, separators, camelCase, plurals and articles are folded (1.0);
+            the same once a vendor/namespace prefix or an Error-style suffix is set aside, or one is a
+            part of the other's "Model Context Protocol (MCP)" (0.9); one is a leading or trailing run
+            of the other's words (0.8 x shorter/longer length)
+  acronym   one spelling is the initials of the other: NHI / Non-Human Identity, A2A / Agent-to-Agent (0.95)
+  carriers  cosine of the spellings embedded with up to 4 carrier titles each (the original signal)
+
+The rank of a pair:
+  score = max(string, acronym, (name + carriers) / 2) x (1 - overlap / 2) x (1/2 if only numbers differ)
+  overlap = carriers of both / carriers of the smaller side
+Two spellings of one thing rarely sit on the same fact, while distinct facets (numbered clauses,
+versions, siblings) co-occur all the time and then look identical by their carrier titles: so shared
+carriers and number-only differences (asi07 / asi08, gpt-5.5 / gpt-5.6) lower the rank. They are
+still offered in turn, never dropped.
+
+String and acronym nomination look partners up in hash buckets of normalised keys, so the cost grows
+with the number of spellings, never with its square (vocabularies have 10k+ spellings).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from .shortlist import top_k
+
+SIGNALS = ("name", "string", "acronym", "carriers")
+MAX_TITLES = 4
+
+# A leading token that names whose product or namespace a thing is, not what it is.
+VENDORS = frozenset("""amazon aws azure microsoft ms google gcp gcloud apache oracle ibm openai anthropic
+meta nvidia github gitlab cloudflare hashicorp redhat salesforce atlassian""".split())
+# A trailing token that names the kind of report, not the thing: ThrottlingException / throttling.
+SUFFIXES = frozenset("error errors exception exceptions err exc fault faults warning warnings".split())
+ARTICLES = frozenset("a an the".split())
+STOPWORDS = ARTICLES | frozenset("of and for to in on with as by or via".split())
+NUMERALS = {"to": "2", "for": "4"}  # A2A = Agent-to-Agent, B4B
+SAME, CORE, ACRONYM, EXTENDS = 1.0, 0.9, 0.95, 0.8
+
+_CHUNK = re.compile(r"[^\W_]+")  # runs between separators (- _ space . / and other punctuation)
+# camelCase and letter/digit boundaries; an upper-case run before a lone 's' is a plural acronym (LLMs)
+_WORD = re.compile(r"[A-Z]{2,}(?=s(?![a-z]))|[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+|[^\W\d_]+")
+
+
+@dataclass(frozen=True)
+class Spelling:
+    """A motif spelling taken apart: its words, and the keys it is compared by."""
+
+    words: tuple[str, ...]  # lower-case words, plural 's' of an acronym dropped
+    terms: tuple[str, ...]  # the words without separate articles: what the keys are made of
+    key: str  # folded: the terms joined, the last one singular; adjacent digit groups keep a '.' between them
+    core: str  # key without a leading vendor/namespace word or a trailing Error-style word
+    skeleton: str  # key without its digits: equal skeletons, different keys = only numbers differ
+    short: str  # acronym form (one chunk of 2-6 letters/digits), else ''
+    initials: frozenset  # initials keys when this reads as an expansion (two or more real words)
+    has_digits: bool
+    aka: frozenset = frozenset()  # keys of the parts of "Model Context Protocol (MCP)": each names it too
+
+
+@lru_cache(maxsize=1 << 16)  # words repeat across a vocabulary
+def _stem(word: str) -> str:
+    """Plural and trailing-e folded the same way on both sides: caches/cache, policies/policy, workers/worker.
+
+    Only the last word is stemmed (the plural is on the head noun), so a spelling written as one word
+    (cachecard) folds to the same key as its spaced form (cache card).
+    """
+    if len(word) <= 3 or word.isdigit():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith("es"):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word
+
+
+def _join(words) -> str:
+    out = ""
+    for w in words:
+        if out and w.isdigit() and out[-1].isdigit():
+            out += "."
+        out += w
+    return out
+
+
+def _key(words) -> str:
+    """Words joined as one, the last one singular: CacheCards, cache-card and cachecard meet."""
+    words = list(words)
+    # 2.0 is 2: trailing zero groups of a version add nothing
+    while len(words) > 1 and words[-1].strip("0") == "" and words[-2].isdigit():
+        words.pop()
+    if words:
+        words[-1] = _stem(words[-1])
+    return _join(words)
+
+
+def _initials(words) -> set[str]:
+    real = [w for w in words if w.isalpha() and len(w) > 1]
+    if len(real) < 2:
+        return set()
+    forms = (words, [w for w in words if w not in STOPWORDS], [NUMERALS.get(w, w) for w in words])
+    return {"".join(w if w.isdigit() else w[0] for w in form) for form in forms if len(form) > 1}
+
+
+def _words(chunk: str) -> list[str]:
+    """A chunk's words, lower-cased; the plural 's' of an acronym goes (LLMs -> llm, NHIs -> nhi)."""
+    out: list[str] = []
+    for w in _WORD.findall(chunk):
+        if w == "s" and out and len(out[-1]) > 1 and out[-1].isupper():
+            continue
+        out.append(w)
+    return [w.lower() for w in out]
+
+
+_PAREN = re.compile(r"^(.*?)\s*\(([^()]+)\)\s*$")
+_POSSESSIVE = re.compile(r"['\u2019]s\b")
+
+
+def parse(spelling: str) -> Spelling:
+    spelling = _POSSESSIVE.sub("", spelling)  # Claude's memory / Claude memory
+    if (m := _PAREN.match(spelling)) and m.group(1).strip():
+        parts = (parse(m.group(1)), parse(m.group(2)))
+        whole = parse(f"{m.group(1)} {m.group(2)}")
+        return Spelling(*[getattr(whole, f) for f in Spelling.__dataclass_fields__ if f != "aka"],
+                        aka=frozenset(p.key for p in parts))
+    chunks = _CHUNK.findall(spelling)
+    words = tuple(w for c in chunks for w in _words(c)) or (spelling.casefold(),)
+    # an article separated by separators is dropped (LLM as a judge / LLM-as-judge), an 'a' inside A2A is not
+    terms = tuple(w for c in chunks if c.lower() not in ARTICLES for w in _words(c)) or words
+    key = _key(terms)
+    core_words = list(terms)
+    if len(core_words) > 1 and core_words[0] in VENDORS:
+        core_words.pop(0)
+    if len(core_words) > 1 and core_words[-1] in SUFFIXES:
+        core_words.pop()
+    # an acronym is written as one chunk (MCP, A2A, nhi), perhaps after a vendor word (AWS IAM)
+    if len(chunks) == 2 and chunks[0].lower() in VENDORS:
+        chunks = chunks[1:]
+    short = "".join(_words(chunks[0])) if len(chunks) == 1 else ""
+    if not (2 <= len(short) <= 6 and any(ch.isalpha() for ch in short)):
+        short = ""
+    initials = _initials(words) | _initials(core_words)
+    return Spelling(words, terms, key, _key(core_words), re.sub(r"[\d.]", "", key), short, frozenset(initials),
+                    any(w.isdigit() for w in words))
+
+
+def name_text(spelling: str) -> str:
+    """What the name signal embeds: the spelling alone, as words (VisibilityTimeout -> visibility timeout)."""
+    return " ".join(parse(spelling).words)
+
+
+def carrier_text(motif: str, corpus) -> str:
+    """What the carriers signal embeds: the spelling plus up to 4 carrier titles."""
+    titles = [f.title for f in corpus.carrier_facts(motif)[:MAX_TITLES]]
+    return f"{motif.replace('-', ' ')}: " + "; ".join(titles)
+
+
+def string_similarity(a: Spelling, b: Spelling) -> float:
+    if a.key == b.key:
+        return SAME
+    if a.core == b.core or a.key in b.aka or b.key in a.aka:
+        return CORE
+    for long, short in ((a, b), (b, a)):
+        if short.key in _affixes(long):
+            return EXTENDS * len(short.key) / max(len(long.key), 1)
+    return 0.0
+
+
+def _affixes(s: Spelling) -> set[str]:
+    """Keys of the spelling's leading and trailing word runs: least privilege in principle of least privilege."""
+    t = s.terms
+    return {_key(t[i:]) for i in range(1, len(t))} | {_key(t[:i]) for i in range(1, len(t))}
+
+
+def acronym_similarity(a: Spelling, b: Spelling) -> float:
+    if (a.short and a.short in b.initials) or (b.short and b.short in a.initials):
+        return ACRONYM
+    return 0.0
+
+
+def numbers_only(a: Spelling, b: Spelling) -> bool:
+    """The two differ only in numbers or versions (asi07 / asi08, gpt-5.5 / gpt-5.6, p99.9 / p99.99)."""
+    return a.has_digits and b.has_digits and a.key != b.key and a.skeleton == b.skeleton
+
+
+@dataclass
+class Nomination:
+    a: str
+    b: str
+    score: float
+    signals: dict[str, float]  # every signal's strength for this pair
+    nominated_by: set[str] = field(default_factory=set)
+    shared: int = 0  # carriers that carry both spellings
+    overlap: float = 0.0
+    numbers_only: bool = False
+
+
+def score(strengths: dict[str, float], overlap: float, only_numbers: bool) -> float:
+    """The one rank of a pair (see the module docstring)."""
+    evidence = max(strengths["string"], strengths["acronym"], (strengths["name"] + strengths["carriers"]) / 2)
+    return evidence * (1 - overlap / 2) * (0.5 if only_numbers else 1.0)
+
+
+def _lexical(parsed: list[Spelling], k: int) -> tuple[dict, dict]:
+    """Each motif's k best partners by string and by acronym similarity, found through key buckets."""
+    by_key: dict[str, list[int]] = {}
+    by_core: dict[str, list[int]] = {}
+    by_short: dict[str, list[int]] = {}
+    by_initials: dict[str, list[int]] = {}
+    by_aka: dict[str, list[int]] = {}
+    for i, s in enumerate(parsed):
+        by_key.setdefault(s.key, []).append(i)
+        for key in s.aka:
+            by_aka.setdefault(key, []).append(i)
+        by_core.setdefault(s.core, []).append(i)
+        if s.short:
+            by_short.setdefault(s.short, []).append(i)
+        for key in s.initials:
+            by_initials.setdefault(key, []).append(i)
+    string: dict[int, list[int]] = {}
+    acronym: dict[int, list[int]] = {}
+    for i, s in enumerate(parsed):
+        near = set(by_key[s.key]) | set(by_core[s.core]) | set(by_aka.get(s.key, ()))
+        for key in s.aka:
+            near.update(by_key.get(key, ()))
+        for key in _affixes(s):
+            near.update(by_key.get(key, ()))
+        near.discard(i)
+        string[i] = _best(near, lambda j: string_similarity(s, parsed[j]), k)
+        initials = set(by_initials.get(s.short, ())) if s.short else set()
+        for key in s.initials:
+            initials.update(by_short.get(key, ()))
+        initials.discard(i)
+        acronym[i] = _best(initials, lambda j: acronym_similarity(s, parsed[j]), k)
+    return string, acronym
+
+
+def _best(partners, strength, k: int) -> list[int]:
+    """The k partners of highest strength (> 0), ties by index: a bucket of look-alikes stays bounded."""
+    scored = [(-strength(j), j) for j in partners]
+    return [j for s, j in sorted(scored)[:k] if s < 0]
+
+
+def nominate(motifs: list[str], corpus, embedder, k: int) -> list[Nomination]:
+    """Candidate spelling pairs from every signal, deduplicated, best first (ties by spelling order)."""
+    n = len(motifs)
+    if n < 2:
+        return []
+    parsed = [parse(m) for m in motifs]
+    name_vectors = embedder.embed([" ".join(s.words) for s in parsed])  # as name_text
+    carrier_vectors = embedder.embed([carrier_text(m, corpus) for m in motifs])
+    nominated: dict[tuple[int, int], set[str]] = {}
+
+    def add(i: int, j: int, signal: str) -> None:
+        if i != j:
+            nominated.setdefault((min(i, j), max(i, j)), set()).add(signal)
+
+    for signal, vectors in (("name", name_vectors), ("carriers", carrier_vectors)):
+        idx, _ = top_k(vectors, k)
+        for i, row in enumerate(idx.tolist()):
+            for j in row:
+                add(i, j, signal)
+    string, acronym = _lexical(parsed, k)
+    for signal, best in (("string", string), ("acronym", acronym)):
+        for i, partners in best.items():
+            for j in partners:
+                add(i, j, signal)
+
+    pairs = sorted(nominated)
+    left = np.array([i for i, _ in pairs], dtype=np.int64)
+    right = np.array([j for _, j in pairs], dtype=np.int64)
+    name_sim = np.clip(np.einsum("ij,ij->i", name_vectors[left], name_vectors[right]), 0, 1).tolist()
+    carrier_sim = np.clip(np.einsum("ij,ij->i", carrier_vectors[left], carrier_vectors[right]), 0, 1).tolist()
+    carriers = {i: set(corpus.carriers[motifs[i]]) for i in {*left.tolist(), *right.tolist()}}
+    out = []
+    for (i, j), ns, cs in zip(pairs, name_sim, carrier_sim):
+        a, b = parsed[i], parsed[j]
+        strengths = {"name": ns, "string": string_similarity(a, b), "acronym": acronym_similarity(a, b),
+                     "carriers": cs}
+        shared = len(carriers[i] & carriers[j])
+        overlap = shared / max(1, min(len(carriers[i]), len(carriers[j])))
+        only_numbers = numbers_only(a, b)
+        out.append(Nomination(motifs[i], motifs[j], score(strengths, overlap, only_numbers), strengths,
+                              nominated[(i, j)], shared, overlap, only_numbers))
+    order = sorted(range(len(out)), key=lambda x: (-out[x].score, pairs[x]))
+    return [out[x] for x in order]
