@@ -124,6 +124,40 @@ class Store:
                 ({"model": model, "text_hash": h, "vector": v.astype(np.float32).tobytes()} for h, v in vectors.items()),
                 replace=True, batch_size=500)
 
+    # neighbour lists (derived; see neighbours.py) ----------------------------
+    def neighbour_sets(self, k: int) -> list[dict]:
+        return [dict(id=r[0], rows=r[1], digest=r[2]) for r in self.db.execute(
+            "SELECT id, rows, digest FROM neighbour_sets WHERE k = ? ORDER BY used_at DESC, id DESC", [k])]
+
+    def neighbour_keys(self, set_id: int) -> list[bytes]:
+        blob = self.db.execute("SELECT keys FROM neighbour_sets WHERE id = ?", [set_id]).fetchone()[0]
+        return [blob[i:i + 16] for i in range(0, len(blob), 16)]
+
+    def neighbour_set(self, set_id: int) -> tuple[list[bytes], np.ndarray, np.ndarray]:
+        rows, keys, idx, sims = self.db.execute(
+            "SELECT rows, keys, neighbours, sims FROM neighbour_sets WHERE id = ?", [set_id]).fetchone()
+        idx = np.frombuffer(idx, dtype=np.int64).reshape(rows, -1).copy()
+        sims = np.frombuffer(sims, dtype=np.float64).reshape(rows, -1).copy()
+        return [keys[i:i + 16] for i in range(0, len(keys), 16)], idx, sims
+
+    def touch_neighbour_set(self, set_id: int) -> None:
+        with self.db.atomic():
+            self.db.execute("UPDATE neighbour_sets SET used_at = ? WHERE id = ?", [now(), set_id])
+
+    def put_neighbour_set(self, set_id: int | None, k: int, digest: str, keys: list[bytes], idx: np.ndarray,
+                          sims: np.ndarray, keep: int) -> None:
+        """Store a search (replacing the one it was updated from); only the `keep` most recently used stay."""
+        row = dict(k=k, rows=len(keys), digest=digest, keys=b"".join(keys),
+                   neighbours=np.ascontiguousarray(idx, dtype=np.int64).tobytes(),
+                   sims=np.ascontiguousarray(sims, dtype=np.float64).tobytes(), used_at=now())
+        with self.db.atomic():
+            if set_id is None:
+                self.db["neighbour_sets"].insert(row)
+            else:
+                self.db["neighbour_sets"].update(set_id, row)
+            self.db.execute("DELETE FROM neighbour_sets WHERE id NOT IN "
+                            "(SELECT id FROM neighbour_sets ORDER BY used_at DESC, id DESC LIMIT ?)", [keep])
+
     # sessions and throttle ----------------------------------------------------
     def start_session(self, session_id: str) -> None:
         with self.db.atomic():
