@@ -272,11 +272,12 @@ def fact_paths(root: Path) -> list[str]:
     if not base.is_dir():
         return []
     paths = []
+    cut = len(os.path.join(str(root), ""))  # string slicing, not pathlib: 100k paths at scale
     for dirpath, dirnames, filenames in os.walk(base):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in filenames:
             if name.endswith(".md") and not name.startswith("."):
-                paths.append(Path(dirpath, name).relative_to(root).as_posix())
+                paths.append(os.path.join(dirpath, name)[cut:].replace(os.sep, "/"))
     return sorted(paths)
 
 

@@ -6,6 +6,7 @@ import json
 import os
 import sqlite3
 import stat
+import time
 from pathlib import Path
 
 import numpy as np
@@ -187,18 +188,25 @@ class Store:
 
 
 class FileIndex:
-    """Derived: parsed facts keyed by (path, mtime, size), so unchanged files are not parsed again.
+    """Derived: parsed facts keyed by (path, mtime, size, ctime), so unchanged files are not parsed again.
 
-    A hit is verified by content id (the file is read and hashed, which is cheap; the YAML
-    parse is what is skipped), so an edit that keeps size and mtime is still seen.
+    A hit is verified by content id (the file is read and hashed; the YAML parse is what is skipped),
+    and the time of that check is kept. Once a file's last change (ctime, which no tool can set back)
+    is older than a verified check by RACY_NS, a matching stat alone answers it, unread, as git does:
+    a caught-up session reads no fact file at all.
     """
+
+    RACY_NS = 2_000_000_000  # larger than any file system's timestamp tick: an edit in the same tick is re-read
 
     def __init__(self, store: Store):
         self.db = store.db
-        self.rows = {r[0]: r for r in self.db.execute("SELECT path, mtime_ns, size, record, content_id FROM files")}
+        self.rows = {r[0]: r for r in self.db.execute(
+            "SELECT path, mtime_ns, size, record, content_id, ctime_ns, checked_ns FROM files")}
         self.pending: dict[str, dict] = {}
+        self.checked: list[tuple[int, int, str]] = []  # (ctime_ns, checked_ns, path) of files verified by reading
         self.reused = 0  # facts taken from the index this session, unparsed
         self.parsed = 0  # facts parsed (and remembered) this session
+        self.read = 0  # of the reused, files read to verify their content id (the rest: stat alone)
 
     def lookup(self, root: Path, path: str) -> Fact | None:
         row = self.rows.get(path)
@@ -208,12 +216,16 @@ class FileIndex:
         st = os.lstat(full)
         if (st.st_mtime_ns, st.st_size) != (row[1], row[2]) or stat.S_ISLNK(st.st_mode):
             return None
-        try:
-            with open(full, "rb") as f:
-                if content_id(f.read().decode("utf-8")) != row[4]:
-                    return None
-        except UnicodeDecodeError:
-            return None  # read_fact will name the problem
+        if st.st_ctime_ns != row[5] or st.st_ctime_ns + self.RACY_NS >= row[6]:
+            began = time.time_ns()
+            try:
+                with open(full, "rb") as f:
+                    if content_id(f.read().decode("utf-8")) != row[4]:
+                        return None
+            except UnicodeDecodeError:
+                return None  # read_fact will name the problem
+            self.read += 1
+            self.checked.append((st.st_ctime_ns, began, path))
         self.reused += 1
         return fact_from_record(json.loads(row[3]))
 
@@ -221,6 +233,7 @@ class FileIndex:
         self.parsed += 1
         st = (root / fact.path).stat()
         self.pending[fact.path] = dict(path=fact.path, mtime_ns=st.st_mtime_ns, size=st.st_size,
+                                       ctime_ns=st.st_ctime_ns, checked_ns=0,  # read before this stat: verify next time
                                        content_id=fact.content_id, record=json.dumps(fact.record(), ensure_ascii=False))
 
     def forget_missing(self, present: set[str]) -> None:
@@ -232,6 +245,8 @@ class FileIndex:
         with self.db.atomic():
             if self.pending:
                 self.db["files"].insert_all(self.pending.values(), replace=True, batch_size=500)
+            if self.checked:
+                self.db.conn.executemany("UPDATE files SET ctime_ns = ?, checked_ns = ? WHERE path = ?", self.checked)
             for path in getattr(self, "gone", []):
                 self.db.execute("DELETE FROM files WHERE path = ?", [path])
-        self.pending = {}
+        self.pending, self.checked = {}, []
