@@ -1,13 +1,14 @@
 """Neighbour lists as derived state: kept in the db, and updated next session only where vectors changed.
 
-A stored search is each row's key (a digest of its vector, so the model and the text decide it), k,
-and each row's k best (neighbour, canonical similarity). Next session, against the stored search
-that shares most rows with this one:
+A stored search is each row's key (a digest of its vector, so the model and the text decide it) and
+each row's nearest rows with their canonical similarities, DEPTH x k deep. Next session, against the
+stored search that shares most rows with this one:
 
 - rows whose key is new (a changed or new text) are searched against all rows;
-- a kept row one of whose neighbours left is searched again too (its next best is not stored);
-- every other kept row keeps its list, merged with the new rows that reach its k-th best
-  (one product of new rows x kept rows).
+- a kept row's list loses the rows that left; what remains is still its exact top-m, and only a
+  row left with fewer than k is searched again;
+- every kept row then takes in the new rows that reach its last known neighbour (one product of
+  new rows x kept rows).
 
 The result equals a full search (shortlist.exact_top_k): same canonical similarities, same tie-break
 by key. Nothing changed: nothing is multiplied at all.
@@ -25,6 +26,7 @@ from . import shortlist
 
 log = logging.getLogger(__name__)
 
+DEPTH = 2  # lists are stored DEPTH x k deep, so a row that loses a neighbour still knows its next best
 KEEP = 8  # stored searches kept (alias, prune, discovery, and a few more for other vector sets)
 FULL_SHARE = 0.3  # past this share of rows to search again, one full search is cheaper
 
@@ -37,25 +39,25 @@ class Memory:
         self.last: dict = {}  # how the last search was answered: stored / incremental / full, and its sizes
 
     def top_k(self, v: np.ndarray, keys: list[bytes], rank: np.ndarray, k: int):
+        depth = DEPTH * k
+        width = min(k, len(keys) - 1)
         digest = hashlib.blake2b(b"".join(keys), digest_size=16).hexdigest()
-        stored = self.store.neighbour_sets(k)
+        stored = self.store.neighbour_sets(depth)
         same = next((s for s in stored if s["digest"] == digest), None)
         if same is not None:
             _, idx, sims = self.store.neighbour_set(same["id"])
             self.store.touch_neighbour_set(same["id"])
             self.last = {"kind": "stored", "rows": len(keys), "searched": 0, "merged": 0}
-            return idx, sims
+            return idx[:, :width].copy(), sims[:, :width].copy()
         base, old = self._closest(stored, keys)
-        if old is not None:
-            update = incremental(v, keys, rank, k, *old)
-            if update is not None:
-                idx, sims, self.last = update
-                self.store.put_neighbour_set(base, k, digest, keys, idx, sims, KEEP)
-                return idx, sims
-        idx, sims = shortlist.exact_top_k(v, rank, k)
-        self.last = {"kind": "full", "rows": len(keys), "searched": len(keys), "merged": 0}
-        self.store.put_neighbour_set(base, k, digest, keys, idx, sims, KEEP)
-        return idx, sims
+        update = incremental(v, keys, rank, depth, *old, need=k) if old is not None else None
+        if update is not None:
+            idx, sims, self.last = update
+        else:
+            idx, sims = shortlist.exact_top_k(v, rank, depth)
+            self.last = {"kind": "full", "rows": len(keys), "searched": len(keys), "merged": 0}
+        self.store.put_neighbour_set(base, depth, digest, keys, idx, sims, KEEP)
+        return idx[:, :width].copy(), sims[:, :width].copy()
 
     def _closest(self, stored: list[dict], keys: list[bytes]):
         """The stored search sharing most rows with this one (fewest rows in or out), if any row is shared."""
@@ -73,71 +75,85 @@ class Memory:
         return best, (best_set, idx, sims)
 
 
-def incremental(v, keys, rank, k, old_keys, old_idx, old_sims):
-    """Update a stored search to the rows `keys`; None when a full search is cheaper."""
-    n = len(keys)
-    width = min(k, n - 1)
+def incremental(v, keys, rank, depth, old_keys, old_idx, old_sims, need):
+    """Update a stored search (lists up to `depth` deep) to the rows `keys`; None when a full search is cheaper.
+
+    A stored list is the exact top-m of its row for some m <= depth. A neighbour that leaves shortens it
+    (what remains is still exact); a row is searched again only when fewer than `need` remain.
+    """
+    n, n_old = len(keys), len(old_keys)
+    width = min(depth, n - 1)
     at = {key: i for i, key in enumerate(keys)}
     new_of_old = np.array([at.get(key, -1) for key in old_keys] + [-1], dtype=np.int64)  # [-1]: padding maps to -1
     kept = np.zeros(n, dtype=bool)
     kept[new_of_old[new_of_old >= 0]] = True
     fresh = np.flatnonzero(~kept)
-    lists = new_of_old[np.where(old_idx >= 0, old_idx, len(old_keys))]  # old lists, in new row numbers
-    lost_old = ((lists < 0) & (old_idx >= 0)).any(axis=1)  # a neighbour left: its next best is not stored
+    complete = (old_idx >= 0).sum(axis=1) == n_old - 1  # the list held every other row: no bar to reach
+    lists = new_of_old[np.where(old_idx >= 0, old_idx, n_old)]  # old lists in new row numbers; -1: gone
+    # close the gaps the leavers made, keeping the order
+    order = np.argsort(lists < 0, axis=1, kind="stable")
+    lists = np.take_along_axis(lists, order, axis=1)
+    sims_old = np.where(lists >= 0, np.take_along_axis(old_sims, order, axis=1), -np.inf)
+    count = (lists >= 0).sum(axis=1)
     old_rows = np.flatnonzero(new_of_old[:-1] >= 0)
-    lost = new_of_old[old_rows[lost_old[old_rows]]]
-    search = np.union1d(fresh, lost)
+    short = old_rows[(count[old_rows] < min(need, n - 1)) & ~complete[old_rows]]
+    search = np.union1d(fresh, new_of_old[short])
     if len(search) > FULL_SHARE * n:
         return None
+    keep = np.setdiff1d(old_rows, short)
+    rows = new_of_old[keep]
+    w = min(width, lists.shape[1])
     idx = np.full((n, width), -1, dtype=np.int64)
     sims = np.full((n, width), -np.inf, dtype=np.float64)
-    # kept rows keep their lists ...
-    keep = old_rows[~lost_old[old_rows]]
-    w = min(width, old_idx.shape[1])
-    idx[new_of_old[keep], :w] = lists[keep, :w]
-    sims[new_of_old[keep], :w] = old_sims[keep, :w]
+    idx[rows, :w] = lists[keep, :w]
+    sims[rows, :w] = sims_old[keep, :w]
     merged = 0
-    if len(fresh):
-        # ... merged with the new rows that reach their k-th best (float32 product, EPS below the bar)
-        rows = new_of_old[keep]
-        merged = _merge_fresh(v, rank, rows, fresh, idx, sims)
+    if len(fresh) and len(rows):
+        merged = _merge_fresh(v, rank, rows, fresh, idx, sims, np.minimum(count[keep], w), complete[keep])
     if len(search):
-        found, found_sims = shortlist.exact_top_k(v, rank, width, rows=search)
-        idx[search], sims[search] = found, found_sims
-    return idx, sims, {"kind": "incremental", "rows": n, "fresh": len(fresh), "lost": len(lost),
+        idx[search], sims[search] = shortlist.exact_top_k(v, rank, width, rows=search)
+    return idx, sims, {"kind": "incremental", "rows": n, "fresh": len(fresh), "short": len(short),
                        "searched": len(search), "merged": merged}
 
 
-def _merge_fresh(v, rank, rows, fresh, idx, sims) -> int:
-    """Put each fresh row that reaches a kept row's list into it, in the canonical order."""
+def _merge_fresh(v, rank, rows, fresh, idx, sims, count, complete) -> int:
+    """Put the fresh rows that reach a kept row's last known neighbour into its list, in the canonical order.
+
+    Past that last neighbour nothing is known (rows outside the list may come next), so a merged list is
+    cut after it, unless the list was complete (it held every other row).
+    """
     width = idx.shape[1]
+    last = np.where(count > 0, sims[rows, np.maximum(count - 1, 0)], -np.inf)
+    bar = np.where(complete, -np.inf, last - shortlist.EPS)
     side = max(1, shortlist._BLOCK_FLOATS // max(1, len(fresh)))
     hit_rows, hit_cols = [], []
     for lo in range(0, len(rows), side):
-        block = rows[lo:lo + side]
-        tile = v[block] @ v[fresh].T
-        bar = sims[block, width - 1] - shortlist.EPS  # -inf where the list is not full
-        r, c = np.nonzero(tile >= bar[:, None])
-        hit_rows.append(block[r])
+        tile = v[rows[lo:lo + side]] @ v[fresh].T
+        r, c = np.nonzero(tile >= bar[lo:lo + side, None])
+        hit_rows.append(r + lo)  # positions in `rows`
         hit_cols.append(fresh[c])
-    if not hit_rows or not sum(map(len, hit_rows)):
-        return 0
     r, c = np.concatenate(hit_rows), np.concatenate(hit_cols)
     if not len(r):
         return 0
-    s = shortlist.exact_sims(v, r, c)
+    s = shortlist.exact_sims(v, rows[r], c)
     touched = np.unique(r)
+    cols = np.arange(width)
     rr = np.concatenate([np.repeat(touched, width), r])
-    cc = np.concatenate([idx[touched].ravel(), c])
-    ss = np.concatenate([sims[touched].ravel(), s])
+    cc = np.concatenate([idx[rows[touched]].ravel(), c])
+    ss = np.concatenate([sims[rows[touched]].ravel(), s])
+    tail = np.concatenate([(cols[None, :] == (count[touched] - 1)[:, None]).ravel(), np.zeros(len(r), bool)])
     valid = cc >= 0
-    rr, cc, ss = rr[valid], cc[valid], ss[valid]
+    rr, cc, ss, tail = rr[valid], cc[valid], ss[valid], tail[valid]
     order = np.lexsort((rank[cc], -ss, rr))
-    rr, cc, ss = rr[order], cc[order], ss[order]
+    rr, cc, ss, tail = rr[order], cc[order], ss[order], tail[order]
     pos = np.arange(len(rr)) - np.searchsorted(rr, rr)  # position within its row's run
-    take = pos < width
-    idx[touched] = -1
-    sims[touched] = -np.inf
-    idx[rr[take], pos[take]] = cc[take]
-    sims[rr[take], pos[take]] = ss[take]
+    cut = np.full(len(rows), width, dtype=np.int64)  # complete lists: no cut but the depth
+    ends = tail & ~complete[rr]
+    cut[rr[ends]] = np.minimum(pos[ends] + 1, width)
+    take = pos < cut[rr]
+    target = rows[touched]
+    idx[target] = -1
+    sims[target] = -np.inf
+    idx[rows[rr[take]], pos[take]] = cc[take]
+    sims[rows[rr[take]], pos[take]] = ss[take]
     return len(r)

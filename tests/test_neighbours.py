@@ -60,6 +60,14 @@ def test_updated_lists_equal_a_full_search_over_random_edits(tmp_path, block, k)
         assert (idx == want_idx).all(), f"session {session}"
         assert (sims == want_sims).all(), f"session {session}"
         kinds.append(memory.last["kind"])
+        # what is stored deeper than k is an exact prefix of a deeper full search, row by row
+        (stored,) = store.neighbour_sets(2 * k)
+        _, deep_idx, deep_sims = store.neighbour_set(stored["id"])
+        want_deep, want_deep_sims = full(v, deep_idx.shape[1])
+        for row in range(len(v)):
+            m = int((deep_idx[row] >= 0).sum())
+            assert m >= min(k, len(v) - 1)
+            assert (deep_idx[row, :m] == want_deep[row, :m]).all() and (deep_sims[row, :m] == want_deep_sims[row, :m]).all()
         v = edit(rng, v, pool, share=0.02 if session % 3 else 0.0)
     assert kinds[0] == "full"
     assert "incremental" in kinds and "stored" in kinds  # each way of answering was really exercised
