@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..corpus import parse_fact, rewrite
 from ..errors import Unparsed
 from ..prompts import load_prompt
@@ -49,6 +51,29 @@ def retire(corpus, loser, survivor, verdict_id: str, absorb: bool, writes: dict 
     return writes
 
 
+class PairOrders(Sequence):
+    """Both orders of a pair's evidence, built when first read: most candidates are answered and never are.
+
+    At 100k facts a session meets ~350k pairs; building two evidence dicts for each was a fifth of the
+    prune pass on a caught-up corpus.
+    """
+
+    def __init__(self, a, b):
+        self.a, self.b, self._orders = a, b, None
+
+    def _built(self) -> list[dict]:
+        if self._orders is None:
+            ea, eb = fact_evidence(self.a), fact_evidence(self.b)
+            self._orders = [{"fact_a": ea, "fact_b": eb}, {"fact_a": eb, "fact_b": ea}]
+        return self._orders
+
+    def __getitem__(self, i):
+        return self._built()[i]
+
+    def __len__(self) -> int:
+        return 2
+
+
 class PrunePass:
     name = "prune"
     default = "distinct"
@@ -66,9 +91,8 @@ class PrunePass:
         out = []
         for i, j, score in neighbour_pairs(vectors, ctx.config.shortlist.k):
             a, b = facts[i], facts[j]
-            ea, eb = fact_evidence(a), fact_evidence(b)
             out.append(Candidate(self.name, {"a": a.path, "b": b.path}, fingerprint(a.content_id, b.content_id),
-                                 score, [{"fact_a": ea, "fact_b": eb}, {"fact_a": eb, "fact_b": ea}]))
+                                 score, PairOrders(a, b)))
         return out
 
     def parse(self, text: str):
