@@ -140,17 +140,32 @@ def _settle(v, rank, rows, cand, fsims, k):
     if kk < len(v) - 1:
         # an outsider's float32 similarity is at most the kk-th kept one, so its canonical one at most that + EPS
         doubt = np.flatnonzero(fsims[:, -1] + EPS >= sims[:, -1])
-        for i in doubt.tolist():
-            idx[i], sims[i] = _whole_row(v, rank, int(rows[i]), k)
+        if len(doubt):
+            idx[doubt], sims[doubt] = _reaching_rows(v, rank, rows[doubt], sims[doubt, -1], k)
     return idx, sims
 
 
-def _whole_row(v, rank, row: int, k: int):
-    n = len(v)
-    cols = np.delete(np.arange(n), row)
-    s = exact_sims(v, np.full(n - 1, row), cols)
-    order = np.lexsort((rank[cols], -s))[:k]
-    return cols[order], s[order]
+def _reaching_rows(v, rank, rows, kth, k):
+    """Rows whose k-th could be an outsider: every row within EPS of that k-th, canonically ordered."""
+    side = max(1, _BLOCK_FLOATS // len(v))
+    hit_r, hit_c = [], []
+    for lo in range(0, len(rows), side):
+        tile = v[rows[lo:lo + side]] @ v.T
+        tile[np.arange(len(tile)), rows[lo:lo + side]] = -np.inf
+        r, c = np.nonzero(tile >= (kth[lo:lo + side] - EPS)[:, None])
+        hit_r.append(r + lo)
+        hit_c.append(c)
+    r, c = np.concatenate(hit_r), np.concatenate(hit_c)
+    s = exact_sims(v, rows[r], c)
+    order = np.lexsort((rank[c], -s, r))
+    r, c, s = r[order], c[order], s[order]
+    pos = np.arange(len(r)) - np.searchsorted(r, r)
+    take = pos < k
+    idx = np.empty((len(rows), k), dtype=np.int64)
+    sims = np.empty((len(rows), k), dtype=np.float64)
+    idx[r[take], pos[take]] = c[take]
+    sims[r[take], pos[take]] = s[take]
+    return idx, sims
 
 
 def _search(v: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
