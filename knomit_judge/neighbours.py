@@ -57,6 +57,7 @@ class Memory:
             idx, sims = shortlist.exact_top_k(v, rank, depth)
             self.last = {"kind": "full", "rows": len(keys), "searched": len(keys), "merged": 0}
         self.store.put_neighbour_set(base, depth, digest, keys, idx, sims, KEEP)
+        log.debug("neighbour lists: %s", self.last)
         return idx[:, :width].copy(), sims[:, :width].copy()
 
     def _closest(self, stored: list[dict], keys: list[bytes]):

@@ -46,7 +46,7 @@ def test_fp32_onnx_equals_pytorch_to_the_last_digits():
     np.testing.assert_allclose(a, b, atol=1e-4)
 
 
-def test_the_export_is_made_once_and_reused(tmp_path, monkeypatch):
+def test_the_export_is_made_once_and_reused():
     first = exported("onnx-int8")
     stamp = first.stat().st_mtime_ns
     assert exported("onnx-int8") == first and first.stat().st_mtime_ns == stamp
@@ -94,5 +94,6 @@ def test_no_progress_bar_off_a_terminal_or_when_quick(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "stderr", _Terminal())
     monkeypatch.setattr(embeddings, "SHOW_PROGRESS_AFTER_S", 3600.0)
     Embedder(store, batch_size=4).embed([f"{t} <{i}>" for i in range(3) for t in TEXTS])  # quick
-    assert err.getvalue() == "" and sys.stderr.getvalue() == ""
+    for shown in (err.getvalue(), sys.stderr.getvalue()):  # log lines may be there, a bar never
+        assert "texts/s" not in shown and "ETA" not in shown and "━" not in shown
     store.close()
