@@ -51,7 +51,7 @@ def top_k(vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """
     global _last
     n = len(vectors)
-    k = min(k, n - 1)
+    asked, k = k, min(k, n - 1)  # the stored lists are kept for the k asked, whatever the corpus size
     if k <= 0:
         return np.zeros((n, 0), dtype=np.int64), np.zeros((n, 0), dtype=np.float64)
     v = np.ascontiguousarray(vectors, dtype=np.float32)
@@ -61,7 +61,7 @@ def top_k(vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     keys = row_keys(v)
     rank = key_rank(keys)
     if _memory is not None:
-        idx, sims = _memory.top_k(v, keys, rank, k)
+        idx, sims = _memory.top_k(v, keys, rank, asked)
     else:
         idx, sims = exact_top_k(v, rank, k)
     _last = (key, k, idx, sims)

@@ -126,3 +126,26 @@ def test_lists_are_kept_per_vector_set_and_rebuilt_when_emptied(tmp_path):
         top_k(a, 5)
         assert memory.last["kind"] == "full"
     store.close()
+
+
+def test_sessions_keep_the_lists_and_rebuild_recomputes_them(corpus_repo, tmp_path):
+    from conftest import scripted
+
+    from knomit_judge import ReviewOptions, review
+    from knomit_judge.recovery import rebuild
+
+    def sets():
+        store = Store.for_corpus(corpus_repo.root)
+        try:
+            return {(r["id"], r["digest"]) for r in store.neighbour_sets(10)}
+        finally:
+            store.close()
+
+    review(corpus_repo.root, ReviewOptions(judge=scripted(tmp_path)))
+    first = sets()
+    assert first  # the session stored its searches (k = 5, kept 10 deep)
+    review(corpus_repo.root, ReviewOptions(judge=scripted(tmp_path)))
+    assert sets() == first  # nothing changed: the same searches answered, none added
+    counts = rebuild(corpus_repo.root)
+    assert counts["neighbour_sets"] >= 1
+    assert {d for _, d in sets()} == {d for _, d in first}  # recomputed from nothing: the same vector sets
