@@ -110,6 +110,7 @@ def rebuild(root: Path | str) -> dict:
             for note in notes:
                 log.info("%s", note)
             return {"verdicts": store.db["verdicts"].count, "facts": len(corpus.facts),
-                    "embeddings": store.db["embeddings"].count, "neighbour_sets": store.db["neighbour_sets"].count, "problems": len(corpus.problems)}
+                    "embeddings": store.db["embeddings"].count, "neighbour_sets": store.db["neighbour_sets"].count,
+                    "problems": len(corpus.problems)}
         finally:
             store.close()
