@@ -27,7 +27,7 @@ from . import shortlist
 log = logging.getLogger(__name__)
 
 DEPTH = 2  # lists are stored DEPTH x k deep, so a row that loses a neighbour still knows its next best
-KEEP = 8  # stored searches kept (alias, prune, discovery, and a few more for other vector sets)
+KEEP = 6  # stored searches kept: alias, prune, discovery and a few more (~18 MB each at 100k rows)
 FULL_SHARE = 0.3  # past this share of rows to search again, one full search is cheaper
 
 
