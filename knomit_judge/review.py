@@ -21,7 +21,8 @@ from .passes import JUDGED_PASSES, Candidate, Change, all_passes
 from .passes.exact import duplicate_groups, exact_change, exact_verdict
 from .precision import gate as precision_gate
 from .recovery import recover
-from .shortlist import gc_paused
+from .neighbours import Memory
+from .shortlist import gc_paused, remembered
 from .status import PassResult, total_cost
 from .store import FileIndex, Store
 from .throttle import assess, record
@@ -147,12 +148,15 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
         make_backend(options.judge, config)
     if options.dry_run:
         # Dry run: an in-memory copy of the db, no lock, no recovery: not one byte is written.
-        return asyncio.run(_session(root, repo, config, Store.read_only(root), options, []))
+        store = Store.read_only(root)
+        with remembered(Memory(store)):
+            return asyncio.run(_session(root, repo, config, store, options, []))
     with Lock(repo) as lock:
         store = Store.for_corpus(root)
         try:
             notes = recover(root, repo, store, lock)
-            return asyncio.run(_session(root, repo, config, store, options, notes))
+            with remembered(Memory(store)):  # neighbour lists are searched again only where vectors changed
+                return asyncio.run(_session(root, repo, config, store, options, notes))
         finally:
             store.close()
 

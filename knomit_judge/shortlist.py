@@ -6,6 +6,13 @@ used twice (it holds both (i, j) and (j, i)), so only the upper triangle is
 multiplied; each row's running k-th best is the bar a tile entry must reach to
 be looked at, which keeps the selection work well below the multiplication.
 Tiles run on one thread per core.
+
+The float32 tiles only pick a few more than k candidates per row. Their order is
+then settled by one canonical similarity (float64 products summed row by row, see
+exact_sims): a BLAS product's last bits depend on the shapes multiplied, so without
+it a search of a few changed rows (neighbours.py) could order a near-tie unlike a
+full search. Ties break by each row's key, a digest of its vector, not by position,
+so the order is the same whatever rows come and go between sessions.
 """
 
 from __future__ import annotations
@@ -22,29 +29,143 @@ import numpy as np
 
 # Floats per tile of the similarity product (16 MiB of float32): bounds memory, never N*N.
 _BLOCK_FLOATS = 1 << 22
+# Bound on |float32 tile product - canonical similarity| for unit vectors: 384 terms * 2**-24 is 2.3e-5.
+EPS = 1e-4
+# Candidates per row the float32 search keeps beyond k, so the canonical order rarely needs a whole row.
+SPARE = 5
+# Pairs whose canonical similarity is computed at a time (two float64 arrays of this many rows).
+_PAIRS = 8192
 
 # The last result, reused when the same vectors are asked for again (prune and discovery
 # both search the fact vectors in one round; a smaller k is a prefix of a larger one).
 _last: tuple | None = None
+# Where neighbour lists persist between sessions (a neighbours.Memory), while a session runs.
+_memory = None
 
 
 def top_k(vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Exact k nearest neighbours of each row (cosine on normalised rows), self excluded.
 
-    Returns (indices, similarities), each (n, min(k, n-1)), best first; ties break by lower index.
+    Returns (indices, similarities), each (n, min(k, n-1)), best first; ties break by the lower
+    row key (row_keys). Inside `remembered(store)`, the lists come from the db, updated where rows changed.
     """
     global _last
     n = len(vectors)
-    k = min(k, n - 1)
+    asked, k = k, min(k, n - 1)  # the stored lists are kept for the k asked, whatever the corpus size
     if k <= 0:
-        return np.zeros((n, 0), dtype=np.int64), np.zeros((n, 0), dtype=np.float32)
+        return np.zeros((n, 0), dtype=np.int64), np.zeros((n, 0), dtype=np.float64)
     v = np.ascontiguousarray(vectors, dtype=np.float32)
     key = (v.shape, _BLOCK_FLOATS, hashlib.blake2b(v.data, digest_size=16).digest())
     if _last is not None and _last[0] == key and _last[1] >= k:
         return _last[2][:, :k].copy(), _last[3][:, :k].copy()
-    idx, sims = _search(v, k)
+    keys = row_keys(v)
+    rank = key_rank(keys)
+    if _memory is not None:
+        idx, sims = _memory.top_k(v, keys, rank, asked)
+    else:
+        idx, sims = exact_top_k(v, rank, k)
     _last = (key, k, idx, sims)
     return idx.copy(), sims.copy()
+
+
+@contextlib.contextmanager
+def remembered(memory):
+    """Within the block, top_k keeps its lists in `memory` (a neighbours.Memory) between sessions."""
+    global _memory, _last
+    before, _memory, _last = _memory, memory, None
+    try:
+        yield memory
+    finally:
+        _memory, _last = before, None
+
+
+def row_keys(v: np.ndarray) -> list[bytes]:
+    """A stable key per row: a digest of its vector (which the model and the text decide).
+
+    Equal vectors get distinct keys by their order of appearance; being equal, which is which does not matter.
+    """
+    seen: dict[bytes, int] = {}
+    keys = []
+    for row in v:
+        d = hashlib.blake2b(row.tobytes(), digest_size=16).digest()
+        c = seen.get(d, 0)
+        seen[d] = c + 1
+        keys.append(d if not c else hashlib.blake2b(d + c.to_bytes(4, "little"), digest_size=16).digest())
+    return keys
+
+
+def key_rank(keys: list[bytes]) -> np.ndarray:
+    """Each row's position among the sorted keys: the tie-break between equal similarities."""
+    rank = np.empty(len(keys), dtype=np.int64)
+    rank[sorted(range(len(keys)), key=keys.__getitem__)] = np.arange(len(keys))
+    return rank
+
+
+def exact_sims(v: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """The canonical similarity of each (rows[i], cols[i]): float64 products, summed row by row.
+
+    Every similarity that orders neighbours comes from here, whatever the batch, so equal pairs give
+    equal bits (float32 products are exact in float64, and each row's sum runs in one fixed order).
+    """
+    out = np.empty(len(rows), dtype=np.float64)
+    for s in range(0, len(rows), _PAIRS):
+        a = v[rows[s:s + _PAIRS]].astype(np.float64)
+        a *= v[cols[s:s + _PAIRS]]
+        out[s:s + _PAIRS] = a.sum(axis=1)
+    return out
+
+
+def exact_top_k(v: np.ndarray, rank: np.ndarray, k: int, rows: np.ndarray | None = None):
+    """The k best of each row in `rows` (default: all) against every row, in the canonical order."""
+    n = len(v)
+    k = min(k, n - 1)
+    kk = min(k + SPARE, n - 1)
+    if rows is None:
+        rows = np.arange(n)
+        cand, fsims = _search(v, kk)
+    else:
+        cand, fsims = _search_rows(v, rows, kk)
+    return _settle(v, rank, rows, cand, fsims, k)
+
+
+def _settle(v, rank, rows, cand, fsims, k):
+    """Order each row's float32 candidates canonically; a row whose k-th could be an outsider is searched whole."""
+    m, kk = cand.shape
+    r = np.repeat(rows, kk)
+    c = cand.ravel()
+    s = exact_sims(v, r, c)
+    order = np.lexsort((rank[c], -s, np.repeat(np.arange(m), kk)))
+    idx = c[order].reshape(m, kk)[:, :k].copy()
+    sims = s[order].reshape(m, kk)[:, :k].copy()
+    if kk < len(v) - 1:
+        # an outsider's float32 similarity is at most the kk-th kept one, so its canonical one at most that + EPS
+        doubt = np.flatnonzero(fsims[:, -1] + EPS >= sims[:, -1])
+        if len(doubt):
+            idx[doubt], sims[doubt] = _reaching_rows(v, rank, rows[doubt], sims[doubt, -1], k)
+    return idx, sims
+
+
+def _reaching_rows(v, rank, rows, kth, k):
+    """Rows whose k-th could be an outsider: every row within EPS of that k-th, canonically ordered."""
+    side = max(1, _BLOCK_FLOATS // len(v))
+    hit_r, hit_c = [], []
+    for lo in range(0, len(rows), side):
+        tile = v[rows[lo:lo + side]] @ v.T
+        tile[np.arange(len(tile)), rows[lo:lo + side]] = -np.inf
+        r, c = np.nonzero(tile >= (kth[lo:lo + side] - EPS)[:, None])
+        hit_r.append(r + lo)
+        hit_c.append(c)
+    r, c = np.concatenate(hit_r), np.concatenate(hit_c)
+    s = exact_sims(v, rows[r], c)
+    order = np.lexsort((rank[c], -s, r))
+    r, c, s = r[order], c[order], s[order]
+    pos = np.arange(len(r)) - np.searchsorted(r, r)
+    take = pos < k
+    idx = np.empty((len(rows), k), dtype=np.int64)
+    sims = np.empty((len(rows), k), dtype=np.float64)
+    idx[r[take], pos[take]] = c[take]
+    sims[r[take], pos[take]] = s[take]
+    return idx, sims
 
 
 def _search(v: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -76,6 +197,32 @@ def _search(v: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     with _workers(len(blocks)) as run:
         run(diagonal, blocks)
         run(off_diagonal, pairs)
+    return best.idx, best.sims
+
+
+def _search_rows(v: np.ndarray, rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Float32 k best of the given rows against every row (self excluded): a band of the full search."""
+    n, m = len(v), len(rows)
+    side = max(1, math.isqrt(_BLOCK_FLOATS))
+    best = _Best(m, k)
+    cols = [(lo, min(n, lo + side)) for lo in range(0, n, side)]
+
+    def band(block):
+        lo, hi = block
+        q = v[rows[lo:hi]]
+        for j, (clo, chi) in enumerate(cols):
+            tile = q @ v[clo:chi].T
+            own = np.flatnonzero((rows[lo:hi] >= clo) & (rows[lo:hi] < chi))
+            tile[own, rows[lo:hi][own] - clo] = -np.inf
+            bar = best.bar(lo, hi)
+            if j == 0 and chi - clo > k:  # nothing kept yet: the tile's own k-th best is the bar
+                bar = -np.partition(-tile, k - 1, axis=1)[:, k - 1]
+            r, c = _reaching(tile, bar, axis=1)
+            best.merge(r + lo, c + clo, tile[r, c])
+
+    blocks = [(lo, min(m, lo + side)) for lo in range(0, m, side)]
+    with _workers(len(blocks)) as run:
+        run(band, blocks)
     return best.idx, best.sims
 
 

@@ -6,6 +6,7 @@ import json
 import os
 import sqlite3
 import stat
+import time
 from pathlib import Path
 
 import numpy as np
@@ -150,6 +151,40 @@ class Store:
                 ({"model": model, "text_hash": h, "vector": v.astype(np.float32).tobytes()} for h, v in vectors.items()),
                 replace=True, batch_size=500)
 
+    # neighbour lists (derived; see neighbours.py) ----------------------------
+    def neighbour_sets(self, k: int) -> list[dict]:
+        return [dict(id=r[0], rows=r[1], digest=r[2]) for r in self.db.execute(
+            "SELECT id, rows, digest FROM neighbour_sets WHERE k = ? ORDER BY used_at DESC, id DESC", [k])]
+
+    def neighbour_keys(self, set_id: int) -> list[bytes]:
+        blob = self.db.execute("SELECT keys FROM neighbour_sets WHERE id = ?", [set_id]).fetchone()[0]
+        return [blob[i:i + 16] for i in range(0, len(blob), 16)]
+
+    def neighbour_set(self, set_id: int) -> tuple[list[bytes], np.ndarray, np.ndarray]:
+        rows, keys, idx, sims = self.db.execute(
+            "SELECT rows, keys, neighbours, sims FROM neighbour_sets WHERE id = ?", [set_id]).fetchone()
+        idx = np.frombuffer(idx, dtype=np.int64).reshape(rows, -1).copy()
+        sims = np.frombuffer(sims, dtype=np.float64).reshape(rows, -1).copy()
+        return [keys[i:i + 16] for i in range(0, len(keys), 16)], idx, sims
+
+    def touch_neighbour_set(self, set_id: int) -> None:
+        with self.db.atomic():
+            self.db.execute("UPDATE neighbour_sets SET used_at = ? WHERE id = ?", [now(), set_id])
+
+    def put_neighbour_set(self, set_id: int | None, k: int, digest: str, keys: list[bytes], idx: np.ndarray,
+                          sims: np.ndarray, keep: int) -> None:
+        """Store a search (replacing the one it was updated from); only the `keep` most recently used stay."""
+        row = dict(k=k, rows=len(keys), digest=digest, keys=b"".join(keys),
+                   neighbours=np.ascontiguousarray(idx, dtype=np.int64).tobytes(),
+                   sims=np.ascontiguousarray(sims, dtype=np.float64).tobytes(), used_at=now())
+        with self.db.atomic():
+            if set_id is None:
+                self.db["neighbour_sets"].insert(row)
+            else:
+                self.db["neighbour_sets"].update(set_id, row)
+            self.db.execute("DELETE FROM neighbour_sets WHERE id NOT IN "
+                            "(SELECT id FROM neighbour_sets ORDER BY used_at DESC, id DESC LIMIT ?)", [keep])
+
     # sessions and throttle ----------------------------------------------------
     def start_session(self, session_id: str) -> None:
         with self.db.atomic():
@@ -186,19 +221,26 @@ def _of_judge(where: str, args: list, judge: str | None) -> tuple[str, list]:
 
 
 class FileIndex:
-    """Derived: parsed facts keyed by (path, mtime, size), so unchanged files are not parsed again.
+    """Derived: parsed facts keyed by (path, mtime, size, ctime), so unchanged files are not parsed again.
 
-    A hit is verified by content id (the file is read and hashed, which is cheap; the YAML
-    parse is what is skipped), so an edit that keeps size and mtime is still seen.
+    A hit is verified by content id (the file is read and hashed; the YAML parse is what is skipped),
+    and the time of that check is kept. Once a file's last change (ctime, which no tool can set back)
+    is older than a verified check by RACY_NS, a matching stat alone answers it, unread, as git does:
+    a caught-up session reads no fact file at all.
     """
+
+    RACY_NS = 2_000_000_000  # larger than any file system's timestamp tick: an edit in the same tick is re-read
 
     def __init__(self, store: Store):
         self.db = store.db
-        self.rows = {r[0]: r for r in self.db.execute("SELECT path, mtime_ns, size, record, content_id FROM files")}
+        self.rows = {r[0]: r for r in self.db.execute(
+            "SELECT path, mtime_ns, size, record, content_id, ctime_ns, checked_ns FROM files")}
         self.pending: dict[str, dict] = {}
         self.parse_key = ""  # corpus.parse_key of the layout: a parse made under other settings is not reused
+        self.checked: list[tuple[int, int, str]] = []  # (ctime_ns, checked_ns, path) of files verified by reading
         self.reused = 0  # facts taken from the index this session, unparsed
         self.parsed = 0  # facts parsed (and remembered) this session
+        self.read = 0  # of the reused, files read to verify their content id (the rest: stat alone)
 
     def lookup(self, root: Path, path: str) -> Fact | None:
         row = self.rows.get(path)
@@ -208,15 +250,19 @@ class FileIndex:
         st = os.lstat(full)
         if (st.st_mtime_ns, st.st_size) != (row[1], row[2]) or stat.S_ISLNK(st.st_mode):
             return None
-        try:
-            with open(full, "rb") as f:
-                if content_id(f.read().decode("utf-8")) != row[4]:
-                    return None
-        except UnicodeDecodeError:
-            return None  # read_fact will name the problem
         record = json.loads(row[3])
         if record.pop("parse_key", "") != self.parse_key:
             return None
+        if st.st_ctime_ns != row[5] or st.st_ctime_ns + self.RACY_NS >= row[6]:
+            began = time.time_ns()
+            try:
+                with open(full, "rb") as f:
+                    if content_id(f.read().decode("utf-8")) != row[4]:
+                        return None
+            except UnicodeDecodeError:
+                return None  # read_fact will name the problem
+            self.read += 1
+            self.checked.append((st.st_ctime_ns, began, path))
         self.reused += 1
         return fact_from_record(record)
 
@@ -225,6 +271,7 @@ class FileIndex:
         st = (root / fact.path).stat()
         record = {**fact.record(), "parse_key": self.parse_key}
         self.pending[fact.path] = dict(path=fact.path, mtime_ns=st.st_mtime_ns, size=st.st_size,
+                                       ctime_ns=st.st_ctime_ns, checked_ns=0,  # read before this stat: verify next time
                                        content_id=fact.content_id, record=json.dumps(record, ensure_ascii=False))
 
     def forget_missing(self, present: set[str]) -> None:
@@ -236,6 +283,8 @@ class FileIndex:
         with self.db.atomic():
             if self.pending:
                 self.db["files"].insert_all(self.pending.values(), replace=True, batch_size=500)
+            if self.checked:
+                self.db.conn.executemany("UPDATE files SET ctime_ns = ?, checked_ns = ? WHERE path = ?", self.checked)
             for path in getattr(self, "gone", []):
                 self.db.execute("DELETE FROM files WHERE path = ?", [path])
-        self.pending = {}
+        self.pending, self.checked = {}, []

@@ -164,3 +164,34 @@ def test_the_file_index_skips_parsing_unchanged_files_and_verifies_content(repo,
     os.utime(repo.root / "facts/ops/f1.md")
     assert load()[1].parsed == 1
     assert load()[1].parsed == 0
+
+
+def test_a_caught_up_load_reads_no_fact_file_once_verified(repo, tmp_path, monkeypatch):
+    review(repo.root, ReviewOptions(judge=scripted(tmp_path)))
+    monkeypatch.setattr(FileIndex, "RACY_NS", 0)  # the files were written just now; no clock tick to wait for
+
+    def load():
+        store = Store.for_corpus(repo.root)
+        try:
+            index = FileIndex(store)
+            corpus = load_corpus(repo.root, index=index)
+            index.save()
+            return corpus, index
+        finally:
+            store.close()
+
+    first = load()[1]  # files parsed by the session are verified by reading once
+    assert (first.reused, first.read, first.parsed) == (len(FACTS), len(FACTS), 0)
+    corpus, second = load()
+    assert (second.reused, second.read, second.parsed) == (len(FACTS), 0, 0)  # stat alone answered every file
+    assert corpus.facts[EDITED].title == "Flaky tests teach engineers to ignore red builds"
+
+    # An edit that keeps size and mtime still changes ctime: the file is read (and parsed) again.
+    path = repo.root / EDITED
+    st = path.stat()
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("Flaky", "Flakey").replace("red builds", "red build"), encoding="utf-8")
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    corpus, third = load()
+    assert (third.read, third.parsed) == (0, 1)
+    assert corpus.facts[EDITED].title == "Flakey tests teach engineers to ignore red build"

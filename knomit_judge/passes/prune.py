@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..config import JudgeConfig
 from ..corpus import absorbed, relinked_changes, retracted, rewrite
 from ..errors import Unparsed
@@ -50,6 +52,29 @@ def retire(corpus, loser, survivor, verdict_id: str, absorb: bool, writes: dict 
     return writes
 
 
+class PairOrders(Sequence):
+    """Both orders of a pair's evidence, built when first read: most candidates are answered and never are.
+
+    At 100k facts a session meets ~350k pairs; building two evidence dicts for each was a fifth of the
+    prune pass on a caught-up corpus.
+    """
+
+    def __init__(self, a, b, max_chars: int):
+        self.a, self.b, self.max_chars, self._orders = a, b, max_chars, None
+
+    def _built(self) -> list[dict]:
+        if self._orders is None:
+            ea, eb = fact_evidence(self.a, self.max_chars), fact_evidence(self.b, self.max_chars)
+            self._orders = [{"fact_a": ea, "fact_b": eb}, {"fact_a": eb, "fact_b": ea}]
+        return self._orders
+
+    def __getitem__(self, i):
+        return self._built()[i]
+
+    def __len__(self) -> int:
+        return 2
+
+
 class PrunePass:
     name = "prune"
     default = "distinct"
@@ -68,9 +93,8 @@ class PrunePass:
         for i, j, score in neighbour_pairs(vectors, ctx.config.shortlist.k):
             a, b = facts[i], facts[j]
             limit = ctx.config.judge.max_evidence_chars
-            ea, eb = fact_evidence(a, limit), fact_evidence(b, limit)
             out.append(Candidate(self.name, {"a": a.path, "b": b.path}, fingerprint(a.content_id, b.content_id),
-                                 score, [{"fact_a": ea, "fact_b": eb}, {"fact_a": eb, "fact_b": ea}]))
+                                 score, PairOrders(a, b, limit)))
         return out
 
     def parse(self, text: str):
