@@ -22,6 +22,7 @@ from .corpus import load_corpus
 from .errors import KnomitError, Unparsed
 from .gitops import open_repo
 from .judge import Judge, cache_key, make_backend
+from .jsonl import read_jsonl
 from .passes import JUDGED_PASSES, Candidate, all_passes
 from .passes.prune import fact_evidence
 from .store import Store
@@ -69,18 +70,8 @@ def is_yes(category: str) -> bool:
 
 def read_labels(path: Path) -> list[tuple[int, dict]]:
     """The labels file's questions with their line numbers; a malformed line is an error naming it."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise BadLabels(f"{path}: {e.strerror}") from None
     out = []
-    for n, raw in enumerate(text.splitlines(), 1):
-        if not raw.strip():
-            continue
-        try:
-            entry = json.loads(raw)
-        except json.JSONDecodeError as e:
-            raise BadLabels(f"{path}:{n}: not JSON ({e.msg})") from None
+    for n, entry in read_jsonl(path, BadLabels):
         problem = _label_problem(entry)
         if problem:
             raise BadLabels(f"{path}:{n}: {problem}")

@@ -91,16 +91,6 @@ class CalibrationConfig:
     min_precision: float = 0.7
 
 
-@dataclass
-class CalibrationConfig:
-    # One applied decision in ten per pass and session goes to the inbox (at least one when the pass applied
-    # anything): a person dropping by sees a few items per session, and the labels stay a random sample.
-    sample_rate: float = 0.1
-    # Probation when even the top of the 95% interval is below this: the labels then show that more than
-    # 3 in 10 applied decisions are wrong. Two "no" of the first two labels reach it; one does not.
-    min_precision: float = 0.7
-
-
 # USD per million tokens; overridable with [prices."MODEL"].
 DEFAULT_PRICES = {
     "claude-opus-4-5": Price(5.0, 25.0),

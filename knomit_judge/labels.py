@@ -18,6 +18,7 @@ from pathlib import Path
 
 from .errors import BadLabel, UnknownVerdict
 from .gitops import Applier, Lock, open_repo
+from .jsonl import read_jsonl
 from .recovery import recover
 from .store import Store
 from .verdicts import now
@@ -97,18 +98,8 @@ def read_label_file(path: Path | str) -> list[tuple[str, str, str]]:
 
     Every line is checked before anything is written; a bad one is an error naming it.
     """
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise BadLabel(f"{path}: {getattr(e, 'strerror', None) or e}") from None
     out = []
-    for n, raw in enumerate(text.splitlines(), 1):
-        if not raw.strip():
-            continue
-        try:
-            entry = json.loads(raw)
-        except json.JSONDecodeError as e:
-            raise BadLabel(f"{path}:{n}: not JSON ({e.msg})") from None
+    for n, entry in read_jsonl(path, BadLabel):
         if not isinstance(entry, dict) or not isinstance(entry.get("verdict"), str) or not entry["verdict"]:
             raise BadLabel(f"{path}:{n}: 'verdict' must be a verdict id")
         value = entry.get("label")

@@ -133,18 +133,22 @@ def test_after_an_edit_the_questions_asked_are_exactly_those_whose_fingerprint_c
     assert second.embedded == 1 and second.parsed == 1  # the edited fact's text; the other files are not parsed
 
 
+def load_indexed(root):
+    """Load the corpus through its file index, as a session does, and save the index."""
+    store = Store.for_corpus(root)
+    try:
+        index = FileIndex(store)
+        corpus = load_corpus(root, index=index)
+        index.save()
+        return corpus, index
+    finally:
+        store.close()
+
+
 def test_the_file_index_skips_parsing_unchanged_files_and_verifies_content(repo, tmp_path):
     review(repo.root, ReviewOptions(judge=scripted(tmp_path)))
 
-    def load():
-        store = Store.for_corpus(repo.root)
-        try:
-            index = FileIndex(store)
-            corpus = load_corpus(repo.root, index=index)
-            index.save()
-            return corpus, index
-        finally:
-            store.close()
+    load = lambda: load_indexed(repo.root)  # noqa: E731
 
     corpus, index = load()
     assert (index.reused, index.parsed) == (len(FACTS), 0)
@@ -170,15 +174,7 @@ def test_a_caught_up_load_reads_no_fact_file_once_verified(repo, tmp_path, monke
     review(repo.root, ReviewOptions(judge=scripted(tmp_path)))
     monkeypatch.setattr(FileIndex, "RACY_NS", 0)  # the files were written just now; no clock tick to wait for
 
-    def load():
-        store = Store.for_corpus(repo.root)
-        try:
-            index = FileIndex(store)
-            corpus = load_corpus(repo.root, index=index)
-            index.save()
-            return corpus, index
-        finally:
-            store.close()
+    load = lambda: load_indexed(repo.root)  # noqa: E731
 
     first = load()[1]  # files parsed by the session are verified by reading once
     assert (first.reused, first.read, first.parsed) == (len(FACTS), len(FACTS), 0)
