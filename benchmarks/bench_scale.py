@@ -81,11 +81,12 @@ def fill_synthetic(store, texts: list[str]) -> int:
 def session(root: Path, store, memory) -> dict:
     """A review session's derived work, judge excluded: corpus, exact duplicates, three candidate lists."""
     from knomit_judge import shortlist
+    from knomit_judge.candidate_lists import CandidateLists
     from knomit_judge.config import Config
     from knomit_judge.corpus import load_corpus
     from knomit_judge.embeddings import Embedder
     from knomit_judge.passes import all_passes
-    from knomit_judge.passes.exact import duplicate_groups
+    from knomit_judge.passes.exact import DuplicateGroups
     from knomit_judge.store import FileIndex
     out = {}
     start = time.perf_counter()
@@ -94,25 +95,30 @@ def session(root: Path, store, memory) -> dict:
     index.save()
     out["load_s"] = round(time.perf_counter() - start, 2)
     out.update(parsed=index.parsed, read=index.read)
-    duplicate_groups(corpus)
     embedder = Embedder(store)
     ctx = SimpleNamespace(corpus=corpus, embedder=embedder, config=Config())
-    kinds = []
+    lists = CandidateLists(store)
+    t = time.perf_counter()
+    len(lists.candidates(DuplicateGroups(), ctx))
+    out["exact_s"] = round(time.perf_counter() - t, 2)
+    kinds, kept = [], [lists.last]
     with shortlist.remembered(memory):
         for p in all_passes().values():
             t = time.perf_counter()
             with shortlist.gc_paused():
-                candidates = p.candidates(ctx)
+                candidates = lists.candidates(p, ctx)
             answered = store.answered(p.name)
-            waiting = sum(c.fingerprint not in answered for c in candidates)
+            waiting = sum(fp not in answered for fp in candidates.fingerprints)
             out[f"{p.name}_s"] = round(time.perf_counter() - t, 2)
             out[f"{p.name}_candidates"] = len(candidates)
             out[f"{p.name}_waiting"] = waiting
+            kept.append(lists.last)
             if memory.last:
                 kinds.append(memory.last.get("kind"))
                 memory.last = {}
     out["wall_s"] = round(time.perf_counter() - start, 2)
     out["searches"] = kinds
+    out["lists"] = kept  # per pass: stored (read back) or computed
     out["embedded"] = embedder.computed
     out["model_loaded"] = embedder.model_loaded
     return out, corpus, ctx
@@ -138,6 +144,7 @@ def child(mode: str, root: Path, db: Path) -> dict:
         return out
     if mode == "full":
         store.db.execute("DELETE FROM neighbour_sets")
+        store.db.execute("DELETE FROM candidate_lists")
         store.db.conn.commit()
     if mode == "edited":
         from knomit_judge.corpus import fact_paths, read_fact

@@ -6,6 +6,7 @@ import logging
 from pathlib import Path
 from types import SimpleNamespace
 
+from .candidate_lists import CandidateLists
 from .corpus import load_corpus
 from .embeddings import Embedder
 from .gitops import Applier, Lock, applied_commits, open_repo, trailer_values
@@ -87,6 +88,7 @@ def rebuild(root: Path | str) -> dict:
     """Recreate the db: verdicts from the journal, applied state from git, derived tables from the corpus."""
     from .config import load_config
     from .passes import all_passes
+    from .passes.exact import DuplicateGroups
     root = Path(root).resolve()
     repo = open_repo(root)
     config = load_config(root)
@@ -96,21 +98,24 @@ def rebuild(root: Path | str) -> dict:
             store.db.execute("DELETE FROM files")
             store.db.execute("DELETE FROM embeddings")
             store.db.execute("DELETE FROM neighbour_sets")
+            store.db.execute("DELETE FROM candidate_lists")
             store.db.conn.commit()
             notes = recover(root, repo, store, lock)
             index = FileIndex(store)
             corpus = load_corpus(root, config.corpus.max_fact_bytes, index, config.corpus)
             index.save()
             ctx = SimpleNamespace(corpus=corpus, embedder=Embedder(store), config=config)
+            lists = CandidateLists(store)
             with remembered(Memory(store)):
-                for p in all_passes().values():
-                    p.candidates(ctx)  # embeds and searches exactly what a review would
+                for p in [DuplicateGroups(), *all_passes().values()]:
+                    lists.candidates(p, ctx)  # embeds, searches and keeps exactly what a review would
             for problem in corpus.problems:
                 log.warning("skipped %s", problem)
             for note in notes:
                 log.info("%s", note)
             return {"verdicts": store.db["verdicts"].count, "facts": len(corpus.facts),
                     "embeddings": store.db["embeddings"].count, "neighbour_sets": store.db["neighbour_sets"].count,
+                    "candidate_lists": store.db["candidate_lists"].count,
                     "problems": len(corpus.problems)}
         finally:
             store.close()

@@ -185,6 +185,17 @@ class Store:
             self.db.execute("DELETE FROM neighbour_sets WHERE id NOT IN "
                             "(SELECT id FROM neighbour_sets ORDER BY used_at DESC, id DESC LIMIT ?)", [keep])
 
+    # candidate lists (derived; see candidate_lists.py) ------------------------
+    def candidate_list(self, pass_name: str, digest: str) -> dict | None:
+        cur = self.db.execute("SELECT * FROM candidate_lists WHERE pass = ? AND digest = ?", [pass_name, digest])
+        row = cur.fetchone()
+        return dict(zip([c[0] for c in cur.description], row)) if row else None
+
+    def put_candidate_list(self, pass_name: str, digest: str, encoded: dict) -> None:
+        with self.db.atomic():
+            self.db["candidate_lists"].insert({"pass": pass_name, "digest": digest, "made_at": now(), **encoded},
+                                              replace=True)
+
     # sessions and throttle ----------------------------------------------------
     def start_session(self, session_id: str) -> None:
         with self.db.atomic():
