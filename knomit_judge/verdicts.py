@@ -18,8 +18,24 @@ def fingerprint(*sides) -> str:
         # Content ids only (prune, discovery; ~450k calls at 100k facts): the same text json.dumps would
         # give, as such strings need no escaping and sort the same quoted or not.
         canon = "[" + ",".join(f'"{s}"' for s in sorted(sides)) + "]"
-    else:
-        canon = json.dumps(sorted(sides, key=json.dumps), separators=(",", ":"))
+        return hashlib.sha256(canon.encode()).hexdigest()[:24]
+    return fingerprint_encoded(*map(encoded_side, sides))
+
+
+def encoded_side(side) -> tuple[str, str]:
+    """A side as fingerprint() sorts and writes it; a caller meeting one side in many pairs encodes it once."""
+    return json.dumps(side), json.dumps(side, separators=(",", ":"))
+
+
+def fingerprint_encoded(*encoded: tuple[str, str]) -> str:
+    """fingerprint() of sides already encoded: the compact JSON list of them, sorted by their default JSON."""
+    canon = "[" + ",".join(compact for _, compact in sorted(encoded)) + "]"
+    return hashlib.sha256(canon.encode()).hexdigest()[:24]
+
+
+def pair_fingerprint(a: str, b: str) -> str:
+    """fingerprint(a, b) of two content ids (hex, so no escaping), without its checks: prune's ~300k pairs."""
+    canon = f'["{a}","{b}"]' if a <= b else f'["{b}","{a}"]'
     return hashlib.sha256(canon.encode()).hexdigest()[:24]
 
 

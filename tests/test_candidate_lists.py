@@ -131,3 +131,25 @@ def test_sessions_read_lists_back_with_the_same_counts_and_rebuild_recomputes_th
         assert b.candidates == a.candidates and b.cached == a.candidates and b.judge_calls == 0, name
     counts = rebuild(corpus_repo.root)
     assert counts["candidate_lists"] == 4
+
+
+def test_the_fast_fingerprints_equal_the_canonical_json_one():
+    import hashlib
+    import json
+
+    from knomit_judge.corpus import content_id
+    from knomit_judge.verdicts import encoded_side, fingerprint, fingerprint_encoded, pair_fingerprint
+
+    def canonical(*sides):  # the definition: sides sorted by their JSON, written compactly, hashed
+        return hashlib.sha256(json.dumps(sorted(sides, key=json.dumps), separators=(",", ":")).encode()).hexdigest()[:24]
+
+    rng = random.Random(5)
+    ids = [content_id(f"fact {i}") for i in range(40)]
+    spellings = ["retry-storm", "retry storm", "Retry Storm", "naïve-cache", 'quote"d', "a", "ab", "ab c", "ab-c"]
+    for _ in range(300):
+        a, b = rng.sample(ids, 2)
+        assert pair_fingerprint(a, b) == pair_fingerprint(b, a) == fingerprint(a, b) == canonical(a, b)
+        sides = [[m, sorted(rng.sample(ids, rng.randint(0, 5)))] for m in rng.sample(spellings, 2)]
+        want = canonical(*sides)
+        assert fingerprint(*sides) == want
+        assert fingerprint_encoded(*map(encoded_side, sides)) == fingerprint_encoded(*map(encoded_side, sides[::-1])) == want

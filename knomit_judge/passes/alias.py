@@ -7,19 +7,19 @@ from ..nominate import MAX_TITLES, nominate
 from ..nominate import carrier_text as motif_text  # noqa: F401  (what the carriers signal embeds)
 from ..prompts import load_prompt
 from ..survivors import spelling_survivor
-from ..verdicts import fingerprint
+from ..verdicts import encoded_side, fingerprint_encoded
 from . import Candidate, Change, one_sentence, reply_object
 
 
-def motif_side(motif: str, corpus) -> list:
-    """What one side of an alias question contains: the spelling and its carriers' content ids."""
-    return [motif, sorted(corpus.facts[p].content_id for p in corpus.carriers.get(motif, ()))]
+def motif_side(motif: str, corpus) -> tuple[str, str]:
+    """One side of an alias question, encoded for fingerprint_encoded: the spelling and its carriers' content ids."""
+    return encoded_side([motif, sorted(corpus.facts[p].content_id for p in corpus.carriers.get(motif, ()))])
 
 
 def motif_fingerprint(a: str, b: str, corpus, side=None) -> str:
-    """`side` (a memo of motif_side) saves re-sorting a broad motif's thousands of carriers for every pair."""
+    """`side` (a memo of motif_side) saves encoding a broad motif's thousands of carriers again for every pair."""
     side = side or (lambda m: motif_side(m, corpus))
-    return fingerprint(side(a), side(b))
+    return fingerprint_encoded(side(a), side(b))
 
 
 class AliasPass:
@@ -51,14 +51,14 @@ class AliasPass:
         """Every signal's nominations, deduplicated, best-ranked first (see nominate.py for the score)."""
         corpus = ctx.corpus
         memo: dict[str, dict] = {}  # a motif's evidence and side, built once however many pairs it is in
-        sides: dict[str, list] = {}
+        sides: dict[str, tuple] = {}
 
         def evidence(m: str) -> dict:
             if m not in memo:
                 memo[m] = self.evidence(m, corpus)
             return memo[m]
 
-        def side(m: str) -> list:
+        def side(m: str) -> tuple:
             if m not in sides:
                 sides[m] = motif_side(m, corpus)
             return sides[m]

@@ -10,7 +10,7 @@ from ..errors import Unparsed
 from ..prompts import cut, load_prompt
 from ..shortlist import neighbour_pairs
 from ..survivors import fact_survivor, why_survives
-from ..verdicts import fingerprint
+from ..verdicts import fingerprint, pair_fingerprint
 from . import Candidate, Change, one_sentence, reply_object
 
 
@@ -93,7 +93,7 @@ class PrunePass:
         limit = ctx.config.judge.max_evidence_chars
         for i, j, score in neighbour_pairs(vectors, ctx.config.shortlist.k):
             a, b = facts[i], facts[j]
-            out.append(Candidate(self.name, {"a": a.path, "b": b.path}, fingerprint(a.content_id, b.content_id),
+            out.append(Candidate(self.name, {"a": a.path, "b": b.path}, pair_fingerprint(a.content_id, b.content_id),
                                  score, PairOrders(a, b, limit)))
         return out
 
