@@ -78,6 +78,31 @@ def fill_synthetic(store, texts: list[str]) -> int:
     return len(fresh)
 
 
+def answer_everything(root: Path, store) -> int:
+    """A 'no' verdict for every judged candidate not yet answered: a caught-up corpus has them all.
+
+    The sessions measured then load ~340k answered fingerprints, as a real caught-up session at 100k does.
+    """
+    from knomit_judge.neighbours import Memory
+    from knomit_judge.passes import all_passes
+    from knomit_judge.verdicts import Verdict
+    session(root, store, Memory(store))
+    rows = []
+    for p in all_passes().values():
+        answered = store.answered(p.name)
+        for c in session_candidates[p.name]:
+            if c.fingerprint not in answered:
+                answered.add(c.fingerprint)
+                rows.append(Verdict(p.name, c.fingerprint, c.subject, p.default, False, "bench", "bench-model",
+                                    f"{p.name}@bench", session="bench").row())
+    with store.db.atomic():
+        store.db["verdicts"].insert_all(rows, batch_size=1000)
+    return len(rows)
+
+
+session_candidates: dict[str, object] = {}  # the last session's lists, for answer_everything
+
+
 def session(root: Path, store, memory) -> dict:
     """A review session's derived work, judge excluded: corpus, exact duplicates, three candidate lists."""
     from knomit_judge import shortlist
@@ -112,6 +137,7 @@ def session(root: Path, store, memory) -> dict:
             out[f"{p.name}_s"] = round(time.perf_counter() - t, 2)
             out[f"{p.name}_candidates"] = len(candidates)
             out[f"{p.name}_waiting"] = waiting
+            session_candidates[p.name] = candidates
             kept.append(lists.last)
             if memory.last:
                 kinds.append(memory.last.get("kind"))
@@ -141,6 +167,7 @@ def child(mode: str, root: Path, db: Path) -> dict:
         time.sleep(2.1)  # past FileIndex.RACY_NS: one verifying load, so the sessions measured are past it
         load_corpus(root, index=(i := FileIndex(store)))
         i.save()
+        out["verdicts_added"] = answer_everything(root, store)
         return out
     if mode == "full":
         store.db.execute("DELETE FROM neighbour_sets")
