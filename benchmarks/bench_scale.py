@@ -9,10 +9,11 @@ For each N (--quick: 1k and 10k) a gen_corpus corpus is made once in --workdir (
 cache (a hash of the text seeds it): first embedding of 100k real facts takes hours on 2 cores, and
 the search costs the same on any vectors. Then, each in a fresh process (so each peak RSS is its own),
 a session's derived work with the judge excluded -- load the corpus through the file index, find
-exact duplicates, build the alias, prune and discovery candidate lists and drop the answered ones:
-- full: the neighbour lists are emptied first, so every list is the exact full search (what every
-  session paid before lists were kept);
-- caught-up: the same again, nothing changed;
+exact duplicates, build the alias, prune and discovery candidate lists and drop the answered ones.
+`prepare` first answers every candidate (a 'no' verdict each), as a caught-up corpus has them all:
+- full: the neighbour lists and kept candidate lists are emptied first, so every list is computed
+  from the exact full search (what every session paid before lists were kept);
+- caught-up: the same again, nothing changed (the candidate lists are read back);
 - 1% edited: 1% of the fact files get a new sentence (their new texts get synthetic vectors too:
   embedding time is shown apart, at the measured rate), then a session. It then checks, with one more
   full search outside the timing, that the updated lists are identical to a full exact search.
