@@ -155,7 +155,7 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
     with Lock(repo) as lock:
         store = Store.for_corpus(root)
         try:
-            notes = recover(root, repo, store, lock)
+            notes = recover(root, repo, store, lock, keep_marks=True)
             with remembered(Memory(store)):  # neighbour lists are searched again only where vectors changed
                 return asyncio.run(_session(root, repo, config, store, options, notes))
         finally:

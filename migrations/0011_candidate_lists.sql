@@ -13,3 +13,4 @@ CREATE TABLE candidate_lists (
     scores BLOB NOT NULL,           -- float64 (count)
     made_at TEXT NOT NULL
 );
+
