@@ -2,6 +2,10 @@
 -- and the reverted ones. Partial indexes keep these from scanning ~340k verdicts at 100k facts.
 CREATE INDEX verdicts_unapplied ON verdicts (pass, judge) WHERE is_yes = 1 AND reverted = 0 AND commit_sha IS NULL;
 CREATE INDEX verdicts_reverted ON verdicts (id) WHERE reverted = 1;
+-- The throttle reads each pass's newest verdicts (throttle.recent_outcomes, store.history): without these
+-- every session sorted all of a pass's verdicts.
+CREATE INDEX verdicts_recent ON verdicts (pass, judge, created_at);
+CREATE INDEX verdicts_recent_any ON verdicts (pass, created_at);
 
 -- Derived: how far each journal file was imported into this db (recovery.sync_journal), so a session
 -- reads only lines appended since, not ~340k lines at 100k facts. A file whose first `size` bytes no
