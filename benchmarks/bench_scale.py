@@ -116,8 +116,9 @@ def session(root: Path, store, memory) -> dict:
     from knomit_judge.store import FileIndex
     out = {}
     start = time.perf_counter()
-    index = FileIndex(store)
-    corpus = load_corpus(root, index=index)
+    with shortlist.gc_paused():  # as review does
+        index = FileIndex(store)
+        corpus = load_corpus(root, index=index)
     index.save()
     out["load_s"] = round(time.perf_counter() - start, 2)
     out.update(parsed=index.parsed, read=index.read)

@@ -164,8 +164,9 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
 
 async def _session(root, repo, config, store, options, notes) -> SessionResult:
     result = SessionResult(session=new_session_id(), dry_run=options.dry_run, notes=list(notes))
-    index = FileIndex(store)
-    corpus = load_corpus(root, config.corpus.max_fact_bytes, index, config.corpus)
+    with gc_paused():  # 100k facts, their tuples and index rows: the collector would rescan them over and over
+        index = FileIndex(store)
+        corpus = load_corpus(root, config.corpus.max_fact_bytes, index, config.corpus)
     result.problems = corpus.problems
     for problem in corpus.problems:
         log.warning("skipped %s", problem)
