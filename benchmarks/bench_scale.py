@@ -9,10 +9,11 @@ For each N (--quick: 1k and 10k) a gen_corpus corpus is made once in --workdir (
 cache (a hash of the text seeds it): first embedding of 100k real facts takes hours on 2 cores, and
 the search costs the same on any vectors. Then, each in a fresh process (so each peak RSS is its own),
 a session's derived work with the judge excluded -- load the corpus through the file index, find
-exact duplicates, build the alias, prune and discovery candidate lists and drop the answered ones:
-- full: the neighbour lists are emptied first, so every list is the exact full search (what every
-  session paid before lists were kept);
-- caught-up: the same again, nothing changed;
+exact duplicates, build the alias, prune and discovery candidate lists and drop the answered ones.
+`prepare` first answers every candidate (a 'no' verdict each), as a caught-up corpus has them all:
+- full: the neighbour lists and kept candidate lists are emptied first, so every list is computed
+  from the exact full search (what every session paid before lists were kept);
+- caught-up: the same again, nothing changed (the candidate lists are read back);
 - 1% edited: 1% of the fact files get a new sentence (their new texts get synthetic vectors too:
   embedding time is shown apart, at the measured rate), then a session. It then checks, with one more
   full search outside the timing, that the updated lists are identical to a full exact search.
@@ -78,41 +79,74 @@ def fill_synthetic(store, texts: list[str]) -> int:
     return len(fresh)
 
 
+def answer_everything(root: Path, store) -> int:
+    """A 'no' verdict for every judged candidate not yet answered: a caught-up corpus has them all.
+
+    The sessions measured then load ~340k answered fingerprints, as a real caught-up session at 100k does.
+    """
+    from knomit_judge.neighbours import Memory
+    from knomit_judge.passes import all_passes
+    from knomit_judge.verdicts import Verdict
+    session(root, store, Memory(store))
+    rows = []
+    for p in all_passes().values():
+        answered = store.answered(p.name)
+        for c in session_candidates[p.name]:
+            if c.fingerprint not in answered:
+                answered.add(c.fingerprint)
+                rows.append(Verdict(p.name, c.fingerprint, c.subject, p.default, False, "bench", "bench-model",
+                                    f"{p.name}@bench", session="bench").row())
+    with store.db.atomic():
+        store.db["verdicts"].insert_all(rows, batch_size=1000)
+    return len(rows)
+
+
+session_candidates: dict[str, object] = {}  # the last session's lists, for answer_everything
+
+
 def session(root: Path, store, memory) -> dict:
     """A review session's derived work, judge excluded: corpus, exact duplicates, three candidate lists."""
     from knomit_judge import shortlist
+    from knomit_judge.candidate_lists import CandidateLists
     from knomit_judge.config import Config
     from knomit_judge.corpus import load_corpus
     from knomit_judge.embeddings import Embedder
     from knomit_judge.passes import all_passes
-    from knomit_judge.passes.exact import duplicate_groups
+    from knomit_judge.passes.exact import DuplicateGroups
     from knomit_judge.store import FileIndex
     out = {}
     start = time.perf_counter()
-    index = FileIndex(store)
-    corpus = load_corpus(root, index=index)
+    with shortlist.gc_paused():  # as review does
+        index = FileIndex(store)
+        corpus = load_corpus(root, index=index)
     index.save()
     out["load_s"] = round(time.perf_counter() - start, 2)
     out.update(parsed=index.parsed, read=index.read)
-    duplicate_groups(corpus)
     embedder = Embedder(store)
     ctx = SimpleNamespace(corpus=corpus, embedder=embedder, config=Config())
-    kinds = []
+    lists = CandidateLists(store)
+    t = time.perf_counter()
+    len(lists.candidates(DuplicateGroups(), ctx))
+    out["exact_s"] = round(time.perf_counter() - t, 2)
+    kinds, kept = [], [lists.last]
     with shortlist.remembered(memory):
         for p in all_passes().values():
             t = time.perf_counter()
             with shortlist.gc_paused():
-                candidates = p.candidates(ctx)
+                candidates = lists.candidates(p, ctx)
             answered = store.answered(p.name)
-            waiting = sum(c.fingerprint not in answered for c in candidates)
+            waiting = sum(fp not in answered for fp in candidates.fingerprints)
             out[f"{p.name}_s"] = round(time.perf_counter() - t, 2)
             out[f"{p.name}_candidates"] = len(candidates)
             out[f"{p.name}_waiting"] = waiting
+            session_candidates[p.name] = candidates
+            kept.append(lists.last)
             if memory.last:
                 kinds.append(memory.last.get("kind"))
                 memory.last = {}
     out["wall_s"] = round(time.perf_counter() - start, 2)
     out["searches"] = kinds
+    out["lists"] = kept  # per pass: stored (read back) or computed
     out["embedded"] = embedder.computed
     out["model_loaded"] = embedder.model_loaded
     return out, corpus, ctx
@@ -135,9 +169,11 @@ def child(mode: str, root: Path, db: Path) -> dict:
         time.sleep(2.1)  # past FileIndex.RACY_NS: one verifying load, so the sessions measured are past it
         load_corpus(root, index=(i := FileIndex(store)))
         i.save()
+        out["verdicts_added"] = answer_everything(root, store)
         return out
     if mode == "full":
         store.db.execute("DELETE FROM neighbour_sets")
+        store.db.execute("DELETE FROM candidate_lists")
         store.db.conn.commit()
     if mode == "edited":
         from knomit_judge.corpus import fact_paths, read_fact

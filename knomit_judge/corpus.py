@@ -431,6 +431,7 @@ class Corpus:
         self._reindex()
 
     def _reindex(self):
+        self._digest = None  # candidate_lists.facts_digest, made again when next asked
         carriers: dict[str, list[str]] = {}
         for fact in self.facts.values():
             if fact.active:

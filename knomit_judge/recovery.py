@@ -6,6 +6,7 @@ import logging
 from pathlib import Path
 from types import SimpleNamespace
 
+from .candidate_lists import CandidateLists
 from .corpus import load_corpus
 from .embeddings import Embedder
 from .gitops import Applier, Lock, applied_commits, open_repo, trailer_values
@@ -17,7 +18,7 @@ from .verdicts import Journal
 log = logging.getLogger(__name__)
 
 
-def recover(root: Path, repo, store: Store, lock: Lock | None = None) -> list[str]:
+def recover(root: Path, repo, store: Store, lock: Lock | None = None, keep_marks: bool = False) -> list[str]:
     """Make corpus, journal and db agree after whatever happened to the last session.
 
     1. A decision half-applied by a killed session is rolled back to HEAD (its
@@ -28,6 +29,8 @@ def recover(root: Path, repo, store: Store, lock: Lock | None = None) -> list[st
        are imported: the journal is written first and is the durable copy.
     3. Which verdicts were applied or reverted is read back from the commit trailers.
     Every step is idempotent, so a kill during recovery is recovered by the next start.
+    `keep_marks` (a review session, which writes the db anyway) stores how far the journal was read;
+    other commands only use the marks, so a command that fails writes nothing.
     """
     notes = []
     if lock is not None and lock.stale:
@@ -36,7 +39,7 @@ def recover(root: Path, repo, store: Store, lock: Lock | None = None) -> list[st
     if message:
         log.warning("%s", message)
         notes.append(message)
-    imported = sync_journal(root, store)
+    imported = sync_journal(root, store, keep_marks)
     if imported:
         notes.append(f"imported {imported} verdict(s) from the journal")
     sync_git(repo, store)
@@ -55,9 +58,11 @@ def recover_corpus(root: Path | str) -> list[str]:
             store.close()
 
 
-def sync_journal(root: Path, store: Store) -> int:
-    verdicts, reverts = Journal(root).verdicts()
-    known = store.known_ids()
+def sync_journal(root: Path, store: Store, keep_marks: bool = True) -> int:
+    """Import journal lines the db lacks; only lines appended since the last kept marks are read."""
+    marks = store.journal_marks()
+    verdicts, reverts = Journal(root).verdicts(marks)
+    known = store.known_ids([v.id for v in verdicts])
     fresh = [v for v in verdicts if v.id not in known]
     for v in fresh:
         store.add_verdict(v)
@@ -65,12 +70,20 @@ def sync_journal(root: Path, store: Store) -> int:
     for vid, reason in reverts.items():
         if vid not in reverted:
             store.mark_reverted(vid, reason)
+    if keep_marks:
+        store.put_journal_marks(marks)  # only once imported: a kill before this reads the lines again
     return len(fresh)
 
 
 def sync_git(repo, store: Store) -> None:
-    unapplied = {r[0] for r in store.db.execute("SELECT id FROM verdicts WHERE commit_sha IS NULL")}
-    for vid, sha in applied_commits(repo).items():
+    applied = applied_commits(repo)
+    ids = list(applied)
+    unapplied = set()  # of the verdicts git says were applied: the db lacks their commit (one per decision, so few)
+    for i in range(0, len(ids), 500):
+        chunk = ids[i:i + 500]
+        unapplied.update(r[0] for r in store.db.execute(
+            f"SELECT id FROM verdicts WHERE commit_sha IS NULL AND id IN ({','.join('?' * len(chunk))})", chunk))
+    for vid, sha in applied.items():
         if vid in unapplied:
             store.mark_applied(vid, sha)
     reverted = _reverted(store)  # the journal's reason, when it has one, is kept
@@ -87,6 +100,7 @@ def rebuild(root: Path | str) -> dict:
     """Recreate the db: verdicts from the journal, applied state from git, derived tables from the corpus."""
     from .config import load_config
     from .passes import all_passes
+    from .passes.exact import DuplicateGroups
     root = Path(root).resolve()
     repo = open_repo(root)
     config = load_config(root)
@@ -96,21 +110,25 @@ def rebuild(root: Path | str) -> dict:
             store.db.execute("DELETE FROM files")
             store.db.execute("DELETE FROM embeddings")
             store.db.execute("DELETE FROM neighbour_sets")
+            store.db.execute("DELETE FROM candidate_lists")
+            store.db.execute("DELETE FROM journal_marks")  # the whole journal is read again
             store.db.conn.commit()
-            notes = recover(root, repo, store, lock)
+            notes = recover(root, repo, store, lock, keep_marks=True)
             index = FileIndex(store)
             corpus = load_corpus(root, config.corpus.max_fact_bytes, index, config.corpus)
             index.save()
             ctx = SimpleNamespace(corpus=corpus, embedder=Embedder(store), config=config)
+            lists = CandidateLists(store)
             with remembered(Memory(store)):
-                for p in all_passes().values():
-                    p.candidates(ctx)  # embeds and searches exactly what a review would
+                for p in [DuplicateGroups(), *all_passes().values()]:
+                    lists.candidates(p, ctx)  # embeds, searches and keeps exactly what a review would
             for problem in corpus.problems:
                 log.warning("skipped %s", problem)
             for note in notes:
                 log.info("%s", note)
             return {"verdicts": store.db["verdicts"].count, "facts": len(corpus.facts),
                     "embeddings": store.db["embeddings"].count, "neighbour_sets": store.db["neighbour_sets"].count,
+                    "candidate_lists": store.db["candidate_lists"].count,
                     "problems": len(corpus.problems)}
         finally:
             store.close()

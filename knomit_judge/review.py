@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .batches import Batches, batch_mode
+from .candidate_lists import CandidateLists
 from .config import Config, load_config
 from .corpus import Corpus, CorpusReport, corpus_report, load_corpus
 from .embeddings import Embedder
@@ -18,7 +19,7 @@ from .errors import BadFact, KnomitError
 from .gitops import Applier, Decision, Lock, decision_trailers, dirty_paths, message, open_repo
 from .judge import Judge, ScriptedBackend, judge_kind, make_backend
 from .passes import JUDGED_PASSES, Candidate, Change, all_passes
-from .passes.exact import duplicate_groups, exact_change, exact_verdict
+from .passes.exact import DuplicateGroups, exact_change, exact_verdict
 from .precision import gate as precision_gate
 from .recovery import recover
 from .neighbours import Memory
@@ -154,7 +155,7 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
     with Lock(repo) as lock:
         store = Store.for_corpus(root)
         try:
-            notes = recover(root, repo, store, lock)
+            notes = recover(root, repo, store, lock, keep_marks=True)
             with remembered(Memory(store)):  # neighbour lists are searched again only where vectors changed
                 return asyncio.run(_session(root, repo, config, store, options, notes))
         finally:
@@ -163,8 +164,9 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
 
 async def _session(root, repo, config, store, options, notes) -> SessionResult:
     result = SessionResult(session=new_session_id(), dry_run=options.dry_run, notes=list(notes))
-    index = FileIndex(store)
-    corpus = load_corpus(root, config.corpus.max_fact_bytes, index, config.corpus)
+    with gc_paused():  # 100k facts, their tuples and index rows: the collector would rescan them over and over
+        index = FileIndex(store)
+        corpus = load_corpus(root, config.corpus.max_fact_bytes, index, config.corpus)
     result.problems = corpus.problems
     for problem in corpus.problems:
         log.warning("skipped %s", problem)
@@ -267,7 +269,8 @@ def keep(ctx: Context, verdict: Verdict) -> None:
 def run_exact(ctx: Context) -> PassResult:
     """Exact duplicates are retracted mechanically, before any judged pass, whatever the throttle says."""
     r = PassResult("exact", throttle="never budgeted")
-    groups = duplicate_groups(ctx.corpus)
+    kept = CandidateLists(ctx.store).candidates(DuplicateGroups(), ctx)  # read back when no fact changed
+    groups = [[ctx.corpus.facts[path] for path in c.subject["group"]] for c in kept]
     r.candidates = len(groups)
     answered = ctx.store.answered("exact")
     for group in groups:
@@ -292,25 +295,26 @@ def run_exact(ctx: Context) -> PassResult:
 async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, first: bool) -> None:
     """One round of a pass: shortlist, skip what is answered, judge what the budget allows, apply the yeses."""
     with gc_paused():  # millions of small objects at 100k facts; see shortlist.gc_paused
-        candidates = p.candidates(ctx)
+        candidates = CandidateLists(ctx.store).candidates(p, ctx)  # read back when nothing it depends on changed
     answered = ctx.store.answered(p.name, ctx.kind)
     # not asked now: refused by the API under this prompt version, or in a Message Batch not yet collected
     refused = ctx.store.refused(p.name, p.prompt.id) - answered
     busy = ctx.batches.busy(p.name) - answered
-    waiting = [c for c in candidates if c.fingerprint not in answered and c.fingerprint not in refused
-               and c.fingerprint not in busy]
+    fps = candidates.fingerprints  # compared without making the candidates: most are answered
+    waiting = [candidates[i] for i, fp in enumerate(fps) if fp not in answered and fp not in refused
+               and fp not in busy]
     seen = ctx.seen.setdefault(p.name, set())
-    seen.update(c.fingerprint for c in candidates)
+    seen.update(fps)
     r.candidates = len(seen)  # distinct questions met this session, over all rounds
     if first:
         # answered, or refused earlier (with a note); questions in a running batch count as batched instead
-        r.cached = len(candidates) - len(waiting) - sum(c.fingerprint in busy for c in candidates)
+        r.cached = len(fps) - len(waiting) - sum(fp in busy for fp in fps)
         r.throttle = t.state + (" (probe)" if t.probe else "")
         r.next_probe_in = t.next_probe_in
-        note_skipped(p, ctx, r, candidates, refused, busy)
+        note_skipped(p, ctx, r, fps, refused, busy)
     # yes verdicts not yet applied (dirty tree, or a killed session rolled back): apply without asking again
     unapplied = {v.fingerprint: v for v in ctx.store.unapplied_yes(p.name, ctx.kind)}
-    pending = [unapplied[c.fingerprint] for c in candidates if c.fingerprint in unapplied]
+    pending = [unapplied[fp] for fp in fps if fp in unapplied]
     # questions whose batch results came in this session are paid for: judged whatever the budget says
     room = None if t.allowance is None else max(0, t.allowance - (r.offered - ctx.batches.paid_offers(p.name)))
     paid = ctx.batches.take_paid(p.name, {c.fingerprint for c in waiting})
@@ -327,9 +331,9 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
     decide(p, ctx, r, pending + fresh)
 
 
-def note_skipped(p, ctx: Context, r: PassResult, candidates: list[Candidate], refused: set, busy: set) -> None:
+def note_skipped(p, ctx: Context, r: PassResult, fingerprints: list[str], refused: set, busy: set) -> None:
     """Say which candidates were not asked because the API refused them, or a batch holds them."""
-    fps = {c.fingerprint for c in candidates}
+    fps = set(fingerprints)
     if fps & refused:
         r.notes.append(f"{len(fps & refused)} question(s) refused by the API in an earlier session: "
                        f"not asked again until their facts or the {p.name} prompt change")

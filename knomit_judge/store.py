@@ -14,7 +14,7 @@ import sqlite_utils
 
 from .corpus import Fact, content_id, fact_from_record
 from .migrations import migrate
-from .verdicts import Verdict, now
+from .verdicts import JournalMarks, Verdict, now
 
 DB_PATH = ".knomit/judge.db"
 
@@ -105,8 +105,27 @@ class Store:
         self.db.execute("UPDATE verdicts SET reverted = 1, revert_reason = ? WHERE id = ?", [reason, verdict_id])
         self.db.conn.commit()
 
-    def known_ids(self) -> set[str]:
-        return {r[0] for r in self.db.execute("SELECT id FROM verdicts")}
+    def known_ids(self, ids: list[str]) -> set[str]:
+        """Which of these verdict ids the db holds."""
+        out = set()
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            out.update(r[0] for r in self.db.execute(
+                f"SELECT id FROM verdicts WHERE id IN ({','.join('?' * len(chunk))})", chunk))
+        return out
+
+    # journal marks (derived; see verdicts.JournalMarks) -----------------------
+    def journal_marks(self) -> JournalMarks:
+        return JournalMarks({r[0]: tuple(r[1:]) for r in self.db.execute(
+            "SELECT name, size, digest, mtime_ns, ctime_ns, checked_ns FROM journal_marks")})
+
+    def put_journal_marks(self, marks: JournalMarks) -> None:
+        with self.db.atomic():
+            self.db.conn.executemany(
+                "INSERT OR REPLACE INTO journal_marks (name, size, digest, mtime_ns, ctime_ns, checked_ns) "
+                "VALUES (?, ?, ?, ?, ?, ?)", [(name, *row) for name, row in marks.moved.items()])
+        marks.rows.update(marks.moved)
+        marks.moved = {}
 
     # refusals -----------------------------------------------------------------
     def add_refusal(self, pass_name: str, fp: str, model: str, prompt: str, subject: dict, error: str,
@@ -184,6 +203,17 @@ class Store:
                 self.db["neighbour_sets"].update(set_id, row)
             self.db.execute("DELETE FROM neighbour_sets WHERE id NOT IN "
                             "(SELECT id FROM neighbour_sets ORDER BY used_at DESC, id DESC LIMIT ?)", [keep])
+
+    # candidate lists (derived; see candidate_lists.py) ------------------------
+    def candidate_list(self, pass_name: str, digest: str) -> dict | None:
+        cur = self.db.execute("SELECT * FROM candidate_lists WHERE pass = ? AND digest = ?", [pass_name, digest])
+        row = cur.fetchone()
+        return dict(zip([c[0] for c in cur.description], row)) if row else None
+
+    def put_candidate_list(self, pass_name: str, digest: str, encoded: dict) -> None:
+        with self.db.atomic():
+            self.db["candidate_lists"].insert({"pass": pass_name, "digest": digest, "made_at": now(), **encoded},
+                                              replace=True)
 
     # sessions and throttle ----------------------------------------------------
     def start_session(self, session_id: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from dataclasses import dataclass, field, asdict
 from datetime import datetime, timezone
 from pathlib import Path
@@ -18,8 +19,24 @@ def fingerprint(*sides) -> str:
         # Content ids only (prune, discovery; ~450k calls at 100k facts): the same text json.dumps would
         # give, as such strings need no escaping and sort the same quoted or not.
         canon = "[" + ",".join(f'"{s}"' for s in sorted(sides)) + "]"
-    else:
-        canon = json.dumps(sorted(sides, key=json.dumps), separators=(",", ":"))
+        return hashlib.sha256(canon.encode()).hexdigest()[:24]
+    return fingerprint_encoded(*map(encoded_side, sides))
+
+
+def encoded_side(side) -> tuple[str, str]:
+    """A side as fingerprint() sorts and writes it; a caller meeting one side in many pairs encodes it once."""
+    return json.dumps(side), json.dumps(side, separators=(",", ":"))
+
+
+def fingerprint_encoded(*encoded: tuple[str, str]) -> str:
+    """fingerprint() of sides already encoded: the compact JSON list of them, sorted by their default JSON."""
+    canon = "[" + ",".join(compact for _, compact in sorted(encoded)) + "]"
+    return hashlib.sha256(canon.encode()).hexdigest()[:24]
+
+
+def pair_fingerprint(a: str, b: str) -> str:
+    """fingerprint(a, b) of two content ids (hex, so no escaping), without its checks: prune's ~300k pairs."""
+    canon = f'["{a}","{b}"]' if a <= b else f'["{b}","{a}"]'
     return hashlib.sha256(canon.encode()).hexdigest()[:24]
 
 
@@ -146,11 +163,18 @@ class Journal:
         """Append one line and fsync it."""
         append_line(self.path(pass_name), record)
 
-    def records(self) -> list[dict]:
-        """Every well-formed line of every pass; a torn line is skipped."""
+    def files(self) -> list[Path]:
+        return sorted(self.dir.glob("*.jsonl")) if self.dir.is_dir() else []
+
+    def records(self, marks: dict | None = None) -> list[dict]:
+        """Every well-formed line of every pass; a torn line is skipped.
+
+        Given `marks` (JournalMarks), only lines after each file's mark are read, and the marks move on.
+        """
         out = []
-        for path in sorted(self.dir.glob("*.jsonl")) if self.dir.is_dir() else []:
-            for raw in path.read_bytes().splitlines():
+        for path in self.files():
+            data = path.read_bytes() if marks is None else marks.unread(path)
+            for raw in data.splitlines():
                 try:
                     record = json.loads(raw)
                 except (json.JSONDecodeError, UnicodeDecodeError):
@@ -159,10 +183,10 @@ class Journal:
                     out.append(record)
         return out
 
-    def verdicts(self) -> tuple[list[Verdict], dict[str, str]]:
-        """The journalled verdicts and the reverts (verdict id -> reason)."""
+    def verdicts(self, marks: dict | None = None) -> tuple[list[Verdict], dict[str, str]]:
+        """The journalled verdicts and the reverts (verdict id -> reason); given marks, those after them."""
         verdicts, reverts = [], {}
-        for record in self.records():
+        for record in self.records(marks):
             if record["type"] == "revert":
                 if isinstance(record.get("verdict"), str):
                     reverts[record["verdict"]] = str(record.get("reason", ""))
@@ -170,6 +194,34 @@ class Journal:
             if v := _journalled(record):
                 verdicts.append(v)
         return verdicts, reverts
+
+
+class JournalMarks:
+    """How far each journal file was imported into a db, so the next import reads only what was appended.
+
+    A file is read from its mark when its first `size` bytes still hash as they did (an append-only
+    file), else whole; when its stat is as it was at the last import, older than that import by more
+    than a clock tick, it is not read at all (as store.FileIndex trusts a fact file's stat).
+    """
+
+    RACY_NS = 2_000_000_000
+
+    def __init__(self, rows: dict[str, tuple]):
+        self.rows = rows  # name -> (size, digest, mtime_ns, ctime_ns, checked_ns)
+        self.moved: dict[str, tuple] = {}
+
+    def unread(self, path: Path) -> bytes:
+        began = time.time_ns()
+        st = path.stat()
+        size, digest, mtime, ctime, checked = self.rows.get(path.name, (0, "", -1, -1, 0))
+        if (st.st_size, st.st_mtime_ns, st.st_ctime_ns) == (size, mtime, ctime) and ctime + self.RACY_NS < checked:
+            return b""
+        data = path.read_bytes()
+        start = size if size <= len(data) and hashlib.sha256(data[:size]).hexdigest() == digest else 0
+        end = data.rfind(b"\n") + 1  # a torn last line is read again next time, with what completes it
+        end = max(end, start)
+        self.moved[path.name] = (end, hashlib.sha256(data[:end]).hexdigest(), st.st_mtime_ns, st.st_ctime_ns, began)
+        return data[start:]
 
 
 _REQUIRED = {"pass": str, "fingerprint": str, "subject": dict, "answer": str, "is_yes": bool, "id": str}

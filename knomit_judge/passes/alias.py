@@ -7,13 +7,19 @@ from ..nominate import MAX_TITLES, nominate
 from ..nominate import carrier_text as motif_text  # noqa: F401  (what the carriers signal embeds)
 from ..prompts import load_prompt
 from ..survivors import spelling_survivor
-from ..verdicts import fingerprint
+from ..verdicts import encoded_side, fingerprint_encoded
 from . import Candidate, Change, one_sentence, reply_object
 
 
-def motif_fingerprint(a: str, b: str, corpus) -> str:
-    side = lambda m: [m, sorted(f.content_id for f in corpus.carrier_facts(m))]  # noqa: E731
-    return fingerprint(side(a), side(b))
+def motif_side(motif: str, corpus) -> tuple[str, str]:
+    """One side of an alias question, encoded for fingerprint_encoded: the spelling and its carriers' content ids."""
+    return encoded_side([motif, sorted(corpus.facts[p].content_id for p in corpus.carriers.get(motif, ()))])
+
+
+def motif_fingerprint(a: str, b: str, corpus, side=None) -> str:
+    """`side` (a memo of motif_side) saves encoding a broad motif's thousands of carriers again for every pair."""
+    side = side or (lambda m: motif_side(m, corpus))
+    return fingerprint_encoded(side(a), side(b))
 
 
 class AliasPass:
@@ -29,27 +35,48 @@ class AliasPass:
         carriers = corpus.carrier_facts(motif)
         return {"spelling": motif, "carriers": len(carriers), "carrier_titles": [f.title for f in carriers[:MAX_TITLES]]}
 
-    def candidate(self, a: str, b: str, corpus, score: float, evidence=None) -> Candidate:
+    def candidate(self, a: str, b: str, corpus, score: float, evidence=None, side=None) -> Candidate:
         """The question about spellings a and b, with the evidence in both orders (and how many carriers both have)."""
+        return Candidate(self.name, {"a": a, "b": b}, motif_fingerprint(a, b, corpus, side), score,
+                         self.orders(a, b, corpus, evidence))
+
+    def orders(self, a: str, b: str, corpus, evidence=None) -> list[dict]:
         evidence = evidence or (lambda m: self.evidence(m, corpus))
         ea, eb = evidence(a), evidence(b)
         shared = len(set(corpus.carriers.get(a, ())).intersection(corpus.carriers.get(b, ())))
-        return Candidate(self.name, {"a": a, "b": b}, motif_fingerprint(a, b, corpus), score,
-                         [{"motif_a": ea, "motif_b": eb, "shared_carriers": shared},
-                          {"motif_a": eb, "motif_b": ea, "shared_carriers": shared}])
+        return [{"motif_a": ea, "motif_b": eb, "shared_carriers": shared},
+                {"motif_a": eb, "motif_b": ea, "shared_carriers": shared}]
 
     def candidates(self, ctx) -> list[Candidate]:
         """Every signal's nominations, deduplicated, best-ranked first (see nominate.py for the score)."""
         corpus = ctx.corpus
-        memo: dict[str, dict] = {}  # a motif's evidence, built once however many pairs it is in
+        memo: dict[str, dict] = {}  # a motif's evidence and side, built once however many pairs it is in
+        sides: dict[str, tuple] = {}
 
         def evidence(m: str) -> dict:
             if m not in memo:
                 memo[m] = self.evidence(m, corpus)
             return memo[m]
 
-        return [self.candidate(n.a, n.b, corpus, n.score, evidence)
+        def side(m: str) -> tuple:
+            if m not in sides:
+                sides[m] = motif_side(m, corpus)
+            return sides[m]
+
+        return [self.candidate(n.a, n.b, corpus, n.score, evidence, side)
                 for n in nominate(list(corpus.carriers), corpus, ctx.embedder, ctx.config.shortlist.k)]
+
+    def restorer(self, ctx):
+        """Makes a candidate read back from candidate_lists, its evidence from the corpus again."""
+        corpus = ctx.corpus
+        memo: dict[str, dict] = {}
+
+        def evidence(m: str) -> dict:
+            if m not in memo:
+                memo[m] = self.evidence(m, corpus)
+            return memo[m]
+
+        return lambda s, fp, score: Candidate(self.name, s, fp, score, self.orders(s["a"], s["b"], corpus, evidence))
 
     def parse(self, text: str):
         obj = reply_object(text, {"same": ((bool,), True), "mechanism": ((str,), False)})

@@ -61,6 +61,11 @@ def proposal_text(corpus, model, new: dict, confidence: float, verdict_id: str, 
     return "---\n" + "".join(f"{k}: {_yaml_value(v)}\n" for k, v in front.items()) + "---\n" + body + "\n"
 
 
+def evidence(members: list, max_chars: int) -> dict:
+    """What the judge reads of a group: each fact's title, body (cut at judge.max_evidence_chars) and motifs."""
+    return {"facts": [{"title": f.title, "body": cut(f.body, max_chars), "motifs": list(f.motifs)} for f in members]}
+
+
 class DiscoveryPass:
     name = "discovery"
     default = "no"
@@ -100,10 +105,13 @@ class DiscoveryPass:
 
         Each body is cut at judge.max_evidence_chars.
         """
-        evidence = {"facts": [{"title": f.title, "body": cut(f.body, max_chars), "motifs": list(f.motifs)}
-                              for f in members]}
         return Candidate(self.name, {"group": [f.path for f in members]},
-                         fingerprint(*sorted(f.content_id for f in members)), score, [evidence])
+                         fingerprint(*sorted(f.content_id for f in members)), score, [evidence(members, max_chars)])
+
+    def restorer(self, ctx):
+        """Makes a candidate read back from candidate_lists, its evidence from the facts again."""
+        facts, limit = ctx.corpus.facts, ctx.config.judge.max_evidence_chars
+        return lambda s, fp, score: Candidate(self.name, s, fp, score, [evidence([facts[p] for p in s["group"]], limit)])
 
     def candidates(self, ctx) -> list[Candidate]:
         limit = ctx.config.judge.max_evidence_chars

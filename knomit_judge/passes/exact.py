@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..corpus import exact_key
 from ..survivors import fact_survivor, why_survives
 from ..verdicts import Verdict, fingerprint
-from . import Change
+from . import Candidate, Change
 from .prune import retire
 
 PROMPT_ID = "exact@1"
@@ -19,9 +19,26 @@ def duplicate_groups(corpus) -> list[list]:
     return [g for g in groups.values() if len(g) > 1]
 
 
+class DuplicateGroups:
+    """The groups as a candidate list (no evidence: nothing is judged), so candidate_lists keeps them too."""
+
+    name = "exact"
+
+    def candidates(self, ctx) -> list[Candidate]:
+        return [Candidate(self.name, {"group": [f.path for f in g]}, group_fingerprint(g), 0.0, [])
+                for g in duplicate_groups(ctx.corpus)]
+
+    def restorer(self, ctx):
+        return lambda s, fp, score: Candidate(self.name, s, fp, score, [])
+
+
+def group_fingerprint(group) -> str:
+    return fingerprint(*sorted(f.content_id for f in group))
+
+
 def exact_verdict(group, session: str) -> Verdict:
     paths = sorted(f.path for f in group)
-    return Verdict(pass_name="exact", fingerprint=fingerprint(*sorted(f.content_id for f in group)),
+    return Verdict(pass_name="exact", fingerprint=group_fingerprint(group),
                    subject={"group": paths}, answer="retract", is_yes=True,
                    rationale="same normalised title and body", model=MODEL, prompt=PROMPT_ID, session=session)
 

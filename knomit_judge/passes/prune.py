@@ -10,7 +10,7 @@ from ..errors import Unparsed
 from ..prompts import cut, load_prompt
 from ..shortlist import neighbour_pairs
 from ..survivors import fact_survivor, why_survives
-from ..verdicts import fingerprint
+from ..verdicts import fingerprint, pair_fingerprint
 from . import Candidate, Change, one_sentence, reply_object
 
 
@@ -90,12 +90,17 @@ class PrunePass:
             return []
         vectors = ctx.embedder.embed([fact_text(f) for f in facts])
         out = []
+        limit = ctx.config.judge.max_evidence_chars
         for i, j, score in neighbour_pairs(vectors, ctx.config.shortlist.k):
             a, b = facts[i], facts[j]
-            limit = ctx.config.judge.max_evidence_chars
-            out.append(Candidate(self.name, {"a": a.path, "b": b.path}, fingerprint(a.content_id, b.content_id),
+            out.append(Candidate(self.name, {"a": a.path, "b": b.path}, pair_fingerprint(a.content_id, b.content_id),
                                  score, PairOrders(a, b, limit)))
         return out
+
+    def restorer(self, ctx):
+        """Makes a candidate read back from candidate_lists, its evidence from the facts (when read)."""
+        facts, limit = ctx.corpus.facts, ctx.config.judge.max_evidence_chars
+        return lambda s, fp, score: Candidate(self.name, s, fp, score, PairOrders(facts[s["a"]], facts[s["b"]], limit))
 
     def parse(self, text: str):
         obj = reply_object(text, {"decision": ((str,), True), "rationale": ((str,), False)})

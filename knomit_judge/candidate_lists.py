@@ -1,0 +1,141 @@
+"""Candidate lists as derived state: each pass's list kept in the db, keyed by a digest of what made it.
+
+A pass's candidates (subject, fingerprint and score, in rank order) are a function of the facts
+(every path and content id), how they were parsed (the motif keys), the embedding model and backend,
+the shortlist and discovery settings, and the code that builds them. A session whose inputs digest to
+the stored list's reads it back instead of embedding, searching, nominating and fingerprinting again:
+on an unchanged corpus that was most of a session (100k facts: ~325k candidates). Only the evidence is
+made again from the facts, lazily where it is large. Any other session computes the list in full (its
+neighbour search is still incremental, see neighbours.py) and stores it in place of the old one.
+`rebuild` empties the table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+PACKAGE = Path(__file__).resolve().parent
+_code: str | None = None
+
+
+def code_digest() -> str:
+    """Of every module of the package: lists made by other code (another release) are never reused."""
+    global _code
+    if _code is None:
+        h = hashlib.blake2b(digest_size=16)
+        for f in sorted(PACKAGE.rglob("*.py")):
+            h.update(f.relative_to(PACKAGE).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+        _code = h.hexdigest()
+    return _code
+
+
+def inputs_digest(pass_name: str, ctx) -> str:
+    """A digest of everything a pass's candidate list depends on (evidence aside, which is made on reading)."""
+    corpus, config = ctx.corpus, ctx.config
+    h = hashlib.blake2b(facts_digest(corpus).encode(), digest_size=16)
+    h.update(repr((pass_name, code_digest(), ctx.embedder.model_name, tuple(corpus.motif_keys),
+                   config.shortlist, config.discovery)).encode())
+    return h.hexdigest()
+
+
+def facts_digest(corpus) -> str:
+    """Every fact's path and content id, active or not (a content id covers title, body, motifs and status).
+
+    Kept on the corpus until a decision changes it (Corpus.put reindexes, which drops it).
+    """
+    if getattr(corpus, "_digest", None) is None:
+        text = "\n".join(f"{path}\0{f.content_id}" for path, f in sorted(corpus.facts.items()))
+        corpus._digest = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+    return corpus._digest
+
+
+def subject_names(subject: dict) -> list[str]:
+    return subject["group"] if "group" in subject else [subject["a"], subject["b"]]
+
+
+def encode(candidates) -> dict | None:
+    """A list as a few blobs: names (paths or spellings) once each, members as indices, NUL-separated strings."""
+    names: dict[str, int] = {}
+    members, offsets = [], [0]
+    for c in candidates:
+        members.extend(names.setdefault(n, len(names)) for n in subject_names(c.subject))
+        offsets.append(len(members))
+    texts = [*names, *(c.fingerprint for c in candidates)]
+    if any("\0" in t for t in texts):  # never so (motifs and paths hold no control character); then not kept
+        return None
+    shape = "group" if candidates and "group" in candidates[0].subject else "pair"
+    return dict(shape=shape, count=len(candidates), names="\0".join(names).encode(),
+                members=np.array(members, dtype=np.int32).tobytes(), offsets=np.array(offsets, dtype=np.int64).tobytes(),
+                fingerprints="\0".join(c.fingerprint for c in candidates).encode(),
+                scores=np.array([c.score for c in candidates], dtype=np.float64).tobytes())
+
+
+class CandidateList(Sequence):
+    """A pass's candidates in rank order, with every fingerprint at hand.
+
+    Read back from the db, a Candidate (subject, evidence) is made only when it is read: a caught-up
+    session compares fingerprints with its verdicts and reads none of them.
+    """
+
+    def __init__(self, fingerprints: list[str], make):
+        self.fingerprints, self._make = fingerprints, make
+
+    @classmethod
+    def of(cls, candidates: list) -> "CandidateList":
+        return cls([c.fingerprint for c in candidates], candidates.__getitem__)
+
+    def __len__(self) -> int:
+        return len(self.fingerprints)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self._make(j) for j in range(*i.indices(len(self)))]
+        return self._make(range(len(self))[i])
+
+
+def decode(row: dict, restore) -> CandidateList:
+    """The stored list; restore(subject, fingerprint, score) makes each Candidate when it is read."""
+    if not row["count"]:
+        return CandidateList([], None)
+    names = row["names"].decode().split("\0")
+    members = np.frombuffer(row["members"], dtype=np.int32).tolist()
+    fps = row["fingerprints"].decode().split("\0")
+    scores = np.frombuffer(row["scores"], dtype=np.float64).tolist()
+    if row["shape"] == "pair":
+        def subject(i):
+            return {"a": names[members[2 * i]], "b": names[members[2 * i + 1]]}
+    else:
+        offsets = np.frombuffer(row["offsets"], dtype=np.int64).tolist()
+
+        def subject(i):
+            return {"group": [names[m] for m in members[offsets[i]:offsets[i + 1]]]}
+    return CandidateList(fps, lambda i: restore(subject(i), fps[i], scores[i]))
+
+
+class CandidateLists:
+    """One session's access to the kept lists; `last` says how the latest list was had: stored or computed."""
+
+    def __init__(self, store):
+        self.store = store
+        self.last = ""
+
+    def candidates(self, p, ctx) -> CandidateList:
+        """The pass's candidates, exactly as p.candidates(ctx) gives them, read back when nothing they depend on changed."""
+        digest = inputs_digest(p.name, ctx)
+        row = self.store.candidate_list(p.name, digest)
+        if row is not None:
+            self.last = "stored"
+            return decode(row, p.restorer(ctx))
+        self.last = "computed"
+        candidates = p.candidates(ctx)
+        if (encoded := encode(candidates)) is not None:
+            self.store.put_candidate_list(p.name, digest, encoded)
+        log.debug("%s: %d candidates computed and kept", p.name, len(candidates))
+        return CandidateList.of(candidates)
