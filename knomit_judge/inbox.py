@@ -79,7 +79,7 @@ def inbox(root: Path | str) -> dict:
     try:
         verdicts = [v for v in store.verdicts() if v.pass_name in JUDGED_PASSES]
         # the file index makes this a lookup per fact; its copy lives in memory and is never saved
-        corpus = load_corpus(root, config.corpus.max_fact_bytes, FileIndex(store))
+        corpus = load_corpus(root, config.corpus.max_fact_bytes, FileIndex(store), config.corpus)
     finally:
         store.close()
     labels = read_labels(root)

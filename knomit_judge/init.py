@@ -40,6 +40,9 @@ def init_corpus(root: Path | str, create: bool = False) -> list[str]:
     if not config.exists():
         config.write_text(config_text(found), encoding="utf-8")
         said.append(f"wrote {CONFIG_FILE}" + (f" with [corpus] {corpus_settings(found)}" if found else ""))
+        if found:  # the alias pass then reviews motif spellings only: say how to review entity spellings too
+            said.append('alias reviews the spellings under motifs; to merge entity spellings as well '
+                        '(Postgres / PostgreSQL), set [corpus] motif_keys = ["motifs", "entities"]')
     elif found and load_config(root).corpus.paths != list(found.paths):
         said.append(f"kept the existing {CONFIG_FILE}; its [corpus] paths do not look at kb/ "
                     f"(for this KB: {corpus_settings(found)})")

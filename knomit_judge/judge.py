@@ -236,9 +236,11 @@ class ScriptedBackend:
         if not self.asked or self.matched:
             return None
         what = "it has no entries" if not self.entries else f"none of its {len(self.entries)} entries matched"
+        # Entries answered in an earlier session are not asked again, so this may be expected: say both.
         return (f"the scripted judge answered none of the {len(self.asked)} question(s) it was asked from "
                 f"{self.path} ({what}): each got its pass's default, stored as a verdict of the scripted judge "
-                "(these never bind the anthropic judge); check the spellings and fact paths in the file")
+                "(these never bind the anthropic judge); questions its entries answered in earlier sessions are "
+                "not asked again, so if the file was meant to answer these, check its spellings and fact paths")
 
 
 def _scripted_entry(line: str, where: str, passes) -> dict:

@@ -330,3 +330,21 @@ def test_a_proposed_fact_takes_the_shape_of_its_group(tmp_path):
 def test_fact_path_globs(path, globs, hit):
     from knomit_judge.layout import matches
     assert matches(path, globs) is hit
+
+
+def test_the_inbox_reads_the_kb_with_its_layout(tmp_path):
+    # The inbox must read facts where [corpus] paths says, or a person labels with no evidence in front of them.
+    root = knomit_kb(tmp_path)
+    run("init", root)
+    use_entities(root)
+    assert run("review", root, "--judge", f"scripted:{REPLIES}").exit_code == 0
+    items = json.loads(run("inbox", root, "--json").stdout)["items"]
+    alias = [i for i in items if i["pass"] == "alias" and i["kind"] == "sample"]
+    assert alias, items
+    evidence = alias[0]["evidence"]
+    keep = alias[0]["subject"]["a"] if evidence[alias[0]["subject"]["a"]] else alias[0]["subject"]["b"]
+    assert keep == "PostgreSQL"
+    titles = {knomit_parse((root / p).read_text())["title"] for p in (KEEP, DECISION)}
+    assert titles <= set(evidence["PostgreSQL"]) | set(evidence["carriers rewritten by the commit"])
+    # titles, not paths (a carrier the prune decision deleted since is named by its path)
+    assert [t for t in evidence["carriers rewritten by the commit"] if t.startswith("kb/")] == [LOSE]
