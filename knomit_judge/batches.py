@@ -15,7 +15,6 @@ import json
 import logging
 from dataclasses import dataclass, field
 
-import anthropic
 
 from .errors import ConfigError, JudgeRefused, Refused, Unavailable, Unparsed
 from .judge import STOPS_SESSION, AnthropicBackend, _completion, _error_message
@@ -94,6 +93,7 @@ class Batches:
 
     # -- collecting -----------------------------------------------------------------------------------
     async def collect(self, judge, passes: dict) -> None:
+        import anthropic  # only with batches to collect: see judge.AnthropicBackend
         """Take in every finished batch: results into the reply cache (and judge.fresh), spend into the ledgers."""
         open_batches = self.open_batches()
         if not open_batches:
@@ -124,6 +124,7 @@ class Batches:
             await self._take(client, row, judge, passes)
 
     async def _take(self, client, row: dict, judge, passes: dict) -> None:
+        import anthropic
         requests = {r[0]: (r[1], r[2]) for r in self.store.db.execute(
             "SELECT custom_id, pass, fingerprint FROM batch_requests WHERE batch_id = ?", [row["id"]])}
         kinds: dict[str, int] = {}
@@ -231,6 +232,7 @@ class Batches:
         return made
 
     async def _create(self, judge, chunk: list[BatchRequest]) -> str:
+        import anthropic
         cfg = judge.config.judge
         last, batch = "", None
         for attempt in range(1, cfg.max_attempts + 1):

@@ -17,7 +17,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import anthropic
 
 from .config import Config
 from .errors import ConfigError, JudgeRefused, Refused, Unavailable, Unparsed
@@ -74,6 +73,7 @@ class AnthropicBackend:
     uses_tools = True
 
     def __init__(self, config: Config, client: anthropic.AsyncAnthropic | None = None):
+        import anthropic  # here, not at the top: it is 1.7 s of start-up a caught-up session never needs
         self.config = config.judge
         self.model = config.judge.model
         try:
@@ -100,6 +100,7 @@ class AnthropicBackend:
         return body
 
     async def complete(self, system: str, user: str, subject: dict, position: int, tool: dict | None = None) -> Completion:
+        import anthropic
         last = "no attempt"
         for attempt in range(1, self.config.max_attempts + 1):
             await self.limiter.wait()
@@ -142,6 +143,7 @@ class AnthropicBackend:
 
 
 def _completion(msg, tool: dict | None) -> Completion | None:
+    import anthropic
     """A Message as a Completion: the forced tool's input as JSON text, else its text blocks; None if malformed."""
     content = getattr(msg, "content", None) if isinstance(msg, anthropic.types.Message) else None
     if not isinstance(content, list):
@@ -158,6 +160,7 @@ def _completion(msg, tool: dict | None) -> Completion | None:
 
 
 def _message_text(msg) -> str | None:
+    import anthropic
     """The text blocks of a Message, or None when the body only looks like one.
 
     The SDK builds a Message from whatever JSON came back without validating it,

@@ -46,18 +46,27 @@ def recent_outcomes(store, pass_name: str, window: int, judge: str | None = None
     resolved things. A reverted yes resolved nothing. Given a judge kind, only that kind's verdicts count.
     """
     out: list[bool] = []
-    last = None
+    last, of_last, rest = None, [], False
     kind, args = (" AND judge = ?", [pass_name, judge]) if judge else ("", [pass_name])
     rows = store.db.execute(f"SELECT session, is_yes AND NOT reverted FROM verdicts WHERE pass = ?{kind} "
                             "ORDER BY created_at DESC, rowid DESC", args)
     try:
         for session, resolved in rows:  # read lazily: stops at the window's edge
-            if len(out) >= window and (session is None or session != last):
+            if len(out) >= window:
+                rest = session is not None and session == last
                 break
+            if session != last:
+                of_last = []
+            of_last.append(bool(resolved))
             out.append(bool(resolved))
             last = session
     finally:
         rows.close()  # an unfinished statement would hold the db's read lock
+    if rest:  # the rest of the last session in one count: a backfill session can hold 100k verdicts
+        n, yes = store.db.execute(f"SELECT count(*), total(is_yes AND NOT reverted) FROM verdicts "
+                                  f"WHERE pass = ?{kind} AND session = ?", [*args, last]).fetchone()
+        yes = int(yes) - sum(of_last)
+        out += [True] * yes + [False] * (n - len(of_last) - yes)
     return out
 
 
