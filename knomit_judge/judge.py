@@ -17,7 +17,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
 from .config import Config
 from .errors import ConfigError, JudgeRefused, Refused, Unavailable, Unparsed
 from .limiter import QuestionClock, RateLimiter, question_clock, retry_after
@@ -143,8 +142,8 @@ class AnthropicBackend:
 
 
 def _completion(msg, tool: dict | None) -> Completion | None:
-    import anthropic
     """A Message as a Completion: the forced tool's input as JSON text, else its text blocks; None if malformed."""
+    import anthropic
     content = getattr(msg, "content", None) if isinstance(msg, anthropic.types.Message) else None
     if not isinstance(content, list):
         return None
@@ -160,12 +159,12 @@ def _completion(msg, tool: dict | None) -> Completion | None:
 
 
 def _message_text(msg) -> str | None:
-    import anthropic
     """The text blocks of a Message, or None when the body only looks like one.
 
     The SDK builds a Message from whatever JSON came back without validating it,
     so a list, a missing content field or a text block without text all arrive here.
     """
+    import anthropic
     content = getattr(msg, "content", None) if isinstance(msg, anthropic.types.Message) else None
     if not isinstance(content, list):
         return None
