@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 
 
 from .errors import ConfigError, JudgeRefused, Refused, Unavailable, Unparsed
-from .judge import STOPS_SESSION, AnthropicBackend, _completion, _error_message
-from .limiter import retry_after
+from .judge import STOPS_SESSION, AnthropicBackend, _completion, _error_message, _status_retryable
 from .verdicts import now
 
 log = logging.getLogger(__name__)
@@ -246,10 +245,8 @@ class Batches:
                     raise JudgeRefused(f"judge refused the batch: HTTP {e.status_code} {_error_message(e)}; "
                                        "check ANTHROPIC_API_KEY, the model name and ANTHROPIC_BASE_URL") from None
                 last = f"HTTP {e.status_code} {_error_message(e)}"
-                after = retry_after(e.response.headers)
-                if after is not None and e.status_code in (429, 529):
-                    judge.backend.limiter.pause(after, f"HTTP {e.status_code}, retry-after {after:g}")
-                if e.status_code < 500 and e.status_code not in (408, 409, 429):
+                judge.backend.limiter.pause_for(e.status_code, e.response.headers)
+                if not _status_retryable(e.status_code):
                     break  # the batch as sent is refused: retrying cannot help; asked again next session
             except anthropic.APIConnectionError as e:
                 last = type(e).__name__

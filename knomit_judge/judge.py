@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .config import Config
 from .errors import ConfigError, JudgeRefused, Refused, Unavailable, Unparsed
-from .limiter import QuestionClock, RateLimiter, question_clock, retry_after
+from .limiter import QuestionClock, RateLimiter, question_clock
 
 log = logging.getLogger(__name__)
 
@@ -119,10 +119,7 @@ class AnthropicBackend:
                     raise Refused(f"HTTP {e.status_code} {_error_message(e)} (request {rid})", attempt) from None
                 last = f"HTTP {e.status_code} (request {rid})"
                 self.limiter.observe(e.response.headers)
-                after = retry_after(e.response.headers)
-                if after is not None and e.status_code in (429, 529):
-                    self.limiter.pause(after, f"HTTP {e.status_code}, retry-after {after:g}")
-                    shared = True
+                shared = self.limiter.pause_for(e.status_code, e.response.headers)
             except anthropic.APIConnectionError as e:  # includes APITimeoutError
                 last = f"{type(e).__name__}: {e}"
             except (anthropic.APIResponseValidationError, ValueError) as e:  # a body that is not JSON at all

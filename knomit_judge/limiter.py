@@ -69,6 +69,14 @@ class RateLimiter:
             log.warning("rate limit: every judge call waits %.1fs (%s)", seconds, why)
         self.until = max(self.until, now + seconds)
 
+    def pause_for(self, status: int, headers) -> bool:
+        """A 429 or 529 with `retry-after` pauses every call until then; True when it did (the limiter logged it)."""
+        after = retry_after(headers)
+        if after is None or status not in (429, 529):
+            return False
+        self.pause(after, f"HTTP {status}, retry-after {after:g}")
+        return True
+
     def observe(self, headers) -> None:
         """Pace on a reply's anthropic-ratelimit-* headers: when one kind is nearly spent, wait for its reset."""
         for kind in KINDS:
