@@ -21,7 +21,7 @@ from .config import Config, load_config
 from .corpus import load_corpus
 from .errors import KnomitError, Unparsed
 from .gitops import open_repo
-from .judge import Judge, cache_key, make_backend
+from .judge import Judge, make_backend
 from .jsonl import read_jsonl
 from .passes import JUDGED_PASSES, Candidate, all_passes
 from .passes.prune import fact_evidence
@@ -117,22 +117,18 @@ def build(entry: dict, corpus, passes, max_chars: int) -> tuple[Candidate | None
                      [{"fact_a": ea, "fact_b": eb}, {"fact_a": eb, "fact_b": ea}]), "", ""
 
 
-def cached_positions(p, c: Candidate, store: Store, model: str, samples: int, tool: dict | None = None) -> list[str]:
+def cached_positions(p, c: Candidate, judge: Judge) -> list[str]:
     """Each order's majority from the reply cache alone, or [] when any reply is missing."""
-    out = []
-    for evidence in c.orders:
-        user = p.prompt.render(evidence)
-        answers = []
-        for n in range(samples):
-            hit = store.cached_reply(cache_key(model, p.prompt.id, p.prompt.system, user, n, tool))
-            if not hit:
-                return []
-            try:
-                answers.append(p.parse(hit["text"])[0])
-            except Unparsed:
-                return []
-        out.append(Counter(answers).most_common(1)[0][0])
-    return out
+    by_position: dict[int, list[str]] = {}
+    for ask in judge.asks(p, c):  # the requests the judge would make, so the same cache keys
+        hit = judge.store.cached_reply(ask.key)
+        if not hit:
+            return []
+        try:
+            by_position.setdefault(ask.position, []).append(p.parse(hit["text"])[0])
+        except Unparsed:
+            return []
+    return [Counter(answers).most_common(1)[0][0] for _, answers in sorted(by_position.items())]
 
 
 def ratio(num: int, den: int) -> float | None:
@@ -282,8 +278,7 @@ async def _answer(questions: list[Question], passes, judge: Judge, store: Store,
         if v and v.model == judge.model and v.prompt == p.prompt.id:
             q.source, q.answer = "stored", in_label_terms(p.name, v.answer)
             q.agreement, q.rationale = v.agreement, v.rationale
-            q.by_position = [in_label_terms(p.name, a)
-                             for a in cached_positions(p, q.candidate, store, judge.model, cfg.samples, judge.tool(p))]
+            q.by_position = [in_label_terms(p.name, a) for a in cached_positions(p, q.candidate, judge)]
             return
         async with gate:
             if judge.spent() >= cfg.max_cost_usd:  # the session cost cap holds here too; the rest stays unasked
