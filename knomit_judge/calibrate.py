@@ -24,9 +24,8 @@ from .gitops import open_repo
 from .judge import Judge, make_backend
 from .jsonl import read_jsonl
 from .passes import JUDGED_PASSES, Candidate, all_passes
-from .passes.prune import fact_evidence
 from .store import Store
-from .verdicts import Journal, fingerprint, now
+from .verdicts import Journal, now
 
 PRUNE_LABELS = ("distinct", "merge", "retract")
 KAPPA_OVER = {"alias": "yes/no", "prune": "distinct/merge/retract", "discovery": "yes/no"}
@@ -111,10 +110,7 @@ def build(entry: dict, corpus, passes, max_chars: int) -> tuple[Candidate | None
     if name == "discovery":
         # in corpus order, as the pass builds its groups
         return passes["discovery"].candidate([corpus.facts[p] for p in sorted(set(paths))], max_chars=max_chars), "", ""
-    a, b = corpus.facts[paths[0]], corpus.facts[paths[1]]
-    ea, eb = fact_evidence(a, max_chars), fact_evidence(b, max_chars)
-    return Candidate(name, {"a": a.path, "b": b.path}, fingerprint(a.content_id, b.content_id), 0.0,
-                     [{"fact_a": ea, "fact_b": eb}, {"fact_a": eb, "fact_b": ea}]), "", ""
+    return passes["prune"].candidate(corpus.facts[paths[0]], corpus.facts[paths[1]], 0.0, max_chars), "", ""
 
 
 def cached_positions(p, c: Candidate, judge: Judge) -> list[str]:

@@ -84,18 +84,19 @@ class PrunePass:
     def prompt(self):
         return load_prompt("prune")
 
+    def candidate(self, a, b, score: float, max_chars: int) -> Candidate:
+        """The question whether facts a and b are one, its evidence built when first read."""
+        return Candidate(self.name, {"a": a.path, "b": b.path}, pair_fingerprint(a.content_id, b.content_id),
+                         score, PairOrders(a, b, max_chars))
+
     def candidates(self, ctx) -> list[Candidate]:
         facts = ctx.corpus.active()
         if len(facts) < 2:
             return []
         vectors = ctx.embedder.embed([fact_text(f) for f in facts])
-        out = []
         limit = ctx.config.judge.max_evidence_chars
-        for i, j, score in neighbour_pairs(vectors, ctx.config.shortlist.k):
-            a, b = facts[i], facts[j]
-            out.append(Candidate(self.name, {"a": a.path, "b": b.path}, pair_fingerprint(a.content_id, b.content_id),
-                                 score, PairOrders(a, b, limit)))
-        return out
+        return [self.candidate(facts[i], facts[j], score, limit)
+                for i, j, score in neighbour_pairs(vectors, ctx.config.shortlist.k)]
 
     def restorer(self, ctx):
         """Makes a candidate read back from candidate_lists, its evidence from the facts (when read)."""
