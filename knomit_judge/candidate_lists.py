@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .passes import subject_names
+
 log = logging.getLogger(__name__)
 
 PACKAGE = Path(__file__).resolve().parent
@@ -54,10 +56,6 @@ def facts_digest(corpus) -> str:
         text = "\n".join(f"{path}\0{f.content_id}" for path, f in sorted(corpus.facts.items()))
         corpus._digest = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
     return corpus._digest
-
-
-def subject_names(subject: dict) -> list[str]:
-    return subject["group"] if "group" in subject else [subject["a"], subject["b"]]
 
 
 def encode(candidates) -> dict | None:

@@ -25,7 +25,7 @@ from .config import load_config
 from .corpus import load_corpus
 from .gitops import OWN_DIR, open_repo
 from .labels import latest, read_labels
-from .passes import JUDGED_PASSES, all_passes
+from .passes import JUDGED_PASSES, all_passes, subject_names
 from .precision import of_pass
 from .store import FileIndex, Store
 from .verdicts import Verdict
@@ -124,7 +124,7 @@ def evidence(v: Verdict, corpus, repo) -> dict:
         if v.commit_sha:  # the losing spelling has no carriers left: the commit rewrote them
             out["carriers rewritten by the commit"] = [_title(corpus, p) for p in changed(repo, v.commit_sha)]
         return out
-    out = {path: _fact(corpus, path) for path in s.get("group") or (s["a"], s["b"])}
+    out = {path: _fact(corpus, path) for path in subject_names(s)}
     if v.payload:
         out["proposed"] = {"title": v.payload.get("title"), "body": _short(v.payload.get("body", ""))}
     return out
@@ -169,7 +169,7 @@ def lines(result: dict, limit: int) -> list[str]:
                    f"{p['min_precision']:.2f}): its held yeses apply once labels lift it")
     for n, item in enumerate(items[:limit], 1):
         v = item.verdict
-        subject = " / ".join(v.subject["group"]) if "group" in v.subject else f"{v.subject['a']} / {v.subject['b']}"
+        subject = " / ".join(subject_names(v.subject))
         where = f"applied in {v.commit_sha[:10]}" if v.commit_sha else "not applied"
         out.append(f"{n}. [{item.kind}] {v.pass_name} {subject}")
         out.append(f"   why: {item.why}")

@@ -23,6 +23,11 @@ class Candidate:
     orders: list  # the evidence in each order to ask (A/B and B/A for pairs)
 
 
+def subject_names(subject: dict) -> list[str]:
+    """The spellings or fact paths a question is about: a group's members, or a pair's two."""
+    return subject["group"] if "group" in subject else [subject["a"], subject["b"]]
+
+
 @dataclass
 class Change:
     """The file writes of one decision and its commit message (subject line and body)."""
