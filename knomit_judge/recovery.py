@@ -77,12 +77,8 @@ def sync_journal(root: Path, store: Store, keep_marks: bool = True) -> int:
 
 def sync_git(repo, store: Store) -> None:
     applied = applied_commits(repo)
-    ids = list(applied)
-    unapplied = set()  # of the verdicts git says were applied: the db lacks their commit (one per decision, so few)
-    for i in range(0, len(ids), 500):
-        chunk = ids[i:i + 500]
-        unapplied.update(r[0] for r in store.db.execute(
-            f"SELECT id FROM verdicts WHERE commit_sha IS NULL AND id IN ({','.join('?' * len(chunk))})", chunk))
+    # of the verdicts git says were applied, those the db lacks the commit of (one per decision, so few)
+    unapplied = store.known_ids(list(applied), where="commit_sha IS NULL")
     for vid, sha in applied.items():
         if vid in unapplied:
             store.mark_applied(vid, sha)

@@ -105,13 +105,13 @@ class Store:
         self.db.execute("UPDATE verdicts SET reverted = 1, revert_reason = ? WHERE id = ?", [reason, verdict_id])
         self.db.conn.commit()
 
-    def known_ids(self, ids: list[str]) -> set[str]:
-        """Which of these verdict ids the db holds."""
+    def known_ids(self, ids: list[str], where: str = "1") -> set[str]:
+        """Which of these verdict ids the db holds (and match `where`), asked 500 at a time."""
         out = set()
         for i in range(0, len(ids), 500):
             chunk = ids[i:i + 500]
             out.update(r[0] for r in self.db.execute(
-                f"SELECT id FROM verdicts WHERE id IN ({','.join('?' * len(chunk))})", chunk))
+                f"SELECT id FROM verdicts WHERE {where} AND id IN ({','.join('?' * len(chunk))})", chunk))
         return out
 
     # journal marks (derived; see verdicts.JournalMarks) -----------------------
