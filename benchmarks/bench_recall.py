@@ -43,8 +43,8 @@ from gen_corpus import generate, generate_entities  # noqa: E402
 from knomit_judge.config import Config  # noqa: E402
 from knomit_judge.corpus import Corpus, load_corpus  # noqa: E402
 from knomit_judge.embeddings import Embedder  # noqa: E402
-from knomit_judge.nominate import SIGNALS, nominate  # noqa: E402
-from knomit_judge.passes.alias import AliasPass, motif_text  # noqa: E402
+from knomit_judge.nominate import SIGNALS, carrier_text, nominate  # noqa: E402
+from knomit_judge.passes.alias import AliasPass  # noqa: E402
 from knomit_judge.passes.prune import PrunePass, fact_text  # noqa: E402
 from knomit_judge.store import Store  # noqa: E402
 
@@ -77,7 +77,7 @@ def measure(root: Path, truth: dict, embedder: Embedder, ks: list[int]) -> list[
     dups = {frozenset(p) for p in truth["duplicate_pairs"]}
     motifs = list(corpus.carriers)
     facts = corpus.active()
-    ranks = (worst_rank(motifs, embedder.embed([motif_text(m, corpus) for m in motifs]), aliases),
+    ranks = (worst_rank(motifs, embedder.embed([carrier_text(m, corpus) for m in motifs]), aliases),
              worst_rank([f.path for f in facts], embedder.embed([fact_text(f) for f in facts]), dups))
     rows = []
     for k in ks:

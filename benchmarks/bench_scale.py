@@ -54,10 +54,9 @@ def peak_rss_mb() -> float:
 
 def texts_of(corpus) -> list[str]:
     """Every text the three passes embed: motif names and texts, then fact texts (discovery's are a subset of prune's)."""
-    from knomit_judge.nominate import name_text
-    from knomit_judge.passes.alias import motif_text
+    from knomit_judge.nominate import carrier_text, name_text
     from knomit_judge.passes.prune import fact_text
-    return ([name_text(m) for m in corpus.carriers] + [motif_text(m, corpus) for m in corpus.carriers]
+    return ([name_text(m) for m in corpus.carriers] + [carrier_text(m, corpus) for m in corpus.carriers]
             + [fact_text(f) for f in corpus.active()])
 
 

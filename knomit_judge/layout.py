@@ -79,8 +79,6 @@ def fact_paths(root: Path, globs=DEFAULT_PATHS) -> list[str]:
     return sorted(paths)
 
 
-
-
 # knomit (github.com/knomit/knomit): facts under kb/, its ontology in one of these files.
 KNOMIT_PATHS = ("kb/**/*.md",)
 KNOMIT_ONTOLOGY = (".knomit/ontology.yaml", "domains/ontology.yaml", ".domains/ontology.yaml")

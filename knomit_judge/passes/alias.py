@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from ..corpus import renamed_motif
 from ..nominate import MAX_TITLES, nominate
-from ..nominate import carrier_text as motif_text  # noqa: F401  (what the carriers signal embeds)
 from ..prompts import load_prompt
 from ..survivors import spelling_survivor
 from ..verdicts import encoded_side, fingerprint_encoded
