@@ -40,6 +40,11 @@ def pair_fingerprint(a: str, b: str) -> str:
     return hashlib.sha256(canon.encode()).hexdigest()[:24]
 
 
+def group_fingerprint(facts) -> str:
+    """fingerprint() of a group of facts (exact duplicates, a discovery group): their content ids, in any order."""
+    return fingerprint(*(f.content_id for f in facts))
+
+
 def judge_of(pass_name: str, model: str) -> str:
     """The kind of judge behind a verdict recorded without one (journal lines and rows before migration 0007).
 

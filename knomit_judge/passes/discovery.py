@@ -12,7 +12,7 @@ from ..layout import matches
 from ..errors import Unparsed
 from ..prompts import cut, load_prompt
 from ..shortlist import mean_pairwise, top_k
-from ..verdicts import fingerprint
+from ..verdicts import group_fingerprint
 from . import Candidate, Change, one_sentence, reply_object
 from .prune import fact_text
 
@@ -106,7 +106,7 @@ class DiscoveryPass:
         Each body is cut at judge.max_evidence_chars.
         """
         return Candidate(self.name, {"group": [f.path for f in members]},
-                         fingerprint(*sorted(f.content_id for f in members)), score, [evidence(members, max_chars)])
+                         group_fingerprint(members), score, [evidence(members, max_chars)])
 
     def restorer(self, ctx):
         """Makes a candidate read back from candidate_lists, its evidence from the facts again."""
@@ -140,7 +140,7 @@ class DiscoveryPass:
     def still_holds(self, verdict, corpus) -> bool:
         facts = [corpus.facts.get(p) for p in verdict.subject["group"]]
         return all(f and f.active for f in facts) and \
-            fingerprint(*sorted(f.content_id for f in facts)) == verdict.fingerprint
+            group_fingerprint(facts) == verdict.fingerprint
 
     def change(self, verdict, ctx) -> Change:
         corpus, cfg = ctx.corpus, ctx.config.discovery

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..corpus import exact_key
 from ..survivors import fact_survivor, why_survives
-from ..verdicts import Verdict, fingerprint
+from ..verdicts import Verdict, group_fingerprint
 from . import Candidate, Change
 from .prune import retire
 
@@ -30,10 +30,6 @@ class DuplicateGroups:
 
     def restorer(self, ctx):
         return lambda s, fp, score: Candidate(self.name, s, fp, score, [])
-
-
-def group_fingerprint(group) -> str:
-    return fingerprint(*sorted(f.content_id for f in group))
 
 
 def exact_verdict(group, session: str) -> Verdict:
