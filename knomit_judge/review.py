@@ -270,14 +270,14 @@ def run_exact(ctx: Context) -> PassResult:
     """Exact duplicates are retracted mechanically, before any judged pass, whatever the throttle says."""
     r = PassResult("exact", throttle="never budgeted")
     kept = CandidateLists(ctx.store).candidates(DuplicateGroups(), ctx)  # read back when no fact changed
-    groups = [[ctx.corpus.facts[path] for path in c.subject["group"]] for c in kept]
+    groups = [[ctx.corpus.facts[path] for path in c.subject["group"]] for c in kept]  # as read, before any retraction
     r.candidates = len(groups)
     answered = ctx.store.answered("exact")
-    for group in groups:
-        verdict = exact_verdict(group, ctx.session)
-        if verdict.fingerprint in answered:  # a reverted exact retraction stays a "no"
+    for group, fp in zip(groups, kept.fingerprints):
+        if fp in answered:  # a reverted exact retraction stays a "no"
             r.cached += 1
             continue
+        verdict = exact_verdict(group, ctx.session)
         r.offered += 1
         if ctx.options.dry_run or not ctx.clean:
             continue
