@@ -69,12 +69,12 @@ class Store:
 
     def unapplied_yes(self, pass_name: str, judge: str | None = None) -> list[Verdict]:
         """Yes verdicts not applied yet; given a judge kind, only that kind's (the others never bind it)."""
-        where, args = _of_judge("pass = ? AND is_yes = 1 AND reverted = 0 AND commit_sha IS NULL", [pass_name], judge)
+        where, args = of_judge("pass = ? AND is_yes = 1 AND reverted = 0 AND commit_sha IS NULL", [pass_name], judge)
         return [Verdict.from_row(r) for r in self.db["verdicts"].rows_where(where, args, order_by="created_at")]
 
     def answered(self, pass_name: str, judge: str | None = None) -> set[str]:
         """Fingerprints with a verdict; given a judge kind, only that kind's answers count."""
-        where, args = _of_judge("pass = ?", [pass_name], judge)
+        where, args = of_judge("pass = ?", [pass_name], judge)
         return {r[0] for r in self.db.execute(f"SELECT DISTINCT fingerprint FROM verdicts WHERE {where}", args)}
 
     def verdicts(self, pass_name: str | None = None) -> list[Verdict]:
@@ -88,7 +88,7 @@ class Store:
             [pass_name, limit])]
 
     def count_verdicts(self, pass_name: str, judge: str | None = None) -> int:
-        where, args = _of_judge("pass = ?", [pass_name], judge)
+        where, args = of_judge("pass = ?", [pass_name], judge)
         return self.db.execute(f"SELECT count(*) FROM verdicts WHERE {where}", args).fetchone()[0]
 
     def latest_judge(self) -> str | None:
@@ -143,7 +143,7 @@ class Store:
 
     # reply cache --------------------------------------------------------------
     def cached_reply(self, key: str, judge: str | None = None) -> dict | None:
-        where, args = _of_judge("key = ?", [key], judge)
+        where, args = of_judge("key = ?", [key], judge)
         rows = list(self.db["replies"].rows_where(where, args))
         return rows[0] if rows else None
 
@@ -239,13 +239,13 @@ class Store:
 
     def throttle_rows(self, pass_name: str, limit: int = 1000, judge: str | None = None) -> list[dict]:
         """This pass's throttle record of each session, newest first (given a judge kind, that kind's sessions)."""
-        where, args = _of_judge("pass = ?", [pass_name], judge)
+        where, args = of_judge("pass = ?", [pass_name], judge)
         cur = self.db.execute(f"SELECT * FROM throttle WHERE {where} ORDER BY rowid DESC LIMIT ?", [*args, limit])
         cols = [c[0] for c in cur.description]
         return [dict(zip(cols, r)) for r in cur.fetchall()]
 
 
-def _of_judge(where: str, args: list, judge: str | None) -> tuple[str, list]:
+def of_judge(where: str, args: list, judge: str | None) -> tuple[str, list]:
     """Narrow a WHERE clause to one kind of judge (None: every kind)."""
     return (where, args) if judge is None else (f"{where} AND judge = ?", [*args, judge])
 

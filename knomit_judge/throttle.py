@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .config import BudgetConfig
+from .store import of_judge
 
 
 @dataclass
@@ -47,8 +48,8 @@ def recent_outcomes(store, pass_name: str, window: int, judge: str | None = None
     """
     out: list[bool] = []
     last, of_last, rest = None, [], False
-    kind, args = (" AND judge = ?", [pass_name, judge]) if judge else ("", [pass_name])
-    rows = store.db.execute(f"SELECT session, is_yes AND NOT reverted FROM verdicts WHERE pass = ?{kind} "
+    where, args = of_judge("pass = ?", [pass_name], judge)
+    rows = store.db.execute(f"SELECT session, is_yes AND NOT reverted FROM verdicts WHERE {where} "
                             "ORDER BY created_at DESC, rowid DESC", args)
     try:
         for session, resolved in rows:  # read lazily: stops at the window's edge
@@ -64,7 +65,7 @@ def recent_outcomes(store, pass_name: str, window: int, judge: str | None = None
         rows.close()  # an unfinished statement would hold the db's read lock
     if rest:  # the rest of the last session in one count: a backfill session can hold 100k verdicts
         n, yes = store.db.execute(f"SELECT count(*), total(is_yes AND NOT reverted) FROM verdicts "
-                                  f"WHERE pass = ?{kind} AND session = ?", [*args, last]).fetchone()
+                                  f"WHERE {where} AND session = ?", [*args, last]).fetchone()
         yes = int(yes) - sum(of_last)
         out += [True] * yes + [False] * (n - len(of_last) - yes)
     return out
