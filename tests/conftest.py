@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -103,6 +104,43 @@ SMALL = {
                                  ["s4"], "Longer queues mean longer waits, which mean more retries."),
 }
 SAME = {"same": True, "mechanism": "A penalty removes the signal needed to lift it."}
+
+
+# Corpora the judge tests copy: "pair" has exactly one alias question, "many" ten unrelated motifs.
+TEMPLATES = {
+    "pair": {p: SMALL[p] for p in ("facts/ops/f1.md", "facts/ops/f3.md")},
+    "small": SMALL,
+    "many": {f"facts/m/f{i}.md": fact_text(f"Mechanism {i}: a feedback loop of kind {i}", [f"loop-kind-{i}"])
+             for i in range(10)},
+}
+
+
+class Templates(dict):
+    """Each template corpus made and embedded (rebuild stores the vectors) the first time a test asks for it."""
+
+    def __init__(self, make_dir):
+        super().__init__()
+        self.make_dir = make_dir
+
+    def __missing__(self, name: str) -> Path:
+        from knomit_judge.recovery import rebuild
+        root = self.make_dir("template") / name
+        make_repo(root, TEMPLATES[name])
+        rebuild(root)
+        self[name] = root
+        return root
+
+
+@pytest.fixture(scope="module")
+def templates(tmp_path_factory) -> Templates:
+    """Template corpora, made once per test module; each test works on a copy_of one."""
+    return Templates(tmp_path_factory.mktemp)
+
+
+def copy_of(template: Path, tmp_path: Path) -> CorpusRepo:
+    root = tmp_path / template.name
+    shutil.copytree(template, root, symlinks=True)
+    return CorpusRepo(root)
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ All through the real anthropic SDK to the loopback Messages server; the sessions
 from __future__ import annotations
 
 import json
-import shutil
 import threading
 import time
 
@@ -14,40 +13,18 @@ import pytest
 import sqlite_utils
 from click.testing import CliRunner
 
-from conftest import SAME, SMALL, CorpusRepo, fact_text, make_repo, write_config
+from conftest import SAME, CorpusRepo, copy_of, write_config
 from messages_server import Action, delay, garbage, hang, status, text, tool
 
 from knomit_judge.cli import cli
 from knomit_judge.judge import cache_key
 from knomit_judge.prompts import load_prompt
-from knomit_judge.recovery import rebuild
 from knomit_judge.review import ReviewOptions, review
 from knomit_judge.store import Store
 
 DIFFERENT = json.dumps({"same": False, "mechanism": ""})
 YES = json.dumps(SAME)
 FIRST, SECOND = "penalty-blocks-own-recovery", "self-locking-penalty"
-
-
-@pytest.fixture(scope="module")
-def templates(tmp_path_factory) -> dict:
-    """Corpora made and embedded once (rebuild stores the vectors in the db); each test works on a copy."""
-    out = {}
-    many = {f"facts/m/f{i}.md": fact_text(f"Mechanism {i}: a feedback loop of kind {i}", [f"loop-kind-{i}"])
-            for i in range(10)}
-    for name, facts in {"pair": {p: SMALL[p] for p in ("facts/ops/f1.md", "facts/ops/f3.md")},
-                        "small": SMALL, "many": many}.items():
-        root = tmp_path_factory.mktemp("template") / name
-        make_repo(root, facts)
-        rebuild(root)
-        out[name] = root
-    return out
-
-
-def copy_of(template, tmp_path) -> CorpusRepo:
-    root = tmp_path / template.name
-    shutil.copytree(template, root, symlinks=True)
-    return CorpusRepo(root)
 
 
 @pytest.fixture

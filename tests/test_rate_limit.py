@@ -8,42 +8,25 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 
 import pytest
 
-from conftest import SMALL, CorpusRepo, fact_text, make_repo, write_config
+from conftest import CorpusRepo, copy_of, write_config
 from messages_server import delay, ratelimit, status, text
 
-from knomit_judge.recovery import rebuild
 from knomit_judge.review import ReviewOptions, review
 
 DIFFERENT = json.dumps({"same": False, "mechanism": ""})
 
 
-@pytest.fixture(scope="module")
-def templates(tmp_path_factory) -> dict:
-    out = {}
-    many = {f"facts/m/f{i}.md": fact_text(f"Mechanism {i}: a feedback loop of kind {i}", [f"loop-kind-{i}"])
-            for i in range(10)}
-    for name, facts in {"many": many, "pair": {p: SMALL[p] for p in ("facts/ops/f1.md", "facts/ops/f3.md")}}.items():
-        root = tmp_path_factory.mktemp("template") / name
-        make_repo(root, facts)
-        rebuild(root)  # embeddings in the db, so the sessions below only judge
-        out[name] = root
-    return out
-
-
 @pytest.fixture
 def many_repo(templates, tmp_path) -> CorpusRepo:
-    shutil.copytree(templates["many"], tmp_path / "many", symlinks=True)
-    return CorpusRepo(tmp_path / "many")
+    return copy_of(templates["many"], tmp_path)
 
 
 @pytest.fixture
 def pair_repo(templates, tmp_path) -> CorpusRepo:
-    shutil.copytree(templates["pair"], tmp_path / "pair", symlinks=True)
-    return CorpusRepo(tmp_path / "pair")
+    return copy_of(templates["pair"], tmp_path)
 
 
 def session(repo, **judge):
