@@ -54,6 +54,11 @@ class BudgetConfig:
     patience: int = 8
     probe_every: int = 5
     unproven_allowance: int = 4
+    # Dollar caps over every session on the corpus, as users budget: a UTC day and a UTC calendar month.
+    # A day holds one full session (judge.max_cost_usd), so the default daily schedule is never cut short,
+    # while a tight cron or repeated runs cannot multiply it; a month holds ten such days.
+    max_usd_per_day: float = 5.0
+    max_usd_per_month: float = 50.0
 
 
 @dataclass
@@ -79,6 +84,11 @@ class CorpusConfig:
 @dataclass
 class ScheduleConfig:
     cron: str = "0 3 * * *"
+
+
+@dataclass
+class MetricsConfig:
+    textfile: str = ""  # a Prometheus textfile-collector file written after every session; "" writes none
 
 
 @dataclass
@@ -112,6 +122,7 @@ class Config:
     corpus: CorpusConfig = field(default_factory=CorpusConfig)
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
     prices: dict[str, Price] = field(default_factory=lambda: dict(DEFAULT_PRICES))
 
     def price(self, model: str) -> Price | None:
@@ -120,6 +131,15 @@ class Config:
             return self.prices[model]
         best = max((name for name in self.prices if model.startswith(name + "-")), key=len, default=None)
         return self.prices[best] if best else None
+
+    def require_price(self, model: str) -> Price:
+        """The model's price, or a configuration error naming the key to set: an unknown price never counts as $0."""
+        price = self.price(model)
+        if price is None:
+            raise ConfigError(f'judge.model {model!r} has no price, so no dollar cap could hold: set '
+                              f'[prices."{model}"] input_per_mtok and output_per_mtok (USD per million tokens) '
+                              f"in {CONFIG_FILE}")
+        return price
 
 
 _TYPES = {"bool": bool, "int": int, "float": float, "str": str, "list[str]": list}
@@ -131,6 +151,7 @@ _SECTION_TYPES = {
     "corpus": CorpusConfig,
     "schedule": ScheduleConfig,
     "calibration": CalibrationConfig,
+    "metrics": MetricsConfig,
 }
 # Values that must be positive (or within 0..1) to make sense; checked after types.
 _BOUNDS = {
@@ -142,6 +163,7 @@ _BOUNDS = {
     # that move it to another state. Every off-state must still generate the evidence its way back reads.
     "shortlist.k": (1, None), "budget.optimistic_cap": (1, None), "budget.window": (1, None),
     "budget.patience": (1, None), "budget.probe_every": (1, None), "budget.unproven_allowance": (1, None),
+    "budget.max_usd_per_day": (0, None), "budget.max_usd_per_month": (0, None),
     "discovery.confidence": (0, 1), "discovery.min_group": (2, None), "discovery.max_group": (2, None),
     "discovery.group_similarity": (-1, 1), "discovery.match_similarity": (-1, 1),
     "corpus.max_fact_bytes": (1, None),
@@ -275,6 +297,8 @@ window = 20              # funded while one of the last `window` verdicts (whole
 patience = 8             # verdicts with none resolved before a pass is defunded
 probe_every = 5          # a defunded pass still offers one candidate every `probe_every` sessions
 unproven_allowance = 4   # offers a session while judged, nothing resolved, fewer than patience verdicts
+max_usd_per_day = 5.0    # over every session of a UTC day (a session counts on the day it started); the rest waits
+max_usd_per_month = 50.0 # over every session of a UTC calendar month; the rest waits
 
 [discovery]
 confidence = 0.4         # of a proposed fact: below the default 0.5, it is a proposal
@@ -295,4 +319,7 @@ cron = "0 3 * * *"       # for `knomit-judge daemon`, in UTC; 6 fields = seconds
 [calibration]            # the inbox and the labels people give (`knomit-judge inbox`, `knomit-judge label`)
 sample_rate = 0.1        # share of each session's applied decisions per pass sampled into the inbox (at least 1)
 min_precision = 0.7      # a pass whose precision interval lies wholly below this is on probation: applies nothing
+
+[metrics]
+textfile = ""            # e.g. "/var/lib/node_exporter/textfile/knomit-judge.prom": written after every session
 """

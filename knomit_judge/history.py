@@ -9,7 +9,9 @@ from . import precision
 from .config import load_config
 from .corpus import CorpusReport
 from .gitops import open_repo
+from .metrics import figures
 from .passes import JUDGED_PASSES
+from .spend import summarise
 from .status import PassResult
 from .store import Store
 from .throttle import ThrottleState, assess
@@ -53,12 +55,15 @@ def status(root: Path | str, limit: int = 10) -> dict:
             t = assess(store, name, config.budget, judge)
             throttle[name] = {"state": t.state, "why": t.why, "allowance": t.allowance, "probe_due": t.probe,
                               "next_probe_in": t.probe_in, "text": upcoming(t)}
+        spend = summarise(store, config)
+        metrics = figures(root, store, config, judge, spend=spend)  # what the metrics file holds, same figures
     finally:
         store.close()
     precisions = precision.by_pass(root, config.calibration)  # from the labels journal: no db needed
     return {"last_session": sessions[0] if sessions else None, "throttle": throttle, "judge": judge,
             "sessions": sessions, "unfinished": unfinished, "precision": {n: p.json() for n, p in precisions.items()},
-            "text": render(sessions, throttle, unfinished, judge, precision.lines(precisions))}
+            "spend": spend.json(), "metrics": metrics,
+            "text": render(sessions, throttle, unfinished, judge, [*precision.lines(precisions), *spend.lines()])}
 
 
 def render(sessions: list[dict], throttle: dict, unfinished: int = 0, judge: str = "anthropic",

@@ -18,12 +18,14 @@ from .embeddings import Embedder
 from .errors import BadFact, KnomitError
 from .gitops import Applier, Decision, Lock, decision_trailers, dirty_paths, message, open_repo
 from .judge import Judge, ScriptedBackend, judge_kind, make_backend
+from . import metrics
 from .passes import JUDGED_PASSES, Candidate, Change, all_passes
 from .passes.exact import DuplicateGroups, exact_change, exact_verdict
 from .precision import gate as precision_gate
 from .recovery import recover
 from .neighbours import Memory
 from .shortlist import gc_paused, remembered
+from .spend import Caps, summarise
 from .status import PassResult, total_cost
 from .store import FileIndex, Store
 from .throttle import assess, record
@@ -40,6 +42,7 @@ class ReviewOptions:
     judge: str = "anthropic"
     stop: threading.Event | None = None  # once set, nothing new is offered; judgments in flight finish
     batch: bool | None = None  # submit offered questions as a Message Batch; None: judge.mode decides
+    metrics_file: Path | None = None  # review --metrics-file: wins over [metrics] textfile
 
 
 @dataclass
@@ -56,6 +59,7 @@ class SessionResult:
     embedded: int = 0  # texts embedded this session (0 when nothing changed: the model is not even loaded)
     parsed: int = 0  # fact files parsed this session (unchanged ones come from the file index)
     corpus: CorpusReport | None = None  # what was read: no fact read is broken, never a silent zero
+    spend: dict | None = None  # spend.Spend.json() after the session: today, 7 and 30 days, per pass, projection
 
     @property
     def broken(self) -> bool:
@@ -93,6 +97,7 @@ class SessionResult:
                 "problems": [{"path": p.path, "line": p.line, "reason": p.reason} for p in self.problems],
                 "notes": self.notes, "batches": self.batches, "embedded": self.embedded, "parsed": self.parsed,
                 **({"corpus": self.corpus.json()} if self.corpus else {}),
+                **({"spend": self.spend} if self.spend is not None else {}),
                 **({"plan": self.plan, "estimate_usd": self.estimate_usd} if self.dry_run else {})}
 
 
@@ -113,6 +118,7 @@ class Context:
     commits: list[str] = field(default_factory=list)
     seen: dict[str, set] = field(default_factory=dict)
     batches: Batches | None = None
+    caps: Caps | None = None  # the session's dollar caps, with what the day and month spent before it
     _judge: Judge | None = None
 
     @property
@@ -130,7 +136,7 @@ class Context:
         gathered = self.batches.estimated_usd if self.batches else 0.0  # a batch to submit counts at its estimate
         if self._judge is None:
             return gathered
-        return self._judge.spent() + gathered  # the priced part: an unknown cost must not lift the cap
+        return self._judge.spent() + gathered  # unknown costs at their bound: an unknown cost must not lift a cap
 
 
 def new_session_id() -> str:
@@ -147,18 +153,33 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
         # a bad --judge or replies file fails here, before a session starts and stores anything;
         # the real judge is made only when a question needs it (a caught-up corpus needs no key)
         make_backend(options.judge, config)
+    elif not options.dry_run:
+        config.require_price(config.judge.model)  # no price, no cap that holds: exit 2 before anything is asked
     if options.dry_run:
         # Dry run: an in-memory copy of the db, no lock, no recovery: not one byte is written.
         store = Store.read_only(root)
         with remembered(Memory(store)):
-            return asyncio.run(_session(root, repo, config, store, options, []))
+            result = asyncio.run(_session(root, repo, config, store, options, []))
+        result.spend = summarise(store, config).json()
+        model = config.judge.model
+        if options.judge == "anthropic" and config.price(model) is None:
+            result.notes.append(f'no price for {model}: a real session exits 2 until [prices."{model}"] '
+                                "input_per_mtok and output_per_mtok are set")
+        return result
+    metrics_path = metrics.textfile(root, repo, config, options.metrics_file)  # a bad path exits 2 now
     with Lock(repo) as lock:
         store = Store.for_corpus(root)
+        ran = False
         try:
             notes = recover(root, repo, store, lock, keep_marks=True)
             with remembered(Memory(store)):  # neighbour lists are searched again only where vectors changed
-                return asyncio.run(_session(root, repo, config, store, options, notes))
+                ran = True
+                result = asyncio.run(_session(root, repo, config, store, options, notes))
+            result.spend = summarise(store, config).json()
+            return result
         finally:
+            if ran and metrics_path:  # after a session that raised too: it recorded itself as aborted
+                metrics.write(metrics_path, root, store, config, judge_kind(options.judge))
             store.close()
 
 
@@ -178,6 +199,7 @@ async def _session(root, repo, config, store, options, notes) -> SessionResult:
     ctx = Context(root, config, store, corpus, Embedder(store), Journal(root), None if options.dry_run else Applier(repo),
                   options, result.session, clean=not dirty, commits=result.commits)
     ctx.batches = Batches(store, result.session, batch_mode(options.batch, config, options.judge))
+    ctx.caps = Caps.for_session(store, config)
     if not options.dry_run:
         store.start_session(result.session)
     try:
@@ -349,6 +371,7 @@ def finish_pass(p, ctx: Context, r: PassResult, t) -> None:
     ledger = ctx._judge.ledgers.get(p.name) if ctx._judge else None
     if ledger:
         r.judge_calls, r.attempts, r.cost_usd = ledger.calls, ledger.attempts, ledger.cost_usd
+        r.charged_usd = round(ledger.charged_usd, 6)
     if r.cost_usd is None:
         r.notes.append("cost incomplete: a call reported no usage or its model has no price")
     if not ctx.options.dry_run:
@@ -373,8 +396,8 @@ async def judge_all(p, offer: list[Candidate], ctx: Context, r: PassResult, paid
         """Why nothing new may be offered now, if so."""
         if stop is not None and stop.is_set():
             return "stopping"
-        if ctx.spent() >= cfg.max_cost_usd and (c is None or c.fingerprint not in paid):
-            return f"session cost cap ${cfg.max_cost_usd:g} reached"
+        if (why := ctx.caps.reached(ctx.spent())) and (c is None or c.fingerprint not in paid):
+            return why  # session, day or month: the rest waits
         return None
 
     async def produce():

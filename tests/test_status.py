@@ -7,6 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 from conftest import tree_digest
+from messages_server import DEFAULT_REPLY, text
 from test_throttle import motif_repo, session
 
 from knomit_judge.cli import cli
@@ -32,7 +33,7 @@ def status_cli(root, *extra):
 def test_every_session_is_recorded_with_counts_cost_and_commits(tmp_path, judge_env, monkeypatch):
     repo = motif_repo(tmp_path, "optimistic_cap = 2\n")
     first = review(repo.root, ReviewOptions(passes=("alias",)))
-    monkeypatch.setenv("KNOMIT_JUDGE_MODEL", "claude-unpriced-9")  # no price: its cost is unknown
+    judge_env.responder = lambda req, n: text(DEFAULT_REPLY, usage=False)  # no usage: its cost is unknown
     second = review(repo.root, ReviewOptions(passes=("alias",)))
     review(repo.root, ReviewOptions(dry_run=True))  # a dry run writes nothing, so records no session
 
