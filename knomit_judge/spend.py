@@ -55,33 +55,40 @@ def stamp(t: datetime) -> str:
 def pass_spends(store, since: datetime) -> list[PassSpend]:
     """Every pass of every session started at or after `since`, with what it cost."""
     out: list[PassSpend] = []
-    # ended sessions, whenever they started: their verdicts must not count a second time below
-    recorded = {sid for sid, in store.db.execute(
-        "SELECT id FROM sessions WHERE ended_at IS NOT NULL AND ended_at >= ?", [stamp(since)])}
-    for sid, started, passes in store.db.execute(
-            "SELECT id, started_at, passes FROM sessions WHERE ended_at IS NOT NULL AND started_at >= ?",
-            [stamp(since)]):
+    ended = store.db.execute("SELECT id, started_at, ended_at, passes FROM sessions "
+                             "WHERE ended_at IS NOT NULL AND ended_at >= ? ORDER BY started_at",
+                             [stamp(since)]).fetchall()
+    for sid, started, _, passes in ended:
+        if started < stamp(since):
+            continue
         for name, counts in json.loads(passes).items():
             usd = counts.get("charged_usd", counts.get("cost_usd"))
             known = counts.get("cost_usd") is not None
             out.append(PassSpend(sid, started, name, usd if usd is not None else 0.0, known,
                                  int(counts.get("resolved") or 0)))
-    # Sessions with no ended record: their verdicts, as journalled, say what they bought at least.
-    # Per pass, so the (pass, created_at) index answers it without reading the whole table.
+    # A session with no ended record (killed, or lost with a deleted db) counts what its journalled
+    # verdicts cost. Its verdicts lie outside every ended session's span, so only those gaps are read,
+    # through the (pass, created_at) index: a backfill's 100k recorded verdicts are never scanned.
+    gaps, lo, first = [], stamp(since), True
+    for _, started, end, _ in ended:
+        if started > lo:
+            gaps.append((lo, started, first))
+        lo, first = max(lo, end), False
+    gaps.append((lo, None, first))
     by_session: dict[tuple[str, str], list] = {}
     for name in JUDGED_PASSES:
-        rows = store.db.execute(
-            "SELECT session, min(created_at), total(cost_usd), count(cost_usd) = count(*), "
-            "total(is_yes AND NOT reverted) FROM verdicts WHERE pass = ? AND created_at >= ? "
-            "GROUP BY session", [name, stamp(since)])
-        for sid, first, usd, complete, resolved in rows:
-            if sid in recorded:
-                continue
-            by_session[(sid or "", name)] = [first, usd, complete, resolved]
+        for lo, hi, inclusive in gaps:
+            where = f"pass = ? AND created_at {'>=' if inclusive else '>'} ?" + (" AND created_at < ?" if hi else "")
+            rows = store.db.execute(
+                "SELECT session, min(created_at), total(cost_usd), total(is_yes AND NOT reverted) "
+                f"FROM verdicts WHERE {where} GROUP BY session", [name, lo, *([hi] if hi else [])])
+            for sid, at, usd, resolved in rows:
+                row = by_session.setdefault((sid or "", name), [at, 0.0, 0])
+                row[0], row[1], row[2] = min(row[0], at), row[1] + usd, row[2] + int(resolved)
     started = dict(store.db.execute("SELECT id, started_at FROM sessions WHERE ended_at IS NULL").fetchall())
-    for (sid, name), (first, usd, complete, resolved) in by_session.items():
-        # a verdict's cost is known only per question; calls that bought no verdict are not in it
-        out.append(PassSpend(sid, started.get(sid, first), name, usd, False, int(resolved)))
+    for (sid, name), (at, usd, resolved) in by_session.items():
+        # known only per question: calls that bought no verdict are not in it, so never complete
+        out.append(PassSpend(sid, started.get(sid, at), name, usd, False, resolved))
     return out
 
 
