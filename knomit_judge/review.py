@@ -119,6 +119,8 @@ class Context:
     seen: dict[str, set] = field(default_factory=dict)
     batches: Batches | None = None
     caps: Caps | None = None  # the session's dollar caps, with what the day and month spent before it
+    asked: int = 0  # questions that came back from the judge this session
+    in_flight: int = 0  # questions with the judge now
     _judge: Judge | None = None
 
     @property
@@ -137,6 +139,12 @@ class Context:
         if self._judge is None:
             return gathered
         return self._judge.spent() + gathered  # unknown costs at their bound: an unknown cost must not lift a cap
+
+    def next_usd(self) -> float:
+        """What the questions in flight and one more should cost: at this session's mean once it has one,
+        before that at the last 30 days' (0 on a corpus never asked)."""
+        mean = self.spent() / self.asked if self.asked else self.caps.usd_per_question
+        return mean * (self.in_flight + 1)
 
 
 def new_session_id() -> str:
@@ -396,7 +404,7 @@ async def judge_all(p, offer: list[Candidate], ctx: Context, r: PassResult, paid
         """Why nothing new may be offered now, if so."""
         if stop is not None and stop.is_set():
             return "stopping"
-        if (why := ctx.caps.reached(ctx.spent())) and (c is None or c.fingerprint not in paid):
+        if (why := ctx.caps.reached(ctx.spent(), ctx.next_usd())) and (c is None or c.fingerprint not in paid):
             return why  # session, day or month: the rest waits
         return None
 
@@ -419,7 +427,12 @@ async def judge_all(p, offer: list[Candidate], ctx: Context, r: PassResult, paid
             if ctx.batches.submitting and c.fingerprint not in paid and ctx.batches.gather(ctx.judge, p, c):
                 r.batched += 1  # asked in the session's Message Batch; the next session collects the answer
                 continue
-            out = await ctx.judge.ask(p, c)
+            ctx.in_flight += 1
+            try:
+                out = await ctx.judge.ask(p, c)
+            finally:
+                ctx.in_flight -= 1
+            ctx.asked += 1
             if out.kind == "verdict":
                 v = Verdict(pass_name=p.name, fingerprint=c.fingerprint, subject=c.subject, answer=out.answer,
                             is_yes=out.answer in p.yes, rationale=out.rationale, model=ctx.judge.model,

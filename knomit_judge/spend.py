@@ -33,6 +33,7 @@ class PassSpend:
     usd: float  # counted against the caps: unknown costs at their bound
     known: bool  # False: some call's cost is unknown (usd holds its bound), or only the verdicts' costs are known
     resolved: int
+    questions: int  # offered to the judge: what the spend bought
 
 
 def utc(now: datetime | None = None) -> datetime:
@@ -65,7 +66,7 @@ def pass_spends(store, since: datetime) -> list[PassSpend]:
             usd = counts.get("charged_usd", counts.get("cost_usd"))
             known = counts.get("cost_usd") is not None
             out.append(PassSpend(sid, started, name, usd if usd is not None else 0.0, known,
-                                 int(counts.get("resolved") or 0)))
+                                 int(counts.get("resolved") or 0), int(counts.get("offered") or 0)))
     # A session with no ended record (killed, or lost with a deleted db) counts what its journalled
     # verdicts cost. Its verdicts lie outside every ended session's span, so only those gaps are read,
     # through the (pass, created_at) index: a backfill's 100k recorded verdicts are never scanned.
@@ -80,15 +81,15 @@ def pass_spends(store, since: datetime) -> list[PassSpend]:
         for lo, hi, inclusive in gaps:
             where = f"pass = ? AND created_at {'>=' if inclusive else '>'} ?" + (" AND created_at < ?" if hi else "")
             rows = store.db.execute(
-                "SELECT session, min(created_at), total(cost_usd), total(is_yes AND NOT reverted) "
+                "SELECT session, min(created_at), total(cost_usd), total(is_yes AND NOT reverted), count(*) "
                 f"FROM verdicts WHERE {where} GROUP BY session", [name, lo, *([hi] if hi else [])])
-            for sid, at, usd, resolved in rows:
-                row = by_session.setdefault((sid or "", name), [at, 0.0, 0])
-                row[0], row[1], row[2] = min(row[0], at), row[1] + usd, row[2] + int(resolved)
+            for sid, at, usd, resolved, n in rows:
+                row = by_session.setdefault((sid or "", name), [at, 0.0, 0, 0])
+                row[0], row[1], row[2], row[3] = min(row[0], at), row[1] + usd, row[2] + int(resolved), row[3] + n
     started = dict(store.db.execute("SELECT id, started_at FROM sessions WHERE ended_at IS NULL").fetchall())
-    for (sid, name), (at, usd, resolved) in by_session.items():
+    for (sid, name), (at, usd, resolved, n) in by_session.items():
         # known only per question: calls that bought no verdict are not in it, so never complete
-        out.append(PassSpend(sid, started.get(sid, at), name, usd, False, resolved))
+        out.append(PassSpend(sid, started.get(sid, at), name, usd, False, resolved, n))
     return out
 
 
@@ -104,12 +105,14 @@ class Spend:
     month_to_date_usd: float = 0.0
     month_projection_usd: float = 0.0
     complete: bool = True  # False: some spend in the last 30 days is a bound or a lower bound, not a bill
+    usd_per_question: float | None = None  # over the last 30 days; None: nothing asked
     per_pass: dict = field(default_factory=dict)  # name -> today_usd, last_30_days_usd, resolved, usd_per_resolution
 
     def json(self) -> dict:
         return {"today_usd": self.today_usd, "last_7_days_usd": self.last_7_days_usd,
                 "last_30_days_usd": self.last_30_days_usd, "month_to_date_usd": self.month_to_date_usd,
                 "month_projection_usd": self.month_projection_usd, "complete": self.complete,
+                "usd_per_question": self.usd_per_question,
                 "caps": self.caps,
                 "left_today_usd": round(max(0.0, self.caps["day_usd"] - self.today_usd), ROUND),
                 "left_this_month_usd": round(max(0.0, self.caps["month_usd"] - self.month_to_date_usd), ROUND),
@@ -146,7 +149,7 @@ def summarise(store, config: Config, now: datetime | None = None) -> Spend:
     s = Spend(now, caps_of(config))
     week, thirty = stamp(now - timedelta(days=7)), stamp(now - timedelta(days=WINDOW_DAYS))
     per = {name: {"today_usd": 0.0, "last_30_days_usd": 0.0, "resolved": 0} for name in JUDGED_PASSES}
-    first = None
+    first, questions = None, 0
     for r in rows:
         if r.started_at >= stamp(today):
             s.today_usd += r.usd
@@ -160,6 +163,7 @@ def summarise(store, config: Config, now: datetime | None = None) -> Spend:
         if r.started_at >= thirty:
             s.last_30_days_usd += r.usd
             s.complete = s.complete and r.known
+            questions += r.questions
             if r.pass_name in per:
                 per[r.pass_name]["last_30_days_usd"] += r.usd
                 per[r.pass_name]["resolved"] += r.resolved
@@ -174,6 +178,7 @@ def summarise(store, config: Config, now: datetime | None = None) -> Spend:
         p["usd_per_resolution"] = round(p["last_30_days_usd"] / p["resolved"], ROUND) if p["resolved"] else None
         p["today_usd"], p["last_30_days_usd"] = round(p["today_usd"], ROUND), round(p["last_30_days_usd"], ROUND)
     s.per_pass = per
+    s.usd_per_question = round(s.last_30_days_usd / questions, 9) if questions else None
     for name in ("today_usd", "last_7_days_usd", "last_30_days_usd", "month_to_date_usd", "month_projection_usd"):
         setattr(s, name, round(getattr(s, name), ROUND))
     return s
@@ -188,20 +193,28 @@ class Caps:
     month_usd: float
     today_before: float = 0.0  # spent today by earlier sessions
     month_before: float = 0.0  # spent this month by earlier sessions
+    usd_per_question: float = 0.0  # what a question cost over the last 30 days: the guess before this session's own
 
     @classmethod
     def for_session(cls, store, config: Config, now: datetime | None = None) -> "Caps":
         s = summarise(store, config, now)
         return cls(config.judge.max_cost_usd, config.budget.max_usd_per_day, config.budget.max_usd_per_month,
-                   s.today_usd, s.month_to_date_usd)
+                   s.today_usd, s.month_to_date_usd, s.usd_per_question or 0.0)
 
-    def reached(self, spent: float) -> str | None:
-        """Which cap the session's spend so far has reached, if any (checked before each question is offered)."""
-        if spent >= self.session_usd:
+    def reached(self, spent: float, next_usd: float = 0.0) -> str | None:
+        """Which cap the session's spend would exceed by asking once more, if any (checked before each question).
+
+        `next_usd` is what the questions in flight and the next one should cost (review.Context.next_usd):
+        a cap stops the session before the question that would cross it, not after.
+        """
+        def over(before: float, cap: float) -> bool:
+            return before + spent >= cap or before + spent + next_usd > cap
+
+        if over(0.0, self.session_usd):
             return f"session cost cap ${self.session_usd:g} reached"
-        if self.today_before + spent >= self.day_usd:
+        if over(self.today_before, self.day_usd):
             return f"daily cost cap ${self.day_usd:g} reached (budget.max_usd_per_day; ${self.today_before + spent:.4f} today)"
-        if self.month_before + spent >= self.month_usd:
+        if over(self.month_before, self.month_usd):
             return (f"monthly cost cap ${self.month_usd:g} reached "
                     f"(budget.max_usd_per_month; ${self.month_before + spent:.4f} this month)")
         return None

@@ -72,7 +72,7 @@ def status_json(repo) -> dict:
 
 
 def test_a_review_writes_a_metrics_file_the_prometheus_parser_reads_back(many, judge_env, tmp_path):
-    write_config(many, JUDGE + "max_cost_usd = 0.0025\n")  # 5 questions, then the rest waits
+    write_config(many, JUDGE + "max_cost_usd = 0.0025\n")  # 4 questions, then the rest waits
     prom = tmp_path / "textfile" / "knomit-judge.prom"
     prom.parent.mkdir()
     before = time.time()
@@ -89,7 +89,7 @@ def test_a_review_writes_a_metrics_file_the_prometheus_parser_reads_back(many, j
     for key in ("candidates", "offered", "judged", "resolved", "waiting"):
         name = "knomit_judge_pass_candidates" if key == "candidates" else f"knomit_judge_pass_{key}_candidates"
         assert value(samples, name, **{"pass": "alias"}) == alias[key]
-    assert alias["waiting"] > 0 and alias["judged"] == 5
+    assert alias["waiting"] > 0 and alias["judged"] == 4
     assert value(samples, "knomit_judge_pass_session_cost_usd", **{"pass": "alias"}) == pytest.approx(alias["cost_usd"])
     assert value(samples, "knomit_judge_pass_today_cost_usd", **{"pass": "alias"}) == pytest.approx(alias["cost_usd"])
     assert value(samples, "knomit_judge_today_cost_usd") == pytest.approx(out["spend"]["today_usd"])
@@ -109,7 +109,7 @@ def test_a_review_writes_a_metrics_file_the_prometheus_parser_reads_back(many, j
 
     # status --json carries the same figures, so a script needs only one of them
     m = status_json(many)["metrics"]
-    assert m["passes"]["alias"]["judged"] == 5 and m["corpus"]["read"] == 10
+    assert m["passes"]["alias"]["judged"] == 4 and m["corpus"]["read"] == 10
     assert value(samples, "knomit_judge_pass_allowance_questions", **{"pass": "alias"}) == \
         (math.inf if m["passes"]["alias"]["allowance"] is None else m["passes"]["alias"]["allowance"])
     assert datetime.fromisoformat(m["passes"]["alias"]["last_session_at"]).timestamp() == ended

@@ -72,36 +72,36 @@ def shift(repo, days: float) -> None:
 def test_the_daily_cap_stops_asking_and_the_rest_waits_for_the_next_day(many, judge_env):
     configure(many, "max_usd_per_day = 0.0025")
     first = alias(many)
-    # 4 calls leave $0.0024 < $0.0025, so a 5th is asked; then the cap is reached and the rest waits
-    assert (first.offered, first.judged, judge_env.calls) == (5, 5, 5)
-    assert first.candidates > 5 and first.waiting == first.candidates - 5
-    assert f"daily cost cap $0.0025 reached (budget.max_usd_per_day; ${5 * CALL_USD:.4f} today): " \
+    # 4 calls spend $0.0024, and a 5th would cross $0.0025: it is not asked, and the rest waits
+    assert (first.offered, first.judged, judge_env.calls) == (4, 4, 4)
+    assert first.candidates > 4 and first.waiting == first.candidates - 4
+    assert f"daily cost cap $0.0025 reached (budget.max_usd_per_day; ${4 * CALL_USD:.4f} today): " \
            f"{first.waiting} candidate(s) wait" in first.line()
-    assert first.charged_usd == pytest.approx(5 * CALL_USD) == first.cost_usd
+    assert first.charged_usd == pytest.approx(4 * CALL_USD) == first.cost_usd
 
     second = alias(many)  # the same day: the day's spend, read from the recorded sessions, holds it
-    assert (second.offered, judge_env.calls) == (0, 5)
+    assert (second.offered, judge_env.calls) == (0, 4)
     assert "daily cost cap $0.0025 reached" in second.line()
 
     shift(many, 1)  # those sessions were yesterday
     third = alias(many)
-    assert (third.offered, judge_env.calls) == (5, 10)
+    assert (third.offered, judge_env.calls) == (4, 8)
     spend = status(many.root)["spend"]
-    assert spend["today_usd"] == pytest.approx(5 * CALL_USD)
-    assert spend["last_7_days_usd"] == pytest.approx(10 * CALL_USD)
-    assert spend["left_today_usd"] == 0.0  # the 5th call went over: a cap bounds what is offered, not a bill
+    assert spend["today_usd"] == pytest.approx(4 * CALL_USD)
+    assert spend["last_7_days_usd"] == pytest.approx(8 * CALL_USD)
+    assert spend["left_today_usd"] == pytest.approx(0.0025 - 4 * CALL_USD)
     assert spend["caps"] == {"session_usd": 5.0, "day_usd": 0.0025, "month_usd": 50.0}
 
 
 def test_the_monthly_cap_counts_every_session_of_the_calendar_month(many, judge_env):
     configure(many, "max_usd_per_day = 1.0\nmax_usd_per_month = 0.0025")
-    assert alias(many).judged == 5
+    assert alias(many).judged == 4
     held = alias(many)
     assert held.offered == 0 and "monthly cost cap $0.0025 reached (budget.max_usd_per_month; " in held.line()
     now = datetime.now(timezone.utc)
     shift(many, now.day + 1)  # into the month before: this month has spent nothing
-    assert alias(many).judged == 5
-    assert judge_env.calls == 10
+    assert alias(many).judged == 4
+    assert judge_env.calls == 8
 
 
 def test_review_and_status_json_show_spend_and_cost_per_resolution(many, judge_env):
@@ -127,7 +127,7 @@ def test_review_and_status_json_show_spend_and_cost_per_resolution(many, judge_e
     assert spend["per_pass"]["prune"]["usd_per_resolution"] is None
     # the first day of a corpus: its rate is that one day's, to the end of the month
     assert spend["month_projection_usd"] > spend["month_to_date_usd"] > 0
-    assert spend["complete"] is True
+    assert spend["complete"] is True and spend["usd_per_question"] == pytest.approx(CALL_USD)
 
     data = json.loads(CliRunner().invoke(cli, ["-q", "status", str(many.root), "--json"]).stdout)
     assert data["spend"]["today_usd"] == spend["today_usd"]
@@ -163,6 +163,7 @@ def test_spend_windows_projection_and_per_pass_figures(tmp_path):
     caps = Caps.for_session(store, parse_config({"budget": {"max_usd_per_day": 1.5, "max_usd_per_month": 9.0}}), now)
     assert (caps.today_before, caps.month_before) == (1.0, 7.0)
     assert caps.reached(0.4) is None
+    assert caps.reached(0.4, next_usd=0.2).startswith("daily cost cap $1.5 reached")  # the next one would cross it
     assert caps.reached(0.5).startswith("daily cost cap $1.5 reached")
     caps.day_usd = 100.0
     assert caps.reached(2.0).startswith("monthly cost cap $9 reached")
@@ -172,22 +173,22 @@ def test_spend_windows_projection_and_per_pass_figures(tmp_path):
 
 def test_deleting_the_db_does_not_reset_the_days_spend(many, judge_env):
     configure(many, "max_usd_per_day = 0.0025")
-    assert alias(many).judged == 5
+    assert alias(many).judged == 4
     (many.root / ".knomit" / "judge.db").unlink()
     rebuild(many.root)  # the sessions table is gone; the journalled verdicts carry what they cost
     spend = status(many.root)["spend"]
-    assert spend["today_usd"] == pytest.approx(5 * CALL_USD) and spend["complete"] is False
-    assert alias(many).offered == 0 and judge_env.calls == 5
+    assert spend["today_usd"] == pytest.approx(4 * CALL_USD) and spend["complete"] is False
+    assert alias(many).offered == 0 and judge_env.calls == 4
 
 
 def test_a_session_killed_mid_way_counts_what_its_verdicts_cost(many, judge_env):
     configure(many, "max_usd_per_day = 0.0025")
-    assert alias(many).judged == 5
+    assert alias(many).judged == 4
     store = Store.for_corpus(many.root)
     store.db.execute("UPDATE sessions SET ended_at = NULL")  # what a kill before end_session leaves
     store.db.conn.commit()
     store.close()
-    assert status(many.root)["spend"]["today_usd"] == pytest.approx(5 * CALL_USD)
+    assert status(many.root)["spend"]["today_usd"] == pytest.approx(4 * CALL_USD)
     assert alias(many).offered == 0
 
 
