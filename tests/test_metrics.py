@@ -222,3 +222,15 @@ def test_systemd_analyze_verifies_the_units(tmp_path):
                           capture_output=True, text=True)
     # verify exits 0 even on a line it ignores; any message at all is a fault in the units
     assert done.returncode == 0 and done.stdout == "" and done.stderr == "", done.stdout + done.stderr
+
+
+def test_a_session_that_aborts_still_writes_the_file_saying_so(many, judge_env, tmp_path):
+    prom = tmp_path / "k.prom"
+    write_config(many, JUDGE)
+    judge_env.responder = lambda req, n: status(401, message="invalid x-api-key")
+    result = CliRunner().invoke(cli, ["-q", "review", str(many.root), "--pass", "alias", "--metrics-file", str(prom)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    samples = parse(prom)
+    assert value(samples, "knomit_judge_pass_state", **{"pass": "alias", "state": "aborted"}) == 1
+    assert value(samples, "knomit_judge_pass_failed_sessions", **{"pass": "alias"}) == 1
+    assert not [k for k in samples if k[0] == "knomit_judge_pass_last_success_timestamp_seconds"]
