@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -23,20 +23,14 @@ from click.testing import CliRunner
 from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import copy_of, git, write_config
+from test_throttle import JUDGE as THROTTLE_JUDGE
 from messages_server import status
 
 from knomit_judge.cli import cli
 from knomit_judge.metrics import PASS_STATES, write_atomic
 
 REPO = Path(__file__).resolve().parent.parent
-JUDGE = """
-[judge]
-backoff_s = 0.0
-timeout_s = 20
-max_attempts = 1
-position_swap = false
-concurrency = 1
-"""
+JUDGE = THROTTLE_JUDGE + "concurrency = 1\n"  # one call per question, one at a time
 
 
 @pytest.fixture

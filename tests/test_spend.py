@@ -7,13 +7,13 @@ set by hand is when earlier sessions ran (their timestamps), which is what a day
 from __future__ import annotations
 
 import json
-import shutil
 from datetime import datetime, timedelta, timezone
 
 import pytest
 from click.testing import CliRunner
 
 from conftest import copy_of, write_config
+from test_throttle import JUDGE as THROTTLE_JUDGE
 from messages_server import DEFAULT_REPLY, text
 
 from knomit_judge.cli import cli
@@ -27,14 +27,7 @@ from knomit_judge.spend import Caps, summarise
 from knomit_judge.store import Store
 
 # One call per question, one at a time, no throttle: every question offered is one call of known cost.
-JUDGE = """
-[judge]
-backoff_s = 0.0
-timeout_s = 20
-max_attempts = 1
-position_swap = false
-concurrency = 1
-"""
+JUDGE = THROTTLE_JUDGE + "concurrency = 1\n"
 CALL_USD = (100 * 3.0 + 20 * 15.0) / 1e6  # the server's default usage at claude-sonnet-4-5's price
 
 
