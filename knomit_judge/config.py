@@ -9,6 +9,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .cron import cron_trigger
 from .errors import ConfigError
 
 CONFIG_FILE = "knomit-judge.toml"
@@ -220,7 +221,6 @@ def parse_config(data: dict) -> Config:
     if config.discovery.min_group > config.discovery.max_group:
         raise ConfigError("discovery.min_group: larger than discovery.max_group")
     if "cron" in data.get("schedule", {}):
-        from .daemon import cron_trigger  # only when set: the default is valid, and apscheduler costs an import
         cron_trigger(config.schedule.cron, key="schedule.cron")
     return config
 
