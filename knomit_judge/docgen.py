@@ -91,6 +91,11 @@ def _default(f: dataclasses.Field) -> str:
     return "required"
 
 
+def type_name(f: dataclasses.Field) -> str:
+    """config.py's annotations are strings (postponed); a dataclass made elsewhere may hold the type itself."""
+    return f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -99,7 +104,7 @@ def config_table(section: str, cls, whys: dict[str, str], prefix: str | None = N
     rows = ["| key | type | default | why |", "|---|---|---|---|"]
     for f in dataclasses.fields(cls):
         key = f"{prefix or section}.{f.name}"
-        rows.append(f"| `{f.name}` | {f.type} | {_default(f)} | {_cell(whys.get(key, MISSING_WHY))} |")
+        rows.append(f"| `{f.name}` | {type_name(f)} | {_default(f)} | {_cell(whys.get(key, MISSING_WHY))} |")
     return "\n".join(rows) + "\n"
 
 
