@@ -30,11 +30,27 @@ def test_readme_first_screen_shows_demo_and_test():
     assert "make demo" in first_screen and "make test" in first_screen
 
 
-def test_readme_is_short_and_its_links_resolve():
+def _anchors(page: Path) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"^```.*?^```", "", page.read_text(encoding="utf-8"), flags=re.M | re.S)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+            for h in re.findall(r"^#+ (.*)$", text, re.M)}
+
+
+def test_readme_is_short():
     assert len(README.splitlines()) <= 250
-    for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", README):
-        if "://" not in target:
-            assert (ROOT / target).exists(), target
+
+
+@pytest.mark.parametrize("page", [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))], ids=lambda p: p.name)
+def test_links_between_the_pages_resolve(page):
+    text = re.sub(r"^```.*?^```", "", page.read_text(encoding="utf-8"), flags=re.M | re.S)
+    for target, anchor in re.findall(r"\]\(([^)#\s]*)(?:#([^)\s]*))?\)", text):
+        if "://" in target:
+            continue
+        path = (page.parent / target) if target else page
+        assert path.exists(), f"{page.name}: {target}"
+        if anchor:
+            assert anchor in _anchors(path), f"{page.name}: {target}#{anchor}"
 
 
 def test_generated_docs_agree_with_the_code():
