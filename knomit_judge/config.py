@@ -268,7 +268,7 @@ mode = "sync"            # "batch": submit offered questions as one Message Batc
 [shortlist]
 k = 5                    # nearest neighbours per motif / fact
 
-[budget]                 # per pass; see the README for why these values
+[budget]                 # per pass; docs/configuration.md says why these values
 enabled = true           # false: no throttle (backfills, benchmarks); the line says unthrottled
 optimistic_cap = 20      # offers a session while a pass has no verdicts yet
 window = 20              # funded while one of the last `window` verdicts (whole sessions) resolved something
