@@ -96,14 +96,15 @@ def figures(root: Path, store, config: Config, judge: str = "anthropic", now: da
         charged = counts.get("charged_usd", counts.get("cost_usd"))
         passes[name] = {
             "state": counts.get("state"), "throttle": t.state,
-            **{k: counts.get(k, 0) for k in ("candidates", "offered", "judged", "resolved", "waiting")},
+            # a pass no session has run yet has no last session: its counts are None, not 0
+            **{k: counts.get(k, 0) if h else None for k in ("candidates", "offered", "judged", "resolved", "waiting")},
             "allowance": t.allowance,  # None: unlimited (the dollar caps still hold)
             "session_cost_usd": charged if h else None,
             "today_cost_usd": spend.per_pass[name]["today_usd"],
             "last_30_days_cost_usd": spend.per_pass[name]["last_30_days_usd"],
             "last_session_at": h["ended_at"] if h else None,
             "last_success_at": h["last_success_at"] if h else None,
-            "failed_sessions": h["failed_sessions"] if h else 0,
+            "failed_sessions": h["failed_sessions"] if h else None,
         }
     corpus = last[0]["corpus"] if last and last[0].get("corpus") else None
     return {"corpus": {"path": str(root), "state": corpus["state"] if corpus else None,
@@ -201,9 +202,8 @@ def render(fig: dict) -> str:
             [(_labels(corpus=corpus, **{"pass": n}, state=s), int(p["throttle"] == s))
              for n, p in passes.items() for s in sorted({*THROTTLE_STATES, p["throttle"]})])
     for name, help_text, key in _PASS_GAUGES:
-        rows = passes if key == "allowance" else ran  # the allowance is known before any session
-        samples = [(_labels(corpus=corpus, **{"pass": n}), p[key]) for n, p in rows.items()
-                   if key == "allowance" or p[key] is not None]
+        samples = [(_labels(corpus=corpus, **{"pass": n}), p[key]) for n, p in passes.items()
+                   if key == "allowance" or p[key] is not None]  # an allowance of None is +Inf: unlimited
         _family(out, name, help_text, samples)
     c = fig["corpus"]
     if c["state"] is not None:

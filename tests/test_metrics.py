@@ -27,7 +27,7 @@ from test_throttle import JUDGE as THROTTLE_JUDGE
 from messages_server import status
 
 from knomit_judge.cli import cli
-from knomit_judge.metrics import PASS_STATES, write_atomic
+from knomit_judge.metrics import _PASS_GAUGES, PASS_STATES, write_atomic
 
 REPO = Path(__file__).resolve().parent.parent
 JUDGE = THROTTLE_JUDGE + "concurrency = 1\n"  # one call per question, one at a time
@@ -111,6 +111,17 @@ def test_a_review_writes_a_metrics_file_the_prometheus_parser_reads_back(many, j
                       ("month_projection_usd", "knomit_judge_month_projection_cost_usd"),
                       ("day_cap_usd", "knomit_judge_day_cap_usd")):
         assert value(samples, name) == pytest.approx(m["spend"][key])
+    # every per-pass series of the file is the figure of the same name in status --json
+    for name, _, key in _PASS_GAUGES:
+        for pass_name, figs in m["passes"].items():
+            want = figs[key]
+            if isinstance(want, str):
+                want = datetime.fromisoformat(want).timestamp()
+            found = [v for (n, ls), v in samples.items() if n == name and dict(ls)["pass"] == pass_name]
+            if want is None and key != "allowance":
+                assert found == [], (name, pass_name)
+            else:
+                assert found == [math.inf if want is None else pytest.approx(want)], (name, pass_name)
     assert not list(prom.parent.glob(".*"))  # no temporary file left behind
 
     # a dry run writes nothing, the metrics file included
