@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import logging
@@ -420,6 +421,13 @@ def applied_commits(repo: git.Repo) -> dict[str, str]:
     return found
 
 
+def unwritable(path: Path, e: OSError) -> CorpusUnwritable:
+    """The error for a corpus a session cannot write to, saying what to do about it."""
+    why = "the corpus is on a read-only file system" if e.errno == errno.EROFS else e.strerror or str(e)
+    return CorpusUnwritable(f"cannot write {path}: {why}; a session needs to write the lock, the journal and "
+                            "the db (`review --dry-run` writes nothing)")
+
+
 class Lock:
     """One session per corpus: an flock on .git/knomit-judge.lock, released by the kernel on any death.
 
@@ -435,7 +443,10 @@ class Lock:
         self.stale: str | None = None  # the dead holder this session took over from, if any
 
     def __enter__(self):
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise unwritable(self.path, e) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
