@@ -168,8 +168,9 @@ class Applier:
                     try:
                         check(path, text)
                     except BadFact as e:
-                        raise DecisionRefused(path, f"the rewrite would not parse ({e.reason}); not applied",
-                                              e.line) from None
+                        # the line is the rewritten text's, not the file's as it stands: said in the reason
+                        at = f" at line {e.line} of the rewritten text" if e.line else ""
+                        raise DecisionRefused(path, f"the rewrite would not parse{at} ({e.reason})") from None
         # one record or several per file (a labels file imported at once is one commit)
         appends = {path: r if isinstance(r, list) else [r] for path, r in (appends or {}).items()}
         journals = list(dict.fromkeys([*extra_paths, *appends]))
