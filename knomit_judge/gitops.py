@@ -181,8 +181,10 @@ class Applier:
                 before[path] = _snapshot(self.root / path)
             except OSError as e:  # a directory where the fact was: nothing is touched yet
                 raise DecisionRefused(path, f"cannot read it ({e.strerror or e}): the decision is not applied") from None
+        # the modes too: a kill's rollback goes through `git checkout`, which gives files the umask's mode
+        modes = {path: mode for path, (_, mode) in before.items() if mode is not None}
         self._intend({"kind": "decision", "verdict": verdict_id, "trailer": trailer, "head": self._head(),
-                      "paths": list(writes), "journal": sizes})
+                      "paths": list(writes), "journal": sizes, "modes": modes})
         env = {"GIT_INDEX_FILE": str(self.index)}
         touched: list[str] = []
         doing = ""  # the path being written when an OSError comes: the one the problem names
@@ -329,6 +331,12 @@ class Applier:
         if restore:
             run_git(self.repo, "reset", "-q", "HEAD", "--", *restore)
             run_git(self.repo, "checkout", "HEAD", "--", *restore)
+            for path, mode in dict(intent.get("modes") or {}).items():
+                if path in restore and isinstance(mode, int):
+                    try:
+                        os.chmod(self.root / path, mode)
+                    except OSError:
+                        pass  # the content is back; a mode that cannot be set is not worth stopping recovery for
         for path in paths:
             if path not in in_head:  # a file the decision created
                 run_git(self.repo, "rm", "-q", "--cached", "--ignore-unmatch", "--", path)

@@ -129,6 +129,31 @@ def test_rewritten_files_keep_their_mode_and_new_ones_get_the_umasks(tmp_path, u
     assert reverted and {mode(repo.root / p) for p in reverted} == {0o640}
 
 
+def test_a_session_killed_mid_decision_is_rolled_back_with_the_modes_kept(tmp_path, umask_002):
+    """The kill is real: a pre-commit hook SIGKILLs the session (its pid is in the lock) as it commits."""
+    repo = locking_corpus(tmp_path)
+    carriers = ["facts/ops/f3.md", "facts/ops/f5.md"]
+    for path in carriers:
+        (repo.root / path).chmod(0o640)
+    before = {p: repo.read(p) for p in carriers}
+    hook = repo.root / ".git/hooks/pre-commit"
+    hook.write_text("#!/bin/sh\nkill -9 $(sed -n 's/^pid \\([0-9]*\\) .*/\\1/p' .git/knomit-judge.lock)\n"
+                    "sleep 5\nexit 1\n")
+    hook.chmod(0o755)
+    main = "import sys; sys.argv[0] = 'knomit-judge'; from knomit_judge.cli import main; main()"
+    done = subprocess.run([sys.executable, "-c", main, "-q", "review", str(repo.root), "--pass", "alias",
+                           "--judge", scripted(tmp_path, ALIAS)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, timeout=120)
+    assert done.returncode == -9, done.stderr
+    assert (repo.root / ".git/knomit-pending.json").exists() and repo.read(carriers[0]) != before[carriers[0]]
+    hook.unlink()
+
+    assert run("rebuild", repo.root).exit_code == 0  # the next start rolls the decision back with `git checkout`
+    assert {p: repo.read(p) for p in carriers} == before
+    assert {mode(repo.root / p) for p in carriers} == {0o640}
+    assert git(repo.root, "status", "--porcelain", "--", "facts") == ""  # the kept verdict waits in .knomit/
+
+
 # --- 3. a symlink loop is one problem ---------------------------------------------------------
 
 def test_a_symlink_loop_is_a_problem_for_that_path_and_the_rest_is_reviewed(tmp_path):
