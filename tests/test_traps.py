@@ -272,7 +272,7 @@ def test_a_read_only_file_system_is_exit_2_and_a_dry_run_still_works(corpus_repo
     root = corpus_repo.root
     assert run("rebuild", root).exit_code == 0  # the db exists, as on a corpus reviewed before
     digest = tree_digest(root)
-    main = f"import sys; sys.argv[0] = 'knomit-judge'; from knomit_judge.cli import main; main()"
+    main = "import sys; sys.argv[0] = 'knomit-judge'; from knomit_judge.cli import main; main()"
 
     def read_only(*args: str) -> subprocess.CompletedProcess:
         command = " ".join(["mount --bind \"$1\" \"$1\" && mount -o remount,ro,bind \"$1\" \"$1\" || exit 99;",
