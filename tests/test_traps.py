@@ -35,6 +35,11 @@ def run(*args):
     return CliRunner().invoke(cli, ["-q", *map(str, args)], catch_exceptions=False)
 
 
+# the real executable's entry point, in a child process (killed, or in a mount namespace of its own)
+CLI_MAIN = "import sys; sys.argv[0] = 'knomit-judge'; from knomit_judge.cli import main; main()"
+CHILD_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+
+
 def mode(path) -> int:
     return stat.S_IMODE(os.stat(path).st_mode)
 
@@ -140,10 +145,9 @@ def test_a_session_killed_mid_decision_is_rolled_back_with_the_modes_kept(tmp_pa
     hook.write_text("#!/bin/sh\nkill -9 $(sed -n 's/^pid \\([0-9]*\\) .*/\\1/p' .git/knomit-judge.lock)\n"
                     "sleep 5\nexit 1\n")
     hook.chmod(0o755)
-    main = "import sys; sys.argv[0] = 'knomit-judge'; from knomit_judge.cli import main; main()"
-    done = subprocess.run([sys.executable, "-c", main, "-q", "review", str(repo.root), "--pass", "alias",
-                           "--judge", scripted(tmp_path, ALIAS)], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, timeout=120)
+    done = subprocess.run([sys.executable, "-c", CLI_MAIN, "-q", "review", str(repo.root), "--pass", "alias",
+                           "--judge", scripted(tmp_path, ALIAS)], capture_output=True, text=True, env=CHILD_ENV,
+                          timeout=120)
     assert done.returncode == -9, done.stderr
     assert (repo.root / ".git/knomit-pending.json").exists() and repo.read(carriers[0]) != before[carriers[0]]
     hook.unlink()
@@ -272,13 +276,11 @@ def test_a_read_only_file_system_is_exit_2_and_a_dry_run_still_works(corpus_repo
     root = corpus_repo.root
     assert run("rebuild", root).exit_code == 0  # the db exists, as on a corpus reviewed before
     digest = tree_digest(root)
-    main = "import sys; sys.argv[0] = 'knomit-judge'; from knomit_judge.cli import main; main()"
-
     def read_only(*args: str) -> subprocess.CompletedProcess:
         command = " ".join(["mount --bind \"$1\" \"$1\" && mount -o remount,ro,bind \"$1\" \"$1\" || exit 99;",
                             "shift; exec \"$@\""])
-        return subprocess.run(["unshare", "-m", "sh", "-c", command, "sh", str(root), sys.executable, "-c", main,
-                               *args], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+        return subprocess.run(["unshare", "-m", "sh", "-c", command, "sh", str(root), sys.executable, "-c", CLI_MAIN,
+                               *args], capture_output=True, text=True, env=CHILD_ENV, timeout=120)
 
     probe = read_only("--help")
     if probe.returncode:
