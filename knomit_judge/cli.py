@@ -188,7 +188,7 @@ def rebuild(corpus):
 
     Example: rm ~/corpus/.knomit/judge.db && knomit-judge rebuild ~/corpus
     """
-    from .recovery import rebuild as run
+    from .rebuild import rebuild as run
     counts = run(corpus)
     click.echo("rebuilt: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
 

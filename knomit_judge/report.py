@@ -11,9 +11,13 @@ import re
 import git
 
 from .calibrate import latest, subject_text
+from .config import load_config
 from .errors import CannotWrite
 from .gitops import open_repo, run_git
+from .inbox import evidence_text, inbox
+from .labels import read_labels
 from .passes import JUDGED_PASSES
+from .precision import history, of_pass
 from .store import Store
 
 SESSIONS = 10
@@ -249,10 +253,6 @@ def _clip(text: str) -> str:
 
 def labels_sections(root: Path) -> str:
     """The inbox and each pass's precision history, as two sections of the page."""
-    from .config import load_config
-    from .inbox import evidence_text, inbox
-    from .labels import read_labels
-    from .precision import history, of_pass
     cfg = load_config(root).calibration
     box = inbox(root)
     labels = read_labels(root)

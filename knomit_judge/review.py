@@ -18,8 +18,9 @@ from .embeddings import Embedder
 from .errors import BadFact, DecisionRefused, KnomitError
 from .gitops import Applier, Decision, Lock, decision_trailers, dirty_paths, message, open_repo
 from .judge import Judge, ScriptedBackend, judge_kind, make_backend
-from .passes import JUDGED_PASSES, Candidate, Change, all_passes
+from .passes import JUDGED_PASSES, Candidate, Change
 from .passes.exact import DuplicateGroups, exact_change, exact_verdict
+from .passes.registry import all_passes
 from .precision import gate as precision_gate
 from .recovery import recover
 from .neighbours import Memory

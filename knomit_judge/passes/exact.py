@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..corpus import exact_key
 from ..survivors import fact_survivor, why_survives
 from ..verdicts import Verdict, group_fingerprint
-from . import Candidate, Change
+from .base import Candidate, Change
 from .prune import carried_body, retire
 
 PROMPT_ID = "exact@1"

@@ -11,7 +11,7 @@ from ..prompts import cut, load_prompt
 from ..shortlist import neighbour_pairs
 from ..survivors import fact_survivor, why_survives
 from ..verdicts import fingerprint, pair_fingerprint
-from . import Candidate, Change, one_sentence, reply_object
+from .base import Candidate, Change, one_sentence, reply_object
 
 
 def fact_text(fact) -> str:
