@@ -200,6 +200,11 @@ def _check(key: str, value, typ: type):
         return _check_list(key, value)
     if key in _CHOICES and value not in _CHOICES[key]:
         raise ConfigError(f"{key}: {value!r} is not one of {', '.join(map(repr, _CHOICES[key]))}")
+    if key == "judge.model" and not value.strip():
+        raise ConfigError(f"{key}: must name a model, got {value!r}")
+    # a negative price makes every estimate negative, and a cost cap then never stops a session
+    if key.startswith("prices.") and typ is float and value < 0:
+        raise ConfigError(f"{key}: {value!r} must not be negative (USD per million tokens)")
     lo, hi = _BOUNDS.get(key, (None, None))
     if (lo is not None and value < lo) or (hi is not None and value > hi):
         raise ConfigError(f"{key}: {value!r} is out of range ({lo} to {hi if hi is not None else 'any'})")
