@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -201,6 +202,11 @@ def perfect_replies(truth: dict, path: Path) -> str:
 
 def sessions(root: Path, truth: dict, judge: str, count: int = SESSIONS) -> dict:
     """`count` alias sessions with the default config: groups unified, questions asked, merges."""
+    if not (root / ".git").exists():  # everything committed first: decisions are applied only on a clean tree
+        git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@localhost", "-c", "commit.gpgsign=false",
+               "-C", str(root)]
+        for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "--no-verify", "-m", "the sample"]):
+            subprocess.run(git + args, check=True, stdout=subprocess.DEVNULL)
     init_corpus(root)
     asked, lines = 0, []
     for _ in range(count):
