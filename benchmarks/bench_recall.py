@@ -175,8 +175,9 @@ SESSIONS = 3
 
 
 def shared_data() -> Path | None:
-    """../shared/data beside the repository (or beside the worktrees' folder), or None."""
-    for base in (ROOT.parent, ROOT.parent.parent):
+    """../shared/data beside the repository (or beside the worktrees' folder, or $KNOMIT_SHARED/data), or None."""
+    for base in ([Path(os.environ["KNOMIT_SHARED"]).parent] if os.environ.get("KNOMIT_SHARED") else []) + \
+            [ROOT.parent, ROOT.parent.parent]:
         if (base / "shared" / "data" / SAMPLE).is_file():
             return base / "shared" / "data"
     return None
