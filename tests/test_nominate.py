@@ -297,3 +297,20 @@ def test_shared_carriers_are_left_out_of_content(tmp_path):
         assert content.similarity(1, 2) < 0.5
     finally:
         store.close()
+
+
+def test_the_generated_motif_shape_is_knomits(tmp_path):
+    """gen_corpus.py --shape motifs: single carriers, paraphrases sharing no word, look-alike families, facets."""
+    from gen_corpus import generate_motifs
+
+    truth = generate_motifs(60, 0, tmp_path / "corpus", git=False)
+    corpus = load_corpus(tmp_path / "corpus")
+    for group in truth["alias_groups"]:
+        for a, b in itertools.combinations(group, 2):
+            assert not set(parse(a).words) & set(parse(b).words), (a, b)
+            assert not set(corpus.carriers[a]) & set(corpus.carriers[b]), (a, b)
+    single = sum(len(c) == 1 for c in corpus.carriers.values())
+    assert single == len(corpus.carriers)
+    facets = [t for t in truth["traps"] if set(corpus.carriers[t[0]]) == set(corpus.carriers[t[1]])]
+    families = [t for t in truth["traps"] if set(parse(t[0]).words) & set(parse(t[1]).words)]
+    assert facets and len(families) >= 9
