@@ -249,10 +249,12 @@ def test_carriers_that_say_the_same_thing_nominate_a_paraphrase_sharing_no_word(
     # their carriers say different things, and the words they share are the family's: both weigh little
     assert all(pair.signals["content"] > n.signals["content"] for n in looks), (pair.signals, [n.signals for n in looks])
     assert all(pair.score > n.score for n in looks), (pair.score, [(n.a, n.b, n.score) for n in looks])
-    # a facet pair shares its only carrier: no content evidence at all, and ranked below the paraphrase
+    # a facet pair shares its only carrier: no content evidence at all (counting the shared fact would have
+    # made content 1.0), so co-tagging lowers the rank through content
     facet = by_pair[frozenset(("runs-capped-per-window", "overflow-dropped-not-queued"))]
     assert facet.signals["content"] == 0.0 and facet.overlap == 1.0
-    assert facet.score < pair.score
+    assert facet.score < score({**facet.signals, "content": 1.0}, facet.overlap, False)
+    assert facet.signals["carriers"] > pair.signals["carriers"]  # one fact's titles on both sides look identical
 
 
 def test_words_a_template_family_shares_weigh_little(tmp_path):
