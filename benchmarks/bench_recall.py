@@ -17,7 +17,8 @@ absent), against our labels in benchmarks/data/knomit-kb-motif-labels.json; and 
 motifs for seeds. For each: per signal and combined, recall at k, the rank of every true pair, the median
 rank as a share of the candidates, true pairs among the first 20 offers; then 3 review sessions with the
 default config and a perfect scripted judge (`same` for the pairs of a labelled group, the default
-otherwise): groups unified and questions asked per unified group.
+otherwise): groups unified and questions asked per unified group. The `words` signal only ranks pairs
+other signals nominated, so its own list is empty.
 Targets (issue 23, real sample): >= 85% of true pairs shortlisted, median true pair in the first 2% of
 candidates, >= 80% of groups unified in 3 sessions at <= 15 questions per unified group.
 
