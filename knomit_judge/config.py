@@ -61,7 +61,7 @@ class BudgetConfig:
 class DiscoveryConfig:
     confidence: float = 0.4
     min_group: int = 3
-    max_group: int = 8  # real syntheses distil 2..9 facts; 8 holds 3 of most of them (docs: discovery groups)
+    max_group: int = 8  # real syntheses distil 2..9 facts; 8 holds 3 of most of them (docs/judges.md)
     group_similarity: float = 0.4  # a fact's neighbours at least this close join its group (a floor, not a bar)
     match_similarity: float = 0.85  # a proposed fact this close to an existing one is linked to it
 
