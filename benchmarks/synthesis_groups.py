@@ -18,13 +18,13 @@ The bundle is read in place and extracted to a temporary directory; nothing of i
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import subprocess
 import sys
 import tarfile
 import tempfile
-import io
 import time
 from pathlib import Path
 from types import SimpleNamespace
