@@ -43,14 +43,10 @@ class Memory:
         width = min(k, len(keys) - 1)
         digest = hashlib.blake2b(b"".join(keys), digest_size=16).hexdigest()
         stored = self.store.neighbour_sets(depth)
-        same = next((s["id"] for s in stored if s["digest"] == digest), None)
-        if same is None:
-            # The same rows searched deeper (prune's 2 x 5 holds discovery's 7): its first k columns are
-            # the k best in the canonical order, so no second search of one session's vectors.
-            same = self.store.deeper_neighbour_set(digest, k)
+        same = next((s for s in stored if s["digest"] == digest), None)
         if same is not None:
-            _, idx, sims = self.store.neighbour_set(same)
-            self.store.touch_neighbour_set(same)
+            _, idx, sims = self.store.neighbour_set(same["id"])
+            self.store.touch_neighbour_set(same["id"])
             self.last = {"kind": "stored", "rows": len(keys), "searched": 0, "merged": 0}
             return idx[:, :width].copy(), sims[:, :width].copy()
         base, old = self._closest(stored, keys)

@@ -179,12 +179,6 @@ class Store:
         return [dict(id=r[0], rows=r[1], digest=r[2]) for r in self.db.execute(
             "SELECT id, rows, digest FROM neighbour_sets WHERE k = ? ORDER BY used_at DESC, id DESC", [k])]
 
-    def deeper_neighbour_set(self, digest: str, k: int) -> int | None:
-        """A stored search of exactly these rows (by digest) at least k deep, the shallowest; None if there is none."""
-        row = self.db.execute("SELECT id FROM neighbour_sets WHERE digest = ? AND k >= ? "
-                              "ORDER BY k, used_at DESC, id DESC LIMIT 1", [digest, k]).fetchone()
-        return row[0] if row else None
-
     def neighbour_keys(self, set_id: int) -> list[bytes]:
         blob = self.db.execute("SELECT keys FROM neighbour_sets WHERE id = ?", [set_id]).fetchone()[0]
         return [blob[i:i + 16] for i in range(0, len(blob), 16)]

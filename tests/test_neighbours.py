@@ -128,24 +128,6 @@ def test_lists_are_kept_per_vector_set_and_rebuilt_when_emptied(tmp_path):
     store.close()
 
 
-def test_a_shallower_ask_of_the_same_rows_reads_a_deeper_stored_search(tmp_path):
-    """Prune's search (k=5, stored 10 deep) answers discovery's 7 nearest: one search per session's vectors."""
-    rng = np.random.default_rng(3)
-    a = unit_rows(rng, 300)
-    store = Store(tmp_path / "judge.db")
-    with shortlist.remembered(Memory(store)) as memory:
-        top_k(a, 5)
-        assert memory.last["kind"] == "full"
-        idx, sims = top_k(a, 7)
-        assert memory.last["kind"] == "stored"
-        deeper = top_k(a, 11)  # deeper than anything stored: searched
-        assert memory.last["kind"] == "full"
-    want_idx, want_sims = full(a, 7)
-    assert (idx == want_idx).all() and (sims == want_sims).all() and (deeper[0][:, :7] == want_idx).all()
-    assert store.db["neighbour_sets"].count == 2
-    store.close()
-
-
 def test_sessions_keep_the_lists_and_rebuild_recomputes_them(corpus_repo, tmp_path):
     from conftest import scripted
 
