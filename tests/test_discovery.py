@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 
 from conftest import FAST, fact_text, git, make_repo, scripted, write_config
 from test_prune import assert_four_trailers, responder
 
-from knomit_judge.corpus import fact_paths, parse_fact
-from knomit_judge.passes.discovery import distinct, spread
+from knomit_judge.config import Config
+from knomit_judge.corpus import fact_paths, load_corpus, parse_fact
+from knomit_judge.embeddings import Embedder
+from knomit_judge.neighbours import Memory
+from knomit_judge.passes.discovery import DiscoveryPass, distinct, spread
+from knomit_judge.passes.prune import PrunePass
+from knomit_judge.shortlist import remembered
+from knomit_judge.store import Store
 from knomit_judge.review import ReviewOptions, review
 
 G1, G2, G3 = "facts/delivery/gate.md", "facts/delivery/metrics.md", "facts/delivery/rollback.md"
@@ -183,3 +190,20 @@ def test_offers_spread_over_the_corpus_before_repeating_an_area():
     # the second offer is the other area (0.5 x all new beats 0.88 x a quarter new), then back to the cluster
     assert order == [[0, 1, 2, 3], [10, 11, 12], [0, 1, 2, 4], [0, 1, 3, 4]]
     assert spread([]) == [] and spread(elsewhere) == elsewhere
+
+
+def test_prune_and_discovery_search_the_fact_vectors_once(tmp_path):
+    """Discovery asks 7 nearest, prune 5: prune searches 7 deep and keeps 5, so a session stores one search."""
+    facts = {**RETRY, **{f"facts/misc/{i}.md": (f"Fact number {i} about {topic}", f"Something true of {topic}.")
+                         for i, topic in enumerate(["lighthouses", "violins", "glaciers", "chess openings",
+                                                    "bee colonies", "printing presses"])}}
+    repo = make_repo(tmp_path / "corpus", {p: fact_text(t, [], 0.5, [f"s{i}"], b)
+                                           for i, (p, (t, b)) in enumerate(facts.items())})
+    store = Store(tmp_path / "judge.db")
+    ctx = SimpleNamespace(corpus=load_corpus(repo.root), embedder=Embedder(store), config=Config())
+    with remembered(Memory(store)):
+        PrunePass().candidates(ctx)
+        groups = DiscoveryPass().groups(ctx)
+    assert store.db["neighbour_sets"].count == 1
+    assert sorted(p for p in RETRY if p.startswith("facts/retries/")) in [[f.path for f in g] for g, _ in groups]
+    store.close()
