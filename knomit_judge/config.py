@@ -125,6 +125,9 @@ class Config:
         return self.prices[best] if best else None
 
 
+# Keys still accepted so that older files load, no longer read (DEFAULT_TOML leaves them out).
+RETIRED = {"budget.window", "budget.patience", "budget.unproven_allowance"}
+
 _TYPES = {"bool": bool, "int": int, "float": float, "str": str, "list[str]": list}
 _SECTION_TYPES = {
     "judge": JudgeConfig,

@@ -416,7 +416,7 @@ async def judge_all(p, offer: list[Candidate], ctx: Context, r: PassResult, paid
                 break
             # paid questions were charged when their batch was submitted; the rest take one from the balance,
             # waiting while questions in flight may still resolve something and deposit more
-            if c.fingerprint not in paid and not await allowance.take():
+            if c.fingerprint not in paid and not await allowance.take(c.fingerprint):
                 break
             await queue.put(c)
         # Not in a `finally`: once cancelled the workers are gone, and a put into a full queue never returns.
@@ -430,7 +430,7 @@ async def judge_all(p, offer: list[Candidate], ctx: Context, r: PassResult, paid
             if reason := hold(c):
                 held.append(reason)
                 if budgeted:
-                    allowance.settle(asked=False)
+                    allowance.settle(c.fingerprint, asked=False)
                 continue
             r.offered += 1
             resolved = False
@@ -462,7 +462,7 @@ async def judge_all(p, offer: list[Candidate], ctx: Context, r: PassResult, paid
                                               out.error, ctx.session)
             finally:  # the balance moves as each verdict comes back, not at the session's end
                 if budgeted:
-                    allowance.settle(asked=True, resolved=resolved)
+                    allowance.settle(c.fingerprint, asked=True, resolved=resolved)
                 elif resolved:
                     allowance.deposit(1)
 

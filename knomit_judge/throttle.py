@@ -123,9 +123,10 @@ class Allowance:
     def __init__(self, t: ThrottleState, per_resolution: int):
         self.t, self.per_resolution = t, per_resolution
         self.in_flight = 0
+        self.probe: str | None = None  # the fingerprint the probe was spent on
         self._settled = asyncio.Event()
 
-    async def take(self) -> bool:
+    async def take(self, fingerprint: str) -> bool:
         """Reserve one question; False once the balance is spent and nothing in flight can refill it."""
         while self.t.allowance is not None and self.t.allowance <= 0:
             if not self.in_flight:
@@ -134,14 +135,23 @@ class Allowance:
             await self._settled.wait()
         if self.t.allowance is not None:
             self.t.allowance -= 1
+        if self.t.probe and self.probe is None:
+            self.probe = fingerprint
         self.in_flight += 1
         return True
 
-    def settle(self, asked: bool, resolved: bool = False) -> None:
-        """A reserved question is done: given back if it was never asked; a resolution deposits."""
+    def settle(self, fingerprint: str, asked: bool, resolved: bool = False) -> None:
+        """A reserved question is done: given back if it was never asked; a resolution deposits.
+
+        The probe is asked at a balance of zero, which the derived balance does not take below zero: a
+        probe that resolved leaves questions_per_resolution - 1, as the verdicts will say next session.
+        """
         self.in_flight -= 1
         if self.t.allowance is not None:
-            self.t.allowance += (not asked) + self.per_resolution * resolved
+            probe = fingerprint == self.probe
+            self.t.allowance += (not asked) + (self.per_resolution - probe) * resolved
+            if probe and not asked:
+                self.probe = None  # not spent: the grant goes to the next question
         self._settled.set()
 
     def deposit(self, resolutions: int) -> None:

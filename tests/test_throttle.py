@@ -139,7 +139,7 @@ def test_resolving_probe_refunds_the_pass(tmp_path, judge_env):
     judge_env.script([text(json.dumps(SAME))])  # the probe: yes; every later question: no
     result, spent = session(repo, judge_env)
     alias = result.passes["alias"]
-    # the probe's resolution deposits 3 at once: the session asks on with 3 - 1 = 2 more questions
+    # the probe's resolution deposits 3 at once (less the probe itself): the session asks on, 2 more questions
     assert spent == 3 and alias.throttle == "defunded (probe)" and alias.resolved == alias.applied == 1
     assert any(s.startswith("alias: merge motif ") for s in repo.log())
     # 3 deposited, 3 asked: back at 0. The balance is derived from the verdicts, so valuing a resolution
