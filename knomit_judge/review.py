@@ -377,6 +377,9 @@ def note_skipped(p, ctx: Context, r: PassResult, fingerprints: list[str], refuse
 def finish_pass(p, ctx: Context, r: PassResult, t) -> None:
     """Name the pass's state, take its spend from the ledger, and record the throttle's session."""
     r.settle(held=r.waiting > 0, dry_run=ctx.options.dry_run)
+    if r.waiting and r.state == "worked" and t.allowance is not None and t.allowance <= 0 and \
+            not any("wait" in n for n in r.notes):
+        r.notes.append(f"balance spent: {r.waiting} candidate(s) wait until resolutions refill it")
     ledger = ctx._judge.ledgers.get(p.name) if ctx._judge else None
     if ledger:
         r.judge_calls, r.attempts, r.cost_usd = ledger.calls, ledger.attempts, ledger.cost_usd
