@@ -316,6 +316,8 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
     seen.update(fps)
     r.candidates = len(seen)  # distinct questions met this session, over all rounds
     if first:
+        if t.state == "defunded" and not t.probe and waiting and waiting[0].fresh:
+            t.probe_fresh()  # a new duplicate is asked while it is new, not probe_every sessions later
         # answered, or refused earlier (with a note); questions in a running batch count as batched instead
         r.cached = len(fps) - len(waiting) - sum(fp in busy for fp in fps)
         r.throttle = t.state + (" (probe)" if t.probe else "")
@@ -344,9 +346,10 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
 
 def fresh_names(p, ctx: Context) -> set[str]:
     """The facts (or, for alias, the spellings they carry) whose content changed since the pass's last session."""
-    if ctx.index is None:
+    since = ctx.store.last_session_start(p.name, ctx.kind) if ctx.index is not None else None
+    if since is None:  # a first session (or a db rebuilt without its history): nothing to be fresher than
         return set()
-    paths = ctx.index.changed_since(ctx.store.last_session_start(p.name, ctx.kind))
+    paths = ctx.index.changed_since(since)
     if getattr(p, "about", "facts") != "spellings":
         return paths
     return {m for path in paths if (f := ctx.corpus.facts.get(path)) is not None and f.active for m in f.motifs}

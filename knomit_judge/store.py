@@ -341,10 +341,8 @@ class FileIndex:
                                        content_id=fact.content_id, record=json.dumps(record, ensure_ascii=False),
                                        changed_at=changed)
 
-    def changed_since(self, since: str | None) -> set[str]:
-        """Paths whose content changed after `since` (a UTC timestamp; None: every path), saved or pending."""
-        if since is None:
-            return {r[0] for r in self.db.execute("SELECT path FROM files")} | set(self.pending)
+    def changed_since(self, since: str) -> set[str]:
+        """Paths whose content changed after `since` (a UTC timestamp), saved or pending."""
         return {r[0] for r in self.db.execute("SELECT path FROM files WHERE changed_at > ?", [since])} | \
             {path for path, row in self.pending.items() if row["changed_at"] and row["changed_at"] > since}
 

@@ -12,7 +12,8 @@ The states name where the balance stands:
 - optimistic: no verdict yet; the balance is the opening cap.
 - unproven: verdicts, none resolved, and what is left of the opening cap is above zero.
 - funded: the balance is above zero and holds deposits (a verdict of the pass resolved something).
-- defunded: the balance is zero; only the probe, every `probe_every` sessions.
+- defunded: the balance is zero; only the probe: every `probe_every` sessions, and in any session where
+  a fact or spelling its questions touch changed since its last session (then on the best fresh question).
 """
 
 from __future__ import annotations
@@ -35,6 +36,15 @@ class ThrottleState:
 
     def __post_init__(self):
         self.granted = self.allowance  # what the session started with; `allowance` moves as it asks
+
+    def probe_fresh(self) -> None:
+        """Make this defunded session a probe: facts its questions touch changed since its last session.
+
+        A duplicate a writer adds is then asked in the session that first sees it, one question a pass,
+        while an unchanged corpus still waits `probe_every` sessions between probes.
+        """
+        self.probe, self.allowance, self.granted, self.next_probe_in = True, 1, 1, None
+        self.why += "; facts changed since its last session: it probes the best fresh question"
 
     @property
     def probe_in(self) -> int | None:
