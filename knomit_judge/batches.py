@@ -1,8 +1,8 @@
 """Message Batches: a session's offered questions bought at the batch price, collected by a later session.
 
 `review --batch` (or `[judge] mode = "batch"`) gathers the requests its offered questions need now (each
-sample of the first order, and of the second for questions in the swap sample) and submits them as one Message Batch after its rounds, storing the batch id and
-its requests in the db before it returns. Every later session (batch mode or not, and the daemon)
+sample of the first order, and of the second for questions in the swap sample) and submits them as
+one Message Batch after its rounds, storing the batch id and its requests in the db before it returns. Every later session (batch mode or not, and the daemon)
 first collects finished batches: each result goes where a synchronous reply would (parsed, into the
 reply cache, then judged, journalled and applied as usual), so the decisions land in that session.
 A batch still running is reported and its questions are never asked again meanwhile. A collected

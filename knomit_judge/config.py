@@ -141,7 +141,8 @@ _SECTION_TYPES = {
 # Values that must be positive (or within 0..1) to make sense; checked after types.
 _BOUNDS = {
     "judge.concurrency": (1, None), "judge.timeout_s": (0.001, None), "judge.max_attempts": (1, None),
-    "judge.samples": (1, None), "judge.min_agreement": (0, 1), "judge.swap_sample": (0, 1), "judge.max_cost_usd": (0, None),
+    "judge.samples": (1, None), "judge.min_agreement": (0, 1), "judge.swap_sample": (0, 1),
+    "judge.max_cost_usd": (0, None),
     "judge.max_tokens": (1, None), "judge.backoff_s": (0, None), "judge.backoff_max_s": (0, None),
     "judge.max_evidence_chars": (200, None),
     # optimistic_cap and unproven_allowance of 0 would latch a pass off: no offers, so never the verdicts

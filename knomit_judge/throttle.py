@@ -105,8 +105,8 @@ def assess(store, pass_name: str, cfg: BudgetConfig, judge: str | None = None) -
     b = balance(store, pass_name, cfg, judge)
     held = f", {b.reserved} in a running batch" if b.reserved else ""
     if b.questions == 0 and not b.reserved:
-        return ThrottleState("optimistic", b.balance, False,
-                             f"no verdicts yet: a balance of {b.balance} questions (the opening cap)", balance=b.balance)
+        why = f"no verdicts yet: a balance of {b.balance} questions (the opening cap)"
+        return ThrottleState("optimistic", b.balance, False, why, balance=b.balance)
     if b.balance > 0:
         state = "funded" if b.resolved else "unproven"
         why = (f"balance {b.balance} questions: {b.questions} asked, {b.resolved} resolved "

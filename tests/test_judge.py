@@ -292,7 +292,8 @@ def test_the_swap_sample_asks_default_first_questions_in_both_orders_and_measure
     before = judge_env.calls
     review(again.root, ReviewOptions(passes=("alias",)))
     assert judge_env.calls - before == r.judge_calls
-    assert sorted((v.fingerprint, v.orders) for v in stored(again)) == sorted((v.fingerprint, v.orders) for v in verdicts)
+    orders = sorted((v.fingerprint, v.orders) for v in verdicts)
+    assert sorted((v.fingerprint, v.orders) for v in stored(again)) == orders
 
 
 # -- reply cache ---------------------------------------------------------------------------------

@@ -29,7 +29,8 @@ DIFFERENT = json.dumps({"same": False, "mechanism": ""})
 TOPICS = ["queue growth amplifies latency", "retry storms overload the backend", "a cache stampede on expiry",
           "a breaker latches open", "backpressure stalls the producer", "a leader election flaps"]
 # swap_sample = 1: every question asked in both orders, so a kill can land between a question's two replies
-CONFIG = "[judge]\nbackoff_s = 0.0\nconcurrency = 2\nswap_sample = 1.0\n\n[shortlist]\nk = 2\n\n[budget]\nenabled = false\n"
+CONFIG = ("[judge]\nbackoff_s = 0.0\nconcurrency = 2\nswap_sample = 1.0\n\n"
+          "[shortlist]\nk = 2\n\n[budget]\nenabled = false\n")
 
 
 @pytest.fixture

@@ -63,7 +63,8 @@ def test_status_shows_lines_throttle_and_sessions_without_a_call_or_a_write(tmp_
     assert any(line.startswith("  alias: defunded (next probe in 2 sessions) - candidates ") for line in out)
     assert any(line.startswith("  exact: nothing-qualified - ") for line in out)
     throttle = out[out.index("throttle for the next session:") + 1:][:3]
-    assert throttle[0].startswith("  alias: defunded (next probe in 2 sessions) - balance 0: 2 asked, 0 resolved x 20, ")
+    assert throttle[0].startswith("  alias: defunded (next probe in 2 sessions) - balance 0: 2 asked, "
+                                  "0 resolved x 20, ")
     assert throttle[1].startswith("  prune: optimistic - no verdicts yet")
     assert throttle[2].startswith("  discovery: optimistic - no verdicts yet")
     table = out[out.index("last 2 session(s), newest first:") + 2:]
@@ -75,7 +76,8 @@ def test_status_shows_lines_throttle_and_sessions_without_a_call_or_a_write(tmp_
     assert data["last_session"]["id"] == last.session
     assert data["last_session"]["passes"]["alias"]["state"] == "defunded"
     assert data["throttle"]["alias"]["state"] == "defunded" and data["throttle"]["alias"]["next_probe_in"] == 2
-    assert data["throttle"]["alias"]["why"].startswith("balance 0: 2 asked") and data["throttle"]["alias"]["balance"] == 0
+    assert data["throttle"]["alias"]["why"].startswith("balance 0: 2 asked")
+    assert data["throttle"]["alias"]["balance"] == 0
     assert [s["id"] for s in data["sessions"]][0] == last.session and len(data["sessions"]) == 2
     assert len(json.loads(status_cli(repo.root, "--json", "--sessions", "1"))["sessions"]) == 1
 
