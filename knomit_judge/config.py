@@ -9,6 +9,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .cron import cron_trigger
 from .errors import ConfigError
 
 CONFIG_FILE = "knomit-judge.toml"
@@ -52,7 +53,7 @@ class BudgetConfig:
     enabled: bool = True
     optimistic_cap: int = 20
     probe_every: int = 5
-    questions_per_resolution: int = 20
+    questions_per_resolution: int = 10
     # Read before the balance replaced them (docs/budget): still accepted, so older files load; unused.
     window: int = 20
     patience: int = 8
@@ -186,6 +187,11 @@ def _check(key: str, value, typ: type):
         return _check_list(key, value)
     if key in _CHOICES and value not in _CHOICES[key]:
         raise ConfigError(f"{key}: {value!r} is not one of {', '.join(map(repr, _CHOICES[key]))}")
+    if key == "judge.model" and not value.strip():
+        raise ConfigError(f"{key}: must name a model, got {value!r}")
+    # a negative price makes every estimate negative, and a cost cap then never stops a session
+    if key.startswith("prices.") and typ is float and value < 0:
+        raise ConfigError(f"{key}: {value!r} must not be negative (USD per million tokens)")
     lo, hi = _BOUNDS.get(key, (None, None))
     if (lo is not None and value < lo) or (hi is not None and value > hi):
         raise ConfigError(f"{key}: {value!r} is out of range ({lo} to {hi if hi is not None else 'any'})")
@@ -229,7 +235,6 @@ def parse_config(data: dict) -> Config:
     if config.discovery.min_group > config.discovery.max_group:
         raise ConfigError("discovery.min_group: larger than discovery.max_group")
     if "cron" in data.get("schedule", {}):
-        from .daemon import cron_trigger  # only when set: the default is valid, and apscheduler costs an import
         cron_trigger(config.schedule.cron, key="schedule.cron")
     return config
 
@@ -278,10 +283,10 @@ mode = "sync"            # "batch": submit offered questions as one Message Batc
 [shortlist]
 k = 5                    # nearest neighbours per motif / fact
 
-[budget]                 # per pass: a balance of questions; see the README for why these values
+[budget]                 # per pass: a balance of questions; docs/configuration.md says why these values
 enabled = true           # false: no throttle (backfills, benchmarks); the line says unthrottled
 optimistic_cap = 20      # the balance a pass opens with, before any verdict
-questions_per_resolution = 20  # what one resolved decision is worth to you, in questions: each deposits this
+questions_per_resolution = 10  # what one resolved decision is worth to you, in questions: each deposits this
 probe_every = 5          # a defunded pass (balance 0) still asks one question every `probe_every` sessions
 
 [discovery]

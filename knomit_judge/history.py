@@ -9,7 +9,8 @@ from . import precision
 from .config import load_config
 from .corpus import CorpusReport
 from .gitops import open_repo
-from .passes import JUDGED_PASSES, all_passes
+from .passes import JUDGED_PASSES
+from .passes.registry import all_passes
 from .status import PassResult
 from .store import Store
 from .throttle import ThrottleState, assess
