@@ -53,7 +53,6 @@ class Batches:
     gathered: dict[str, BatchRequest] = field(default_factory=dict)
     gathered_fps: dict[str, set] = field(default_factory=dict)
     collected: dict[str, set] = field(default_factory=dict)  # pass -> fingerprints with results this session
-    offered_paid: dict[str, int] = field(default_factory=dict)
     estimated_usd: float = 0.0  # what the gathered requests should cost, for judge.max_cost_usd
     reports: list[dict] = field(default_factory=list)  # {"id", "requests", "status"} for the session's output
 
@@ -86,12 +85,7 @@ class Batches:
         """
         paid = self.collected.get(pass_name, set()) & fingerprints
         self.collected[pass_name] = self.collected.get(pass_name, set()) - paid
-        self.offered_paid[pass_name] = self.offered_paid.get(pass_name, 0) + len(paid)
         return paid
-
-    def paid_offers(self, pass_name: str) -> int:
-        """How many of this pass's offers this session were paid-for batch results (not counted by the budget)."""
-        return self.offered_paid.get(pass_name, 0)
 
     # -- collecting -----------------------------------------------------------------------------------
     async def collect(self, judge, passes: dict) -> None:
