@@ -3,7 +3,7 @@
 The ONNX files are made from the shipped model on first use (exported with torch, attention and
 layer norms fused, and for `onnx-int8` the weights of every matrix product dynamically quantised
 per channel); nothing is downloaded. They are cached per model file and library versions under
-cache_dir(), never in the corpus. Vectors differ by backend (fp32 ONNX in the last digits, int8 by
+cache_dir() (export_tag), never in the corpus. Vectors differ by backend (fp32 ONNX in the last digits, int8 by
 about 1%), so each backend has its own embedding cache key. Any failure to load ONNX Runtime or to
 export falls back to PyTorch, with a warning.
 
@@ -100,9 +100,43 @@ def wanted_backend() -> str:
     return name
 
 
+@functools.cache
 def cache_key(backend: str) -> str:
-    """The embedding cache's model column: model, backend and how texts are run (VECTORS_VERSION)."""
-    return f"{MODEL_NAME}+{backend}/v{VECTORS_VERSION}"
+    """The embedding cache's model column: the model, the backend, how texts are run, and what runs them.
+
+    A vector's bits depend on the weights, the tokenizer and the kernels, so the versions of the
+    libraries that make and run the model are in the key: after an upgrade, texts are embedded again
+    rather than mixing vectors a rebuild would not reproduce.
+    """
+    made = export_tag() if backend != "torch" else \
+        f"{weights_tag()}:{_versions('torch', 'transformers', 'sentence-transformers')}"
+    tag = hashlib.sha256(f"{made}:{_versions('tokenizers')}".encode()).hexdigest()[:8]
+    return f"{MODEL_NAME}+{backend}/v{VECTORS_VERSION}-{tag}"
+
+
+def _versions(*names: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version  # a look-up, not an import of the library
+
+    out = []
+    for name in names:
+        try:
+            out.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            out.append(f"{name} -")
+    return ", ".join(out)
+
+
+@functools.cache
+def weights_tag() -> str:
+    st = (model_path() / "model.safetensors").stat()
+    return f"{st.st_size}:{st.st_mtime_ns}"
+
+
+@functools.cache
+def export_tag() -> str:
+    """Names one export: the recipe, the weights, the libraries that export it and ONNX Runtime, which runs it."""
+    text = f"{EXPORT_VERSION}:{weights_tag()}:{_versions('onnxruntime', 'onnx', 'torch', 'transformers')}"
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def load_encoder(backend: str | None = None):
@@ -182,14 +216,11 @@ def cache_dir() -> Path:
 
 def exported(backend: str) -> Path:
     """The ONNX file for `backend`, exported from the shipped model once (atomically) and then reused."""
-    ort = onnxruntime()
-    weights = model_path() / "model.safetensors"
-    st = weights.stat()
-    tag = hashlib.sha256(f"{EXPORT_VERSION}:{st.st_size}:{st.st_mtime_ns}:{ort.__version__}".encode())
-    folder = cache_dir() / f"{MODEL_NAME}-{tag.hexdigest()[:12]}"
+    folder = cache_dir() / f"{MODEL_NAME}-{export_tag()}"
     target = folder / ("model-int8.onnx" if backend == "onnx-int8" else "model.onnx")
     if target.exists():
         return target
+    onnxruntime()  # its optimiser and quantiser import it: telemetry off first
     folder.mkdir(parents=True, exist_ok=True)
     log.info("exporting the embedding model to ONNX (%s), once, into %s", backend, folder)
     with tempfile.TemporaryDirectory(dir=folder) as tmp, _quiet():
