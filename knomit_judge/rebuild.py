@@ -20,7 +20,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .candidate_lists import CandidateLists
+from .candidate_lists import CandidateLists, decode, inputs_digest
 from .config import load_config
 from .corpus import load_corpus
 from .embeddings import Embedder, text_hash
@@ -105,13 +105,16 @@ class _Embedder(Embedder):
 
 
 class Derivation:
-    """Every pass's candidate list from `corpus` and `store`, as a session gets it (read back or computed)."""
+    """Every pass's candidate list from `corpus` and `store`, as a session gets it (read back or computed).
+
+    Lists are kept plain, as (subject names, fingerprint, score) in rank order: no evidence is made.
+    """
 
     def __init__(self, corpus, store: Store, config):
         self.store, self.corpus = store, corpus
         self.ctx = SimpleNamespace(corpus=corpus, embedder=_Embedder(store), config=config)
         self.memory = _Recorder(store)
-        self.lists: dict[str, list] = {}
+        self.lists: dict[str, list[tuple]] = {}
         self.how: dict[str, str] = {}  # stored | computed
 
     def run(self, search_all: bool = False) -> "Derivation":
@@ -119,11 +122,20 @@ class Derivation:
         lists = CandidateLists(self.store)
         with remembered(self.memory):
             for p in derived_passes():
-                self.lists[p.name] = lists.candidates(p, self.ctx)
+                kept = lists.candidates(p, self.ctx)
                 self.how[p.name] = lists.last
-                if search_all and lists.last == "stored":
-                    p.candidates(self.ctx)
+                if lists.last == "stored":
+                    row = self.store.candidate_list(p.name, inputs_digest(p.name, self.ctx))
+                    self.lists[p.name] = list(decode(row, _plain))
+                    if search_all:
+                        p.candidates(self.ctx)
+                else:
+                    self.lists[p.name] = [_plain(c.subject, c.fingerprint, c.score) for c in kept]
         return self
+
+
+def _plain(subject: dict, fingerprint: str, score: float) -> tuple:
+    return tuple(subject_names(subject)), fingerprint, score
 
 
 @dataclass
@@ -162,18 +174,27 @@ def check(root: Path | str) -> CheckResult:
         kept, fresh = Store.read_only(root), Store(None)  # both in memory: the db file is only read
         try:
             _verdicts(root, repo, kept, fresh, result)
-            index = FileIndex(kept)
-            corpus = load_corpus(root, config.corpus.max_fact_bytes, index, config.corpus)
-            truth = load_corpus(root, config.corpus.max_fact_bytes, None, config.corpus)
-            _files(corpus, truth, result)
-            new = Derivation(truth, fresh, config).run()
-            _embeddings(new, kept, result)
-            old = Derivation(corpus, kept, config).run(search_all=True)
-            _neighbours(new, old, result)
-            _candidates(new, old, result)
+            compare_derived(root, config, kept, fresh, result)
         finally:
             kept.close()
             fresh.close()
+    return result
+
+
+def compare_derived(root: Path, config, kept: Store, fresh: Store, result: CheckResult | None = None) -> CheckResult:
+    """The derived tables of `kept` (a copy: it is written to) against a computation from nothing in `fresh`.
+
+    `fresh` is empty, or holds only the vectors to embed with (benchmarks give synthetic ones).
+    """
+    result = result or CheckResult()
+    corpus = load_corpus(root, config.corpus.max_fact_bytes, FileIndex(kept), config.corpus)
+    truth = load_corpus(root, config.corpus.max_fact_bytes, None, config.corpus)
+    _files(corpus, truth, result)
+    new = Derivation(truth, fresh, config).run()
+    _embeddings(new, kept, result)
+    old = Derivation(corpus, kept, config).run(search_all=True)
+    _neighbours(new, old, result)
+    _candidates(new, old, result)
     return result
 
 
@@ -272,10 +293,8 @@ def _prefix(idx, sims, want_idx, want_sims, need: int) -> bool:
 def _candidates(new: Derivation, old: Derivation, result: CheckResult) -> None:
     """Each pass's list as the next session gets it (read back, or computed from kept state) against a fresh one."""
     result.compared["candidate lists"] = len(new.lists)
-    for name, fresh in new.lists.items():
-        kept = old.lists[name]
-        want = [(tuple(subject_names(c.subject)), fp, c.score) for c, fp in zip(fresh, fresh.fingerprints)]
-        have = [(tuple(subject_names(c.subject)), fp, c.score) for c, fp in zip(kept, kept.fingerprints)]
+    for name, want in new.lists.items():
+        have = old.lists[name]
         if want == have:
             continue
         how = f"{name} ({'read back' if old.how[name] == 'stored' else 'computed from the kept state'})"

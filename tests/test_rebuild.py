@@ -314,9 +314,7 @@ def kept_lists(root: Path) -> dict[str, list]:
     store = Store.read_only(root)
     try:
         corpus = load_corpus(root, config.corpus.max_fact_bytes, None, config.corpus)
-        lists = Derivation(corpus, store, config).run().lists
-        return {name: [(c.subject, fp, c.score) for c, fp in zip(kept, kept.fingerprints)]
-                for name, kept in lists.items()}
+        return Derivation(corpus, store, config).run().lists
     finally:
         store.close()
 
