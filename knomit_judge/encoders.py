@@ -16,7 +16,7 @@ PyTorch's batched kernels changed the last bits with the padded length. Runs go 
 thread, each single-threaded, which is as fast as batches of 32 on fact-length texts (measured,
 docs/_pending/determinism.md).
 
-Which backend is the default was measured (benchmarks/bench_embed.py, README "First embedding").
+Which backend is the default was measured (benchmarks/bench_embed.py, docs/benchmarks.md "Embedding").
 """
 
 from __future__ import annotations

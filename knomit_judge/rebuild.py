@@ -27,8 +27,9 @@ from .embeddings import Embedder, text_hash
 from .errors import CorpusLocked
 from .gitops import Lock, open_repo
 from .neighbours import DEPTH, Memory
-from .passes import all_passes, subject_names
+from .passes import subject_names
 from .passes.exact import DuplicateGroups
+from .passes.registry import all_passes
 from .recovery import recover, sync_git, sync_journal
 from .shortlist import remembered
 from .store import FileIndex, Store

@@ -1,4 +1,4 @@
-"""What survives what: recovery at every start (a lost db is remade by rebuild.py from what this reads)."""
+"""What survives what: recovery at every start brings the db in line with the journal and git."""
 
 from __future__ import annotations
 
