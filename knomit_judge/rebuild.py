@@ -112,7 +112,7 @@ class Derivation:
     """
 
     def __init__(self, corpus, store: Store, config):
-        self.store, self.corpus = store, corpus
+        self.store = store
         self.ctx = SimpleNamespace(corpus=corpus, embedder=_Embedder(store), config=config)
         self.memory = _Recorder(store)
         self.lists: dict[str, list[tuple]] = {}
@@ -202,7 +202,7 @@ def compare_derived(root: Path, config, kept: Store, fresh: Store, result: Check
 @contextlib.contextmanager
 def _reading(repo):
     """Hold the session lock shared while comparing, so no session changes the db meanwhile; never create it."""
-    path = Path(repo.git_dir) / Lock(repo).path.name
+    path = Lock(repo).path
     if not path.exists():
         yield
         return
