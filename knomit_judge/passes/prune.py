@@ -5,17 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..config import JudgeConfig
-from ..corpus import absorbed, carried_over, provenance, relinked_changes, retracted, rewrite
+from ..corpus import absorbed, carried_over, fact_text, provenance, relinked_changes, retracted, rewrite
 from ..errors import Unparsed
 from ..prompts import cut, load_prompt
 from ..shortlist import neighbour_pairs
 from ..survivors import fact_survivor, why_survives
 from ..verdicts import fingerprint, pair_fingerprint
 from .base import Candidate, Change, one_sentence, reply_object
-
-
-def fact_text(fact) -> str:
-    return f"{fact.title}\n{fact.body}"
 
 
 def fact_evidence(fact, max_chars: int = JudgeConfig.max_evidence_chars) -> dict:
