@@ -88,8 +88,9 @@ class _Recorder(Memory):
     def top_k(self, v, keys, rank, k):
         out = super().top_k(v, keys, rank, k)
         depth, digest = DEPTH * k, self.last["digest"]
-        found = next(s for s in self.store.neighbour_sets(depth) if s["digest"] == digest)
-        self.searches[depth, digest] = self.store.neighbour_set(found["id"])
+        found = next((s for s in self.store.neighbour_sets(depth) if s["digest"] == digest), None)
+        # not found: evicted at once (KEEP sets used within one millisecond); then the k-deep lists it gave
+        self.searches[depth, digest] = self.store.neighbour_set(found["id"]) if found else (keys, *out)
         return out
 
 
