@@ -267,7 +267,8 @@ def _embeddings(new: Derivation, kept: Store, result: CheckResult) -> None:
         result.differ("embeddings", f"{len(differ)} of {len(have)} kept vectors differ from a fresh one "
                                     f"(lowest cosine {cos:.4f}): {_examples(names)}")
     if missing := len(texts) - len(have):
-        result.notes.append(f"embeddings: {missing} of {len(texts)} texts not embedded yet (the next session embeds them)")
+        result.notes.append(f"embeddings: {missing} of {len(texts)} texts not embedded yet "
+                            "(the next session embeds them)")
 
 
 def _neighbours(new: Derivation, old: Derivation, result: CheckResult) -> None:
@@ -309,7 +310,8 @@ def _candidates(new: Derivation, old: Derivation, result: CheckResult) -> None:
             result.differ("candidate lists", f"{how}: {len(only)} only in a fresh computation: {_examples(only)}")
             said = True
         if other := [" ~ ".join(s) for s in w if s in h and w[s] != h[s]]:
-            result.differ("candidate lists", f"{how}: {len(other)} with another fingerprint or score: {_examples(other)}")
+            result.differ("candidate lists",
+                          f"{how}: {len(other)} with another fingerprint or score: {_examples(other)}")
             said = True
         if not said:
             result.differ("candidate lists", f"{how}: the same {len(want)} candidates in another order")

@@ -150,7 +150,8 @@ def _batched(encoder, texts: list[str]) -> np.ndarray:
         tok.no_padding()
     ids = np.array([e.ids for e in enc], dtype=np.int64)
     mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
-    hidden = encoder.session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
+    hidden = encoder.session.run(None, {"input_ids": ids, "attention_mask": mask,
+                                        "token_type_ids": np.zeros_like(ids)})[0]
     m = mask[:, :, None].astype(np.float32)
     v = (hidden * m).sum(axis=1) / m.sum(axis=1)
     return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
@@ -210,7 +211,8 @@ class History:
         full.write_text(text, encoding="utf-8")
 
     def add(self, paths=()) -> bool:
-        self.write(f"facts/f{self.n:03d}.md" if self.layout == "facts" else f"kb/part/f{self.n:03d}.md", self.text(self.n))
+        path = f"facts/f{self.n:03d}.md" if self.layout == "facts" else f"kb/part/f{self.n:03d}.md"
+        self.write(path, self.text(self.n))
         self.n += 1
         return True
 
@@ -250,7 +252,7 @@ class History:
         return True
 
     def edit_retired(self, paths) -> bool:
-        """A writer's edit of a fact the reviewer retired: edited in place, or (knomit) saved again after its deletion."""
+        """A writer's edit of a fact the reviewer retired: edited in place, or (knomit) saved again once deleted."""
         if self.layout == "facts":
             retired = [p for p in paths if "status: retracted" in (self.root / p).read_text(encoding="utf-8")]
             if not retired:
