@@ -3,7 +3,7 @@
 
     .venv/bin/python benchmarks/bench_recall.py [--quick] [--n N] [--seeds 0,1,2,3,4] [--k 5,10]
                                                 [--shape mechanisms|entities|motifs|both] [--entities-n 264]
-                                                [--backends torch,onnx,onnx-int8]
+                                                [--backends torch,onnx,onnx-int8] [--no-discovery]
 
 Entity vocabulary (gen_corpus.py --shape entities, 264 facts like the real knowledge base of issue 13):
 per nominating signal and combined, recall at k, the rank of every true alias pair, and how many true
@@ -32,6 +32,12 @@ recall >= 0.9 at k = 5 and a true pair among the first 20 offers.
 With several --backends (embedding backends, knomit_judge/encoders.py), the mechanism corpus is measured
 with each; each must keep the recall of the first (torch), and the share of the first backend's candidate
 pairs that each one also shortlists is shown. The entity vocabulary is measured with the first only.
+
+Discovery group recall on real syntheses (synthesis_groups.py; skipped when ../shared/data is absent, or
+with --no-discovery): of the 30 groups knomit's own judge distilled in aekb-history.bundle, how many one
+of our discovery candidates holds (3 of its facts, or both of a pair), how many within the first 20
+offers, and how many candidates that took. Targets (issue 23): >= 20 of 30, >= 10 in the first 20,
+candidates <= 1.5x those of the old grouping (2,346 over the 30 states).
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import synthesis_groups  # noqa: E402
 from gen_corpus import generate, generate_entities, generate_motifs  # noqa: E402
 
 from knomit_judge.config import Config, CorpusConfig  # noqa: E402
@@ -65,6 +72,8 @@ from knomit_judge.store import Store  # noqa: E402
 
 TARGET = 0.9
 FIRST = 20  # the optimistic cap: what session 1 offers
+# Discovery candidates over the 30 synthesis states with the grouping before issue 23 (5 nearest >= 0.6).
+DISCOVERY_BEFORE = 2346
 
 
 def pairs(candidates, key=lambda s: (s["a"], s["b"])) -> set[frozenset]:
@@ -316,19 +325,23 @@ def main(argv=None) -> int:
     ap.add_argument("--shape", choices=["mechanisms", "entities", "motifs", "both"], default="both")
     ap.add_argument("--entities-n", type=int, default=264, help="facts of the entity corpus (264, as the real one)")
     ap.add_argument("--backends", default="torch", help="embedding backends to compare, the first the reference")
+    ap.add_argument("--discovery", action=argparse.BooleanOptionalAction, default=True,
+                    help="discovery group recall on the real syntheses (skipped when ../shared/data is absent)")
     args = ap.parse_args(argv)
     seeds = [int(s) for s in (args.seeds or ("0,1" if args.quick else "0,1,2,3,4")).split(",")]
     ks = [int(k) for k in args.k.split(",")]
     backends = args.backends.split(",")
 
-    held, ent = True, None
+    held, ent, disc = True, None, None
+    if args.discovery:
+        held, disc = discovery()
     if args.shape == "motifs":
         with tempfile.TemporaryDirectory(prefix="knomit-bench-recall-") as tmp:
             store = Store(Path(tmp) / "embeddings.db")
             result = motifs(seeds, ks, Path(tmp), Embedder(store, backend=backends[0]))
             store.close()
-        print(json.dumps({"motifs": result}))
-        return 0
+        print(json.dumps({"motifs": result, **({"discovery": disc} if disc else {})}))
+        return 0 if held else 1
     if args.shape != "mechanisms":
         with tempfile.TemporaryDirectory(prefix="knomit-bench-recall-") as tmp:
             store = Store(Path(tmp) / "embeddings.db")
@@ -336,11 +349,12 @@ def main(argv=None) -> int:
             ent = entities(seeds, args.entities_n, ks, Path(tmp), Embedder(store, backend=backends[0]))
             store.close()
         comb = ent[ks[0]]["combined"]
-        held = comb["recall"] >= TARGET and comb["first"] > 0
-        print(f"[{'PASS' if held else 'FAIL'}] entity recall at k={ks[0]} >= {TARGET} and a true pair "
+        ok = comb["recall"] >= TARGET and comb["first"] > 0
+        held &= ok
+        print(f"[{'PASS' if ok else 'FAIL'}] entity recall at k={ks[0]} >= {TARGET} and a true pair "
               f"in the first {FIRST} offers")
         if args.shape == "entities":
-            print(json.dumps({"entities": ent, "held": held}))
+            print(json.dumps({"entities": ent, "held": held, **({"discovery": disc} if disc else {})}))
             return 0 if held else 1
 
     out, base_pairs = {}, {}
@@ -361,8 +375,21 @@ def main(argv=None) -> int:
         print(f"[{'PASS' if same else 'FAIL'}] {backend} keeps {backends[0]}'s recall at every k")
         held &= same
     print(json.dumps({"n": args.n, "seeds": seeds, "backends": out, "held": held,
-                      **({"entities": ent} if ent is not None else {})}))
+                      **({"entities": ent} if ent is not None else {}), **({"discovery": disc} if disc else {})}))
     return 0 if held else 1
+
+
+def discovery() -> tuple[bool, dict | None]:
+    """Discovery group recall on the real syntheses, against issue 23's targets; (True, None) when the data is absent."""
+    out = synthesis_groups.report(synthesis_groups.BUNDLE, Config())
+    if out is None:
+        return True, None
+    out.pop("rows")
+    ratio = out["candidates_total"] / DISCOVERY_BEFORE
+    held = out["covered"] >= 20 and out["covered_first"] >= 10 and ratio <= 1.5
+    print(f"[{'PASS' if held else 'FAIL'}] discovery: {out['covered']}/{out['groups']} real synthesis groups covered "
+          f"(>= 20), {out['covered_first']} in the first {FIRST} (>= 10), candidates {ratio:.2f}x before (<= 1.5x)")
+    return held, {**out, "candidates_vs_before": round(ratio, 3)}
 
 
 def run(args, seeds, ks, backend):

@@ -230,10 +230,11 @@ def check_identical(ctx, store) -> bool:
     from knomit_judge.neighbours import Memory
     from knomit_judge.passes.prune import fact_text
     vectors = ctx.embedder.embed([fact_text(f) for f in ctx.corpus.active()])
+    deep = max(ctx.config.shortlist.k, ctx.config.discovery.max_group - 1)  # prune searches as deep as discovery reads
     with shortlist.remembered(Memory(store)) as memory:
-        kept_idx, kept_sims = shortlist.top_k(vectors, ctx.config.shortlist.k)
+        kept_idx, kept_sims = shortlist.top_k(vectors, deep)
         assert memory.last["kind"] == "stored", memory.last
-    idx, sims = shortlist.exact_top_k(vectors, shortlist.key_rank(shortlist.row_keys(vectors)), ctx.config.shortlist.k)
+    idx, sims = shortlist.exact_top_k(vectors, shortlist.key_rank(shortlist.row_keys(vectors)), deep)
     return bool((idx == kept_idx).all() and (sims == kept_sims).all())
 
 

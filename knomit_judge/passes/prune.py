@@ -104,7 +104,8 @@ class PrunePass:
         vectors = ctx.embedder.embed([fact_text(f) for f in facts])
         limit = ctx.config.judge.max_evidence_chars
         return [self.candidate(facts[i], facts[j], score, limit)
-                for i, j, score in neighbour_pairs(vectors, ctx.config.shortlist.k)]
+                # one search of the fact vectors serves discovery's deeper groups too (see discovery.groups)
+                for i, j, score in neighbour_pairs(vectors, ctx.config.shortlist.k, ctx.config.discovery.max_group - 1)]
 
     def restorer(self, ctx):
         """Makes a candidate read back from candidate_lists, its evidence from the facts (when read)."""
