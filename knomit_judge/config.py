@@ -24,6 +24,7 @@ class JudgeConfig:
     samples: int = 1
     min_agreement: float = 0.67
     position_swap: bool = True
+    swap_sample: float = 0.1  # share of questions whose first order gave the default still asked in both orders
     max_cost_usd: float = 5.0
     max_tokens: int = 400
     backoff_s: float = 1.0  # first retry wait; doubles each attempt, with jitter
@@ -51,15 +52,17 @@ class ShortlistConfig:
 class BudgetConfig:
     enabled: bool = True
     optimistic_cap: int = 20
-    window: int = 20
-    patience: int = 8
     probe_every: int = 5
-    unproven_allowance: int = 4
+    questions_per_resolution: int = 10
     # Dollar caps over every session on the corpus, as users budget: a UTC day and a UTC calendar month.
     # A day holds one full session (judge.max_cost_usd), so the default daily schedule is never cut short,
     # while a tight cron or repeated runs cannot multiply it; a month holds ten such days.
     max_usd_per_day: float = 5.0
     max_usd_per_month: float = 50.0
+    # Read before the balance replaced them (docs/budget): still accepted, so older files load; unused.
+    window: int = 20
+    patience: int = 8
+    unproven_allowance: int = 4
 
 
 @dataclass
@@ -143,6 +146,9 @@ class Config:
         return price
 
 
+# Keys still accepted so that older files load, no longer read (DEFAULT_TOML leaves them out).
+RETIRED = {"budget.window", "budget.patience", "budget.unproven_allowance"}
+
 _TYPES = {"bool": bool, "int": int, "float": float, "str": str, "list[str]": list}
 _SECTION_TYPES = {
     "judge": JudgeConfig,
@@ -157,13 +163,16 @@ _SECTION_TYPES = {
 # Values that must be positive (or within 0..1) to make sense; checked after types.
 _BOUNDS = {
     "judge.concurrency": (1, None), "judge.timeout_s": (0.001, None), "judge.max_attempts": (1, None),
-    "judge.samples": (1, None), "judge.min_agreement": (0, 1), "judge.max_cost_usd": (0, None),
+    "judge.samples": (1, None), "judge.min_agreement": (0, 1), "judge.swap_sample": (0, 1),
+    "judge.max_cost_usd": (0, None),
     "judge.max_tokens": (1, None), "judge.backoff_s": (0, None), "judge.backoff_max_s": (0, None),
     "judge.max_evidence_chars": (200, None),
     # optimistic_cap and unproven_allowance of 0 would latch a pass off: no offers, so never the verdicts
     # that move it to another state. Every off-state must still generate the evidence its way back reads.
     "shortlist.k": (1, None), "budget.optimistic_cap": (1, None), "budget.window": (1, None),
     "budget.patience": (1, None), "budget.probe_every": (1, None), "budget.unproven_allowance": (1, None),
+    # 0 would latch a defunded pass off: a probe that resolved something would leave it at zero.
+    "budget.questions_per_resolution": (1, None),
     "budget.max_usd_per_day": (0, None), "budget.max_usd_per_month": (0, None),
     "discovery.confidence": (0, 1), "discovery.min_group": (2, None), "discovery.max_group": (2, None),
     "discovery.group_similarity": (-1, 1), "discovery.match_similarity": (-1, 1),
@@ -279,7 +288,8 @@ timeout_s = 600          # per judgment, retries included
 max_attempts = 3         # per call, on rate limits, overload, 5xx and connection errors
 samples = 1              # replies per order; with more, the answer needs min_agreement
 min_agreement = 0.67     # below it the judge is undecided and the default answer stands
-position_swap = true     # ask pairs in both orders; a split is the default answer
+position_swap = true     # a pair whose first order is not the default is asked in its second; a split is the default
+swap_sample = 0.1        # share of default-first pairs asked in both orders anyway: measures the flip rate
 max_cost_usd = 5.0       # per session; the rest waits for the next one
 max_tokens = 400         # per reply
 backoff_s = 1.0          # first retry wait, doubling with jitter
@@ -295,15 +305,13 @@ mode = "sync"            # "batch": submit offered questions as one Message Batc
 [shortlist]
 k = 5                    # nearest neighbours per motif / fact
 
-[budget]                 # per pass; docs/configuration.md says why these values
+[budget]                 # per pass: a balance of questions; docs/configuration.md says why these values
 enabled = true           # false: no throttle (backfills, benchmarks); the line says unthrottled
-optimistic_cap = 20      # offers a session while a pass has no verdicts yet
-window = 20              # funded while one of the last `window` verdicts (whole sessions) resolved something
-patience = 8             # verdicts with none resolved before a pass is defunded
-probe_every = 5          # a defunded pass still offers one candidate every `probe_every` sessions
-unproven_allowance = 4   # offers a session while judged, nothing resolved, fewer than patience verdicts
-max_usd_per_day = 5.0    # over every session of a UTC day (a session counts on the day it started); the rest waits
-max_usd_per_month = 50.0 # over every session of a UTC calendar month; the rest waits
+optimistic_cap = 20      # the balance a pass opens with, before any verdict
+questions_per_resolution = 10  # what one resolved decision is worth to you, in questions: each deposits this
+probe_every = 5          # a defunded pass (balance 0) still asks one question every `probe_every` sessions
+max_usd_per_day = 5.0    # not per pass: every session of a UTC day (counted on the day it started); the rest waits
+max_usd_per_month = 50.0 # not per pass: every session of a UTC calendar month; the rest waits
 
 [discovery]
 confidence = 0.4         # of a proposed fact: below the default 0.5, it is a proposal
