@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import random
 import re
@@ -46,6 +45,7 @@ import tempfile
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -155,6 +155,7 @@ class Day:
     label: str
     files: dict  # path -> bytes: the writer's whole tree that day
     stamp: str  # git date for the writer's commit
+    session_at: datetime  # when that day's review runs: after the writer's day has ended
 
 
 @dataclass
@@ -172,10 +173,35 @@ class Row:
     seconds: float
 
 
-def cli(*args: str, env: dict) -> subprocess.CompletedProcess:
-    """The real command line (its console-script entry point), on this tree's code via PYTHONPATH."""
-    return subprocess.run([sys.executable, "-c", "import sys; from knomit_judge.cli import main; sys.exit(main())",
-                           *args], capture_output=True, text=True, env=env)
+# The replay runs in minutes what took weeks, so every session must run on its own day, or spend kept per UTC day
+# and month (budget.max_usd_per_day / _per_month) would add the whole replay into one day. The CLI runs as its
+# console script does, with datetime.now() (and the git dates of its commits) moved to the replayed day.
+CLOCK = """
+import datetime as _dt, os, sys
+_real = _dt.datetime
+_shift = _real.fromisoformat(os.environ.get("KNOMIT_BENCH_NOW") or _real.now(_dt.timezone.utc).isoformat()) \
+    - _real.now(_dt.timezone.utc)
+class _ReplayClock(_real):
+    @classmethod
+    def now(cls, tz=None):
+        t = _real.now(_dt.timezone.utc) + _shift
+        return t.astimezone(tz) if tz else t.astimezone().replace(tzinfo=None)
+    @classmethod
+    def utcnow(cls):
+        return (_real.now(_dt.timezone.utc) + _shift).replace(tzinfo=None)
+if os.environ.get("KNOMIT_BENCH_NOW"):
+    _dt.datetime = _ReplayClock
+from knomit_judge.cli import main
+sys.exit(main())
+"""
+
+
+def cli(*args: str, env: dict, at: datetime | None = None) -> subprocess.CompletedProcess:
+    """The real command line (its console-script entry point) on this tree's code, its clock at `at`."""
+    when = {} if at is None else {"KNOMIT_BENCH_NOW": at.isoformat(), "GIT_AUTHOR_DATE": at.isoformat(),
+                                  "GIT_COMMITTER_DATE": at.isoformat()}
+    return subprocess.run([sys.executable, "-c", CLOCK, *args], capture_output=True, text=True,
+                          env={**env, **when})
 
 
 class Replay:
@@ -212,7 +238,7 @@ class Replay:
         git(self.root, "worktree", "add", "-q", "-b", "writer", str(self.wt), "main")
         changed = self.write(day)
         git(self.root, "merge", "-q", "--ff-only", "writer")
-        r = cli("init", str(self.root), env=self.env)
+        r = cli("init", str(self.root), env=self.env, at=day.session_at)
         if r.returncode:
             raise RuntimeError(f"knomit-judge init: {r.stderr}")
         if self.motif_keys:
@@ -243,21 +269,30 @@ class Replay:
             git(self.root, "commit", "-q", "--no-edit", env=env)
         return changed
 
-    def session(self, label: str, changed: int, pairs: dict) -> Row:
+    def session(self, label: str, changed: int, pairs: dict, at: datetime) -> Row:
         self.judge.refresh(self.root)
         before = self.server.calls
         t0 = time.perf_counter()
-        r = cli("review", str(self.root), "--json", env=self.env)
+        r = cli("review", str(self.root), "--json", env=self.env, at=at)
         seconds = time.perf_counter() - t0
         if r.returncode not in (0, 1):
             raise RuntimeError(f"knomit-judge review exited {r.returncode}: {r.stderr[-2000:]}")
         out = json.loads(r.stdout)
         passes = out["passes"]
         facts = (out.get("corpus") or {}).get("read", 0)
-        merged = [name for name, (a, b) in pairs.items() if not (self.root / a).exists() or not (self.root / b).exists()]
+        merged = [name for name, (a, b) in pairs.items() if retired(self.root / a) or retired(self.root / b)]
         return Row(label, facts, changed, sum(p.get("judged", 0) for p in passes.values()), self.server.calls - before,
                    out.get("cost_usd"), {k: p["state"] for k, p in passes.items()},
                    {k: p.get("resolved", 0) for k, p in passes.items()}, len(out.get("commits", [])), merged, seconds)
+
+
+def retired(path: Path) -> bool:
+    """Gone (retract = "delete") or marked `status: retracted` in its front matter (retract = "status")."""
+    if not path.exists():
+        return True
+    text = path.read_text(encoding="utf-8", errors="replace")
+    front = text[4:].split("\n---\n", 1)[0] if text.startswith("---\n") else ""
+    return re.search(r"^status:\s*retracted\s*$", front, re.M) is not None
 
 
 def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_keys, keep: Path | None) -> dict:
@@ -276,14 +311,16 @@ def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_ke
         for i, day in enumerate(days + [None] * extra):
             if day is None:
                 label, changed = f"+{i - len(days) + 1} same", 0
+                at = days[-1].session_at + timedelta(days=i - len(days) + 1)
             else:
+                at = day.session_at
                 changed = rp.start(day) if i == 0 else rp.merge(day)
                 label = day.label
                 for name, (a, b) in pairs.items():
                     if name not in appeared and a in day.files and b in day.files:
                         appeared[name] = i
             live = {k: v for k, v in pairs.items() if k in appeared and k not in merged_at}
-            row = rp.session(label, changed, live)
+            row = rp.session(label, changed, live, at)
             for name in row.merged:
                 merged_at[name] = i
             rows.append(row)
@@ -293,8 +330,9 @@ def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_ke
             print(f"{label:<11} {row.facts:>5} {changed:>6} {row.questions:>9} {row.calls:>6} {cost:>8}  "
                   f"{states:<34} {res:>8} {row.commits:>8}{'  merged ' + ', '.join(row.merged) if row.merged else ''}"
                   f"  ({row.seconds:.0f}s)", flush=True)
-        check = rebuild_check(rp)
-        status = cli("status", str(rp.root), "--json", env=rp.env)
+        at = days[-1].session_at + timedelta(days=extra + 1)
+        check = rebuild_check(rp, at)
+        status = cli("status", str(rp.root), "--json", env=rp.env, at=at)
         flips = find_key(json.loads(status.stdout), "flip") if status.returncode == 0 else None
     finally:
         server.close()
@@ -305,12 +343,12 @@ def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_ke
     return totals(rows, len(days), pairs, appeared, merged_at, check, flips, dict(judge.asked))
 
 
-def rebuild_check(rp: Replay) -> str:
+def rebuild_check(rp: Replay, at: datetime) -> str:
     """`knomit-judge rebuild --check` on the replayed corpus, when this CLI has the option."""
     help_text = cli("rebuild", "--help", env=rp.env).stdout
     if "--check" not in help_text:
         return "not available (this CLI's rebuild has no --check)"
-    r = cli("rebuild", "--check", str(rp.root), env=rp.env)
+    r = cli("rebuild", "--check", str(rp.root), env=rp.env, at=at)
     tail = (r.stdout.strip() or r.stderr.strip()).splitlines()[-3:]
     return f"exit {r.returncode}: " + " | ".join(tail)
 
@@ -413,7 +451,9 @@ def real_days(bundle: Path, work: Path, limit: int | None) -> tuple[list[Day], d
             if survivor in files:
                 files[survivor] = unmerged(files[survivor], blob(commits[i][0] + "^", survivor),
                                            blob(commits[i][0], survivor))
-        days.append(Day(day, files, stamp))
+        # a daily cron after the writer's day has ended in its own zone (-0400): 04:30 UTC the next day
+        at = datetime.fromisoformat(day).replace(tzinfo=timezone.utc) + timedelta(days=1, hours=4, minutes=30)
+        days.append(Day(day, files, stamp, at))
     return days, pairs
 
 
@@ -468,13 +508,15 @@ def synthetic_days(facts: int, n_days: int, seed: int, work: Path) -> tuple[list
     arrivals = late_dups + late_plain
     rng.shuffle(arrivals)
     state = {p: every[p] for p in every if p not in set(arrivals)}
-    days = [Day("day 1", dict(state), "2026-09-01T12:00:00+00:00")]
+    start = datetime(2026, 9, 1, 12, tzinfo=timezone.utc)
+    days = [Day("day 1", dict(state), start.isoformat(), start + timedelta(hours=15))]
     for d in range(1, n_days):
         for p in arrivals[(d - 1) * (per_day // 2): d * (per_day // 2)]:
             state[p] = every[p]
         for p in rng.sample(sorted(state), per_day - per_day // 2):
             state[p] = state[p].rstrip(b"\n") + f" Revised on day {d + 1}.\n".encode()
-        days.append(Day(f"day {d + 1}", dict(state), f"2026-09-{d + 1:02d}T12:00:00+00:00"))
+        when = start + timedelta(days=d)
+        days.append(Day(f"day {d + 1}", dict(state), when.isoformat(), when + timedelta(hours=15)))
     pairs = {f"{Path(a).stem[:18]}~{i}": (a, b) for i, (a, b) in enumerate(dup_pairs)}
     return days, pairs, [tuple(p) for p in truth["alias_pairs"]]
 
