@@ -304,6 +304,8 @@ def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_ke
     rows: list[Row] = []
     appeared: dict[str, int] = {}
     merged_at: dict[str, int] = {}
+    live_again: set[str] = set()  # merged pairs the writer brought back
+    merged_again: dict[str, int] = defaultdict(int)
     try:
         rp = Replay(tmp, judge, server, motif_keys)
         print(f"{'day':<11} {'facts':>5} {'new/ed':>6} {'questions':>9} {'calls':>6} {'$':>8}  states "
@@ -319,16 +321,24 @@ def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_ke
                 for name, (a, b) in pairs.items():
                     if name not in appeared and a in day.files and b in day.files:
                         appeared[name] = i
-            live = {k: v for k, v in pairs.items() if k in appeared and k not in merged_at}
+            # a merged pair whose retired fact a writer then edited is back (the writer's edit wins): watch it again
+            back = [k for k in merged_at if k not in live_again and not any(retired(rp.root / p) for p in pairs[k])]
+            live_again.update(back)
+            live = {k: v for k, v in pairs.items() if k in appeared and (k not in merged_at or k in live_again)}
             row = rp.session(label, changed, live, at)
             for name in row.merged:
-                merged_at[name] = i
+                if name in live_again:
+                    live_again.discard(name)
+                    merged_again[name] += 1
+                else:
+                    merged_at[name] = i
             rows.append(row)
             cost = "incompl." if row.cost is None else f"{row.cost:.2f}"
             states = "/".join(row.states.get(p, "-") for p in ("alias", "prune", "discovery"))
             res = "/".join(str(row.resolved.get(p, 0)) for p in ("alias", "prune", "discovery"))
             print(f"{label:<11} {row.facts:>5} {changed:>6} {row.questions:>9} {row.calls:>6} {cost:>8}  "
                   f"{states:<34} {res:>8} {row.commits:>8}{'  merged ' + ', '.join(row.merged) if row.merged else ''}"
+                  f"{'  back ' + ', '.join(back) if back else ''}"
                   f"  ({row.seconds:.0f}s)", flush=True)
         at = days[-1].session_at + timedelta(days=extra + 1)
         check = rebuild_check(rp, at)
@@ -340,7 +350,7 @@ def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_ke
             shutil.rmtree(tmp, ignore_errors=True)
         else:
             print(f"kept {tmp}", file=sys.stderr)
-    return totals(rows, len(days), pairs, appeared, merged_at, check, flips, dict(judge.asked))
+    return totals(rows, len(days), pairs, appeared, merged_at, check, flips, dict(judge.asked), dict(merged_again))
 
 
 def rebuild_check(rp: Replay, at: datetime) -> str:
@@ -368,7 +378,7 @@ def find_key(data, word: str, prefix: str = ""):
 
 
 def totals(rows: list[Row], n_days: int, pairs: dict, appeared: dict, merged_at: dict, check: str, flips,
-           asked: dict) -> dict:
+           asked: dict, again: dict) -> dict:
     days, after = rows[:n_days], rows[n_days:]
     costs = [r.cost for r in days]
     known = None if any(c is None for c in costs) else sum(costs)
@@ -384,7 +394,7 @@ def totals(rows: list[Row], n_days: int, pairs: dict, appeared: dict, merged_at:
            "alias_resolutions": alias, "prune_resolutions": sum(r.resolved.get("prune", 0) for r in days),
            "usd_per_resolution": (known / resolved) if known is not None and resolved else None,
            "calls_per_question": calls / questions if questions else None, "sessions_at_cap": capped,
-           "dedup_lag_sessions": lags, "calls_unchanged_after": [r.calls for r in after],
+           "dedup_lag_sessions": lags, "dedup_merged_again": again, "calls_unchanged_after": [r.calls for r in after],
            "quiet_day_max_usd": quiet_max, "quiet_days": [r.day for r in quiet], "rebuild_check": check,
            "flip_rate": flips, "calls_by_pass": asked,
            "rows": [r.__dict__ for r in rows]}
@@ -399,7 +409,8 @@ def totals(rows: list[Row], n_days: int, pairs: dict, appeared: dict, merged_at:
             lag = lags[name]
             print(f"  duplicate {name}: both facts from session {appeared[name] + 1}, "
                   + (f"merged in session {merged_at[name] + 1}: {lag} session(s) later" if lag is not None
-                     else "never merged"))
+                     else "never merged")
+                + (f"; brought back by a writer's edit and merged again {again[name]} time(s)" if again.get(name) else ""))
         else:
             print(f"  duplicate {name}: never both present")
     print(f"  calls on the unchanged corpus after the last day: {out['calls_unchanged_after']}")
