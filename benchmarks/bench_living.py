@@ -2,7 +2,7 @@
 """bench_living: judge attention on a living knowledge base, one default review per day (issue 21).
 
     .venv/bin/python benchmarks/bench_living.py [--days N] [--extra 2] [--keep DIR] [--json]
-    .venv/bin/python benchmarks/bench_living.py --synthetic [--facts 10000] [--days 5] [--seed 0]
+    .venv/bin/python benchmarks/bench_living.py --synthetic [--facts 10000] [--days 4] [--seed 0]
 
 Real history (the default): ../shared/data/aekb-history.bundle (skipped when absent), the agent branch
 replayed day by day. The writer's state of each day is the branch's last commit of that day (its own
@@ -337,8 +337,8 @@ def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_ke
             states = "/".join(row.states.get(p, "-") for p in ("alias", "prune", "discovery"))
             res = "/".join(str(row.resolved.get(p, 0)) for p in ("alias", "prune", "discovery"))
             print(f"{label:<11} {row.facts:>5} {changed:>6} {row.questions:>9} {row.calls:>6} {cost:>8}  "
-                  f"{states:<34} {res:>8} {row.commits:>8}{'  merged ' + ', '.join(row.merged) if row.merged else ''}"
-                  f"{'  back ' + ', '.join(back) if back else ''}"
+                  f"{states:<34} {res:>8} {row.commits:>8}{merged_text(row.merged, '  merged ')}"
+                  f"{merged_text(back, '  back ')}"
                   f"  ({row.seconds:.0f}s)", flush=True)
         at = days[-1].session_at + timedelta(days=extra + 1)
         check = rebuild_check(rp, at)
@@ -351,6 +351,13 @@ def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_ke
         else:
             print(f"kept {tmp}", file=sys.stderr)
     return totals(rows, len(days), pairs, appeared, merged_at, check, flips, dict(judge.asked), dict(merged_again))
+
+
+def merged_text(names: list, head: str) -> str:
+    """The labelled pairs a session merged (or a writer brought back): named when few, counted when many."""
+    if not names:
+        return ""
+    return head + (", ".join(names) if len(names) <= 5 else f"{len(names)} labelled duplicates")
 
 
 def rebuild_check(rp: Replay, at: datetime) -> str:
@@ -404,7 +411,15 @@ def totals(rows: list[Row], n_days: int, pairs: dict, appeared: dict, merged_at:
           f"at the $5 session cap; calls by pass {json.dumps(asked)}")
     print(f"  resolutions {resolved} (alias {alias}, prune {out['prune_resolutions']}); $ per resolution "
           + (f"{out['usd_per_resolution']:.2f}" if out["usd_per_resolution"] is not None else "-"))
-    for name in pairs:
+    if len(pairs) > 10:  # the synthetic corpus: a distribution, not a line per pair
+        lagged = [lag for lag in lags.values() if lag is not None]
+        spread = defaultdict(int)
+        for lag in lagged:
+            spread[lag] += 1
+        print(f"  planted duplicates: {len(lags)} both present, {len(lagged)} merged; sessions from both present to "
+              f"merged: {dict(sorted(spread.items()))}; never merged {len(lags) - len(lagged)}; merged again after a "
+              f"writer's edit {sum(again.values())}")
+    for name in pairs if len(pairs) <= 10 else ():
         if name in appeared:
             lag = lags[name]
             print(f"  duplicate {name}: both facts from session {appeared[name] + 1}, "
@@ -536,7 +551,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--synthetic", action="store_true", help="the generated living corpus instead of the bundle")
     ap.add_argument("--facts", type=int, default=10000, help="--synthetic: facts on day 1")
-    ap.add_argument("--days", type=int, default=None, help="days to replay (real: all 17; synthetic: 5)")
+    ap.add_argument("--days", type=int, default=None, help="days to replay (real: all 17; synthetic: 4)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--extra", type=int, default=2, help="sessions on the unchanged corpus after the last day")
     ap.add_argument("--bundle", type=Path, default=BUNDLE)
@@ -546,7 +561,7 @@ def main(argv=None) -> int:
     work = Path(tempfile.mkdtemp(prefix="knomit-living-src-"))
     try:
         if args.synthetic:
-            days, pairs, alias = synthetic_days(args.facts, args.days or 5, args.seed, work)
+            days, pairs, alias = synthetic_days(args.facts, args.days or 4, args.seed, work)
             judge = LabelJudge(Spellings(alias), {frozenset(p) for p in pairs.values()})
             print(f"synthetic living corpus: {args.facts} facts, {len(days)} days, {len(pairs)} planted duplicates, "
                   f"{len(alias)} alias pairs (seed {args.seed})", flush=True)
