@@ -117,6 +117,7 @@ class LabelJudge:
     duplicates: set  # frozensets of two fact paths
     titles: dict = field(default_factory=dict)  # title -> paths, refreshed from the corpus before each session
     asked: dict = field(default_factory=lambda: defaultdict(int))
+    questions: set = field(default_factory=set)  # this session's distinct questions that reached the judge
 
     def refresh(self, corpus: Path) -> None:
         titles = defaultdict(set)
@@ -144,6 +145,8 @@ class LabelJudge:
         if kind not in ("alias", "prune", "discovery"):  # a text-only request: read the pass from the prompt
             kind = "alias" if "motif_a" in ev else "prune" if "fact_a" in ev else "discovery"
         self.asked[kind] += 1
+        # one question, whichever order it is asked in: calls per question is what one order saves
+        self.questions.add((kind, frozenset(json.dumps(v, sort_keys=True) for v in ev.values())))
         answer = self.answer(kind, ev)
         chars = len(req.system) + len(req.prompt) + len(json.dumps(body.get("tools") or []))
         return tool(answer, input_tokens=chars // 4 + TOOL_OVERHEAD, output_tokens=len(json.dumps(answer)) // 4 + 30)
@@ -163,7 +166,8 @@ class Row:
     day: str
     facts: int
     changed: int
-    questions: int
+    questions: int  # judged, as review --json counts them (reply-cache hits included)
+    asked: int  # distinct questions that reached the judge (one or both orders)
     calls: int
     cost: float | None
     states: dict
@@ -271,6 +275,7 @@ class Replay:
 
     def session(self, label: str, changed: int, pairs: dict, at: datetime) -> Row:
         self.judge.refresh(self.root)
+        self.judge.questions = set()
         before = self.server.calls
         t0 = time.perf_counter()
         r = cli("review", str(self.root), "--json", env=self.env, at=at)
@@ -281,7 +286,8 @@ class Replay:
         passes = out["passes"]
         facts = (out.get("corpus") or {}).get("read", 0)
         merged = [name for name, (a, b) in pairs.items() if retired(self.root / a) or retired(self.root / b)]
-        return Row(label, facts, changed, sum(p.get("judged", 0) for p in passes.values()), self.server.calls - before,
+        return Row(label, facts, changed, sum(p.get("judged", 0) for p in passes.values()), len(self.judge.questions),
+                   self.server.calls - before,
                    out.get("cost_usd"), {k: p["state"] for k, p in passes.items()},
                    {k: p.get("resolved", 0) for k, p in passes.items()}, len(out.get("commits", [])), merged, seconds)
 
@@ -308,7 +314,7 @@ def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_ke
     merged_again: dict[str, int] = defaultdict(int)
     try:
         rp = Replay(tmp, judge, server, motif_keys)
-        print(f"{'day':<11} {'facts':>5} {'new/ed':>6} {'questions':>9} {'calls':>6} {'$':>8}  states "
+        print(f"{'day':<11} {'facts':>5} {'new/ed':>6} {'questions':>9} {'asked':>5} {'calls':>6} {'$':>8}  states "
               "(alias/prune/discovery)   resolved a/p/d  commits", flush=True)
         for i, day in enumerate(days + [None] * extra):
             if day is None:
@@ -336,7 +342,7 @@ def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_ke
             cost = "incompl." if row.cost is None else f"{row.cost:.2f}"
             states = "/".join(row.states.get(p, "-") for p in ("alias", "prune", "discovery"))
             res = "/".join(str(row.resolved.get(p, 0)) for p in ("alias", "prune", "discovery"))
-            print(f"{label:<11} {row.facts:>5} {changed:>6} {row.questions:>9} {row.calls:>6} {cost:>8}  "
+            print(f"{label:<11} {row.facts:>5} {changed:>6} {row.questions:>9} {row.asked:>5} {row.calls:>6} {cost:>8}  "
                   f"{states:<34} {res:>8} {row.commits:>8}{merged_text(row.merged, '  merged ')}"
                   f"{merged_text(back, '  back ')}"
                   f"  ({row.seconds:.0f}s)", flush=True)
@@ -385,13 +391,14 @@ def find_key(data, word: str, prefix: str = ""):
 
 
 def totals(rows: list[Row], n_days: int, pairs: dict, appeared: dict, merged_at: dict, check: str, flips,
-           asked: dict, again: dict) -> dict:
+           by_pass: dict, again: dict) -> dict:
     days, after = rows[:n_days], rows[n_days:]
     costs = [r.cost for r in days]
     known = None if any(c is None for c in costs) else sum(costs)
     resolved = sum(sum(r.resolved.values()) for r in days)
     alias = sum(r.resolved.get("alias", 0) for r in days)
     calls, questions = sum(r.calls for r in days), sum(r.questions for r in days)
+    asked = sum(r.asked for r in days)
     quiet = [r for r in days[1:] if r.changed <= QUIET] + after
     quiet_max = max((r.cost or 0.0 for r in quiet), default=0.0)
     capped = sum(1 for r in days if r.cost is not None and r.cost >= 4.99)
@@ -400,15 +407,16 @@ def totals(rows: list[Row], n_days: int, pairs: dict, appeared: dict, merged_at:
     out = {"days": n_days, "cost_usd": known, "calls": calls, "questions": questions, "resolutions": resolved,
            "alias_resolutions": alias, "prune_resolutions": sum(r.resolved.get("prune", 0) for r in days),
            "usd_per_resolution": (known / resolved) if known is not None and resolved else None,
-           "calls_per_question": calls / questions if questions else None, "sessions_at_cap": capped,
+           "asked": asked, "calls_per_question": calls / asked if asked else None, "sessions_at_cap": capped,
            "dedup_lag_sessions": lags, "dedup_merged_again": again, "calls_unchanged_after": [r.calls for r in after],
            "quiet_day_max_usd": quiet_max, "quiet_days": [r.day for r in quiet], "rebuild_check": check,
-           "flip_rate": flips, "calls_by_pass": asked,
+           "flip_rate": flips, "calls_by_pass": by_pass,
            "rows": [r.__dict__ for r in rows]}
     print("\ntotal:")
-    print(f"  ${known:.2f}" if known is not None else "  $ incomplete", f"over {n_days} sessions; {calls} calls for "
-          f"{questions} questions ({out['calls_per_question'] or 0:.2f} calls per question); {capped} session(s) "
-          f"at the $5 session cap; calls by pass {json.dumps(asked)}")
+    print(f"  ${known:.2f}" if known is not None else "  $ incomplete", f"over {n_days} sessions; {questions} questions "
+          f"judged, {asked} asked of the judge in {calls} calls ({out['calls_per_question'] or 0:.2f} calls per question "
+          f"asked); {capped} session(s) at the $5 session cap; calls by pass, extra sessions included "
+          f"{json.dumps(by_pass)}")
     print(f"  resolutions {resolved} (alias {alias}, prune {out['prune_resolutions']}); $ per resolution "
           + (f"{out['usd_per_resolution']:.2f}" if out["usd_per_resolution"] is not None else "-"))
     if len(pairs) > 10:  # the synthetic corpus: a distribution, not a line per pair
