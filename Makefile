@@ -1,5 +1,6 @@
 # make demo: a full review of corpus-fixtures/demo with the scripted judge (no key needed).
 # make test: the whole suite. Both create or update .venv first and install nothing outside the clone and .venv.
+# make docs: rewrite the generated parts of docs/ (every --help, every config key and default) from the code.
 # make test-browser: the report test in a headless Chromium (which you install yourself; see the README).
 PYTHON ?= python3
 VENV := .venv
@@ -10,7 +11,7 @@ CALIBRATION := $(or $(CALIBRATION_DIR),$(CURDIR)/.demo/knomit-calibration)
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test test-browser clean
+.PHONY: install demo test docs test-browser clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +54,10 @@ demo: install
 
 test: install
 	$(BIN)/python -m pytest -q
+
+# docs/cli.md's --help blocks and docs/configuration.md's key tables, from the code (tests/test_docs.py checks them).
+docs: install
+	$(BIN)/python -m knomit_judge.docgen
 
 # The report rendered by a real headless Chromium; fails (rather than skips) when there is none.
 test-browser: install

@@ -37,7 +37,7 @@ from messages_server import MessagesServer, text  # noqa: E402
 from knomit_judge import ReviewOptions, load_config, load_corpus, review  # noqa: E402
 from knomit_judge.embeddings import Embedder  # noqa: E402
 from knomit_judge.init import init_corpus  # noqa: E402
-from knomit_judge.passes import all_passes  # noqa: E402
+from knomit_judge.passes.registry import all_passes  # noqa: E402
 from knomit_judge.store import Store  # noqa: E402
 
 CONFIG = """

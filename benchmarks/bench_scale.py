@@ -84,7 +84,7 @@ def answer_everything(root: Path, store) -> int:
     The sessions measured then load ~340k answered fingerprints, as a real caught-up session at 100k does.
     """
     from knomit_judge.neighbours import Memory
-    from knomit_judge.passes import all_passes
+    from knomit_judge.passes.registry import all_passes
     from knomit_judge.verdicts import Verdict
     session(root, store, Memory(store))
     rows = []
@@ -110,7 +110,7 @@ def session(root: Path, store, memory) -> dict:
     from knomit_judge.config import Config
     from knomit_judge.corpus import load_corpus
     from knomit_judge.embeddings import Embedder
-    from knomit_judge.passes import all_passes
+    from knomit_judge.passes.registry import all_passes
     from knomit_judge.passes.exact import DuplicateGroups
     from knomit_judge.store import FileIndex
     out = {}

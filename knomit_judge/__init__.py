@@ -5,7 +5,7 @@ from .corpus import Corpus, Fact, load_corpus
 from .errors import KnomitError
 from .inbox import inbox
 from .labels import label
-from .recovery import rebuild
+from .rebuild import rebuild
 from .review import ReviewOptions, SessionResult, review
 from .revert import revert
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 
 from .errors import ConfigError, JudgeRefused, Refused, Unavailable, Unparsed
-from .judge import STOPS_SESSION, AnthropicBackend, _completion, _error_message, _status_retryable
+from .transport import STOPS_SESSION, AnthropicBackend, completion, error_message, status_retryable
 from .verdicts import now
 
 log = logging.getLogger(__name__)
@@ -92,7 +92,7 @@ class Batches:
 
     # -- collecting -----------------------------------------------------------------------------------
     async def collect(self, judge, passes: dict) -> None:
-        import anthropic  # only with batches to collect: see judge.AnthropicBackend
+        import anthropic  # only with batches to collect: see transport.AnthropicBackend
         """Take in every finished batch: results into the reply cache (and judge.fresh), spend into the ledgers."""
         open_batches = self.open_batches()
         if not open_batches:
@@ -109,10 +109,10 @@ class Batches:
                     self._lost(row, "the API does not know it (HTTP 404)")
                     continue
                 if e.status_code in STOPS_SESSION:
-                    raise JudgeRefused(f"judge refused the batch request: HTTP {e.status_code} {_error_message(e)}; "
+                    raise JudgeRefused(f"judge refused the batch request: HTTP {e.status_code} {error_message(e)}; "
                                        "check ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL") from None
                 log.warning("batch %s: not collected (HTTP %d %s); tried again next session",
-                            row["id"], e.status_code, _error_message(e))
+                            row["id"], e.status_code, error_message(e))
                 continue
             except anthropic.APIConnectionError as e:
                 log.warning("batch %s: not collected (%s); tried again next session", row["id"], type(e).__name__)
@@ -165,7 +165,7 @@ class Batches:
         result, key = entry.result, entry.custom_id
         ledger = judge.ledger(p.name)
         if result.type == "succeeded":
-            done = _completion(result.message, judge.tool(p))
+            done = completion(result.message, judge.tool(p))
             if done is None:
                 judge.fresh[key] = Unavailable("malformed batch result: not a Message", 1)
                 ledger.add(1, 1, None, None, None)  # billed, for all we know
@@ -242,11 +242,11 @@ class Batches:
                 break
             except anthropic.APIStatusError as e:
                 if e.status_code in STOPS_SESSION:
-                    raise JudgeRefused(f"judge refused the batch: HTTP {e.status_code} {_error_message(e)}; "
+                    raise JudgeRefused(f"judge refused the batch: HTTP {e.status_code} {error_message(e)}; "
                                        "check ANTHROPIC_API_KEY, the model name and ANTHROPIC_BASE_URL") from None
-                last = f"HTTP {e.status_code} {_error_message(e)}"
+                last = f"HTTP {e.status_code} {error_message(e)}"
                 judge.backend.limiter.pause_for(e.status_code, e.response.headers)
-                if not _status_retryable(e.status_code):
+                if not status_retryable(e.status_code):
                     break  # the batch as sent is refused: retrying cannot help; asked again next session
             except anthropic.APIConnectionError as e:
                 last = type(e).__name__

@@ -23,7 +23,9 @@ from .errors import KnomitError, Unparsed
 from .gitops import open_repo
 from .judge import Judge, make_backend
 from .jsonl import read_jsonl
-from .passes import JUDGED_PASSES, Candidate, all_passes
+from . import labels as journal_labels  # a module: calibrate has its own read_labels (a JSONL file) and latest
+from .passes import JUDGED_PASSES, Candidate
+from .passes.registry import all_passes
 from .store import Store
 from .verdicts import Journal, now
 
@@ -217,11 +219,10 @@ def calibrate_journal(root: Path | str = ".") -> dict:
     The labels journal answers in yes/no, so every pass (prune too) is scored over yes/no, on the verdict
     each label was given: how right the judge was on the questions it actually answered.
     """
-    from .labels import LABELS_FILE, latest, read_labels
     root = Path(root).resolve()
     open_repo(root)
     verdicts = {v.id: v for v in Journal(root).verdicts()[0]}
-    labelled = latest(read_labels(root))
+    labelled = journal_labels.latest(journal_labels.read_labels(root))
     questions, skipped = [], []
     for n, lab in enumerate(labelled.values(), 1):  # n: the label's place, as a file's line number would be
         v = verdicts.get(lab.verdict)
@@ -234,7 +235,7 @@ def calibrate_journal(root: Path | str = ".") -> dict:
                                   answer="yes" if v.is_yes else "no", agreement=v.agreement, rationale=v.rationale))
     models = sorted({verdicts[vid].model for vid in labelled if vid in verdicts})
     result = {
-        "labels": f"{LABELS_FILE} (journal)", "corpus": str(root), "judge": ", ".join(models) or "-",
+        "labels": f"{journal_labels.LABELS_FILE} (journal)", "corpus": str(root), "judge": ", ".join(models) or "-",
         "created_at": now(), "source": "journal",
         "prompts": {name: sorted({v.prompt for v in verdicts.values() if v.pass_name == name})
                     for name in JUDGED_PASSES},

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -31,6 +32,11 @@ class Group(click.Group):
         except KeyboardInterrupt:
             click.echo("knomit-judge: interrupted; verdicts parsed so far are kept", err=True)
             sys.exit(130)
+        except BrokenPipeError:
+            # The reader stopped reading (`verdicts | head`): exit as a process ended by SIGPIPE does (141),
+            # not 1, which says a pass is broken; and make no noise flushing the closed pipe at exit.
+            sys.stdout = open(os.devnull, "w")
+            sys.exit(128 + signal.SIGPIPE)
 
 
 @click.group(cls=Group)
@@ -188,7 +194,7 @@ def rebuild(corpus):
 
     Example: rm ~/corpus/.knomit/judge.db && knomit-judge rebuild ~/corpus
     """
-    from .recovery import rebuild as run
+    from .rebuild import rebuild as run
     counts = run(corpus)
     click.echo("rebuilt: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
 

@@ -9,6 +9,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .cron import cron_trigger
 from .errors import ConfigError
 
 CONFIG_FILE = "knomit-judge.toml"
@@ -177,6 +178,11 @@ def _check(key: str, value, typ: type):
         return _check_list(key, value)
     if key in _CHOICES and value not in _CHOICES[key]:
         raise ConfigError(f"{key}: {value!r} is not one of {', '.join(map(repr, _CHOICES[key]))}")
+    if key == "judge.model" and not value.strip():
+        raise ConfigError(f"{key}: must name a model, got {value!r}")
+    # a negative price makes every estimate negative, and a cost cap then never stops a session
+    if key.startswith("prices.") and typ is float and value < 0:
+        raise ConfigError(f"{key}: {value!r} must not be negative (USD per million tokens)")
     lo, hi = _BOUNDS.get(key, (None, None))
     if (lo is not None and value < lo) or (hi is not None and value > hi):
         raise ConfigError(f"{key}: {value!r} is out of range ({lo} to {hi if hi is not None else 'any'})")
@@ -220,7 +226,6 @@ def parse_config(data: dict) -> Config:
     if config.discovery.min_group > config.discovery.max_group:
         raise ConfigError("discovery.min_group: larger than discovery.max_group")
     if "cron" in data.get("schedule", {}):
-        from .daemon import cron_trigger  # only when set: the default is valid, and apscheduler costs an import
         cron_trigger(config.schedule.cron, key="schedule.cron")
     return config
 
@@ -268,7 +273,7 @@ mode = "sync"            # "batch": submit offered questions as one Message Batc
 [shortlist]
 k = 5                    # nearest neighbours per motif / fact
 
-[budget]                 # per pass; see the README for why these values
+[budget]                 # per pass; docs/configuration.md says why these values
 enabled = true           # false: no throttle (backfills, benchmarks); the line says unthrottled
 optimistic_cap = 20      # offers a session while a pass has no verdicts yet
 window = 20              # funded while one of the last `window` verdicts (whole sessions) resolved something

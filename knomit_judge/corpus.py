@@ -23,6 +23,7 @@ KB_SCHEME = "kb://"  # knomit's link to a fact: kb://<12-hex repo id>/<path in t
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")  # http:, src:, knomit-judge:, ... : a source, never a link
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)(?:^|\n)---[ \t]*(?:\r?\n|\Z)", re.S)
 _KEY_LINE = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:")
+_ANCHOR = re.compile(r"^[A-Za-z_][\w-]*[ \t]*:[ \t]*(&[^\s\[\]{},]+)")  # `motifs: &m [..]`: the anchor on a key's value
 _HAS_WORD = re.compile(r"\w", re.UNICODE)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")  # line breaks and other control characters
 
@@ -87,6 +88,29 @@ def load_yaml(text: str):
     return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
 
 
+def load_front(path: str, front: str):
+    """The front matter's value, refusing a top-level key written twice.
+
+    PyYAML keeps the last of two `motifs:` lines and drops the other without a word; a rewrite
+    would then commit that loss. knomit's own reader (Go yaml.v3) refuses such a file too.
+    """
+    loader = _Loader(front)
+    try:
+        node = loader.get_single_node()
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[str, int] = {}
+            for key, _ in node.value:
+                if isinstance(key, yaml.ScalarNode):
+                    line = key.start_mark.line + 2  # +1 for 1-based, +1 for the opening '---'
+                    if key.value in seen:
+                        raise BadFact(path, f"key '{key.value}' is written twice (lines {seen[key.value]} and "
+                                            f"{line}): one value would be lost; keep one", line)
+                    seen[key.value] = line
+        return None if node is None else loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
 def link_target(ref: str) -> str | None:
     """The corpus path a link or ref names: kb://<repo>/<path> or a plain path; None for a URL or src:// ref."""
     ref = ref.strip()
@@ -143,7 +167,7 @@ def parse_fact(path: str, text: str, motif_keys=DEFAULT_MOTIF_KEYS) -> Fact:
         raise BadFact(path, "no YAML front matter (the file must start with a '---' line and close it with another)", 1)
     front = m.group(1)
     try:
-        meta = load_yaml(front)
+        meta = load_front(path, front)
     except RecursionError:
         raise BadFact(path, "front matter is nested too deeply", 2) from None
     except yaml.YAMLError as e:
@@ -221,7 +245,10 @@ def read_fact(root: Path, path: str, max_bytes: int, layout=None) -> Fact:
     check_path(path)
     full = root / path
     # A link may name another fact; anything else (outside the corpus, into .git) is not a fact.
-    target = full.resolve()
+    try:
+        target = full.resolve()
+    except (RuntimeError, OSError):  # `ln -s self.md self.md`: Python 3.11 raises RuntimeError, 3.13 OSError
+        raise BadFact(path, "symlink loop (the link leads back to itself); not followed") from None
     link = "symlink" if full.is_symlink() else "path (through a linked directory)"
     if not target.is_relative_to(root.resolve()):
         raise BadFact(path, f"{link} points outside the corpus ({target}); not followed")
@@ -300,7 +327,10 @@ def rewrite(text: str, changes: dict) -> str:
     for key, block in blocks:
         if key in changes:
             trailing = [ln for ln in block[1:] if not ln.strip()]  # keep blank separators
-            out.append(f"{key}: {_yaml_value(changes[key])}" + ("\r" if block[0].endswith("\r") else ""))
+            # `extra: *m` elsewhere needs `&m` kept; an anchor deeper in the block is not kept, and the
+            # reader's check before a commit (gitops.Applier.commit) refuses the result
+            anchor = f"{a.group(1)} " if (a := _ANCHOR.match(block[0])) else ""
+            out.append(f"{key}: {anchor}{_yaml_value(changes[key])}" + ("\r" if block[0].endswith("\r") else ""))
             out.extend(trailing)
             done.add(key)
         else:
@@ -317,6 +347,9 @@ def rewrite(text: str, changes: dict) -> str:
 
 # Keys a merge takes in from the retired fact (with the motif keys): lists are unioned, an int count is summed.
 ABSORBED_KEYS = ("sources", "refs", "links", "entities", "domain", "tags")
+# What a retraction still carries over: where the claim came from and what it points at, never its motifs
+# (a retraction says the fact added no claim), so no source is left only in git history.
+PROVENANCE_KEYS = ("sources", "refs", "links")
 
 
 def _union(*lists) -> list:
@@ -341,15 +374,16 @@ def renamed_motif(fact: Fact, lose: str, keep: str, motif_keys=DEFAULT_MOTIF_KEY
     return rewrite(fact.text, changes) if changes else fact.text
 
 
-def absorbed(keep: Fact, lose: Fact, motif_keys=DEFAULT_MOTIF_KEYS) -> dict:
+def absorbed(keep: Fact, lose: Fact, motif_keys=DEFAULT_MOTIF_KEYS, keys=ABSORBED_KEYS) -> dict:
     """The front-matter changes by which `keep` takes in `lose`: each key keeps its type.
 
-    Lists are unioned (order kept, deduplicated), an int `sources` count becomes the sum, and
-    links or refs to either of the two facts are dropped (a fact does not link to itself).
+    Lists are unioned (order kept, deduplicated), an int `sources` count becomes the sum (as
+    knomit's own dedup merge does), and links or refs to either of the two facts are dropped (a
+    fact does not link to itself). A retraction takes in only PROVENANCE_KEYS and no motif key.
     """
     mine, theirs = front_matter(keep.text), front_matter(lose.text)
     changes = {}
-    for key in dict.fromkeys([*motif_keys, *ABSORBED_KEYS]):
+    for key in dict.fromkeys([*motif_keys, *keys]):
         ours, other = mine.get(key), theirs.get(key)
         if key in ("links", "refs") and isinstance(ours, list) and other is None:
             other = []  # still drop the survivor's own link to the fact it absorbs
@@ -376,6 +410,31 @@ def absorbed(keep: Fact, lose: Fact, motif_keys=DEFAULT_MOTIF_KEYS) -> dict:
     return changes
 
 
+def provenance(keep: Fact, lose: Fact) -> dict:
+    """The changes by which a retraction's survivor takes in the sources, refs and links it lacks."""
+    return absorbed(keep, lose, motif_keys=(), keys=PROVENANCE_KEYS)
+
+
+def carried_over(keep: Fact, changes: dict) -> list[str]:
+    """What `changes` add to `keep`'s front matter, one line a key, for a commit body."""
+    mine, lines = front_matter(keep.text), []
+    for key, new in changes.items():
+        old = mine.get(key)
+        if isinstance(new, int) and not isinstance(new, bool):
+            lines.append(f"{key}: {old if old is not None else 0} -> {new}")
+        elif isinstance(new, list):
+            had = {str(v).strip() for v in (old if isinstance(old, list) else [] if old is None else [old])}
+            added = [str(v) for v in new if str(v).strip() not in had]
+            gone = sorted(had - {str(v).strip() for v in new})
+            parts = ([f"+ {', '.join(added)}"] if added else []) + \
+                ([f"dropped its link to {', '.join(gone)} (the retired fact)"] if gone else [])
+            if parts:
+                lines.append(f"{key}: {'; '.join(parts)}")
+        else:
+            lines.append(f"{key}: {new}")
+    return lines
+
+
 def relinked_changes(fact: Fact, old: str, new: str) -> dict:
     """The front-matter changes that point the fact's links and kb:// refs at `new` instead of `old`."""
     meta, changes = front_matter(fact.text), {}
@@ -393,13 +452,44 @@ def retracted(fact: Fact, survivor: str, verdict_id: str, mode: str = "status") 
     return rewrite(fact.text, {"status": "retracted", "retracted_by": verdict_id, "survivor": survivor})
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Write via a temp file, fsync and rename, so a half-written fact never exists."""
+def umask() -> int:
+    """The process umask, read without changing it (os.umask can only be read by setting it)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
+def file_mode(path: Path) -> int | None:
+    """The permission bits of the file at path, or None when there is none."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def atomic_write(path: Path, text: str | bytes, mode: int | None = None) -> None:
+    """Write via a temp file, fsync and rename, so a half-written fact never exists.
+
+    The file keeps its mode (mkstemp makes 0600, which would shut out every other reader of the
+    corpus); a new file gets what the umask gives, as any editor's would. `mode` sets it instead.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
+    if mode is None:
+        mode = file_mode(path)
+    if mode is None:
+        mode = 0o666 & ~umask()
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".knomit-", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as f:
+            f.write(text if isinstance(text, bytes) else text.encode("utf-8"))
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

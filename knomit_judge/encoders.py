@@ -7,7 +7,7 @@ cache_dir(), never in the corpus. Vectors differ by backend (fp32 ONNX in the la
 about 1%), so each backend has its own embedding cache key. Any failure to load ONNX Runtime or to
 export falls back to PyTorch, with a warning.
 
-Which backend is the default was measured (benchmarks/bench_embed.py, README "First embedding").
+Which backend is the default was measured (benchmarks/bench_embed.py, docs/benchmarks.md "Embedding").
 """
 
 from __future__ import annotations

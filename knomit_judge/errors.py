@@ -37,6 +37,21 @@ class CannotWrite(KnomitError):
     """An output file cannot be written where it was asked to go (no such directory, no permission)."""
 
 
+class DecisionRefused(KnomitError):
+    """A decision was abandoned whole: a file it writes cannot be written, or would not parse once written.
+
+    Nothing of it is left in the tree; `path`, `line` and `reason` name the problem for the session report.
+    """
+
+    def __init__(self, path: str, reason: str, line: int | None = None):
+        self.path, self.reason, self.line = path, reason, line
+        super().__init__(f"{path}:{line}: {reason}" if line else f"{path}: {reason}")
+
+
+class CorpusUnwritable(KnomitError):
+    """The corpus (its .git or .knomit) cannot be written: a read-only file system, or a path in the way."""
+
+
 class BadFact(Exception):
     """A fact file cannot be read; carries the path, line and reason for the report."""
 

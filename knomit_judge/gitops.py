@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import logging
@@ -14,8 +15,8 @@ from pathlib import Path
 
 import git
 
-from .corpus import atomic_write
-from .errors import CorpusLocked, KnomitError, NotACorpus
+from .corpus import atomic_write, file_mode
+from .errors import BadFact, CorpusLocked, CorpusUnwritable, DecisionRefused, KnomitError, NotACorpus
 from .verdicts import append_line, encode_line, line_id, now
 
 log = logging.getLogger(__name__)
@@ -143,8 +144,15 @@ class Applier:
         self.index = Path(repo.git_dir) / "knomit-index"  # a private index a decision commit is built in
 
     def commit(self, writes: dict[str, str | None], extra_paths: list[str], msg: str, verdict_id: str,
-               trailer: str = "Knomit-Verdict", appends: dict[str, dict | list[dict]] | None = None) -> str:
+               trailer: str = "Knomit-Verdict", appends: dict[str, dict | list[dict]] | None = None,
+               check=None) -> str:
         """Write the files (None deletes), append `appends` to our own files, and commit it all at once.
+
+        This is the one path every rewrite of the corpus goes through (decisions, reverts, labels).
+        `check(path, text)`, when given, is the corpus reader: a text it refuses (BadFact) is never
+        written, and the decision is refused whole (DecisionRefused). A file that cannot be written
+        (immutable, a directory in its place, a full disk) abandons the decision whole too: the
+        files already written get their bytes and modes back, the journals their sizes.
 
         `extra_paths` are journal files: the commit holds them as HEAD has them plus
         this decision's own lines only (its verdict's, and what it appended), so
@@ -154,19 +162,41 @@ class Applier:
         `trailer: verdict_id`: that is how recovery tells "killed after the commit"
         from "killed before it".
         """
+        if check:
+            for path, text in writes.items():
+                if text is not None:
+                    try:
+                        check(path, text)
+                    except BadFact as e:
+                        # the line is the rewritten text's, not the file's as it stands: said in the reason
+                        at = f" at line {e.line} of the rewritten text" if e.line else ""
+                        raise DecisionRefused(path, f"the rewrite would not parse{at} ({e.reason})") from None
         # one record or several per file (a labels file imported at once is one commit)
         appends = {path: r if isinstance(r, list) else [r] for path, r in (appends or {}).items()}
         journals = list(dict.fromkeys([*extra_paths, *appends]))
+        sizes = {p: _size(self.root / p) for p in journals}
+        before = {}
+        for path in writes:
+            try:
+                before[path] = _snapshot(self.root / path)
+            except OSError as e:  # a directory where the fact was: nothing is touched yet
+                raise DecisionRefused(path, f"cannot read it ({e.strerror or e}): the decision is not applied") from None
+        # the modes too: a kill's rollback goes through `git checkout`, which gives files the umask's mode
+        modes = {path: mode for path, (_, mode) in before.items() if mode is not None}
         self._intend({"kind": "decision", "verdict": verdict_id, "trailer": trailer, "head": self._head(),
-                      "paths": list(writes), "journal": {p: _size(self.root / p) for p in journals}})
+                      "paths": list(writes), "journal": sizes, "modes": modes})
         env = {"GIT_INDEX_FILE": str(self.index)}
+        touched: list[str] = []
+        doing = ""  # the path being written when an OSError comes: the one the problem names
         try:
             for path, text in writes.items():
+                touched.append(doing := path)
                 if text is None:
                     (self.root / path).unlink(missing_ok=True)
                 else:
                     atomic_write(self.root / path, text)
             for path, records in appends.items():
+                doing = path
                 for record in records:
                     append_line(self.root / path, record)
             self.index.unlink(missing_ok=True)
@@ -181,9 +211,14 @@ class Applier:
             run_git(self.repo, "commit", "-q", "--allow-empty", "-m", msg, env=env)
         except git.GitCommandError as e:
             # A failed commit (a hook, a full disk) must not leave a half-applied change behind.
-            self.recover(clear_locks=False)  # git has released its own locks: any left are someone else's
+            self._roll_back(touched, before, sizes)
             raise KnomitError(f"git failed while committing verdict {verdict_id}, rolled back: "
                               f"{_last_line(e)}") from None
+        except OSError as e:
+            self._roll_back(touched, before, sizes)
+            what = "delete" if writes.get(doing, "") is None else "write"
+            raise DecisionRefused(doing, f"cannot {what} it ({e.strerror or e}): the decision is abandoned "
+                                             "whole and the tree restored") from None
         sha = self.repo.head.commit.hexsha
         try:
             self._sync_index([*writes, *journals])
@@ -193,6 +228,31 @@ class Applier:
                               f"({_last_line(e)}); the next session finishes it") from None
         self.pending.unlink(missing_ok=True)
         return sha
+
+    def _roll_back(self, touched: list[str], before: dict, sizes: dict) -> None:
+        """Undo a decision that did not commit: files back to their bytes and modes, journals to their sizes.
+
+        Done from the snapshot, not `git checkout`, which would give every file the umask's mode. Then the
+        intent goes, as recovery would remove it.
+        """
+        failed = []
+        for path in touched:
+            data, mode = before[path]
+            full = self.root / path
+            try:
+                if data is None:
+                    full.unlink(missing_ok=True)
+                elif not full.exists() or full.read_bytes() != data or file_mode(full) != mode:
+                    atomic_write(full, data, mode)
+            except OSError as e:
+                failed.append(f"{path} ({e.strerror or e})")
+        for path, size in sizes.items():
+            _truncate(self.root / path, size)
+        self.index.unlink(missing_ok=True)
+        if failed:  # the intent stays: the next start's recovery tries again from HEAD
+            log.warning("could not restore %s; the next session rolls it back", ", ".join(failed))
+            return
+        self.pending.unlink(missing_ok=True)
 
     def _journal_blob(self, path: str, verdict_id: str, own: list[bytes]) -> bytes:
         """HEAD's version of a journal file plus this decision's lines: its verdict's and `own`."""
@@ -271,6 +331,12 @@ class Applier:
         if restore:
             run_git(self.repo, "reset", "-q", "HEAD", "--", *restore)
             run_git(self.repo, "checkout", "HEAD", "--", *restore)
+            for path, mode in dict(intent.get("modes") or {}).items():
+                if path in restore and isinstance(mode, int):
+                    try:
+                        os.chmod(self.root / path, mode)
+                    except OSError:
+                        pass  # the content is back; a mode that cannot be set is not worth stopping recovery for
         for path in paths:
             if path not in in_head:  # a file the decision created
                 run_git(self.repo, "rm", "-q", "--cached", "--ignore-unmatch", "--", path)
@@ -309,6 +375,14 @@ class Applier:
                 p.unlink(missing_ok=True)
                 notes.append(f"removed the stale {p.relative_to(gitdir)} a killed git command left")
         return notes
+
+
+def _snapshot(path: Path) -> tuple[bytes | None, int | None]:
+    """A file's bytes and mode before a decision writes it; (None, None) when it does not exist."""
+    try:
+        return path.read_bytes(), file_mode(path)
+    except FileNotFoundError:
+        return None, None
 
 
 def _size(path: Path) -> int | None:
@@ -356,6 +430,13 @@ def applied_commits(repo: git.Repo) -> dict[str, str]:
     return found
 
 
+def unwritable(path: Path, e: OSError) -> CorpusUnwritable:
+    """The error for a corpus a session cannot write to, saying what to do about it."""
+    why = "the corpus is on a read-only file system" if e.errno == errno.EROFS else e.strerror or str(e)
+    return CorpusUnwritable(f"cannot write {path}: {why}; a session needs to write the lock, the journal and "
+                            "the db (`review --dry-run` writes nothing)")
+
+
 class Lock:
     """One session per corpus: an flock on .git/knomit-judge.lock, released by the kernel on any death.
 
@@ -371,7 +452,10 @@ class Lock:
         self.stale: str | None = None  # the dead holder this session took over from, if any
 
     def __enter__(self):
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise unwritable(self.path, e) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -25,7 +25,8 @@ from .config import load_config
 from .corpus import load_corpus
 from .gitops import OWN_DIR, open_repo
 from .labels import latest, read_labels
-from .passes import JUDGED_PASSES, all_passes, subject_names
+from .passes import JUDGED_PASSES, subject_names
+from .passes.registry import all_passes
 from .precision import of_pass
 from .store import FileIndex, Store
 from .verdicts import Verdict

@@ -11,9 +11,13 @@ import re
 import git
 
 from .calibrate import latest, subject_text
+from .config import load_config
 from .errors import CannotWrite
 from .gitops import open_repo, run_git
+from .inbox import evidence_text, inbox
+from .labels import read_labels
 from .passes import JUDGED_PASSES
+from .precision import history, of_pass
 from .store import Store
 
 SESSIONS = 10
@@ -76,43 +80,62 @@ def sessions_section(sessions: list[dict]) -> str:
 
 
 def throttle_chart(name: str, rows: list[dict]) -> str:
-    """Bars of offered / judged / resolved per session, over a strip coloured by throttle state."""
+    """Bars of offered / judged / resolved per session, over a strip coloured by throttle state.
+
+    The sessions share the chart's whole width, however few they are, and every count is printed
+    over its bars: a few resolutions out of 190 judged are a bar of a pixel or two, so the numbers,
+    and a minimum height for any count above zero, are what make them seen.
+    """
     if not rows:
         return f"<p class=muted>{e(name)}: no throttle history yet.</p>"
-    w, h, left, top, strip = 640, 168, 30, 22, 10
+    w, h, left, right, top, strip = 640, 194, 30, 10, 44, 10
     plot = h - top - strip - 42  # below: the strip, a line of text and the legend
-    slot = min(24, (w - left - 10) / max(len(rows), 1))  # a few sessions stay narrow bars
+    slot = (w - left - right) / len(rows)  # a few sessions get wide slots, never a sliver at the left
+    bw = min(slot * 0.7, 56)
     peak = max(1, *(r["offered"] for r in rows))
+    labelled = slot >= 34  # room for "resolved/judged" over each bar; else only the resolutions are printed
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img" '
              f'aria-label="throttle history of {e(name)}">',
              f'<text x="{left}" y="14" font-size="13" font-weight="bold">{e(name)}</text>',
-             f'<text x="{w - 10}" y="14" font-size="11" text-anchor="end" fill="#555">'
-             f'bars: offered (grey), judged (blue), resolved (green); strip: throttle state</text>',
+             f'<text x="{w - right}" y="28" font-size="11" text-anchor="end" fill="#555">'
+             f'bars: offered (grey), judged (blue), resolved ({RESOLVED_NAME}); numbers: '
+             f'{"resolved/judged" if labelled else "resolved"}; strip: throttle state</text>',
              f'<text x="{left - 4}" y="{top + 8}" font-size="10" text-anchor="end">{peak}</text>',
              f'<text x="{left - 4}" y="{top + plot}" font-size="10" text-anchor="end">0</text>',
-             f'<line x1="{left}" y1="{top + plot}" x2="{w - 10}" y2="{top + plot}" stroke="#999"/>']
+             f'<line x1="{left}" y1="{top + plot}" x2="{w - right}" y2="{top + plot}" stroke="#999"/>']
     for i, r in enumerate(rows):
         x = left + i * slot
-        bw = max(slot * 0.7, 1)
+        bx = x + (slot - bw) / 2
+        tallest = 0.0
         for key, colour, shrink in BARS:
-            bh = plot * r[key] / peak
-            parts.append(f'<rect x="{x + bw * shrink:.1f}" y="{top + plot - bh:.1f}" width="{bw * (1 - 2 * shrink):.1f}" '
-                         f'height="{bh:.1f}" fill="{colour}"/>')
+            # any count above zero is at least MIN_BAR high: 3 of 190 must not vanish into the axis
+            bh = max(plot * r[key] / peak, MIN_BAR if r[key] else 0)
+            tallest = max(tallest, bh)
+            parts.append(f'<rect class="{key}" x="{bx + bw * shrink:.1f}" y="{top + plot - bh:.1f}" '
+                         f'width="{bw * (1 - 2 * shrink):.1f}" height="{bh:.1f}" fill="{colour}"/>')
+        label = f"{r['resolved']}/{r['judged']}" if labelled else (str(r["resolved"]) if r["resolved"] else "")
+        if label:
+            parts.append(f'<text class="count" x="{x + slot / 2:.1f}" y="{top + plot - tallest - 3:.1f}" '
+                         f'font-size="10" text-anchor="middle" fill="{RESOLVED_COLOUR if r["resolved"] else "#555"}"'
+                         f'>{e(label)}</text>')
         tip = (f"{r['session']}: {r['state']}{' (probe spent)' if r['probe_spent'] else ''}, offered {r['offered']}, "
                f"judged {r['judged']}, resolved {r['resolved']}")
-        parts.append(f'<rect x="{x:.1f}" y="{top + plot + 3}" width="{max(slot - 1, 1):.1f}" height="{strip}" '
-                     f'fill="{STATE_COLOURS.get(r["state"], "#000")}"><title>{e(tip)}</title></rect>')
+        parts.append(f'<rect class="state" x="{x:.1f}" y="{top + plot + 3}" width="{max(slot - 1, 1):.1f}" '
+                     f'height="{strip}" fill="{STATE_COLOURS.get(r["state"], "#000")}"><title>{e(tip)}</title></rect>')
     states = sorted({r["state"] for r in rows})
-    legend = ", ".join(states)
-    parts.append(f'<text x="{left}" y="{h - 22}" font-size="11" fill="#555">{len(rows)} session(s), oldest first; '
-                 f'states: {e(legend)}; now {e(rows[-1]["state"])}</text>')
+    judged, resolved = sum(r["judged"] for r in rows), sum(r["resolved"] for r in rows)
+    parts.append(f'<text x="{left}" y="{h - 22}" font-size="11" fill="#555">{len(rows)} session(s), oldest first: '
+                 f'resolved {resolved} of {judged} judged; now {e(rows[-1]["state"])}</text>')
     parts.append(chart_legend(left, h - 14, [(key, colour) for key, colour, _ in BARS]
                               + [(s, STATE_COLOURS.get(s, "#000")) for s in states]))
     parts.append("</svg>")
     return "".join(parts)
 
 
-BARS = (("offered", "#cccccc", 0), ("judged", "#3182bd", 0.15), ("resolved", "#31a354", 0.3))
+# "resolved" must not share the "funded" state's green: the two are read side by side
+RESOLVED_COLOUR, RESOLVED_NAME = "#6a3d9a", "purple"
+BARS = (("offered", "#cccccc", 0), ("judged", "#3182bd", 0.15), ("resolved", RESOLVED_COLOUR, 0.3))
+MIN_BAR = 3.0  # px: the least height of a bar whose count is above zero
 
 
 def chart_legend(x: float, y: float, items: list[tuple[str, str]]) -> str:
@@ -230,10 +253,6 @@ def _clip(text: str) -> str:
 
 def labels_sections(root: Path) -> str:
     """The inbox and each pass's precision history, as two sections of the page."""
-    from .config import load_config
-    from .inbox import evidence_text, inbox
-    from .labels import read_labels
-    from .precision import history, of_pass
     cfg = load_config(root).calibration
     box = inbox(root)
     labels = read_labels(root)

@@ -15,11 +15,12 @@ from .candidate_lists import CandidateLists
 from .config import Config, load_config
 from .corpus import Corpus, CorpusReport, corpus_report, load_corpus
 from .embeddings import Embedder
-from .errors import BadFact, KnomitError
+from .errors import BadFact, DecisionRefused, KnomitError
 from .gitops import Applier, Decision, Lock, decision_trailers, dirty_paths, message, open_repo
 from .judge import Judge, ScriptedBackend, judge_kind, make_backend
-from .passes import JUDGED_PASSES, Candidate, Change, all_passes
+from .passes import JUDGED_PASSES, Candidate, Change
 from .passes.exact import DuplicateGroups, exact_change, exact_verdict
+from .passes.registry import all_passes
 from .precision import gate as precision_gate
 from .recovery import recover
 from .neighbours import Memory
@@ -112,6 +113,7 @@ class Context:
     clean: bool
     commits: list[str] = field(default_factory=list)
     seen: dict[str, set] = field(default_factory=dict)
+    problems: list[BadFact] = field(default_factory=list)  # the session's, for decisions refused as they were applied
     batches: Batches | None = None
     _judge: Judge | None = None
 
@@ -167,7 +169,7 @@ async def _session(root, repo, config, store, options, notes) -> SessionResult:
     with gc_paused():  # 100k facts, their tuples and index rows: the collector would rescan them over and over
         index = FileIndex(store)
         corpus = load_corpus(root, config.corpus.max_fact_bytes, index, config.corpus)
-    result.problems = corpus.problems
+    result.problems = list(corpus.problems)
     for problem in corpus.problems:
         log.warning("skipped %s", problem)
     result.corpus = corpus_report(corpus)
@@ -176,7 +178,7 @@ async def _session(root, repo, config, store, options, notes) -> SessionResult:
         result.notes.append(f"work tree has {len(dirty)} uncommitted change(s) (e.g. {dirty[0]}): "
                             "judging and storing, applying nothing")
     ctx = Context(root, config, store, corpus, Embedder(store), Journal(root), None if options.dry_run else Applier(repo),
-                  options, result.session, clean=not dirty, commits=result.commits)
+                  options, result.session, clean=not dirty, commits=result.commits, problems=result.problems)
     ctx.batches = Batches(store, result.session, batch_mode(options.batch, config, options.judge))
     if not options.dry_run:
         store.start_session(result.session)
@@ -247,17 +249,42 @@ def aborted(result: SessionResult, options: ReviewOptions, error: BaseException)
 
 
 def apply(ctx: Context, pass_name: str, verdict: Verdict, change: Change) -> str:
-    """Commit one decision (its files and the journal holding its verdict) and take it into the corpus."""
+    """Commit one decision (its files and the journal holding its verdict) and take it into the corpus.
+
+    Every rewritten file is read back with the corpus reader first: a fact that would not parse is
+    never committed (DecisionRefused).
+    """
     judge = f"{verdict.model} / {verdict.prompt}"
     msg = message(change.subject, change.body,
                   decision_trailers(Decision(pass_name, verdict.id, judge, verdict.rationale)))
-    sha = ctx.applier.commit(change.writes, [ctx.journal.relpath(pass_name)], msg, verdict.id)
+    sha = ctx.applier.commit(change.writes, [ctx.journal.relpath(pass_name)], msg, verdict.id,
+                             check=ctx.corpus.parse)
     for path, text in change.writes.items():
         ctx.corpus.put(path, text)
     ctx.store.mark_applied(verdict.id, sha)
     ctx.commits.append(sha)
     log.info("%s (%s)", change.subject, sha[:10])
     return sha
+
+
+def applied(ctx: Context, r: PassResult, pass_name: str, verdict: Verdict, change: Change) -> bool:
+    """Apply one decision; a refused one is named (pass note and session problem) and the session goes on.
+
+    Its verdict stays stored and unapplied, so it is tried again next session, and named again while the
+    cause stays: never a traceback, never half a decision in the tree.
+    """
+    try:
+        apply(ctx, pass_name, verdict, change)
+        return True
+    except DecisionRefused as e:
+        log.warning("verdict %s not applied: %s", verdict.id, e)
+        note = f"verdict {verdict.id} not applied: {e}"
+        if note not in r.notes:  # each round meets the same unapplied yes again
+            r.notes.append(note)
+            problem = BadFact(e.path, f"verdict {verdict.id} ({pass_name}) not applied: {e.reason}", e.line)
+            if not any(str(p) == str(problem) for p in ctx.problems):
+                ctx.problems.append(problem)
+        return False
 
 
 def keep(ctx: Context, verdict: Verdict) -> None:
@@ -273,19 +300,23 @@ def run_exact(ctx: Context) -> PassResult:
     groups = [[ctx.corpus.facts[path] for path in c.subject["group"]] for c in kept]  # as read, before any retraction
     r.candidates = len(groups)
     answered = ctx.store.answered("exact")
+    # a retraction refused as it was applied (a file it cannot write) is tried again, not taken as answered
+    unapplied = {v.fingerprint: v for v in ctx.store.unapplied_yes("exact")}
     for group, fp in zip(groups, kept.fingerprints):
-        if fp in answered:  # a reverted exact retraction stays a "no"
+        if fp in answered and fp not in unapplied:  # a reverted exact retraction stays a "no"
             r.cached += 1
             continue
-        verdict = exact_verdict(group, ctx.session)
         r.offered += 1
         if ctx.options.dry_run or not ctx.clean:
             continue
-        keep(ctx, verdict)
-        apply(ctx, "exact", verdict, exact_change(group, verdict, ctx.corpus))
-        r.judged += 1
-        r.resolved += 1
-        r.applied += 1
+        verdict = unapplied.get(fp)
+        if verdict is None:
+            verdict = exact_verdict(group, ctx.session)
+            keep(ctx, verdict)
+            r.judged += 1
+            r.resolved += 1
+        if applied(ctx, r, "exact", verdict, exact_change(group, verdict, ctx.corpus)):
+            r.applied += 1
     if r.offered and not r.applied and not ctx.options.dry_run:
         r.notes.append(f"{r.offered} group(s) wait for a clean work tree")
     r.state = "worked" if r.applied else ("nothing-qualified" if not groups else "caught-up")
@@ -466,8 +497,8 @@ def decide(p, ctx: Context, r: PassResult, verdicts: list[Verdict]) -> None:
         if not p.still_holds(v, ctx.corpus):
             stale += 1  # an earlier decision changed one side; the question will be asked afresh
             continue
-        apply(ctx, p.name, v, p.change(v, ctx))
-        r.applied += 1
+        if applied(ctx, r, p.name, v, p.change(v, ctx)):
+            r.applied += 1
     if waiting:
         r.notes.append(f"{waiting} decision(s) wait for a clean work tree")
     if stale:

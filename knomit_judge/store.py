@@ -13,6 +13,7 @@ import numpy as np
 import sqlite_utils
 
 from .corpus import Fact, content_id, fact_from_record
+from .errors import CorpusUnwritable
 from .migrations import migrate
 from .verdicts import JournalMarks, Verdict, now
 
@@ -25,10 +26,13 @@ class Store:
         if path is None:
             self.db = sqlite_utils.Database(memory=True)
         else:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite_utils.Database(path)
-            # Rollback journal, not WAL: a read-only open (dry run, status) then writes no byte at all.
-            self.db.execute("PRAGMA journal_mode=DELETE")
+            try:
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+                self.db = sqlite_utils.Database(path)
+                # Rollback journal, not WAL: a read-only open (dry run, status) then writes no byte at all.
+                self.db.execute("PRAGMA journal_mode=DELETE")
+            except (OSError, sqlite3.OperationalError) as e:  # .knomit a file, the db a directory, a read-only disk
+                raise CorpusUnwritable(f"cannot open the db {path}: {getattr(e, 'strerror', None) or e}") from None
         migrate(self.db)
 
     @classmethod

@@ -123,7 +123,7 @@ class Templates(dict):
         self.make_dir = make_dir
 
     def __missing__(self, name: str) -> Path:
-        from knomit_judge.recovery import rebuild
+        from knomit_judge.rebuild import rebuild
         root = self.make_dir("template") / name
         make_repo(root, TEMPLATES[name])
         rebuild(root)

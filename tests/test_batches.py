@@ -22,7 +22,7 @@ from conftest import REPO, SAME, SMALL, CorpusRepo, make_repo, write_config
 from messages_server import tool
 
 from knomit_judge.cli import cli
-from knomit_judge.recovery import rebuild
+from knomit_judge.rebuild import rebuild
 
 FIRST, SECOND = "penalty-blocks-own-recovery", "self-locking-penalty"
 DIFFERENT = {"same": False, "mechanism": ""}

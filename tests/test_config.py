@@ -42,6 +42,13 @@ def review_cli(root):
     ("[judge]\nmax_evidence_chars = 10\n", "judge.max_evidence_chars", "out of range"),
     ('[prices."claude-x"]\ninput_per_mtok = 1.0\noutput_per_mtok = 1.0\nbatch_discount = 1.0\n',
      'prices."claude-x".batch_discount', "out of range"),
+    # a negative price made the estimate negative, and the cost cap never stopped a session
+    ('[prices."claude-sonnet-4-5"]\ninput_per_mtok = -3.0\noutput_per_mtok = 15.0\n',
+     'prices."claude-sonnet-4-5".input_per_mtok', "must not be negative"),
+    ('[prices."claude-x"]\ninput_per_mtok = 1.0\noutput_per_mtok = -0.5\n',
+     'prices."claude-x".output_per_mtok', "must not be negative"),
+    ('[judge]\nmodel = ""\n', "judge.model", "must name a model"),
+    ('[judge]\nmodel = "  "\n', "judge.model", "must name a model"),
 ])
 def test_bad_config_exits_2_naming_the_key_before_any_call(shared_repo, judge_env, toml, key, why):
     write_config(shared_repo, toml)

@@ -1,14 +1,20 @@
-"""Every command has --help text with an example and appears in the README; the README's first screen."""
+"""Every command has --help text with an example and appears in the README; the README's first screen;
+the generated parts of docs/ (every --help, every config key and default) agree with the code."""
 
+import dataclasses
 import os
+import re
+import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from knomit_judge import docgen
 from knomit_judge.cli import cli
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("name", sorted(cli.commands))
@@ -24,14 +30,91 @@ def test_readme_first_screen_shows_demo_and_test():
     assert "make demo" in first_screen and "make test" in first_screen
 
 
-def test_every_config_key_is_documented():
-    from dataclasses import fields
-    from knomit_judge.config import Config
-    for section in fields(Config):
-        if section.name == "prices":
+def _anchors(page: Path) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"^```.*?^```", "", page.read_text(encoding="utf-8"), flags=re.M | re.S)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+            for h in re.findall(r"^#+ (.*)$", text, re.M)}
+
+
+def test_readme_is_short():
+    assert len(README.splitlines()) <= 250
+
+
+@pytest.mark.parametrize("page", [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))], ids=lambda p: p.name)
+def test_links_between_the_pages_resolve(page):
+    text = re.sub(r"^```.*?^```", "", page.read_text(encoding="utf-8"), flags=re.M | re.S)
+    for target, anchor in re.findall(r"\]\(([^)#\s]*)(?:#([^)\s]*))?\)", text):
+        if "://" in target:
             continue
-        for key in fields(section.default_factory()):
-            assert f"`{section.name}.{key.name}`" in README, f"{section.name}.{key.name} not in README"
+        path = (page.parent / target) if target else page
+        assert path.exists(), f"{page.name}: {target}"
+        if anchor:
+            assert anchor in _anchors(path), f"{page.name}: {target}#{anchor}"
+
+
+def test_generated_docs_agree_with_the_code():
+    """docs/cli.md and docs/configuration.md as `make docs` would write them; every key has a why."""
+    assert docgen.problems() == []
+
+
+@pytest.mark.parametrize("name", [None, *sorted(cli.commands)])
+def test_docs_show_each_commands_help_as_it_prints(name):
+    result = CliRunner().invoke(cli, [name, "--help"] if name else ["--help"], prog_name="knomit-judge",
+                                terminal_width=docgen.WIDTH)
+    assert result.exit_code == 0
+    assert result.output in (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+
+
+def test_every_config_key_and_default_is_documented():
+    text = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    for section, cls in docgen.config_sections().items():
+        for f in dataclasses.fields(cls):
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+            assert f"| `{f.name}` | {docgen.type_name(f)} | `{docgen.toml_value(default)}` |" in text, f"{section}.{f.name}"
+
+
+@pytest.fixture
+def docs_copy(tmp_path):
+    shutil.copytree(ROOT / "docs", tmp_path / "docs", ignore=shutil.ignore_patterns("_pending"))
+    return tmp_path / "docs"
+
+
+def test_a_key_without_a_why_or_a_why_without_a_key_is_flagged(docs_copy):
+    path = docs_copy / "configuration.md"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(re.sub(r"\nbudget\.window:.*\n(  .*\n)*", "\n", text).replace(
+        "\n-->", "\nbudget.no_such_key: a why for nothing\n-->"), encoding="utf-8")
+    found = docgen.problems(docs_copy)
+    assert "configuration.md: budget.window has no why" in found
+    assert "configuration.md: why for budget.no_such_key, which is no config key" in found
+
+
+def test_make_docs_picks_up_a_new_key_a_new_section_and_a_new_command(docs_copy, monkeypatch):
+    @dataclasses.dataclass
+    class Metrics:
+        textfile: str = ""
+
+    @dataclasses.dataclass
+    class Budget(type(docgen.Config().budget)):
+        max_usd_per_day: float = 0.0
+
+    sections = {**docgen.config_sections(), "budget": Budget, "metrics": Metrics}
+    monkeypatch.setattr(docgen, "config_sections", lambda: sections)
+    cli_text = (docs_copy / "cli.md").read_text(encoding="utf-8")
+    (docs_copy / "cli.md").write_text(re.sub(r"### knomit-judge status\n\n<!-- docgen: help status -->.*?"
+                                             r"<!-- /docgen -->\n", "", cli_text, flags=re.S), encoding="utf-8")
+    assert "cli.md: generated block(s) out of date: help status (no block); run `make docs`" in docgen.problems(docs_copy)
+
+    assert docgen.main(["--docs", str(docs_copy)]) == 1  # written, but two keys still owe a why
+    config = (docs_copy / "configuration.md").read_text(encoding="utf-8")
+    assert "| `max_usd_per_day` | float | `0.0` | **no why yet**" in config
+    assert "## [metrics]\n\n<!-- docgen: config metrics -->" in config
+    assert config.rstrip().endswith("-->") and config.index("[metrics]") < config.index("<!-- docgen-why")
+    assert "### knomit-judge status\n\n<!-- docgen: help status -->\n```text\nUsage: knomit-judge status" in (
+        docs_copy / "cli.md").read_text(encoding="utf-8")
+    assert sorted(p for p in docgen.problems(docs_copy)) == [
+        "configuration.md: budget.max_usd_per_day has no why", "configuration.md: metrics.textfile has no why"]
 
 
 def test_make_demo_and_test_install_nothing_outside_the_clone_and_venv(tmp_path):

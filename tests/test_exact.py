@@ -61,10 +61,14 @@ def test_exact_duplicates_retracted_with_no_judge_even_when_unreachable(tmp_path
                        ("facts/cache/url.md", "facts/cache/url-dup.md")]:
         assert facts[lost].status == "retracted" and f"survivor: {kept}" in repo.read(lost)
     assert b"\r\nstatus: retracted\r\n" in (repo.root / "facts/retry/waves-again.md").read_bytes()  # CRLF kept
-    assert facts["facts/retry/waves-copy.md"].sources == ("r2",)  # retracted, not merged: nothing absorbed
+    # retracted, not merged: the survivor takes in the sources it lacks (none is left only in git history)
+    assert facts["facts/retry/waves-copy.md"].sources == ("r2", "r3", "r4", "r1")
+    assert facts["facts/retry/waves-copy.md"].motifs == ("retry-sync",)
     bodies = git(repo.root, "log", "--grep=^Knomit-Pass: exact$", "--format=%b")
     assert "- facts/retry/waves.md: higher confidence (0.9 vs 0.5)" in bodies
     assert "- facts/cache/url.md: the path order (added in one commit)" in bodies
+    assert "Carried over into facts/retry/waves-copy.md:\n- from facts/retry/waves-again.md: sources: + r3, r4\n" \
+           "- from facts/retry/waves.md: sources: + r1\n" in bodies
     assert "owner: web-team\n" in repo.read("facts/cache/url.md")  # unknown keys kept in the loser
     assert parse_fact("l", repo.read("facts/notes/linker.md")).links == ("facts/retry/waves-copy.md",
                                                                          "facts/cache/url-dup.md")

@@ -4,7 +4,12 @@ status, -q and retries, and a report written to a directory that does not exist.
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from importlib.metadata import version
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -112,3 +117,14 @@ def test_quiet_silences_the_warnings_of_each_retried_attempt(tmp_path, judge_env
     judge_env.script([status(529), text(DIFFERENT)])
     loud = invoke("review", repo2.root, "--pass", "alias")
     assert "judge call failed (HTTP 529 (request req_" in loud.stderr and "attempt 1 of 3" in loud.stderr
+
+
+def test_a_reader_that_stops_reading_is_not_a_broken_pass(corpus_repo):
+    """`knomit-judge status | head`: a closed pipe exits as SIGPIPE would (141), never 1, and prints no traceback."""
+    exe = Path(sys.executable).with_name("knomit-judge")
+    proc = subprocess.Popen([str(exe), "status", str(corpus_repo.root)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    proc.stdout.close()  # the reader is gone before the first line is written
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 128 + signal.SIGPIPE
+    assert "Traceback" not in err and "BrokenPipe" not in err

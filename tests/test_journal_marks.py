@@ -92,6 +92,6 @@ def test_sessions_import_nothing_twice_and_rebuild_reads_the_whole_journal(corpu
     assert sizes
     for name, size in sizes.items():
         assert size == (corpus_repo.root / ".knomit" / "verdicts" / name).stat().st_size
-    from knomit_judge.recovery import rebuild
+    from knomit_judge.rebuild import rebuild
     (corpus_repo.root / ".knomit" / "judge.db").unlink()
     assert rebuild(corpus_repo.root)["verdicts"] == count

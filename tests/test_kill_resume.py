@@ -22,7 +22,7 @@ from messages_server import delay, held, text
 
 from knomit_judge.judge import cache_key
 from knomit_judge.prompts import load_prompt
-from knomit_judge.recovery import rebuild
+from knomit_judge.rebuild import rebuild
 from knomit_judge.review import ReviewOptions, review
 
 DIFFERENT = json.dumps({"same": False, "mechanism": ""})

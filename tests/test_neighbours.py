@@ -132,7 +132,7 @@ def test_sessions_keep_the_lists_and_rebuild_recomputes_them(corpus_repo, tmp_pa
     from conftest import scripted
 
     from knomit_judge import ReviewOptions, review
-    from knomit_judge.recovery import rebuild
+    from knomit_judge.rebuild import rebuild
 
     def sets():
         store = Store.for_corpus(corpus_repo.root)

@@ -151,9 +151,9 @@ def test_merge_absorbs_relinks_and_keeps_unknown_keys(tmp_path, judge_env):
     assert judge_env.calls == calls
 
 
-def test_retract_points_at_survivor_and_absorbs_nothing(tmp_path):
+def test_retract_points_at_survivor_and_carries_over_provenance_but_no_motif(tmp_path):
     repo = pool_corpus(tmp_path)
-    keep_before = repo.read(KEEP)
+    before = {p: repo.read(p) for p in (KEEP, LOSE, X)}
     judge = scripted(tmp_path, {"pass": "prune", "a": LOSE, "b": KEEP,
                                 "reply": {"decision": "retract", "rationale": "The copy adds nothing to the pool fact."}})
 
@@ -162,11 +162,24 @@ def test_retract_points_at_survivor_and_absorbs_nothing(tmp_path):
     assert result.passes["prune"].applied == 1
     [t] = assert_four_trailers(repo.root, "prune")
     assert repo.log()[1] == f"prune: retract {LOSE} (redundant with {KEEP})"
-    assert repo.read(KEEP) == keep_before  # nothing absorbed
+    # The survivor takes in the source and the link it lacked, so no citation lives only in git history,
+    # but not the retired fact's motif: a retraction says the fact added no claim.
+    keep = parse_fact(KEEP, repo.read(KEEP))
+    assert keep.sources == ("inc-1", "shared-doc", "inc-2")
+    assert keep.links == (X, Y)  # the loser's link to the survivor itself is not taken in
+    assert keep.motifs == ("missing-timeout",)
+    assert 'reviewed_by:   "Ana"   # odd spacing, kept\nnotes:\n  - keep me\n' in repo.read(KEEP)
+    body = git(repo.root, "log", "-1", "--format=%B", "--grep", f"^Knomit-Verdict: {t['Knomit-Verdict']}$")
+    assert f"Carried over into {KEEP}:\n- from {LOSE}: sources: + inc-2\n- from {LOSE}: links: + {Y}\n" in body
     lose = repo.read(LOSE)
     assert "status: retracted\n" in lose and f"retracted_by: {t['Knomit-Verdict']}\n" in lose
     assert f"survivor: {KEEP}\n" in lose and "origin: {team: sre, id: 7}\n" in lose
     assert parse_fact(X, repo.read(X)).links == (KEEP,)
+
+    # revert gives both files (and the relinked one) back byte for byte
+    out = CliRunner().invoke(cli, ["revert", t["Knomit-Verdict"], str(repo.root)])
+    assert out.exit_code == 0, out.output
+    assert {p: repo.read(p) for p in (KEEP, LOSE, X)} == before
 
 
 def test_merge_without_rationale_is_recorded_distinct(tmp_path):

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from conftest import scripted
 
 from knomit_judge.cli import cli
-from knomit_judge.report import render
+from knomit_judge.report import render, throttle_chart
 from knomit_judge.review import ReviewOptions, review
 
 PAIR = {"pass": "alias", "a": "penalty-blocks-own-recovery", "b": "self-locking-penalty"}
@@ -162,3 +162,46 @@ def test_the_decisions_table_fits_a_1024_pixel_window_in_chromium(corpus_repo, t
     measured = json.loads(html.unescape(re.search(r'data-measured="([^"]*)"', dom).group(1)))
     assert measured["viewport"] == 1024
     assert measured["table"] <= 1024 and measured["page"] <= 1024, measured
+
+
+def _bars(svg: str, kind: str) -> list[tuple[float, float, float]]:
+    """(x, width, height) of each bar of one series in a chart."""
+    return [(float(x), float(w), float(h)) for x, w, h in re.findall(
+        rf'<rect class="{kind}" x="([\d.]+)" y="[\d.]+" width="([\d.]+)" height="([\d.]+)"', svg)]
+
+
+def test_throttle_chart_tells_resolved_from_funded_fills_its_width_and_shows_small_counts():
+    # two sessions as issue 22 saw them: a few resolutions out of 150-190 judged
+    rows = [{"session": "s1", "state": "funded", "probe_spent": False, "offered": 190, "judged": 184, "resolved": 3},
+            {"session": "s2", "state": "unproven", "probe_spent": False, "offered": 160, "judged": 150, "resolved": 0}]
+    svg = throttle_chart("prune", rows)
+
+    legend = re.search(r'<g class="legend">(.*?)</g>', svg).group(1)
+    labels = re.findall(r">([a-z-]+)</text>", legend)
+    swatches = dict(zip(labels, re.findall(r'<rect [^>]*fill="(#[0-9a-f]{6})"', legend)))
+    assert {"resolved", "funded", "unproven"} <= set(swatches)
+    assert swatches["resolved"] != swatches["funded"]
+    assert len(set(swatches.values())) == len(swatches)  # every series and state its own colour
+    assert "resolved (purple)" in svg
+
+    # two sessions share the whole width: the state strip and the bars are not a sliver at the left
+    width = float(re.search(r'<svg [^>]*width="(\d+)"', svg).group(1))
+    strip = _bars(svg, "state")
+    assert strip[-1][0] + strip[-1][1] >= 0.95 * width - 10 and strip[0][1] > width / 3
+    offered = _bars(svg, "offered")
+    assert offered[1][0] > width / 2
+
+    # 3 resolved out of 184 judged is a bar that can be seen, and its number is printed
+    resolved = _bars(svg, "resolved")
+    assert resolved[0][2] >= 3 and resolved[1][2] == 0
+    counts = re.findall(r'<text class="count"[^>]*>([^<]*)</text>', svg)
+    assert counts == ["3/184", "0/150"]
+    assert "resolved 3 of 334 judged" in svg
+
+
+def test_throttle_chart_with_many_sessions_prints_only_the_resolutions():
+    rows = [{"session": f"s{i}", "state": "funded" if i % 7 == 0 else "unproven", "probe_spent": False,
+             "offered": 180, "judged": 170, "resolved": 1 if i % 7 == 0 else 0} for i in range(60)]
+    svg = throttle_chart("alias", rows)
+    assert re.findall(r'<text class="count"[^>]*>([^<]*)</text>', svg) == ["1"] * 9
+    assert all(h >= 3 for _, _, h in _bars(svg, "resolved")[::7])

@@ -10,7 +10,7 @@ from messages_server import status, text
 
 from knomit_judge.config import load_config
 from knomit_judge.history import status as get_status
-from knomit_judge.recovery import rebuild
+from knomit_judge.rebuild import rebuild
 from knomit_judge.review import ReviewOptions, review
 from knomit_judge.store import Store
 

@@ -7,7 +7,7 @@ from ..nominate import MAX_TITLES, nominate
 from ..prompts import load_prompt
 from ..survivors import spelling_survivor
 from ..verdicts import encoded_side, fingerprint_encoded
-from . import Candidate, Change, one_sentence, reply_object
+from .base import Candidate, Change, one_sentence, reply_object
 
 
 def motif_side(motif: str, corpus) -> tuple[str, str]:

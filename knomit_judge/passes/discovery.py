@@ -13,7 +13,7 @@ from ..errors import Unparsed
 from ..prompts import cut, load_prompt
 from ..shortlist import mean_pairwise, top_k
 from ..verdicts import group_fingerprint
-from . import Candidate, Change, one_sentence, reply_object
+from .base import Candidate, Change, one_sentence, reply_object
 from .prune import fact_text
 
 DISCOVERED_DIR = f"{FACTS_DIR}/discovered"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from ..corpus import exact_key
 from ..survivors import fact_survivor, why_survives
 from ..verdicts import Verdict, group_fingerprint
-from . import Candidate, Change
-from .prune import retire
+from .base import Candidate, Change
+from .prune import carried_body, retire
 
 PROMPT_ID = "exact@1"
 MODEL = "mechanical"
@@ -42,11 +42,13 @@ def exact_verdict(group, session: str) -> Verdict:
 def exact_change(group, verdict: Verdict, corpus) -> Change:
     keep = fact_survivor(group, corpus)
     writes: dict[str, str] = {}
+    carried: list[str] = []
     for lose in group:
         if lose is not keep:
-            retire(corpus, lose, keep, verdict.id, absorb=False, writes=writes)
+            retire(corpus, lose, keep, verdict.id, absorb=False, writes=writes, carried=carried)
     losers = [f for f in group if f is not keep]
     return Change(writes, f"exact: retract {len(losers)} exact duplicate(s) of {keep.path}",
                   f"Same normalised title and body: retracted without a judge call; {keep.path} survives by\n"
                   "the fixed rules over each of them:\n"
-                  + "\n".join(f"- {f.path}: {why_survives(keep, f, corpus)}" for f in losers))
+                  + "\n".join(f"- {f.path}: {why_survives(keep, f, corpus)}" for f in losers)
+                  + carried_body(keep.path, carried))

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..config import JudgeConfig
-from ..corpus import absorbed, relinked_changes, retracted, rewrite
+from ..corpus import absorbed, carried_over, provenance, relinked_changes, retracted, rewrite
 from ..errors import Unparsed
 from ..prompts import cut, load_prompt
 from ..shortlist import neighbour_pairs
 from ..survivors import fact_survivor, why_survives
 from ..verdicts import fingerprint, pair_fingerprint
-from . import Candidate, Change, one_sentence, reply_object
+from .base import Candidate, Change, one_sentence, reply_object
 
 
 def fact_text(fact) -> str:
@@ -24,9 +24,13 @@ def fact_evidence(fact, max_chars: int = JudgeConfig.max_evidence_chars) -> dict
             "sources": list(fact.sources)}
 
 
-def retire(corpus, loser, survivor, verdict_id: str, absorb: bool, writes: dict | None = None) -> dict[str, str | None]:
+def retire(corpus, loser, survivor, verdict_id: str, absorb: bool, writes: dict | None = None,
+           carried: list[str] | None = None) -> dict[str, str | None]:
     """The writes that retract `loser` in favour of `survivor` and relink facts that linked to it.
 
+    The survivor takes in everything of the loser's on a merge (`absorb`), and on a retraction its
+    sources, refs and links, never its motifs: a retraction must not leave a citation only in git
+    history. `carried` gets one line for each key taken in, for the commit body.
     `writes` holds earlier rewrites of the same decision, which these build on (None: a file this
     decision deletes). Only keys whose value changes are rewritten, so every other line of every
     file stays byte-for-byte. The retraction is written as the corpus's layout says: a
@@ -39,8 +43,11 @@ def retire(corpus, loser, survivor, verdict_id: str, absorb: bool, writes: dict 
         if changes:
             writes[fact.path] = rewrite(fact.text, changes)
 
-    if absorb:
-        put(current(survivor), absorbed(current(survivor), loser, corpus.motif_keys))
+    keep = current(survivor)
+    changes = absorbed(keep, loser, corpus.motif_keys) if absorb else provenance(keep, loser)
+    put(keep, changes)
+    if carried is not None and changes:
+        carried.extend(f"- from {loser.path}: {line}" for line in carried_over(keep, changes))
     writes[loser.path] = retracted(current(loser), survivor.path, verdict_id, corpus.retract)
     for other in corpus.linkers(loser.path):
         if other.path in (loser.path, survivor.path) or writes.get(other.path, "") is None:
@@ -50,6 +57,11 @@ def retire(corpus, loser, survivor, verdict_id: str, absorb: bool, writes: dict 
             continue  # a fact retracted by this decision keeps its own links
         put(other, relinked_changes(other, loser.path, survivor.path))
     return writes
+
+
+def carried_body(survivor: str, carried: list[str]) -> str:
+    """The commit body's account of what the survivor took in, so `git log` shows no source was lost."""
+    return f"\n\nCarried over into {survivor}:\n" + "\n".join(carried) if carried else ""
 
 
 class PairOrders(Sequence):
@@ -123,9 +135,11 @@ class PrunePass:
         keep = fact_survivor([a, b], corpus)
         lose = b if keep is a else a
         merge = verdict.answer == "merge"
-        writes = retire(corpus, lose, keep, verdict.id, absorb=merge)
+        carried: list[str] = []
+        writes = retire(corpus, lose, keep, verdict.id, absorb=merge, carried=carried)
         subject = f"prune: merge {lose.path} into {keep.path}" if merge else \
             f"prune: retract {lose.path} (redundant with {keep.path})"
         body = (f"The judge read both facts' titles, bodies, motifs and sources.\n"
-                f"{keep.path} survives by the fixed rules: {why_survives(keep, lose, corpus)}.")
+                f"{keep.path} survives by the fixed rules: {why_survives(keep, lose, corpus)}."
+                + carried_body(keep.path, carried))
         return Change(writes, subject, body)

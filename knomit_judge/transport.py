@@ -1,0 +1,151 @@
+"""The API transport: one Messages request with counted retries, and what came back as a Completion.
+
+Shared by the judge (one question at a time) and batches (many at once), through these public names.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+from dataclasses import dataclass
+
+from .config import Config
+from .errors import ConfigError, JudgeRefused, Refused, Unavailable
+from .limiter import RateLimiter
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Completion:
+    text: str
+    tokens_in: int | None
+    tokens_out: int | None
+    attempts: int = 1
+    request_id: str | None = None
+    batch: bool = False  # a Message Batch result: billed at the batch price, already in the ledger
+
+
+def status_retryable(code: int) -> bool:
+    return code in (408, 409, 429) or code >= 500
+
+
+# The key, its permission, the model: wrong for every question alike, so the session stops.
+STOPS_SESSION = (401, 403, 404)
+
+
+class AnthropicBackend:
+    """The Messages API through anthropic.AsyncAnthropic; retries are ours, counted (SDK max_retries=0).
+
+    The verdict is asked for through one forced tool whose input schema is the pass's reply contract;
+    every call of the session goes through one shared RateLimiter.
+    """
+
+    uses_tools = True
+
+    def __init__(self, config: Config, client: anthropic.AsyncAnthropic | None = None):
+        import anthropic  # here, not at the top: it is 1.7 s of start-up a caught-up session never needs
+        self.config = config.judge
+        self.model = config.judge.model
+        try:
+            # ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL are read by the SDK itself.
+            self.client = client or anthropic.AsyncAnthropic(max_retries=0, timeout=config.judge.timeout_s)
+        except anthropic.AnthropicError as e:
+            raise ConfigError(f"judge: {e} (set ANTHROPIC_API_KEY)") from None
+        if not (self.client.api_key or self.client.auth_token):
+            # the SDK would only say so at the first request, as a TypeError
+            raise ConfigError("judge: no API key (set ANTHROPIC_API_KEY)")
+        self.limiter = RateLimiter(config.judge.concurrency, config.judge.max_tokens, config.judge.backoff_max_s)
+
+    def _wait(self, attempt: int) -> float:
+        base = min(self.config.backoff_max_s, self.config.backoff_s * 2 ** (attempt - 1))
+        return base * (0.5 + random.random() / 2)
+
+    def params(self, system: str, user: str, tool: dict | None) -> dict:
+        """The body of one Messages request (also one Message Batch request's params)."""
+        body = {"model": self.model, "max_tokens": self.config.max_tokens, "system": system,
+                "messages": [{"role": "user", "content": user}]}
+        if tool:
+            body["tools"] = [tool]
+            body["tool_choice"] = {"type": "tool", "name": tool["name"]}
+        return body
+
+    async def complete(self, system: str, user: str, subject: dict, position: int, tool: dict | None = None) -> Completion:
+        import anthropic
+        last = "no attempt"
+        for attempt in range(1, self.config.max_attempts + 1):
+            await self.limiter.wait()
+            shared = False  # the server asked every worker to wait: the limiter logs that once
+            try:
+                raw = await self.client.messages.with_raw_response.create(**self.params(system, user, tool))
+                self.limiter.observe(raw.headers)
+                msg = await raw.parse()
+            except anthropic.APIStatusError as e:
+                rid = getattr(e, "request_id", None) or e.response.headers.get("request-id")
+                if e.status_code in STOPS_SESSION:
+                    raise JudgeRefused(
+                        f"judge refused the request: HTTP {e.status_code} {error_message(e)} (request {rid}); "
+                        "check ANTHROPIC_API_KEY, the model name and ANTHROPIC_BASE_URL") from None
+                if not status_retryable(e.status_code):
+                    # about this request's content (too long, too large): this question only
+                    raise Refused(f"HTTP {e.status_code} {error_message(e)} (request {rid})", attempt) from None
+                last = f"HTTP {e.status_code} (request {rid})"
+                self.limiter.observe(e.response.headers)
+                shared = self.limiter.pause_for(e.status_code, e.response.headers)
+            except anthropic.APIConnectionError as e:  # includes APITimeoutError
+                last = f"{type(e).__name__}: {e}"
+            except (anthropic.APIResponseValidationError, ValueError) as e:  # a body that is not JSON at all
+                last = f"malformed response: {type(e).__name__}"
+            else:
+                done = completion(msg, tool)
+                if done is not None:
+                    done.attempts, done.request_id = attempt, raw.request_id
+                    return done
+                last = "malformed response: a 200 whose body is not a Message"
+            # info, not a warning: the pass's line names the first error, and `-q` must silence retries
+            (log.debug if shared else log.info)(
+                "judge call failed (%s), attempt %d of %d", last, attempt, self.config.max_attempts)
+            if attempt < self.config.max_attempts and not shared:
+                await asyncio.sleep(self._wait(attempt))
+        raise Unavailable(f"{last} after {self.config.max_attempts} attempts", self.config.max_attempts)
+
+
+def completion(msg, tool: dict | None) -> Completion | None:
+    """A Message as a Completion: the forced tool's input as JSON text, else its text blocks; None if malformed."""
+    import anthropic
+    content = getattr(msg, "content", None) if isinstance(msg, anthropic.types.Message) else None
+    if not isinstance(content, list):
+        return None
+    usage = getattr(msg, "usage", None)
+    tokens = dict(tokens_in=getattr(usage, "input_tokens", None), tokens_out=getattr(usage, "output_tokens", None))
+    if tool:
+        for block in content:
+            if getattr(block, "type", "") == "tool_use" and getattr(block, "name", "") == tool["name"]:
+                # the raw reply recorded, and parsed by the same strict parser as a text reply
+                return Completion(text=json.dumps(getattr(block, "input", None), ensure_ascii=False), **tokens)
+    text = message_text(msg)
+    return None if text is None else Completion(text=text, **tokens)
+
+
+def message_text(msg) -> str | None:
+    """The text blocks of a Message, or None when the body only looks like one.
+
+    The SDK builds a Message from whatever JSON came back without validating it,
+    so a list, a missing content field or a text block without text all arrive here.
+    """
+    import anthropic
+    content = getattr(msg, "content", None) if isinstance(msg, anthropic.types.Message) else None
+    if not isinstance(content, list):
+        return None
+    texts = [getattr(b, "text", None) for b in content if getattr(b, "type", "") == "text"]
+    if not all(isinstance(t, str) for t in texts):
+        return None
+    return "".join(texts)
+
+
+def error_message(e: anthropic.APIStatusError) -> str:
+    body = e.body if isinstance(e.body, dict) else {}
+    err = body.get("error", {}) if isinstance(body.get("error"), dict) else {}
+    return f"{err.get('type', '')}: {err.get('message', '')}".strip(": ") or str(e.message)

@@ -1,0 +1,122 @@
+"""Imports run one way: no module needs a function-level import to dodge a cycle.
+
+The graph counts every import of a package module, at any depth (a lazy import inside a function is an
+edge like any other), so a cycle hidden behind a lazy import still shows. A package's face
+(knomit_judge/__init__.py re-exports the library API, passes/__init__.py the shared types) counts only
+where a module imports names from it, not for every module beneath it.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "knomit_judge"
+TOP = "knomit_judge"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imported(name: str, path: Path, known: set[str]) -> set[str]:
+    """The package modules that `name` imports anywhere in its body (resolved relative imports)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            # `from . import precision` imports the module precision; `from .x import name` imports x
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in known:  # `import a.b.c` of a name below a module
+                target = target.rpartition(".")[0]
+            if target and target.startswith(TOP):
+                out.add(target)
+    return out
+
+
+def graph() -> dict[str, set[str]]:
+    mods = modules()
+    known = set(mods)
+    edges = {}
+    for name, path in mods.items():
+        deps = imported(name, path, known)
+        deps.discard(name)
+        deps.discard(TOP)
+        edges[name] = deps
+    return edges
+
+
+def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}  # 1 on the path, 2 done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for dep in sorted(edges.get(node, ())):
+            if state.get(dep) == 1:
+                return path[path.index(dep):] + [dep]
+            if dep not in state and (found := visit(dep)):
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(edges):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_the_import_graph_has_no_cycle_even_through_function_level_imports():
+    edges = graph()
+    assert len(edges) > 30  # the whole package was read, not an empty folder
+    assert "knomit_judge.config" in edges["knomit_judge.daemon"]  # the reader sees real edges
+    cycle = find_cycle(edges)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_cycle_finder_finds_a_cycle_behind_a_lazy_import(tmp_path):
+    """The check can fail: a function-level import back up the layers is a cycle to it."""
+    low = tmp_path / "low.py"
+    low.write_text("def f():\n    from .high import g\n    return g\n")
+    high = tmp_path / "high.py"
+    high.write_text("from .low import f\n")
+    known = {"knomit_judge.low", "knomit_judge.high"}
+    edges = {"knomit_judge.low": imported("knomit_judge.low", low, known),
+             "knomit_judge.high": imported("knomit_judge.high", high, known)}
+    assert find_cycle(edges) == ["knomit_judge.high", "knomit_judge.low", "knomit_judge.high"]
+
+
+def test_every_module_imports_first_in_a_fresh_interpreter():
+    """Whichever module a program imports first, it loads: no partly initialised module is ever used."""
+    env = {**os.environ, "PYTHONPATH": str(PACKAGE.parent)}
+
+    def load(name: str):
+        run = subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True, text=True, env=env,
+                             timeout=120)
+        return name, run.returncode, run.stderr.strip().splitlines()[-1:]
+
+    with ThreadPoolExecutor(4) as pool:
+        failed = [(n, err) for n, rc, err in pool.map(load, sorted(modules())) if rc]
+    assert not failed
