@@ -2,14 +2,25 @@
 """bench_recall: how many planted alias pairs and duplicate facts the shortlist puts before the judge.
 
     .venv/bin/python benchmarks/bench_recall.py [--quick] [--n N] [--seeds 0,1,2,3,4] [--k 5,10]
-                                                [--shape mechanisms|entities|both] [--entities-n 264]
-                                                [--backends torch,onnx,onnx-int8]
+                                                [--shape mechanisms|entities|motifs|both] [--entities-n 264]
+                                                [--backends torch,onnx,onnx-int8] [--no-discovery]
 
 Entity vocabulary (gen_corpus.py --shape entities, 264 facts like the real knowledge base of issue 13):
 per nominating signal and combined, recall at k, the rank of every true alias pair, and how many true
 pairs are among the first 20 offers (what session 1 offers under the optimistic cap); a signal's own
 list is ranked by its own strength, the combined list is the alias pass's. Also times string and
 acronym nomination on 10k and 50k synthetic spellings.
+
+Motif vocabulary (--shape motifs, issue 23): knomit's own motif shape, twice. The real sample
+../shared/data/knomit-kb-sample.tar.gz, extracted to a temporary directory (skipped when ../shared is
+absent), against our labels in benchmarks/data/knomit-kb-motif-labels.json; and gen_corpus.py --shape
+motifs for seeds. For each: per signal and combined, recall at k, the rank of every true pair, the median
+rank as a share of the candidates, true pairs among the first 20 offers; then 3 review sessions with the
+default config and a perfect scripted judge (`same` for the pairs of a labelled group, the default
+otherwise): groups unified and questions asked per unified group. The `words` signal only ranks pairs
+other signals nominated, so its own list is empty.
+Targets (issue 23, real sample): >= 85% of true pairs shortlisted, median true pair in the first 2% of
+candidates, >= 80% of groups unified in 3 sessions at <= 15 questions per unified group.
 
 Mechanism corpus: for each seed a corpus of N=1000 facts is generated (--quick: 2 seeds); the alias and
 prune passes' own candidate lists are computed at each k, exactly as a session would (exact duplicates
@@ -21,6 +32,12 @@ recall >= 0.9 at k = 5 and a true pair among the first 20 offers.
 With several --backends (embedding backends, knomit_judge/encoders.py), the mechanism corpus is measured
 with each; each must keep the recall of the first (torch), and the share of the first backend's candidate
 pairs that each one also shortlists is shown. The entity vocabulary is measured with the first only.
+
+Discovery group recall on real syntheses (synthesis_groups.py; skipped when ../shared/data is absent, or
+with --no-discovery): of the 30 groups knomit's own judge distilled in aekb-history.bundle, how many one
+of our discovery candidates holds (3 of its facts, or both of a pair), how many within the first 20
+offers, and how many candidates that took. Targets (issue 23): >= 20 of 30, >= 10 in the first 20,
+candidates <= 1.5x those of the old grouping (2,346 over the 30 states).
 """
 
 from __future__ import annotations
@@ -28,6 +45,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -38,10 +56,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from gen_corpus import generate, generate_entities  # noqa: E402
+import synthesis_groups  # noqa: E402
+from gen_corpus import generate, generate_entities, generate_motifs  # noqa: E402
 
-from knomit_judge.config import Config  # noqa: E402
+from knomit_judge.config import Config, CorpusConfig  # noqa: E402
 from knomit_judge.corpus import Corpus, load_corpus  # noqa: E402
+from knomit_judge.init import init_corpus  # noqa: E402
+from knomit_judge.layout import detect_knomit  # noqa: E402
+from knomit_judge.review import ReviewOptions, review  # noqa: E402
 from knomit_judge.embeddings import Embedder  # noqa: E402
 from knomit_judge.nominate import SIGNALS, carrier_text, nominate  # noqa: E402
 from knomit_judge.passes.alias import AliasPass  # noqa: E402
@@ -50,6 +72,8 @@ from knomit_judge.store import Store  # noqa: E402
 
 TARGET = 0.9
 FIRST = 20  # the optimistic cap: what session 1 offers
+# Discovery candidates over the 30 synthesis states with the grouping before issue 23 (5 nearest >= 0.6).
+DISCOVERY_BEFORE = 2346
 
 
 def pairs(candidates, key=lambda s: (s["a"], s["b"])) -> set[frozenset]:
@@ -112,8 +136,10 @@ def signal_report(corpus, truth: dict, embedder: Embedder, k: int) -> dict:
         rank = {frozenset((n.a, n.b)): i + 1 for i, n in enumerate(ranked)}
         ranks = sorted(rank[p] for p in true if p in rank)
         trap_ranks = sorted(rank[p] for p in traps if p in rank)
+        median = (ranks + [None] * (len(true) - len(ranks)))[(len(true) - 1) // 2]  # a missed pair ranks last
         out[name] = {"recall": len(ranks) / len(true), "found": len(ranks), "true": len(true), "ranks": ranks,
                      "first": sum(r <= FIRST for r in ranks), "questions": len(ranked),
+                     "median_share": None if median is None else round(median / len(ranked), 4),
                      "traps_first": sum(r <= FIRST for r in trap_ranks), "traps_listed": len(trap_ranks)}
     missed = [sorted(p) for p in true if p not in {frozenset((n.a, n.b)) for n in noms}]
     out["combined"]["missed"] = missed
@@ -153,6 +179,123 @@ def entities(seeds: list[int], n: int, ks: list[int], tmp: Path, embedder: Embed
     return summary
 
 
+LABELS = ROOT / "benchmarks" / "data" / "knomit-kb-motif-labels.json"
+SAMPLE = "knomit-kb-sample.tar.gz"
+SESSIONS = 3
+
+
+def shared_data() -> Path | None:
+    """../shared/data beside the repository (or beside the worktrees' folder, or $KNOMIT_SHARED/data), or None."""
+    for base in ([Path(os.environ["KNOMIT_SHARED"]).parent] if os.environ.get("KNOMIT_SHARED") else []) + \
+            [ROOT.parent, ROOT.parent.parent]:
+        if (base / "shared" / "data" / SAMPLE).is_file():
+            return base / "shared" / "data"
+    return None
+
+
+def label_truth(path: Path = LABELS) -> dict:
+    """Our labels as a truth dict: every pair inside a group is true; hard negatives are the traps."""
+    labels = json.loads(path.read_text(encoding="utf-8"))
+    groups = [g["spellings"] for g in labels["groups"]]
+    pairs = [[a, b] for g in groups for i, a in enumerate(g) for b in g[i + 1:]]
+    return {"alias_groups": groups, "alias_pairs": pairs, "traps": [[n["a"], n["b"]] for n in labels["negative"]],
+            "maybe": [[m["a"], m["b"]] for m in labels["maybe"]]}
+
+
+def perfect_replies(truth: dict, path: Path) -> str:
+    """A scripted judge that says `same` for every pair of a true group (and the default for anything else)."""
+    with open(path, "w", encoding="utf-8") as f:
+        for a, b in truth["alias_pairs"]:
+            f.write(json.dumps({"pass": "alias", "a": a, "b": b,
+                                "reply": {"same": True, "mechanism": f"'{a}' and '{b}' name one mechanism."}}) + "\n")
+    return f"scripted:{path}"
+
+
+def sessions(root: Path, truth: dict, judge: str, count: int = SESSIONS) -> dict:
+    """`count` alias sessions with the default config: groups unified, questions asked, merges."""
+    if not (root / ".git").exists():  # everything committed first: decisions are applied only on a clean tree
+        git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@localhost", "-c", "commit.gpgsign=false",
+               "-C", str(root)]
+        for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "--no-verify", "-m", "the sample"]):
+            subprocess.run(git + args, check=True, stdout=subprocess.DEVNULL)
+    init_corpus(root)
+    asked, lines = 0, []
+    for _ in range(count):
+        alias = review(root, ReviewOptions(passes=("alias",), judge=judge)).passes["alias"]
+        asked += alias.judged
+        lines.append(alias.line())
+    carriers = load_corpus(root, layout=_layout(root)).carriers
+    groups = truth["alias_groups"]
+    unified = sum(sum(bool(carriers.get(s)) for s in g) == 1 for g in groups)
+    return {"groups": len(groups), "unified": unified, "questions": asked, "lines": lines,
+            "per_unified": round(asked / unified, 1) if unified else None}
+
+
+def _layout(root: Path):
+    found = detect_knomit(root)
+    return CorpusConfig(paths=list(found.paths), motif_keys=list(found.motif_keys), retract=found.retract) \
+        if found else None
+
+
+def print_report(label: str, report: dict) -> None:
+    print(f"  {label}")
+    print(f"    {'signal':<9} {'recall':>12}  {'in first 20':>11}  {'median/cands':>12}  {'questions':>9}  ranks of the true pairs")
+    for name, r in report.items():
+        share = "-" if r["median_share"] is None else f"{100 * r['median_share']:.1f}%"
+        print(f"    {name:<9} {r['found']:>3}/{r['true']:<3} {r['recall']:.2f}  {r['first']:>11}  {share:>12}  "
+              f"{r['questions']:>9}  {r['ranks']}", flush=True)
+
+
+def motifs(seeds: list[int], ks: list[int], tmp: Path, embedder: Embedder, n: int = 60) -> dict:
+    """The real knomit sample against our labels (when ../shared is here) and the generated motif shape."""
+    out: dict = {}
+    data = shared_data()
+    if data is None:
+        print("\nknomit sample: ../shared/data absent, skipped")
+    else:
+        import tarfile
+
+        root = tmp / "knomit-sample"
+        with tarfile.open(data / SAMPLE) as tar:
+            tar.extractall(root, filter="data")
+        truth = label_truth()
+        corpus = load_corpus(root, layout=_layout(root))
+        print(f"\nknomit sample ({data / SAMPLE}): {len(corpus.facts)} facts, {len(corpus.carriers)} spellings; "
+              f"labels: {len(truth['alias_groups'])} groups, {len(truth['alias_pairs'])} true pairs, "
+              f"{len(truth['traps'])} hard negatives")
+        co = [(a, b) for f in corpus.facts.values() for i, a in enumerate(f.motifs) for b in f.motifs[i + 1:]]
+        true = {frozenset(p) for p in truth["alias_pairs"]}
+        print(f"  co-tagged pairs: {len(set(map(frozenset, co)))}, of them true: "
+              f"{sum(frozenset(p) in true for p in set(map(frozenset, co)))}")
+        for k in ks:
+            report = signal_report(corpus, truth, embedder, k)
+            print_report(f"k={k}", report)
+            out.setdefault("sample", {})[k] = {name: {x: r[x] for x in ("recall", "first", "median_share", "questions")}
+                                               for name, r in report.items()}
+        run = sessions(root, truth, perfect_replies(truth, tmp / "sample.replies.jsonl"))
+        for line in run["lines"]:
+            print(f"    {line}")
+        print(f"  {SESSIONS} sessions, perfect judge, default config: {run['unified']}/{run['groups']} groups unified, "
+              f"{run['questions']} questions, {run['per_unified']} per unified group", flush=True)
+        out["sample_sessions"] = {x: run[x] for x in ("groups", "unified", "questions", "per_unified")}
+    for seed in seeds:
+        root = tmp / f"motifs{seed}"
+        truth = generate_motifs(n, seed, root)
+        corpus = load_corpus(root)
+        print(f"\ngenerated motif shape (gen_corpus.py --shape motifs), seed {seed}: {len(corpus.facts)} facts, "
+              f"{len(corpus.carriers)} spellings, {len(truth['alias_pairs'])} true pairs")
+        for k in ks:
+            report = signal_report(corpus, truth, embedder, k)
+            print_report(f"k={k}", report)
+            out.setdefault(f"seed{seed}", {})[k] = {name: {x: r[x] for x in ("recall", "first", "median_share")}
+                                                    for name, r in report.items()}
+        run = sessions(root, truth, f"scripted:{root.with_name(root.name + '.replies.jsonl')}")
+        print(f"  {SESSIONS} sessions, perfect judge: {run['unified']}/{run['groups']} groups unified, "
+              f"{run['questions']} questions, {run['per_unified']} per unified group", flush=True)
+        out[f"seed{seed}_sessions"] = {x: run[x] for x in ("groups", "unified", "questions", "per_unified")}
+    return out
+
+
 def lexical_speed(sizes=(10_000, 50_000)) -> None:
     """String and acronym nomination work through key buckets: time it on large synthetic vocabularies."""
     from itertools import product
@@ -179,15 +322,26 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--seeds", default=None, help="comma-separated (default 0,1,2,3,4)")
     ap.add_argument("--k", default="5,10")
-    ap.add_argument("--shape", choices=["mechanisms", "entities", "both"], default="both")
+    ap.add_argument("--shape", choices=["mechanisms", "entities", "motifs", "both"], default="both")
     ap.add_argument("--entities-n", type=int, default=264, help="facts of the entity corpus (264, as the real one)")
     ap.add_argument("--backends", default="torch", help="embedding backends to compare, the first the reference")
+    ap.add_argument("--discovery", action=argparse.BooleanOptionalAction, default=True,
+                    help="discovery group recall on the real syntheses (skipped when ../shared/data is absent)")
     args = ap.parse_args(argv)
     seeds = [int(s) for s in (args.seeds or ("0,1" if args.quick else "0,1,2,3,4")).split(",")]
     ks = [int(k) for k in args.k.split(",")]
     backends = args.backends.split(",")
 
-    held, ent = True, None
+    held, ent, disc = True, None, None
+    if args.discovery:
+        held, disc = discovery()
+    if args.shape == "motifs":
+        with tempfile.TemporaryDirectory(prefix="knomit-bench-recall-") as tmp:
+            store = Store(Path(tmp) / "embeddings.db")
+            result = motifs(seeds, ks, Path(tmp), Embedder(store, backend=backends[0]))
+            store.close()
+        print(json.dumps({"motifs": result, **({"discovery": disc} if disc else {})}))
+        return 0 if held else 1
     if args.shape != "mechanisms":
         with tempfile.TemporaryDirectory(prefix="knomit-bench-recall-") as tmp:
             store = Store(Path(tmp) / "embeddings.db")
@@ -195,11 +349,12 @@ def main(argv=None) -> int:
             ent = entities(seeds, args.entities_n, ks, Path(tmp), Embedder(store, backend=backends[0]))
             store.close()
         comb = ent[ks[0]]["combined"]
-        held = comb["recall"] >= TARGET and comb["first"] > 0
-        print(f"[{'PASS' if held else 'FAIL'}] entity recall at k={ks[0]} >= {TARGET} and a true pair "
+        ok = comb["recall"] >= TARGET and comb["first"] > 0
+        held &= ok
+        print(f"[{'PASS' if ok else 'FAIL'}] entity recall at k={ks[0]} >= {TARGET} and a true pair "
               f"in the first {FIRST} offers")
         if args.shape == "entities":
-            print(json.dumps({"entities": ent, "held": held}))
+            print(json.dumps({"entities": ent, "held": held, **({"discovery": disc} if disc else {})}))
             return 0 if held else 1
 
     out, base_pairs = {}, {}
@@ -220,8 +375,21 @@ def main(argv=None) -> int:
         print(f"[{'PASS' if same else 'FAIL'}] {backend} keeps {backends[0]}'s recall at every k")
         held &= same
     print(json.dumps({"n": args.n, "seeds": seeds, "backends": out, "held": held,
-                      **({"entities": ent} if ent is not None else {})}))
+                      **({"entities": ent} if ent is not None else {}), **({"discovery": disc} if disc else {})}))
     return 0 if held else 1
+
+
+def discovery() -> tuple[bool, dict | None]:
+    """Discovery group recall on the real syntheses, against issue 23's targets; (True, None) when the data is absent."""
+    out = synthesis_groups.report(synthesis_groups.BUNDLE, Config())
+    if out is None:
+        return True, None
+    out.pop("rows")
+    ratio = out["candidates_total"] / DISCOVERY_BEFORE
+    held = out["covered"] >= 20 and out["covered_first"] >= 10 and ratio <= 1.5
+    print(f"[{'PASS' if held else 'FAIL'}] discovery: {out['covered']}/{out['groups']} real synthesis groups covered "
+          f"(>= 20), {out['covered_first']} in the first {FIRST} (>= 10), candidates {ratio:.2f}x before (<= 1.5x)")
+    return held, {**out, "candidates_vs_before": round(ratio, 3)}
 
 
 def run(args, seeds, ks, backend):

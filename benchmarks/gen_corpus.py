@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generate a synthetic knomit corpus with planted alias, trap and duplicate cases, plus ground truth.
 
-    python benchmarks/gen_corpus.py N --seed S --out DIR [--no-git] [--shape mechanisms|entities]
+    python benchmarks/gen_corpus.py N --seed S --out DIR [--no-git] [--shape mechanisms|entities|motifs]
 
 Writes N facts under DIR/facts/ in one git commit, DIR.truth.json and DIR.replies.jsonl (scripted judge
 replies) beside DIR. Pure templating, no models; output and commit id depend only on (N, seed, shape).
@@ -10,6 +10,9 @@ replies) beside DIR. Pure templating, no models; output and commit id depend onl
 disjoint carriers. --shape entities: an entity vocabulary of real shape (gen_vocabulary.py): spelling
 variants (case, separators, camelCase, plurals, vendor prefixes, acronyms, Error suffixes) on
 different facts, numbered facets and version siblings on the same facts, hundreds of plain names.
+--shape motifs: knomit's own motif vocabulary (issue 23): single carriers, aliases that are paraphrases
+sharing no word on facts about different subjects, template look-alikes (X-outlives-Y, fail-closed-X,
+same-name-different-X) and two facets on one fact; N is capped by the hand-written mechanisms (about 70).
 """
 
 import argparse
@@ -393,6 +396,22 @@ def generate_entities(n: int, seed: int, out, git: bool = True) -> dict:
     return made["truth"]
 
 
+def generate_motifs(n: int, seed: int, out, git: bool = True) -> dict:
+    """The motif-vocabulary corpus of knomit's own shape (gen_vocabulary.py), with its truth and perfect replies."""
+    from gen_vocabulary import write_motifs
+
+    out = Path(out)
+    if out.exists() and any(out.iterdir()):
+        raise FileExistsError(f"{out} exists and is not empty")
+    made = write_motifs(out, n, seed)
+    if git:
+        _commit(out, f"Synthetic motif corpus: {n} facts, seed {seed}")
+    out.with_name(out.name + ".truth.json").write_text(json.dumps(made["truth"], indent=1) + "\n")
+    with open(out.with_name(out.name + ".replies.jsonl"), "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(r) + "\n" for r in made["replies"])
+    return made["truth"]
+
+
 def _commit(out: Path, message: str) -> None:
     """One commit of everything via the git CLI (gitpython's index is far slower at 100k files)."""
     env = {**os.environ, "GIT_AUTHOR_DATE": FIXED_DATE, "GIT_COMMITTER_DATE": FIXED_DATE}
@@ -408,13 +427,13 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", required=True, help="corpus directory (new or empty)")
     ap.add_argument("--no-git", action="store_true", help="write the files only, no git repository")
-    ap.add_argument("--shape", choices=["mechanisms", "entities"], default="mechanisms",
-                    help="mechanism motifs (default) or an entity vocabulary of real shape")
+    ap.add_argument("--shape", choices=["mechanisms", "entities", "motifs"], default="mechanisms",
+                    help="mechanism motifs (default), an entity vocabulary of real shape, or knomit's motif shape")
     args, start = ap.parse_args(argv), time.monotonic()
-    make = generate_entities if args.shape == "entities" else generate
+    make = {"entities": generate_entities, "motifs": generate_motifs}.get(args.shape, generate)
     truth = make(args.n, args.seed, args.out, git=not args.no_git)
     planted = ", ".join(f"{len(truth[k])} {k}" for k in ("alias_pairs", "traps", "duplicate_pairs", "exact_duplicates"))
-    what = f"{len(truth['alias_groups'])} alias groups" if args.shape == "entities" else \
+    what = f"{len(truth['alias_groups'])} alias groups" if args.shape != "mechanisms" else \
         f"{truth['mechanisms']} mechanisms"
     print(f"{args.out}: {truth['n']} facts, {what}, {truth['motif_count']} motifs; "
           f"{planted}; {time.monotonic() - start:.1f}s")

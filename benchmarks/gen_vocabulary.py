@@ -182,3 +182,147 @@ def write(out: Path, n: int, seed: int) -> dict:
                for a, b in pairs]
     replies += [{"pass": "alias", "a": a, "b": b, "reply": {"same": False, "mechanism": ""}} for a, b in v["traps"]]
     return {"truth": truth, "replies": replies}
+
+
+# --- The motif shape (issue 23): knomit's own motif vocabulary -------------------------------------------
+# Motifs name a regularity, not a thing. Almost every spelling has one carrier; a true alias is a
+# paraphrase that shares no word with its partner and sits on a fact about a different subject; names
+# made from one template (X-outlives-Y, fail-closed-X, same-name-different-X) read alike and mean
+# different things; two motifs on one fact are two facets of it. Each entry: spellings of one
+# mechanism, and one sentence per spelling saying it in other words ({S} is the fact's subject).
+PARAPHRASES = [
+    (["ancestry-decides-order", "sequence-without-wallclock"],
+     ["Which change came first in {S} is answered by walking parent links; the recorded times are shown but never compared.",
+      "In {S} the order of two writes is read from the chain of predecessors, not from the clocks of the machines that made them."]),
+    (["error-swallowed-as-empty", "broken-call-looks-clean"],
+     ["When the lookup in {S} fails it returns an empty list, so the caller reports nothing found instead of an error.",
+      "A crash inside {S} hands back a blank result and every dashboard downstream stays green."]),
+    (["one-gate-for-all-callers", "single-entry-validation", "shared-checkpoint"],
+     ["Every path into {S} passes through one validating function, so no caller can skip or reimplement the rule.",
+      "{S} accepts input at exactly one door; the web form, the API and the importer all call it.",
+      "The REST handler and the batch job of {S} both reach the same routine before anything is stored."]),
+    (["check-inside-lock", "guarded-precondition"],
+     ["{S} tests that the target exists while holding the writer's mutex, so nothing can remove it between test and write.",
+      "The existence test and the update of {S} happen under one critical section, never one after the other."]),
+    (["echo-counted-twice", "duplicate-as-confirmation"],
+     ["{S} treats the same report arriving twice as two independent witnesses and raises its confidence.",
+      "A repeated copy of one claim in {S} is scored as corroboration although nobody new observed anything."]),
+    (["harness-mode-differs", "fixture-skips-real-path"],
+     ["The tests of {S} run with a synchronous flag production never sets, so the race they guard cannot occur under test.",
+      "Fixtures for {S} take a shortcut the shipped build does not take, and the defect lives on the skipped road."]),
+    (["quiet-output-taken-as-pass", "no-news-assumed-good"],
+     ["A check over {S} that prints nothing was counted as passing, though it had not run at all.",
+      "Nobody noticed that the audit of {S} was silent because it never started; absence of complaints was read as health."]),
+    (["late-writer-overrides-setting", "downstream-clobbers-config"],
+     ["{S} applies the operator's option first and a library default afterwards, so the option never takes effect.",
+      "A hook that runs later in the start-up of {S} quietly replaces the value the configuration asked for."]),
+    (["scales-mixed-in-comparison", "units-disagree-silently"],
+     ["{S} compares a percentage from one code path with a raw fraction from another, as if both were one measure.",
+      "Two numbers in {S} carry the same field name but one is in milliseconds and the other in seconds."]),
+    (["enumeration-rots", "list-misses-newcomers"],
+     ["{S} names its members explicitly, so anything added later is silently left out until someone edits the list.",
+      "New entries never reach {S} because it walks a hand-kept roster written before they existed."]),
+    (["retry-amplifies-outage", "backoff-absent-multiplies-load"],
+     ["When {S} slows down, every client repeats its request at once and the extra traffic keeps it down.",
+      "Without any pause between attempts the callers of {S} triple their load exactly when it can least take it."]),
+    (["penalty-prevents-recovery", "punishment-starves-evidence"],
+     ["Once {S} is switched off for failing, it stops producing the results that could show it works again.",
+      "The sanction applied to {S} removes the very signal its release depends on, so it stays sanctioned forever."]),
+]
+TEMPLATES = [  # families of look-alike names, each member a different mechanism
+    [("handle-outlives-process", "A file handle in {S} survives its owning process and points at a recycled descriptor."),
+     ("cache-outlives-schema", "{S} keeps serving cached rows after a migration changed what their columns mean."),
+     ("token-outlives-session", "An access token of {S} stays valid after the user signed out of the session that minted it.")],
+    [("fail-closed-on-parse", "{S} refuses to start when its configuration file has a syntax error rather than guess."),
+     ("fail-closed-registry", "A service unknown to the registry of {S} is denied instead of routed to a default."),
+     ("fail-closed-network", "{S} drops every packet when the firewall rules cannot be loaded.")],
+    [("same-name-different-unit", "Two dashboards of {S} plot a field called latency, one in p50 and one in p99."),
+     ("same-name-different-owner", "Two teams each run a job named nightly in {S} and page each other by mistake."),
+     ("same-name-different-version", "{S} loads a plugin by name and picks whichever of two releases is found first.")],
+]
+FACETS = [  # two motifs of one fact: distinct mechanisms that co-occur
+    ("rate-capped-per-window", "overflow-dropped-not-queued",
+     "{S} allows a fixed number of runs per minute and discards the excess instead of delaying it."),
+    ("handshake-completes-early", "rejection-arrives-later",
+     "The client of {S} believes the connection succeeded before the server has judged its certificate."),
+    ("debounce-starves-callback", "timer-rearmed-by-input",
+     "Each new event re-arms the timer of {S}, so a steady stream postpones the flush indefinitely."),
+    ("secret-read-from-file", "redaction-by-type",
+     "{S} loads its credential from an owner-only file and prints it masked wherever it is logged."),
+    ("symptom-far-from-cause", "crash-site-innocent",
+     "{S} crashed in a module that was only the victim of memory corrupted elsewhere."),
+]
+SINGLES = [  # one carrier each, no partner
+    ("lazy-import-hides-cost", "{S} imports its heavy dependency on first use, so start-up looks fast and the first call is slow."),
+    ("migration-needs-rebuild", "{S} cannot rename a column in place and copies the table into a new one."),
+    ("idempotent-replay", "Applying the same log entry twice to {S} leaves the state unchanged."),
+    ("cursor-pagination-drift", "Paging through {S} by offset skips rows when new ones are inserted meanwhile."),
+    ("warm-cache-masks-regression", "Benchmarks of {S} ran on a warm cache and missed a slower cold start."),
+    ("partial-index-answers", "{S} answers searches from the part of the index already built and says so."),
+    ("signature-over-canonical-form", "{S} signs a canonical serialisation so whitespace cannot change the digest."),
+    ("clock-skew-expires-token", "A server of {S} with a fast clock rejects tokens that are still valid elsewhere."),
+    ("queue-head-blocking", "One slow message at the front of {S} holds every message behind it."),
+    ("feature-flag-debt", "Old toggles in {S} are never removed and every code path keeps both branches."),
+    ("orphaned-temp-files", "{S} leaves temporary files behind whenever it is killed mid-write."),
+    ("config-reload-race", "Reloading the settings of {S} while a request runs mixes old and new values."),
+    ("test-order-dependence", "The suite of {S} passes only when its tests run in file order."),
+    ("optimistic-lock-conflict", "Two editors of {S} save the same record and the second save is rejected with a version error."),
+    ("log-volume-hides-signal", "{S} logs so much at info that the one warning that mattered scrolled away."),
+    ("dns-cached-too-long", "{S} keeps a resolved address for hours after the service moved."),
+    ("schema-field-unenforced", "A field of {S} is marked required in the schema yet the handler never checks it."),
+    ("graceful-shutdown-drains", "{S} stops accepting work and finishes what it holds before exiting."),
+    ("unbounded-buffer-growth", "A subscriber of {S} that never reads makes the publisher's buffer grow without limit."),
+    ("hot-path-allocation", "{S} allocates a new buffer on every request and the collector dominates the profile."),
+]
+SUBJECTS = ["the search index", "the billing exporter", "the sync daemon", "the login service", "the job scheduler",
+            "the metrics pipeline", "the plugin loader", "the mail relay", "the backup agent", "the config server",
+            "the thumbnail worker", "the audit trail", "the payment gateway", "the chat bridge", "the release tool"]
+BODY = ["Found while reviewing an incident.", "Measured on the staging cluster.", "Reported by a user; reproduced locally.",
+        "Seen twice in one week; the fix is described below.", "Noted during a design review."]
+
+
+def motif_vocabulary(n: int, seed: int) -> dict:
+    """Facts of the motif shape: [(title, body, motifs)], with the truth (groups, traps, facets)."""
+    rng = random.Random(seed)
+    subjects = SUBJECTS[:]
+    facts, groups, traps = [], [], []
+
+    def fact(sentence: str, motifs: list[str]) -> None:
+        subject = rng.choice(subjects)
+        title = sentence.format(S=subject)
+        facts.append((title[:1].upper() + title[1:], f"{title[:1].upper() + title[1:]} {rng.choice(BODY)}", motifs))
+
+    n_groups = max(2, min(len(PARAPHRASES), round(n / 8)))
+    for spellings, sentences in rng.sample(PARAPHRASES, n_groups):
+        groups.append(list(spellings))
+        for spelling, sentence in zip(spellings, sentences):
+            fact(sentence, [spelling])  # one carrier each, each about a different subject
+    for family in TEMPLATES:
+        for name, sentence in family:
+            fact(sentence, [name])
+        traps += [[a[0], b[0]] for a, b in itertools.combinations(family, 2)]
+    for a, b, sentence in FACETS[: max(1, n // 25)]:
+        fact(sentence, [a, b])
+        traps.append([a, b])
+    for name, sentence in SINGLES[: max(0, n - len(facts))]:
+        fact(sentence, [name])
+    rng.shuffle(facts)
+    return {"facts": facts, "groups": groups, "traps": traps}
+
+
+def write_motifs(out: Path, n: int, seed: int) -> dict:
+    """Write the motif-shaped facts and return the truth and the perfect judge's replies."""
+    v = motif_vocabulary(n, seed)
+    (out / "facts").mkdir(parents=True, exist_ok=True)
+    for i, (title, body, motifs) in enumerate(v["facts"]):
+        text = (f"---\ntitle: {json.dumps(title)}\nmotifs: {json.dumps(motifs)}\n"
+                f"confidence: 0.6\nsources: [session-{i:04d}]\n---\n{body}\n")
+        (out / "facts" / f"m{i:04d}.md").write_text(text, encoding="utf-8")
+    pairs = [[a, b] for g in v["groups"] for a, b in itertools.combinations(g, 2)]
+    truth = {"n": len(v["facts"]), "seed": seed, "shape": "motifs",
+             "motif_count": len({m for _, _, ms in v["facts"] for m in ms}), "alias_groups": v["groups"],
+             "alias_kinds": ["paraphrase"] * len(v["groups"]), "alias_pairs": pairs, "traps": v["traps"],
+             "duplicate_pairs": [], "exact_duplicates": []}
+    replies = [{"pass": "alias", "a": a, "b": b,
+                "reply": {"same": True, "mechanism": f"'{a}' and '{b}' name one mechanism."}} for a, b in pairs]
+    return {"truth": truth, "replies": replies}

@@ -1,11 +1,13 @@
 """Message Batches: a session's offered questions bought at the batch price, collected by a later session.
 
-`review --batch` (or `[judge] mode = "batch"`) gathers every request its offered questions take (each
-sample, each order) and submits them as one Message Batch after its rounds, storing the batch id and
-its requests in the db before it returns. Every later session (batch mode or not, and the daemon)
+`review --batch` (or `[judge] mode = "batch"`) gathers the requests its offered questions need now (each
+sample of the first order, and of the second for questions in the swap sample) and submits them as
+one Message Batch after its rounds, storing the batch id and its requests in the db before it returns. Every later session (batch mode or not, and the daemon)
 first collects finished batches: each result goes where a synchronous reply would (parsed, into the
 reply cache, then judged, journalled and applied as usual), so the decisions land in that session.
-A batch still running is reported and its questions are never asked again meanwhile.
+A batch still running is reported and its questions are never asked again meanwhile. A collected
+question whose first order did not give the default needs its second order: a batch session gathers
+that into its own batch (the question is judged once both are in), a synchronous one asks it at once.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class BatchRequest:
     fingerprint: str
     prompt: str
     params: dict
+    position: int = 0  # which order of the question this request asks
 
 
 @dataclass
@@ -50,7 +53,6 @@ class Batches:
     gathered: dict[str, BatchRequest] = field(default_factory=dict)
     gathered_fps: dict[str, set] = field(default_factory=dict)
     collected: dict[str, set] = field(default_factory=dict)  # pass -> fingerprints with results this session
-    offered_paid: dict[str, int] = field(default_factory=dict)
     estimated_usd: float = 0.0  # what the gathered requests should cost, for judge.max_cost_usd
     reports: list[dict] = field(default_factory=list)  # {"id", "requests", "status"} for the session's output
 
@@ -83,12 +85,7 @@ class Batches:
         """
         paid = self.collected.get(pass_name, set()) & fingerprints
         self.collected[pass_name] = self.collected.get(pass_name, set()) - paid
-        self.offered_paid[pass_name] = self.offered_paid.get(pass_name, 0) + len(paid)
         return paid
-
-    def paid_offers(self, pass_name: str) -> int:
-        """How many of this pass's offers this session were paid-for batch results (not counted by the budget)."""
-        return self.offered_paid.get(pass_name, 0)
 
     # -- collecting -----------------------------------------------------------------------------------
     async def collect(self, judge, passes: dict) -> None:
@@ -153,6 +150,11 @@ class Batches:
         log.info("batch %s: collected %d result(s) (%s)", row["id"], sum(kinds.values()),
                  ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
 
+    def position_of(self, key: str) -> int | None:
+        """Which order a batch request asked, as recorded when it was gathered (None: before orders were kept)."""
+        row = self.store.db.execute("SELECT position FROM batch_requests WHERE custom_id = ? LIMIT 1", [key]).fetchone()
+        return row[0] if row else None
+
     def _lost(self, row: dict, why: str) -> None:
         """A batch that will never give results: its questions become askable again (next round or session)."""
         log.warning("batch %s: %s; its %d request(s) will be asked again", row["id"], why, row["requests"])
@@ -179,7 +181,7 @@ class Batches:
                 pass  # judged (as unparsed) like any reply; only parsed replies are cached
             else:
                 judge.store.cache_reply(key, judge.model, p.prompt.id, done.text, done.tokens_in, done.tokens_out,
-                                       judge.kind)
+                                       judge.kind, self.position_of(key))
             judge.fresh[key] = done
             return "succeeded"
         ledger.add(1, 1, None, None, 0.0)  # an errored or expired request is not billed
@@ -196,14 +198,19 @@ class Batches:
 
     # -- submitting -----------------------------------------------------------------------------------
     def gather(self, judge, p, candidate) -> int:
-        """Add a question's uncached requests to this session's batch; returns how many were added."""
+        """Add the requests a question needs now and has no reply for to this session's batch; returns how many.
+
+        A result collected this session (judge.fresh) is a reply, even one that failed: the question is
+        judged from it, not asked again.
+        """
         backend = judge.backend
         added = 0
-        for ask in judge.asks(p, candidate):
-            if ask.key in self.gathered or judge.store.cached_reply(ask.key, judge.kind):
+        for ask in judge.needed_asks(p, candidate):
+            if ask.key in self.gathered or ask.key in judge.fresh or judge.store.cached_reply(ask.key, judge.kind):
                 continue
             params = backend.params(p.prompt.system, ask.user, judge.tool(p))
-            self.gathered[ask.key] = BatchRequest(ask.key, p.name, candidate.fingerprint, p.prompt.id, params)
+            self.gathered[ask.key] = BatchRequest(ask.key, p.name, candidate.fingerprint, p.prompt.id, params,
+                                                  ask.position)
             cost = judge.cost((len(p.prompt.system) + len(ask.user)) // 4, REPLY_TOKENS, batch=True)
             self.estimated_usd += cost or 0.0
             added += 1
@@ -263,7 +270,7 @@ class Batches:
                                              "requests": len(chunk), "status": "submitted", "submitted_at": now()})
             self.store.db["batch_requests"].insert_all(
                 ({"batch_id": batch.id, "custom_id": r.custom_id, "pass": r.pass_name, "fingerprint": r.fingerprint,
-                  "prompt": r.prompt} for r in chunk), batch_size=500)
+                  "prompt": r.prompt, "position": r.position} for r in chunk), batch_size=500)
         return batch.id
 
 

@@ -116,12 +116,16 @@ def build(entry: dict, corpus, passes, max_chars: int) -> tuple[Candidate | None
 
 
 def cached_positions(p, c: Candidate, judge: Judge) -> list[str]:
-    """Each order's majority from the reply cache alone, or [] when any reply is missing."""
+    """Each asked order's majority from the reply cache alone: [first] when only the first order was asked,
+    [first, second] when both were, [] when the first order's replies are missing."""
     by_position: dict[int, list[str]] = {}
     for ask in judge.asks(p, c):  # the requests the judge would make, so the same cache keys
         hit = judge.store.cached_reply(ask.key)
         if not hit:
-            return []
+            if ask.position == 0:
+                return []
+            by_position.pop(ask.position, None)  # this order was not asked (or not wholly): it has no answer
+            break
         try:
             by_position.setdefault(ask.position, []).append(p.parse(hit["text"])[0])
         except Unparsed:
@@ -151,8 +155,13 @@ def score(pass_name: str, questions: list[Question], ledger) -> dict:
     tp = sum(is_yes(l) and is_yes(a) for l, a in pairs)
     fp = sum(not is_yes(l) and is_yes(a) for l, a in pairs)
     fn = sum(is_yes(l) and not is_yes(a) for l, a in pairs)
-    swapped = [q for q in answered if len(q.by_position) == 2]
+    # The flip rate is read where review reads it: questions whose first order gave the default and were
+    # asked in both orders anyway (the swap sample). A question whose first order was a yes is always asked
+    # in both, and a yes that the second order overturns is a split, counted apart.
+    swapped = [q for q in answered if len(q.by_position) == 2 and not is_yes(q.by_position[0])]
     flips = [q for q in swapped if q.by_position[0] != q.by_position[1]]
+    yes_first = [q for q in answered if len(q.by_position) == 2 and is_yes(q.by_position[0])]
+    splits = [q for q in yes_first if q.by_position[0] != q.by_position[1]]
     return {
         "n": len(answered), "labelled": len(questions),
         "precision": ratio(tp, tp + fp), "recall": ratio(tp, tp + fn),
@@ -161,6 +170,8 @@ def score(pass_name: str, questions: list[Question], ledger) -> dict:
         "tp": tp, "fp": fp, "fn": fn, "tn": len(pairs) - tp - fp - fn,
         # discovery asks one order only, so it has no flips to measure
         "flip_rate": ratio(len(flips), len(swapped)), "flips": len(flips), "flip_measured": len(swapped),
+        "splits": len(splits), "yes_first": len(yes_first),
+        "orders": dict(sorted(Counter(str(len(q.by_position)) for q in answered if q.by_position).items())),
         "sample_agreement": dict(sorted(Counter(f"{q.agreement:.2f}" for q in answered
                                                 if q.agreement is not None).items())),
         "stored": sum(q.source == "stored" for q in questions), "asked": sum(q.source == "asked" for q in questions),
@@ -179,9 +190,10 @@ def calibrate(labels_path: Path | str, root: Path | str = ".", judge_spec: str =
     open_repo(root)
     entries = read_labels(Path(labels_path))
     config = config or load_config(root)
-    # Flips are measured by asking both orders of every pair, whatever the corpus's own setting.
+    # Measuring is what calibrate is for: every labelled pair it asks is in its swap sample (both orders),
+    # whatever the corpus's own setting. Stored verdicts it reuses keep the orders review asked.
     swap_was = config.judge.position_swap
-    config = dataclasses.replace(config, judge=dataclasses.replace(config.judge, position_swap=True))
+    config = dataclasses.replace(config, judge=dataclasses.replace(config.judge, position_swap=True, swap_sample=1.0))
     corpus = load_corpus(root, config.corpus.max_fact_bytes, layout=config.corpus)
     passes = all_passes()
     questions, skipped = [], []
@@ -275,7 +287,8 @@ async def _answer(questions: list[Question], passes, judge: Judge, store: Store,
         if v and v.model == judge.model and v.prompt == p.prompt.id:
             q.source, q.answer = "stored", in_label_terms(p.name, v.answer)
             q.agreement, q.rationale = v.agreement, v.rationale
-            q.by_position = [in_label_terms(p.name, a) for a in cached_positions(p, q.candidate, judge)]
+            asked = v.by_position or cached_positions(p, q.candidate, judge)  # recorded, else (older) from the cache
+            q.by_position = [in_label_terms(p.name, a) for a in asked]
             return
         async with gate:
             if judge.spent() >= cfg.max_cost_usd:  # the session cost cap holds here too; the rest stays unasked
@@ -322,8 +335,11 @@ def lines(result: dict) -> list[str]:
     if result.get("source") == "journal":
         out.append("scored: the stored verdicts the labels were given on, as the judge answered them (no call)")
     else:
-        out.append("both orders of every pair were asked; a split records the default"
+        out.append("both orders of every pair calibrate asked were asked (its swap sample is every question); "
+                   "a split records the default"
                    + ("" if result["position_swap"]["configured"] else " (this corpus has judge.position_swap off)"))
+    out.append("flip rate: of the pairs whose first order gave the default and were asked in both orders, "
+               "the share whose second order did not")
     spread = "; ".join(f"{n} " + ", ".join(f"{k} x{v}" for k, v in s["sample_agreement"].items())
                        for n, s in result["passes"].items() if s["sample_agreement"])
     if spread:

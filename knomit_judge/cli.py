@@ -189,14 +189,25 @@ def verdicts(corpus, pass_name, as_json):
 
 @cli.command()
 @corpus_arg
-def rebuild(corpus):
+@click.option("--check", is_flag=True,
+              help="Change nothing: compare the db's derived state with a fresh rebuild and name what differs.")
+@json_opt
+def rebuild(corpus, check, as_json):
     """Rebuild the db: verdicts from the journal, applied state from git, derived tables from the corpus.
+
+    With --check nothing is written: every derived table (parsed files, embeddings, neighbour lists,
+    candidate lists, and the verdicts' applied state) is compared with a fresh computation in memory.
+    Exit 0 when they are equal, 1 when anything differs (each difference is printed), 3 when a session holds the corpus.
 
     Example: rm ~/corpus/.knomit/judge.db && knomit-judge rebuild ~/corpus
     """
-    from .rebuild import rebuild as run
+    from .rebuild import check as compare, rebuild as run
+    if check:
+        result = compare(corpus)
+        emit(result.json(), as_json, result.lines())
+        sys.exit(0 if result.equal else 1)
     counts = run(corpus)
-    click.echo("rebuilt: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    emit(counts, as_json, ["rebuilt: " + ", ".join(f"{k} {v}" for k, v in counts.items())])
 
 
 @cli.command()

@@ -24,6 +24,7 @@ class JudgeConfig:
     samples: int = 1
     min_agreement: float = 0.67
     position_swap: bool = True
+    swap_sample: float = 0.1  # share of questions whose first order gave the default still asked in both orders
     max_cost_usd: float = 5.0
     max_tokens: int = 400
     backoff_s: float = 1.0  # first retry wait; doubles each attempt, with jitter
@@ -51,9 +52,11 @@ class ShortlistConfig:
 class BudgetConfig:
     enabled: bool = True
     optimistic_cap: int = 20
+    probe_every: int = 5
+    questions_per_resolution: int = 10
+    # Read before the balance replaced them (docs/budget): still accepted, so older files load; unused.
     window: int = 20
     patience: int = 8
-    probe_every: int = 5
     unproven_allowance: int = 4
 
 
@@ -61,8 +64,8 @@ class BudgetConfig:
 class DiscoveryConfig:
     confidence: float = 0.4
     min_group: int = 3
-    max_group: int = 6
-    group_similarity: float = 0.6  # neighbours at least this close form an embedding group
+    max_group: int = 8  # real syntheses distil 2..9 facts; 8 holds 3 of most of them (docs/judges.md)
+    group_similarity: float = 0.4  # a fact's neighbours at least this close join its group (a floor, not a bar)
     match_similarity: float = 0.85  # a proposed fact this close to an existing one is linked to it
 
 
@@ -123,6 +126,9 @@ class Config:
         return self.prices[best] if best else None
 
 
+# Keys still accepted so that older files load, no longer read (DEFAULT_TOML leaves them out).
+RETIRED = {"budget.window", "budget.patience", "budget.unproven_allowance"}
+
 _TYPES = {"bool": bool, "int": int, "float": float, "str": str, "list[str]": list}
 _SECTION_TYPES = {
     "judge": JudgeConfig,
@@ -136,13 +142,16 @@ _SECTION_TYPES = {
 # Values that must be positive (or within 0..1) to make sense; checked after types.
 _BOUNDS = {
     "judge.concurrency": (1, None), "judge.timeout_s": (0.001, None), "judge.max_attempts": (1, None),
-    "judge.samples": (1, None), "judge.min_agreement": (0, 1), "judge.max_cost_usd": (0, None),
+    "judge.samples": (1, None), "judge.min_agreement": (0, 1), "judge.swap_sample": (0, 1),
+    "judge.max_cost_usd": (0, None),
     "judge.max_tokens": (1, None), "judge.backoff_s": (0, None), "judge.backoff_max_s": (0, None),
     "judge.max_evidence_chars": (200, None),
     # optimistic_cap and unproven_allowance of 0 would latch a pass off: no offers, so never the verdicts
     # that move it to another state. Every off-state must still generate the evidence its way back reads.
     "shortlist.k": (1, None), "budget.optimistic_cap": (1, None), "budget.window": (1, None),
     "budget.patience": (1, None), "budget.probe_every": (1, None), "budget.unproven_allowance": (1, None),
+    # 0 would latch a defunded pass off: a probe that resolved something would leave it at zero.
+    "budget.questions_per_resolution": (1, None),
     "discovery.confidence": (0, 1), "discovery.min_group": (2, None), "discovery.max_group": (2, None),
     "discovery.group_similarity": (-1, 1), "discovery.match_similarity": (-1, 1),
     "corpus.max_fact_bytes": (1, None),
@@ -257,7 +266,8 @@ timeout_s = 600          # per judgment, retries included
 max_attempts = 3         # per call, on rate limits, overload, 5xx and connection errors
 samples = 1              # replies per order; with more, the answer needs min_agreement
 min_agreement = 0.67     # below it the judge is undecided and the default answer stands
-position_swap = true     # ask pairs in both orders; a split is the default answer
+position_swap = true     # a pair whose first order is not the default is asked in its second; a split is the default
+swap_sample = 0.1        # share of default-first pairs asked in both orders anyway: measures the flip rate
 max_cost_usd = 5.0       # per session; the rest waits for the next one
 max_tokens = 400         # per reply
 backoff_s = 1.0          # first retry wait, doubling with jitter
@@ -273,19 +283,17 @@ mode = "sync"            # "batch": submit offered questions as one Message Batc
 [shortlist]
 k = 5                    # nearest neighbours per motif / fact
 
-[budget]                 # per pass; docs/configuration.md says why these values
+[budget]                 # per pass: a balance of questions; docs/configuration.md says why these values
 enabled = true           # false: no throttle (backfills, benchmarks); the line says unthrottled
-optimistic_cap = 20      # offers a session while a pass has no verdicts yet
-window = 20              # funded while one of the last `window` verdicts (whole sessions) resolved something
-patience = 8             # verdicts with none resolved before a pass is defunded
-probe_every = 5          # a defunded pass still offers one candidate every `probe_every` sessions
-unproven_allowance = 4   # offers a session while judged, nothing resolved, fewer than patience verdicts
+optimistic_cap = 20      # the balance a pass opens with, before any verdict
+questions_per_resolution = 10  # what one resolved decision is worth to you, in questions: each deposits this
+probe_every = 5          # a defunded pass (balance 0) still asks one question every `probe_every` sessions
 
 [discovery]
 confidence = 0.4         # of a proposed fact: below the default 0.5, it is a proposal
 min_group = 3
-max_group = 6
-group_similarity = 0.6   # neighbours at least this close form an embedding group
+max_group = 8
+group_similarity = 0.4   # a fact's nearest neighbours at least this close join its group
 match_similarity = 0.85  # a proposed fact this close to an existing one is linked to it
 
 [corpus]

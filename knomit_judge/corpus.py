@@ -60,6 +60,11 @@ def content_id(text: str) -> str:
     return hashlib.sha256(normalise(text).encode("utf-8")).hexdigest()[:16]
 
 
+def fact_text(fact: Fact) -> str:
+    """What a fact is embedded as (prune, discovery and alias's content signal): title and body, one cached vector."""
+    return f"{fact.title}\n{fact.body}"
+
+
 def exact_key(fact: Fact) -> str:
     """Two facts with the same normalised title and body are exact duplicates."""
     fold = lambda s: " ".join(s.split()).casefold()  # noqa: E731

@@ -10,6 +10,7 @@ from .config import load_config
 from .corpus import CorpusReport
 from .gitops import open_repo
 from .passes import JUDGED_PASSES
+from .passes.registry import all_passes
 from .status import PassResult
 from .store import Store
 from .throttle import ThrottleState, assess
@@ -49,10 +50,14 @@ def status(root: Path | str, limit: int = 10) -> dict:
         throttle = {}
         # Verdicts bind only their own kind of judge: show the throttle of the judge that answered last.
         judge = store.latest_judge() or "anthropic"
+        passes = all_passes()
         for name in JUDGED_PASSES:
             t = assess(store, name, config.budget, judge)
-            throttle[name] = {"state": t.state, "why": t.why, "allowance": t.allowance, "probe_due": t.probe,
-                              "next_probe_in": t.probe_in, "text": upcoming(t)}
+            flips, measured = store.flips(name, passes[name].default, judge)
+            throttle[name] = {"state": t.state, "why": t.why, "allowance": t.allowance, "balance": t.balance,
+                              "probe_due": t.probe, "next_probe_in": t.probe_in, "text": upcoming(t),
+                              "flips": flips, "flip_measured": measured,
+                              "flip_rate": round(flips / measured, 4) if measured else None}
     finally:
         store.close()
     precisions = precision.by_pass(root, config.calibration)  # from the labels journal: no db needed
@@ -76,6 +81,10 @@ def render(sessions: list[dict], throttle: dict, unfinished: int = 0, judge: str
         text.extend("  " + pass_line(name, counts) for name, counts in last["passes"].items())
     text.append("throttle for the next session" + (f" ({judge} judge):" if judge != "anthropic" else ":"))
     text.extend(f"  {name}: {t['text']}" for name, t in throttle.items())
+    flips = [f"{name} {t['flip_rate']:.3f} ({t['flips']}/{t['flip_measured']})"
+             for name, t in throttle.items() if t.get("flip_measured")]
+    if flips:  # from the swap sample: default-first questions asked in both orders anyway
+        text.append("position flips (swap sample): " + ", ".join(flips))
     text.extend(precision_lines)
     if sessions:
         columns = ("exact", *JUDGED_PASSES)

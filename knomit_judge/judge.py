@@ -172,6 +172,31 @@ class Outcome:
     replies: list = field(default_factory=list)
     error: str = ""
     by_position: list = field(default_factory=list)  # each order's majority answer, in order asked
+    orders: int = 0  # orders asked: 1, or 2 when the first was not the default or the question was swap-sampled
+
+
+def swap_sampled(fingerprint: str, share: float) -> bool:
+    """Whether a question is in the swap sample: chosen by a hash of its fingerprint, so reruns agree."""
+    if share <= 0:
+        return False
+    return int(hashlib.sha256(f"swap|{fingerprint}".encode()).hexdigest()[:8], 16) < share * 2 ** 32
+
+
+def _failed(results: list, out: Outcome) -> bool:
+    """Name the outcome after the first failed request, if any; re-raise what must stop the session."""
+    for r in results:
+        if isinstance(r, JudgeRefused):
+            raise r
+        if isinstance(r, BaseException) and not isinstance(r, (Unavailable, Unparsed, Refused)):
+            raise r
+    failures = [r for r in results if isinstance(r, (Unavailable, Unparsed, Refused))]
+    # a refusal is about the question itself, so it names the outcome whatever else happened
+    for kind, cls in (("refused", Refused), ("unavailable", Unavailable), ("unparsed", Unparsed)):
+        first = next((r for r in failures if isinstance(r, cls)), None)
+        if first is not None:
+            out.kind, out.error = kind, str(first.args[0])
+            return True
+    return False
 
 
 def cache_key(model: str, prompt_id: str, system: str, user: str, sample: int, tool: dict | None = None) -> str:
@@ -220,12 +245,38 @@ class Judge:
         """The forced reply tool, on backends that speak the real API."""
         return p.prompt.tool if getattr(self.backend, "uses_tools", False) else None
 
-    def asks(self, p, candidate) -> list[Ask]:
-        """Every request a question takes (each order asked, each sample), in the order asked."""
+    def orders(self, candidate) -> int:
+        """How many orders this question has to ask: 2 for pairs with judge.position_swap, else 1."""
+        return len(candidate.orders) if self.config.judge.position_swap else 1
+
+    def first_asks(self, p, candidate) -> list[Ask]:
+        """The requests a question starts with: its first order, and its second when in the swap sample."""
+        both = self.orders(candidate) == 2 and swap_sampled(candidate.fingerprint, self.config.judge.swap_sample)
+        return self.asks(p, candidate, positions=(0, 1) if both else (0,))
+
+    def needed_asks(self, p, candidate) -> list[Ask]:
+        """The requests known to be needed now: the first ones, and the second order once the cached first
+        order says it is needed (a Message Batch gathers these; the rest waits for the first answer)."""
+        jobs = self.first_asks(p, candidate)
+        if self.orders(candidate) < 2 or any(a.position == 1 for a in jobs):
+            return jobs
+        hits = [self.store.cached_reply(a.key, self.kind) for a in jobs]
+        if not all(hits):
+            return jobs
+        try:
+            samples = [Sample(*p.parse(h["text"]), text=h["text"]) for h in hits]
+        except Unparsed:
+            return jobs
+        return jobs + self.asks(p, candidate, positions=(1,)) if self._decided(p, samples) != p.default else jobs
+
+    def asks(self, p, candidate, positions=None) -> list[Ask]:
+        """The requests of these orders of a question (default: every order it has), each sample, in order."""
         cfg = self.config.judge
-        orders = candidate.orders if cfg.position_swap else candidate.orders[:1]
+        orders = candidate.orders[:self.orders(candidate)]
         out = []
         for pos, evidence in enumerate(orders):
+            if positions is not None and pos not in positions:
+                continue
             user = p.prompt.render(evidence)
             for n in range(cfg.samples):
                 out.append(Ask(pos, n, user, cache_key(self.model, p.prompt.id, p.prompt.system, user, n, self.tool(p))))
@@ -285,45 +336,62 @@ class Judge:
         out.replies.append(done.text)
         sample = Sample(*p.parse(done.text), text=done.text)  # raises Unparsed
         # written right after each parse: a killed session resumes without paying for this reply again
-        self.store.cache_reply(ask.key, self.model, p.prompt.id, done.text, done.tokens_in, done.tokens_out, self.kind)
+        self.store.cache_reply(ask.key, self.model, p.prompt.id, done.text, done.tokens_in, done.tokens_out, self.kind,
+                               ask.position)
         return sample
 
     async def ask(self, p, candidate) -> Outcome:
-        """Judge one candidate; never raises for an API fault or a bad reply (JudgeRefused aside)."""
+        """Judge one candidate; never raises for an API fault or a bad reply (JudgeRefused aside).
+
+        The first order is asked; the second only when the first did not give the default (a split can
+        only end in the default, so a second call after a default buys nothing), or when the question
+        falls in the swap sample that keeps measuring position bias.
+        """
         cfg = self.config.judge
         out = Outcome(kind="verdict")
-        jobs = self.asks(p, candidate)
+        jobs = self.first_asks(p, candidate)
         try:
             async with asyncio.timeout(cfg.timeout_s) as limit:
                 # the time limit stands still while a call waits on the shared rate limiter
                 token = question_clock.set(QuestionClock(limit))
                 try:
-                    results = await asyncio.gather(*(self._sample(p, candidate.subject, a, out) for a in jobs),
-                                                   return_exceptions=True)
+                    results = await self._gather(p, candidate, jobs, out)
+                    if not _failed(results, out) and self._second_needed(p, candidate, jobs, results):
+                        more = self.asks(p, candidate, positions=(1,))
+                        jobs, results = jobs + more, results + await self._gather(p, candidate, more, out)
                 finally:
                     question_clock.reset(token)
         except TimeoutError:
             out.kind, out.error = "unavailable", f"timed out after {cfg.timeout_s:g}s"
             return out
-        for r in results:
-            if isinstance(r, JudgeRefused):
-                raise r
-            if isinstance(r, BaseException) and not isinstance(r, (Unavailable, Unparsed, Refused)):
-                raise r
-        failures = [r for r in results if isinstance(r, (Unavailable, Unparsed, Refused))]
-        if failures:
-            # a refusal is about the question itself, so it names the outcome whatever else happened
-            for kind, cls in (("refused", Refused), ("unavailable", Unavailable), ("unparsed", Unparsed)):
-                first = next((r for r in failures if isinstance(r, cls)), None)
-                if first is not None:
-                    out.kind, out.error = kind, str(first.args[0])
-                    return out
+        if _failed(results, out):
+            return out
         by_position: dict[int, list[Sample]] = {}
         for a, sample in zip(jobs, results):
             by_position.setdefault(a.position, []).append(sample)
         self._aggregate(p, by_position, out)
+        out.orders = len(by_position)
         out.replies = [s.text for s in results]  # every sample, cached or fresh, in the order asked
         return out
+
+    async def _gather(self, p, candidate, jobs: list[Ask], out: Outcome) -> list:
+        return list(await asyncio.gather(*(self._sample(p, candidate.subject, a, out) for a in jobs),
+                                         return_exceptions=True))
+
+    def _second_needed(self, p, candidate, jobs: list[Ask], results: list) -> bool:
+        """Whether the second order must be asked: it exists, was not asked, and the first was not the default."""
+        if self.orders(candidate) < 2 or any(a.position == 1 for a in jobs):
+            return False
+        return self._decided(p, [s for s in results]) != p.default
+
+    def _decided(self, p, samples: list[Sample]) -> str:
+        """One order's answer as the verdict would take it: the majority, or the default when undecided."""
+        counts = Counter(s.answer for s in samples).most_common()
+        if len(counts) > 1 and counts[0][1] == counts[1][1]:
+            return p.default
+        if round(counts[0][1] / len(samples), 2) < self.config.judge.min_agreement:
+            return p.default
+        return counts[0][0]
 
     def _aggregate(self, p, by_position: dict[int, list[Sample]], out: Outcome) -> None:
         """Majority per position; low agreement or a split between positions records the default."""

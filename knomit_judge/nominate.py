@@ -11,14 +11,29 @@ Signals (each a strength in 0..1 for any pair):
             of the other's words (0.8 x shorter/longer length)
   acronym   one spelling is the initials of the other: NHI / Non-Human Identity, A2A / Agent-to-Agent (0.95)
   carriers  cosine of the spellings embedded with up to 4 carrier titles each (the original signal)
+  content   what the carriers say: the mean cosine between the two carrier sets' fact embeddings (title
+            and body, the vectors prune already keeps), over the carriers NOT shared by both sides; a
+            spelling is nominated beside the k spellings whose carriers' mean vector is nearest
+  words     the two names' words aligned to each other (each word to its most similar word on the
+            other side, by word embedding), weighted by how rare the word is in this vocabulary: the
+            words a template family shares (fail-closed-X, X-outlives-Y, same-name-different-X) are in
+            many spellings and weigh little, while synonyms that share no letter (clock / timestamp)
+            still meet; a word both names hold that is in 3 or more spellings is set aside (the part a
+            family shares), so fail-closed-registry / fail-closed-network compare registry with network.
+            Only a strength, computed for pairs other signals nominated.
 
 The rank of a pair:
-  score = max(string, acronym, (name + carriers) / 2) x (1 - overlap / 2) x (1/2 if only numbers differ)
+  score = max(string, acronym, weighted mean(name, carriers, words, content / 4)) x (1 - COTAG x overlap)
+          x (1/2 if only numbers differ)
   overlap = carriers of both / carriers of the smaller side
 Two spellings of one thing rarely sit on the same fact, while distinct facets (numbered clauses,
 versions, siblings) co-occur all the time and then look identical by their carrier titles: so shared
 carriers and number-only differences (asi07 / asi08, gpt-5.5 / gpt-5.6) lower the rank. They are
-still offered in turn, never dropped.
+still offered in turn, never dropped. Co-tagging is weak evidence against an alias, and it is counted
+where it is evidence: content compares only the carriers the two do not share (0 when every carrier is
+shared), which also undoes the carriers signal's look of identity for two facets of one fact. On the
+labelled knomit sample (benchmarks/data/knomit-kb-motif-labels.json) co-tagged pairs are true more often
+than other candidates, so the COTAG factor on top of that is 0 (see COTAG).
 
 String and acronym nomination look partners up in hash buckets of normalised keys, so the cost grows
 with the number of spellings, never with its square (vocabularies have 10k+ spellings).
@@ -26,16 +41,30 @@ with the number of spellings, never with its square (vocabularies have 10k+ spel
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
 
+from .corpus import fact_text
 from .shortlist import top_k
 
-SIGNALS = ("name", "string", "acronym", "carriers")
+SIGNALS = ("name", "string", "acronym", "carriers", "content", "words")
+SEMANTIC = ("name", "carriers", "words", "content")  # averaged into one evidence; string and acronym stand alone
+# A semantic signal's weight in the mean (1 unless set). Whole-fact embeddings mostly say what a fact is
+# ABOUT (its subsystem), not which regularity it shows: on the labelled knomit sample content at full
+# weight put topic neighbours first (median true pair at 61% of the list against 25% without it), at a
+# quarter it breaks ties (30%) and still nominates (docs/_pending/motifs.md).
+WEIGHTS: dict[str, float] = {"content": 0.25}
+NOMINATE_BY = ("name", "carriers", "content")  # the embedding signals that nominate each motif's k nearest
 MAX_TITLES = 4
+FAMILY = 3  # a word in this many spellings or more, shared by a pair, is a template family's (X-outlives-Y)
+# How much a fully shared carrier set lowers the rank, beyond content leaving shared carriers out. Set from
+# the labelled knomit sample: 5 of 168 co-tagged pairs are true (3.0%), against 19 of 2,782 other candidates
+# (0.7%), and every weight above 0 moved true pairs down (docs/_pending/motifs.md): so none.
+COTAG = 0.0
 
 # A leading token that names whose product or namespace a thing is, not what it is.
 VENDORS = frozenset("""amazon aws azure microsoft ms google gcp gcloud apache oracle ibm openai anthropic
@@ -207,9 +236,75 @@ class Nomination:
 
 
 def score(strengths: dict[str, float], overlap: float, only_numbers: bool) -> float:
-    """The one rank of a pair (see the module docstring)."""
-    evidence = max(strengths["string"], strengths["acronym"], (strengths["name"] + strengths["carriers"]) / 2)
-    return evidence * (1 - overlap / 2) * (0.5 if only_numbers else 1.0)
+    """The one rank of a pair (see the module docstring); semantic signals absent from `strengths` are left out."""
+    weights = [(strengths[s], WEIGHTS.get(s, 1.0)) for s in SEMANTIC if s in strengths]
+    semantic = sum(v * w for v, w in weights) / max(1e-9, sum(w for _, w in weights))
+    evidence = max(strengths["string"], strengths["acronym"], semantic)
+    return evidence * (1 - COTAG * overlap) * (0.5 if only_numbers else 1.0)
+
+
+def word_weights(parsed: list[Spelling]) -> dict[str, float]:
+    """Each word's weight: log(spellings / spellings holding it); 0 for stop words and a word in every spelling."""
+    held = word_counts(parsed)
+    n = len(parsed)
+    return {w: 0.0 if w in STOPWORDS else math.log(n / c) for w, c in held.items()}
+
+
+def word_counts(parsed: list[Spelling]) -> dict[str, int]:
+    """How many spellings hold each word."""
+    held: dict[str, int] = {}
+    for s in parsed:
+        for w in set(s.words):
+            held[w] = held.get(w, 0) + 1
+    return held
+
+
+def word_alignment(a: tuple[str, ...], b: tuple[str, ...], weight: dict[str, float], vector: dict,
+                   family: float = -1.0) -> float:
+    """Rarity-weighted mean over both sides of each word's best cosine with a word of the other side.
+
+    A word both names hold whose weight is at most `family` (it sits in many spellings) is the part a
+    template family shares (fail-closed-X, X-outlives-Y): it is set aside on both sides, so what is left
+    is compared, the X and the Y. A side left with nothing keeps its words. The default sets nothing aside.
+    """
+    shared = {w for w in set(a) & set(b) if weight.get(w, 0) <= family + 1e-9}
+    a = [w for w in a if weight.get(w, 0) > 0 and w not in shared] or [w for w in a if weight.get(w, 0) > 0] or list(a)
+    b = [w for w in b if weight.get(w, 0) > 0 and w not in shared] or [w for w in b if weight.get(w, 0) > 0] or list(b)
+    sims = np.array([vector[x] for x in a]) @ np.array([vector[y] for y in b]).T
+    wa = np.array([weight.get(x, 0) for x in a]) + 1e-9
+    wb = np.array([weight.get(y, 0) for y in b]) + 1e-9
+    return float(max(0.0, ((sims.max(1) * wa).sum() / wa.sum() + (sims.max(0) * wb).sum() / wb.sum()) / 2))
+
+
+def family_weight(n: int) -> float:
+    """The weight below which a shared word is a family's: it is in at least FAMILY spellings of n."""
+    return math.log(n / FAMILY) if n > FAMILY else 0.0
+
+
+class CarrierContent:
+    """Each motif's carrier facts as embedding sums, so the mean cosine between two carrier sets is one dot product."""
+
+    def __init__(self, motifs: list[str], corpus, embedder):
+        facts = corpus.active()
+        self.row = {f.path: i for i, f in enumerate(facts)}
+        self.vectors = embedder.embed([fact_text(f) for f in facts]) if facts else np.zeros((0, 384), np.float32)
+        self.carriers = [[self.row[p] for p in corpus.carriers[m] if p in self.row] for m in motifs]
+        self.sums = np.array([self.vectors[c].sum(0) if c else np.zeros(self.vectors.shape[1]) for c in self.carriers],
+                             dtype=np.float64).reshape(len(motifs), -1)
+
+    def means(self) -> np.ndarray:
+        """Each motif's carrier mean, normalised: what content nominates by."""
+        norms = np.linalg.norm(self.sums, axis=1, keepdims=True)
+        return (self.sums / np.where(norms > 0, norms, 1)).astype(np.float32)
+
+    def similarity(self, i: int, j: int) -> float:
+        """Mean cosine between the carriers of i and of j that are not carriers of both (0 when none are left)."""
+        shared = set(self.carriers[i]).intersection(self.carriers[j])
+        left, right = len(self.carriers[i]) - len(shared), len(self.carriers[j]) - len(shared)
+        if not left or not right:
+            return 0.0
+        both = self.vectors[sorted(shared)].sum(0) if shared else 0.0
+        return float(max(0.0, (self.sums[i] - both) @ (self.sums[j] - both) / (left * right)))
 
 
 def _lexical(parsed: list[Spelling], k: int) -> tuple[dict, dict]:
@@ -260,13 +355,16 @@ def nominate(motifs: list[str], corpus, embedder, k: int) -> list[Nomination]:
     parsed = [parse(m) for m in motifs]
     name_vectors = embedder.embed([" ".join(s.words) for s in parsed])  # as name_text
     carrier_vectors = embedder.embed([carrier_text(m, corpus) for m in motifs])
+    content = CarrierContent(motifs, corpus, embedder)
     nominated: dict[tuple[int, int], set[str]] = {}
 
     def add(i: int, j: int, signal: str) -> None:
         if i != j:
             nominated.setdefault((min(i, j), max(i, j)), set()).add(signal)
 
-    for signal, vectors in (("name", name_vectors), ("carriers", carrier_vectors)):
+    for signal, vectors in (("name", name_vectors), ("carriers", carrier_vectors), ("content", content.means())):
+        if signal not in NOMINATE_BY:
+            continue
         idx, _ = top_k(vectors, k)
         for i, row in enumerate(idx.tolist()):
             for j in row:
@@ -283,11 +381,15 @@ def nominate(motifs: list[str], corpus, embedder, k: int) -> list[Nomination]:
     name_sim = np.clip(np.einsum("ij,ij->i", name_vectors[left], name_vectors[right]), 0, 1).tolist()
     carrier_sim = np.clip(np.einsum("ij,ij->i", carrier_vectors[left], carrier_vectors[right]), 0, 1).tolist()
     carriers = {i: set(corpus.carriers[motifs[i]]) for i in {*left.tolist(), *right.tolist()}}
+    weight, family = word_weights(parsed), family_weight(len(parsed))
+    words = sorted({w for i in carriers for w in parsed[i].words})
+    vector = dict(zip(words, embedder.embed(words)))
     out = []
     for (i, j), ns, cs in zip(pairs, name_sim, carrier_sim):
         a, b = parsed[i], parsed[j]
         strengths = {"name": ns, "string": string_similarity(a, b), "acronym": acronym_similarity(a, b),
-                     "carriers": cs}
+                     "carriers": cs, "content": content.similarity(i, j),
+                     "words": word_alignment(a.words, b.words, weight, vector, family)}
         shared = len(carriers[i] & carriers[j])
         overlap = shared / max(1, min(len(carriers[i]), len(carriers[j])))
         only_numbers = numbers_only(a, b)

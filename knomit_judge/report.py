@@ -17,6 +17,7 @@ from .gitops import open_repo, run_git
 from .inbox import evidence_text, inbox
 from .labels import read_labels
 from .passes import JUDGED_PASSES
+from .passes.registry import all_passes
 from .precision import history, of_pass
 from .store import Store
 
@@ -180,6 +181,21 @@ def retired_facts(repo) -> dict[str, list[str]]:
     return found
 
 
+def flips_section(store) -> str:
+    """The position flip rate per pass, from the swap sample of review's own verdicts."""
+    passes = all_passes()
+    rows = []
+    for name in JUDGED_PASSES:
+        flips, measured = store.flips(name, passes[name].default)
+        if measured:
+            rows.append([e(name), f"{flips / measured:.3f}", str(flips), str(measured)])
+    if not rows:
+        return "<p class=muted>Position flips: no pair in the swap sample yet.</p>"
+    return ("<p>Position flips: of the pairs whose first order gave the default and that were asked in both "
+            "orders anyway (<code>judge.swap_sample</code>), the share whose second order did not.</p>"
+            + table(["pass", "flip rate", "flips", "measured"], rows, {1, 2, 3}))
+
+
 def calibration_section(result: dict | None) -> str:
     if not result:
         return "<p class=muted>No calibration yet: run <code>knomit-judge calibrate LABELS</code>.</p>"
@@ -197,7 +213,8 @@ def calibration_section(result: dict | None) -> str:
     over = ", ".join(f"{e(n)} {e(s['kappa_over'])}" for n, s in result["passes"].items())
     return (f"<p>Judge <code>{e(result['judge'])}</code> against <code>{e(result['labels'])}</code>, "
             f"{e(result['created_at'])}. Precision and recall are of yes (prune: merge or retract); agreement "
-            f"and kappa are over {over}; both orders of every pair asked, a split records the default.</p>"
+            f"and kappa are over {over}; the flip rate is over the pairs whose first order gave the default and "
+            f"that were asked in both orders; a split records the default.</p>"
             + table(["pass", "n", "precision", "recall", "agreement", "kappa", "flip rate", "calls", "cost"], rows,
                     {1, 2, 3, 4, 5, 6, 7, 8})
             + (f"<p>Disagreements with the labels:</p><ul>{items}</ul>" if items else "")
@@ -212,6 +229,7 @@ def render(root: Path | str) -> str:
     try:
         sessions = store.sessions(SESSIONS)
         charts = "".join(throttle_chart(n, list(reversed(store.throttle_rows(n, HISTORY)))) for n in JUDGED_PASSES)
+        charts += flips_section(store)
         decisions = decisions_section(store.verdicts(), retired_facts(repo))
         calibration = calibration_section(latest(store))
     finally:

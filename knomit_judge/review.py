@@ -17,8 +17,8 @@ from .corpus import Corpus, CorpusReport, corpus_report, load_corpus
 from .embeddings import Embedder
 from .errors import BadFact, DecisionRefused, KnomitError
 from .gitops import Applier, Decision, Lock, decision_trailers, dirty_paths, message, open_repo
-from .judge import Judge, ScriptedBackend, judge_kind, make_backend
-from .passes import JUDGED_PASSES, Candidate, Change
+from .judge import Judge, ScriptedBackend, judge_kind, make_backend, swap_sampled
+from .passes import JUDGED_PASSES, Candidate, Change, subject_names
 from .passes.exact import DuplicateGroups, exact_change, exact_verdict
 from .passes.registry import all_passes
 from .precision import gate as precision_gate
@@ -27,7 +27,7 @@ from .neighbours import Memory
 from .shortlist import gc_paused, remembered
 from .status import PassResult, total_cost
 from .store import FileIndex, Store
-from .throttle import assess, record
+from .throttle import Allowance, assess, record
 from .verdicts import Journal, Verdict
 
 log = logging.getLogger(__name__)
@@ -115,6 +115,9 @@ class Context:
     seen: dict[str, set] = field(default_factory=dict)
     problems: list[BadFact] = field(default_factory=list)  # the session's, for decisions refused as they were applied
     batches: Batches | None = None
+    index: FileIndex | None = None
+    allowances: dict[str, Allowance] = field(default_factory=dict)
+    fresh: dict[str, set] = field(default_factory=dict)  # pass -> the facts or spellings changed since its last session
     _judge: Judge | None = None
 
     @property
@@ -180,6 +183,7 @@ async def _session(root, repo, config, store, options, notes) -> SessionResult:
     ctx = Context(root, config, store, corpus, Embedder(store), Journal(root), None if options.dry_run else Applier(repo),
                   options, result.session, clean=not dirty, commits=result.commits, problems=result.problems)
     ctx.batches = Batches(store, result.session, batch_mode(options.batch, config, options.judge))
+    ctx.index = index
     if not options.dry_run:
         store.start_session(result.session)
     try:
@@ -190,9 +194,14 @@ async def _session(root, repo, config, store, options, notes) -> SessionResult:
             return result
         result.passes["exact"] = run_exact(ctx)
         passes = [p for name, p in all_passes().items() if name in options.passes]
+        # before collecting: questions in a batch still running count as spent, and collected ones are
+        # judged as paid below, so the balance charges each batched question once
+        throttles = {p.name: assess(store, p.name, config.budget, ctx.kind) for p in passes}
+        for p in passes:
+            ctx.allowances[p.name] = Allowance(throttles[p.name], config.budget.questions_per_resolution)
+            ctx.fresh[p.name] = fresh_names(p, ctx)
         if not options.dry_run and ctx.batches.open_batches():
             await ctx.batches.collect(ctx.judge, all_passes())  # finished batches first, whatever --pass says
-        throttles = {p.name: assess(store, p.name, config.budget, ctx.kind) for p in passes}
         for p in passes:
             result.passes[p.name] = PassResult(p.name)
         # Applied decisions change fingerprints, and so make new questions: ask them in this session,
@@ -332,12 +341,14 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
     refused = ctx.store.refused(p.name, p.prompt.id) - answered
     busy = ctx.batches.busy(p.name) - answered
     fps = candidates.fingerprints  # compared without making the candidates: most are answered
-    waiting = [candidates[i] for i, fp in enumerate(fps) if fp not in answered and fp not in refused
-               and fp not in busy]
+    waiting = fresh_first([candidates[i] for i, fp in enumerate(fps) if fp not in answered and fp not in refused
+                           and fp not in busy], ctx.fresh.get(p.name, set()))
     seen = ctx.seen.setdefault(p.name, set())
     seen.update(fps)
     r.candidates = len(seen)  # distinct questions met this session, over all rounds
     if first:
+        if t.state == "defunded" and not t.probe and waiting and waiting[0].fresh:
+            t.probe_fresh()  # a new duplicate is asked while it is new, not probe_every sessions later
         # answered, or refused earlier (with a note); questions in a running batch count as batched instead
         r.cached = len(fps) - len(waiting) - sum(fp in busy for fp in fps)
         r.throttle = t.state + (" (probe)" if t.probe else "")
@@ -347,19 +358,42 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
     unapplied = {v.fingerprint: v for v in ctx.store.unapplied_yes(p.name, ctx.kind)}
     pending = [unapplied[fp] for fp in fps if fp in unapplied]
     # questions whose batch results came in this session are paid for: judged whatever the budget says
-    room = None if t.allowance is None else max(0, t.allowance - (r.offered - ctx.batches.paid_offers(p.name)))
     paid = ctx.batches.take_paid(p.name, {c.fingerprint for c in waiting})
     rest = [c for c in waiting if c.fingerprint not in paid]
-    offer = [c for c in waiting if c.fingerprint in paid] + (rest if room is None else rest[:room])
-    r.waiting = len(waiting) - len(offer)
-
-    if ctx.options.dry_run:
+    r.fresh = max(r.fresh, sum(c.fresh for c in rest))
+    if ctx.options.dry_run:  # no verdict comes back to move the balance: what it holds now is what is offered
+        offer = [c for c in waiting if c.fingerprint in paid] + (rest if t.allowance is None else rest[:t.allowance])
+        r.waiting = len(waiting) - len(offer)
         plan_dry(ctx, p, r, offer, result)
         return
+    # every waiting question is offered, best first; the live balance decides how far down the list it goes
+    offer = [c for c in waiting if c.fingerprint in paid] + rest
+    r.waiting = len(waiting) - len(offer)
     before = r.offered
     fresh = await judge_all(p, offer, ctx, r, paid)
     r.waiting += len(offer) - (r.offered - before)  # held back by the cost cap or a stop
     decide(p, ctx, r, pending + fresh)
+
+
+def fresh_names(p, ctx: Context) -> set[str]:
+    """The facts (or, for alias, the spellings they carry) whose content changed since the pass's last session."""
+    since = ctx.store.last_session_start(p.name, ctx.kind) if ctx.index is not None else None
+    if since is None:  # a first session (or a db rebuilt without its history): nothing to be fresher than
+        return set()
+    paths = ctx.index.changed_since(since)
+    if getattr(p, "about", "facts") != "spellings":
+        return paths
+    return {m for path in paths if (f := ctx.corpus.facts.get(path)) is not None and f.active for m in f.motifs}
+
+
+def fresh_first(waiting: list[Candidate], fresh: set[str]) -> list[Candidate]:
+    """Questions touching a fact or spelling changed since the last session first, then the backlog; each by score.
+
+    So a duplicate a writer adds is asked while it is new, not after the backlog ranked above it.
+    """
+    for c in waiting:
+        c.fresh = any(name in fresh for name in subject_names(c.subject))
+    return sorted(waiting, key=lambda c: not c.fresh)  # stable: each part keeps its best-first order
 
 
 def note_skipped(p, ctx: Context, r: PassResult, fingerprints: list[str], refused: set, busy: set) -> None:
@@ -377,6 +411,9 @@ def note_skipped(p, ctx: Context, r: PassResult, fingerprints: list[str], refuse
 def finish_pass(p, ctx: Context, r: PassResult, t) -> None:
     """Name the pass's state, take its spend from the ledger, and record the throttle's session."""
     r.settle(held=r.waiting > 0, dry_run=ctx.options.dry_run)
+    if r.waiting and r.state == "worked" and t.allowance is not None and t.allowance <= 0 and \
+            not any("wait" in n for n in r.notes):
+        r.notes.append(f"balance spent: {r.waiting} candidate(s) wait until resolutions refill it")
     ledger = ctx._judge.ledgers.get(p.name) if ctx._judge else None
     if ledger:
         r.judge_calls, r.attempts, r.cost_usd = ledger.calls, ledger.attempts, ledger.cost_usd
@@ -408,9 +445,15 @@ async def judge_all(p, offer: list[Candidate], ctx: Context, r: PassResult, paid
             return f"session cost cap ${cfg.max_cost_usd:g} reached"
         return None
 
+    allowance = ctx.allowances[p.name]
+
     async def produce():
         for c in offer:
             if hold(c):
+                break
+            # paid questions were charged when their batch was submitted; the rest take one from the balance,
+            # waiting while questions in flight may still resolve something and deposit more
+            if c.fingerprint not in paid and not await allowance.take(c.fingerprint):
                 break
             await queue.put(c)
         # Not in a `finally`: once cancelled the workers are gone, and a put into a full queue never returns.
@@ -419,34 +462,46 @@ async def judge_all(p, offer: list[Candidate], ctx: Context, r: PassResult, paid
 
     async def work():
         while (c := await queue.get()) is not None:
+            budgeted = c.fingerprint not in paid
             # checked again here, not only at put: the queue holds candidates not yet paid for
             if reason := hold(c):
                 held.append(reason)
+                if budgeted:
+                    allowance.settle(c.fingerprint, asked=False)
                 continue
             r.offered += 1
-            if ctx.batches.submitting and c.fingerprint not in paid and ctx.batches.gather(ctx.judge, p, c):
-                r.batched += 1  # asked in the session's Message Batch; the next session collects the answer
-                continue
-            out = await ctx.judge.ask(p, c)
-            if out.kind == "verdict":
-                v = Verdict(pass_name=p.name, fingerprint=c.fingerprint, subject=c.subject, answer=out.answer,
-                            is_yes=out.answer in p.yes, rationale=out.rationale, model=ctx.judge.model,
-                            prompt=p.prompt.id, attempts=out.attempts, calls=out.calls, agreement=out.agreement,
-                            tokens_in=out.tokens_in, tokens_out=out.tokens_out, cost_usd=out.cost_usd,
-                            replies=out.replies, payload=out.payload, session=ctx.session, judge=ctx.judge.kind)
-                keep(ctx, v)
-                r.judged += 1
-                if v.is_yes:
-                    r.resolved += 1
-                    yes.append((c.score, v))
+            resolved = False
+            try:
+                if ctx.batches.submitting and ctx.batches.gather(ctx.judge, p, c):
+                    r.batched += 1  # asked in the session's Message Batch; the next session collects the answer
+                    continue
+                out = await ctx.judge.ask(p, c)
+                if out.kind == "verdict":
+                    v = Verdict(pass_name=p.name, fingerprint=c.fingerprint, subject=c.subject, answer=out.answer,
+                                is_yes=out.answer in p.yes, rationale=out.rationale, model=ctx.judge.model,
+                                prompt=p.prompt.id, attempts=out.attempts, calls=out.calls, agreement=out.agreement,
+                                tokens_in=out.tokens_in, tokens_out=out.tokens_out, cost_usd=out.cost_usd,
+                                replies=out.replies, payload=out.payload, session=ctx.session, judge=ctx.judge.kind,
+                                orders=out.orders, by_position=out.by_position)
+                    keep(ctx, v)
+                    r.judged += 1
+                    if v.is_yes:
+                        resolved = True
+                        r.resolved += 1
+                        yes.append((c.score, v))
+                    else:
+                        r.declined += 1
                 else:
-                    r.declined += 1
-            else:
-                setattr(r, out.kind, getattr(r, out.kind) + 1)
-                r.first_error = r.first_error or f"{out.kind}: {out.error}"
-                if out.kind == "refused":  # remembered: not asked again until the fingerprint or prompt changes
-                    ctx.store.add_refusal(p.name, c.fingerprint, ctx.judge.model, p.prompt.id, c.subject, out.error,
-                                          ctx.session)
+                    setattr(r, out.kind, getattr(r, out.kind) + 1)
+                    r.first_error = r.first_error or f"{out.kind}: {out.error}"
+                    if out.kind == "refused":  # remembered: not asked again until the fingerprint or prompt changes
+                        ctx.store.add_refusal(p.name, c.fingerprint, ctx.judge.model, p.prompt.id, c.subject,
+                                              out.error, ctx.session)
+            finally:  # the balance moves as each verdict comes back, not at the session's end
+                if budgeted:
+                    allowance.settle(c.fingerprint, asked=True, resolved=resolved)
+                elif resolved:
+                    allowance.deposit(1)
 
     tasks = [asyncio.ensure_future(produce()), *(asyncio.ensure_future(work()) for _ in range(cfg.concurrency))]
     try:
@@ -514,8 +569,9 @@ def decide(p, ctx: Context, r: PassResult, verdicts: list[Verdict]) -> None:
 def plan_dry(ctx: Context, p, r: PassResult, offer: list[Candidate], result: SessionResult) -> None:
     """What a real session would offer, with its evidence and an estimate of calls and cost."""
     cfg = ctx.config.judge
-    orders = 2 if cfg.position_swap else 1
-    calls = len(offer) * cfg.samples * (orders if p.name != "discovery" else 1)
+    # the first order of each, both for the swap sample; a first answer that is not the default adds its second
+    calls = cfg.samples * sum(1 + (cfg.position_swap and len(c.orders) == 2
+                                   and swap_sampled(c.fingerprint, cfg.swap_sample)) for c in offer)
     chars = sum(len(p.prompt.system) + len(p.prompt.render(c.orders[0])) for c in offer)
     price = ctx.config.price(cfg.model) if not ctx.options.judge.startswith("scripted:") else None
     per_call_in = chars / max(len(offer), 1) / 4  # ~4 characters a token

@@ -302,9 +302,14 @@ def gc_paused():
             gc.enable()
 
 
-def neighbour_pairs(vectors: np.ndarray, k: int) -> list[tuple[int, int, float]]:
-    """Unordered pairs (i < j) from each row's k nearest, best first (ties by i, then j)."""
-    idx, sims = top_k(vectors, k)
+def neighbour_pairs(vectors: np.ndarray, k: int, search: int = 0) -> list[tuple[int, int, float]]:
+    """Unordered pairs (i < j) from each row's k nearest, best first (ties by i, then j).
+
+    `search` > k searches that many and keeps the first k (the same k, the order being canonical): a later
+    top_k of the same vectors up to `search` deep is then read from this search, not made again.
+    """
+    idx, sims = top_k(vectors, max(k, search))
+    idx, sims = idx[:, :k], sims[:, :k]
     if not idx.size:
         return []
     n = len(idx)

@@ -23,6 +23,7 @@ class PassResult:
     batched: int = 0  # questions submitted in a Message Batch this session, or still waiting on one
     applied: int = 0
     waiting: int = 0  # candidates the budget held back this session
+    fresh: int = 0  # waiting questions touching a fact or spelling changed since the pass's last session
     judge_calls: int = 0
     attempts: int = 0
     cost_usd: float | None = 0.0

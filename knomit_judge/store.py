@@ -95,6 +95,30 @@ class Store:
         where, args = of_judge("pass = ?", [pass_name], judge)
         return self.db.execute(f"SELECT count(*) FROM verdicts WHERE {where}", args).fetchone()[0]
 
+    def flips(self, pass_name: str, default: str, judge: str | None = None) -> tuple[int, int]:
+        """(flips, measured) over the verdicts whose first order gave the default and were asked in both orders.
+
+        Those are the swap sample (judge.swap_sample): a question whose first order was not the default is
+        always asked in both, so counting it too would weigh the rate towards the yeses.
+        """
+        where, args = of_judge("pass = ? AND orders = 2", [pass_name], judge)
+        flips = measured = 0
+        for (raw,) in self.db.execute(f"SELECT by_position FROM verdicts WHERE {where}", args):
+            answers = json.loads(raw) if raw else []
+            if len(answers) == 2 and answers[0] == default:
+                measured += 1
+                flips += answers[1] != default
+        return flips, measured
+
+    def reserved_questions(self, pass_name: str, judge: str | None = None) -> int:
+        """Questions of this pass in Message Batches submitted and not yet collected: spent, not yet verdicts."""
+        if judge not in (None, "anthropic") or "batches" not in self.db.table_names():
+            return 0  # only the real API has batches
+        return self.db.execute(
+            "SELECT count(DISTINCT r.fingerprint) FROM batch_requests r JOIN batches b ON b.id = r.batch_id "
+            "WHERE b.status = 'submitted' AND r.pass = ? AND r.fingerprint NOT IN "
+            "(SELECT fingerprint FROM verdicts WHERE pass = ?)", [pass_name, pass_name]).fetchone()[0]
+
     def latest_judge(self) -> str | None:
         """The kind of judge that gave the newest judged verdict (what status assumes asks next)."""
         row = self.db.execute("SELECT judge FROM verdicts WHERE judge != 'mechanical' "
@@ -152,10 +176,11 @@ class Store:
         return rows[0] if rows else None
 
     def cache_reply(self, key: str, model: str, prompt: str, text: str, tokens_in, tokens_out,
-                    judge: str = "anthropic") -> None:
+                    judge: str = "anthropic", position: int | None = None) -> None:
         with self.db.atomic():
             self.db["replies"].insert(dict(key=key, model=model, prompt=prompt, text=text, tokens_in=tokens_in,
-                                           tokens_out=tokens_out, created_at=now(), judge=judge), replace=True)
+                                           tokens_out=tokens_out, created_at=now(), judge=judge, position=position),
+                                      replace=True)
 
     # embeddings ---------------------------------------------------------------
     def embeddings(self, model: str, hashes: list[str]) -> dict[str, np.ndarray]:
@@ -237,6 +262,14 @@ class Store:
         return [dict(id=r[0], started_at=r[1], ended_at=r[2], passes=json.loads(r[3]), cost_usd=r[4],
                      commits=json.loads(r[5]), corpus=json.loads(r[6]) if r[6] else None) for r in rows]
 
+    def last_session_start(self, pass_name: str, judge: str | None = None) -> str | None:
+        """When this pass's last recorded session (of this kind of judge) started; None before its first."""
+        where, args = of_judge("t.pass = ?", [pass_name], judge)
+        row = self.db.execute(f"SELECT s.started_at FROM throttle t JOIN sessions s ON s.id = t.session "
+                              f"WHERE {where.replace('judge =', 't.judge =')} ORDER BY t.rowid DESC LIMIT 1",
+                              args).fetchone()
+        return row[0] if row else None
+
     def record_throttle(self, row: dict) -> None:
         with self.db.atomic():
             self.db["throttle"].insert(row, replace=True)
@@ -268,7 +301,7 @@ class FileIndex:
     def __init__(self, store: Store):
         self.db = store.db
         self.rows = {r[0]: r for r in self.db.execute(
-            "SELECT path, mtime_ns, size, record, content_id, ctime_ns, checked_ns FROM files")}
+            "SELECT path, mtime_ns, size, record, content_id, ctime_ns, checked_ns, changed_at FROM files")}
         self.pending: dict[str, dict] = {}
         self.parse_key = ""  # corpus.parse_key of the layout: a parse made under other settings is not reused
         self.checked: list[tuple[int, int, str]] = []  # (ctime_ns, checked_ns, path) of files verified by reading
@@ -304,9 +337,18 @@ class FileIndex:
         self.parsed += 1
         st = (root / fact.path).stat()
         record = {**fact.record(), "parse_key": self.parse_key}
+        prior = self.rows.get(fact.path)
+        # touched or re-parsed with the same content is no change: only a new content id makes a question fresh
+        changed = prior[7] if prior and prior[4] == fact.content_id else now()
         self.pending[fact.path] = dict(path=fact.path, mtime_ns=st.st_mtime_ns, size=st.st_size,
                                        ctime_ns=st.st_ctime_ns, checked_ns=0,  # read before this stat: verify next time
-                                       content_id=fact.content_id, record=json.dumps(record, ensure_ascii=False))
+                                       content_id=fact.content_id, record=json.dumps(record, ensure_ascii=False),
+                                       changed_at=changed)
+
+    def changed_since(self, since: str) -> set[str]:
+        """Paths whose content changed after `since` (a UTC timestamp), saved or pending."""
+        return {r[0] for r in self.db.execute("SELECT path FROM files WHERE changed_at > ?", [since])} | \
+            {path for path, row in self.pending.items() if row["changed_at"] and row["changed_at"] > since}
 
     def forget_missing(self, present: set[str]) -> None:
         """Called once the corpus is loaded: note what left it, and drop the rows (~1.5 kB a fact)."""

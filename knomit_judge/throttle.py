@@ -1,12 +1,24 @@
-"""The outcome-funded throttle: judge attention is funded by verdicts that resolved something.
+"""The outcome-funded throttle: judge attention is an amount, a balance of questions earned by resolutions.
 
-State is derived from the stored verdicts (how many, and whether one of the recent ones
-resolved something) and, for the probe, from the throttle history of earlier
-sessions; nothing here can be reset by deleting a counter.
+Each judged pass holds a balance of questions, derived from its stored verdicts (oldest first): it
+opens at `budget.optimistic_cap`, every verdict withdraws one question, every resolved verdict (a yes
+not reverted) deposits `budget.questions_per_resolution`, and it never goes below zero (a question
+asked at zero is the probe, which the balance does not charge). Nothing here can be reset by deleting
+a counter: the verdicts come back from the journal in git. Within a session the balance moves live
+(`Allowance`): each offer takes one, each resolution coming back deposits, so a session stops asking
+when its balance runs out, not when the dollar cap is hit.
+
+The states name where the balance stands:
+- optimistic: no verdict yet; the balance is the opening cap.
+- unproven: verdicts, none resolved, and what is left of the opening cap is above zero.
+- funded: the balance is above zero and holds deposits (a verdict of the pass resolved something).
+- defunded: the balance is zero; only the probe: every `probe_every` sessions, and in any session where
+  a fact or spelling its questions touch changed since its last session (then on the best fresh question).
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 from .config import BudgetConfig
@@ -16,10 +28,23 @@ from .store import of_judge
 @dataclass
 class ThrottleState:
     state: str  # optimistic | funded | unproven | defunded | unthrottled
-    allowance: int | None  # offers this session; None = unlimited (the cost cap still holds)
+    allowance: int | None  # questions this pass may still ask this session (live); None = unlimited
     probe: bool  # this session's one offer is the defunded pass's probe
     why: str
     next_probe_in: int | None = None  # sessions after this one until the probe, while defunded and not due
+    balance: int | None = None  # the balance at the session's start, derived from the verdicts (None: unthrottled)
+
+    def __post_init__(self):
+        self.granted = self.allowance  # what the session started with; `allowance` moves as it asks
+
+    def probe_fresh(self) -> None:
+        """Make this defunded session a probe: facts its questions touch changed since its last session.
+
+        A duplicate a writer adds is then asked in the session that first sees it, one question a pass,
+        while an unchanged corpus still waits `probe_every` sessions between probes.
+        """
+        self.probe, self.allowance, self.granted, self.next_probe_in = True, 1, 1, None
+        self.why += "; facts changed since its last session: it probes the best fresh question"
 
     @property
     def probe_in(self) -> int | None:
@@ -27,6 +52,16 @@ class ThrottleState:
         if self.state != "defunded":
             return None
         return 1 if self.probe else self.next_probe_in + 1
+
+
+@dataclass
+class Balance:
+    """A pass's balance of questions as its stored verdicts make it."""
+
+    questions: int  # verdicts counted (each withdrew one)
+    resolved: int  # of them, resolved (each deposited questions_per_resolution)
+    balance: int  # what is left, never below zero
+    reserved: int = 0  # questions in Message Batches submitted and not yet collected: already spent
 
 
 def defunded_run(rows: list[dict]) -> int:
@@ -39,36 +74,24 @@ def defunded_run(rows: list[dict]) -> int:
     return count
 
 
-def recent_outcomes(store, pass_name: str, window: int, judge: str | None = None) -> list[bool]:
-    """Resolved-or-not of the pass's last `window` verdicts, newest first, widened to whole sessions.
+def balance(store, pass_name: str, cfg: BudgetConfig, judge: str | None = None) -> Balance:
+    """The pass's balance from its verdicts: the opening cap, -1 a verdict, +questions_per_resolution a resolution.
 
-    A session asks its candidates best-ranked first, so its yeses come early and its last verdicts are its
-    least likely ones; a window that cut through a session would defund a pass in the very session that
-    resolved things. A reverted yes resolved nothing. Given a judge kind, only that kind's verdicts count.
+    Floored at zero after each verdict, computed in one query: a walk S_k = cap + sum(step) clamped at
+    zero ends at S_n - min(0, min_k S_k) (the walk reflected at its lowest point), so 100k verdicts
+    take one sorted scan in sqlite, not a Python loop. A reverted yes resolved nothing.
     """
-    out: list[bool] = []
-    last, of_last, rest = None, [], False
     where, args = of_judge("pass = ?", [pass_name], judge)
-    rows = store.db.execute(f"SELECT session, is_yes AND NOT reverted FROM verdicts WHERE {where} "
-                            "ORDER BY created_at DESC, rowid DESC", args)
-    try:
-        for session, resolved in rows:  # read lazily: stops at the window's edge
-            if len(out) >= window:
-                rest = session is not None and session == last
-                break
-            if session != last:
-                of_last = []
-            of_last.append(bool(resolved))
-            out.append(bool(resolved))
-            last = session
-    finally:
-        rows.close()  # an unfinished statement would hold the db's read lock
-    if rest:  # the rest of the last session in one count: a backfill session can hold 100k verdicts
-        n, yes = store.db.execute(f"SELECT count(*), total(is_yes AND NOT reverted) FROM verdicts "
-                                  f"WHERE {where} AND session = ?", [*args, last]).fetchone()
-        yes = int(yes) - sum(of_last)
-        out += [True] * yes + [False] * (n - len(of_last) - yes)
-    return out
+    q = cfg.questions_per_resolution
+    n, resolved, low = store.db.execute(
+        "SELECT count(*), coalesce(sum(r), 0), min(s) FROM ("
+        f"  SELECT r, sum(? * r - 1) OVER (ORDER BY created_at, rid ROWS UNBOUNDED PRECEDING) AS s FROM ("
+        f"    SELECT (is_yes AND NOT reverted) AS r, created_at, rowid AS rid FROM verdicts WHERE {where}))",
+        [q, *args]).fetchone()
+    walk = cfg.optimistic_cap + q * resolved - n
+    low = 0 if low is None else cfg.optimistic_cap + low
+    reserved = store.reserved_questions(pass_name, judge)
+    return Balance(n, resolved, max(0, walk - min(0, low) - reserved), reserved)
 
 
 def assess(store, pass_name: str, cfg: BudgetConfig, judge: str | None = None) -> ThrottleState:
@@ -79,30 +102,78 @@ def assess(store, pass_name: str, cfg: BudgetConfig, judge: str | None = None) -
     """
     if not cfg.enabled:
         return ThrottleState("unthrottled", None, False, "budget.enabled = false")
-    n = store.count_verdicts(pass_name, judge)
-    if n == 0:
-        return ThrottleState("optimistic", cfg.optimistic_cap, False,
-                             f"no verdicts yet: at most {cfg.optimistic_cap} offers a session")
-    recent = recent_outcomes(store, pass_name, cfg.window, judge)
-    if any(recent):
-        return ThrottleState("funded", None, False,
-                             f"{sum(recent)} of the last {len(recent)} verdicts resolved something")
-    if n < cfg.patience:
-        return ThrottleState("unproven", cfg.unproven_allowance, False,
-                             f"{n} verdicts, none resolved, fewer than patience {cfg.patience}: "
-                             f"{cfg.unproven_allowance} offers a session")
+    b = balance(store, pass_name, cfg, judge)
+    held = f", {b.reserved} in a running batch" if b.reserved else ""
+    if b.questions == 0 and not b.reserved:
+        why = f"no verdicts yet: a balance of {b.balance} questions (the opening cap)"
+        return ThrottleState("optimistic", b.balance, False, why, balance=b.balance)
+    if b.balance > 0:
+        state = "funded" if b.resolved else "unproven"
+        why = (f"balance {b.balance} questions: {b.questions} asked, {b.resolved} resolved "
+               f"x {cfg.questions_per_resolution}, opening {cfg.optimistic_cap}{held}")
+        return ThrottleState(state, b.balance, False, why, balance=b.balance)
     # A due probe that was not spent (no candidate, or no verdict came back) leaves the run unbroken,
     # so the next session is due again: the probe is retried until it buys a verdict.
     waited = defunded_run(store.throttle_rows(pass_name, cfg.probe_every, judge)) + 1  # this session included
-    why = f"{n} verdicts, none of the last {len(recent)} resolved anything (patience {cfg.patience})"
+    why = (f"balance 0: {b.questions} asked, {b.resolved} resolved x {cfg.questions_per_resolution}, "
+           f"opening {cfg.optimistic_cap}{held}")
     if waited >= cfg.probe_every:
-        return ThrottleState("defunded", 1, True, why)
-    return ThrottleState("defunded", 0, False, why, next_probe_in=cfg.probe_every - waited)
+        return ThrottleState("defunded", 1, True, why, balance=0)
+    return ThrottleState("defunded", 0, False, why, next_probe_in=cfg.probe_every - waited, balance=0)
+
+
+class Allowance:
+    """A pass's balance as it moves during a session: an offer takes one, a resolution coming back deposits.
+
+    Offers wait while the balance is spent but questions are still in flight, since one of them may
+    resolve something and deposit more; with nothing in flight and nothing left, the pass stops asking.
+    The live figure is kept in `t.allowance`, which others read as "questions this pass may still ask".
+    """
+
+    def __init__(self, t: ThrottleState, per_resolution: int):
+        self.t, self.per_resolution = t, per_resolution
+        self.in_flight = 0
+        self.probe: str | None = None  # the fingerprint the probe was spent on
+        self._settled = asyncio.Event()
+
+    async def take(self, fingerprint: str) -> bool:
+        """Reserve one question; False once the balance is spent and nothing in flight can refill it."""
+        while self.t.allowance is not None and self.t.allowance <= 0:
+            if not self.in_flight:
+                return False
+            self._settled.clear()
+            await self._settled.wait()
+        if self.t.allowance is not None:
+            self.t.allowance -= 1
+        if self.t.probe and self.probe is None:
+            self.probe = fingerprint
+        self.in_flight += 1
+        return True
+
+    def settle(self, fingerprint: str, asked: bool, resolved: bool = False) -> None:
+        """A reserved question is done: given back if it was never asked; a resolution deposits.
+
+        The probe is asked at a balance of zero, which the derived balance does not take below zero: a
+        probe that resolved leaves questions_per_resolution - 1, as the verdicts will say next session.
+        """
+        self.in_flight -= 1
+        if self.t.allowance is not None:
+            probe = fingerprint == self.probe
+            self.t.allowance += (not asked) + (self.per_resolution - probe) * resolved
+            if probe and not asked:
+                self.probe = None  # not spent: the grant goes to the next question
+        self._settled.set()
+
+    def deposit(self, resolutions: int) -> None:
+        """Resolutions of questions the balance did not pay for now (paid batch results): their deposits."""
+        if self.t.allowance is not None:
+            self.t.allowance += self.per_resolution * resolutions
+        self._settled.set()
 
 
 def record(store, session: str, pass_name: str, t: ThrottleState, offered: int, judged: int, resolved: int,
            probe_spent: bool, judge: str = "anthropic") -> None:
     """Keep this session's throttle record of a pass: what it allowed, what it bought, whether a probe was spent."""
-    store.record_throttle({"session": session, "pass": pass_name, "state": t.state, "allowance": t.allowance,
+    store.record_throttle({"session": session, "pass": pass_name, "state": t.state, "allowance": t.granted,
                            "offered": offered, "judged": judged, "resolved": resolved,
                            "probe_due": int(t.probe), "probe_spent": int(probe_spent), "judge": judge})

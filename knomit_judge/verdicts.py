@@ -84,6 +84,8 @@ class Verdict:
     reverted: bool = False
     revert_reason: str | None = None
     judge: str = ""  # anthropic | scripted | mechanical: a verdict binds only the kind of judge that gave it
+    orders: int | None = None  # orders of the question asked (1 or 2); None: recorded before they were counted
+    by_position: list = field(default_factory=list)  # each asked order's majority answer, first order first
 
     def __post_init__(self):
         self.judge = self.judge or judge_of(self.pass_name, self.model)
@@ -94,7 +96,7 @@ class Verdict:
     def row(self) -> dict:
         row = asdict(self)
         row["pass"] = row.pop("pass_name")
-        for key in ("subject", "replies", "payload"):
+        for key in ("subject", "replies", "payload", "by_position"):
             row[key] = json.dumps(row[key], ensure_ascii=False) if row[key] is not None else None
         row["is_yes"] = int(self.is_yes)
         row["reverted"] = int(self.reverted)
@@ -104,9 +106,10 @@ class Verdict:
     def from_row(cls, row: dict) -> "Verdict":
         row = dict(row)
         row["pass_name"] = row.pop("pass")
-        for key in ("subject", "replies", "payload"):
+        for key in ("subject", "replies", "payload", "by_position"):
             row[key] = json.loads(row[key]) if row.get(key) is not None else None
         row["replies"] = row["replies"] or []
+        row["by_position"] = row["by_position"] or []
         row["is_yes"] = bool(row["is_yes"])
         row["reverted"] = bool(row.get("reverted"))
         return cls(**{k: v for k, v in row.items() if k in cls.__dataclass_fields__})

@@ -61,7 +61,9 @@ def repo(template, tmp_path, judge_env) -> CorpusRepo:
 
 
 def configure(repo, **judge_keys):
-    values = {"backoff_s": 0.0, "timeout_s": 20, **judge_keys}
+    # every question in the swap sample (both orders), unless a test says otherwise: the counts below are of
+    # both orders' requests; test_one_order_in_a_batch_* shows the batch with first orders only
+    values = {"backoff_s": 0.0, "timeout_s": 20, "swap_sample": 1.0, **judge_keys}
     write_config(repo, "[judge]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in values.items()))
 
 
@@ -73,6 +75,32 @@ def run(repo, *extra):
 
 def db(repo):
     return sqlite_utils.Database(repo.root / ".knomit" / "judge.db")
+
+
+def test_one_order_in_a_batch_and_the_second_only_where_the_first_was_not_the_default(repo, judge_env):
+    configure(repo, swap_sample=0.0)
+    submitted, _ = run(repo, "--batch")
+    [batch] = judge_env.batches.values()
+    assert f"batch {batch.id}: 3 requests submitted" in submitted.stdout.splitlines()  # first orders only
+    assert {r["position"] for r in db(repo)["batch_requests"].rows} == {0}
+
+    judge_env.end_batches()
+    collected, out = run(repo, "--batch", "--json")
+    alias = out["passes"]["alias"]
+    # the two first orders that gave the default are verdicts; the yes waits on its second order, batched
+    assert (alias["judged"], alias["declined"], alias["resolved"], alias["batched"]) == (2, 2, 0, 1)
+    second = [b for b in out["batches"] if b["status"] == "submitted"]
+    assert [b["requests"] for b in second] == [1]
+    assert [r["position"] for r in db(repo)["batch_requests"].rows_where("batch_id = ?", [second[0]["id"]])] == [1]
+    assert judge_env.calls == 0
+
+    judge_env.end_batches()
+    done, out = run(repo, "--json")
+    alias = out["passes"]["alias"]
+    assert (alias["resolved"], alias["applied"]) == (1, 1)
+    [yes] = db(repo)["verdicts"].rows_where("pass = 'alias' AND is_yes = 1")
+    assert (yes["orders"], json.loads(yes["by_position"])) == (2, ["same", "same"])
+    assert any(s.startswith("alias: merge motif ") for s in repo.log())
 
 
 def test_batch_submitted_waited_on_then_collected_and_applied(repo, judge_env):

@@ -108,7 +108,11 @@ def test_known_error_judge_gives_hand_computed_numbers_and_rerun_is_free(tmp_pat
     assert alias["agreement"] == round(16 / 19, 4)
     chance = (10 * 9 + 9 * 10) / 19 ** 2  # labels 10 yes / 9 no, answers 9 yes / 10 no
     assert alias["kappa"] == round((16 / 19 - chance) / (1 - chance), 4)
-    assert alias["flip_rate"] == round(2 / 19, 4) and alias["flips"] == 2
+    # two pairs answer by order: a flip where the first order gave the default, a split where it said yes
+    assert alias["flips"] + alias["splits"] == 2 and alias["flip_measured"] + alias["yes_first"] == 19, alias
+    # both by-order pairs say "same" when asked first (splits): none of the 8 default-first pairs flips
+    assert (alias["flips"], alias["flip_measured"], alias["splits"], alias["yes_first"]) == (0, 8, 2, 11)
+    assert alias["flip_rate"] == 0.0
     # prune, 16 questions, 7 labelled merge/retract: the stampede merge and the db-rotation split are missed,
     # the bounty pair is a false merge; lww answered retract is a yes (TP) but disagrees 3-way.
     assert (prune["n"], prune["tp"], prune["fp"], prune["fn"], prune["tn"]) == (16, 5, 1, 2, 8)
@@ -116,7 +120,8 @@ def test_known_error_judge_gives_hand_computed_numbers_and_rerun_is_free(tmp_pat
     assert prune["agreement"] == round(12 / 16, 4)
     chance = (3 * 2 + 4 * 4 + 9 * 10) / 16 ** 2  # merge 3/2, retract 4/4, distinct 9/10 (labels/answers)
     assert prune["kappa"] == round((12 / 16 - chance) / (1 - chance), 4)
-    assert prune["flip_rate"] == round(1 / 16, 4)
+    assert prune["flips"] + prune["splits"] == 1 and prune["flip_measured"] + prune["yes_first"] == 16, prune
+    assert (prune["flips"], prune["flip_measured"], prune["splits"], prune["yes_first"]) == (0, 9, 1, 7)
     # discovery, 8 groups, 3 true: one false yes; one order only, so no flips to measure
     assert (discovery["precision"], discovery["recall"], discovery["agreement"]) == (0.75, 1.0, 0.875)
     assert discovery["flip_rate"] is None
@@ -136,7 +141,7 @@ def test_known_error_judge_gives_hand_computed_numbers_and_rerun_is_free(tmp_pat
     # the rerun is answered from the reply cache: same numbers, 0 server calls
     result = CliRunner().invoke(cli, ["-q", "calibrate", str(LABELS), str(repo.root)], catch_exceptions=False)
     assert judge_env.calls == 78
-    assert re.search(r"^alias\s+19\s+0\.889\s+0\.800\s+0\.842\s+\S+\s+0\.105 \(2/19\)\s+0\s+\$0\.0000$",
+    assert re.search(r"^alias\s+19\s+0\.889\s+0\.800\s+0\.842\s+\S+\s+0\.000 \(0/8\)\s+0\s+\$0\.0000$",
                      result.stdout, re.M), result.stdout
     assert "flips: line 3 alias alert-fatigue / alarm-desensitisation: yes / no by order" in result.stdout
 

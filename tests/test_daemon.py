@@ -66,9 +66,9 @@ def test_a_bad_schedule_or_corpus_exits_2_before_waiting(corpus_repo, tmp_path):
 
 
 def test_daemon_runs_sessions_one_at_a_time_until_stopped(tmp_path, judge_env):
-    # Each session asks 3 questions at 0.4 s each, longer than the 1 s schedule: runs that come due meanwhile
-    # must be skipped, not run alongside.
-    repo = motif_repo(tmp_path, "optimistic_cap = 3\nunproven_allowance = 3\npatience = 100\n")
+    # The first session asks 6 questions per pass at 0.4 s each, longer than the 1 s schedule: runs that come
+    # due meanwhile must be skipped, not run alongside. Its balance spent, the second asks nothing.
+    repo = motif_repo(tmp_path, "optimistic_cap = 6\nprobe_every = 9\n")
     repo.write("knomit-judge.toml", repo.read("knomit-judge.toml").replace("[judge]", "[judge]" + SERIAL))
     repo.commit("serial judge")
     judge_env.responder = decline(0.4)
@@ -89,8 +89,8 @@ def test_daemon_runs_sessions_one_at_a_time_until_stopped(tmp_path, judge_env):
     rows = stored_sessions(repo)
     assert [r["id"] for r in rows] == [r.session for r in results]
     assert rows[1]["started_at"] >= rows[0]["ended_at"]
-    assert [r["passes"]["alias"]["judged"] for r in rows] == [3, 3]
-    assert [r["passes"]["prune"]["judged"] for r in rows] == [3, 3]
+    assert [r["passes"]["alias"]["judged"] for r in rows] == [6, 0]
+    assert [r["passes"]["prune"]["judged"] for r in rows] == [6, 0]
     assert judge_env.calls == 12 + sum(r["passes"]["discovery"]["judge_calls"] for r in rows)
     assert not any(r.broken for r in results)
     review(repo.root, ReviewOptions(dry_run=False, passes=("alias",)))  # the lock was released

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 
 from conftest import FAST, fact_text, git, make_repo, scripted, write_config
 from test_prune import assert_four_trailers, responder
 
-from knomit_judge.corpus import fact_paths, parse_fact
+from knomit_judge.config import Config
+from knomit_judge.corpus import fact_paths, load_corpus, parse_fact
+from knomit_judge.embeddings import Embedder
+from knomit_judge.neighbours import Memory
+from knomit_judge.passes.discovery import DiscoveryPass, distinct, spread
+from knomit_judge.passes.prune import PrunePass
+from knomit_judge.shortlist import remembered
+from knomit_judge.store import Store
 from knomit_judge.review import ReviewOptions, review
 
 G1, G2, G3 = "facts/delivery/gate.md", "facts/delivery/metrics.md", "facts/delivery/rollback.md"
@@ -130,3 +138,72 @@ def test_proposed_and_retracted_facts_never_seed_a_group(tmp_path):
     assert sorted([G1, G2, g4]) in groups  # the motif's group: its active carriers this tool did not write
     for group in groups:
         assert "facts/discovered/earlier.md" not in group and G3 not in group
+
+
+# Grouping. Three facts about retries, each on a different facet (load, idempotency, timeouts): the real
+# model puts them at 0.43..0.50 of each other, under the old 0.6 bar, and the two far facts below 0.12.
+RETRY = {
+    "facts/retries/backoff.md": ("Retries without backoff turn a brief outage into a sustained overload",
+                                 "Clients that retry at once multiply the load on a struggling server, so it cannot recover."),
+    "facts/retries/idempotency.md": ("A retried payment request must carry an idempotency key",
+                                     "Without a key the server cannot tell a retry from a new payment and charges twice."),
+    "facts/retries/timeouts.md": ("Timeouts shorter than the server's queueing delay cause duplicate work",
+                                  "The client gives up and resends while the first request is still being processed."),
+    FAR: ("Sourdough rises faster in a warm kitchen", "Yeast metabolism speeds up with temperature."),
+    "facts/garden/tomatoes.md": ("Tomato plants need staking once they flower", "The fruit's weight bends unsupported stems."),
+}
+
+
+def planned_groups(tmp_path, config: str = "") -> list[list[str]]:
+    repo = make_repo(tmp_path / "corpus", {p: fact_text(t, [f"m{i}"], 0.5, [f"s{i}"], b)
+                                           for i, (p, (t, b)) in enumerate(RETRY.items())})
+    if config:
+        write_config(repo, config)
+    result = review(repo.root, ReviewOptions(passes=("discovery",), dry_run=True, judge=scripted(tmp_path)))
+    return [item["subject"]["group"] for item in result.plan["discovery"]]
+
+
+def test_related_facts_under_the_old_bar_form_a_group_and_far_facts_stay_out(tmp_path):
+    retries = sorted(p for p in RETRY if p.startswith("facts/retries/"))
+    assert planned_groups(tmp_path) == [retries]
+
+
+def test_group_similarity_is_the_floor_a_neighbour_must_reach(tmp_path):
+    assert planned_groups(tmp_path, "[discovery]\ngroup_similarity = 0.6\n") == []
+
+
+def test_a_group_that_mostly_repeats_a_kept_one_is_dropped():
+    kept = [([0, 1, 2, 3, 4, 5], 0.7)]
+    offered = distinct(kept, [([0, 1, 2, 6, 7, 8], 0.6),   # 3 of 6 shared: half of it, asked already
+                              ([0, 1, 6, 7, 8, 9], 0.6),   # 2 shared: a different question
+                              ([4, 5, 10], 0.5),           # all but one of a small group
+                              ([5, 11, 12], 0.5)])         # one shared
+    assert [rows for rows, _ in offered] == [[0, 1, 2, 3, 4, 5], [0, 1, 6, 7, 8, 9], [5, 11, 12]]
+    # motif groups are always kept, even when a neighbour group holds them
+    assert distinct([([0, 1, 2], 0.5), ([0, 1, 2, 3], 0.4)], []) == [([0, 1, 2], 0.5), ([0, 1, 2, 3], 0.4)]
+
+
+def test_offers_spread_over_the_corpus_before_repeating_an_area():
+    tight = [([0, 1, 2, 3], 0.9), ([0, 1, 2, 4], 0.88), ([0, 1, 3, 4], 0.87)]
+    elsewhere = [([10, 11, 12], 0.5)]
+    order = [rows for rows, _ in spread(tight + elsewhere)]
+    # the second offer is the other area (0.5 x all new beats 0.88 x a quarter new), then back to the cluster
+    assert order == [[0, 1, 2, 3], [10, 11, 12], [0, 1, 2, 4], [0, 1, 3, 4]]
+    assert spread([]) == [] and spread(elsewhere) == elsewhere
+
+
+def test_prune_and_discovery_search_the_fact_vectors_once(tmp_path):
+    """Discovery asks 7 nearest, prune 5: prune searches 7 deep and keeps 5, so a session stores one search."""
+    facts = {**RETRY, **{f"facts/misc/{i}.md": (f"Fact number {i} about {topic}", f"Something true of {topic}.")
+                         for i, topic in enumerate(["lighthouses", "violins", "glaciers", "chess openings",
+                                                    "bee colonies", "printing presses"])}}
+    repo = make_repo(tmp_path / "corpus", {p: fact_text(t, [], 0.5, [f"s{i}"], b)
+                                           for i, (p, (t, b)) in enumerate(facts.items())})
+    store = Store(tmp_path / "judge.db")
+    ctx = SimpleNamespace(corpus=load_corpus(repo.root), embedder=Embedder(store), config=Config())
+    with remembered(Memory(store)):
+        PrunePass().candidates(ctx)
+        groups = DiscoveryPass().groups(ctx)
+    assert store.db["neighbour_sets"].count == 1
+    assert sorted(p for p in RETRY if p.startswith("facts/retries/")) in [[f.path for f in g] for g, _ in groups]
+    store.close()

@@ -6,6 +6,7 @@ All through the real anthropic SDK to the loopback Messages server; the sessions
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 
@@ -17,7 +18,8 @@ from conftest import SAME, CorpusRepo, copy_of, write_config
 from messages_server import Action, delay, garbage, hang, status, text, tool
 
 from knomit_judge.cli import cli
-from knomit_judge.judge import cache_key
+from knomit_judge.history import status as get_status
+from knomit_judge.judge import cache_key, swap_sampled
 from knomit_judge.prompts import load_prompt
 from knomit_judge.review import ReviewOptions, review
 from knomit_judge.store import Store
@@ -242,6 +244,58 @@ def test_a_judge_answering_by_position_gets_the_default(pair_repo, judge_env):
     assert FIRST in pair_repo.read("facts/ops/f1.md") and SECOND in pair_repo.read("facts/ops/f3.md")
 
 
+def test_a_default_first_order_is_the_verdict_after_one_call(pair_repo, judge_env):
+    """A split can only end in the default, so a first order that gave it is not asked the other way round."""
+    judge_env.responder = lambda req, n: text(DIFFERENT)
+    r = session(pair_repo, swap_sample=0.0).passes["alias"]
+    assert (r.judged, r.declined, r.judge_calls) == (1, 1, 1)
+    [v] = stored(pair_repo)
+    assert (v.answer, v.orders, v.by_position, v.calls) == ("different", 1, ["different"], 1)
+
+
+def test_a_first_order_that_is_not_the_default_is_asked_in_its_second(pair_repo, judge_env):
+    judge_env.responder = lambda req, n: text(YES)
+    r = session(pair_repo, swap_sample=0.0).passes["alias"]
+    assert (r.judged, r.resolved, r.judge_calls) == (1, 1, 2)
+    [v] = stored(pair_repo)
+    assert (v.answer, v.orders, v.by_position) == ("same", 2, ["same", "same"])
+
+
+def test_the_swap_sample_asks_default_first_questions_in_both_orders_and_measures_flips(templates, tmp_path,
+                                                                                         judge_env):
+    repo = copy_of(templates["many"], tmp_path)  # ten unrelated motifs: dozens of questions, all asked (no budget)
+    configure(repo, "[budget]\nenabled = false", swap_sample=0.3)
+
+    def by_order(req, n):  # a judge with a position bias: "same" only when the larger spelling is shown first
+        first, second = re.findall(r'"spelling": "([^"]+)"', req.prompt)[:2]
+        return text(YES if first > second else DIFFERENT)
+
+    judge_env.responder = by_order
+    r = review(repo.root, ReviewOptions(passes=("alias",))).passes["alias"]
+    verdicts = stored(repo)
+    n = len(verdicts)
+    assert r.judged == r.candidates == n > 30 and r.resolved == 0  # every "same" was split by the other order
+    sampled = {v.fingerprint for v in verdicts if swap_sampled(v.fingerprint, 0.3)}
+    assert 0 < len(sampled) < n
+    for v in verdicts:  # the second order: for the sample (chosen by fingerprint), or after a first "same"
+        assert v.orders == (2 if v.fingerprint in sampled or v.by_position[0] == "same" else 1), v
+    assert r.judge_calls == judge_env.calls == sum(v.orders for v in verdicts) < 2 * n
+    # the flip rate is over the sample's default-first questions: with this judge, every one of them flips
+    measured = [v for v in verdicts if v.fingerprint in sampled and v.by_position[0] == "different"]
+    flips = get_status(repo.root)["throttle"]["alias"]
+    assert (flips["flips"], flips["flip_measured"], flips["flip_rate"]) == (len(measured), len(measured), 1.0)
+    assert f"position flips (swap sample): alias 1.000 ({len(measured)}/{len(measured)})" in \
+        get_status(repo.root)["text"]
+    # a rerun draws the same sample: nothing is asked again, and a fresh copy asks the same orders
+    again = copy_of(templates["many"], tmp_path / "again")
+    configure(again, "[budget]\nenabled = false", swap_sample=0.3)
+    before = judge_env.calls
+    review(again.root, ReviewOptions(passes=("alias",)))
+    assert judge_env.calls - before == r.judge_calls
+    orders = sorted((v.fingerprint, v.orders) for v in verdicts)
+    assert sorted((v.fingerprint, v.orders) for v in stored(again)) == orders
+
+
 # -- reply cache ---------------------------------------------------------------------------------
 
 def forget_verdicts(repo) -> None:
@@ -254,10 +308,11 @@ def forget_verdicts(repo) -> None:
 
 def test_identical_prompts_are_served_from_the_reply_cache(pair_repo, judge_env):
     judge_env.responder = lambda req, n: text(DIFFERENT)
-    first = session(pair_repo, samples=2).passes["alias"]
+    # in the swap sample: both orders asked though the first gave the default, 2 samples each
+    first = session(pair_repo, samples=2, swap_sample=1.0).passes["alias"]
     assert first.judge_calls == judge_env.calls == 4
     forget_verdicts(pair_repo)
-    again = session(pair_repo, samples=2).passes["alias"]
+    again = session(pair_repo, samples=2, swap_sample=1.0).passes["alias"]
     assert (again.judged, again.cached, again.judge_calls) == (1, 0, 0)
     assert judge_env.calls == 4
     [v] = stored(pair_repo)
@@ -266,7 +321,7 @@ def test_identical_prompts_are_served_from_the_reply_cache(pair_repo, judge_env)
 
 def test_only_parsed_replies_are_cached(pair_repo, judge_env):
     judge_env.script([text(DIFFERENT), text("not json")])
-    r = session(pair_repo).passes["alias"]
+    r = session(pair_repo, swap_sample=1.0).passes["alias"]  # both orders asked at once: the swap sample
     assert (r.unparsed, r.judged, r.judge_calls) == (1, 0, 2)
     db = sqlite_utils.Database(pair_repo.root / ".knomit" / "judge.db")
     [row] = list(db["replies"].rows)
@@ -278,7 +333,7 @@ def test_only_parsed_replies_are_cached(pair_repo, judge_env):
     assert row["key"] == cache_key("claude-sonnet-4-5", prompt.id, prompt.system, parsed.prompt, 0, prompt.tool)
     assert row["key"] != cache_key("claude-sonnet-4-5", prompt.id, prompt.system, parsed.prompt, 0)
     judge_env.responder = lambda req, n: text(DIFFERENT)
-    r = session(pair_repo).passes["alias"]
+    r = session(pair_repo, swap_sample=1.0).passes["alias"]
     assert (r.judged, r.judge_calls) == (1, 1)
     assert judge_env.requests[2].prompt == garbled.prompt  # only the unparsed order is asked again
 
@@ -300,8 +355,8 @@ def test_concurrency_cap_holds_at_the_server(small_repo, judge_env):
                 now[0] -= 1
 
     judge_env.responder = lambda req, n: Action("counted", run)
-    # two workers, each asking 2 samples x 2 orders at once: only the shared semaphore keeps this at 2
-    r = session(small_repo, concurrency=2, samples=2).passes["alias"]
+    # two workers, each asking 2 samples x 2 orders at once (the swap sample): only the shared semaphore keeps this at 2
+    r = session(small_repo, concurrency=2, samples=2, swap_sample=1.0).passes["alias"]
     assert r.judged == r.offered >= 2 and judge_env.calls == 4 * r.offered
     assert peak[0] == 2
 
@@ -319,16 +374,16 @@ def test_cost_cap_holds_the_rest_back_with_a_note(small_repo, judge_env, monkeyp
 
 
 def test_dry_run_estimates_questions_calls_and_cost_and_calls_nothing(small_repo, judge_env):
-    configure(small_repo, samples=3)
+    configure(small_repo, samples=3, swap_sample=0.0)  # one order each: the first order's answer is not known yet
     result, out = cli_review(small_repo, "--dry-run", "--json")
     assert result.exit_code == 0
     alias = out["passes"]["alias"]
     assert alias["state"] == "would-offer" and len(out["plan"]["alias"]) == alias["offered"] == 3
     [note] = [n for n in alias["notes"] if n.startswith("would ask")]
-    assert note.startswith("would ask 3 question(s) = 18 call(s), about $")
+    assert note.startswith("would ask 3 question(s) = 9 call(s), about $")
     assert float(note.rsplit("$", 1)[1]) > 0
     text_out = cli_review(small_repo, "--dry-run")[0].stdout
-    assert "would ask 3 question(s) = 18 call(s)" in text_out
+    assert "would ask 3 question(s) = 9 call(s)" in text_out
     assert judge_env.calls == 0
 
 

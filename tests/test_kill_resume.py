@@ -28,7 +28,9 @@ from knomit_judge.review import ReviewOptions, review
 DIFFERENT = json.dumps({"same": False, "mechanism": ""})
 TOPICS = ["queue growth amplifies latency", "retry storms overload the backend", "a cache stampede on expiry",
           "a breaker latches open", "backpressure stalls the producer", "a leader election flaps"]
-CONFIG = "[judge]\nbackoff_s = 0.0\nconcurrency = 2\n\n[shortlist]\nk = 2\n\n[budget]\nenabled = false\n"
+# swap_sample = 1: every question asked in both orders, so a kill can land between a question's two replies
+CONFIG = ("[judge]\nbackoff_s = 0.0\nconcurrency = 2\nswap_sample = 1.0\n\n"
+          "[shortlist]\nk = 2\n\n[budget]\nenabled = false\n")
 
 
 @pytest.fixture

@@ -16,7 +16,8 @@ from knomit_judge.config import load_config
 from knomit_judge.corpus import load_corpus
 from knomit_judge.embeddings import Embedder
 from knomit_judge.init import init_corpus
-from knomit_judge.nominate import nominate, numbers_only, parse, score, string_similarity
+from knomit_judge.nominate import (COTAG, CarrierContent, nominate, numbers_only, parse, score, string_similarity,
+                                   family_weight, word_alignment, word_weights)
 from knomit_judge.passes.alias import AliasPass
 from knomit_judge.review import ReviewOptions, review
 from knomit_judge.store import Store
@@ -90,8 +91,11 @@ def test_keys_fold_variants_and_tell_numbers_apart():
 def test_the_score_ranks_shared_carriers_and_number_only_differences_low():
     strong = {"name": 0.9, "string": 0.0, "acronym": 0.0, "carriers": 1.0}
     assert score(strong, 0.0, False) == pytest.approx(0.95)
-    assert score(strong, 1.0, False) == pytest.approx(0.475)
-    assert score(strong, 1.0, True) == pytest.approx(0.2375)
+    assert score(strong, 1.0, False) == pytest.approx(0.95 * (1 - COTAG))
+    assert score(strong, 1.0, True) == pytest.approx(0.95 * (1 - COTAG) / 2)
+    # the semantic signals are one mean: a pair whose carriers say nothing alike ranks below one whose carriers agree
+    agree = {**strong, "words": 0.5, "content": 0.8}
+    assert score(agree, 0.0, False) > score({**agree, "content": 0.0}, 0.0, False)
     variant = {"name": 1.0, "string": 1.0, "acronym": 0.0, "carriers": 0.6}
     assert score(variant, 0.0, False) > score(strong, 1.0, False) > score(strong, 1.0, True) > 0
 
@@ -185,3 +189,130 @@ def test_a_real_shaped_vocabulary_is_unified_within_three_sessions(tmp_path):
     assert len(applied) == sum(len(g) - 1 for g in groups)
     assert all(v.answer == "same" and frozenset((v.subject["a"], v.subject["b"])) in planted for v in applied)
     assert json.loads((root.parent / "corpus.truth.json").read_text())["shape"] == "entities"
+
+
+# Paraphrases of one mechanism that share no word, each on one fact about a different subject, beside
+# template look-alikes (fail-closed-X) whose carriers describe different things: issue 23's shape.
+PARAPHRASE = ("ancestry-decides-order", "sequence-without-wallclock")
+PARAPHRASE_FACTS = [
+    ("The sync daemon orders two writes by walking parent commits, never by their timestamps",
+     "Which write came first is answered by following the chain of parent commits back; wall-clock timestamps "
+     "are displayed but never compared, because machines disagree about the time."),
+    ("In the audit trail, which change came first is read from the parent chain, not from clocks",
+     "Order between two changes is decided by walking parent commits; the timestamps the machines wrote are shown "
+     "but never used to order anything, since their clocks drift."),
+]
+LOOKALIKES = {
+    "fail-closed-registry": ("An unknown service is denied by the router", "A service missing from the registry "
+                             "gets a refusal instead of being routed to a default backend."),
+    "fail-closed-on-parse": ("A config syntax error stops the start-up", "When the configuration file cannot be "
+                             "parsed, the server refuses to start rather than guessing defaults."),
+    "fail-closed-network": ("The firewall drops all packets when its rules fail to load", "If the rule file is "
+                            "unreadable, every packet is dropped until an operator fixes it."),
+}
+CROWD = [("lazy-import-hides-cost", "Heavy imports on first use make start-up look fast and the first call slow"),
+         ("queue-head-blocking", "One slow message at the front of the queue holds every message behind it"),
+         ("dns-cached-too-long", "A resolved address is kept for hours after the service moved"),
+         ("orphaned-temp-files", "Temporary files are left behind whenever the writer is killed"),
+         ("hot-path-allocation", "A new buffer per request makes the garbage collector dominate the profile"),
+         ("test-order-dependence", "The suite passes only when its tests run in file order"),
+         ("warm-cache-masks-regression", "Benchmarks on a warm cache hid a slower cold start"),
+         ("feature-flag-debt", "Old toggles are never removed and both branches live forever")]
+
+
+def motif_corpus(tmp_path: Path):
+    facts = {}
+    for i, (spelling, (title, body)) in enumerate(zip(PARAPHRASE, PARAPHRASE_FACTS)):
+        facts[f"facts/p{i}.md"] = fact_text(title, [spelling], body=body)
+    for i, (spelling, (title, body)) in enumerate(LOOKALIKES.items()):
+        facts[f"facts/t{i}.md"] = fact_text(title, [spelling], body=body)
+    for i, (spelling, title) in enumerate(CROWD):
+        facts[f"facts/c{i}.md"] = fact_text(title, [spelling], body=title + ".")
+    # two facets of one fact: both spellings on the same (only) carrier
+    facts["facts/facet.md"] = fact_text("The script brake counts runs per minute and drops the excess",
+                                        ["runs-capped-per-window", "overflow-dropped-not-queued"])
+    return make_repo(tmp_path / "corpus", facts)
+
+
+def test_carriers_that_say_the_same_thing_nominate_a_paraphrase_sharing_no_word(tmp_path):
+    repo = motif_corpus(tmp_path)
+    ctx, store = context(repo.root)
+    try:
+        noms = nominate(list(ctx.corpus.carriers), ctx.corpus, ctx.embedder, 2)
+    finally:
+        store.close()
+    by_pair = {frozenset((n.a, n.b)): n for n in noms}
+    pair = by_pair[frozenset(PARAPHRASE)]
+    assert "content" in pair.nominated_by, pair
+    looks = [by_pair[frozenset(p)] for p in itertools.combinations(LOOKALIKES, 2) if frozenset(p) in by_pair]
+    assert looks, "the template look-alikes share words: some signal nominates them"
+    # their carriers say different things, and the words they share are the family's: both weigh little
+    assert all(pair.signals["content"] > n.signals["content"] for n in looks), (pair.signals, [n.signals for n in looks])
+    assert all(pair.score > n.score for n in looks), (pair.score, [(n.a, n.b, n.score) for n in looks])
+    # a facet pair shares its only carrier: no content evidence at all (counting the shared fact would have
+    # made content 1.0), so co-tagging lowers the rank through content
+    facet = by_pair[frozenset(("runs-capped-per-window", "overflow-dropped-not-queued"))]
+    assert facet.signals["content"] == 0.0 and facet.overlap == 1.0
+    assert facet.score < score({**facet.signals, "content": 1.0}, facet.overlap, False)
+    assert facet.signals["carriers"] > pair.signals["carriers"]  # one fact's titles on both sides look identical
+
+
+def test_words_a_template_family_shares_weigh_little(tmp_path):
+    names = [*LOOKALIKES, *PARAPHRASE, *(s for s, _ in CROWD), "fail-closed-allowlist"]
+    parsed = [parse(m) for m in names]
+    weight = word_weights(parsed)
+    assert weight["fail"] < weight["registry"] and weight["closed"] < weight["parse"]
+    assert weight["on"] == 0.0  # a stop word carries nothing
+    store = Store(tmp_path / "embeddings.db")
+    try:
+        words = sorted({w for p in parsed for w in p.words})
+        vector = dict(zip(words, Embedder(store).embed(words)))
+    finally:
+        store.close()
+    family = family_weight(len(parsed))
+    align = lambda a, b: word_alignment(parse(a).words, parse(b).words, weight, vector, family)  # noqa: E731
+    template = align("fail-closed-registry", "fail-closed-network")
+    # 'fail closed' is the family's part (4 spellings hold it): only registry and network are compared
+    assert template == pytest.approx(float(vector["registry"] @ vector["network"]), abs=1e-5)
+    # with every word weighed the same and kept, the shared 'fail closed' makes the look-alikes near-identical
+    flat = word_alignment(parse("fail-closed-registry").words, parse("fail-closed-network").words,
+                          dict.fromkeys(weight, 1.0), vector)
+    assert template < flat
+    assert align(*PARAPHRASE) > template, (align(*PARAPHRASE), template)
+
+
+def test_shared_carriers_are_left_out_of_content(tmp_path):
+    facts = {"facts/a.md": fact_text("Writes are ordered by parent commits", ["x-order", "y-order", "z-order"]),
+             "facts/b.md": fact_text("Writes are ordered by parent commits, never clocks", ["y-order"]),
+             "facts/c.md": fact_text("A penguin colony on the ice shelf", ["z-order"])}
+    repo = make_repo(tmp_path / "corpus", facts)
+    ctx, store = context(repo.root)
+    try:
+        motifs = ["x-order", "y-order", "z-order"]
+        content = CarrierContent(motifs, ctx.corpus, ctx.embedder)
+        # x's only carrier is shared with y: nothing of x is left to compare
+        assert content.similarity(0, 1) == 0.0
+        # y and z share a.md; what is left is b.md against c.md: unrelated, whatever a.md says
+        vb, vc = ctx.embedder.embed([f"{ctx.corpus.facts[p].title}\n{ctx.corpus.facts[p].body}"
+                                     for p in ("facts/b.md", "facts/c.md")])
+        assert content.similarity(1, 2) == pytest.approx(max(0.0, float(vb @ vc)), abs=1e-5)
+        assert content.similarity(1, 2) < 0.5
+    finally:
+        store.close()
+
+
+def test_the_generated_motif_shape_is_knomits(tmp_path):
+    """gen_corpus.py --shape motifs: single carriers, paraphrases sharing no word, look-alike families, facets."""
+    from gen_corpus import generate_motifs
+
+    truth = generate_motifs(60, 0, tmp_path / "corpus", git=False)
+    corpus = load_corpus(tmp_path / "corpus")
+    for group in truth["alias_groups"]:
+        for a, b in itertools.combinations(group, 2):
+            assert not set(parse(a).words) & set(parse(b).words), (a, b)
+            assert not set(corpus.carriers[a]) & set(corpus.carriers[b]), (a, b)
+    single = sum(len(c) == 1 for c in corpus.carriers.values())
+    assert single == len(corpus.carriers)
+    facets = [t for t in truth["traps"] if set(corpus.carriers[t[0]]) == set(corpus.carriers[t[1]])]
+    families = [t for t in truth["traps"] if set(parse(t[0]).words) & set(parse(t[1]).words)]
+    assert facets and len(families) >= 9

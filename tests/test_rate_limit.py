@@ -86,7 +86,7 @@ def test_ratelimit_headers_pace_calls_before_the_limit_is_hit(pair_repo, judge_e
     # the reset time is fixed when the script is made, a moment before the session starts
     judge_env.script([text(DIFFERENT, headers=ratelimit("requests", remaining=0, reset_in=1.5))])
     judge_env.responder = lambda req, n: text(DIFFERENT, headers=ratelimit("requests", remaining=40, reset_in=1.0))
-    r = session(pair_repo, concurrency=1)
+    r = session(pair_repo, concurrency=1, swap_sample=1.0)  # both orders: a second call for the pacing to hold
     assert (r.judged, r.attempts) == (1, 2)  # no 429 was needed
     first, second = judge_env.requests
     assert second.at - first.at >= 0.7

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner
-from conftest import tree_digest
+from conftest import tree_digest, write_config
 from test_throttle import motif_repo, session
 
 from knomit_judge.cli import cli
@@ -32,6 +32,8 @@ def status_cli(root, *extra):
 def test_every_session_is_recorded_with_counts_cost_and_commits(tmp_path, judge_env, monkeypatch):
     repo = motif_repo(tmp_path, "optimistic_cap = 2\n")
     first = review(repo.root, ReviewOptions(passes=("alias",)))
+    # a larger opening cap: the balance, derived from the verdicts, is 6 - 2 = 4 questions
+    write_config(repo, repo.read("knomit-judge.toml").replace("optimistic_cap = 2", "optimistic_cap = 6"))
     monkeypatch.setenv("KNOMIT_JUDGE_MODEL", "claude-unpriced-9")  # no price: its cost is unknown
     second = review(repo.root, ReviewOptions(passes=("alias",)))
     review(repo.root, ReviewOptions(dry_run=True))  # a dry run writes nothing, so records no session
@@ -42,6 +44,7 @@ def test_every_session_is_recorded_with_counts_cost_and_commits(tmp_path, judge_
         assert row["started_at"] <= row["ended_at"]
         assert row["passes"] == json.loads(json.dumps(result.json()["passes"]))
         assert row["commits"] == result.commits and len(row["commits"]) == 1  # the journal commit
+    assert second.passes["alias"].throttle == "unproven"
     assert rows[0]["passes"]["alias"]["judged"] == 2 and rows[1]["passes"]["alias"]["judged"] == 4
     assert rows[0]["cost_usd"] == first.cost_usd and rows[0]["cost_usd"] > 0
     assert rows[1]["cost_usd"] is None and second.cost_usd is None
@@ -49,7 +52,7 @@ def test_every_session_is_recorded_with_counts_cost_and_commits(tmp_path, judge_
 
 
 def test_status_shows_lines_throttle_and_sessions_without_a_call_or_a_write(tmp_path, judge_env):
-    repo = motif_repo(tmp_path, "optimistic_cap = 2\npatience = 2\nprobe_every = 3\n")
+    repo = motif_repo(tmp_path, "optimistic_cap = 2\nprobe_every = 3\n")
     session(repo, judge_env)
     last, _ = session(repo, judge_env)
     calls, digest = judge_env.calls, tree_digest(repo.root)
@@ -60,7 +63,8 @@ def test_status_shows_lines_throttle_and_sessions_without_a_call_or_a_write(tmp_
     assert any(line.startswith("  alias: defunded (next probe in 2 sessions) - candidates ") for line in out)
     assert any(line.startswith("  exact: nothing-qualified - ") for line in out)
     throttle = out[out.index("throttle for the next session:") + 1:][:3]
-    assert throttle[0].startswith("  alias: defunded (next probe in 2 sessions) - 2 verdicts, none of the last 2 ")
+    assert throttle[0].startswith("  alias: defunded (next probe in 2 sessions) - balance 0: 2 asked, "
+                                  "0 resolved x 10, ")
     assert throttle[1].startswith("  prune: optimistic - no verdicts yet")
     assert throttle[2].startswith("  discovery: optimistic - no verdicts yet")
     table = out[out.index("last 2 session(s), newest first:") + 2:]
@@ -72,7 +76,8 @@ def test_status_shows_lines_throttle_and_sessions_without_a_call_or_a_write(tmp_
     assert data["last_session"]["id"] == last.session
     assert data["last_session"]["passes"]["alias"]["state"] == "defunded"
     assert data["throttle"]["alias"]["state"] == "defunded" and data["throttle"]["alias"]["next_probe_in"] == 2
-    assert "none of the last 2" in data["throttle"]["alias"]["why"]
+    assert data["throttle"]["alias"]["why"].startswith("balance 0: 2 asked")
+    assert data["throttle"]["alias"]["balance"] == 0
     assert [s["id"] for s in data["sessions"]][0] == last.session and len(data["sessions"]) == 2
     assert len(json.loads(status_cli(repo.root, "--json", "--sessions", "1"))["sessions"]) == 1
 
@@ -93,7 +98,7 @@ def test_status_of_a_corpus_never_reviewed_creates_no_db(tmp_path, judge_env):
     db.unlink()
     out = status_cli(repo.root).splitlines()
     assert out[0] == "no sessions yet"
-    assert "  alias: optimistic - no verdicts yet: at most 20 offers a session" in out
+    assert "  alias: optimistic - no verdicts yet: a balance of 20 questions (the opening cap)" in out
     assert not db.exists() and judge_env.calls == 0
 
 

@@ -23,6 +23,7 @@ def motif_fingerprint(a: str, b: str, corpus, side=None) -> str:
 
 class AliasPass:
     name = "alias"
+    about = "spellings"  # a question's sides are motif spellings (the other passes': fact paths)
     default = "different"
     yes = {"same"}
 

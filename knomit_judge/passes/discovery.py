@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import re
 
 import numpy as np
@@ -66,6 +67,55 @@ def evidence(members: list, max_chars: int) -> dict:
     return {"facts": [{"title": f.title, "body": cut(f.body, max_chars), "motifs": list(f.motifs)} for f in members]}
 
 
+def redundant(rows: list[int], counts: dict[int, int], sizes: list[int]) -> bool:
+    """Whether a group mostly repeats a kept one: it shares at least 3 facts (or all but one of a smaller
+    group) and at least half of the smaller of the two. Such a group asks nearly the question already asked."""
+    need = min(3, len(rows) - 1)
+    return any(c >= need and 2 * c >= min(len(rows), sizes[h]) for h, c in counts.items())
+
+
+def distinct(kept: list, candidates: list) -> list:
+    """`kept` (always kept: the motif groups) plus each candidate, in order, that is not redundant with one kept before it."""
+    holding: dict[int, list[int]] = {}  # fact row -> the kept groups that hold it
+    sizes: list[int] = []
+    out = []
+    for n, (rows, score) in enumerate([*kept, *candidates]):
+        counts: dict[int, int] = {}
+        for r in rows:
+            for h in holding.get(r, ()):
+                counts[h] = counts.get(h, 0) + 1
+        if n >= len(kept) and redundant(rows, counts, sizes):
+            continue
+        for r in rows:
+            holding.setdefault(r, []).append(len(sizes))
+        sizes.append(len(rows))
+        out.append((rows, score))
+    return out
+
+
+def spread(groups: list) -> list:
+    """The groups in offer order: each next one has the best score x share of its facts no earlier group holds.
+
+    Among 20 offers, 20 near copies of one tight cluster teach the judge one thing; a group from a
+    part of the corpus not yet shown is worth more. Ties keep the input order (best score first). A
+    group's worth only falls as more facts are shown, so stale heap entries are recomputed lazily.
+    """
+    heap = [(-max(score, 0.0), n) for n, (_, score) in enumerate(groups)]
+    heapq.heapify(heap)
+    shown: set[int] = set()
+    out = []
+    while heap:
+        _, n = heapq.heappop(heap)
+        rows, score = groups[n]
+        entry = (-max(score, 0.0) * sum(r not in shown for r in rows) / len(rows), n)
+        if heap and entry > heap[0]:
+            heapq.heappush(heap, entry)
+            continue
+        shown.update(rows)
+        out.append(groups[n])
+    return out
+
+
 class DiscoveryPass:
     name = "discovery"
     default = "no"
@@ -76,29 +126,38 @@ class DiscoveryPass:
         return load_prompt("discovery")
 
     def groups(self, ctx) -> list[tuple[list, float]]:
-        """Groups of min..max active facts: the carriers of one motif, or a fact and its close neighbours."""
+        """Groups of min..max active facts, in offer order: the carriers of one motif, or a fact and its neighbours.
+
+        A fact's group is it and its max_group - 1 nearest neighbours that reach discovery.group_similarity.
+        Groups that mostly repeat a kept one are dropped (redundant), and the rest are offered in spread
+        order: the judge sees different areas of the corpus first, not variants of the tightest cluster.
+        """
         cfg = ctx.config.discovery
         facts = [f for f in ctx.corpus.active() if not proposed(f)]
         if len(facts) < cfg.min_group:
             return []
         vectors = ctx.embedder.embed([fact_text(f) for f in facts])
         index = {f.path: i for i, f in enumerate(facts)}
-        seen, out = set(), []
+        seen = set()
 
-        def add(members):
-            key = frozenset(members)
-            if cfg.min_group <= len(key) <= cfg.max_group and key not in seen:
-                seen.add(key)
-                rows = sorted(index[p] for p in key)
-                out.append(([facts[i] for i in rows], mean_pairwise(vectors[rows])))
+        def group(rows) -> list:
+            key = frozenset(rows)
+            if not cfg.min_group <= len(key) <= cfg.max_group or key in seen:
+                return []
+            seen.add(key)
+            rows = sorted(key)
+            return [(rows, mean_pairwise(vectors[rows]))]
 
-        for motif, paths in ctx.corpus.carriers.items():
-            add([p for p in paths if p in index])
+        by_motif = [g for paths in ctx.corpus.carriers.values() for g in group([index[p] for p in paths if p in index])]
         idx, sims = top_k(vectors, cfg.max_group - 1)
-        for i in range(len(facts)):
-            close = [j for j, s in zip(idx[i].tolist(), sims[i].tolist()) if s >= cfg.group_similarity]
-            add([facts[i].path, *(facts[j].path for j in close)])
-        return sorted(out, key=lambda g: (-g[1], [f.path for f in g[0]]))
+        near = [g for i in range(len(facts)) for g in group(
+            [i, *(j for j, s in zip(idx[i].tolist(), sims[i].tolist()) if s >= cfg.group_similarity)])]
+        # Largest first, then most coherent: a big group is kept over the smaller ones inside it.
+        near.sort(key=lambda g: (-len(g[0]), -g[1], [facts[r].path for r in g[0]]))
+        by_motif.sort(key=lambda g: (-g[1], [facts[r].path for r in g[0]]))
+        kept = distinct(by_motif, near)
+        kept.sort(key=lambda g: (-g[1], [facts[r].path for r in g[0]]))
+        return [([facts[r] for r in rows], score) for rows, score in spread(kept)]
 
     def candidate(self, members: list, score: float = 0.0, max_chars: int = EVIDENCE_CHARS) -> Candidate:
         """The question about one group (members in corpus order), as review and calibrate both ask it.

@@ -5,17 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..config import JudgeConfig
-from ..corpus import absorbed, carried_over, provenance, relinked_changes, retracted, rewrite
+from ..corpus import absorbed, carried_over, fact_text, provenance, relinked_changes, retracted, rewrite
 from ..errors import Unparsed
 from ..prompts import cut, load_prompt
 from ..shortlist import neighbour_pairs
 from ..survivors import fact_survivor, why_survives
 from ..verdicts import fingerprint, pair_fingerprint
 from .base import Candidate, Change, one_sentence, reply_object
-
-
-def fact_text(fact) -> str:
-    return f"{fact.title}\n{fact.body}"
 
 
 def fact_evidence(fact, max_chars: int = JudgeConfig.max_evidence_chars) -> dict:
@@ -108,7 +104,8 @@ class PrunePass:
         vectors = ctx.embedder.embed([fact_text(f) for f in facts])
         limit = ctx.config.judge.max_evidence_chars
         return [self.candidate(facts[i], facts[j], score, limit)
-                for i, j, score in neighbour_pairs(vectors, ctx.config.shortlist.k)]
+                # one search of the fact vectors serves discovery's deeper groups too (see discovery.groups)
+                for i, j, score in neighbour_pairs(vectors, ctx.config.shortlist.k, ctx.config.discovery.max_group - 1)]
 
     def restorer(self, ctx):
         """Makes a candidate read back from candidate_lists, its evidence from the facts (when read)."""

@@ -1,0 +1,214 @@
+"""Funding as an amount: a balance of questions derived from the verdicts, moved live, fresh questions first.
+
+Real store, real git, the real SDK against the loopback Messages server (one order per question:
+position_swap off, so judge calls count questions).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import signal
+
+from conftest import SAME, make_repo, fact_text, write_config
+from messages_server import text
+from test_kill_resume import signal_after, slow_then_held, start
+from test_throttle import TOPICS, asked, motif_repo, session
+
+from knomit_judge.config import BudgetConfig, load_config
+from knomit_judge.history import status as get_status
+from knomit_judge.rebuild import rebuild
+from knomit_judge.review import ReviewOptions, review
+from knomit_judge.store import Store
+from knomit_judge.throttle import assess, balance
+from knomit_judge.verdicts import Verdict
+
+NO = json.dumps({"same": False, "mechanism": ""})
+SERIAL = "[judge]\nbackoff_s = 0.0\ntimeout_s = 20\nmax_attempts = 1\nposition_swap = false\nconcurrency = 1\n"
+
+
+def add(store, answers: str, session: str = "s1") -> None:
+    """Store one verdict per letter, oldest first: y resolved something, n did not."""
+    for i, a in enumerate(answers):
+        n = store.count_verdicts("alias")
+        store.add_verdict(Verdict("alias", f"fp{n}", {"a": "x", "b": str(n)}, "same" if a == "y" else "different",
+                                  a == "y", "", "m", "alias@2", session=session,
+                                  created_at=f"2026-01-01T00:00:{n:02d}.000+00:00"))
+
+
+def test_balance_opens_at_the_cap_withdraws_per_question_deposits_per_resolution_and_never_goes_below_zero(db_path):
+    store = Store(db_path)
+    cfg = BudgetConfig(optimistic_cap=3, questions_per_resolution=4)
+    b = balance(store, "alias", cfg)
+    assert (b.questions, b.resolved, b.balance) == (0, 0, 3) and assess(store, "alias", cfg).state == "optimistic"
+    add(store, "n")
+    assert balance(store, "alias", cfg).balance == 2 and assess(store, "alias", cfg).state == "unproven"
+    add(store, "y")  # 2 - 1 + 4
+    assert balance(store, "alias", cfg).balance == 5 and assess(store, "alias", cfg).state == "funded"
+    add(store, "nnnnn")
+    t = assess(store, "alias", cfg)
+    assert balance(store, "alias", cfg).balance == 0 and t.state == "defunded" and t.allowance == 0
+    add(store, "nnn")  # asked at zero (probes): zero, not below it
+    assert balance(store, "alias", cfg).balance == 0
+    add(store, "y")  # a probe that resolves: 0 - 1 + 4, not dragged down by the probes before it
+    t = assess(store, "alias", cfg)
+    assert balance(store, "alias", cfg).balance == 3 and (t.state, t.allowance, t.balance) == ("funded", 3, 3)
+    # a reverted yes resolved nothing: its deposit is gone, and so is the last one's lift from zero
+    store.mark_reverted(store.verdicts("alias")[-1].id, "wrong")
+    assert balance(store, "alias", cfg).balance == 0
+    assert "balance 0: 11 asked, 1 resolved x 4, opening 3" in assess(store, "alias", cfg).why
+    store.close()
+
+
+def test_a_session_stops_when_its_balance_runs_out_and_a_resolution_deposits_live(tmp_path, judge_env):
+    repo = motif_repo(tmp_path, "")
+    write_config(repo, SERIAL + "\n[budget]\noptimistic_cap = 3\nquestions_per_resolution = 2\nprobe_every = 9\n")
+    judge_env.script([text(json.dumps(SAME))])  # the first question: yes; every later one: no
+    result, spent = session(repo, judge_env)
+    alias = result.passes["alias"]
+    # 3 opening - 1 + 2 deposited by the first verdict as it came back = 4 more: 5 questions, then it stops
+    assert spent == alias.judged == 5 and (alias.resolved, alias.applied) == (1, 1)
+    assert alias.waiting > 0 and f"waiting {alias.waiting}," in alias.line() and alias.throttle == "optimistic"
+    assert alias.cost_usd < 5.0  # the balance stopped it, not the dollar cap
+    t = get_status(repo.root)["throttle"]["alias"]
+    assert (t["state"], t["balance"], t["next_probe_in"]) == ("defunded", 0, 9)
+    # the merge rewrote carriers: their new questions are fresh, so the defunded pass probes the best one
+    result, spent = session(repo, judge_env)
+    assert spent == 1 and result.passes["alias"].throttle == "defunded (probe)"
+    assert session(repo, judge_env)[1] == 0  # nothing changed since: no probe for 9 sessions
+
+
+def test_the_balance_survives_deleting_every_counter(tmp_path, judge_env):
+    """No counter holds it: without the throttle history, or the whole db, the verdicts give the same balance."""
+    repo = motif_repo(tmp_path, "", n=4)  # 4 motifs, 6 questions
+    write_config(repo, SERIAL + "\n[budget]\noptimistic_cap = 10\nquestions_per_resolution = 5\n")
+    judge_env.script([text(json.dumps(SAME))])
+    result, spent = session(repo, judge_env)
+    alias = result.passes["alias"]
+    assert alias.resolved == 1 and alias.waiting == 0 and spent == alias.judged
+    expected = 10 + 5 - alias.judged
+    assert get_status(repo.root)["throttle"]["alias"]["balance"] == expected > 0
+    assert get_status(repo.root)["throttle"]["alias"]["state"] == "funded"
+
+    store = Store.for_corpus(repo.root)
+    store.db.execute("DELETE FROM throttle")
+    store.db.execute("DELETE FROM sessions")
+    store.db.conn.commit()
+    store.close()
+    assert get_status(repo.root)["throttle"]["alias"]["balance"] == expected
+    (repo.root / ".knomit" / "judge.db").unlink()
+    rebuild(repo.root)
+    assert get_status(repo.root)["throttle"]["alias"]["balance"] == expected
+    assert get_status(repo.root)["throttle"]["alias"]["state"] == "funded"
+    # caught up: every question answered, nothing asked, the balance kept for what comes next
+    result, spent = session(repo, judge_env)
+    assert spent == 0 and result.passes["alias"].state == "caught-up"
+    assert get_status(repo.root)["throttle"]["alias"]["balance"] == expected
+
+
+def fresh_motif(repo, name: str = "photosynthesis") -> None:
+    """A writer's new fact, with a spelling unlike the others: by score alone its questions rank low."""
+    repo.fact("facts/t/new.md", "Plants turn light into sugar", motifs=[name], body="Unrelated.")
+    repo.commit("a writer adds a fact")
+
+
+def plan(repo, enabled: bool = True) -> list[dict]:
+    config = load_config(repo.root)
+    config.budget = dataclasses.replace(config.budget, enabled=enabled)
+    return review(repo.root, ReviewOptions(dry_run=True, passes=("alias",)), config=config).plan["alias"]
+
+
+def test_fresh_questions_go_before_the_backlog(tmp_path, judge_env):
+    repo = motif_repo(tmp_path, "")
+    write_config(repo, SERIAL + "\n[budget]\noptimistic_cap = 10\n")
+    assert session(repo, judge_env)[1] == 10
+    fresh_motif(repo)
+    # by score alone, the backlog would come first; the new spelling's questions do
+    by_score = sorted(plan(repo, enabled=False), key=lambda q: -q["score"])
+    assert any("photosynthesis" not in (q["subject"]["a"], q["subject"]["b"]) for q in by_score[:3])
+    # three more questions (a larger opening cap re-values the balance: 13 - 10)
+    write_config(repo, repo.read("knomit-judge.toml").replace("optimistic_cap = 10", "optimistic_cap = 13"))
+    offered = plan(repo)
+    assert len(offered) == 3 and all("photosynthesis" in (q["subject"]["a"], q["subject"]["b"]) for q in offered)
+    fresh = [q for q in by_score if "photosynthesis" in (q["subject"]["a"], q["subject"]["b"])]
+    assert [q["subject"] for q in offered] == [q["subject"] for q in fresh[:3]]  # by score among the fresh
+    before = len(judge_env.requests)
+    result, spent = session(repo, judge_env)
+    assert spent == 3 and result.passes["alias"].fresh >= 3
+    assert all('"spelling": "photosynthesis"' in r.prompt for r in judge_env.requests[before:])
+    assert get_status(repo.root)["throttle"]["alias"]["balance"] == 0
+
+
+def test_a_defunded_pass_spends_its_probe_on_the_best_fresh_candidate(tmp_path, judge_env):
+    repo = motif_repo(tmp_path, "")
+    write_config(repo, SERIAL + "\n[budget]\noptimistic_cap = 4\nprobe_every = 1\n")  # a probe every session
+    assert session(repo, judge_env)[1] == 4
+    fresh_motif(repo)
+    by_score = sorted(plan(repo, enabled=False), key=lambda q: -q["score"])
+    assert "photosynthesis" not in (by_score[0]["subject"]["a"], by_score[0]["subject"]["b"])
+    best_fresh = next(q for q in by_score if "photosynthesis" in (q["subject"]["a"], q["subject"]["b"]))
+    result, spent = session(repo, judge_env)
+    assert spent == 1 and result.passes["alias"].throttle == "defunded (probe)"
+    assert asked(judge_env.requests[-1], best_fresh["subject"])
+
+
+def test_an_unchanged_corpus_converges_to_caught_up_or_to_the_probe_alone(tmp_path, judge_env):
+    """Each session works the backlog down within its balance; none spends a fresh cap."""
+    repo = motif_repo(tmp_path, "")
+    write_config(repo, SERIAL + "\n[budget]\noptimistic_cap = 10\nprobe_every = 3\n")
+    calls = [session(repo, judge_env)[1] for _ in range(7)]
+    assert calls == [10, 0, 0, 1, 0, 0, 1]  # defunded: nothing but its probe
+
+    rich = motif_repo(tmp_path / "rich", "")
+    write_config(rich, SERIAL + "\n[budget]\noptimistic_cap = 100\n")
+    results = [session(rich, judge_env) for _ in range(4)]
+    first = results[0][0].passes["alias"]
+    assert results[0][1] == first.candidates < 100 and first.waiting == 0
+    assert [spent for _, spent in results[1:]] == [0, 0, 0]
+    assert {r.passes["alias"].state for r, _ in results[1:]} == {"caught-up"}
+
+
+def test_a_session_killed_mid_pass_with_a_live_balance_is_followed_by_one_that_spends_exactly_the_rest(
+        tmp_path, judge_env):
+    """SIGKILL mid-pass, after a resolution deposited into the live balance: the next session asks exactly
+    what the verdicts leave (cap + resolutions x per-resolution - questions), no more, no less."""
+    messages_server = judge_env  # the subprocess is pointed at it by start(); this process by judge_env
+    facts = {f"facts/t/f{i}.md": fact_text(title, [motif], body=f"{title}. Seen in more than one system.")
+             for i, (title, motif) in enumerate(TOPICS)}
+    repo = make_repo(tmp_path / "busy", facts)
+    write_config(repo, "[judge]\nbackoff_s = 0.0\nconcurrency = 2\nposition_swap = false\n\n"
+                       "[budget]\noptimistic_cap = 4\nquestions_per_resolution = 4\n")
+    rebuild(repo.root)  # embeddings stored: the subprocess only judges
+    released = slow_then_held(messages_server, 7)
+    yes_sent = []
+
+    def first_yes(req, n):  # the first question is a yes: it deposits 4 while the session runs
+        if not yes_sent:
+            yes_sent.append(n)
+            return text(json.dumps(SAME))
+        return slow(req, n)
+
+    slow, messages_server.responder = messages_server.responder, first_yes
+    # 7 calls is past the opening cap of 4: only the live deposit lets the killed session get that far
+    code, _ = signal_after(start(repo, messages_server), messages_server, 7, signal.SIGKILL, released)
+    assert code == -signal.SIGKILL
+
+    messages_server.responder = lambda req, n: text(NO)
+    before = messages_server.calls
+    result = review(repo.root, ReviewOptions(passes=("alias",)))
+    alias = result.passes["alias"]
+    store = Store.for_corpus(repo.root)
+    try:
+        verdicts = store.verdicts("alias")
+    finally:
+        store.close()
+    resolved = sum(v.is_yes for v in verdicts)
+    assert resolved == 1 and alias.waiting > 0  # candidates were left: the balance, not the backlog, stopped it
+    # neither over- nor under-spent: every question the balance paid for has its verdict, and no more
+    assert len(verdicts) == 4 + 4 * resolved
+    assert alias.judged == len(verdicts) - sum(v.session != result.session for v in verdicts)
+    assert messages_server.calls - before <= alias.judged  # a reply parsed before the kill is not bought again
+    assert get_status(repo.root)["throttle"]["alias"]["balance"] == 0
+    # after it, nothing but a probe: on the best fresh question, as the merge changed carriers since
+    after = review(repo.root, ReviewOptions(passes=("alias",))).passes["alias"]
+    assert after.judged <= 1 and after.throttle.startswith("defunded")
