@@ -54,6 +54,7 @@ class BudgetConfig:
     optimistic_cap: int = 20
     probe_every: int = 5
     questions_per_resolution: int = 10
+    fresh_per_change: int = 2  # questions owed to each fact or spelling changed since the pass's last session
     # Read before the balance replaced them (docs/budget): still accepted, so older files load; unused.
     window: int = 20
     patience: int = 8
@@ -152,6 +153,7 @@ _BOUNDS = {
     "budget.patience": (1, None), "budget.probe_every": (1, None), "budget.unproven_allowance": (1, None),
     # 0 would latch a defunded pass off: a probe that resolved something would leave it at zero.
     "budget.questions_per_resolution": (1, None),
+    "budget.fresh_per_change": (0, None),  # 0: a changed fact waits for its rank like any other question
     "discovery.confidence": (0, 1), "discovery.min_group": (2, None), "discovery.max_group": (2, None),
     "discovery.group_similarity": (-1, 1), "discovery.match_similarity": (-1, 1),
     "corpus.max_fact_bytes": (1, None),
@@ -288,6 +290,7 @@ enabled = true           # false: no throttle (backfills, benchmarks); the line 
 optimistic_cap = 20      # the balance a pass opens with, before any verdict
 questions_per_resolution = 10  # what one resolved decision is worth to you, in questions: each deposits this
 probe_every = 5          # a defunded pass (balance 0) still asks one question every `probe_every` sessions
+fresh_per_change = 2     # a fact new or edited since the last session: its 2 nearest questions are asked then
 
 [discovery]
 confidence = 0.4         # of a proposed fact: below the default 0.5, it is a proposal
