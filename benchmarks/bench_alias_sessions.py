@@ -8,9 +8,10 @@ issue 13: about 800 spellings, 20 alias groups, numbered facets and version sibl
 then `sessions` review sessions run the alias pass with the default budget and a scripted perfect
 judge (`same` for every pair of a planted group, `different` for everything else). Printed per
 session: the status line; at the end: groups unified, merges, and merges without a `same` verdict for
-a planted pair (must be 0).
+a planted pair (must be 0); then `rebuild --check` (knomit_judge/rebuild.py) compares the db the
+sessions kept with a fresh rebuild, and names any difference (must be none).
 Target (issue 13, on generated corpora): session 1 resolves something, the pass stays funded,
-every group unified within 3 sessions, 0 wrong merges.
+every group unified within 3 sessions, 0 wrong merges, the kept state equal to a fresh rebuild.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from gen_corpus import generate_entities  # noqa: E402
 
 from knomit_judge.corpus import load_corpus  # noqa: E402
 from knomit_judge.init import init_corpus  # noqa: E402
+from knomit_judge.rebuild import check  # noqa: E402
 from knomit_judge.review import ReviewOptions, review  # noqa: E402
 from knomit_judge.store import Store  # noqa: E402
 
@@ -64,8 +66,12 @@ def run(seed: int, n: int, sessions: int, tmp: Path) -> dict:
     print(f"  seed {seed}: {unified}/{len(groups)} groups unified, {len(ids)} merges, {len(wrong)} without a "
           f"`same` verdict for a planted pair; {traps_asked}/{len(truth['traps'])} traps asked, all still two "
           f"spellings: {all(carriers.get(a) and carriers.get(b) for a, b in truth['traps'])}", flush=True)
+    start = time.perf_counter()
+    checked = check(root)
+    for line in checked.lines():
+        print(f"  seed {seed} rebuild --check ({time.perf_counter() - start:.0f}s): {line}", flush=True)
     return {"seed": seed, "groups": len(groups), "unified": unified, "merges": len(ids), "wrong": len(wrong),
-            "states": states, "motifs": truth["motif_count"]}
+            "states": states, "motifs": truth["motif_count"], "rebuild_check": checked.json()}
 
 
 def main(argv=None) -> int:
@@ -80,8 +86,11 @@ def main(argv=None) -> int:
             rows.append(run(seed, args.n, args.sessions, Path(tmp)))
     held = all(r["unified"] == r["groups"] and r["wrong"] == 0 and r["states"][1:2] in (["funded"], [])
                for r in rows)
+    equal = all(r["rebuild_check"]["equal"] for r in rows)
     print(f"[{'PASS' if held else 'FAIL'}] every group unified within {args.sessions} sessions, funded after "
           "session 1, 0 merges without a `same` verdict")
+    print(f"[{'PASS' if equal else 'FAIL'}] rebuild --check after the sessions: the kept state equals a fresh rebuild")
+    held &= equal
     print(json.dumps({"n": args.n, "rows": rows, "held": held}))
     return 0 if held else 1
 

@@ -12,6 +12,7 @@ merge for planted duplicates, the default otherwise):
 3. edit 1% of the facts and review: questions asked, judge calls and embeddings computed must each be
    at most the questions whose fingerprint changed (both orders of a question are asked: position swap).
 The budget is off ([budget] enabled = false), so no question waits behind the throttle.
+4. `rebuild --check` (knomit_judge/rebuild.py): the state the sessions kept equals a fresh rebuild.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from knomit_judge import ReviewOptions, load_config, load_corpus, review  # noqa
 from knomit_judge.embeddings import Embedder  # noqa: E402
 from knomit_judge.init import init_corpus  # noqa: E402
 from knomit_judge.passes.registry import all_passes  # noqa: E402
+from knomit_judge.rebuild import check  # noqa: E402
 from knomit_judge.store import Store  # noqa: E402
 
 CONFIG = """
@@ -177,6 +179,12 @@ def main(argv=None) -> int:
         changed = shortlisted(root) - before
         after = session(root, server, "after edit", rows)
         exact = asked(root, after["id"]) == changed
+        print("4. rebuild --check")
+        start = time.perf_counter()
+        checked = check(root)
+        for line in checked.lines():
+            print(f"  {line}")
+        print(f"  ({time.perf_counter() - start:.1f}s)", flush=True)
 
     orders = 2  # position_swap = true, samples = 1: each pair question is asked in both orders
     checks = [
@@ -189,6 +197,7 @@ def main(argv=None) -> int:
         (f"after edit: embeddings computed ({after['embedded']}) <= changed ({len(changed)})",
          after["embedded"] <= len(changed)),
         ("after edit: the questions asked are exactly those whose fingerprint changed", exact),
+        ("rebuild --check: the state the sessions kept equals a fresh rebuild", checked.equal),
     ]
     print(f"\nedited {len(edited)} facts; {len(changed)} shortlisted questions changed fingerprint")
     for label, ok in checks:
@@ -196,7 +205,8 @@ def main(argv=None) -> int:
     held = all(ok for _, ok in checks)
     print("target held" if held else "target NOT held")
     print(json.dumps({"n": n, "sessions": [{k: v for k, v in r.items() if k != "id"} for r in rows],
-                      "edited": len(edited), "changed": len(changed), "held": held}))
+                      "edited": len(edited), "changed": len(changed), "rebuild_check": checked.json(),
+                      "held": held}))
     return 0 if held else 1
 
 

@@ -170,11 +170,11 @@ class Batches:
             done = completion(result.message, judge.tool(p))
             if done is None:
                 judge.fresh[key] = Unavailable("malformed batch result: not a Message", 1)
-                ledger.add(1, 1, None, None, None)  # billed, for all we know
+                ledger.add(1, 1, None, None, None, judge.unknown_call_usd(batch=True))  # billed, for all we know
                 return "malformed"
             done.batch = True
             cost = judge.cost(done.tokens_in, done.tokens_out, batch=True)
-            ledger.add(1, 1, done.tokens_in, done.tokens_out, cost)
+            ledger.add(1, 1, done.tokens_in, done.tokens_out, cost, judge.unknown_call_usd(batch=True))
             try:
                 p.parse(done.text)
             except Unparsed:

@@ -204,6 +204,8 @@ def calibrate(labels_path: Path | str, root: Path | str = ".", judge_spec: str =
             continue
         label = entry["label"] if entry["pass"] == "prune" else ("yes" if entry["label"] else "no")
         questions.append(Question(n, entry["pass"], c.subject, label, c))
+    if judge_spec == "anthropic":
+        config.require_price(config.judge.model)  # judge.max_cost_usd holds here too, so the price must be known
     store = Store.for_corpus(root)
     try:
         judge = Judge(make_backend(judge_spec, config), store, config)

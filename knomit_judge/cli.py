@@ -92,17 +92,20 @@ def init(corpus, create):
 @click.option("--judge", default="anthropic", show_default=True, help="anthropic, or scripted:FILE (recorded replies).")
 @click.option("--batch", is_flag=True,
               help="Submit the offered questions as one Message Batch (half price); the next session collects it.")
-def review(corpus, dry_run, passes, as_json, judge, batch):
+@click.option("--metrics-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write a Prometheus textfile-collector file here after the session (wins over [metrics] textfile).")
+def review(corpus, dry_run, passes, as_json, judge, batch, metrics_file):
     """Run one review session: exact duplicates, then the alias, prune and discovery judges.
 
     Exit 0 done, 1 a pass is broken, 2 usage or configuration error, 3 corpus locked.
 
-    Example: knomit-judge review ~/corpus --pass alias --json
+    Example: knomit-judge review ~/corpus --pass alias --json --metrics-file /var/lib/node_exporter/knomit.prom
     """
     from .review import ReviewOptions, review as run
     with sigterm_as_interrupt():
         result = run(corpus, ReviewOptions(dry_run=dry_run, passes=tuple(passes) or JUDGED_PASSES, judge=judge,
-                                           batch=batch or None))  # None: judge.mode decides
+                                           batch=batch or None,  # None: judge.mode decides
+                                           metrics_file=metrics_file))
     # the evidence first and the summary last, so a long plan does not scroll the answer away
     lines = [*_plan_lines(result), *(f"note: {n}" for n in result.notes), *result.lines(),
              *(_batch_line(b) for b in result.batches), *(f"commit {sha}" for sha in result.commits),
@@ -189,14 +192,25 @@ def verdicts(corpus, pass_name, as_json):
 
 @cli.command()
 @corpus_arg
-def rebuild(corpus):
+@click.option("--check", is_flag=True,
+              help="Change nothing: compare the db's derived state with a fresh rebuild and name what differs.")
+@json_opt
+def rebuild(corpus, check, as_json):
     """Rebuild the db: verdicts from the journal, applied state from git, derived tables from the corpus.
+
+    With --check nothing is written: every derived table (parsed files, embeddings, neighbour lists,
+    candidate lists, and the verdicts' applied state) is compared with a fresh computation in memory.
+    Exit 0 when they are equal, 1 when anything differs (each difference is printed), 3 when a session holds the corpus.
 
     Example: rm ~/corpus/.knomit/judge.db && knomit-judge rebuild ~/corpus
     """
-    from .rebuild import rebuild as run
+    from .rebuild import check as compare, rebuild as run
+    if check:
+        result = compare(corpus)
+        emit(result.json(), as_json, result.lines())
+        sys.exit(0 if result.equal else 1)
     counts = run(corpus)
-    click.echo("rebuilt: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    emit(counts, as_json, ["rebuilt: " + ", ".join(f"{k} {v}" for k, v in counts.items())])
 
 
 @cli.command()

@@ -55,6 +55,11 @@ class BudgetConfig:
     probe_every: int = 5
     questions_per_resolution: int = 10
     fresh_per_change: int = 2  # questions owed to each fact or spelling changed since the pass's last session
+    # Dollar caps over every session on the corpus, as users budget: a UTC day and a UTC calendar month.
+    # A day holds one full session (judge.max_cost_usd), so the default daily schedule is never cut short,
+    # while a tight cron or repeated runs cannot multiply it; a month holds ten such days.
+    max_usd_per_day: float = 5.0
+    max_usd_per_month: float = 50.0
     # Read before the balance replaced them (docs/budget): still accepted, so older files load; unused.
     window: int = 20
     patience: int = 8
@@ -84,6 +89,11 @@ class CorpusConfig:
 @dataclass
 class ScheduleConfig:
     cron: str = "0 3 * * *"
+
+
+@dataclass
+class MetricsConfig:
+    textfile: str = ""  # a Prometheus textfile-collector file written after every session; "" writes none
 
 
 @dataclass
@@ -117,6 +127,7 @@ class Config:
     corpus: CorpusConfig = field(default_factory=CorpusConfig)
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
     prices: dict[str, Price] = field(default_factory=lambda: dict(DEFAULT_PRICES))
 
     def price(self, model: str) -> Price | None:
@@ -125,6 +136,15 @@ class Config:
             return self.prices[model]
         best = max((name for name in self.prices if model.startswith(name + "-")), key=len, default=None)
         return self.prices[best] if best else None
+
+    def require_price(self, model: str) -> Price:
+        """The model's price, or a configuration error naming the key to set: an unknown price never counts as $0."""
+        price = self.price(model)
+        if price is None:
+            raise ConfigError(f'judge.model {model!r} has no price, so no dollar cap could hold: set '
+                              f'[prices."{model}"] input_per_mtok and output_per_mtok (USD per million tokens) '
+                              f"in {CONFIG_FILE}")
+        return price
 
 
 # Keys still accepted so that older files load, no longer read (DEFAULT_TOML leaves them out).
@@ -139,6 +159,7 @@ _SECTION_TYPES = {
     "corpus": CorpusConfig,
     "schedule": ScheduleConfig,
     "calibration": CalibrationConfig,
+    "metrics": MetricsConfig,
 }
 # Values that must be positive (or within 0..1) to make sense; checked after types.
 _BOUNDS = {
@@ -154,6 +175,7 @@ _BOUNDS = {
     # 0 would latch a defunded pass off: a probe that resolved something would leave it at zero.
     "budget.questions_per_resolution": (1, None),
     "budget.fresh_per_change": (0, None),  # 0: a changed fact waits for its rank like any other question
+    "budget.max_usd_per_day": (0, None), "budget.max_usd_per_month": (0, None),
     "discovery.confidence": (0, 1), "discovery.min_group": (2, None), "discovery.max_group": (2, None),
     "discovery.group_similarity": (-1, 1), "discovery.match_similarity": (-1, 1),
     "corpus.max_fact_bytes": (1, None),
@@ -291,6 +313,8 @@ optimistic_cap = 20      # the balance a pass opens with, before any verdict
 questions_per_resolution = 10  # what one resolved decision is worth to you, in questions: each deposits this
 probe_every = 5          # a defunded pass (balance 0) still asks one question every `probe_every` sessions
 fresh_per_change = 2     # a fact new or edited since the last session: its 2 nearest questions are asked then
+max_usd_per_day = 5.0    # not per pass: every session of a UTC day (counted on the day it started); the rest waits
+max_usd_per_month = 50.0 # not per pass: every session of a UTC calendar month; the rest waits
 
 [discovery]
 confidence = 0.4         # of a proposed fact: below the default 0.5, it is a proposal
@@ -311,4 +335,7 @@ cron = "0 3 * * *"       # for `knomit-judge daemon`, in UTC; 6 fields = seconds
 [calibration]            # the inbox and the labels people give (`knomit-judge inbox`, `knomit-judge label`)
 sample_rate = 0.1        # share of each session's applied decisions per pass sampled into the inbox (at least 1)
 min_precision = 0.7      # a pass whose precision interval lies wholly below this is on probation: applies nothing
+
+[metrics]
+textfile = ""            # e.g. "/var/lib/node_exporter/textfile/knomit-judge.prom": written after every session
 """

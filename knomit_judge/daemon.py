@@ -25,6 +25,8 @@ def run_daemon(root: Path | str, cron: str | None = None, judge: str = "anthropi
     config = load_config(root)
     expr = cron or config.schedule.cron
     trigger = cron_trigger(expr, "--cron" if cron else "schedule.cron")
+    if judge == "anthropic":
+        config.require_price(config.judge.model)  # every session would exit 2: say so now, not once a day
 
     stop = stop or threading.Event()
     done = []

@@ -1,4 +1,8 @@
-"""Sentence embeddings (all-MiniLM-L6-v2, shipped offline), cached in sqlite by (model and backend, text hash)."""
+"""Sentence embeddings (all-MiniLM-L6-v2, shipped offline), cached in sqlite by (model and backend, text hash).
+
+A text's vector does not depend on the texts embedded with it (encoders.py runs each alone), so a vector
+cached by one session equals the one a full `rebuild` computes, bit for bit.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +13,8 @@ import time
 
 import numpy as np
 
-from .encoders import MODEL_NAME, cache_key, load_encoder, load_model, wanted_backend  # noqa: F401  (re-exported)
+from .encoders import DIM, MODEL_NAME, cache_key, load_encoder, load_model, wanted_backend  # noqa: F401  (re-exported)
 
-DIM = 384
 SHOW_PROGRESS_AFTER_S = 3.0  # a progress bar only when embedding will take longer than this
 log = logging.getLogger(__name__)
 
@@ -25,10 +28,10 @@ class Embedder:
 
     CHUNK = 1024  # texts encoded and stored at a time, so an interrupted first embedding resumes
 
-    def __init__(self, store, model_name: str = MODEL_NAME, batch_size: int = 32, backend: str | None = None):
-        self.store, self.batch_size = store, batch_size
+    def __init__(self, store, batch_size: int = 32, backend: str | None = None):
+        self.store, self.batch_size = store, batch_size  # batch_size: texts per progress step and per write
         self.backend = backend or wanted_backend()
-        self.model_name = model_name if self.backend == "torch" else cache_key(self.backend)
+        self.model_name = cache_key(self.backend)
         self._encoder = None
         self.computed = 0  # texts actually encoded this session
         self._last: tuple[list[str], np.ndarray] | None = None  # prune and discovery embed the same fact texts

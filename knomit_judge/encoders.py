@@ -3,9 +3,18 @@
 The ONNX files are made from the shipped model on first use (exported with torch, attention and
 layer norms fused, and for `onnx-int8` the weights of every matrix product dynamically quantised
 per channel); nothing is downloaded. They are cached per model file and library versions under
-cache_dir(), never in the corpus. Vectors differ by backend (fp32 ONNX in the last digits, int8 by
+cache_dir() (export_tag), never in the corpus. Vectors differ by backend (fp32 ONNX in the last digits, int8 by
 about 1%), so each backend has its own embedding cache key. Any failure to load ONNX Runtime or to
 export falls back to PyTorch, with a warning.
+
+Every backend runs one text at a time, unpadded, so a text's vector is the same bit for bit whatever
+else is embedded with it, in any order, in any process: the vectors are derived state that `rebuild`
+must reproduce. In a batch it was not so. Dynamic int8 quantisation picks one activation scale per
+run from the whole input tensor (every text and every padding row of the batch), so a text's int8
+vector depended on its batch-mates (cosine down to 0.988 between the same text alone and in a batch);
+PyTorch's batched kernels changed the last bits with the padded length. Runs go one text per worker
+thread, each single-threaded, which is as fast as batches of 32 on fact-length texts (measured,
+docs/_pending/determinism.md).
 
 Which backend is the default was measured (benchmarks/bench_embed.py, docs/benchmarks.md "Embedding").
 """
@@ -20,6 +29,7 @@ import os
 import sys
 import tempfile
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +40,10 @@ DEFAULT_BACKEND = "onnx-int8"
 BACKEND_ENV = "KNOMIT_JUDGE_EMBEDDING_BACKEND"  # torch | onnx | onnx-int8
 CACHE_ENV = "KNOMIT_JUDGE_CACHE"
 EXPORT_VERSION = 1  # bump when the export recipe changes: older files are then ignored
+# How a text becomes a vector, in every embedding cache key: 2 = each text run alone, unpadded (batch-free).
+# Vectors made under version 1 (batched, padded) depended on their batch, so they are never read again.
+VECTORS_VERSION = 2
+DIM = 384
 MAX_TOKENS = 256  # the model's max_seq_length: longer texts are cut, as sentence-transformers does
 log = logging.getLogger(__name__)
 
@@ -39,6 +53,20 @@ def _offline() -> None:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def onnxruntime():
+    """The onnxruntime module, imported with its telemetry off.
+
+    Its import writes a device id and queued telemetry events under ~/.cache/Microsoft/DeveloperTools/
+    and looks up a Microsoft events host, unless ORT_DISABLE_TELEMETRY is set before it: an offline tool
+    reviewing a private corpus must send nothing and write nothing outside the corpus and its cache.
+    """
+    os.environ["ORT_DISABLE_TELEMETRY"] = "1"
+    import onnxruntime as ort
+
+    ort.disable_telemetry_events()  # in case another module imported it first
+    return ort
 
 
 def model_path() -> Path:
@@ -72,9 +100,43 @@ def wanted_backend() -> str:
     return name
 
 
+@functools.cache
 def cache_key(backend: str) -> str:
-    """The embedding cache's model column: the PyTorch vectors keep the plain model name."""
-    return MODEL_NAME if backend == "torch" else f"{MODEL_NAME}+{backend}"
+    """The embedding cache's model column: the model, the backend, how texts are run, and what runs them.
+
+    A vector's bits depend on the weights, the tokenizer and the kernels, so the versions of the
+    libraries that make and run the model are in the key: after an upgrade, texts are embedded again
+    rather than mixing vectors a rebuild would not reproduce.
+    """
+    made = export_tag() if backend != "torch" else \
+        f"{weights_tag()}:{_versions('torch', 'transformers', 'sentence-transformers')}"
+    tag = hashlib.sha256(f"{made}:{_versions('tokenizers')}".encode()).hexdigest()[:8]
+    return f"{MODEL_NAME}+{backend}/v{VECTORS_VERSION}-{tag}"
+
+
+def _versions(*names: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version  # a look-up, not an import of the library
+
+    out = []
+    for name in names:
+        try:
+            out.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            out.append(f"{name} -")
+    return ", ".join(out)
+
+
+@functools.cache
+def weights_tag() -> str:
+    st = (model_path() / "model.safetensors").stat()
+    return f"{st.st_size}:{st.st_mtime_ns}"
+
+
+@functools.cache
+def export_tag() -> str:
+    """Names one export: the recipe, the weights, the libraries that export it and ONNX Runtime, which runs it."""
+    text = f"{EXPORT_VERSION}:{weights_tag()}:{_versions('onnxruntime', 'onnx', 'torch', 'transformers')}"
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def load_encoder(backend: str | None = None):
@@ -89,49 +151,81 @@ def load_encoder(backend: str | None = None):
 
 
 class TorchEncoder:
+    """The model in PyTorch, one text a forward pass on one thread, a worker per core (as OnnxEncoder)."""
+
     backend = "torch"
 
     def __init__(self):
-        self.model = load_model()
+        model = load_model()
+        self.bert, self.tokenizer = model[0].auto_model.eval(), model.tokenizer
+        self.workers = os.cpu_count() or 1
 
     def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
-        return self.model.encode(texts, batch_size=batch_size, normalize_embeddings=True,
-                                 convert_to_numpy=True, show_progress_bar=False).astype(np.float32)
+        """Vectors of `texts`, each computed alone (batch_size is not used: see the module docstring)."""
+        import torch
+
+        if not texts:
+            return np.empty((0, DIM), dtype=np.float32)
+        threads = torch.get_num_threads()
+        try:
+            if self.workers < 2 or len(texts) < 2:
+                return np.stack([self._one(t) for t in texts])
+            with ThreadPoolExecutor(min(self.workers, len(texts))) as pool:  # a forward pass releases the GIL
+                return np.stack(list(pool.map(self._one, texts)))
+        finally:
+            torch.set_num_threads(threads)
+
+    def _one(self, text: str) -> np.ndarray:
+        import torch
+
+        # One thread a pass: its sums then run in one order whatever the machine's core count.
+        torch.set_num_threads(1)
+        encoded = self.tokenizer(text, truncation=True, max_length=MAX_TOKENS, return_tensors="pt")
+        with torch.inference_mode():
+            hidden = self.bert(**encoded).last_hidden_state[0].numpy()
+        v = hidden.mean(axis=0, dtype=np.float32)
+        return v / max(float(np.linalg.norm(v)), 1e-12)
 
 
 class OnnxEncoder:
-    """The exported model in ONNX Runtime: tokenise, run, mean-pool over real tokens, normalise."""
+    """The exported model in ONNX Runtime: tokenise, run each text alone, mean-pool its tokens, normalise."""
 
     def __init__(self, backend: str):
         _offline()
-        import onnxruntime as ort
+        ort = onnxruntime()
         from tokenizers import Tokenizer
 
         self.backend = backend
         path = exported(backend)
         options = ort.SessionOptions()
-        options.intra_op_num_threads = os.cpu_count() or 1
+        # One thread a run and one run a text on each worker: a run's result never depends on how many
+        # threads split it, and short texts do not wait on thread hand-offs (measured faster than batches).
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
         # Busy-waiting threads steal the CPU other work on a shared machine needs; measured no faster alone.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self.tokenizer = Tokenizer.from_file(str(model_path() / "tokenizer.json"))
         self.tokenizer.enable_truncation(MAX_TOKENS)
-        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self.tokenizer.no_padding()  # tokenizer.json pads every text to 128 tokens
+        self.workers = os.cpu_count() or 1
 
     def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
-        out = np.empty((len(texts), 384), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # like lengths together: less padding
-        for start in range(0, len(order), batch_size):
-            batch = order[start:start + batch_size]
-            enc = self.tokenizer.encode_batch([texts[i] for i in batch])
-            ids = np.array([e.ids for e in enc], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
-            hidden = self.session.run(None, {"input_ids": ids, "attention_mask": mask,
-                                             "token_type_ids": np.zeros_like(ids)})[0]
-            m = mask[:, :, None].astype(np.float32)
-            v = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
-            out[batch] = v / np.clip(np.linalg.norm(v, axis=1, keepdims=True), 1e-12, None)
-        return out
+        """Vectors of `texts`, each computed alone (batch_size is not used: see the module docstring)."""
+        if not texts:
+            return np.empty((0, DIM), dtype=np.float32)
+        encodings = self.tokenizer.encode_batch(texts)
+        if self.workers < 2 or len(texts) < 2:
+            return np.stack([self._one(e.ids) for e in encodings])
+        with ThreadPoolExecutor(min(self.workers, len(texts))) as pool:  # a run releases the GIL
+            return np.stack(list(pool.map(lambda e: self._one(e.ids), encodings)))
+
+    def _one(self, token_ids: list[int]) -> np.ndarray:
+        ids = np.array([token_ids], dtype=np.int64)
+        hidden = self.session.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids),
+                                         "token_type_ids": np.zeros_like(ids)})[0][0]
+        v = hidden.mean(axis=0, dtype=np.float32)  # every token is real: nothing is padded
+        return v / max(float(np.linalg.norm(v)), 1e-12)
 
 
 def cache_dir() -> Path:
@@ -146,15 +240,11 @@ def cache_dir() -> Path:
 
 def exported(backend: str) -> Path:
     """The ONNX file for `backend`, exported from the shipped model once (atomically) and then reused."""
-    import onnxruntime
-
-    weights = model_path() / "model.safetensors"
-    st = weights.stat()
-    tag = hashlib.sha256(f"{EXPORT_VERSION}:{st.st_size}:{st.st_mtime_ns}:{onnxruntime.__version__}".encode())
-    folder = cache_dir() / f"{MODEL_NAME}-{tag.hexdigest()[:12]}"
+    folder = cache_dir() / f"{MODEL_NAME}-{export_tag()}"
     target = folder / ("model-int8.onnx" if backend == "onnx-int8" else "model.onnx")
     if target.exists():
         return target
+    onnxruntime()  # its optimiser and quantiser import it: telemetry off first
     folder.mkdir(parents=True, exist_ok=True)
     log.info("exporting the embedding model to ONNX (%s), once, into %s", backend, folder)
     with tempfile.TemporaryDirectory(dir=folder) as tmp, _quiet():

@@ -9,8 +9,10 @@ from . import precision
 from .config import load_config
 from .corpus import CorpusReport
 from .gitops import open_repo
+from .metrics import figures
 from .passes import JUDGED_PASSES
 from .passes.registry import all_passes
+from .spend import summarise
 from .status import PassResult
 from .store import Store
 from .throttle import ThrottleState, assess
@@ -58,12 +60,15 @@ def status(root: Path | str, limit: int = 10) -> dict:
                               "probe_due": t.probe, "next_probe_in": t.probe_in, "text": upcoming(t),
                               "flips": flips, "flip_measured": measured,
                               "flip_rate": round(flips / measured, 4) if measured else None}
+        spend = summarise(store, config)
+        metrics = figures(root, store, config, judge, spend=spend)  # what the metrics file holds, same figures
     finally:
         store.close()
     precisions = precision.by_pass(root, config.calibration)  # from the labels journal: no db needed
     return {"last_session": sessions[0] if sessions else None, "throttle": throttle, "judge": judge,
             "sessions": sessions, "unfinished": unfinished, "precision": {n: p.json() for n, p in precisions.items()},
-            "text": render(sessions, throttle, unfinished, judge, precision.lines(precisions))}
+            "spend": spend.json(), "metrics": metrics,
+            "text": render(sessions, throttle, unfinished, judge, [*precision.lines(precisions), *spend.lines()])}
 
 
 def render(sessions: list[dict], throttle: dict, unfinished: int = 0, judge: str = "anthropic",

@@ -33,14 +33,18 @@ class Ledger:
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float | None = 0.0
-    known_usd: float = 0.0  # the priced part, which the cost cap still counts once the total is unknown
+    known_usd: float = 0.0  # the priced part
+    # What the dollar caps count: the cost where known, and a call of unknown cost at its upper bound
+    # (Judge.unknown_call_usd), so an unknown cost never counts as $0.
+    charged_usd: float = 0.0
 
-    def add(self, calls: int, attempts: int, tokens_in, tokens_out, cost):
+    def add(self, calls: int, attempts: int, tokens_in, tokens_out, cost, bound: float = 0.0):
         self.calls += calls
         self.attempts += attempts
         self.tokens_in += tokens_in or 0
         self.tokens_out += tokens_out or 0
         self.known_usd += cost or 0.0
+        self.charged_usd += bound if cost is None else cost
         self.cost_usd = None if cost is None or self.cost_usd is None else self.cost_usd + cost
 
 
@@ -218,6 +222,11 @@ class Ask:
     key: str
 
 
+def _bytes(p, ask: Ask) -> int:
+    """The UTF-8 size of a request's prompt: what bounds its input tokens."""
+    return len(p.prompt.system.encode("utf-8")) + len(ask.user.encode("utf-8"))
+
+
 def _attempts(e: Exception) -> int:
     return e.args[1] if len(e.args) > 1 else 1
 
@@ -291,12 +300,25 @@ class Judge:
         usd = tokens_in * price.input_per_mtok / 1e6 + tokens_out * price.output_per_mtok / 1e6
         return usd * (1 - price.batch_discount) if batch else usd
 
+    def unknown_call_usd(self, prompt_bytes: int | None = None, batch: bool = False) -> float:
+        """The most a call whose usage is unknown (no usage reported, cut off by a time limit) can have cost.
+
+        Input at one token per UTF-8 byte of the prompt (a byte-level tokenizer never makes more tokens than
+        bytes; without the prompt, two fact bodies at max_evidence_chars of up to 4 bytes each), output at
+        max_tokens. Recorded replies cost nothing; a model with no price has no bound (review refuses it).
+        """
+        if isinstance(self.backend, ScriptedBackend):
+            return 0.0
+        cfg = self.config.judge
+        tokens_in = prompt_bytes if prompt_bytes is not None else 8 * cfg.max_evidence_chars + 4000
+        return self.cost(tokens_in, cfg.max_tokens, batch=batch) or 0.0
+
     def ledger(self, pass_name: str) -> Ledger:
         return self.ledgers.setdefault(pass_name, Ledger())
 
     def spent(self) -> float:
-        """USD spent this session on priced calls, over every pass (what judge.max_cost_usd caps)."""
-        return sum(l.known_usd for l in self.ledgers.values())
+        """USD this session counts against the dollar caps, over every pass (unknown costs at their bound)."""
+        return sum(l.charged_usd for l in self.ledgers.values())
 
     async def _sample(self, p, subject: dict, ask: Ask, out: Outcome) -> Sample:
         fresh = self.fresh.pop(ask.key, None)
@@ -321,13 +343,14 @@ class Judge:
                     raise
                 except asyncio.CancelledError:
                     # a call cut off by the time limit may still have been billed: its cost is unknown
-                    self.ledger(p.name).add(1, 1, None, None, None)
+                    self.ledger(p.name).add(1, 1, None, None, None, self.unknown_call_usd(_bytes(p, ask)))
                     out.calls += 1
                     out.cost_usd = None
                     raise
         cost = self.cost(done.tokens_in, done.tokens_out, batch=done.batch)
         if not done.batch:  # a batch result went into the ledger when it was collected
-            self.ledger(p.name).add(1, done.attempts, done.tokens_in, done.tokens_out, cost)
+            self.ledger(p.name).add(1, done.attempts, done.tokens_in, done.tokens_out, cost,
+                                    self.unknown_call_usd(_bytes(p, ask)))
         out.calls += 1
         out.attempts += done.attempts
         out.tokens_in += done.tokens_in or 0

@@ -36,7 +36,7 @@ class Memory:
 
     def __init__(self, store):
         self.store = store
-        self.last: dict = {}  # how the last search was answered: stored / incremental / full, and its sizes
+        self.last: dict = {}  # how the last search was answered: stored / incremental / full, its sizes and digest
 
     def top_k(self, v: np.ndarray, keys: list[bytes], rank: np.ndarray, k: int):
         depth = DEPTH * k
@@ -47,7 +47,7 @@ class Memory:
         if same is not None:
             _, idx, sims = self.store.neighbour_set(same["id"])
             self.store.touch_neighbour_set(same["id"])
-            self.last = {"kind": "stored", "rows": len(keys), "searched": 0, "merged": 0}
+            self.last = {"kind": "stored", "rows": len(keys), "searched": 0, "merged": 0, "digest": digest}
             return idx[:, :width].copy(), sims[:, :width].copy()
         base, old = self._closest(stored, keys)
         update = incremental(v, keys, rank, depth, *old, need=k) if old is not None else None
@@ -57,6 +57,7 @@ class Memory:
             idx, sims = shortlist.exact_top_k(v, rank, depth)
             self.last = {"kind": "full", "rows": len(keys), "searched": len(keys), "merged": 0}
         self.store.put_neighbour_set(base, depth, digest, keys, idx, sims, KEEP)
+        self.last["digest"] = digest
         log.debug("neighbour lists: %s", self.last)
         return idx[:, :width].copy(), sims[:, :width].copy()
 

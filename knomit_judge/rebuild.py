@@ -1,24 +1,46 @@
-"""`rebuild`: the db made again from the journal (verdicts), git (what was applied) and the corpus (derived tables)."""
+"""`rebuild`: the db's derived state made again from the corpus and the journal; `rebuild --check` compares.
+
+Derived (DESIGN "Storage classes"): parsed files, embeddings, neighbour lists, candidate lists and the
+journal marks; each verdict's applied and reverted state is read back from git. Sessions keep them
+incrementally, rebuild computes them from nothing, and the two must agree exactly: a kept candidate
+list that a rebuild would not make means the first review after `rebuild` asks questions no session
+ever had as candidates. `check` compares what the db holds, as the next session would use it, with a
+fresh computation in memory, names every difference, and writes nothing.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
+import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 
-from .candidate_lists import CandidateLists
+import numpy as np
+
+from .candidate_lists import CandidateLists, decode, inputs_digest
 from .config import load_config
 from .corpus import load_corpus
-from .embeddings import Embedder
+from .embeddings import Embedder, text_hash
+from .errors import CorpusLocked
 from .gitops import Lock, open_repo
-from .neighbours import Memory
+from .neighbours import DEPTH, Memory
+from .passes import subject_names
 from .passes.exact import DuplicateGroups
 from .passes.registry import all_passes
-from .recovery import recover
+from .recovery import recover, sync_git, sync_journal
 from .shortlist import remembered
 from .store import FileIndex, Store
 
 log = logging.getLogger(__name__)
+EXAMPLES = 3  # differences named per kind; the count says how many there are
+
+
+def derived_passes() -> list:
+    """Every pass whose candidate list is kept: exact duplicates first, as a session runs them."""
+    return [DuplicateGroups(), *all_passes().values()]
 
 
 def rebuild(root: Path | str) -> dict:
@@ -29,21 +51,18 @@ def rebuild(root: Path | str) -> dict:
     with Lock(repo) as lock:
         store = Store.for_corpus(root)
         try:
-            store.db.execute("DELETE FROM files")
-            store.db.execute("DELETE FROM embeddings")
-            store.db.execute("DELETE FROM neighbour_sets")
-            store.db.execute("DELETE FROM candidate_lists")
-            store.db.execute("DELETE FROM journal_marks")  # the whole journal is read again
+            for table in ("files", "embeddings", "neighbour_sets", "candidate_lists",
+                          "journal_marks"):  # journal_marks emptied: the whole journal is read again
+                store.db.execute(f"DELETE FROM {table}")
+            # Which verdicts are applied or reverted is read again from git and the journal (recover, below):
+            # only adding marks would keep one whose commit a `git reset` dropped, and never apply it again.
+            store.db.execute("UPDATE verdicts SET commit_sha = NULL, reverted = 0, revert_reason = NULL")
             store.db.conn.commit()
             notes = recover(root, repo, store, lock, keep_marks=True)
             index = FileIndex(store)
             corpus = load_corpus(root, config.corpus.max_fact_bytes, index, config.corpus)
             index.save()
-            ctx = SimpleNamespace(corpus=corpus, embedder=Embedder(store), config=config)
-            lists = CandidateLists(store)
-            with remembered(Memory(store)):
-                for p in [DuplicateGroups(), *all_passes().values()]:
-                    lists.candidates(p, ctx)  # embeds, searches and keeps exactly what a review would
+            Derivation(corpus, store, config).run()  # embeds, searches and keeps exactly what a review would
             for problem in corpus.problems:
                 log.warning("skipped %s", problem)
             for note in notes:
@@ -54,3 +73,245 @@ def rebuild(root: Path | str) -> dict:
                     "problems": len(corpus.problems)}
         finally:
             store.close()
+
+
+class _Recorder(Memory):
+    """A Memory that also keeps each search it answered, as stored (lists DEPTH x k deep), by (depth, digest).
+
+    Taken at once: a later search may update the same stored set into another one.
+    """
+
+    def __init__(self, store):
+        super().__init__(store)
+        self.searches: dict[tuple[int, str], tuple] = {}
+
+    def top_k(self, v, keys, rank, k):
+        out = super().top_k(v, keys, rank, k)
+        depth, digest = DEPTH * k, self.last["digest"]
+        found = next((s for s in self.store.neighbour_sets(depth) if s["digest"] == digest), None)
+        # not found: evicted at once (KEEP sets used within one millisecond); then the k-deep lists it gave
+        self.searches[depth, digest] = self.store.neighbour_set(found["id"]) if found else (keys, *out)
+        return out
+
+
+class _Embedder(Embedder):
+    """An Embedder that notes every text it was asked for."""
+
+    def __init__(self, store):
+        super().__init__(store)
+        self.texts: dict[str, str] = {}
+
+    def embed(self, texts):
+        self.texts.update((text_hash(t), t) for t in texts)
+        return super().embed(texts)
+
+
+class Derivation:
+    """Every pass's candidate list from `corpus` and `store`, as a session gets it (read back or computed).
+
+    Lists are kept plain, as (subject names, fingerprint, score) in rank order: no evidence is made.
+    """
+
+    def __init__(self, corpus, store: Store, config):
+        self.store = store
+        self.ctx = SimpleNamespace(corpus=corpus, embedder=_Embedder(store), config=config)
+        self.memory = _Recorder(store)
+        self.lists: dict[str, list[tuple]] = {}
+        self.how: dict[str, str] = {}  # stored | computed
+
+    def run(self, search_all: bool = False) -> "Derivation":
+        """`search_all`: lists read back are also computed, so every neighbour search the corpus needs is run."""
+        lists = CandidateLists(self.store)
+        with remembered(self.memory):
+            for p in derived_passes():
+                kept = lists.candidates(p, self.ctx)
+                self.how[p.name] = lists.last
+                if lists.last == "stored":
+                    row = self.store.candidate_list(p.name, inputs_digest(p.name, self.ctx))
+                    self.lists[p.name] = list(decode(row, _plain))
+                    if search_all:
+                        p.candidates(self.ctx)
+                else:
+                    self.lists[p.name] = [_plain(c.subject, c.fingerprint, c.score) for c in kept]
+        return self
+
+
+def _plain(subject: dict, fingerprint: str, score: float) -> tuple:
+    return tuple(subject_names(subject)), fingerprint, score
+
+
+@dataclass
+class CheckResult:
+    """What `rebuild --check` compared (items per table), and each difference it found, named."""
+
+    compared: dict[str, int] = field(default_factory=dict)
+    differences: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def equal(self) -> bool:
+        return not self.differences
+
+    def differ(self, table: str, what: str) -> None:
+        self.differences.append(f"{table}: {what}")
+
+    def lines(self) -> list[str]:
+        counts = ", ".join(f"{table} {n}" for table, n in self.compared.items())
+        return [*(f"differs: {d}" for d in self.differences), *(f"note: {n}" for n in self.notes),
+                f"compared: {counts}",
+                "equal: the db's derived state is what a fresh rebuild computes" if self.equal else
+                f"not equal: {len(self.differences)} difference(s) from a fresh rebuild"]
+
+    def json(self) -> dict:
+        return {"equal": self.equal, "compared": self.compared, "differences": self.differences, "notes": self.notes}
+
+
+def check(root: Path | str) -> CheckResult:
+    """Compare the db with a fresh rebuild computed in memory; write nothing (db, corpus, git)."""
+    root = Path(root).resolve()
+    repo = open_repo(root)
+    config = load_config(root)
+    result = CheckResult()
+    with _reading(repo):
+        kept, fresh = Store.read_only(root), Store(None)  # both in memory: the db file is only read
+        try:
+            _verdicts(root, repo, kept, fresh, result)
+            compare_derived(root, config, kept, fresh, result)
+        finally:
+            kept.close()
+            fresh.close()
+    return result
+
+
+def compare_derived(root: Path, config, kept: Store, fresh: Store, result: CheckResult | None = None) -> CheckResult:
+    """The derived tables of `kept` (a copy: it is written to) against a computation from nothing in `fresh`.
+
+    `fresh` is empty, or holds only the vectors to embed with (benchmarks give synthetic ones).
+    """
+    result = result or CheckResult()
+    corpus = load_corpus(root, config.corpus.max_fact_bytes, FileIndex(kept), config.corpus)
+    truth = load_corpus(root, config.corpus.max_fact_bytes, None, config.corpus)
+    _files(corpus, truth, result)
+    new = Derivation(truth, fresh, config).run()
+    _embeddings(new, kept, result)
+    old = Derivation(corpus, kept, config).run(search_all=True)
+    _neighbours(new, old, result)
+    _candidates(new, old, result)
+    return result
+
+
+@contextlib.contextmanager
+def _reading(repo):
+    """Hold the session lock shared while comparing, so no session changes the db meanwhile; never create it."""
+    path = Lock(repo).path
+    if not path.exists():
+        yield
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 4096).decode(errors="replace").strip() or "unknown holder"
+            raise CorpusLocked(f"corpus is locked by another session: {holder}; check once it is done") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def _examples(items) -> str:
+    items = list(items)
+    return ", ".join(str(i) for i in items[:EXAMPLES]) + (", ..." if len(items) > EXAMPLES else "")
+
+
+def _verdicts(root, repo, kept: Store, fresh: Store, result: CheckResult) -> None:
+    """The verdict rows as the journal and git give them, against the db's."""
+    sync_journal(root, fresh, keep_marks=False)
+    sync_git(repo, fresh)
+    want = {r["id"]: r for r in fresh.db["verdicts"].rows}
+    have = {r["id"]: r for r in kept.db["verdicts"].rows}
+    result.compared["verdicts"] = len(want)
+    if only := sorted(set(have) - set(want)):
+        result.differ("verdicts", f"{len(only)} in the db but not in the journal: {_examples(only)}")
+    if only := sorted(set(want) - set(have)):
+        result.differ("verdicts", f"{len(only)} in the journal but not in the db "
+                                  f"(the next session imports them): {_examples(only)}")
+    for vid in sorted(set(want) & set(have)):
+        changed = [k for k in want[vid] if want[vid][k] != have[vid].get(k)]
+        if changed:
+            result.differ("verdicts", f"{vid}: " + "; ".join(
+                f"{k} is {have[vid].get(k)!r} in the db, {want[vid][k]!r} from the journal and git" for k in changed))
+
+
+def _files(corpus, truth, result: CheckResult) -> None:
+    """Facts as the file index gives them (unchanged files unparsed), against every file parsed again."""
+    result.compared["files"] = len(truth.facts)
+    if only := sorted(set(corpus.facts) ^ set(truth.facts)):
+        result.differ("files", f"{len(only)} fact(s) read differently: {_examples(only)}")
+    stale = sorted(p for p in set(corpus.facts) & set(truth.facts) if corpus.facts[p] != truth.facts[p])
+    if stale:
+        result.differ("files", f"{len(stale)} fact(s) kept parsed unlike the file now: {_examples(stale)}")
+
+
+def _embeddings(new: Derivation, kept: Store, result: CheckResult) -> None:
+    """Each kept vector of a text the passes embed, bit for bit against the one computed now."""
+    texts = new.ctx.embedder.texts
+    model = new.ctx.embedder.model_name
+    have = kept.embeddings(model, list(texts))
+    want = new.store.embeddings(model, list(have))
+    result.compared["embeddings"] = len(have)
+    differ = sorted(h for h in have if not np.array_equal(have[h], want[h]))
+    if differ:
+        cos = min(float(have[h] @ want[h]) for h in differ)
+        names = [repr(texts[h].split("\n", 1)[0][:60]) for h in differ]
+        result.differ("embeddings", f"{len(differ)} of {len(have)} kept vectors differ from a fresh one "
+                                    f"(lowest cosine {cos:.4f}): {_examples(names)}")
+    if missing := len(texts) - len(have):
+        result.notes.append(f"embeddings: {missing} of {len(texts)} texts not embedded yet "
+                            "(the next session embeds them)")
+
+
+def _neighbours(new: Derivation, old: Derivation, result: CheckResult) -> None:
+    """Each search the passes need, as the db keeps it, against a full exact search of the same vectors."""
+    result.compared["neighbour lists"] = len(new.memory.searches)
+    for (depth, digest), (keys, want_idx, want_sims) in new.memory.searches.items():
+        if (depth, digest) not in old.memory.searches:
+            result.differ("neighbour lists", f"the kept state never searches the {len(keys)} rows a fresh rebuild "
+                                             "does (their vectors differ: see embeddings)")
+            continue
+        _, idx, sims = old.memory.searches[depth, digest]
+        need = min(depth // DEPTH, len(keys) - 1)
+        bad = [i for i in range(len(keys)) if not _prefix(idx[i], sims[i], want_idx[i], want_sims[i], need)]
+        if bad:
+            result.differ("neighbour lists", f"{len(bad)} of {len(keys)} rows' kept neighbours are not their exact "
+                                             f"nearest (search of depth {depth}): rows {_examples(bad)}")
+
+
+def _prefix(idx, sims, want_idx, want_sims, need: int) -> bool:
+    """A kept list is the exact top-m of its row for some m (at least `need`): a prefix of the full list."""
+    m = int((idx >= 0).sum())
+    return m >= need and np.array_equal(idx[:m], want_idx[:m]) and np.array_equal(sims[:m], want_sims[:m])
+
+
+def _candidates(new: Derivation, old: Derivation, result: CheckResult) -> None:
+    """Each pass's list as the next session gets it (read back, or computed from kept state) against a fresh one."""
+    result.compared["candidate lists"] = len(new.lists)
+    for name, want in new.lists.items():
+        have = old.lists[name]
+        if want == have:
+            continue
+        how = f"{name} ({'read back' if old.how[name] == 'stored' else 'computed from the kept state'})"
+        w, h = {s[0]: s for s in want}, {s[0]: s for s in have}
+        said = False
+        if only := [" ~ ".join(s) for s in h if s not in w]:
+            result.differ("candidate lists", f"{how}: {len(only)} only in the kept list: {_examples(only)}")
+            said = True
+        if only := [" ~ ".join(s) for s in w if s not in h]:
+            result.differ("candidate lists", f"{how}: {len(only)} only in a fresh computation: {_examples(only)}")
+            said = True
+        if other := [" ~ ".join(s) for s in w if s in h and w[s] != h[s]]:
+            result.differ("candidate lists",
+                          f"{how}: {len(other)} with another fingerprint or score: {_examples(other)}")
+            said = True
+        if not said:
+            result.differ("candidate lists", f"{how}: the same {len(want)} candidates in another order")

@@ -18,6 +18,7 @@ from .embeddings import Embedder
 from .errors import BadFact, DecisionRefused, KnomitError
 from .gitops import Applier, Decision, Lock, decision_trailers, dirty_paths, message, open_repo
 from .judge import Judge, ScriptedBackend, judge_kind, make_backend, swap_sampled
+from . import metrics
 from .passes import JUDGED_PASSES, Candidate, Change, subject_names
 from .passes.exact import DuplicateGroups, exact_change, exact_verdict
 from .passes.registry import all_passes
@@ -25,6 +26,7 @@ from .precision import gate as precision_gate
 from .recovery import recover
 from .neighbours import Memory
 from .shortlist import gc_paused, remembered
+from .spend import Caps, summarise
 from .status import PassResult, total_cost
 from .store import FileIndex, Store
 from .throttle import Allowance, assess, record
@@ -41,6 +43,7 @@ class ReviewOptions:
     judge: str = "anthropic"
     stop: threading.Event | None = None  # once set, nothing new is offered; judgments in flight finish
     batch: bool | None = None  # submit offered questions as a Message Batch; None: judge.mode decides
+    metrics_file: Path | None = None  # review --metrics-file: wins over [metrics] textfile
 
 
 @dataclass
@@ -57,6 +60,7 @@ class SessionResult:
     embedded: int = 0  # texts embedded this session (0 when nothing changed: the model is not even loaded)
     parsed: int = 0  # fact files parsed this session (unchanged ones come from the file index)
     corpus: CorpusReport | None = None  # what was read: no fact read is broken, never a silent zero
+    spend: dict | None = None  # spend.Spend.json() after the session: today, 7 and 30 days, per pass, projection
 
     @property
     def broken(self) -> bool:
@@ -94,6 +98,7 @@ class SessionResult:
                 "problems": [{"path": p.path, "line": p.line, "reason": p.reason} for p in self.problems],
                 "notes": self.notes, "batches": self.batches, "embedded": self.embedded, "parsed": self.parsed,
                 **({"corpus": self.corpus.json()} if self.corpus else {}),
+                **({"spend": self.spend} if self.spend is not None else {}),
                 **({"plan": self.plan, "estimate_usd": self.estimate_usd} if self.dry_run else {})}
 
 
@@ -120,6 +125,9 @@ class Context:
     fresh: dict[str, set] = field(default_factory=dict)  # pass -> the facts or spellings changed since its last session
     since: dict[str, tuple] = field(default_factory=dict)  # pass -> when its last recorded session started, ended
     new: dict[str, set] = field(default_factory=dict)  # pass -> the fresh names the writer brought: owed a question
+    caps: Caps | None = None  # the session's dollar caps, with what the day and month spent before it
+    asked: int = 0  # questions that came back from the judge this session
+    in_flight: int = 0  # questions with the judge now
     _judge: Judge | None = None
 
     @property
@@ -137,7 +145,13 @@ class Context:
         gathered = self.batches.estimated_usd if self.batches else 0.0  # a batch to submit counts at its estimate
         if self._judge is None:
             return gathered
-        return self._judge.spent() + gathered  # the priced part: an unknown cost must not lift the cap
+        return self._judge.spent() + gathered  # unknown costs at their bound: an unknown cost must not lift a cap
+
+    def next_usd(self) -> float:
+        """What the questions in flight and one more should cost: at this session's mean once it has one,
+        before that at the last 30 days' (0 on a corpus never asked)."""
+        mean = self.spent() / self.asked if self.asked else self.caps.usd_per_question
+        return mean * (self.in_flight + 1)
 
 
 def new_session_id() -> str:
@@ -154,18 +168,33 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
         # a bad --judge or replies file fails here, before a session starts and stores anything;
         # the real judge is made only when a question needs it (a caught-up corpus needs no key)
         make_backend(options.judge, config)
+    elif not options.dry_run:
+        config.require_price(config.judge.model)  # no price, no cap that holds: exit 2 before anything is asked
     if options.dry_run:
         # Dry run: an in-memory copy of the db, no lock, no recovery: not one byte is written.
         store = Store.read_only(root)
         with remembered(Memory(store)):
-            return asyncio.run(_session(root, repo, config, store, options, []))
+            result = asyncio.run(_session(root, repo, config, store, options, []))
+        result.spend = summarise(store, config).json()
+        model = config.judge.model
+        if options.judge == "anthropic" and config.price(model) is None:
+            result.notes.append(f'no price for {model}: a real session exits 2 until [prices."{model}"] '
+                                "input_per_mtok and output_per_mtok are set")
+        return result
+    metrics_path = metrics.textfile(root, repo, config, options.metrics_file)  # a bad path exits 2 now
     with Lock(repo) as lock:
         store = Store.for_corpus(root)
+        ran = False
         try:
             notes = recover(root, repo, store, lock, keep_marks=True)
             with remembered(Memory(store)):  # neighbour lists are searched again only where vectors changed
-                return asyncio.run(_session(root, repo, config, store, options, notes))
+                ran = True
+                result = asyncio.run(_session(root, repo, config, store, options, notes))
+            result.spend = summarise(store, config).json()
+            return result
         finally:
+            if ran and metrics_path:  # after a session that raised too: it recorded itself as aborted
+                metrics.write(metrics_path, root, store, config, judge_kind(options.judge))
             store.close()
 
 
@@ -186,6 +215,7 @@ async def _session(root, repo, config, store, options, notes) -> SessionResult:
                   options, result.session, clean=not dirty, commits=result.commits, problems=result.problems)
     ctx.batches = Batches(store, result.session, batch_mode(options.batch, config, options.judge))
     ctx.index = index
+    ctx.caps = Caps.for_session(store, config)
     if not options.dry_run:
         store.start_session(result.session)
     try:
@@ -473,6 +503,7 @@ def finish_pass(p, ctx: Context, r: PassResult, t) -> None:
     ledger = ctx._judge.ledgers.get(p.name) if ctx._judge else None
     if ledger:
         r.judge_calls, r.attempts, r.cost_usd = ledger.calls, ledger.attempts, ledger.cost_usd
+        r.charged_usd = round(ledger.charged_usd, 6)
     if r.cost_usd is None:
         r.notes.append("cost incomplete: a call reported no usage or its model has no price")
     if not ctx.options.dry_run:
@@ -499,8 +530,8 @@ async def judge_all(p, offer: list[Candidate], ctx: Context, r: PassResult, paid
         """Why nothing new may be offered now, if so."""
         if stop is not None and stop.is_set():
             return "stopping"
-        if ctx.spent() >= cfg.max_cost_usd and (c is None or c.fingerprint not in paid):
-            return f"session cost cap ${cfg.max_cost_usd:g} reached"
+        if (why := ctx.caps.reached(ctx.spent(), ctx.next_usd())) and (c is None or c.fingerprint not in paid):
+            return why  # session, day or month: the rest waits
         return None
 
     allowance = ctx.allowances[p.name]
@@ -535,7 +566,12 @@ async def judge_all(p, offer: list[Candidate], ctx: Context, r: PassResult, paid
                 if ctx.batches.submitting and ctx.batches.gather(ctx.judge, p, c):
                     r.batched += 1  # asked in the session's Message Batch; the next session collects the answer
                     continue
-                out = await ctx.judge.ask(p, c)
+                ctx.in_flight += 1  # what is with the judge counts toward the caps' next question
+                try:
+                    out = await ctx.judge.ask(p, c)
+                finally:
+                    ctx.in_flight -= 1
+                ctx.asked += 1
                 if out.kind == "verdict":
                     v = Verdict(pass_name=p.name, fingerprint=c.fingerprint, subject=c.subject, answer=out.answer,
                                 is_yes=out.answer in p.yes, rationale=out.rationale, model=ctx.judge.model,

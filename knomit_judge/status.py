@@ -27,6 +27,7 @@ class PassResult:
     judge_calls: int = 0
     attempts: int = 0
     cost_usd: float | None = 0.0
+    charged_usd: float = 0.0  # what the dollar caps counted: cost_usd, with calls of unknown cost at their bound
     throttle: str = ""
     notes: list[str] = field(default_factory=list)
     first_error: str = ""

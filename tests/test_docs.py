@@ -91,15 +91,16 @@ def test_a_key_without_a_why_or_a_why_without_a_key_is_flagged(docs_copy):
 
 
 def test_make_docs_picks_up_a_new_key_a_new_section_and_a_new_command(docs_copy, monkeypatch):
+    # keys no Config has (budget.max_usd_per_day and [metrics] were this example until they were added)
     @dataclasses.dataclass
-    class Metrics:
-        textfile: str = ""
+    class Alerts:
+        webhook: str = ""
 
     @dataclasses.dataclass
     class Budget(type(docgen.Config().budget)):
-        max_usd_per_day: float = 0.0
+        max_usd_per_week: float = 0.0
 
-    sections = {**docgen.config_sections(), "budget": Budget, "metrics": Metrics}
+    sections = {**docgen.config_sections(), "budget": Budget, "alerts": Alerts}
     monkeypatch.setattr(docgen, "config_sections", lambda: sections)
     cli_text = (docs_copy / "cli.md").read_text(encoding="utf-8")
     (docs_copy / "cli.md").write_text(re.sub(r"### knomit-judge status\n\n<!-- docgen: help status -->.*?"
@@ -108,13 +109,13 @@ def test_make_docs_picks_up_a_new_key_a_new_section_and_a_new_command(docs_copy,
 
     assert docgen.main(["--docs", str(docs_copy)]) == 1  # written, but two keys still owe a why
     config = (docs_copy / "configuration.md").read_text(encoding="utf-8")
-    assert "| `max_usd_per_day` | float | `0.0` | **no why yet**" in config
-    assert "## [metrics]\n\n<!-- docgen: config metrics -->" in config
-    assert config.rstrip().endswith("-->") and config.index("[metrics]") < config.index("<!-- docgen-why")
+    assert "| `max_usd_per_week` | float | `0.0` | **no why yet**" in config
+    assert "## [alerts]\n\n<!-- docgen: config alerts -->" in config
+    assert config.rstrip().endswith("-->") and config.index("[alerts]") < config.index("<!-- docgen-why")
     assert "### knomit-judge status\n\n<!-- docgen: help status -->\n```text\nUsage: knomit-judge status" in (
         docs_copy / "cli.md").read_text(encoding="utf-8")
     assert sorted(p for p in docgen.problems(docs_copy)) == [
-        "configuration.md: budget.max_usd_per_day has no why", "configuration.md: metrics.textfile has no why"]
+        "configuration.md: alerts.webhook has no why", "configuration.md: budget.max_usd_per_week has no why"]
 
 
 def test_make_demo_and_test_install_nothing_outside_the_clone_and_venv(tmp_path):

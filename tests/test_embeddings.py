@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import io
 import logging
+import os
+import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from knomit_judge import embeddings
 from knomit_judge.embeddings import Embedder
-from knomit_judge.encoders import CACHE_ENV, MODEL_NAME, cache_key, exported, load_encoder
+from knomit_judge.encoders import BACKENDS, CACHE_ENV, cache_dir, cache_key, exported, load_encoder
 from knomit_judge.store import Store
 
 TEXTS = [
@@ -34,7 +37,7 @@ def test_onnx_vectors_match_pytorch_and_are_cached_under_their_own_key(tmp_path)
     assert cos.min() > 0.98
     np.testing.assert_allclose(np.linalg.norm(v_onnx, axis=1), 1.0, atol=1e-5)
     models = {r[0]: r[1] for r in store.db.execute("SELECT model, count(*) FROM embeddings GROUP BY model")}
-    assert models == {MODEL_NAME: len(TEXTS), cache_key("onnx-int8"): len(TEXTS)}
+    assert models == {cache_key("torch"): len(TEXTS), cache_key("onnx-int8"): len(TEXTS)}
     again = Embedder(store, backend="onnx-int8")
     assert (again.embed(TEXTS) == v_onnx).all() and again.computed == 0 and not again.model_loaded
     store.close()
@@ -61,10 +64,10 @@ def test_an_export_that_fails_falls_back_to_pytorch_under_its_key(tmp_path, monk
     embedder = Embedder(store, backend="onnx-int8")
     with caplog.at_level(logging.WARNING):
         vectors = embedder.embed(TEXTS)
-    assert embedder.backend == "torch" and embedder.model_name == MODEL_NAME
+    assert embedder.backend == "torch" and embedder.model_name == cache_key("torch")
     assert "using PyTorch" in caplog.text
     models = [r[0] for r in store.db.execute("SELECT DISTINCT model FROM embeddings")]
-    assert models == [MODEL_NAME]
+    assert models == [cache_key("torch")]
     assert vectors.shape == (len(TEXTS), 384)
     store.close()
 
@@ -97,3 +100,61 @@ def test_no_progress_bar_off_a_terminal_or_when_quick(tmp_path, monkeypatch):
     for shown in (err.getvalue(), sys.stderr.getvalue()):  # log lines may be there, a bar never
         assert "texts/s" not in shown and "ETA" not in shown and "━" not in shown
     store.close()
+
+
+# Lengths from 3 to ~300 tokens (cut at 256), so batches of them were padded, and a batch's activations spread.
+MIXED = [*TEXTS, "retry storm", "cache stampede on expiry", "NHI", "Agent-to-Agent protocol (A2A)",
+         *(f"Fact {i}: " + " ".join(f"clause {j} of a body about queues and penalties" for j in range(i * i))
+           for i in (1, 3, 5, 7))]
+FRESH = """
+import sys
+import numpy as np
+from knomit_judge.encoders import load_encoder
+texts = sys.stdin.read().split("\\x1e")
+np.savez(sys.argv[1], **{b: load_encoder(b).encode(texts, 32) for b in sys.argv[2:]})
+"""
+
+
+@pytest.fixture(scope="module")
+def fresh_process(tmp_path_factory):
+    """MIXED embedded by every backend in another process, whose HOME is an empty directory."""
+    tmp = tmp_path_factory.mktemp("fresh")
+    home = tmp / "home"
+    home.mkdir()
+    out = tmp / "vectors.npz"
+    env = {**os.environ, "HOME": str(home), CACHE_ENV: str(cache_dir())}
+    env.pop("XDG_CACHE_HOME", None)
+    env.pop("ORT_DISABLE_TELEMETRY", None)  # the tool must set it itself
+    subprocess.run([sys.executable, "-c", FRESH, str(out), *BACKENDS], input="\x1e".join(MIXED), text=True,
+                   env=env, check=True, capture_output=True)
+    return home, dict(np.load(out))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_text_gets_the_same_vector_bit_for_bit_alone_in_any_batch_order_or_process(backend, fresh_process):
+    encoder = load_encoder(backend)
+    assert encoder.backend == backend
+    alone = np.stack([encoder.encode([t], 32)[0] for t in MIXED])
+    assert alone.dtype == np.float32
+    assert (encoder.encode(MIXED, 32) == alone).all(), "in one batch"
+    assert (encoder.encode(MIXED[::-1], 3)[::-1] == alone).all(), "in batches of 3, in reverse order"
+    assert (fresh_process[1][backend] == alone).all(), "in a fresh process"
+
+
+def test_vectors_cached_a_few_at_a_time_equal_a_full_embedding_in_an_empty_db(tmp_path):
+    """What sessions do (embed the changed texts only) and what rebuild does (embed all at once) agree."""
+    store = Store(tmp_path / "kept.db")
+    for start in range(0, len(MIXED), 5):
+        Embedder(store).embed(MIXED[start:start + 5])
+    kept = Embedder(store)
+    vectors = kept.embed(MIXED[::-1])
+    assert kept.computed == 0
+    fresh = Embedder(Store(tmp_path / "fresh.db"), batch_size=32).embed(MIXED[::-1])
+    assert (vectors == fresh).all()
+
+
+def test_loading_the_encoder_writes_nothing_in_home_and_turns_onnxruntime_telemetry_off(fresh_process):
+    home, _ = fresh_process
+    assert [p.relative_to(home).as_posix() for p in home.rglob("*")] == []  # no .cache/Microsoft/DeveloperTools
+    load_encoder("onnx-int8")
+    assert os.environ["ORT_DISABLE_TELEMETRY"] == "1"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 from conftest import tree_digest, write_config
+from messages_server import DEFAULT_REPLY, text
 from test_throttle import motif_repo, session
 
 from knomit_judge.cli import cli
@@ -34,7 +35,8 @@ def test_every_session_is_recorded_with_counts_cost_and_commits(tmp_path, judge_
     first = review(repo.root, ReviewOptions(passes=("alias",)))
     # a larger opening cap: the balance, derived from the verdicts, is 6 - 2 = 4 questions
     write_config(repo, repo.read("knomit-judge.toml").replace("optimistic_cap = 2", "optimistic_cap = 6"))
-    monkeypatch.setenv("KNOMIT_JUDGE_MODEL", "claude-unpriced-9")  # no price: its cost is unknown
+    # a model with no price now exits 2 (test_spend); a reply without usage still makes the cost unknown
+    judge_env.responder = lambda req, n: text(DEFAULT_REPLY, usage=False)
     second = review(repo.root, ReviewOptions(passes=("alias",)))
     review(repo.root, ReviewOptions(dry_run=True))  # a dry run writes nothing, so records no session
 

@@ -1,0 +1,595 @@
+#!/usr/bin/env python3
+"""bench_living: judge attention on a living knowledge base, one default review per day (issue 21).
+
+    .venv/bin/python benchmarks/bench_living.py [--days N] [--extra 2] [--keep DIR] [--json]
+    .venv/bin/python benchmarks/bench_living.py --synthetic [--facts 10000] [--days 4] [--seed 0]
+
+Real history (the default): ../shared/data/aekb-history.bundle (skipped when absent), the agent branch
+replayed day by day. The writer's state of each day is the branch's last commit of that day (its own
+time zone) with knomit's reviewer taken out: the facts its standing dedups removed are put back and the
+front-matter lines its `dedup: merge` commits added to the survivor are restored (a dedup that a later
+`learn: Restore ...` commit undid is left to the writer, who restored the fact himself). That state is
+committed on a `writer` branch of a scratch corpus and merged into the reviewed branch as a writer's
+branch merges (`git merge -X theirs`; a fact the reviewer retired and the writer edited comes back: the
+writer's edit wins). Then one default `knomit-judge review --json` runs, through the real CLI and the
+real SDK, against a loopback Messages API judge (tests/messages_server.py) that answers from labels only:
+  prune: merge for the five standing dedup pairs (read from the bundle's `dedup: merge A into B` commits),
+         distinct for everything else; the judge tells facts apart by the titles in its evidence;
+  alias: same for the entity spellings labelled in benchmarks/data/aekb-entity-aliases.tsv (spellings and
+         our judgement only), different for everything else;
+  discovery: no.
+Usage is the prompt's characters / 4 plus the forced tool's overhead, priced as claude-sonnet-4-5.
+The corpus reviews entity spellings (`[corpus] motif_keys = ["motifs", "entities"]`, as init suggests
+for a knomit KB); every other key is the default `init` writes.
+
+--synthetic: gen_corpus.py's mechanism corpus at scale: --facts facts on day 1, then each day 1% of them
+new or edited (half each), with planted paraphrase duplicates arriving over the days; the judge answers
+from the generator's truth (its alias and duplicate pairs). Same figures.
+
+Printed per day: facts, questions, calls, $, pass states and decisions; in total: $, $ per resolution,
+calls per question, sessions from a duplicate's appearance to its merge, calls on the unchanged corpus
+in --extra sessions after the last day, and `knomit-judge rebuild --check` when the CLI has it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks"), str(ROOT / "tests")]
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from messages_server import MessagesServer, tool  # noqa: E402
+
+from knomit_judge.config import load_config  # noqa: E402
+from knomit_judge.corpus import load_corpus  # noqa: E402
+
+BUNDLE = ROOT.parent / "shared" / "data" / "aekb-history.bundle"
+if not BUNDLE.exists():  # a worktree sits one level deeper than the clone
+    BUNDLE = Path("/work/shared/data/aekb-history.bundle")
+AGENT = "origin/agent/mindev.local-8ef0cd32"
+ALIASES = ROOT / "benchmarks" / "data" / "aekb-entity-aliases.tsv"
+MODEL = "claude-sonnet-4-5"
+TOOL_OVERHEAD = 313  # input tokens the API adds for a forced tool (tool_choice "tool")
+QUIET = 3  # a day on which the writer added or edited at most this many facts is a quiet day
+
+
+def git(cwd: Path, *args: str, env: dict | None = None, check: bool = True, data: bytes | None = None) -> str:
+    r = subprocess.run(["git", "-c", "user.name=writer", "-c", "user.email=writer@localhost", "-c",
+                        "commit.gpgsign=false", "-c", "gc.auto=0", "-C", str(cwd), *args],
+                       capture_output=True, input=data, env={**os.environ, **(env or {})})
+    if check and r.returncode:
+        raise RuntimeError(f"git {' '.join(args)}: {r.stderr.decode(errors='replace')}")
+    return r.stdout.decode(errors="replace")
+
+
+# -- the labelled judge ---------------------------------------------------------------------------------
+class Spellings:
+    """Alias labels as groups: two spellings are one thing when a chain of labelled pairs joins them."""
+
+    def __init__(self, pairs) -> None:
+        self.parent: dict[str, str] = {}
+        for a, b in pairs:
+            self.parent[self.find(a)] = self.find(b)
+
+    def find(self, x: str) -> str:
+        while self.parent.setdefault(x, x) != x:
+            x = self.parent[x]
+        return x
+
+    def same(self, a: str, b: str) -> bool:
+        return a in self.parent and b in self.parent and self.find(a) == self.find(b)
+
+
+def read_alias_labels(path: Path) -> list[tuple[str, str]]:
+    """The `same` rows of a labels TSV (spelling_a, spelling_b, judgement, note); # starts a comment."""
+    pairs = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        cols = line.split("\t")
+        if len(cols) < 3 or cols[2] not in ("same", "different"):
+            raise SystemExit(f"{path}:{n}: expected spelling_a<TAB>spelling_b<TAB>same|different[<TAB>note]")
+        if cols[2] == "same":
+            pairs.append((cols[0], cols[1]))
+    return pairs
+
+
+@dataclass
+class LabelJudge:
+    """Answers Messages requests from labels alone: the evidence's spellings or titles, looked up."""
+
+    spellings: Spellings
+    duplicates: set  # frozensets of two fact paths
+    titles: dict = field(default_factory=dict)  # title -> paths, refreshed from the corpus before each session
+    asked: dict = field(default_factory=lambda: defaultdict(int))
+    questions: set = field(default_factory=set)  # this session's distinct questions that reached the judge
+
+    def refresh(self, corpus: Path) -> None:
+        titles = defaultdict(set)
+        for fact in load_corpus(corpus, layout=load_config(corpus).corpus).facts.values():
+            titles[fact.title].add(fact.path)
+        self.titles = titles
+
+    def answer(self, kind: str, ev: dict) -> dict:
+        if kind == "alias":
+            same = self.spellings.same(ev["motif_a"]["spelling"], ev["motif_b"]["spelling"])
+            return {"same": True, "mechanism": "Both spellings name the same thing."} if same else \
+                {"same": False, "mechanism": ""}
+        if kind == "prune":
+            a, b = (self.titles.get(ev[k]["title"], ()) for k in ("fact_a", "fact_b"))
+            if any(frozenset((x, y)) in self.duplicates for x in a for y in b):
+                return {"decision": "merge", "rationale": "Both state the same claim."}
+            return {"decision": "distinct", "rationale": "They make different claims."}
+        return {"entails": False, "fact": None, "rationale": "Nothing new follows from the group."}
+
+    def __call__(self, req, n):
+        body = req.body
+        kind = ((body.get("tool_choice") or {}).get("name") or "").removesuffix("_reply")
+        m = re.search(r"<evidence>\n(.*)\n</evidence>", req.prompt, re.S)
+        ev = json.loads(m.group(1)) if m else {}
+        if kind not in ("alias", "prune", "discovery"):  # a text-only request: read the pass from the prompt
+            kind = "alias" if "motif_a" in ev else "prune" if "fact_a" in ev else "discovery"
+        self.asked[kind] += 1
+        # one question, whichever order it is asked in: calls per question is what one order saves
+        self.questions.add((kind, frozenset(json.dumps(v, sort_keys=True) for v in ev.values())))
+        answer = self.answer(kind, ev)
+        chars = len(req.system) + len(req.prompt) + len(json.dumps(body.get("tools") or []))
+        return tool(answer, input_tokens=chars // 4 + TOOL_OVERHEAD, output_tokens=len(json.dumps(answer)) // 4 + 30)
+
+
+# -- the replay ------------------------------------------------------------------------------------------
+@dataclass
+class Day:
+    label: str
+    files: dict  # path -> bytes: the writer's whole tree that day
+    stamp: str  # git date for the writer's commit
+    session_at: datetime  # when that day's review runs: after the writer's day has ended
+
+
+@dataclass
+class Row:
+    day: str
+    facts: int
+    changed: int
+    questions: int  # judged, as review --json counts them (reply-cache hits included)
+    asked: int  # distinct questions that reached the judge (one or both orders)
+    calls: int
+    cost: float | None
+    states: dict
+    resolved: dict
+    commits: int
+    merged: list
+    seconds: float
+
+
+# The replay runs in minutes what took weeks, so every session must run on its own day, or spend kept per UTC day
+# and month (budget.max_usd_per_day / _per_month) would add the whole replay into one day. The CLI runs as its
+# console script does, with datetime.now() (and the git dates of its commits) moved to the replayed day.
+CLOCK = """
+import datetime as _dt, os, sys
+_real = _dt.datetime
+_shift = _real.fromisoformat(os.environ.get("KNOMIT_BENCH_NOW") or _real.now(_dt.timezone.utc).isoformat()) \
+    - _real.now(_dt.timezone.utc)
+class _ReplayClock(_real):
+    @classmethod
+    def now(cls, tz=None):
+        t = _real.now(_dt.timezone.utc) + _shift
+        return t.astimezone(tz) if tz else t.astimezone().replace(tzinfo=None)
+    @classmethod
+    def utcnow(cls):
+        return (_real.now(_dt.timezone.utc) + _shift).replace(tzinfo=None)
+if os.environ.get("KNOMIT_BENCH_NOW"):
+    _dt.datetime = _ReplayClock
+from knomit_judge.cli import main
+sys.exit(main())
+"""
+
+
+def cli(*args: str, env: dict, at: datetime | None = None) -> subprocess.CompletedProcess:
+    """The real command line (its console-script entry point) on this tree's code, its clock at `at`."""
+    when = {} if at is None else {"KNOMIT_BENCH_NOW": at.isoformat(), "GIT_AUTHOR_DATE": at.isoformat(),
+                                  "GIT_COMMITTER_DATE": at.isoformat()}
+    return subprocess.run([sys.executable, "-c", CLOCK, *args], capture_output=True, text=True,
+                          env={**env, **when})
+
+
+class Replay:
+    """A scratch corpus: a `writer` branch taking each day's state, merged into the reviewed `main`."""
+
+    def __init__(self, work: Path, judge: LabelJudge, server: MessagesServer, motif_keys: list[str] | None) -> None:
+        self.root, self.wt = work / "corpus", work / "writer"
+        self.judge, self.server, self.motif_keys = judge, server, motif_keys
+        self.state: dict = {}
+        self.env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "sk-ant-bench-dummy",
+                    "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+        self.env.pop("KNOMIT_JUDGE_MODEL", None)
+
+    def write(self, day: Day) -> int:
+        """Commit the day's writer tree on `writer`; return how many files it added or changed."""
+        changed = 0
+        for path in set(self.state) - set(day.files):
+            (self.wt / path).unlink()
+        for path, data in day.files.items():
+            if self.state.get(path) != data:
+                changed += path.endswith(".md") and path.startswith(("kb/", "facts/"))  # facts only
+                (self.wt / path).parent.mkdir(parents=True, exist_ok=True)
+                (self.wt / path).write_bytes(data)
+        self.state = dict(day.files)
+        git(self.wt, "add", "-A")
+        env = {"GIT_AUTHOR_DATE": day.stamp, "GIT_COMMITTER_DATE": day.stamp}
+        git(self.wt, "commit", "-q", "--allow-empty", "-m", f"writer: {day.label}", env=env)
+        return changed
+
+    def start(self, day: Day) -> int:
+        self.root.mkdir(parents=True)
+        git(self.root, "init", "-q", "-b", "main")
+        git(self.root, "commit", "-q", "--allow-empty", "-m", "empty")
+        git(self.root, "worktree", "add", "-q", "-b", "writer", str(self.wt), "main")
+        changed = self.write(day)
+        git(self.root, "merge", "-q", "--ff-only", "writer")
+        r = cli("init", str(self.root), env=self.env, at=day.session_at)
+        if r.returncode:
+            raise RuntimeError(f"knomit-judge init: {r.stderr}")
+        if self.motif_keys:
+            toml = self.root / "knomit-judge.toml"
+            text = re.sub(r"^motif_keys = \[[^\]]*\]", "motif_keys = " + json.dumps(self.motif_keys),
+                          toml.read_text(), count=1, flags=re.M)
+            toml.write_text(text)
+            git(self.root, "commit", "-q", "-am", "bench: review entity spellings too")
+        return changed
+
+    def merge(self, day: Day) -> int:
+        """The writer's day merged into the reviewed corpus; a conflict goes the writer's way."""
+        changed = self.write(day)
+        env = {"GIT_AUTHOR_DATE": day.stamp, "GIT_COMMITTER_DATE": day.stamp}
+        r = subprocess.run(["git", "-c", "user.name=writer", "-c", "user.email=writer@localhost", "-C",
+                            str(self.root), "merge", "-q", "--no-edit", "-X", "theirs", "writer"],
+                           capture_output=True, text=True, env={**os.environ, **env})
+        if r.returncode:
+            # modify/delete: the reviewer retired a fact the writer then edited; the writer's edit wins
+            for path in git(self.root, "diff", "--name-only", "--diff-filter=U").split("\n"):
+                if not path:
+                    continue
+                if path in day.files:
+                    git(self.root, "checkout", "--theirs", "--", path)
+                    git(self.root, "add", "--", path)
+                else:
+                    git(self.root, "rm", "-q", "--", path)
+            git(self.root, "commit", "-q", "--no-edit", env=env)
+        return changed
+
+    def session(self, label: str, changed: int, pairs: dict, at: datetime) -> Row:
+        self.judge.refresh(self.root)
+        self.judge.questions = set()
+        before = self.server.calls
+        t0 = time.perf_counter()
+        r = cli("review", str(self.root), "--json", env=self.env, at=at)
+        seconds = time.perf_counter() - t0
+        if r.returncode not in (0, 1):
+            raise RuntimeError(f"knomit-judge review exited {r.returncode}: {r.stderr[-2000:]}")
+        out = json.loads(r.stdout)
+        passes = out["passes"]
+        facts = (out.get("corpus") or {}).get("read", 0)
+        merged = [name for name, (a, b) in pairs.items() if retired(self.root / a) or retired(self.root / b)]
+        return Row(label, facts, changed, sum(p.get("judged", 0) for p in passes.values()), len(self.judge.questions),
+                   self.server.calls - before,
+                   out.get("cost_usd"), {k: p["state"] for k, p in passes.items()},
+                   {k: p.get("resolved", 0) for k, p in passes.items()}, len(out.get("commits", [])), merged, seconds)
+
+
+def retired(path: Path) -> bool:
+    """Gone (retract = "delete") or marked `status: retracted` in its front matter (retract = "status")."""
+    if not path.exists():
+        return True
+    text = path.read_text(encoding="utf-8", errors="replace")
+    front = text[4:].split("\n---\n", 1)[0] if text.startswith("---\n") else ""
+    return re.search(r"^status:\s*retracted\s*$", front, re.M) is not None
+
+
+def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_keys, keep: Path | None) -> dict:
+    """Run the whole replay; print a row per session and the totals; return the figures."""
+    if keep:
+        keep.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="knomit-living-", dir=keep))
+    server = MessagesServer(judge).start()
+    rows: list[Row] = []
+    appeared: dict[str, int] = {}
+    merged_at: dict[str, int] = {}
+    live_again: set[str] = set()  # merged pairs the writer brought back
+    merged_again: dict[str, int] = defaultdict(int)
+    try:
+        rp = Replay(tmp, judge, server, motif_keys)
+        print(f"{'day':<11} {'facts':>5} {'new/ed':>6} {'questions':>9} {'asked':>5} {'calls':>6} {'$':>8}  states "
+              "(alias/prune/discovery)   resolved a/p/d  commits", flush=True)
+        for i, day in enumerate(days + [None] * extra):
+            if day is None:
+                label, changed = f"+{i - len(days) + 1} same", 0
+                at = days[-1].session_at + timedelta(days=i - len(days) + 1)
+            else:
+                at = day.session_at
+                changed = rp.start(day) if i == 0 else rp.merge(day)
+                label = day.label
+                for name, (a, b) in pairs.items():
+                    if name not in appeared and a in day.files and b in day.files:
+                        appeared[name] = i
+            # a merged pair whose retired fact a writer then edited is back (the writer's edit wins): watch it again
+            back = [k for k in merged_at if k not in live_again and not any(retired(rp.root / p) for p in pairs[k])]
+            live_again.update(back)
+            live = {k: v for k, v in pairs.items() if k in appeared and (k not in merged_at or k in live_again)}
+            row = rp.session(label, changed, live, at)
+            for name in row.merged:
+                if name in live_again:
+                    live_again.discard(name)
+                    merged_again[name] += 1
+                else:
+                    merged_at[name] = i
+            rows.append(row)
+            cost = "incompl." if row.cost is None else f"{row.cost:.2f}"
+            states = "/".join(row.states.get(p, "-") for p in ("alias", "prune", "discovery"))
+            res = "/".join(str(row.resolved.get(p, 0)) for p in ("alias", "prune", "discovery"))
+            print(f"{label:<11} {row.facts:>5} {changed:>6} {row.questions:>9} {row.asked:>5} {row.calls:>6} {cost:>8}  "
+                  f"{states:<34} {res:>8} {row.commits:>8}{merged_text(row.merged, '  merged ')}"
+                  f"{merged_text(back, '  back ')}"
+                  f"  ({row.seconds:.0f}s)", flush=True)
+        at = days[-1].session_at + timedelta(days=extra + 1)
+        check = rebuild_check(rp, at)
+        status = cli("status", str(rp.root), "--json", env=rp.env, at=at)
+        flips = find_key(json.loads(status.stdout), "flip") if status.returncode == 0 else None
+    finally:
+        server.close()
+        if keep is None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            print(f"kept {tmp}", file=sys.stderr)
+    return totals(rows, len(days), pairs, appeared, merged_at, check, flips, dict(judge.asked), dict(merged_again))
+
+
+def merged_text(names: list, head: str) -> str:
+    """The labelled pairs a session merged (or a writer brought back): named when few, counted when many."""
+    if not names:
+        return ""
+    return head + (", ".join(names) if len(names) <= 5 else f"{len(names)} labelled duplicates")
+
+
+def rebuild_check(rp: Replay, at: datetime) -> str:
+    """`knomit-judge rebuild --check` on the replayed corpus, when this CLI has the option."""
+    help_text = cli("rebuild", "--help", env=rp.env).stdout
+    if "--check" not in help_text:
+        return "not available (this CLI's rebuild has no --check)"
+    r = cli("rebuild", "--check", str(rp.root), env=rp.env, at=at)
+    tail = (r.stdout.strip() or r.stderr.strip()).splitlines()[-3:]
+    return f"exit {r.returncode}: " + " | ".join(tail)
+
+
+def find_key(data, word: str, prefix: str = ""):
+    """Every value under a key containing `word` in a JSON document, with its path (the flip rate)."""
+    found = {}
+    if isinstance(data, dict):
+        for k, v in data.items():
+            if word in k and not isinstance(v, (dict, list)):
+                found[prefix + k] = v
+            else:
+                found.update(find_key(v, word, f"{prefix}{k}."))
+    elif isinstance(data, list) and data:
+        found.update(find_key(data[0], word, prefix + "0."))
+    return found
+
+
+def totals(rows: list[Row], n_days: int, pairs: dict, appeared: dict, merged_at: dict, check: str, flips,
+           by_pass: dict, again: dict) -> dict:
+    days, after = rows[:n_days], rows[n_days:]
+    costs = [r.cost for r in days]
+    known = None if any(c is None for c in costs) else sum(costs)
+    resolved = sum(sum(r.resolved.values()) for r in days)
+    alias = sum(r.resolved.get("alias", 0) for r in days)
+    calls, questions = sum(r.calls for r in days), sum(r.questions for r in days)
+    asked = sum(r.asked for r in days)
+    quiet = [r for r in days[1:] if r.changed <= QUIET] + after
+    quiet_max = max((r.cost or 0.0 for r in quiet), default=0.0)
+    capped = sum(1 for r in days if r.cost is not None and r.cost >= 4.99)
+    lags = {name: (merged_at[name] - appeared[name]) if name in merged_at else None
+            for name in pairs if name in appeared}
+    out = {"days": n_days, "cost_usd": known, "calls": calls, "questions": questions, "resolutions": resolved,
+           "alias_resolutions": alias, "prune_resolutions": sum(r.resolved.get("prune", 0) for r in days),
+           "usd_per_resolution": (known / resolved) if known is not None and resolved else None,
+           "asked": asked, "calls_per_question": calls / asked if asked else None, "sessions_at_cap": capped,
+           "dedup_lag_sessions": lags, "dedup_merged_again": again, "calls_unchanged_after": [r.calls for r in after],
+           "quiet_day_max_usd": quiet_max, "quiet_days": [r.day for r in quiet], "rebuild_check": check,
+           "flip_rate": flips, "calls_by_pass": by_pass,
+           "rows": [r.__dict__ for r in rows]}
+    print("\ntotal:")
+    print(f"  ${known:.2f}" if known is not None else "  $ incomplete", f"over {n_days} sessions; {questions} questions "
+          f"judged, {asked} asked of the judge in {calls} calls ({out['calls_per_question'] or 0:.2f} calls per question "
+          f"asked); {capped} session(s) at the $5 session cap; calls by pass, extra sessions included "
+          f"{json.dumps(by_pass)}")
+    print(f"  resolutions {resolved} (alias {alias}, prune {out['prune_resolutions']}); $ per resolution "
+          + (f"{out['usd_per_resolution']:.2f}" if out["usd_per_resolution"] is not None else "-"))
+    if len(pairs) > 10:  # the synthetic corpus: a distribution, not a line per pair
+        lagged = [lag for lag in lags.values() if lag is not None]
+        spread = defaultdict(int)
+        for lag in lagged:
+            spread[lag] += 1
+        print(f"  planted duplicates: {len(lags)} both present, {len(lagged)} merged; sessions from both present to "
+              f"merged: {dict(sorted(spread.items()))}; never merged {len(lags) - len(lagged)}; merged again after a "
+              f"writer's edit {sum(again.values())}")
+    for name in pairs if len(pairs) <= 10 else ():
+        if name in appeared:
+            lag = lags[name]
+            print(f"  duplicate {name}: both facts from session {appeared[name] + 1}, "
+                  + (f"merged in session {merged_at[name] + 1}: {lag} session(s) later" if lag is not None
+                     else "never merged")
+                + (f"; brought back by a writer's edit and merged again {again[name]} time(s)" if again.get(name) else ""))
+        else:
+            print(f"  duplicate {name}: never both present")
+    print(f"  calls on the unchanged corpus after the last day: {out['calls_unchanged_after']}")
+    print(f"  quiet days (writer touched <= {QUIET} facts, and the unchanged sessions): max ${quiet_max:.2f}")
+    print(f"  flip rate in `status --json`: {flips or 'not reported'}")
+    print(f"  rebuild --check: {check}", flush=True)
+    return out
+
+
+# -- the real history ------------------------------------------------------------------------------------
+def real_days(bundle: Path, work: Path, limit: int | None) -> tuple[list[Day], dict]:
+    """Each day's writer tree from the bundle's agent branch, the reviewer's standing dedups taken out."""
+    repo = work / "aekb"
+    subprocess.run(["git", "clone", "-q", str(bundle), str(repo)], check=True)
+    log = git(repo, "log", "--reverse", "--format=%H %ad %s", "--date=iso", AGENT).splitlines()
+    commits = []  # (sha, day in the writer's own time zone, git date, subject)
+    for line in log:
+        sha, day, clock, tz, subject = line.split(" ", 4)
+        commits.append((sha, day, f"{day} {clock} {tz}", subject))
+    order = {sha: i for i, (sha, *_) in enumerate(commits)}
+    dedups = []  # (loser, survivor, index of the merge commit, index of the remove commit)
+    for i, (sha, day, stamp, subject) in enumerate(commits):
+        m = re.match(r"dedup: merge (\S+) into (\S+)", subject)
+        if m:
+            remove = next(j for j in range(i + 1, len(commits))
+                          if commits[j][3].startswith(f"dedup: remove duplicate {m.group(1)} "))
+            dedups.append((m.group(1), m.group(2), i, remove))
+    standing = []
+    for loser, survivor, i, remove in dedups:
+        folder = loser.rsplit("/", 1)[0] + "/"
+        undone = any(s.startswith("learn: Restore") and any(p.startswith(folder) for p in
+                     git(repo, "show", "--name-only", "--format=", sha).split())
+                     for sha, _, _, s in commits[remove + 1:])
+        if not undone:
+            standing.append((loser, survivor, i, remove))
+    pairs = {f"{Path(a).stem}>{Path(b).stem}": (a, b) for a, b, _, _ in standing}
+    last: dict[str, tuple[str, str]] = {}
+    for sha, day, stamp, _ in commits:
+        last[day] = (sha, stamp)
+    blob = lambda sha, path: git(repo, "show", f"{sha}:{path}").encode()  # noqa: E731
+    days = []
+    for day, (sha, stamp) in list(last.items())[:limit]:
+        files = tree_files(repo, sha)
+        for loser, survivor, i, remove in standing:
+            if order[sha] < i:
+                continue
+            if order[sha] >= remove and loser not in files:
+                files[loser] = blob(commits[remove][0] + "^", loser)
+            if survivor in files:
+                files[survivor] = unmerged(files[survivor], blob(commits[i][0] + "^", survivor),
+                                           blob(commits[i][0], survivor))
+        # a daily cron after the writer's day has ended in its own zone (-0400): 04:30 UTC the next day
+        at = datetime.fromisoformat(day).replace(tzinfo=timezone.utc) + timedelta(days=1, hours=4, minutes=30)
+        days.append(Day(day, files, stamp, at))
+    return days, pairs
+
+
+def tree_files(repo: Path, sha: str) -> dict:
+    """Every file of a commit, path -> bytes (one `git cat-file --batch` for the lot)."""
+    entries = [line.split("\t", 1) for line in git(repo, "ls-tree", "-r", "--full-tree", sha).splitlines()]
+    blobs = [(meta.split()[2], path) for meta, path in entries if meta.split()[1] == "blob"]
+    r = subprocess.run(["git", "-C", str(repo), "cat-file", "--batch"], input="".join(b + "\n" for b, _ in blobs).encode(),
+                       capture_output=True, check=True)
+    data, pos, files = r.stdout, 0, {}
+    for _, path in blobs:
+        header_end = data.index(b"\n", pos)
+        size = int(data[pos:header_end].split()[2])
+        files[path] = data[header_end + 1:header_end + 1 + size]
+        pos = header_end + 1 + size + 1
+    return files
+
+
+def unmerged(now: bytes, pre: bytes, post: bytes) -> bytes:
+    """The survivor without the front-matter lines its dedup merge wrote, where the writer left them as merged."""
+    key = lambda line: line.split(b":", 1)[0]  # noqa: E731
+    pre_lines = {key(l): l for l in pre.split(b"\n---\n", 1)[0].splitlines()}
+    post_lines = {key(l): l for l in post.split(b"\n---\n", 1)[0].splitlines()}
+    out = []
+    for line in now.split(b"\n"):
+        k = key(line)
+        if post_lines.get(k) == line and pre_lines.get(k) != line:
+            if k in pre_lines:
+                out.append(pre_lines[k])
+            continue  # a key the merge added
+        out.append(line)
+    return b"\n".join(out)
+
+
+# -- the synthetic living corpus -------------------------------------------------------------------------
+def synthetic_days(facts: int, n_days: int, seed: int, work: Path) -> tuple[list[Day], dict, list]:
+    """gen_corpus's corpus grown by 1% a day: half new facts (planted duplicates among them), half edits."""
+    from gen_corpus import generate
+
+    per_day = max(2, round(0.01 * facts))
+    pool = facts + (per_day // 2 + 1) * (n_days - 1)
+    truth = generate(pool, seed, work / "pool", git=False)
+    every = {p.relative_to(work / "pool").as_posix(): p.read_bytes() for p in (work / "pool" / "facts").rglob("*.md")}
+    rng = random.Random(seed)
+    dup_pairs = [tuple(p) for p in truth["duplicate_pairs"]]
+    # half the planted duplicates are there on day 1 (the backlog), the second facts of the others arrive later
+    late_dups = [b for _, b in dup_pairs[len(dup_pairs) // 2:]]
+    others = [p for p in every if p not in set(late_dups)]
+    rng.shuffle(others)
+    n_late = (per_day // 2) * (n_days - 1)
+    late_plain = others[:max(0, n_late - len(late_dups))]
+    arrivals = late_dups + late_plain
+    rng.shuffle(arrivals)
+    state = {p: every[p] for p in every if p not in set(arrivals)}
+    start = datetime(2026, 9, 1, 12, tzinfo=timezone.utc)
+    days = [Day("day 1", dict(state), start.isoformat(), start + timedelta(hours=15))]
+    for d in range(1, n_days):
+        for p in arrivals[(d - 1) * (per_day // 2): d * (per_day // 2)]:
+            state[p] = every[p]
+        for p in rng.sample(sorted(state), per_day - per_day // 2):
+            state[p] = state[p].rstrip(b"\n") + f" Revised on day {d + 1}.\n".encode()
+        when = start + timedelta(days=d)
+        days.append(Day(f"day {d + 1}", dict(state), when.isoformat(), when + timedelta(hours=15)))
+    pairs = {f"{Path(a).stem[:18]}~{i}": (a, b) for i, (a, b) in enumerate(dup_pairs)}
+    return days, pairs, [tuple(p) for p in truth["alias_pairs"]]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--synthetic", action="store_true", help="the generated living corpus instead of the bundle")
+    ap.add_argument("--facts", type=int, default=10000, help="--synthetic: facts on day 1")
+    ap.add_argument("--days", type=int, default=None, help="days to replay (real: all 17; synthetic: 4)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--extra", type=int, default=2, help="sessions on the unchanged corpus after the last day")
+    ap.add_argument("--bundle", type=Path, default=BUNDLE)
+    ap.add_argument("--keep", type=Path, help="keep the scratch corpus under this directory")
+    ap.add_argument("--json", action="store_true", help="also print the figures as one JSON object")
+    args = ap.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="knomit-living-src-"))
+    try:
+        if args.synthetic:
+            days, pairs, alias = synthetic_days(args.facts, args.days or 4, args.seed, work)
+            judge = LabelJudge(Spellings(alias), {frozenset(p) for p in pairs.values()})
+            print(f"synthetic living corpus: {args.facts} facts, {len(days)} days, {len(pairs)} planted duplicates, "
+                  f"{len(alias)} alias pairs (seed {args.seed})", flush=True)
+            keys = None
+        else:
+            if not args.bundle.exists():
+                print(f"skipped: {args.bundle} not found (the real history lives in ../shared/data)")
+                return 0
+            days, pairs = real_days(args.bundle, work, args.days)
+            judge = LabelJudge(Spellings(read_alias_labels(ALIASES)), {frozenset(p) for p in pairs.values()})
+            print(f"aekb history: {len(days)} days, {len(pairs)} standing dedups, "
+                  f"{len(read_alias_labels(ALIASES))} labelled alias pairs", flush=True)
+            keys = ["motifs", "entities"]
+        figures = replay(days, judge, pairs, args.extra, keys, args.keep)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if args.json:
+        print(json.dumps({k: v for k, v in figures.items() if k != "rows"} | {"rows": figures["rows"]}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

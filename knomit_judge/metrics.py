@@ -1,0 +1,250 @@
+"""The metrics file: a Prometheus textfile-collector file written after every session.
+
+A healthy unattended judge converges to zero work, which looks the same as a dead one; these figures let
+an alerting system tell them apart (the pass's state, when it last succeeded, how many sessions in a row
+it was broken). `status --json` carries the same figures under "metrics", so a script needs only one.
+Every series is a gauge (a value as of the last session): no `_total`, since nothing here is a counter.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+import tempfile
+from datetime import datetime
+from pathlib import Path
+
+from .config import Config
+from .errors import ConfigError
+from .passes import JUDGED_PASSES
+from .spend import Spend, summarise
+from .status import STATES
+from .throttle import assess
+
+log = logging.getLogger(__name__)
+
+PASS_STATES = (*STATES, "aborted")  # aborted: the session stopped on an error or a signal (review.aborted)
+THROTTLE_STATES = ("optimistic", "funded", "unproven", "defunded", "unthrottled")
+CORPUS_STATES = ("read", "broken")
+FAILED = ("broken", "aborted")  # a pass that did not do its work this session
+SCAN_SESSIONS = 1000  # sessions read back to find a pass's last success; older than that counts as none
+
+
+def textfile(root: Path, repo, config: Config, override: Path | None = None) -> Path | None:
+    """Where this session's metrics go (review --metrics-file wins over [metrics] textfile), checked now.
+
+    A relative [metrics] textfile is relative to the corpus. A file in the corpus's work tree that git
+    does not ignore would make the tree dirty, and a dirty tree applies nothing: refused.
+    """
+    key = "--metrics-file" if override else "metrics.textfile"
+    raw = override or (Path(config.metrics.textfile) if config.metrics.textfile else None)
+    if raw is None:
+        return None
+    path = raw if raw.is_absolute() else (Path.cwd() if override else root) / raw
+    path = path.parent.resolve() / path.name
+    if not path.parent.is_dir():
+        raise ConfigError(f"{key} {str(raw)!r}: directory {path.parent} does not exist")
+    if path.is_dir():
+        raise ConfigError(f"{key} {str(raw)!r}: is a directory")
+    if path.is_relative_to(root) and not repo.ignored(str(path.relative_to(root))):
+        raise ConfigError(f"{key} {str(raw)!r}: inside the corpus and not ignored by git, it would leave the "
+                          "work tree dirty and no decision would be applied; write it outside the corpus "
+                          "(e.g. node_exporter's textfile directory) or git-ignore it")
+    return path
+
+
+def pass_history(store, limit: int = SCAN_SESSIONS) -> dict[str, dict]:
+    """Per judged pass: its last session's counts and end, its last success, and its run of failed sessions."""
+    out: dict[str, dict] = {}
+    open_runs = set(JUDGED_PASSES)  # passes whose run of failures (newest first) is still unbroken
+    cur = store.db.execute("SELECT id, ended_at, passes FROM sessions WHERE ended_at IS NOT NULL "
+                           "ORDER BY started_at DESC, rowid DESC LIMIT ?", [limit])
+    try:
+        for sid, ended, passes in cur:
+            for name, counts in json.loads(passes).items():
+                if name not in JUDGED_PASSES:
+                    continue
+                h = out.setdefault(name, {"session": sid, "counts": counts, "ended_at": ended,
+                                          "last_success_at": None, "failed_sessions": 0})
+                if name in open_runs:
+                    if counts.get("state") in FAILED:
+                        h["failed_sessions"] += 1
+                    else:
+                        h["last_success_at"] = ended
+                        open_runs.discard(name)
+            if not open_runs:
+                break  # every pass's last success is found: older sessions change nothing
+    finally:
+        cur.close()
+    return out
+
+
+def figures(root: Path, store, config: Config, judge: str = "anthropic", now: datetime | None = None,
+            spend: Spend | None = None) -> dict:
+    """Everything the metrics file holds, as one JSON-able dict (also `status --json`'s "metrics")."""
+    spend = spend or summarise(store, config, now)
+    last = store.sessions(1)
+    history = pass_history(store)
+    passes = {}
+    for name in JUDGED_PASSES:
+        h = history.get(name)
+        counts = h["counts"] if h else {}
+        t = assess(store, name, config.budget, judge)
+        charged = counts.get("charged_usd", counts.get("cost_usd"))
+        passes[name] = {
+            "state": counts.get("state"), "throttle": t.state,
+            # a pass no session has run yet has no last session: its counts are None, not 0
+            **{k: counts.get(k, 0) if h else None for k in ("candidates", "offered", "judged", "resolved", "waiting")},
+            "allowance": t.allowance,  # None: unlimited (the dollar caps still hold)
+            "session_cost_usd": charged if h else None,
+            "today_cost_usd": spend.per_pass[name]["today_usd"],
+            "last_30_days_cost_usd": spend.per_pass[name]["last_30_days_usd"],
+            "last_session_at": h["ended_at"] if h else None,
+            "last_success_at": h["last_success_at"] if h else None,
+            "failed_sessions": h["failed_sessions"] if h else None,
+        }
+    corpus = last[0]["corpus"] if last and last[0].get("corpus") else None
+    return {"corpus": {"path": str(root), "state": corpus["state"] if corpus else None,
+                       "files": corpus["files"] if corpus else None, "read": corpus["read"] if corpus else None,
+                       "skipped": corpus["skipped"] if corpus else None},
+            "last_session_at": last[0]["ended_at"] if last else None,
+            "passes": passes,
+            "spend": {"today_usd": spend.today_usd, "last_30_days_usd": spend.last_30_days_usd,
+                      "month_to_date_usd": spend.month_to_date_usd,
+                      "month_projection_usd": spend.month_projection_usd,
+                      "day_cap_usd": spend.caps["day_usd"], "month_cap_usd": spend.caps["month_usd"]}}
+
+
+# name, help, where the value comes from: ("pass", key) per pass, or ("spend", key) / ("corpus", key)
+_PASS_GAUGES = [
+    ("knomit_judge_pass_candidates", "Candidates the pass met in its last session.", "candidates"),
+    ("knomit_judge_pass_offered_candidates", "Candidates offered to the judge in the pass's last session.",
+     "offered"),
+    ("knomit_judge_pass_judged_candidates", "Candidates judged (a verdict came back) in the pass's last session.",
+     "judged"),
+    ("knomit_judge_pass_resolved_candidates", "Candidates resolved (merged or retracted) in the pass's last session.",
+     "resolved"),
+    ("knomit_judge_pass_waiting_candidates", "Candidates the budget or a cap held back in the pass's last session.",
+     "waiting"),
+    ("knomit_judge_pass_allowance_questions",
+     "Questions the throttle allows the pass's next session (+Inf: unlimited; the dollar caps still hold).",
+     "allowance"),
+    ("knomit_judge_pass_session_cost_usd",
+     "What the pass's last session counted against the dollar caps, in USD.", "session_cost_usd"),
+    ("knomit_judge_pass_today_cost_usd", "What the pass spent today (UTC), in USD.", "today_cost_usd"),
+    ("knomit_judge_pass_last_30_days_cost_usd", "What the pass spent over the last 30 days, in USD.",
+     "last_30_days_cost_usd"),
+    ("knomit_judge_pass_last_session_timestamp_seconds", "When the pass's last session ended (Unix time).",
+     "last_session_at"),
+    ("knomit_judge_pass_last_success_timestamp_seconds",
+     "When the last session in which the pass was neither broken nor aborted ended (Unix time).",
+     "last_success_at"),
+    ("knomit_judge_pass_failed_sessions",
+     "Sessions in a row, up to the last, in which the pass was broken or aborted (0: the last one was not).",
+     "failed_sessions"),
+]
+_SPEND_GAUGES = [
+    ("knomit_judge_today_cost_usd", "What every session today (UTC) spent, in USD.", "today_usd"),
+    ("knomit_judge_last_30_days_cost_usd", "What every session of the last 30 days spent, in USD.",
+     "last_30_days_usd"),
+    ("knomit_judge_month_to_date_cost_usd", "What every session this calendar month (UTC) spent, in USD.",
+     "month_to_date_usd"),
+    ("knomit_judge_month_projection_cost_usd",
+     "This month's spend projected at the last 7 days' rate, in USD.", "month_projection_usd"),
+    ("knomit_judge_day_cap_usd", "budget.max_usd_per_day, in USD.", "day_cap_usd"),
+    ("knomit_judge_month_cap_usd", "budget.max_usd_per_month, in USD.", "month_cap_usd"),
+]
+_CORPUS_GAUGES = [
+    ("knomit_judge_corpus_matched_files", "Files the corpus paths matched in the last session.", "files"),
+    ("knomit_judge_corpus_read_files", "Fact files read in the last session.", "read"),
+    ("knomit_judge_corpus_skipped_files", "Fact files skipped (malformed, too large) in the last session.",
+     "skipped"),
+]
+
+
+def _label(value: str) -> str:
+    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _labels(**labels) -> str:
+    return "{" + ",".join(f'{k}="{_label(v)}"' for k, v in labels.items()) + "}"
+
+
+def _value(v) -> str:
+    if isinstance(v, str):  # an ISO timestamp
+        return repr(datetime.fromisoformat(v).timestamp())
+    if v is None:
+        return "+Inf"  # only the allowance is None with a sample: unlimited
+    if isinstance(v, float) and math.isinf(v):
+        return "+Inf"
+    return repr(float(v)) if isinstance(v, float) else str(int(v))
+
+
+def _family(out: list[str], name: str, help_text: str, samples: list[tuple[str, object]]) -> None:
+    out.append(f"# HELP {name} {help_text}")
+    out.append(f"# TYPE {name} gauge")
+    out.extend(f"{name}{labels} {_value(v)}" for labels, v in samples)
+
+
+def render(fig: dict) -> str:
+    """The figures in the Prometheus text exposition format (what node_exporter's textfile collector reads)."""
+    corpus = fig["corpus"]["path"]
+    out: list[str] = []
+    passes = fig["passes"]
+    ran = {n: p for n, p in passes.items() if p["state"] is not None}  # a pass never run has no last session
+    _family(out, "knomit_judge_pass_state", "The pass's state in its last session: 1 for the current one.",
+            [(_labels(corpus=corpus, **{"pass": n}, state=s), int(p["state"] == s))
+             for n, p in ran.items() for s in sorted({*PASS_STATES, p["state"]})])
+    _family(out, "knomit_judge_pass_throttle_state", "The throttle's state for the pass's next session: 1 for the current one.",
+            [(_labels(corpus=corpus, **{"pass": n}, state=s), int(p["throttle"] == s))
+             for n, p in passes.items() for s in sorted({*THROTTLE_STATES, p["throttle"]})])
+    for name, help_text, key in _PASS_GAUGES:
+        samples = [(_labels(corpus=corpus, **{"pass": n}), p[key]) for n, p in passes.items()
+                   if key == "allowance" or p[key] is not None]  # an allowance of None is +Inf: unlimited
+        _family(out, name, help_text, samples)
+    c = fig["corpus"]
+    if c["state"] is not None:
+        _family(out, "knomit_judge_corpus_state", "What the last session made of the corpus: 1 for the current state.",
+                [(_labels(corpus=corpus, state=s), int(c["state"] == s)) for s in sorted({*CORPUS_STATES, c["state"]})])
+        for name, help_text, key in _CORPUS_GAUGES:
+            _family(out, name, help_text, [(_labels(corpus=corpus), c[key])])
+    if fig["last_session_at"]:
+        _family(out, "knomit_judge_last_session_timestamp_seconds", "When the last session ended (Unix time).",
+                [(_labels(corpus=corpus), fig["last_session_at"])])
+    for name, help_text, key in _SPEND_GAUGES:
+        _family(out, name, help_text, [(_labels(corpus=corpus), fig["spend"][key])])
+    return "\n".join(out) + "\n"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace path with text so that a reader (or a kill at any instant) sees the old file or the new one.
+
+    The new text goes to a temporary file in the same directory (a rename is atomic only within one file
+    system), is flushed to disk, then renamed over the old one. The temporary name starts with a dot and
+    does not end in .prom, so the textfile collector never reads a half-written one.
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        # mkstemp makes 0600; the collector often runs as another user, and nothing here is secret
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write(path: Path, root: Path, store, config: Config, judge: str = "anthropic") -> None:
+    """Write the metrics file after a session; a failure is logged, never lost work (the session is committed)."""
+    try:
+        write_atomic(path, render(figures(root, store, config, judge)))
+    except OSError as e:
+        log.error("metrics file %s not written: %s", path, e)

@@ -1,0 +1,241 @@
+"""The metrics file for a judge nobody watches, and the units that run it unattended.
+
+Real reviews through the real SDK to the loopback server; the file is read back with prometheus_client's
+own text parser; the kill is a real SIGKILL of a real writer process; the units go through the real
+systemd-analyze where the machine has it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from prometheus_client.parser import text_string_to_metric_families
+
+from conftest import copy_of, git, write_config
+from test_throttle import JUDGE as THROTTLE_JUDGE
+from messages_server import status
+
+from knomit_judge.cli import cli
+from knomit_judge.metrics import _PASS_GAUGES, PASS_STATES, write_atomic
+
+REPO = Path(__file__).resolve().parent.parent
+JUDGE = THROTTLE_JUDGE + "concurrency = 1\n"  # one call per question, one at a time
+
+
+@pytest.fixture
+def many(templates, tmp_path):
+    return copy_of(templates["many"], tmp_path)
+
+
+def parse(path: Path) -> dict:
+    """{(name, sorted labels): value} for every sample, through prometheus_client's parser; checks the types."""
+    samples = {}
+    for family in text_string_to_metric_families(path.read_text(encoding="utf-8")):
+        assert family.name.startswith("knomit_judge_") and family.type == "gauge", family
+        assert not family.name.endswith("_total")  # nothing here is a counter
+        for s in family.samples:
+            samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return samples
+
+
+def value(samples: dict, name: str, **labels) -> float:
+    matches = [v for (n, ls), v in samples.items() if n == name and all(dict(ls).get(k) == v for k, v in labels.items())]
+    assert len(matches) == 1, (name, labels, matches)
+    return matches[0]
+
+
+def review_cli(repo, *extra):
+    result = CliRunner().invoke(cli, ["-q", "review", str(repo.root), "--pass", "alias", *extra])
+    assert result.exit_code in (0, 1), result.output
+    return result
+
+
+def status_json(repo) -> dict:
+    return json.loads(CliRunner().invoke(cli, ["-q", "status", str(repo.root), "--json"]).stdout)
+
+
+def test_a_review_writes_a_metrics_file_the_prometheus_parser_reads_back(many, judge_env, tmp_path):
+    write_config(many, JUDGE + "max_cost_usd = 0.0025\n")  # 4 questions, then the rest waits
+    prom = tmp_path / "textfile" / "knomit-judge.prom"
+    prom.parent.mkdir()
+    before = time.time()
+    out = json.loads(review_cli(many, "--json", "--metrics-file", str(prom)).stdout)
+    samples = parse(prom)
+    corpus = str(many.root)
+    alias = out["passes"]["alias"]
+
+    # the state: one series per state name, the current one at 1
+    states = {dict(ls)["state"]: v for (n, ls), v in samples.items()
+              if n == "knomit_judge_pass_state" and dict(ls)["pass"] == "alias"}
+    assert set(states) == set(PASS_STATES) and states == {s: float(s == "worked") for s in PASS_STATES}
+    assert all(dict(ls)["corpus"] == corpus for _, ls in samples)
+    for key in ("candidates", "offered", "judged", "resolved", "waiting"):
+        name = "knomit_judge_pass_candidates" if key == "candidates" else f"knomit_judge_pass_{key}_candidates"
+        assert value(samples, name, **{"pass": "alias"}) == alias[key]
+    assert alias["waiting"] > 0 and alias["judged"] == 4
+    assert value(samples, "knomit_judge_pass_session_cost_usd", **{"pass": "alias"}) == pytest.approx(alias["cost_usd"])
+    assert value(samples, "knomit_judge_pass_today_cost_usd", **{"pass": "alias"}) == pytest.approx(alias["cost_usd"])
+    assert value(samples, "knomit_judge_today_cost_usd") == pytest.approx(out["spend"]["today_usd"])
+    ended = value(samples, "knomit_judge_pass_last_session_timestamp_seconds", **{"pass": "alias"})
+    assert before - 1 <= ended <= time.time()
+    assert value(samples, "knomit_judge_pass_last_success_timestamp_seconds", **{"pass": "alias"}) == ended
+    assert value(samples, "knomit_judge_pass_failed_sessions", **{"pass": "alias"}) == 0
+    # a pass this session did not run has no last session to report, but its throttle and allowance
+    assert not [k for k in samples if k[0] == "knomit_judge_pass_state" and dict(k[1])["pass"] == "prune"]
+    assert value(samples, "knomit_judge_pass_throttle_state", **{"pass": "prune", "state": "optimistic"}) == 1
+    assert value(samples, "knomit_judge_pass_allowance_questions", **{"pass": "prune"}) == 20
+    # the corpus
+    assert value(samples, "knomit_judge_corpus_state", state="read") == 1
+    assert value(samples, "knomit_judge_corpus_state", state="broken") == 0
+    assert value(samples, "knomit_judge_corpus_read_files") == 10
+    assert value(samples, "knomit_judge_corpus_skipped_files") == 0
+
+    # status --json carries the same figures, so a script needs only one of them
+    m = status_json(many)["metrics"]
+    assert m["passes"]["alias"]["judged"] == 4 and m["corpus"]["read"] == 10
+    assert value(samples, "knomit_judge_pass_allowance_questions", **{"pass": "alias"}) == \
+        (math.inf if m["passes"]["alias"]["allowance"] is None else m["passes"]["alias"]["allowance"])
+    assert datetime.fromisoformat(m["passes"]["alias"]["last_session_at"]).timestamp() == ended
+    for key, name in (("today_usd", "knomit_judge_today_cost_usd"), ("last_30_days_usd", "knomit_judge_last_30_days_cost_usd"),
+                      ("month_projection_usd", "knomit_judge_month_projection_cost_usd"),
+                      ("day_cap_usd", "knomit_judge_day_cap_usd")):
+        assert value(samples, name) == pytest.approx(m["spend"][key])
+    # every per-pass series of the file is the figure of the same name in status --json
+    for name, _, key in _PASS_GAUGES:
+        for pass_name, figs in m["passes"].items():
+            want = figs[key]
+            if isinstance(want, str):
+                want = datetime.fromisoformat(want).timestamp()
+            found = [v for (n, ls), v in samples.items() if n == name and dict(ls)["pass"] == pass_name]
+            if want is None and key != "allowance":
+                assert found == [], (name, pass_name)
+            else:
+                assert found == [math.inf if want is None else pytest.approx(want)], (name, pass_name)
+    assert not list(prom.parent.glob(".*"))  # no temporary file left behind
+
+    # a dry run writes nothing, the metrics file included
+    mtime = prom.stat().st_mtime_ns
+    review_cli(many, "--dry-run", "--metrics-file", str(prom))
+    assert prom.stat().st_mtime_ns == mtime
+
+
+def test_broken_sessions_in_a_row_and_the_last_success_are_in_the_file(many, judge_env, tmp_path):
+    prom = tmp_path / "k.prom"
+    write_config(many, JUDGE + "max_cost_usd = 0.0025\n\n[budget]\nenabled = false\n"
+                 f"\n[metrics]\ntextfile = {json.dumps(str(prom))}\n")
+    review_cli(many)
+    good = value(parse(prom), "knomit_judge_pass_last_success_timestamp_seconds", **{"pass": "alias"})
+    judge_env.responder = lambda req, n: status(500)
+    for n in (1, 2):
+        assert review_cli(many).exit_code == 1
+        samples = parse(prom)
+        assert value(samples, "knomit_judge_pass_failed_sessions", **{"pass": "alias"}) == n
+        assert value(samples, "knomit_judge_pass_state", **{"pass": "alias", "state": "broken"}) == 1
+        assert value(samples, "knomit_judge_pass_last_success_timestamp_seconds", **{"pass": "alias"}) == good
+        assert value(samples, "knomit_judge_pass_last_session_timestamp_seconds", **{"pass": "alias"}) > good
+    assert status_json(many)["metrics"]["passes"]["alias"]["failed_sessions"] == 2
+
+
+def test_a_metrics_path_that_cannot_work_exits_2_before_the_session(many, judge_env, tmp_path):
+    write_config(many, JUDGE + '\n[metrics]\ntextfile = "metrics.prom"\n')  # in the work tree, not ignored
+    result = CliRunner().invoke(cli, ["-q", "review", str(many.root)])
+    assert result.exit_code == 2 and "metrics.textfile 'metrics.prom': inside the corpus and not ignored" in result.stderr
+    result = CliRunner().invoke(cli, ["-q", "review", str(many.root), "--metrics-file", str(tmp_path / "no" / "k.prom")])
+    assert result.exit_code == 2 and "does not exist" in result.stderr
+    assert judge_env.calls == 0
+    # git-ignored, the same place is fine: the tree stays clean and decisions still apply
+    many.write(".gitignore", many.read(".gitignore") + "metrics.prom\n")
+    many.commit("ignore the metrics file")
+    review_cli(many)
+    assert (many.root / "metrics.prom").exists() and git(many.root, "status", "--porcelain") == ""
+
+
+# The writer, killed between writing the new text and renaming it into place: fsync is the last step
+# before the rename, so the hook announces that the new text is all written, then waits to be killed.
+WRITER = """
+import os, sys, time
+from pathlib import Path
+from knomit_judge import metrics
+real_fsync = os.fsync
+def fsync_then_hang(fd):
+    real_fsync(fd)
+    print("written", flush=True)
+    time.sleep(60)
+os.fsync = fsync_then_hang
+metrics.write_atomic(Path(sys.argv[1]), sys.stdin.read())
+"""
+
+
+def test_killing_the_writer_mid_write_leaves_the_old_file_whole(tmp_path):
+    prom = tmp_path / "knomit-judge.prom"
+    old = '# HELP knomit_judge_x An old figure.\n# TYPE knomit_judge_x gauge\nknomit_judge_x{corpus="/c"} 1\n'
+    write_atomic(prom, old)
+    new = old.replace("} 1", "} 2") + "".join(f'knomit_judge_x{{corpus="/c{i}"}} {i}\n' for i in range(20000))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(prom)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True, env=env)
+    proc.stdin.write(new)
+    proc.stdin.close()
+    assert proc.stdout.readline().strip() == "written"
+    os.kill(proc.pid, signal.SIGKILL)
+    assert proc.wait(timeout=10) == -signal.SIGKILL
+    assert prom.read_text(encoding="utf-8") == old  # whole, and still what it was
+    assert parse(prom) == {("knomit_judge_x", (("corpus", "/c"),)): 1.0}
+    [tmp] = [p for p in tmp_path.iterdir() if p != prom]
+    assert tmp.name.startswith(".knomit-judge.prom.") and not tmp.name.endswith(".prom")  # the collector skips it
+    assert tmp.read_text(encoding="utf-8") == new  # the kill came after the whole new text was written
+    write_atomic(prom, new)  # the next session's write replaces it whole
+    assert prom.read_text(encoding="utf-8") == new
+
+
+# -- running it unattended ------------------------------------------------------------------------
+
+UNITS = REPO / "contrib" / "systemd"
+
+
+def test_the_units_are_a_oneshot_service_and_a_timer_that_cannot_overlap_it():
+    service = (UNITS / "knomit-judge-review.service").read_text(encoding="utf-8")
+    timer = (UNITS / "knomit-judge-review.timer").read_text(encoding="utf-8")
+    keys = [line.split("=", 1)[0] for line in service.splitlines() if line and not line.startswith("#")]
+    assert "Type=oneshot" in service.splitlines() and "RemainAfterExit" not in keys
+    assert "Unit=knomit-judge-review.service" in timer.splitlines() and "Persistent=true" in timer.splitlines()
+    assert "--metrics-file" in service
+    cron = (REPO / "contrib" / "cron.example").read_text(encoding="utf-8")
+    assert "knomit-judge -q review" in cron and "--metrics-file" in cron
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not on this machine")
+def test_systemd_analyze_verifies_the_units(tmp_path):
+    """The shipped units, with ExecStart pointing at this machine's knomit-judge as an install would."""
+    exe = shutil.which("knomit-judge") or str(Path(sys.executable).parent / "knomit-judge")
+    assert Path(exe).exists(), exe
+    for unit in UNITS.iterdir():
+        (tmp_path / unit.name).write_text(unit.read_text(encoding="utf-8").replace("/usr/local/bin/knomit-judge", exe),
+                                          encoding="utf-8")
+    done = subprocess.run(["systemd-analyze", "verify", "--man=no", *(str(tmp_path / u.name) for u in UNITS.iterdir())],
+                          capture_output=True, text=True)
+    # verify exits 0 even on a line it ignores; any message at all is a fault in the units
+    assert done.returncode == 0 and done.stdout == "" and done.stderr == "", done.stdout + done.stderr
+
+
+def test_a_session_that_aborts_still_writes_the_file_saying_so(many, judge_env, tmp_path):
+    prom = tmp_path / "k.prom"
+    write_config(many, JUDGE)
+    judge_env.responder = lambda req, n: status(401, message="invalid x-api-key")
+    result = CliRunner().invoke(cli, ["-q", "review", str(many.root), "--pass", "alias", "--metrics-file", str(prom)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    samples = parse(prom)
+    assert value(samples, "knomit_judge_pass_state", **{"pass": "alias", "state": "aborted"}) == 1
+    assert value(samples, "knomit_judge_pass_failed_sessions", **{"pass": "alias"}) == 1
+    assert not [k for k in samples if k[0] == "knomit_judge_pass_last_success_timestamp_seconds"]
