@@ -13,6 +13,7 @@ from test_prune import responder, titles_of
 
 from knomit_judge.history import status as get_status
 from knomit_judge.review import ReviewOptions, review
+from knomit_judge.store import Store
 
 TOPICS = [
     ("cache-stampede", "When a hot cache key expires every request recomputes it at once and floods the database"),
@@ -101,3 +102,25 @@ def test_owed_questions_withdraw_from_the_balance_and_are_not_asked_twice(tmp_pa
     t = get_status(repo.root)["throttle"]["prune"]
     assert (t["state"], t["balance"]) == ("defunded", 0)
     assert prune(repo, judge_env)[1] == 0  # the new facts are no longer new; nothing else changed
+
+
+def test_a_session_killed_after_asking_the_owed_questions_is_not_followed_by_asking_them_again(tmp_path, judge_env):
+    """What a new fact was owed is counted from the stored verdicts, not from a session that completed."""
+    judge_env.responder = responder()
+    repo = corpus(tmp_path / "c", 2)
+    assert prune(repo, judge_env)[1] == 1
+    add_new_facts(repo)
+    r, spent = prune(repo, judge_env)
+    assert spent >= 2
+    store = Store.for_corpus(repo.root)
+    try:  # as if killed before its end: no throttle record, so the new facts are still new to the next session
+        with store.db.atomic():
+            store.db.execute("DELETE FROM throttle WHERE session = ?", [r_session(store)])
+    finally:
+        store.close()
+    # their owed questions are answered: at most the defunded pass's one fresh probe, not 2 more a fact
+    assert prune(repo, judge_env)[1] <= 1
+
+
+def r_session(store) -> str:
+    return store.db.execute("SELECT session FROM throttle ORDER BY rowid DESC LIMIT 1").fetchone()[0]
