@@ -267,10 +267,6 @@ class Store:
         return [dict(id=r[0], started_at=r[1], ended_at=r[2], passes=json.loads(r[3]), cost_usd=r[4],
                      commits=json.loads(r[5]), corpus=json.loads(r[6]) if r[6] else None) for r in rows]
 
-    def last_session_start(self, pass_name: str, judge: str | None = None) -> str | None:
-        """When this pass's last recorded session (of this kind of judge) started; None before its first."""
-        return self.last_session(pass_name, judge)[0]
-
     def last_session(self, pass_name: str, judge: str | None = None) -> tuple[str | None, str | None]:
         """When this pass's last recorded session (of this kind of judge) started and ended; Nones before its first."""
         where, args = of_judge("t.pass = ?", [pass_name], judge)
