@@ -54,6 +54,7 @@ class BudgetConfig:
     optimistic_cap: int = 20
     probe_every: int = 5
     questions_per_resolution: int = 10
+    fresh_per_change: int = 2  # questions owed to each fact or spelling changed since the pass's last session
     # Dollar caps over every session on the corpus, as users budget: a UTC day and a UTC calendar month.
     # A day holds one full session (judge.max_cost_usd), so the default daily schedule is never cut short,
     # while a tight cron or repeated runs cannot multiply it; a month holds ten such days.
@@ -173,6 +174,7 @@ _BOUNDS = {
     "budget.patience": (1, None), "budget.probe_every": (1, None), "budget.unproven_allowance": (1, None),
     # 0 would latch a defunded pass off: a probe that resolved something would leave it at zero.
     "budget.questions_per_resolution": (1, None),
+    "budget.fresh_per_change": (0, None),  # 0: a changed fact waits for its rank like any other question
     "budget.max_usd_per_day": (0, None), "budget.max_usd_per_month": (0, None),
     "discovery.confidence": (0, 1), "discovery.min_group": (2, None), "discovery.max_group": (2, None),
     "discovery.group_similarity": (-1, 1), "discovery.match_similarity": (-1, 1),
@@ -310,6 +312,7 @@ enabled = true           # false: no throttle (backfills, benchmarks); the line 
 optimistic_cap = 20      # the balance a pass opens with, before any verdict
 questions_per_resolution = 10  # what one resolved decision is worth to you, in questions: each deposits this
 probe_every = 5          # a defunded pass (balance 0) still asks one question every `probe_every` sessions
+fresh_per_change = 2     # a fact new or edited since the last session: its 2 nearest questions are asked then
 max_usd_per_day = 5.0    # not per pass: every session of a UTC day (counted on the day it started); the rest waits
 max_usd_per_month = 50.0 # not per pass: every session of a UTC calendar month; the rest waits
 

@@ -123,6 +123,8 @@ class Context:
     index: FileIndex | None = None
     allowances: dict[str, Allowance] = field(default_factory=dict)
     fresh: dict[str, set] = field(default_factory=dict)  # pass -> the facts or spellings changed since its last session
+    since: dict[str, tuple] = field(default_factory=dict)  # pass -> when its last recorded session started, ended
+    new: dict[str, set] = field(default_factory=dict)  # pass -> the fresh names the writer brought: owed a question
     caps: Caps | None = None  # the session's dollar caps, with what the day and month spent before it
     asked: int = 0  # questions that came back from the judge this session
     in_flight: int = 0  # questions with the judge now
@@ -229,7 +231,9 @@ async def _session(root, repo, config, store, options, notes) -> SessionResult:
         throttles = {p.name: assess(store, p.name, config.budget, ctx.kind) for p in passes}
         for p in passes:
             ctx.allowances[p.name] = Allowance(throttles[p.name], config.budget.questions_per_resolution)
-            ctx.fresh[p.name] = fresh_names(p, ctx)
+            ctx.since[p.name] = ctx.store.last_session(p.name, ctx.kind) if ctx.index is not None else (None, None)
+            ctx.fresh[p.name] = fresh_names(p, ctx, ctx.since[p.name][0])
+            ctx.new[p.name] = new_names(p, ctx, ctx.since[p.name][1])
         if not options.dry_run and ctx.batches.open_batches():
             await ctx.batches.collect(ctx.judge, all_passes())  # finished batches first, whatever --pass says
         for p in passes:
@@ -299,7 +303,10 @@ def apply(ctx: Context, pass_name: str, verdict: Verdict, change: Change) -> str
     sha = ctx.applier.commit(change.writes, [ctx.journal.relpath(pass_name)], msg, verdict.id,
                              check=ctx.corpus.parse)
     for path, text in change.writes.items():
-        ctx.corpus.put(path, text)
+        fact = ctx.corpus.put(path, text)
+        if fact is not None and ctx.index is not None:
+            # indexed now, inside the session: its change is the judge's own, fresh next session but not new
+            ctx.index.remember(ctx.root, fact, parsed=False)
     ctx.store.mark_applied(verdict.id, sha)
     ctx.commits.append(sha)
     log.info("%s (%s)", change.subject, sha[:10])
@@ -376,9 +383,14 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
     seen = ctx.seen.setdefault(p.name, set())
     seen.update(fps)
     r.candidates = len(seen)  # distinct questions met this session, over all rounds
+    # questions whose batch results came in this session are paid for: judged whatever the budget says
+    paid = ctx.batches.take_paid(p.name, {c.fingerprint for c in waiting})
+    rest = [c for c in waiting if c.fingerprint not in paid]
+    owed = owed_to_fresh(p, ctx, waiting, paid)
+    rest.sort(key=lambda c: c.fingerprint not in owed)  # stable: the owed first, then fresh, then backlog
     if first:
-        if t.state == "defunded" and not t.probe and waiting and waiting[0].fresh:
-            t.probe_fresh()  # a new duplicate is asked while it is new, not probe_every sessions later
+        if t.state == "defunded" and not t.probe and (owed or (waiting and waiting[0].fresh)):
+            t.probe_fresh(len(owed))  # a new duplicate is asked while it is new, not probe_every sessions later
         # answered, or refused earlier (with a note); questions in a running batch count as batched instead
         r.cached = len(fps) - len(waiting) - sum(fp in busy for fp in fps)
         r.throttle = t.state + (" (probe)" if t.probe else "")
@@ -387,12 +399,10 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
     # yes verdicts not yet applied (dirty tree, or a killed session rolled back): apply without asking again
     unapplied = {v.fingerprint: v for v in ctx.store.unapplied_yes(p.name, ctx.kind)}
     pending = [unapplied[fp] for fp in fps if fp in unapplied]
-    # questions whose batch results came in this session are paid for: judged whatever the budget says
-    paid = ctx.batches.take_paid(p.name, {c.fingerprint for c in waiting})
-    rest = [c for c in waiting if c.fingerprint not in paid]
     r.fresh = max(r.fresh, sum(c.fresh for c in rest))
     if ctx.options.dry_run:  # no verdict comes back to move the balance: what it holds now is what is offered
-        offer = [c for c in waiting if c.fingerprint in paid] + (rest if t.allowance is None else rest[:t.allowance])
+        room = max(len(owed), t.allowance or 0)  # the owed withdraw from the balance, and are asked past it
+        offer = [c for c in waiting if c.fingerprint in paid] + (rest if t.allowance is None else rest[:room])
         r.waiting = len(waiting) - len(offer)
         plan_dry(ctx, p, r, offer, result)
         return
@@ -400,14 +410,13 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
     offer = [c for c in waiting if c.fingerprint in paid] + rest
     r.waiting = len(waiting) - len(offer)
     before = r.offered
-    fresh = await judge_all(p, offer, ctx, r, paid)
+    fresh = await judge_all(p, offer, ctx, r, paid, owed)
     r.waiting += len(offer) - (r.offered - before)  # held back by the cost cap or a stop
     decide(p, ctx, r, pending + fresh)
 
 
-def fresh_names(p, ctx: Context) -> set[str]:
+def fresh_names(p, ctx: Context, since: str | None) -> set[str]:
     """The facts (or, for alias, the spellings they carry) whose content changed since the pass's last session."""
-    since = ctx.store.last_session_start(p.name, ctx.kind) if ctx.index is not None else None
     if since is None:  # a first session (or a db rebuilt without its history): nothing to be fresher than
         return set()
     paths = ctx.index.changed_since(since)
@@ -424,6 +433,53 @@ def fresh_first(waiting: list[Candidate], fresh: set[str]) -> list[Candidate]:
     for c in waiting:
         c.fresh = any(name in fresh for name in subject_names(c.subject))
     return sorted(waiting, key=lambda c: not c.fresh)  # stable: each part keeps its best-first order
+
+
+def new_names(p, ctx: Context, ended: str | None) -> set[str]:
+    """The facts changed since the pass's last session ended (or, for alias, the spellings only they carry).
+
+    Not the judge's own rewrites: those are indexed as it applies them, inside its session. For alias, a
+    spelling an unchanged fact also carries was there before; an edit brings no new question about it.
+    """
+    if ended is None:
+        return set()
+    paths = ctx.index.changed_since(ended)
+    if getattr(p, "about", "facts") != "spellings":
+        return paths
+    facts = ctx.corpus.facts
+    return {m for path in paths if (f := facts.get(path)) is not None and f.active for m in f.motifs
+            if all(c in paths for c in ctx.corpus.carriers.get(m, []))}
+
+
+def owed_to_fresh(p, ctx: Context, waiting: list[Candidate], paid: set) -> set[str]:
+    """The questions owed to new facts or spellings: each one's best `fresh_per_change` that touch it, by score.
+
+    Its own best, not the pass's global rank: a new fact's duplicate may rank 34th of 771 questions, behind
+    pairs of older facts, and is still its new fact's nearest. What was asked about a name since the pass's
+    session ended (an earlier round, a killed session, a paid batch result) counts against what it is owed,
+    so the count is derived from stored verdicts and a rerun does not ask more.
+    """
+    fresh, per = ctx.new.get(p.name, set()), ctx.config.budget.fresh_per_change
+    if not fresh or per <= 0 or not ctx.config.budget.enabled or not getattr(p, "owes_new", False):
+        return set()
+    asked: dict[str, int] = {}
+    ended = ctx.since.get(p.name, (None, None))[1]
+    subjects = ctx.store.subjects_since(p.name, ended, ctx.kind) if ended else []
+    for subject in [*subjects, *(c.subject for c in waiting if c.fingerprint in paid)]:
+        for name in subject_names(subject):
+            asked[name] = asked.get(name, 0) + 1
+    owed = set()
+    for c in waiting:  # best first: fresh_first kept the score order within the fresh part (new is within fresh)
+        if not c.fresh:
+            break
+        if c.fingerprint in paid:
+            continue
+        names = [n for n in subject_names(c.subject) if n in fresh]
+        if any(asked.get(n, 0) < per for n in names):
+            owed.add(c.fingerprint)
+            for n in names:
+                asked[n] = asked.get(n, 0) + 1
+    return owed
 
 
 def note_skipped(p, ctx: Context, r: PassResult, fingerprints: list[str], refused: set, busy: set) -> None:
@@ -455,11 +511,13 @@ def finish_pass(p, ctx: Context, r: PassResult, t) -> None:
                probe_spent=t.probe and r.judged > 0, judge=ctx.kind)
 
 
-async def judge_all(p, offer: list[Candidate], ctx: Context, r: PassResult, paid: set = frozenset()) -> list[Verdict]:
+async def judge_all(p, offer: list[Candidate], ctx: Context, r: PassResult, paid: set = frozenset(),
+                    owed: set = frozenset()) -> list[Verdict]:
     """Stream candidates through a bounded queue to `concurrency` workers; store each verdict as it comes.
 
     In batch mode a question that needs a call is gathered for the session's Message Batch instead;
-    `paid` questions (batch results collected this session) are judged whatever the cost cap says.
+    `paid` questions (batch results collected this session) are judged whatever the cost cap says;
+    `owed` ones (owed to fresh facts) whatever the balance says, still under the cost caps.
     """
     cfg = ctx.config.judge
     queue: asyncio.Queue = asyncio.Queue(maxsize=2 * cfg.concurrency)
@@ -484,7 +542,9 @@ async def judge_all(p, offer: list[Candidate], ctx: Context, r: PassResult, paid
                 break
             # paid questions were charged when their batch was submitted; the rest take one from the balance,
             # waiting while questions in flight may still resolve something and deposit more
-            if c.fingerprint not in paid and not await allowance.take(c.fingerprint):
+            if c.fingerprint in owed:
+                allowance.owe(c.fingerprint)
+            elif c.fingerprint not in paid and not await allowance.take(c.fingerprint):
                 break
             await queue.put(c)
         # Not in a `finally`: once cancelled the workers are gone, and a put into a full queue never returns.

@@ -85,6 +85,11 @@ class Store:
         where, args = ("pass = ?", [pass_name]) if pass_name else (None, None)
         return [Verdict.from_row(r) for r in self.db["verdicts"].rows_where(where, args, order_by="created_at, rowid")]
 
+    def subjects_since(self, pass_name: str, since: str, judge: str | None = None) -> list[dict]:
+        """The subjects of the pass's verdicts stored after `since`: what fresh questions were already asked."""
+        where, args = of_judge("pass = ? AND created_at > ?", [pass_name, since], judge)
+        return [json.loads(r[0]) for r in self.db.execute(f"SELECT subject FROM verdicts WHERE {where}", args)]
+
     def history(self, pass_name: str, limit: int) -> list[tuple[bool]]:
         """The last `limit` verdicts of a pass, newest first, as is_yes and not reverted."""
         return [bool(r[0]) for r in self.db.execute(
@@ -262,13 +267,14 @@ class Store:
         return [dict(id=r[0], started_at=r[1], ended_at=r[2], passes=json.loads(r[3]), cost_usd=r[4],
                      commits=json.loads(r[5]), corpus=json.loads(r[6]) if r[6] else None) for r in rows]
 
-    def last_session_start(self, pass_name: str, judge: str | None = None) -> str | None:
-        """When this pass's last recorded session (of this kind of judge) started; None before its first."""
+    def last_session(self, pass_name: str, judge: str | None = None) -> tuple[str | None, str | None]:
+        """When this pass's last recorded session (of this kind of judge) started and ended; Nones before its first."""
         where, args = of_judge("t.pass = ?", [pass_name], judge)
-        row = self.db.execute(f"SELECT s.started_at FROM throttle t JOIN sessions s ON s.id = t.session "
+        row = self.db.execute(f"SELECT s.started_at, coalesce(s.ended_at, s.started_at) FROM throttle t "
+                              f"JOIN sessions s ON s.id = t.session "
                               f"WHERE {where.replace('judge =', 't.judge =')} ORDER BY t.rowid DESC LIMIT 1",
                               args).fetchone()
-        return row[0] if row else None
+        return (row[0], row[1]) if row else (None, None)
 
     def record_throttle(self, row: dict) -> None:
         with self.db.atomic():
@@ -303,6 +309,7 @@ class FileIndex:
         self.rows = {r[0]: r for r in self.db.execute(
             "SELECT path, mtime_ns, size, record, content_id, ctime_ns, checked_ns, changed_at FROM files")}
         self.pending: dict[str, dict] = {}
+        self.written: set[str] = set()  # facts this session's decisions rewrote: their change counts from the next
         self.parse_key = ""  # corpus.parse_key of the layout: a parse made under other settings is not reused
         self.checked: list[tuple[int, int, str]] = []  # (ctime_ns, checked_ns, path) of files verified by reading
         self.reused = 0  # facts taken from the index this session, unparsed
@@ -333,8 +340,11 @@ class FileIndex:
         self.reused += 1
         return fact_from_record(record)
 
-    def remember(self, root: Path, fact: Fact) -> None:
-        self.parsed += 1
+    def remember(self, root: Path, fact: Fact, parsed: bool = True) -> None:
+        """Index a fact as read (parsed) or as the session just wrote it (parsed=False: not a parse of a read)."""
+        self.parsed += parsed
+        if not parsed:
+            self.written.add(fact.path)
         st = (root / fact.path).stat()
         record = {**fact.record(), "parse_key": self.parse_key}
         prior = self.rows.get(fact.path)
@@ -346,9 +356,13 @@ class FileIndex:
                                        changed_at=changed)
 
     def changed_since(self, since: str) -> set[str]:
-        """Paths whose content changed after `since` (a UTC timestamp), saved or pending."""
-        return {r[0] for r in self.db.execute("SELECT path FROM files WHERE changed_at > ?", [since])} | \
-            {path for path, row in self.pending.items() if row["changed_at"] and row["changed_at"] > since}
+        """Paths whose content changed after `since` (a UTC timestamp), saved or read this session.
+
+        Not what this session's own decisions wrote: those are changes for the next session.
+        """
+        return ({r[0] for r in self.db.execute("SELECT path FROM files WHERE changed_at > ?", [since])} |
+                {path for path, row in self.pending.items() if row["changed_at"] and row["changed_at"] > since}) - \
+            self.written
 
     def forget_missing(self, present: set[str]) -> None:
         """Called once the corpus is loaded: note what left it, and drop the rows (~1.5 kB a fact)."""

@@ -12,8 +12,12 @@ The states name where the balance stands:
 - optimistic: no verdict yet; the balance is the opening cap.
 - unproven: verdicts, none resolved, and what is left of the opening cap is above zero.
 - funded: the balance is above zero and holds deposits (a verdict of the pass resolved something).
-- defunded: the balance is zero; only the probe: every `probe_every` sessions, and in any session where
-  a fact or spelling its questions touch changed since its last session (then on the best fresh question).
+- defunded: the balance is zero; only the probe, every `probe_every` sessions.
+
+Whatever the state, a fact or spelling changed since the pass's last session is owed its own best
+questions (`budget.fresh_per_change` of the unanswered ones that touch it), asked in that session even
+at a balance of zero: a duplicate a writer adds is asked while it is new. They withdraw what the
+balance holds (never below zero), so the state stays what the verdicts make it.
 """
 
 from __future__ import annotations
@@ -37,14 +41,18 @@ class ThrottleState:
     def __post_init__(self):
         self.granted = self.allowance  # what the session started with; `allowance` moves as it asks
 
-    def probe_fresh(self) -> None:
+    def probe_fresh(self, owed: int = 0) -> None:
         """Make this defunded session a probe: facts its questions touch changed since its last session.
 
-        A duplicate a writer adds is then asked in the session that first sees it, one question a pass,
-        while an unchanged corpus still waits `probe_every` sessions between probes.
+        A duplicate a writer adds is then asked in the session that first sees it, while an unchanged corpus
+        still waits `probe_every` sessions between probes. The probe is the best fresh question, or, in a
+        pass that owes new facts their nearest questions, those `owed` questions: nothing more is granted,
+        and a resolution among them deposits as a probe's would.
         """
-        self.probe, self.allowance, self.granted, self.next_probe_in = True, 1, 1, None
-        self.why += "; facts changed since its last session: it probes the best fresh question"
+        grant = 0 if owed else 1
+        self.probe, self.allowance, self.granted, self.next_probe_in = True, grant, grant, None
+        self.why += (f"; facts changed since its last session: it asks the {owed} question(s) owed to them" if owed
+                     else "; facts changed since its last session: it probes the best fresh question")
 
     @property
     def probe_in(self) -> int | None:
@@ -134,6 +142,7 @@ class Allowance:
         self.t, self.per_resolution = t, per_resolution
         self.in_flight = 0
         self.probe: str | None = None  # the fingerprint the probe was spent on
+        self.uncharged: set[str] = set()  # owed questions asked at a balance of zero: they took nothing
         self._settled = asyncio.Event()
 
     async def take(self, fingerprint: str) -> bool:
@@ -145,21 +154,32 @@ class Allowance:
             await self._settled.wait()
         if self.t.allowance is not None:
             self.t.allowance -= 1
-        if self.t.probe and self.probe is None:
+        if self.t.probe and self.probe is None and self.t.granted:  # a probe of owed questions grants nothing more
             self.probe = fingerprint
         self.in_flight += 1
         return True
 
+    def owe(self, fingerprint: str) -> None:
+        """Take a question owed to a fresh fact: asked whatever is left, withdrawing one if the balance holds one."""
+        if self.t.allowance is not None:
+            if self.t.allowance > 0:
+                self.t.allowance -= 1
+            else:
+                self.uncharged.add(fingerprint)
+        self.in_flight += 1
+
     def settle(self, fingerprint: str, asked: bool, resolved: bool = False) -> None:
         """A reserved question is done: given back if it was never asked; a resolution deposits.
 
-        The probe is asked at a balance of zero, which the derived balance does not take below zero: a
-        probe that resolved leaves questions_per_resolution - 1, as the verdicts will say next session.
+        The probe, and an owed question asked at zero, take the derived balance nowhere below zero: one
+        that resolved leaves questions_per_resolution - 1, as the verdicts will say next session.
         """
         self.in_flight -= 1
         if self.t.allowance is not None:
+            free = fingerprint in self.uncharged
+            self.uncharged.discard(fingerprint)
             probe = fingerprint == self.probe
-            self.t.allowance += (not asked) + (self.per_resolution - probe) * resolved
+            self.t.allowance += (not asked and not free) + (self.per_resolution - (probe or free)) * resolved
             if probe and not asked:
                 self.probe = None  # not spent: the grant goes to the next question
         self._settled.set()
