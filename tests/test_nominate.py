@@ -165,7 +165,9 @@ def test_a_real_shaped_vocabulary_is_unified_within_three_sessions(tmp_path):
         if session == 0:
             assert alias.throttle == "optimistic" and alias.resolved > 0 and alias.applied > 0, lines
         if session == 1:
-            assert alias.throttle == "funded", lines  # session 1's yeses keep the pass funded
+            # session 0 spent its balance (the optimistic cap plus questions_per_resolution per yes); the
+            # probe on the spellings its merges rewrote, and the deposits it earns, finish the groups
+            assert alias.throttle.startswith("defunded") and alias.resolved > 0, lines
     carriers = load_corpus(root).carriers
     for group in groups:
         alive = [s for s in group if carriers.get(s)]
