@@ -15,11 +15,12 @@ from .candidate_lists import CandidateLists
 from .config import Config, load_config
 from .corpus import Corpus, CorpusReport, corpus_report, load_corpus
 from .embeddings import Embedder
+from .freshness import fresh_first, fresh_names, new_names, owed_to_fresh
 from .errors import BadFact, DecisionRefused, KnomitError
 from .gitops import Applier, Decision, Lock, decision_trailers, dirty_paths, message, open_repo
 from .judge import Judge, ScriptedBackend, judge_kind, make_backend, swap_sampled
 from . import metrics
-from .passes import JUDGED_PASSES, Candidate, Change, subject_names
+from .passes import JUDGED_PASSES, Candidate, Change
 from .passes.exact import DuplicateGroups, exact_change, exact_verdict
 from .passes.registry import all_passes
 from .precision import gate as precision_gate
@@ -413,73 +414,6 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
     fresh = await judge_all(p, offer, ctx, r, paid, owed)
     r.waiting += len(offer) - (r.offered - before)  # held back by the cost cap or a stop
     decide(p, ctx, r, pending + fresh)
-
-
-def fresh_names(p, ctx: Context, since: str | None) -> set[str]:
-    """The facts (or, for alias, the spellings they carry) whose content changed since the pass's last session."""
-    if since is None:  # a first session (or a db rebuilt without its history): nothing to be fresher than
-        return set()
-    paths = ctx.index.changed_since(since)
-    if getattr(p, "about", "facts") != "spellings":
-        return paths
-    return {m for path in paths if (f := ctx.corpus.facts.get(path)) is not None and f.active for m in f.motifs}
-
-
-def fresh_first(waiting: list[Candidate], fresh: set[str]) -> list[Candidate]:
-    """Questions touching a fact or spelling changed since the last session first, then the backlog; each by score.
-
-    So a duplicate a writer adds is asked while it is new, not after the backlog ranked above it.
-    """
-    for c in waiting:
-        c.fresh = any(name in fresh for name in subject_names(c.subject))
-    return sorted(waiting, key=lambda c: not c.fresh)  # stable: each part keeps its best-first order
-
-
-def new_names(p, ctx: Context, ended: str | None) -> set[str]:
-    """The facts changed since the pass's last session ended (or, for alias, the spellings only they carry).
-
-    Not the judge's own rewrites: those are indexed as it applies them, inside its session. For alias, a
-    spelling an unchanged fact also carries was there before; an edit brings no new question about it.
-    """
-    if ended is None:
-        return set()
-    paths = ctx.index.changed_since(ended)
-    if getattr(p, "about", "facts") != "spellings":
-        return paths
-    facts = ctx.corpus.facts
-    return {m for path in paths if (f := facts.get(path)) is not None and f.active for m in f.motifs
-            if all(c in paths for c in ctx.corpus.carriers.get(m, []))}
-
-
-def owed_to_fresh(p, ctx: Context, waiting: list[Candidate], paid: set) -> set[str]:
-    """The questions owed to new facts or spellings: each one's best `fresh_per_change` that touch it, by score.
-
-    Its own best, not the pass's global rank: a new fact's duplicate may rank 34th of 771 questions, behind
-    pairs of older facts, and is still its new fact's nearest. What was asked about a name since the pass's
-    session ended (an earlier round, a killed session, a paid batch result) counts against what it is owed,
-    so the count is derived from stored verdicts and a rerun does not ask more.
-    """
-    fresh, per = ctx.new.get(p.name, set()), ctx.config.budget.fresh_per_change
-    if not fresh or per <= 0 or not ctx.config.budget.enabled or not getattr(p, "owes_new", False):
-        return set()
-    asked: dict[str, int] = {}
-    ended = ctx.since.get(p.name, (None, None))[1]
-    subjects = ctx.store.subjects_since(p.name, ended, ctx.kind) if ended else []
-    for subject in [*subjects, *(c.subject for c in waiting if c.fingerprint in paid)]:
-        for name in subject_names(subject):
-            asked[name] = asked.get(name, 0) + 1
-    owed = set()
-    for c in waiting:  # best first: fresh_first kept the score order within the fresh part (new is within fresh)
-        if not c.fresh:
-            break
-        if c.fingerprint in paid:
-            continue
-        names = [n for n in subject_names(c.subject) if n in fresh]
-        if any(asked.get(n, 0) < per for n in names):
-            owed.add(c.fingerprint)
-            for n in names:
-                asked[n] = asked.get(n, 0) + 1
-    return owed
 
 
 def note_skipped(p, ctx: Context, r: PassResult, fingerprints: list[str], refused: set, busy: set) -> None:

@@ -16,7 +16,7 @@ class Candidate:
     fingerprint: str
     score: float  # the rank among candidates, best first (alias: nominate.score), never a decision
     orders: list  # the evidence in each order to ask (A/B and B/A for pairs)
-    fresh: bool = False  # touches a fact or spelling changed since the pass's last session (review.fresh_first)
+    fresh: bool = False  # touches a fact or spelling changed since the pass's last session (freshness.fresh_first)
 
 
 def subject_names(subject: dict) -> list[str]:

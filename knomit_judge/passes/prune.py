@@ -88,7 +88,7 @@ class PrunePass:
     default = "distinct"
     yes = {"merge", "retract"}
     # A new fact is owed its nearest question in the session that first sees it, whatever the balance
-    # (review.owed_to_fresh): a duplicate's pair ranks by similarity among all pairs, often far down.
+    # (freshness.owed_to_fresh): a duplicate's pair ranks by similarity among all pairs, often far down.
     # Alias and discovery are not: on the replay, owing new spellings their nearest spent the alias
     # balance on pairs that rarely merge (48 merges, not 52) and discovery's found nothing (docs/budget).
     owes_new = True

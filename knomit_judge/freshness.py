@@ -1,0 +1,76 @@
+"""Fresh first: what changed since a pass's last session, and the questions a new fact is owed.
+
+`ctx` is the session's review.Context (its corpus, file index, store, config and the per-pass
+`since`, `fresh` and `new` sets); this module reads it and never writes to it.
+"""
+
+from __future__ import annotations
+
+from .passes import Candidate, subject_names
+
+
+def fresh_names(p, ctx, since: str | None) -> set[str]:
+    """The facts (or, for alias, the spellings they carry) whose content changed since the pass's last session."""
+    if since is None:  # a first session (or a db rebuilt without its history): nothing to be fresher than
+        return set()
+    paths = ctx.index.changed_since(since)
+    if getattr(p, "about", "facts") != "spellings":
+        return paths
+    return {m for path in paths if (f := ctx.corpus.facts.get(path)) is not None and f.active for m in f.motifs}
+
+
+def fresh_first(waiting: list[Candidate], fresh: set[str]) -> list[Candidate]:
+    """Questions touching a fact or spelling changed since the last session first, then the backlog; each by score.
+
+    So a duplicate a writer adds is asked while it is new, not after the backlog ranked above it.
+    """
+    for c in waiting:
+        c.fresh = any(name in fresh for name in subject_names(c.subject))
+    return sorted(waiting, key=lambda c: not c.fresh)  # stable: each part keeps its best-first order
+
+
+def new_names(p, ctx, ended: str | None) -> set[str]:
+    """The facts changed since the pass's last session ended (or, for alias, the spellings only they carry).
+
+    Not the judge's own rewrites: those are indexed as it applies them, inside its session. For alias, a
+    spelling an unchanged fact also carries was there before; an edit brings no new question about it.
+    """
+    if ended is None:
+        return set()
+    paths = ctx.index.changed_since(ended)
+    if getattr(p, "about", "facts") != "spellings":
+        return paths
+    facts = ctx.corpus.facts
+    return {m for path in paths if (f := facts.get(path)) is not None and f.active for m in f.motifs
+            if all(c in paths for c in ctx.corpus.carriers.get(m, []))}
+
+
+def owed_to_fresh(p, ctx, waiting: list[Candidate], paid: set) -> set[str]:
+    """The questions owed to new facts or spellings: each one's best `fresh_per_change` that touch it, by score.
+
+    Its own best, not the pass's global rank: a new fact's duplicate may rank 34th of 771 questions, behind
+    pairs of older facts, and is still its new fact's nearest. What was asked about a name since the pass's
+    session ended (an earlier round, a killed session, a paid batch result) counts against what it is owed,
+    so the count is derived from stored verdicts and a rerun does not ask more.
+    """
+    fresh, per = ctx.new.get(p.name, set()), ctx.config.budget.fresh_per_change
+    if not fresh or per <= 0 or not ctx.config.budget.enabled or not getattr(p, "owes_new", False):
+        return set()
+    asked: dict[str, int] = {}
+    ended = ctx.since.get(p.name, (None, None))[1]
+    subjects = ctx.store.subjects_since(p.name, ended, ctx.kind) if ended else []
+    for subject in [*subjects, *(c.subject for c in waiting if c.fingerprint in paid)]:
+        for name in subject_names(subject):
+            asked[name] = asked.get(name, 0) + 1
+    owed = set()
+    for c in waiting:  # best first: fresh_first kept the score order within the fresh part (new is within fresh)
+        if not c.fresh:
+            break
+        if c.fingerprint in paid:
+            continue
+        names = [n for n in subject_names(c.subject) if n in fresh]
+        if any(asked.get(n, 0) < per for n in names):
+            owed.add(c.fingerprint)
+            for n in names:
+                asked[n] = asked.get(n, 0) + 1
+    return owed
