@@ -383,29 +383,23 @@ def generate(n: int, seed: int, out, git: bool = True) -> dict:
 def generate_entities(n: int, seed: int, out, git: bool = True) -> dict:
     """The entity-vocabulary corpus (see gen_vocabulary.py), with its truth and perfect replies beside it."""
     from gen_vocabulary import write
-
-    out = Path(out)
-    if out.exists() and any(out.iterdir()):
-        raise FileExistsError(f"{out} exists and is not empty")
-    made = write(out, n, seed)
-    if git:
-        _commit(out, f"Synthetic entity corpus: {n} facts, seed {seed}")
-    out.with_name(out.name + ".truth.json").write_text(json.dumps(made["truth"], indent=1) + "\n")
-    with open(out.with_name(out.name + ".replies.jsonl"), "w", encoding="utf-8") as f:
-        f.writelines(json.dumps(r) + "\n" for r in made["replies"])
-    return made["truth"]
+    return _vocabulary_corpus(write, "entity", n, seed, out, git)
 
 
 def generate_motifs(n: int, seed: int, out, git: bool = True) -> dict:
     """The motif-vocabulary corpus of knomit's own shape (gen_vocabulary.py), with its truth and perfect replies."""
     from gen_vocabulary import write_motifs
+    return _vocabulary_corpus(write_motifs, "motif", n, seed, out, git)
 
+
+def _vocabulary_corpus(write, kind: str, n: int, seed: int, out, git: bool) -> dict:
+    """Write a vocabulary corpus with `write`, commit it, and put its truth and perfect replies beside it."""
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} exists and is not empty")
-    made = write_motifs(out, n, seed)
+    made = write(out, n, seed)
     if git:
-        _commit(out, f"Synthetic motif corpus: {n} facts, seed {seed}")
+        _commit(out, f"Synthetic {kind} corpus: {n} facts, seed {seed}")
     out.with_name(out.name + ".truth.json").write_text(json.dumps(made["truth"], indent=1) + "\n")
     with open(out.with_name(out.name + ".replies.jsonl"), "w", encoding="utf-8") as f:
         f.writelines(json.dumps(r) + "\n" for r in made["replies"])
