@@ -479,18 +479,19 @@ def file_mode(path: Path) -> int | None:
         return None
 
 
-def atomic_write(path: Path, text: str | bytes, mode: int | None = None) -> None:
+def atomic_write(path: Path, text: str | bytes, mode: int | None = None, prefix: str = ".knomit-") -> None:
     """Write via a temp file, fsync and rename, so a half-written fact never exists.
 
     The file keeps its mode (mkstemp makes 0600, which would shut out every other reader of the
     corpus); a new file gets what the umask gives, as any editor's would. `mode` sets it instead.
+    The temp file is `prefix*.tmp` beside it (recovery finds a corpus's leftovers by gitops.TMP_GLOB).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     if mode is None:
         mode = file_mode(path)
     if mode is None:
         mode = 0o666 & ~umask()
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".knomit-", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=prefix, suffix=".tmp")
     try:
         os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as f:

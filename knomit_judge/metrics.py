@@ -8,16 +8,14 @@ Every series is a gauge (a value as of the last session): no `_total`, since not
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import math
-import os
-import tempfile
 from datetime import datetime
 from pathlib import Path
 
 from .config import Config
+from .corpus import atomic_write
 from .errors import ConfigError
 from .passes import JUDGED_PASSES
 from .spend import Spend, summarise
@@ -222,24 +220,12 @@ def render(fig: dict) -> str:
 def write_atomic(path: Path, text: str) -> None:
     """Replace path with text so that a reader (or a kill at any instant) sees the old file or the new one.
 
-    The new text goes to a temporary file in the same directory (a rename is atomic only within one file
-    system), is flushed to disk, then renamed over the old one. The temporary name starts with a dot and
-    does not end in .prom, so the textfile collector never reads a half-written one.
+    corpus.atomic_write's temp file, fsync and rename; the temporary name starts with a dot and does not
+    end in .prom, so the textfile collector never reads a half-written one. Mode 0644: the collector often
+    runs as another user, and nothing here is secret.
     """
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        # mkstemp makes 0600; the collector often runs as another user, and nothing here is secret
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, text, mode=0o644, prefix=f".{path.name}.")
 
 
 def write(path: Path, root: Path, store, config: Config, judge: str = "anthropic") -> None:
