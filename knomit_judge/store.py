@@ -15,7 +15,7 @@ import sqlite_utils
 from .corpus import Fact, content_id, fact_from_record
 from .errors import CorpusUnwritable
 from .migrations import migrate
-from .verdicts import JournalMarks, Verdict, now
+from .verdicts import MECHANICAL, JournalMarks, Verdict, now
 
 DB_PATH = ".knomit/judge.db"
 
@@ -75,6 +75,23 @@ class Store:
         """Yes verdicts not applied yet; given a judge kind, only that kind's (the others never bind it)."""
         where, args = of_judge("pass = ? AND is_yes = 1 AND reverted = 0 AND commit_sha IS NULL", [pass_name], judge)
         return [Verdict.from_row(r) for r in self.db["verdicts"].rows_where(where, args, order_by="created_at")]
+
+    def standing_yes(self, pass_name: str, judge: str | None = None) -> list[Verdict]:
+        """Per subject, its latest judged verdict when that is a yes and no verdict on the subject was reverted.
+
+        What the judge decided about the two names themselves, whatever fingerprint the question had then:
+        a later `no`, or a revert of any decision on them (a restated one included), ends it.
+        """
+        where, args = of_judge("pass = ?", [pass_name], judge)
+        latest: dict[str, dict] = {}
+        ended: set[str] = set()
+        for row in self.db["verdicts"].rows_where(where, args, order_by="created_at, rowid"):
+            key = json.dumps(sorted(json.loads(row["subject"]).values()))
+            if row["reverted"]:
+                ended.add(key)
+            if row["model"] != MECHANICAL:
+                latest[key] = row
+        return [Verdict.from_row(r) for k, r in latest.items() if r["is_yes"] and k not in ended]
 
     def answered(self, pass_name: str, judge: str | None = None) -> set[str]:
         """Fingerprints with a verdict; given a judge kind, only that kind's answers count."""

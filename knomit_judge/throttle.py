@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from .config import BudgetConfig
 from .store import of_judge
+from .verdicts import MECHANICAL
 
 
 @dataclass
@@ -89,7 +90,8 @@ def balance(store, pass_name: str, cfg: BudgetConfig, judge: str | None = None) 
     zero ends at S_n - min(0, min_k S_k) (the walk reflected at its lowest point), so 100k verdicts
     take one sorted scan in sqlite, not a Python loop. A reverted yes resolved nothing.
     """
-    where, args = of_judge("pass = ?", [pass_name], judge)
+    # restated decisions (model `mechanical`) asked no question, so they neither withdraw nor deposit
+    where, args = of_judge("pass = ? AND model != ?", [pass_name, MECHANICAL], judge)
     q = cfg.questions_per_resolution
     n, resolved, low = store.db.execute(
         "SELECT count(*), coalesce(sum(r), 0), min(s) FROM ("

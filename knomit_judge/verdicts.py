@@ -45,13 +45,16 @@ def group_fingerprint(facts) -> str:
     return fingerprint(*(f.content_id for f in facts))
 
 
+MECHANICAL = "mechanical"  # the model of a verdict no judge was asked for: exact duplicates, restated aliases
+
+
 def judge_of(pass_name: str, model: str) -> str:
     """The kind of judge behind a verdict recorded without one (journal lines and rows before migration 0007).
 
     The model always said it: the scripted judge records `scripted:FILE`, exact duplicates `mechanical`.
     """
     if pass_name == "exact":
-        return "mechanical"
+        return MECHANICAL
     return "scripted" if str(model).startswith("scripted:") else "anthropic"
 
 

@@ -6,7 +6,7 @@ from ..corpus import renamed_motif
 from ..nominate import MAX_TITLES, nominate
 from ..prompts import load_prompt
 from ..survivors import spelling_survivor
-from ..verdicts import encoded_side, fingerprint_encoded
+from ..verdicts import MECHANICAL, Verdict, encoded_side, fingerprint_encoded
 from .base import Candidate, Change, one_sentence, reply_object
 
 
@@ -26,6 +26,8 @@ class AliasPass:
     about = "spellings"  # a question's sides are motif spellings (the other passes': fact paths)
     default = "different"
     yes = {"same"}
+    # A yes names the two spellings themselves, so it stands when their carriers change (see restated)
+    stands = True
 
     @property
     def prompt(self):
@@ -77,6 +79,21 @@ class AliasPass:
             return memo[m]
 
         return lambda s, fp, score: Candidate(self.name, s, fp, score, self.orders(s["a"], s["b"], corpus, evidence))
+
+    def restated(self, origin: Verdict, corpus, session: str, judge: str) -> Verdict | None:
+        """The judge's yes on two spellings, recorded again for their carriers as they are now (no call).
+
+        A writer who uses a retired spelling again, or a merge of a third spelling that rewrote a carrier both
+        share, gives the pair a new fingerprint; what the judge decided was that the two names are one, and
+        that has not changed. None while either spelling has no carrier (nothing to merge).
+        """
+        a, b = origin.subject["a"], origin.subject["b"]
+        if not (corpus.carriers.get(a) and corpus.carriers.get(b)):
+            return None
+        return Verdict(pass_name=self.name, fingerprint=motif_fingerprint(a, b, corpus), subject={"a": a, "b": b},
+                       answer=origin.answer, is_yes=True, rationale=f"as verdict {origin.id} decided: {origin.rationale}",
+                       model=MECHANICAL, prompt=origin.prompt, attempts=0, calls=0, cost_usd=0.0, session=session,
+                       judge=judge)
 
     def parse(self, text: str):
         obj = reply_object(text, {"same": ((bool,), True), "mechanism": ((str,), False)})

@@ -120,6 +120,7 @@ class DiscoveryPass:
     name = "discovery"
     default = "no"
     yes = {"yes"}
+    stands = False  # a yes is about the facts' content: a changed fact is asked again
 
     @property
     def prompt(self):

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from ..corpus import exact_key
 from ..survivors import fact_survivor, why_survives
-from ..verdicts import Verdict, group_fingerprint
+from ..verdicts import MECHANICAL, Verdict, group_fingerprint
 from .base import Candidate, Change
 from .prune import carried_body, retire
 
 PROMPT_ID = "exact@1"
-MODEL = "mechanical"
+MODEL = MECHANICAL
 
 
 def duplicate_groups(corpus) -> list[list]:

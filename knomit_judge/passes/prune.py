@@ -87,6 +87,7 @@ class PrunePass:
     name = "prune"
     default = "distinct"
     yes = {"merge", "retract"}
+    stands = False  # a yes is about the facts' content: a changed fact is asked again
     # A new fact is owed its nearest question in the session that first sees it, whatever the balance
     # (freshness.owed_to_fresh): a duplicate's pair ranks by similarity among all pairs, often far down.
     # Alias and discovery are not: on the replay, owing new spellings their nearest spent the alias

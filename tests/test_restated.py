@@ -1,0 +1,102 @@
+"""A spelling the judge merged stays merged: its yes is restated, without a call, when the pair comes back."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from conftest import SAME, fact_text, make_repo, write_config
+from messages_server import text
+
+from knomit_judge.history import status as get_status
+from knomit_judge.rebuild import rebuild
+from knomit_judge.revert import revert
+from knomit_judge.review import ReviewOptions, review
+from knomit_judge.store import Store
+
+JUDGE = """
+[judge]
+backoff_s = 0.0
+timeout_s = 20
+max_attempts = 1
+position_swap = false
+"""
+PAIR = ("retry-storm", "retry-amplification")
+DIFFERENT = json.dumps({"same": False, "mechanism": ""})
+
+
+def corpus(tmp_path):
+    repo = make_repo(tmp_path / "corpus", {
+        "facts/a.md": fact_text("Retries multiply load during an outage", [PAIR[0]]),
+        "facts/b.md": fact_text("Clients retrying at once amplify an outage", [PAIR[1]]),
+    })
+    write_config(repo, JUDGE)
+    return repo
+
+
+def session(repo, server):
+    before = server.calls
+    alias = review(repo.root, ReviewOptions(passes=("alias",))).passes["alias"]
+    return alias, server.calls - before
+
+
+def merged(repo) -> list[tuple[str, str]]:
+    """(lost, kept) of every alias merge commit, oldest first."""
+    return [m.groups() for s in reversed(repo.log()) if (m := re.match(r"alias: merge motif '(.+)' into '(.+)'", s))]
+
+
+def balance(repo) -> int:
+    return get_status(repo.root)["throttle"]["alias"]["balance"]
+
+
+def test_a_retired_spelling_used_again_is_merged_without_a_call(tmp_path, judge_env):
+    repo = corpus(tmp_path)
+    judge_env.responder = lambda request, n: text(json.dumps(SAME))
+    alias, calls = session(repo, judge_env)
+    assert calls == 1 and alias.applied == 1
+    [(lost, kept)] = merged(repo)
+    held = balance(repo)
+
+    judge_env.responder = lambda request, n: text(DIFFERENT)  # were the pair asked again, it would not merge
+    repo.fact("facts/c.md", "Synchronised retries turn a blip into an outage", motifs=[lost])
+    repo.commit("a writer uses the old spelling")
+    alias, calls = session(repo, judge_env)
+    assert calls == 0
+    assert alias.state == "worked" and alias.resolved == alias.applied == 1
+    assert any("restated without a call" in n for n in alias.notes)
+    assert merged(repo) == [(lost, kept), (lost, kept)]
+    assert kept in repo.read("facts/c.md") and lost not in repo.read("facts/c.md")
+    assert balance(repo) == held  # no question was asked: nothing withdrawn, nothing deposited
+    assert repo.status() == ""
+
+    # the restated verdict is in the journal like any other: a rebuild agrees, and nothing is asked again
+    (repo.root / ".knomit" / "judge.db").unlink()
+    rebuild(repo.root)
+    assert balance(repo) == held
+    _, calls = session(repo, judge_env)
+    assert calls == 0
+
+
+def test_a_revert_ends_the_standing_merge(tmp_path, judge_env):
+    repo = corpus(tmp_path)
+    judge_env.responder = lambda request, n: text(json.dumps(SAME))
+    session(repo, judge_env)
+    [(lost, kept)] = merged(repo)
+    repo.fact("facts/c.md", "Synchronised retries turn a blip into an outage", motifs=[lost])
+    repo.commit("a writer uses the old spelling")
+    alias, calls = session(repo, judge_env)
+    assert calls == 0 and alias.applied == 1
+
+    store = Store.for_corpus(repo.root)
+    try:
+        restated = [v for v in store.verdicts("alias") if v.model == "mechanical"]
+    finally:
+        store.close()
+    assert len(restated) == 1 and restated[0].commit_sha and restated[0].calls == 0
+    revert(restated[0].id, repo.root, reason="c.md means something else by it")
+    assert lost in repo.read("facts/c.md")
+
+    # the person's revert stands, as a `no` on the pair as it is: not restated, not asked, not merged again
+    alias, calls = session(repo, judge_env)
+    assert calls == 0 and alias.applied == 0
+    assert lost in repo.read("facts/c.md") and len(merged(repo)) == 2
