@@ -7,7 +7,8 @@ Signals (each a strength in 0..1 for any pair):
   name      cosine of the two spellings' own embeddings (the name alone, split into words)
   string    the same spelling once case, separators, camelCase, plurals and articles are folded (1.0);
             the same once a vendor/namespace prefix or an Error-style suffix is set aside, or one is a
-            part of the other's "Model Context Protocol (MCP)" (0.9); one is a leading or trailing run
+            part of the other's "Model Context Protocol (MCP)" (0.9); one word written short in one and
+            whole in the other, eval / evaluation, monitor / monitoring (0.85); one is a leading or trailing run
             of the other's words (0.8 x shorter/longer length)
   acronym   one spelling is the initials of the other: NHI / Non-Human Identity, A2A / Agent-to-Agent (0.95)
   carriers  cosine of the spellings embedded with up to 4 carrier titles each (the original signal)
@@ -75,6 +76,9 @@ ARTICLES = frozenset("a an the".split())
 STOPWORDS = ARTICLES | frozenset("of and for to in on with as by or via".split())
 NUMERALS = {"to": "2", "for": "4"}  # A2A = Agent-to-Agent, B4B
 SAME, CORE, ACRONYM, EXTENDS = 1.0, 0.9, 0.95, 0.8
+# One word written short in one spelling and whole in the other, all else equal: capability eval /
+# capability evaluation, asynchronous monitor / asynchronous monitoring, eval awareness / evaluation awareness.
+TRUNCATED, STUB = 0.85, 4  # the short word has at least STUB letters, and the long one starts with it
 
 _CHUNK = re.compile(r"[^\W_]+")  # runs between separators (- _ space . / and other punctuation)
 # camelCase and letter/digit boundaries; an upper-case run before a lone 's' is a plural acronym (LLMs)
@@ -200,10 +204,29 @@ def string_similarity(a: Spelling, b: Spelling) -> float:
         return SAME
     if a.core == b.core or a.key in b.aka or b.key in a.aka:
         return CORE
+    if truncated(a, b):
+        return TRUNCATED
     for long, short in ((a, b), (b, a)):
         if short.key in _affixes(long):
             return EXTENDS * len(short.key) / max(len(long.key), 1)
     return 0.0
+
+
+def truncated(a: Spelling, b: Spelling) -> bool:
+    """The two differ in one word only, and there one is the start of the other (eval / evaluation)."""
+    if len(a.terms) != len(b.terms):
+        return False
+    differ = [(x, y) for x, y in zip(a.terms, b.terms) if x != y]
+    if len(differ) != 1:
+        return False
+    short, long = sorted(differ[0], key=len)
+    return len(short) >= STUB and short.isalpha() and long.startswith(short)
+
+
+def _stubs(s: Spelling) -> set[str]:
+    """Bucket keys for truncated(): the terms with one word cut to its first STUB letters, in turn."""
+    t = s.terms
+    return {" ".join((*t[:i], w[:STUB] + "*", *t[i + 1:])) for i, w in enumerate(t) if len(w) >= STUB and w.isalpha()}
 
 
 def _affixes(s: Spelling) -> set[str]:
@@ -314,8 +337,11 @@ def _lexical(parsed: list[Spelling], k: int) -> tuple[dict, dict]:
     by_short: dict[str, list[int]] = {}
     by_initials: dict[str, list[int]] = {}
     by_aka: dict[str, list[int]] = {}
+    by_stub: dict[str, list[int]] = {}
     for i, s in enumerate(parsed):
         by_key.setdefault(s.key, []).append(i)
+        for key in _stubs(s):
+            by_stub.setdefault(key, []).append(i)
         for key in s.aka:
             by_aka.setdefault(key, []).append(i)
         by_core.setdefault(s.core, []).append(i)
@@ -331,6 +357,8 @@ def _lexical(parsed: list[Spelling], k: int) -> tuple[dict, dict]:
             near.update(by_key.get(key, ()))
         for key in _affixes(s):
             near.update(by_key.get(key, ()))
+        for key in _stubs(s):
+            near.update(by_stub[key])
         near.discard(i)
         string[i] = _best(near, lambda j: string_similarity(s, parsed[j]), k)
         initials = set(by_initials.get(s.short, ())) if s.short else set()

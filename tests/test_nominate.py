@@ -16,7 +16,7 @@ from knomit_judge.config import load_config
 from knomit_judge.corpus import load_corpus
 from knomit_judge.embeddings import Embedder
 from knomit_judge.init import init_corpus
-from knomit_judge.nominate import (COTAG, CarrierContent, nominate, numbers_only, parse, score, string_similarity,
+from knomit_judge.nominate import (COTAG, CarrierContent, _lexical, nominate, numbers_only, parse, score, string_similarity,
                                    family_weight, word_alignment, word_weights)
 from knomit_judge.passes.alias import AliasPass
 from knomit_judge.review import ReviewOptions, review
@@ -86,6 +86,21 @@ def test_keys_fold_variants_and_tell_numbers_apart():
         assert numbers_only(parse(a), parse(b)), (a, b)
     assert not numbers_only(parse("gpt-5"), parse("gpt-5-mini"))
     assert not numbers_only(parse("A2A"), parse("Agent2Agent"))
+
+
+def test_a_word_written_short_meets_its_whole_form_through_the_buckets():
+    for a, b in (("capability eval", "capability evaluation"), ("eval awareness", "evaluation awareness"),
+                 ("asynchronous monitor", "asynchronous monitoring")):
+        assert string_similarity(parse(a), parse(b)) == 0.85, (a, b)
+    # one letter short of a stub, a different word, or two words apart: not a shortening
+    for a, b in (("eva awareness", "evaluation awareness"), ("synchronous monitor", "asynchronous monitor"),
+                 ("eval metric", "evaluation metrics dashboard"), ("eval drift", "evaluation awareness")):
+        assert string_similarity(parse(a), parse(b)) < 0.85, (a, b)
+    # nominated by the string buckets (no embedding needed), among look-alikes that only share a stub
+    vocabulary = ["capability eval", "capability evaluation", "capability evolution", "capacity eval", "eval"]
+    string, _ = _lexical([parse(m) for m in vocabulary], k=5)
+    assert string[0][0] == 1 and string[1][0] == 0  # each other's best (the bare "eval" is a trailing run)
+    assert 2 not in string[0] and not {0, 1} & set(string[3])  # evolution / capacity: no shortening
 
 
 def test_the_score_ranks_shared_carriers_and_number_only_differences_low():
@@ -165,9 +180,8 @@ def test_a_real_shaped_vocabulary_is_unified_within_three_sessions(tmp_path):
         if session == 0:
             assert alias.throttle == "optimistic" and alias.resolved > 0 and alias.applied > 0, lines
         if session == 1:
-            # session 0 spent its balance (the optimistic cap plus questions_per_resolution per yes); the
-            # probe on the spellings its merges rewrote, and the deposits it earns, finish the groups
-            assert alias.throttle.startswith("defunded") and alias.resolved > 0, lines
+            # session 0 spent its balance (the optimistic cap plus questions_per_resolution per yes)
+            assert alias.throttle.startswith("defunded"), lines
     carriers = load_corpus(root).carriers
     for group in groups:
         alive = [s for s in group if carriers.get(s)]
