@@ -175,6 +175,7 @@ class Row:
     commits: int
     merged: list
     seconds: float
+    applied: dict = field(default_factory=dict)  # decisions committed (a yes whose rewrite was refused resolved nothing)
 
 
 # The replay runs in minutes what took weeks, so every session must run on its own day, or spend kept per UTC day
@@ -289,7 +290,8 @@ class Replay:
         return Row(label, facts, changed, sum(p.get("judged", 0) for p in passes.values()), len(self.judge.questions),
                    self.server.calls - before,
                    out.get("cost_usd"), {k: p["state"] for k, p in passes.items()},
-                   {k: p.get("resolved", 0) for k, p in passes.items()}, len(out.get("commits", [])), merged, seconds)
+                   {k: p.get("resolved", 0) for k, p in passes.items()}, len(out.get("commits", [])), merged, seconds,
+                   {k: p.get("applied", 0) for k, p in passes.items()})
 
 
 def retired(path: Path) -> bool:
@@ -406,6 +408,7 @@ def totals(rows: list[Row], n_days: int, pairs: dict, appeared: dict, merged_at:
             for name in pairs if name in appeared}
     out = {"days": n_days, "cost_usd": known, "calls": calls, "questions": questions, "resolutions": resolved,
            "alias_resolutions": alias, "prune_resolutions": sum(r.resolved.get("prune", 0) for r in days),
+           "alias_applied": sum(r.applied.get("alias", 0) for r in days),
            "usd_per_resolution": (known / resolved) if known is not None and resolved else None,
            "asked": asked, "calls_per_question": calls / asked if asked else None, "sessions_at_cap": capped,
            "dedup_lag_sessions": lags, "dedup_merged_again": again, "calls_unchanged_after": [r.calls for r in after],
@@ -417,7 +420,8 @@ def totals(rows: list[Row], n_days: int, pairs: dict, appeared: dict, merged_at:
           f"judged, {asked} asked of the judge in {calls} calls ({out['calls_per_question'] or 0:.2f} calls per question "
           f"asked); {capped} session(s) at the $5 session cap; calls by pass, extra sessions included "
           f"{json.dumps(by_pass)}")
-    print(f"  resolutions {resolved} (alias {alias}, prune {out['prune_resolutions']}); $ per resolution "
+    print(f"  resolutions {resolved} (alias {alias}, of them {out['alias_applied']} merges committed; prune "
+          f"{out['prune_resolutions']}); $ per resolution "
           + (f"{out['usd_per_resolution']:.2f}" if out["usd_per_resolution"] is not None else "-"))
     if len(pairs) > 10:  # the synthetic corpus: a distribution, not a line per pair
         lagged = [lag for lag in lags.values() if lag is not None]

@@ -56,6 +56,7 @@ def owed_to_fresh(p, ctx, waiting: list[Candidate], paid: set) -> set[str]:
     fresh, per = ctx.new.get(p.name, set()), ctx.config.budget.fresh_per_change
     if not fresh or per <= 0 or not ctx.config.budget.enabled or not getattr(p, "owes_new", False):
         return set()
+    floor = getattr(p, "owed_from", 0.0)  # only questions scoring this much are owed (alias: the same name written twice)
     asked: dict[str, int] = {}
     ended = ctx.since.get(p.name, (None, None))[1]
     subjects = ctx.store.subjects_since(p.name, ended, ctx.kind) if ended else []
@@ -66,7 +67,7 @@ def owed_to_fresh(p, ctx, waiting: list[Candidate], paid: set) -> set[str]:
     for c in waiting:  # best first: fresh_first kept the score order within the fresh part (new is within fresh)
         if not c.fresh:
             break
-        if c.fingerprint in paid:
+        if c.fingerprint in paid or c.score < floor:
             continue
         names = [n for n in subject_names(c.subject) if n in fresh]
         if any(asked.get(n, 0) < per for n in names):

@@ -437,6 +437,7 @@ def restate(p, ctx: Context, r: PassResult) -> list[Verdict]:
             keep(ctx, v)
             r.resolved += 1
             out.append(v)
+            ctx.allowances[p.name].deposit(1)  # a resolution, as the balance derived from the verdicts counts it
         elif have.is_yes and not have.commit_sha and not have.reverted:
             out.append(have)  # a yes on the pair as it is now, not applied then (a dirty tree, probation)
     note = f"{len(out)} merge(s) the judge decided before, restated without a call"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..corpus import renamed_motif
-from ..nominate import MAX_TITLES, nominate
+from ..nominate import MAX_TITLES, TRUNCATED, nominate
 from ..prompts import load_prompt
 from ..survivors import spelling_survivor
 from ..verdicts import MECHANICAL, Verdict, encoded_side, fingerprint_encoded
@@ -28,6 +28,10 @@ class AliasPass:
     yes = {"same"}
     # A yes names the two spellings themselves, so it stands when their carriers change (see restated)
     stands = True
+    # A new spelling is owed its questions only where a name match nominated them (string or acronym, 0.85 and
+    # up): a writer's `fail-open` beside `fail open`. Owing its nearest by meaning cost more and merged less.
+    owes_new = True
+    owed_from = TRUNCATED
 
     @property
     def prompt(self):
