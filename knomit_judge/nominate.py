@@ -6,7 +6,8 @@ candidate list ranked by one score. Signals nominate and rank; only the judge de
 Signals (each a strength in 0..1 for any pair):
   name      cosine of the two spellings' own embeddings (the name alone, split into words)
   string    the same spelling once case, separators, camelCase, plurals and articles are folded (1.0);
-            the same once a vendor/namespace prefix or an Error-style suffix is set aside, or one is a
+            the same once a vendor/namespace prefix (listed, or a capitalised first word heading 3 or more
+            spellings of this vocabulary: Claude Opus 4.8 / Opus 4.8) or an Error-style suffix is set aside, or one is a
             part of the other's "Model Context Protocol (MCP)" (0.9); one word written short in one and
             whole in the other, eval / evaluation, monitor / monitoring (0.85); one is a leading or trailing run
             of the other's words (0.8 x shorter/longer length)
@@ -44,7 +45,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 import numpy as np
@@ -76,6 +77,7 @@ ARTICLES = frozenset("a an the".split())
 STOPWORDS = ARTICLES | frozenset("of and for to in on with as by or via".split())
 NUMERALS = {"to": "2", "for": "4"}  # A2A = Agent-to-Agent, B4B
 SAME, CORE, ACRONYM, EXTENDS = 1.0, 0.9, 0.95, 0.8
+NAMESPACE = 3  # a capitalised first word heading this many spellings is a namespace, as a vendor's name is
 # One word written short in one spelling and whole in the other, all else equal: capability eval /
 # capability evaluation, asynchronous monitor / asynchronous monitoring, eval awareness / evaluation awareness.
 TRUNCATED, STUB = 0.85, 4  # the short word has at least STUB letters, and the long one starts with it
@@ -330,6 +332,25 @@ class CarrierContent:
         return float(max(0.0, (self.sums[i] - both) @ (self.sums[j] - both) / (left * right)))
 
 
+def with_namespaces(parsed: list[Spelling], spellings: list[str]) -> list[Spelling]:
+    """Spellings whose first word is this vocabulary's namespace get a core without it, as a vendor's would.
+
+    A capitalised first word that heads NAMESPACE or more spellings of several words names a family (Claude
+    in Claude Opus 4.8, Claude Code, Claude Agent SDK), so `Opus 4.8` is the same name written without it.
+    Learned from the vocabulary rather than listed, since every knowledge base has its own.
+    """
+    heads: dict[str, int] = {}
+    for s, raw in zip(parsed, spellings):
+        if len(s.terms) > 1 and raw[:1].isupper():
+            heads[s.terms[0]] = heads.get(s.terms[0], 0) + 1
+    out = []
+    for s, raw in zip(parsed, spellings):
+        if len(s.terms) > 1 and raw[:1].isupper() and heads.get(s.terms[0], 0) >= NAMESPACE and s.core == s.key:
+            s = replace(s, core=_key(s.terms[1:]))
+        out.append(s)
+    return out
+
+
 def _lexical(parsed: list[Spelling], k: int) -> tuple[dict, dict]:
     """Each motif's k best partners by string and by acronym similarity, found through key buckets."""
     by_key: dict[str, list[int]] = {}
@@ -380,7 +401,7 @@ def nominate(motifs: list[str], corpus, embedder, k: int) -> list[Nomination]:
     n = len(motifs)
     if n < 2:
         return []
-    parsed = [parse(m) for m in motifs]
+    parsed = with_namespaces([parse(m) for m in motifs], motifs)
     name_vectors = embedder.embed([" ".join(s.words) for s in parsed])  # as name_text
     carrier_vectors = embedder.embed([carrier_text(m, corpus) for m in motifs])
     content = CarrierContent(motifs, corpus, embedder)

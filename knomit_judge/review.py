@@ -374,7 +374,8 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
     """One round of a pass: shortlist, skip what is answered, judge what the budget allows, apply the yeses."""
     with gc_paused():  # millions of small objects at 100k facts; see shortlist.gc_paused
         candidates = CandidateLists(ctx.store).candidates(p, ctx)  # read back when nothing it depends on changed
-    standing = [] if ctx.options.dry_run or not p.stands else restate(p, ctx, r)
+    if p.stands and not ctx.options.dry_run:
+        restate(p, ctx, r)  # before `answered`: what it records is answered
     answered = ctx.store.answered(p.name, ctx.kind)
     # not asked now: refused by the API under this prompt version, or in a Message Batch not yet collected
     refused = ctx.store.refused(p.name, p.prompt.id) - answered
@@ -400,7 +401,7 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
         note_skipped(p, ctx, r, fps, refused, busy)
     # yes verdicts not yet applied (dirty tree, or a killed session rolled back): apply without asking again
     unapplied = {v.fingerprint: v for v in ctx.store.unapplied_yes(p.name, ctx.kind)}
-    pending = standing + [unapplied[fp] for fp in fps if fp in unapplied and unapplied[fp] not in standing]
+    pending = [unapplied[fp] for fp in fps if fp in unapplied]
     r.fresh = max(r.fresh, sum(c.fresh for c in rest))
     if ctx.options.dry_run:  # no verdict comes back to move the balance: what it holds now is what is offered
         room = max(len(owed), t.allowance or 0)  # the owed withdraw from the balance, and are asked past it
@@ -417,17 +418,20 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
     decide(p, ctx, r, pending + fresh)
 
 
-def restate(p, ctx: Context, r: PassResult) -> list[Verdict]:
-    """The pass's standing yeses whose subject has a new fingerprint, recorded again without a call.
+def restate(p, ctx: Context, r: PassResult) -> None:
+    """Apply the pass's standing yeses to their subjects as they are now, recorded again without a call.
 
     A spelling the judge merged stays merged: when a writer uses the retired spelling again, or a merge of
     another spelling rewrote a carrier both share, the pair is decided by the judge's own earlier yes, not
-    asked (and paid for) again. Such a verdict is `mechanical`: it neither withdraws from the balance nor
-    deposits. A later `different`, a revert, or a person's `no` label on the yes ends it. Returns the
-    restated yeses not applied yet, for decide().
+    asked (and paid for) again. Such a verdict is `mechanical`: it withdraws nothing from the balance and,
+    as a resolution, deposits. Each is made on the corpus as the merges before it left it, and applied at
+    once, so none is stale. A later `different`, a revert, or a person's `no` label ends it; a dirty tree
+    or a pass on probation restates nothing (decide() says why for the pass's other yeses).
     """
     gate = precision_gate(ctx.root, p.name, ctx.config.calibration)
-    out = []
+    if not ctx.clean or gate.probation:
+        return
+    done = 0
     for origin in ctx.store.standing_yes(p.name, ctx.kind):
         v = None if origin.id in gate.refused else p.restated(origin, ctx.corpus, ctx.session, ctx.kind)
         if v is None:
@@ -436,14 +440,17 @@ def restate(p, ctx: Context, r: PassResult) -> list[Verdict]:
         if have is None:
             keep(ctx, v)
             r.resolved += 1
-            out.append(v)
             ctx.allowances[p.name].deposit(1)  # a resolution, as the balance derived from the verdicts counts it
-        elif have.is_yes and not have.commit_sha and not have.reverted:
-            out.append(have)  # a yes on the pair as it is now, not applied then (a dirty tree, probation)
-    note = f"{len(out)} merge(s) the judge decided before, restated without a call"
-    if out and note not in r.notes:
+        elif have.is_yes and not have.commit_sha and not have.reverted and have.id not in gate.refused:
+            v = have  # a yes on the pair as it is now that was never applied (a refused rewrite, a killed session)
+        else:
+            continue
+        if applied(ctx, r, p.name, v, p.change(v, ctx)):
+            r.applied += 1
+            done += 1
+    note = f"{done} merge(s) the judge decided before, restated without a call"
+    if done and note not in r.notes:
         r.notes.append(note)
-    return out
 
 
 def note_skipped(p, ctx: Context, r: PassResult, fingerprints: list[str], refused: set, busy: set) -> None:

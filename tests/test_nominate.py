@@ -16,7 +16,7 @@ from knomit_judge.config import load_config
 from knomit_judge.corpus import load_corpus
 from knomit_judge.embeddings import Embedder
 from knomit_judge.init import init_corpus
-from knomit_judge.nominate import (COTAG, CarrierContent, _lexical, nominate, numbers_only, parse, score, string_similarity,
+from knomit_judge.nominate import (COTAG, CarrierContent, _lexical, nominate, with_namespaces, numbers_only, parse, score, string_similarity,
                                    family_weight, word_alignment, word_weights)
 from knomit_judge.passes.alias import AliasPass
 from knomit_judge.review import ReviewOptions, review
@@ -101,6 +101,20 @@ def test_a_word_written_short_meets_its_whole_form_through_the_buckets():
     string, _ = _lexical([parse(m) for m in vocabulary], k=5)
     assert string[0][0] == 1 and string[1][0] == 0  # each other's best (the bare "eval" is a trailing run)
     assert 2 not in string[0] and not {0, 1} & set(string[3])  # evolution / capacity: no shortening
+
+
+def test_a_capitalised_first_word_heading_many_spellings_is_a_namespace():
+    vocabulary = ["Claude Opus 4.8", "Claude Code", "Claude Sonnet 5", "Opus 4.8", "Sonnet 5",
+                  "agent card", "agent skills", "agent memory", "skills"]
+    parsed = with_namespaces([parse(m) for m in vocabulary], vocabulary)
+    assert string_similarity(parsed[0], parsed[3]) == 0.9 and string_similarity(parsed[2], parsed[4]) == 0.9
+    assert string_similarity(parse("Claude Opus 4.8"), parse("Opus 4.8")) < 0.9  # learned, not listed
+    string, _ = _lexical(parsed, k=5)
+    assert string[0][0] == 3 and string[3][0] == 0  # nominated through the core buckets
+    # a lower-case head is a word of the domain (agent skills is not skills); two spellings make no family
+    assert string_similarity(parsed[6], parsed[8]) < 0.9
+    two = ["Gemini Pro", "Gemini Flash", "Pro"]
+    assert string_similarity(*[with_namespaces([parse(m) for m in two], two)[i] for i in (0, 2)]) < 0.9
 
 
 def test_the_score_ranks_shared_carriers_and_number_only_differences_low():

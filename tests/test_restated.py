@@ -102,3 +102,32 @@ def test_a_revert_ends_the_standing_merge(tmp_path, judge_env):
     alias, calls = session(repo, judge_env)
     assert calls == 0 and alias.applied == 0
     assert lost in repo.read("facts/c.md") and len(merged(repo)) == 2
+
+
+def test_a_yes_made_stale_by_a_merge_on_a_shared_carrier_is_applied_in_the_same_session(tmp_path, judge_env):
+    """Two yeses in one round; the first merge rewrites a fact both pairs touch, so the second's fingerprint moves."""
+    repo = make_repo(tmp_path / "corpus", {
+        "facts/a.md": fact_text("Retries multiply load during an outage", ["retry-storm", "thundering-herd"]),
+        "facts/b.md": fact_text("Clients retrying at once amplify an outage", ["retry-amplification"]),
+        "facts/c.md": fact_text("Every waiter wakes when the lock frees", ["herd-effect"]),
+    })
+    write_config(repo, JUDGE)
+    pairs = [{"retry-storm", "retry-amplification"}, {"thundering-herd", "herd-effect"}]
+
+    def judge(request, n):
+        same = any(all(f'"spelling": "{m}"' in request.prompt for m in pair) for pair in pairs)
+        return text(json.dumps(SAME) if same else DIFFERENT)
+
+    judge_env.responder = judge
+    alias, calls = session(repo, judge_env)
+    assert len(merged(repo)) == 2 and alias.applied == 2, alias.line()
+    store = Store.for_corpus(repo.root)
+    try:
+        restated = [v for v in store.verdicts("alias") if v.model == "mechanical"]
+        judged_yes = [v for v in store.verdicts("alias") if v.is_yes and v.model != "mechanical"]
+    finally:
+        store.close()
+    # the second pair was not asked again: its judged yes went stale, and was restated and applied
+    assert len(judged_yes) == 2 and len(restated) == 1 and restated[0].commit_sha
+    assert any("restated without a call" in n for n in alias.notes)
+    assert session(repo, judge_env)[1] == 0 and repo.status() == ""
