@@ -372,10 +372,10 @@ def run_exact(ctx: Context) -> PassResult:
 
 async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, first: bool) -> None:
     """One round of a pass: shortlist, skip what is answered, judge what the budget allows, apply the yeses."""
+    if p.stands and not ctx.options.dry_run:
+        restate(p, ctx, r)  # first: the candidates are then made from the corpus its merges leave
     with gc_paused():  # millions of small objects at 100k facts; see shortlist.gc_paused
         candidates = CandidateLists(ctx.store).candidates(p, ctx)  # read back when nothing it depends on changed
-    if p.stands and not ctx.options.dry_run:
-        restate(p, ctx, r)  # before `answered`: what it records is answered
     answered = ctx.store.answered(p.name, ctx.kind)
     # not asked now: refused by the API under this prompt version, or in a Message Batch not yet collected
     refused = ctx.store.refused(p.name, p.prompt.id) - answered

@@ -39,10 +39,10 @@ class PassResult:
         waiting = self.candidates - self.cached
         if dry_run and self.offered:
             self.state = "would-offer"  # a dry run asks nothing, so it is neither worked nor broken
-        elif self.candidates == 0:
-            self.state = "nothing-qualified"
         elif self.judged or self.applied:  # applied: yeses decided earlier, applied now without a call
             self.state = "worked"
+        elif self.candidates == 0:
+            self.state = "nothing-qualified"
         elif self.batched:
             self.state = "batched"  # the answers are bought; the next session collects them
         elif self.offered:
