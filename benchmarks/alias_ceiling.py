@@ -82,7 +82,8 @@ def features(corpus, embedder) -> tuple[list[str], dict[str, np.ndarray]]:
     carriers = embedder.embed([carrier_text(m, corpus) for m in motifs])
     content = CarrierContent(motifs, corpus, embedder)
     gloss = gloss_vectors(motifs, name, carriers, corpus, embedder)
-    sims = {"name": name @ name.T, "carriers": carriers @ carriers.T, "content_mean": content.means() @ content.means().T,
+    means = content.means()
+    sims = {"name": name @ name.T, "carriers": carriers @ carriers.T, "content_mean": means @ means.T,
             "gloss": gloss @ gloss.T}
     out: dict[str, np.ndarray] = {}
     for s, m in sims.items():
@@ -96,7 +97,8 @@ def features(corpus, embedder) -> tuple[list[str], dict[str, np.ndarray]]:
     vector = dict(zip(words, embedder.embed(words)))
     out["words"] = np.zeros((n, n))
     for i, j in itertools.combinations(range(n), 2):
-        out["words"][i, j] = out["words"][j, i] = word_alignment(parsed[i].words, parsed[j].words, weight, vector, family)
+        aligned = word_alignment(parsed[i].words, parsed[j].words, weight, vector, family)
+        out["words"][i, j] = out["words"][j, i] = aligned
     # sentence level: every active carrier's title and body sentences
     facts = [f for f in corpus.active() if any(f.path in corpus.carriers[m] for m in f.motifs if m in corpus.carriers)]
     row = {f.path: i for i, f in enumerate(facts)}
@@ -203,7 +205,8 @@ def figures(motifs, score: np.ndarray, truth: dict, listed: int) -> dict:
     median = ranks[(len(ranks) - 1) // 2]
     return {"median_rank": median, "median_share_of_listed": round(median / listed, 4),
             "first20": sum(r <= FIRST for r in ranks), "first130": sum(r <= SESSION for r in ranks),
-            "in_first_listed": sum(r <= listed for r in ranks), "recall_at_5": sum(frozenset(p) in nominated for p in pairs),
+            "in_first_listed": sum(r <= listed for r in ranks),
+            "recall_at_5": sum(frozenset(p) in nominated for p in pairs),
             "true": len(ranks)}
 
 

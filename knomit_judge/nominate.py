@@ -59,7 +59,8 @@ from .corpus import fact_text
 from .shortlist import top_k
 
 SIGNALS = ("name", "string", "acronym", "carriers", "content", "words", "gloss")
-SEMANTIC = ("name", "carriers", "words", "content", "gloss")  # averaged into one evidence; string and acronym stand alone
+# averaged into one evidence; string and acronym stand alone
+SEMANTIC = ("name", "carriers", "words", "content", "gloss")
 # A semantic signal's weight in the mean (1 unless set). Whole-fact embeddings mostly say what a fact is
 # ABOUT (its subsystem), not which regularity it shows: on the labelled knomit sample content at full
 # weight put topic neighbours first (median true pair at 61% of the list against 25% without it), at a
@@ -76,7 +77,8 @@ GLOSS_NAME = 1.0  # the name's own vector added to the sentences' mean
 GLOSS_SENTENCES = 3  # the carrier sentences nearest the name that are averaged into its gloss
 _SENTENCE = re.compile(r"(?<=[.;:!?])\s+(?=[A-Z`*(\[])")
 MIN_SENTENCE, MAX_SENTENCE = 20, 600  # characters: shorter is a fragment, longer is cut
-SENTENCES_PER_FACT = 6  # the title and the body's first 5: on the sample, all of them found no more pairs, at 3x the cost
+# The title and the body's first 5 sentences: on the sample, every sentence found no more pairs at 3x the cost.
+SENTENCES_PER_FACT = 6
 FAMILY = 3  # a word in this many spellings or more, shared by a pair, is a template family's (X-outlives-Y)
 # How much a fully shared carrier set lowers the rank, beyond content leaving shared carriers out. Set from
 # the labelled knomit sample: 5 of 168 co-tagged pairs are true (3.0%), against 19 of 2,782 other candidates

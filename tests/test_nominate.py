@@ -394,8 +394,8 @@ def test_a_gloss_depends_only_on_its_spelling_and_carriers_and_a_broad_spelling_
              for i, (spelling, (title, body)) in enumerate(GLOSSED.items())}
     broad = [f"facts/b{i}.md" for i in range(GLOSS_CARRIERS + 1)]
     for i, path in enumerate(broad):  # one spelling on more carriers than are glossed from sentences
-        facts[path] = fact_text(f"Cache entry {i} outlives its source",
-                                ["stale-cache"], body=f"Entry {i} stays after the file changes. Nothing evicts entry {i} early.")
+        facts[path] = fact_text(f"Cache entry {i} outlives its source", ["stale-cache"],
+                                body=f"Entry {i} stays after the file changes. Nothing evicts entry {i} early.")
     repo = make_repo(tmp_path / "corpus", facts)
 
     def glosses(corpus, embedder):
