@@ -23,9 +23,16 @@ Signals (each a strength in 0..1 for any pair):
             still meet; a word both names hold that is in 3 or more spellings is set aside (the part a
             family shares), so fail-closed-registry / fail-closed-network compare registry with network.
             Only a strength, computed for pairs other signals nominated.
+  gloss     what the carriers say about this spelling: of its carriers' sentences (each carrier's title
+            and the first 5 sentences of its body), the 3 nearest to its name's embedding, averaged, plus
+            the name's own vector. Two paraphrases that share no word are told apart by what their
+            carriers say, and a carrier says much besides: the sentences nearest the name are the ones
+            about this spelling. Sentences are embedded (and cached by text) only for spellings with at
+            most 4 carriers; one with more is glossed by its carriers text. It nominates each motif's k
+            nearest glosses and counts a quarter in the score.
 
 The rank of a pair:
-  score = max(string, acronym, weighted mean(name, carriers, words, content / 4)) x (1 - COTAG x overlap)
+  score = max(string, acronym, weighted mean(name, carriers, words, content / 4, gloss / 4)) x (1 - COTAG x overlap)
           x (1/2 if only numbers differ)
   overlap = carriers of both / carriers of the smaller side
 Two spellings of one thing rarely sit on the same fact, while distinct facets (numbered clauses,
@@ -53,15 +60,27 @@ import numpy as np
 from .corpus import fact_text
 from .shortlist import top_k
 
-SIGNALS = ("name", "string", "acronym", "carriers", "content", "words")
-SEMANTIC = ("name", "carriers", "words", "content")  # averaged into one evidence; string and acronym stand alone
+SIGNALS = ("name", "string", "acronym", "carriers", "content", "words", "gloss")
+# averaged into one evidence; string and acronym stand alone
+SEMANTIC = ("name", "carriers", "words", "content", "gloss")
 # A semantic signal's weight in the mean (1 unless set). Whole-fact embeddings mostly say what a fact is
 # ABOUT (its subsystem), not which regularity it shows: on the labelled knomit sample content at full
 # weight put topic neighbours first (median true pair at 61% of the list against 25% without it), at a
 # quarter it breaks ties (30%) and still nominates (docs/_pending/motifs.md).
-WEIGHTS: dict[str, float] = {"content": 0.25}
-NOMINATE_BY = ("name", "carriers", "content")  # the embedding signals that nominate each motif's k nearest
+# gloss at a quarter too: on the sample its weight moved the median true pair from 27% of the list (0) to 25%
+# (0.25), 23% (0.5) and 22% (1), but on the generated motif shape above 0.25 it ranked worse than without gloss.
+WEIGHTS: dict[str, float] = {"content": 0.25, "gloss": 0.25}
+# gloss nominates: on the labelled knomit sample it lifts recall at k=5 from 25 to 27 of 42 true pairs
+# (docs/_pending/gloss.md).
+NOMINATE_BY = ("name", "carriers", "content", "gloss")  # the embedding signals that nominate each motif's k nearest
 MAX_TITLES = 4
+GLOSS_CARRIERS = 4  # a spelling with more carriers is glossed by its carrier titles (the carriers text)
+GLOSS_NAME = 1.0  # the name's own vector added to the sentences' mean
+GLOSS_SENTENCES = 3  # the carrier sentences nearest the name that are averaged into its gloss
+_SENTENCE = re.compile(r"(?<=[.;:!?])\s+(?=[A-Z`*(\[])")
+MIN_SENTENCE, MAX_SENTENCE = 20, 600  # characters: shorter is a fragment, longer is cut
+# The title and the body's first 5 sentences: on the sample, every sentence found no more pairs at 3x the cost.
+SENTENCES_PER_FACT = 6
 FAMILY = 3  # a word in this many spellings or more, shared by a pair, is a template family's (X-outlives-Y)
 # How much a fully shared carrier set lowers the rank, beyond content leaving shared carriers out. Set from
 # the labelled knomit sample: 5 of 168 co-tagged pairs are true (3.0%), against 19 of 2,782 other candidates
@@ -351,6 +370,47 @@ def with_namespaces(parsed: list[Spelling], spellings: list[str]) -> list[Spelli
     return out
 
 
+def sentences(fact) -> list[str]:
+    """The title, then the body's sentences (list markers and heading marks stripped): what a gloss is chosen from."""
+    out = [fact.title]
+    for line in fact.body.split("\n"):
+        line = line.strip().lstrip("-*#> ").strip()
+        out.extend(s.strip()[:MAX_SENTENCE] for s in _SENTENCE.split(line) if len(s.strip()) > MIN_SENTENCE)
+    return out[:SENTENCES_PER_FACT]
+
+
+def gloss_vectors(motifs: list[str], name_vectors: np.ndarray, titled: np.ndarray, corpus, embedder) -> np.ndarray:
+    """What the carriers say about each spelling: the mean of the GLOSS_SENTENCES carrier sentences nearest its name.
+
+    Only spellings with at most GLOSS_CARRIERS carriers are glossed from sentences, so the sentences embedded
+    (each cached by its text, like every embedding) are those of their carriers, not the whole corpus; a
+    spelling with more carriers has enough in its carrier titles and keeps `titled` (its carriers vector).
+    The sentences are ranked against the name within the spelling's own carriers only, one small product
+    per spelling, so a gloss depends on nothing but the spelling and its carriers' text.
+    """
+    out = np.array(titled, dtype=np.float32, copy=True)
+    few = {i: [f for f in corpus.carrier_facts(m) if f.active] for i, m in enumerate(motifs)}
+    few = {i: facts for i, facts in few.items() if 0 < len(facts) <= GLOSS_CARRIERS}
+    of_fact: dict[str, list[str]] = {}
+    for facts in few.values():
+        for f in facts:
+            if f.path not in of_fact:
+                of_fact[f.path] = sentences(f)
+    texts = sorted({t for ts in of_fact.values() for t in ts})
+    if not texts:
+        return out
+    row = {t: i for i, t in enumerate(texts)}
+    vectors = embedder.embed(texts).astype(np.float64)
+    for i, facts in few.items():
+        ids = sorted({row[t] for f in facts for t in of_fact[f.path]})
+        sims = vectors[ids] @ name_vectors[i].astype(np.float64)
+        best = [ids[x] for x in np.argsort(-sims, kind="stable")[:GLOSS_SENTENCES]]
+        mean = vectors[best].mean(0)
+        mean = mean / max(np.linalg.norm(mean), 1e-12) + GLOSS_NAME * name_vectors[i]
+        out[i] = mean / max(np.linalg.norm(mean), 1e-12)
+    return out
+
+
 def _lexical(parsed: list[Spelling], k: int) -> tuple[dict, dict]:
     """Each motif's k best partners by string and by acronym similarity, found through key buckets."""
     by_key: dict[str, list[int]] = {}
@@ -405,13 +465,15 @@ def nominate(motifs: list[str], corpus, embedder, k: int) -> list[Nomination]:
     name_vectors = embedder.embed([" ".join(s.words) for s in parsed])  # as name_text
     carrier_vectors = embedder.embed([carrier_text(m, corpus) for m in motifs])
     content = CarrierContent(motifs, corpus, embedder)
+    gloss = gloss_vectors(motifs, name_vectors, carrier_vectors, corpus, embedder)
     nominated: dict[tuple[int, int], set[str]] = {}
 
     def add(i: int, j: int, signal: str) -> None:
         if i != j:
             nominated.setdefault((min(i, j), max(i, j)), set()).add(signal)
 
-    for signal, vectors in (("name", name_vectors), ("carriers", carrier_vectors), ("content", content.means())):
+    for signal, vectors in (("name", name_vectors), ("carriers", carrier_vectors), ("content", content.means()),
+                            ("gloss", gloss)):
         if signal not in NOMINATE_BY:
             continue
         idx, _ = top_k(vectors, k)
@@ -429,16 +491,17 @@ def nominate(motifs: list[str], corpus, embedder, k: int) -> list[Nomination]:
     right = np.array([j for _, j in pairs], dtype=np.int64)
     name_sim = np.clip(np.einsum("ij,ij->i", name_vectors[left], name_vectors[right]), 0, 1).tolist()
     carrier_sim = np.clip(np.einsum("ij,ij->i", carrier_vectors[left], carrier_vectors[right]), 0, 1).tolist()
+    gloss_sim = np.clip(np.einsum("ij,ij->i", gloss[left], gloss[right]), 0, 1).tolist()
     carriers = {i: set(corpus.carriers[motifs[i]]) for i in {*left.tolist(), *right.tolist()}}
     weight, family = word_weights(parsed), family_weight(len(parsed))
     words = sorted({w for i in carriers for w in parsed[i].words})
     vector = dict(zip(words, embedder.embed(words)))
     out = []
-    for (i, j), ns, cs in zip(pairs, name_sim, carrier_sim):
+    for (i, j), ns, cs, gs in zip(pairs, name_sim, carrier_sim, gloss_sim):
         a, b = parsed[i], parsed[j]
         strengths = {"name": ns, "string": string_similarity(a, b), "acronym": acronym_similarity(a, b),
                      "carriers": cs, "content": content.similarity(i, j),
-                     "words": word_alignment(a.words, b.words, weight, vector, family)}
+                     "words": word_alignment(a.words, b.words, weight, vector, family), "gloss": gs}
         shared = len(carriers[i] & carriers[j])
         overlap = shared / max(1, min(len(carriers[i]), len(carriers[j])))
         only_numbers = numbers_only(a, b)

@@ -8,16 +8,18 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from conftest import REPO, fact_text, git, make_repo
 
 from knomit_judge.config import load_config
-from knomit_judge.corpus import load_corpus
-from knomit_judge.embeddings import Embedder
+from knomit_judge.corpus import load_corpus, parse_fact
+from knomit_judge.embeddings import Embedder, text_hash
 from knomit_judge.init import init_corpus
-from knomit_judge.nominate import (COTAG, CarrierContent, _lexical, nominate, with_namespaces, numbers_only, parse, score, string_similarity,
-                                   family_weight, word_alignment, word_weights)
+from knomit_judge.nominate import (COTAG, GLOSS_CARRIERS, MAX_SENTENCE, SENTENCES_PER_FACT, CarrierContent, _lexical,
+                                   carrier_text, family_weight, gloss_vectors, name_text, nominate, numbers_only, parse,
+                                   score, sentences, string_similarity, with_namespaces, word_alignment, word_weights)
 from knomit_judge.passes.alias import AliasPass
 from knomit_judge.review import ReviewOptions, review
 from knomit_judge.store import Store
@@ -346,3 +348,111 @@ def test_the_generated_motif_shape_is_knomits(tmp_path):
     facets = [t for t in truth["traps"] if set(corpus.carriers[t[0]]) == set(corpus.carriers[t[1]])]
     families = [t for t in truth["traps"] if set(parse(t[0]).words) & set(parse(t[1]).words)]
     assert facets and len(families) >= 9
+
+
+# Issue 23's gloss: each paraphrase's only carrier is about something else, and says the mechanism in one
+# sentence among others; the whole-fact vectors see two different subjects.
+GLOSSED = {
+    "ancestry-decides-order": (
+        "The sync daemon's retry queue",
+        "Failed uploads are retried with exponential backoff up to five times. The queue is persisted to disk "
+        "so a restart loses nothing. Which write came first is decided by walking parent commits, never by "
+        "comparing timestamps. Operators can drain the queue with a single command."),
+    "sequence-without-wallclock": (
+        "Export format of the audit trail",
+        "The audit trail exports to CSV with one row per change and a header line. Columns hold the author, "
+        "the path and the size of the change. Order between two changes is read from the parent chain, "
+        "because machine clocks drift. Large exports are split into files of ten thousand rows."),
+}
+
+
+def make_fact(title: str, body: str):
+    return parse_fact("facts/a.md", fact_text(title, ["m"], body=body), ("motifs",))
+
+
+def test_sentences_are_the_title_then_the_bodys_first_ones():
+    body = ("## Why\n- The first claim is stated here. The second one follows it; it is short.\n"
+            "ok.\n" + " ".join(f"Sentence number {i} says one more thing." for i in range(20)) + "\n"
+            + "A" + "x" * 2000 + ".")
+    fact = make_fact("The title", body)
+    got = sentences(fact)
+    assert got[:4] == ["The title", "The first claim is stated here.", "The second one follows it; it is short.",
+                       "Sentence number 0 says one more thing."]
+    assert "ok." not in got and not any(s.startswith(("#", "-")) for s in got)
+    assert len(got) == SENTENCES_PER_FACT
+    long = make_fact("T", "A" + "x" * 2000 + ".")
+    assert len(sentences(long)[1]) == MAX_SENTENCE
+
+
+def glossed_nominations(root: Path, mechanism: bool = True) -> dict:
+    """GLOSSED beside the crowd, nominated at k = 1; without `mechanism`, the sentence saying it is left out."""
+    facts = {}
+    for i, (spelling, (title, body)) in enumerate(GLOSSED.items()):
+        if not mechanism:
+            body = ". ".join(s for s in body.split(". ") if "parent" not in s)
+        facts[f"facts/g{i}.md"] = fact_text(title, [spelling], body=body)
+    for i, (spelling, title) in enumerate(CROWD):
+        facts[f"facts/c{i}.md"] = fact_text(title, [spelling], body=title + ".")
+    repo = make_repo(root, facts)
+    ctx, store = context(repo.root)
+    try:
+        return {frozenset((n.a, n.b)): n for n in nominate(list(ctx.corpus.carriers), ctx.corpus, ctx.embedder, 1)}
+    finally:
+        store.close()
+
+
+def test_the_gloss_finds_a_paraphrase_whose_carriers_are_about_other_things(tmp_path):
+    noms = glossed_nominations(tmp_path / "corpus")
+    pair = noms[frozenset(GLOSSED)]
+    # each spelling's nearest gloss is the other's: the gloss alone nominates the pair at k = 1
+    assert "gloss" in pair.nominated_by, pair
+    # the sentences about the mechanism meet, where the names and the carriers as wholes (retry queue, CSV
+    # export) do not
+    assert pair.signals["gloss"] > max(pair.signals[s] for s in ("name", "carriers", "content")), pair.signals
+    others = [n for p, n in noms.items() if p != frozenset(GLOSSED)]
+    assert all(pair.signals["gloss"] > n.signals["gloss"] for n in others)
+    assert pair.score > score({**pair.signals, "gloss": 0.0}, pair.overlap, False)  # it ranks, too
+    # it is that one sentence in each carrier: without it the glosses drift apart
+    without = glossed_nominations(tmp_path / "without", mechanism=False).get(frozenset(GLOSSED))
+    assert without is None or without.signals["gloss"] < pair.signals["gloss"] - 0.1, (without, pair)
+
+
+def test_a_gloss_depends_only_on_its_spelling_and_carriers_and_a_broad_spelling_keeps_its_titles(tmp_path):
+    facts = {f"facts/g{i}.md": fact_text(title, [spelling], body=body)
+             for i, (spelling, (title, body)) in enumerate(GLOSSED.items())}
+    broad = [f"facts/b{i}.md" for i in range(GLOSS_CARRIERS + 1)]
+    for i, path in enumerate(broad):  # one spelling on more carriers than are glossed from sentences
+        facts[path] = fact_text(f"Cache entry {i} outlives its source", ["stale-cache"],
+                                body=f"Entry {i} stays after the file changes. Nothing evicts entry {i} early.")
+    repo = make_repo(tmp_path / "corpus", facts)
+
+    def glosses(corpus, embedder):
+        motifs = sorted(corpus.carriers)
+        names = embedder.embed([name_text(m) for m in motifs])
+        titled = embedder.embed([carrier_text(m, corpus) for m in motifs])
+        return motifs, titled, gloss_vectors(motifs, names, titled, corpus, embedder)
+
+    ctx, store = context(repo.root)
+    try:
+        motifs, titled, before = glosses(ctx.corpus, ctx.embedder)
+        at = motifs.index("stale-cache")
+        assert np.array_equal(before[at], titled[at])  # the broad spelling: its carriers text, no sentences
+        body_sentences = [s for p in broad for s in sentences(ctx.corpus.facts[p])[1:]]
+        assert not ctx.embedder.store.embeddings(ctx.embedder.model_name, [text_hash(s) for s in body_sentences])
+        glossed = [s for m in GLOSSED for f in ctx.corpus.carrier_facts(m) for s in sentences(f)]
+        assert len(ctx.embedder.store.embeddings(ctx.embedder.model_name, [text_hash(s) for s in glossed])) \
+            == len(set(glossed))  # cached by text, like every embedding
+        for m in GLOSSED:  # a glossed spelling is not its carriers text
+            assert not np.array_equal(before[motifs.index(m)], titled[motifs.index(m)])
+    finally:
+        store.close()
+    # a new fact elsewhere (and a fresh cache, as a rebuild has) changes no existing gloss, bit for bit
+    repo2 = make_repo(tmp_path / "corpus2", {**facts, "facts/new.md": fact_text(
+        "Retries hide a failing disk", ["retry-masks-fault"], body="Each retry succeeds after a slow read.")})
+    ctx2, store2 = context(repo2.root)
+    try:
+        motifs2, _, after = glosses(ctx2.corpus, ctx2.embedder)
+    finally:
+        store2.close()
+    for m in motifs:
+        assert np.array_equal(before[motifs.index(m)], after[motifs2.index(m)]), m
