@@ -53,7 +53,7 @@ class BudgetConfig:
     enabled: bool = True
     optimistic_cap: int = 20
     probe_every: int = 5
-    questions_per_resolution: int = 10
+    questions_per_resolution: int = 8
     fresh_per_change: int = 2  # questions owed to each fact or spelling changed since the pass's last session
     # Dollar caps over every session on the corpus, as users budget: a UTC day and a UTC calendar month.
     # A day holds one full session (judge.max_cost_usd), so the default daily schedule is never cut short,
@@ -310,7 +310,7 @@ k = 5                    # nearest neighbours per motif / fact
 [budget]                 # per pass: a balance of questions; docs/configuration.md says why these values
 enabled = true           # false: no throttle (backfills, benchmarks); the line says unthrottled
 optimistic_cap = 20      # the balance a pass opens with, before any verdict
-questions_per_resolution = 10  # what one resolved decision is worth to you, in questions: each deposits this
+questions_per_resolution = 8   # what one resolved decision is worth to you, in questions: each deposits this
 probe_every = 5          # a defunded pass (balance 0) still asks one question every `probe_every` sessions
 fresh_per_change = 2     # a fact new or edited since the last session: its 2 nearest questions are asked then
 max_usd_per_day = 5.0    # not per pass: every session of a UTC day (counted on the day it started); the rest waits

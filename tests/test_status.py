@@ -66,7 +66,7 @@ def test_status_shows_lines_throttle_and_sessions_without_a_call_or_a_write(tmp_
     assert any(line.startswith("  exact: nothing-qualified - ") for line in out)
     throttle = out[out.index("throttle for the next session:") + 1:][:3]
     assert throttle[0].startswith("  alias: defunded (next probe in 2 sessions) - balance 0: 2 asked, "
-                                  "0 resolved x 10, ")
+                                  "0 resolved x 8, ")
     assert throttle[1].startswith("  prune: optimistic - no verdicts yet")
     assert throttle[2].startswith("  discovery: optimistic - no verdicts yet")
     table = out[out.index("last 2 session(s), newest first:") + 2:]
