@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench_living: judge attention on a living knowledge base, one default review per day (issue 21).
 
-    .venv/bin/python benchmarks/bench_living.py [--days N] [--extra 2] [--keep DIR] [--json]
+    .venv/bin/python benchmarks/bench_living.py [--days N] [--extra 2] [--keep DIR] [--json] [--set "KEY = VALUE"]
     .venv/bin/python benchmarks/bench_living.py --synthetic [--facts 10000] [--days 4] [--seed 0]
 
 Real history (the default): ../shared/data/aekb-history.bundle (skipped when absent), the agent branch
@@ -212,7 +212,9 @@ def cli(*args: str, env: dict, at: datetime | None = None) -> subprocess.Complet
 class Replay:
     """A scratch corpus: a `writer` branch taking each day's state, merged into the reviewed `main`."""
 
-    def __init__(self, work: Path, judge: LabelJudge, server: MessagesServer, motif_keys: list[str] | None) -> None:
+    def __init__(self, work: Path, judge: LabelJudge, server: MessagesServer, motif_keys: list[str] | None,
+                 settings: list[str] = ()) -> None:
+        self.settings = list(settings)
         self.root, self.wt = work / "corpus", work / "writer"
         self.judge, self.server, self.motif_keys = judge, server, motif_keys
         self.state: dict = {}
@@ -246,10 +248,17 @@ class Replay:
         r = cli("init", str(self.root), env=self.env, at=day.session_at)
         if r.returncode:
             raise RuntimeError(f"knomit-judge init: {r.stderr}")
-        if self.motif_keys:
+        if self.motif_keys or self.settings:
             toml = self.root / "knomit-judge.toml"
-            text = re.sub(r"^motif_keys = \[[^\]]*\]", "motif_keys = " + json.dumps(self.motif_keys),
-                          toml.read_text(), count=1, flags=re.M)
+            text = toml.read_text()
+            if self.motif_keys:
+                text = re.sub(r"^motif_keys = \[[^\]]*\]", "motif_keys = " + json.dumps(self.motif_keys),
+                              text, count=1, flags=re.M)
+            for setting in self.settings:  # `key = value`: the line init wrote for that key, replaced
+                key = setting.split("=", 1)[0].strip()
+                text, n = re.subn(rf"^{re.escape(key)} = .*$", setting.strip(), text, count=1, flags=re.M)
+                if not n:
+                    raise SystemExit(f"--set {setting!r}: init wrote no line for {key!r}")
             toml.write_text(text)
             git(self.root, "commit", "-q", "-am", "bench: review entity spellings too")
         return changed
@@ -303,7 +312,8 @@ def retired(path: Path) -> bool:
     return re.search(r"^status:\s*retracted\s*$", front, re.M) is not None
 
 
-def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_keys, keep: Path | None) -> dict:
+def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_keys, keep: Path | None,
+           settings: list[str] = ()) -> dict:
     """Run the whole replay; print a row per session and the totals; return the figures."""
     if keep:
         keep.mkdir(parents=True, exist_ok=True)
@@ -315,7 +325,7 @@ def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_ke
     live_again: set[str] = set()  # merged pairs the writer brought back
     merged_again: dict[str, int] = defaultdict(int)
     try:
-        rp = Replay(tmp, judge, server, motif_keys)
+        rp = Replay(tmp, judge, server, motif_keys, settings)
         print(f"{'day':<11} {'facts':>5} {'new/ed':>6} {'questions':>9} {'asked':>5} {'calls':>6} {'$':>8}  states "
               "(alias/prune/discovery)   resolved a/p/d  commits", flush=True)
         for i, day in enumerate(days + [None] * extra):
@@ -569,6 +579,8 @@ def main(argv=None) -> int:
     ap.add_argument("--bundle", type=Path, default=BUNDLE)
     ap.add_argument("--keep", type=Path, help="keep the scratch corpus under this directory")
     ap.add_argument("--json", action="store_true", help="also print the figures as one JSON object")
+    ap.add_argument("--set", action="append", default=[], metavar="'KEY = VALUE'",
+                    help="replace the line init wrote for KEY (e.g. 'questions_per_resolution = 20'); repeatable")
     args = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="knomit-living-src-"))
     try:
@@ -587,7 +599,7 @@ def main(argv=None) -> int:
             print(f"aekb history: {len(days)} days, {len(pairs)} standing dedups, "
                   f"{len(read_alias_labels(ALIASES))} labelled alias pairs", flush=True)
             keys = ["motifs", "entities"]
-        figures = replay(days, judge, pairs, args.extra, keys, args.keep)
+        figures = replay(days, judge, pairs, args.extra, keys, args.keep, args.set)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if args.json:

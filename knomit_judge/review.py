@@ -423,9 +423,9 @@ def restate(p, ctx: Context, r: PassResult) -> None:
 
     A spelling the judge merged stays merged: when a writer uses the retired spelling again, or a merge of
     another spelling rewrote a carrier both share, the pair is decided by the judge's own earlier yes, not
-    asked (and paid for) again. Such a verdict is `mechanical`: it withdraws nothing from the balance and,
-    as a resolution, deposits. Each is made on the corpus as the merges before it left it, and applied at
-    once, so none is stale. A later `different`, a revert, or a person's `no` label ends it; a dirty tree
+    asked (and paid for) again. Such a verdict is `mechanical`: it asked nothing, so the balance neither
+    withdraws nor deposits for it (the balance measures what questions buy). Each is made on the corpus
+    as the merges before it left it, and applied at once, so none is stale. A later `different`, a revert, or a person's `no` label ends it; a dirty tree
     or a pass on probation restates nothing (decide() says why for the pass's other yeses).
     """
     gate = precision_gate(ctx.root, p.name, ctx.config.calibration)
@@ -440,7 +440,6 @@ def restate(p, ctx: Context, r: PassResult) -> None:
         if have is None:
             keep(ctx, v)
             r.resolved += 1
-            ctx.allowances[p.name].deposit(1)  # a resolution, as the balance derived from the verdicts counts it
         elif have.is_yes and not have.commit_sha and not have.reverted and have.id not in gate.refused:
             v = have  # a yes on the pair as it is now that was never applied (a refused rewrite, a killed session)
         else:

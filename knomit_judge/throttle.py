@@ -90,15 +90,14 @@ def balance(store, pass_name: str, cfg: BudgetConfig, judge: str | None = None) 
     zero ends at S_n - min(0, min_k S_k) (the walk reflected at its lowest point), so 100k verdicts
     take one sorted scan in sqlite, not a Python loop. A reverted yes resolved nothing.
     """
-    # a restated yes (model `mechanical`, review.restate) is a resolution that asked nothing: it deposits
-    where, args = of_judge("pass = ?", [pass_name], judge)
+    # a restated yes (model `mechanical`, review.restate) asked nothing: it neither withdraws nor deposits
+    where, args = of_judge("pass = ? AND model != ?", [pass_name, MECHANICAL], judge)
     q = cfg.questions_per_resolution
     n, resolved, low = store.db.execute(
-        "SELECT coalesce(sum(w), 0), coalesce(sum(r), 0), min(s) FROM ("
-        f"  SELECT r, w, sum(? * r - w) OVER (ORDER BY created_at, rid ROWS UNBOUNDED PRECEDING) AS s FROM ("
-        f"    SELECT (is_yes AND NOT reverted) AS r, (model != ?) AS w, created_at, rowid AS rid FROM verdicts"
-        f"    WHERE {where}))",
-        [q, MECHANICAL, *args]).fetchone()
+        "SELECT count(*), coalesce(sum(r), 0), min(s) FROM ("
+        f"  SELECT r, sum(? * r - 1) OVER (ORDER BY created_at, rid ROWS UNBOUNDED PRECEDING) AS s FROM ("
+        f"    SELECT (is_yes AND NOT reverted) AS r, created_at, rowid AS rid FROM verdicts WHERE {where}))",
+        [q, *args]).fetchone()
     walk = cfg.optimistic_cap + q * resolved - n
     low = 0 if low is None else cfg.optimistic_cap + low
     reserved = store.reserved_questions(pass_name, judge)

@@ -8,7 +8,6 @@ import re
 from conftest import SAME, fact_text, make_repo, write_config
 from messages_server import text
 
-from knomit_judge.config import load_config
 from knomit_judge.history import status as get_status
 from knomit_judge.rebuild import rebuild
 from knomit_judge.revert import revert
@@ -67,9 +66,7 @@ def test_a_retired_spelling_used_again_is_merged_without_a_call(tmp_path, judge_
     assert any("restated without a call" in n for n in alias.notes)
     assert merged(repo) == [(lost, kept), (lost, kept)]
     assert kept in repo.read("facts/c.md") and lost not in repo.read("facts/c.md")
-    # no question was asked, so nothing is withdrawn; a merge was made, so it deposits questions_per_resolution
-    assert balance(repo) == held + load_config(repo.root).budget.questions_per_resolution
-    held = balance(repo)
+    assert balance(repo) == held  # no question was asked: nothing withdrawn, nothing deposited
     assert repo.status() == ""
 
     # the restated verdict is in the journal like any other: a rebuild agrees, and nothing is asked again
