@@ -56,7 +56,7 @@ def owed_to_fresh(p, ctx, waiting: list[Candidate], paid: set) -> set[str]:
     fresh, per = ctx.new.get(p.name, set()), ctx.config.budget.fresh_per_change
     if not fresh or per <= 0 or not ctx.config.budget.enabled or not getattr(p, "owes_new", False):
         return set()
-    floor = getattr(p, "owed_from", 0.0)  # only questions scoring this much are owed (alias: the same name written twice)
+    floor = getattr(p, "owed_from", 0.0)  # only questions scoring this much are owed (alias: name matches)
     asked: dict[str, int] = {}
     ended = ctx.since.get(p.name, (None, None))[1]
     subjects = ctx.store.subjects_since(p.name, ended, ctx.kind) if ended else []

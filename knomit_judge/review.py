@@ -425,8 +425,9 @@ def restate(p, ctx: Context, r: PassResult) -> None:
     another spelling rewrote a carrier both share, the pair is decided by the judge's own earlier yes, not
     asked (and paid for) again. Such a verdict is `mechanical`: it asked nothing, so the balance neither
     withdraws nor deposits for it (the balance measures what questions buy). Each is made on the corpus
-    as the merges before it left it, and applied at once, so none is stale. A later `different`, a revert, or a person's `no` label ends it; a dirty tree
-    or a pass on probation restates nothing (decide() says why for the pass's other yeses).
+    as the merges before it left it, and applied at once, so none is stale. A later `different`, a revert,
+    or a person's `no` label ends it; a dirty tree or a pass on probation restates nothing (decide() says
+    why for the pass's other yeses).
     """
     gate = precision_gate(ctx.root, p.name, ctx.config.calibration)
     if not ctx.clean or gate.probation:
