@@ -14,7 +14,7 @@ run from the whole input tensor (every text and every padding row of the batch),
 vector depended on its batch-mates (cosine down to 0.988 between the same text alone and in a batch);
 PyTorch's batched kernels changed the last bits with the padded length. Runs go one text per worker
 thread, each single-threaded, which is as fast as batches of 32 on fact-length texts (measured,
-docs/_pending/determinism.md).
+docs/choices.md).
 
 Which backend is the default was measured (benchmarks/bench_embed.py, docs/benchmarks.md "Embedding").
 """

@@ -66,12 +66,12 @@ SEMANTIC = ("name", "carriers", "words", "content", "gloss")
 # A semantic signal's weight in the mean (1 unless set). Whole-fact embeddings mostly say what a fact is
 # ABOUT (its subsystem), not which regularity it shows: on the labelled knomit sample content at full
 # weight put topic neighbours first (median true pair at 61% of the list against 25% without it), at a
-# quarter it breaks ties (30%) and still nominates (docs/_pending/motifs.md).
+# quarter it breaks ties (30%) and still nominates (docs/benchmarks.md, alias candidates on knomit's motifs).
 # gloss at a quarter too: on the sample its weight moved the median true pair from 27% of the list (0) to 25%
 # (0.25), 23% (0.5) and 22% (1), but on the generated motif shape above 0.25 it ranked worse than without gloss.
 WEIGHTS: dict[str, float] = {"content": 0.25, "gloss": 0.25}
 # gloss nominates: on the labelled knomit sample it lifts recall at k=5 from 25 to 27 of 42 true pairs
-# (docs/_pending/gloss.md).
+# (docs/benchmarks.md, the gloss signal).
 NOMINATE_BY = ("name", "carriers", "content", "gloss")  # the embedding signals that nominate each motif's k nearest
 MAX_TITLES = 4
 GLOSS_CARRIERS = 4  # a spelling with more carriers is glossed by its carrier titles (the carriers text)
@@ -84,7 +84,8 @@ SENTENCES_PER_FACT = 6
 FAMILY = 3  # a word in this many spellings or more, shared by a pair, is a template family's (X-outlives-Y)
 # How much a fully shared carrier set lowers the rank, beyond content leaving shared carriers out. Set from
 # the labelled knomit sample: 5 of 168 co-tagged pairs are true (3.0%), against 19 of 2,782 other candidates
-# (0.7%), and every weight above 0 moved true pairs down (docs/_pending/motifs.md): so none.
+# (0.7%), and every weight above 0 moved true pairs down (docs/benchmarks.md, alias candidates on
+# knomit's motifs): so none.
 COTAG = 0.0
 
 # A leading token that names whose product or namespace a thing is, not what it is.
