@@ -185,6 +185,8 @@ FAST = """
 backoff_s = 0.0
 timeout_s = 20
 """
+# One call per question (no position swap), one attempt per call, no backoff: calls count questions.
+ONE_CALL = FAST + "max_attempts = 1\nposition_swap = false\n"
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from conftest import SAME, fact_text, make_repo, write_config
+from conftest import ONE_CALL, SAME, fact_text, make_repo, write_config
 from messages_server import text
 
 from knomit_judge.history import status as get_status
@@ -14,13 +14,7 @@ from knomit_judge.revert import revert
 from knomit_judge.review import ReviewOptions, review
 from knomit_judge.store import Store
 
-JUDGE = """
-[judge]
-backoff_s = 0.0
-timeout_s = 20
-max_attempts = 1
-position_swap = false
-"""
+JUDGE = ONE_CALL
 PAIR = ("retry-storm", "retry-amplification")
 DIFFERENT = json.dumps({"same": False, "mechanism": ""})
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from conftest import SAME, fact_text, make_repo, write_config
+from conftest import ONE_CALL, SAME, fact_text, make_repo, write_config
 from messages_server import status, text
 
 from knomit_judge.config import load_config
@@ -25,14 +25,7 @@ TOPICS = [
     ("Feature flags left on become permanent forks", "flag-debt"),
     ("Clock skew breaks lease expiry", "clock-skew-lease"),
 ]
-# One call per question (no position swap), one attempt per call, no backoff: calls count questions.
-JUDGE = """
-[judge]
-backoff_s = 0.0
-timeout_s = 20
-max_attempts = 1
-position_swap = false
-"""
+JUDGE = ONE_CALL
 
 
 def motif_repo(tmp_path, budget: str, n: int = len(TOPICS)):
