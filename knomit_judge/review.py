@@ -14,16 +14,16 @@ from .batches import Batches, batch_mode
 from .candidate_lists import CandidateLists
 from .config import Config, load_config
 from .corpus import Corpus, CorpusReport, corpus_report, load_corpus
+from .decisions import applied, decide, keep, restate
 from .embeddings import Embedder
 from .freshness import fresh_first, fresh_names, new_names, owed_to_fresh
-from .errors import BadFact, DecisionRefused, KnomitError
-from .gitops import Applier, Decision, Lock, decision_trailers, dirty_paths, message, open_repo
+from .errors import BadFact, KnomitError
+from .gitops import Applier, Lock, dirty_paths, open_repo
 from .judge import Judge, ScriptedBackend, judge_kind, make_backend, swap_sampled
 from . import metrics
-from .passes import JUDGED_PASSES, Candidate, Change
+from .passes import JUDGED_PASSES, Candidate
 from .passes.exact import DuplicateGroups, exact_change, exact_verdict
 from .passes.registry import all_passes
-from .precision import gate as precision_gate
 from .recovery import recover
 from .neighbours import Memory
 from .shortlist import gc_paused, remembered
@@ -292,54 +292,6 @@ def aborted(result: SessionResult, options: ReviewOptions, error: BaseException)
         r.notes.append(why)
 
 
-def apply(ctx: Context, pass_name: str, verdict: Verdict, change: Change) -> str:
-    """Commit one decision (its files and the journal holding its verdict) and take it into the corpus.
-
-    Every rewritten file is read back with the corpus reader first: a fact that would not parse is
-    never committed (DecisionRefused).
-    """
-    judge = f"{verdict.model} / {verdict.prompt}"
-    msg = message(change.subject, change.body,
-                  decision_trailers(Decision(pass_name, verdict.id, judge, verdict.rationale)))
-    sha = ctx.applier.commit(change.writes, [ctx.journal.relpath(pass_name)], msg, verdict.id,
-                             check=ctx.corpus.parse)
-    for path, text in change.writes.items():
-        fact = ctx.corpus.put(path, text)
-        if fact is not None and ctx.index is not None:
-            # indexed now, inside the session: its change is the judge's own, fresh next session but not new
-            ctx.index.remember(ctx.root, fact, parsed=False)
-    ctx.store.mark_applied(verdict.id, sha)
-    ctx.commits.append(sha)
-    log.info("%s (%s)", change.subject, sha[:10])
-    return sha
-
-
-def applied(ctx: Context, r: PassResult, pass_name: str, verdict: Verdict, change: Change) -> bool:
-    """Apply one decision; a refused one is named (pass note and session problem) and the session goes on.
-
-    Its verdict stays stored and unapplied, so it is tried again next session, and named again while the
-    cause stays: never a traceback, never half a decision in the tree.
-    """
-    try:
-        apply(ctx, pass_name, verdict, change)
-        return True
-    except DecisionRefused as e:
-        log.warning("verdict %s not applied: %s", verdict.id, e)
-        note = f"verdict {verdict.id} not applied: {e}"
-        if note not in r.notes:  # each round meets the same unapplied yes again
-            r.notes.append(note)
-            problem = BadFact(e.path, f"verdict {verdict.id} ({pass_name}) not applied: {e.reason}", e.line)
-            if not any(str(p) == str(problem) for p in ctx.problems):
-                ctx.problems.append(problem)
-        return False
-
-
-def keep(ctx: Context, verdict: Verdict) -> None:
-    """Store a verdict: journal first (the durable copy in git), then the db, which recovery fills from it."""
-    ctx.journal.append(verdict.pass_name, verdict.journal_line())
-    ctx.store.add_verdict(verdict)
-
-
 def run_exact(ctx: Context) -> PassResult:
     """Exact duplicates are retracted mechanically, before any judged pass, whatever the throttle says."""
     r = PassResult("exact", throttle="never budgeted")
@@ -416,41 +368,6 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
     fresh = await judge_all(p, offer, ctx, r, paid, owed)
     r.waiting += len(offer) - (r.offered - before)  # held back by the cost cap or a stop
     decide(p, ctx, r, pending + fresh)
-
-
-def restate(p, ctx: Context, r: PassResult) -> None:
-    """Apply the pass's standing yeses to their subjects as they are now, recorded again without a call.
-
-    A spelling the judge merged stays merged: when a writer uses the retired spelling again, or a merge of
-    another spelling rewrote a carrier both share, the pair is decided by the judge's own earlier yes, not
-    asked (and paid for) again. Such a verdict is `mechanical`: it asked nothing, so the balance neither
-    withdraws nor deposits for it (the balance measures what questions buy). Each is made on the corpus
-    as the merges before it left it, and applied at once, so none is stale. A later `different`, a revert,
-    or a person's `no` label ends it; a dirty tree or a pass on probation restates nothing (decide() says
-    why for the pass's other yeses).
-    """
-    gate = precision_gate(ctx.root, p.name, ctx.config.calibration)
-    if not ctx.clean or gate.probation:
-        return
-    done = 0
-    for origin in ctx.store.standing_yes(p.name, ctx.kind):
-        v = None if origin.id in gate.refused else p.restated(origin, ctx.corpus, ctx.session, ctx.kind)
-        if v is None:
-            continue
-        have = ctx.store.verdict_for(p.name, v.fingerprint)
-        if have is None:
-            keep(ctx, v)
-            r.resolved += 1
-        elif have.is_yes and not have.commit_sha and not have.reverted and have.id not in gate.refused:
-            v = have  # a yes on the pair as it is now that was never applied (a refused rewrite, a killed session)
-        else:
-            continue
-        if applied(ctx, r, p.name, v, p.change(v, ctx)):
-            r.applied += 1
-            done += 1
-    note = f"{done} merge(s) the judge decided before, restated without a call"
-    if done and note not in r.notes:
-        r.notes.append(note)
 
 
 def note_skipped(p, ctx: Context, r: PassResult, fingerprints: list[str], refused: set, busy: set) -> None:
@@ -596,41 +513,6 @@ async def submit_batch(ctx: Context, result: SessionResult) -> None:
                 r.batched -= len(fps)
                 r.unavailable += len(fps)
                 r.first_error = r.first_error or f"unavailable: {error}"
-
-
-def decide(p, ctx: Context, r: PassResult, verdicts: list[Verdict]) -> None:
-    """Apply yes verdicts best first, each checked against the corpus as it now is.
-
-    People's labels gate this: a pass on probation applies nothing (its yeses stay stored and are applied,
-    without asking again, once labels lift it), and a yes a person labelled no is never applied.
-    """
-    gate = precision_gate(ctx.root, p.name, ctx.config.calibration)
-    waiting = stale = held = refused = 0
-    for v in verdicts:
-        if v.id in gate.refused:
-            refused += 1
-            continue
-        if gate.probation:
-            held += 1
-            continue
-        if not ctx.clean:
-            waiting += 1
-            continue
-        if not p.still_holds(v, ctx.corpus):
-            stale += 1  # an earlier decision changed one side; the question will be asked afresh
-            continue
-        if applied(ctx, r, p.name, v, p.change(v, ctx)):
-            r.applied += 1
-    if waiting:
-        r.notes.append(f"{waiting} decision(s) wait for a clean work tree")
-    if stale:
-        r.notes.append(f"{stale} yes verdict(s) no longer match the corpus after earlier decisions")
-    if gate.probation:  # each round sees every held yes again, so this is set, not added to
-        r.probation = (f"{gate.probation.probation_phrase()}: applying nothing, {held} yes verdict(s) held; "
-                       "see `knomit-judge inbox`")
-    note = f"{refused} yes verdict(s) labelled no by a person, not applied"
-    if refused and note not in r.notes:
-        r.notes.append(note)
 
 
 def plan_dry(ctx: Context, p, r: PassResult, offer: list[Candidate], result: SessionResult) -> None:

@@ -90,7 +90,7 @@ def balance(store, pass_name: str, cfg: BudgetConfig, judge: str | None = None) 
     zero ends at S_n - min(0, min_k S_k) (the walk reflected at its lowest point), so 100k verdicts
     take one sorted scan in sqlite, not a Python loop. A reverted yes resolved nothing.
     """
-    # a restated yes (model `mechanical`, review.restate) asked nothing: it neither withdraws nor deposits
+    # a restated yes (model `mechanical`, decisions.restate) asked nothing: it neither withdraws nor deposits
     where, args = of_judge("pass = ? AND model != ?", [pass_name, MECHANICAL], judge)
     q = cfg.questions_per_resolution
     n, resolved, low = store.db.execute(
