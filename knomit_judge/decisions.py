@@ -118,21 +118,36 @@ def restate(p, ctx, r: PassResult) -> None:
     if not ctx.clean or gate.probation:
         return
     done = 0
-    for origin in ctx.store.standing_yes(p.name, ctx.kind):
-        v = None if origin.id in gate.refused else p.restated(origin, ctx.corpus, ctx.session, ctx.kind)
-        if v is None:
-            continue
-        have = ctx.store.verdict_for(p.name, v.fingerprint)
-        if have is None:
+    for v, new in standing(p, ctx, gate):
+        if new:
             keep(ctx, v)
             r.resolved += 1
-        elif have.is_yes and not have.commit_sha and not have.reverted and have.id not in gate.refused:
-            v = have  # a yes on the pair as it is now that was never applied (a refused rewrite, a killed session)
-        else:
-            continue
         if applied(ctx, r, p.name, v, p.change(v, ctx)):
             r.applied += 1
             done += 1
     note = f"{done} merge(s) the judge decided before, restated without a call"
     if done and note not in r.notes:
         r.notes.append(note)
+
+
+def standing(p, ctx, gate):
+    """(verdict, new) for each standing yes whose subject is in the corpus as it is now, made lazily.
+
+    Lazily, so each is made after the merges before it were applied. `new`: a restated verdict to keep;
+    otherwise a yes on the pair as it is now that was never applied (a refused rewrite, a killed session).
+    """
+    for origin in ctx.store.standing_yes(p.name, ctx.kind):
+        v = None if origin.id in gate.refused else p.restated(origin, ctx.corpus, ctx.session, ctx.kind)
+        if v is None:
+            continue
+        have = ctx.store.verdict_for(p.name, v.fingerprint)
+        if have is None:
+            yield v, True
+        elif have.is_yes and not have.commit_sha and not have.reverted and have.id not in gate.refused:
+            yield have, False
+
+
+def restatable(p, ctx) -> set[str]:
+    """The fingerprints a session would restate rather than ask (what a dry run leaves out of its offer)."""
+    gate = precision_gate(ctx.root, p.name, ctx.config.calibration)
+    return set() if gate.probation else {v.fingerprint for v, _ in standing(p, ctx, gate)}

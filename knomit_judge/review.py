@@ -14,7 +14,7 @@ from .batches import Batches, batch_mode
 from .candidate_lists import CandidateLists
 from .config import Config, load_config
 from .corpus import Corpus, CorpusReport, corpus_report, load_corpus
-from .decisions import applied, decide, keep, restate
+from .decisions import applied, decide, keep, restatable, restate
 from .embeddings import Embedder
 from .freshness import fresh_first, fresh_names, new_names, owed_to_fresh
 from .errors import BadFact, KnomitError
@@ -324,8 +324,13 @@ def run_exact(ctx: Context) -> PassResult:
 
 async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, first: bool) -> None:
     """One round of a pass: shortlist, skip what is answered, judge what the budget allows, apply the yeses."""
+    restating = set()
     if p.stands and not ctx.options.dry_run:
         restate(p, ctx, r)  # first: the candidates are then made from the corpus its merges leave
+    elif p.stands:
+        restating = restatable(p, ctx)
+        if restating:
+            r.notes.append(f"{len(restating)} merge(s) the judge decided before would be restated without a call")
     with gc_paused():  # millions of small objects at 100k facts; see shortlist.gc_paused
         candidates = CandidateLists(ctx.store).candidates(p, ctx)  # read back when nothing it depends on changed
     answered = ctx.store.answered(p.name, ctx.kind)
@@ -334,7 +339,7 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
     busy = ctx.batches.busy(p.name) - answered
     fps = candidates.fingerprints  # compared without making the candidates: most are answered
     waiting = fresh_first([candidates[i] for i, fp in enumerate(fps) if fp not in answered and fp not in refused
-                           and fp not in busy], ctx.fresh.get(p.name, set()))
+                           and fp not in busy and fp not in restating], ctx.fresh.get(p.name, set()))
     seen = ctx.seen.setdefault(p.name, set())
     seen.update(fps)
     r.candidates = len(seen)  # distinct questions met this session, over all rounds

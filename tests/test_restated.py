@@ -54,6 +54,10 @@ def test_a_retired_spelling_used_again_is_merged_without_a_call(tmp_path, judge_
     judge_env.responder = lambda request, n: text(DIFFERENT)  # were the pair asked again, it would not merge
     repo.fact("facts/c.md", "Synchronised retries turn a blip into an outage", motifs=[lost])
     repo.commit("a writer uses the old spelling")
+    head = repo.log()
+    dry = review(repo.root, ReviewOptions(passes=("alias",), dry_run=True)).passes["alias"]
+    assert dry.offered == 0 and any("would be restated without a call" in n for n in dry.notes), dry.line()
+    assert repo.log() == head and repo.status() == ""  # a dry run writes nothing
     alias, calls = session(repo, judge_env)
     assert calls == 0
     assert alias.state == "worked" and alias.resolved == alias.applied == 1
