@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """alias_ceiling: how far the best combination of our MiniLM-based signals gets on the labelled knomit sample.
 
-    .venv/bin/python benchmarks/alias_ceiling.py [--cache embeddings.db] [--backend torch] [--json]
+    .venv/bin/python benchmarks/alias_ceiling.py [--cache embeddings.db] [--backend torch] [--model DIR] [--json]
 
 Issue 23's alias targets ask, on the real sample ../shared/data/knomit-kb-sample.tar.gz (read in place,
 extracted to a temporary directory) against our labels in benchmarks/data/knomit-kb-motif-labels.json:
@@ -220,10 +220,27 @@ def _ranks(motifs, score: np.ndarray, truth: dict) -> list[int]:
     return [int(rank[index[tuple(sorted((at[a], at[b])))]]) for a, b in truth["alias_pairs"]]
 
 
+class LocalModel:
+    """An Embedder stand-in for --model: normalised vectors from a local sentence-transformers directory."""
+
+    def __init__(self, path: Path):
+        from sentence_transformers import SentenceTransformer  # only for --model: the shipped model needs none
+        self.model, self.known = SentenceTransformer(str(path), device="cpu"), {}
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.known]
+        if missing:
+            vectors = self.model.encode(missing, batch_size=16, normalize_embeddings=True, show_progress_bar=False)
+            self.known.update(zip(missing, np.asarray(vectors, dtype=np.float32)))
+        return np.array([self.known[t] for t in texts], dtype=np.float32).reshape(len(texts), -1)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cache", help="embedding cache db to reuse (default: a temporary one)")
     ap.add_argument("--backend", default="torch", help="embedding backend (torch, as bench_recall's signal report)")
+    ap.add_argument("--model", type=Path, help="another sentence-transformers model, as a local directory: is the "
+                    "ceiling the model's? (its vectors are kept in memory only)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     data = shared_data()
@@ -238,7 +255,7 @@ def main(argv=None) -> int:
         corpus = load_corpus(root, layout=_layout(root))
         store = Store(Path(args.cache) if args.cache else Path(tmp) / "embeddings.db")
         try:
-            embedder = Embedder(store, backend=args.backend)
+            embedder = LocalModel(args.model) if args.model else Embedder(store, backend=args.backend)
             start = time.perf_counter()
             motifs, feats = features(corpus, embedder)
             listed = len(nominate(list(corpus.carriers), corpus, embedder, K))
