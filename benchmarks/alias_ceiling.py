@@ -269,7 +269,7 @@ def main(argv=None) -> int:
     rows = {name: figures(motifs, m[iu, ju], truth, listed) for name, m in feats.items()}
     sets = {"names only (LOGO logistic)": ["name", "name_csls", "name_rank", "words"],
             "no sentences (LOGO logistic)": [f for f in feats if not f.startswith(("gloss", "sentence", "name_to"))],
-            "MiniLM signals, all (LOGO logistic)": sorted(feats)}
+            "all signals (LOGO logistic)": sorted(feats)}
     for label, names in sets.items():
         rows[label] = figures(motifs, leave_one_group_out(motifs, feats, names, truth), truth, listed)
     rows["all, fit on the test labels (bound)"] = figures(
