@@ -77,20 +77,25 @@ class Store:
         return [Verdict.from_row(r) for r in self.db["verdicts"].rows_where(where, args, order_by="created_at")]
 
     def standing_yes(self, pass_name: str, judge: str | None = None) -> list[Verdict]:
-        """Per subject, its latest judged verdict when that is a yes and no verdict on the subject was reverted.
+        """Per spelling pair, its latest judged verdict when that is a yes and no verdict on the pair was reverted.
 
         What the judge decided about the two names themselves, whatever fingerprint the question had then:
-        a later `no`, or a revert of any decision on them (a restated one included), ends it.
+        a later `no`, or a revert of any decision on them (a restated one included), ends it. Only the
+        verdicts of pairs with a judged yes leave sqlite: a session runs this every round, over every
+        alias verdict the corpus ever had.
         """
         where, args = of_judge("pass = ?", [pass_name], judge)
+        a, b = "json_extract(subject, '$.a')", "json_extract(subject, '$.b')"
+        pair = f"min({a}, {b}) || char(31) || max({a}, {b})"  # the pair in either order
         latest: dict[str, dict] = {}
         ended: set[str] = set()
-        for row in self.db["verdicts"].rows_where(where, args, order_by="created_at, rowid"):
-            key = json.dumps(sorted(json.loads(row["subject"]).values()))
+        for row in self.db["verdicts"].rows_where(
+                f"{where} AND {pair} IN (SELECT {pair} FROM verdicts WHERE {where} AND is_yes = 1 AND model != ?)",
+                [*args, *args, MECHANICAL], order_by="created_at, rowid", select=f"*, {pair} AS pair"):
             if row["reverted"]:
-                ended.add(key)
+                ended.add(row["pair"])
             if row["model"] != MECHANICAL:
-                latest[key] = row
+                latest[row["pair"]] = row
         return [Verdict.from_row(r) for k, r in latest.items() if r["is_yes"] and k not in ended]
 
     def answered(self, pass_name: str, judge: str | None = None) -> set[str]:
