@@ -420,9 +420,10 @@ def _lexical(parsed: list[Spelling], k: int) -> tuple[dict, dict]:
     by_initials: dict[str, list[int]] = {}
     by_aka: dict[str, list[int]] = {}
     by_stub: dict[str, list[int]] = {}
+    stubs = [_stubs(s) for s in parsed]  # each spelling's, once: filed under them, then looked up by them
     for i, s in enumerate(parsed):
         by_key.setdefault(s.key, []).append(i)
-        for key in _stubs(s):
+        for key in stubs[i]:
             by_stub.setdefault(key, []).append(i)
         for key in s.aka:
             by_aka.setdefault(key, []).append(i)
@@ -439,7 +440,7 @@ def _lexical(parsed: list[Spelling], k: int) -> tuple[dict, dict]:
             near.update(by_key.get(key, ()))
         for key in _affixes(s):
             near.update(by_key.get(key, ()))
-        for key in _stubs(s):
+        for key in stubs[i]:
             near.update(by_stub[key])
         near.discard(i)
         string[i] = _best(near, lambda j: string_similarity(s, parsed[j]), k)
