@@ -87,7 +87,7 @@ def decide(p, ctx, r: PassResult, verdicts: list[Verdict]) -> None:
             waiting += 1
             continue
         if not p.still_holds(v, ctx.corpus):
-            stale += 1  # an earlier decision changed one side; the question will be asked afresh
+            stale += 1  # an earlier decision changed one side: asked afresh (a standing alias yes: restated)
             continue
         if applied(ctx, r, p.name, v, p.change(v, ctx)):
             r.applied += 1
