@@ -49,6 +49,16 @@ class ShortlistConfig:
 
 
 @dataclass
+class DescribeConfig:
+    # One line per motif spelling, written by the model from its carriers, nominates alias candidates
+    # (passes/describe.py). Off, or without a key, the alias pass nominates from the embeddings alone.
+    enabled: bool = True
+    batch: int = 85  # spellings per request
+    carriers: int = 3  # carriers shown per spelling
+    body_chars: int = 600  # of each carrier's body
+
+
+@dataclass
 class BudgetConfig:
     enabled: bool = True
     optimistic_cap: int = 20
@@ -122,6 +132,7 @@ DEFAULT_PRICES = {
 class Config:
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     shortlist: ShortlistConfig = field(default_factory=ShortlistConfig)
+    describe: DescribeConfig = field(default_factory=DescribeConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     discovery: DiscoveryConfig = field(default_factory=DiscoveryConfig)
     corpus: CorpusConfig = field(default_factory=CorpusConfig)
@@ -154,6 +165,7 @@ _TYPES = {"bool": bool, "int": int, "float": float, "str": str, "list[str]": lis
 _SECTION_TYPES = {
     "judge": JudgeConfig,
     "shortlist": ShortlistConfig,
+    "describe": DescribeConfig,
     "budget": BudgetConfig,
     "discovery": DiscoveryConfig,
     "corpus": CorpusConfig,
@@ -170,7 +182,8 @@ _BOUNDS = {
     "judge.max_evidence_chars": (200, None),
     # optimistic_cap and unproven_allowance of 0 would latch a pass off: no offers, so never the verdicts
     # that move it to another state. Every off-state must still generate the evidence its way back reads.
-    "shortlist.k": (1, None), "budget.optimistic_cap": (1, None), "budget.window": (1, None),
+    "shortlist.k": (1, None), "describe.batch": (1, None), "describe.carriers": (1, None),
+    "describe.body_chars": (100, None), "budget.optimistic_cap": (1, None), "budget.window": (1, None),
     "budget.patience": (1, None), "budget.probe_every": (1, None), "budget.unproven_allowance": (1, None),
     # 0 would latch a defunded pass off: a probe that resolved something would leave it at zero.
     "budget.questions_per_resolution": (1, None),
@@ -306,6 +319,12 @@ mode = "sync"            # "batch": submit offered questions as one Message Batc
 
 [shortlist]
 k = 5                    # nearest neighbours per motif / fact
+
+[describe]               # one line per motif spelling, by judge.model, nominates alias candidates (docs/candidates.md)
+enabled = true           # false, no API key, or the scripted judge without describe lines: embeddings alone
+batch = 85               # spellings per request
+carriers = 3             # carriers shown per spelling
+body_chars = 600         # characters of each carrier's body shown
 
 [budget]                 # per pass: a balance of questions; docs/configuration.md says why these values
 enabled = true           # false: no throttle (backfills, benchmarks); the line says unthrottled

@@ -1,0 +1,222 @@
+"""Describe: one line per motif spelling saying what it names, written by the model from its carriers.
+
+The alias pass embeds each spelling's name together with its line and nominates each spelling's nearest
+by that (nominate.py, the `line` signal). A line chooses what the judge looks at; it never decides.
+
+A line is bought state: keyed by the spelling, a fingerprint of the carriers it was written from (their
+content ids), the model and the prompt version, stored in the db and journalled in
+.knomit/verdicts/describe.jsonl, so `rebuild` and a fresh clone restore it without a call. It is written
+again only when that key changes. Many spellings go in one request (`describe.batch`), each with up to
+`describe.carriers` carriers, a carrier shown once per request as its title and the first
+`describe.body_chars` characters of its body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+from dataclasses import dataclass, field
+
+from ..errors import Refused, Unavailable, Unparsed
+from ..prompts import cut, load_prompt
+from ..verdicts import now
+from .base import one_sentence, reply_object
+
+log = logging.getLogger(__name__)
+
+PASS = "describe"
+OUT_PER_LINE = 80  # output tokens a line may take (~35 words and its JSON), for the request's max_tokens
+OUT_BASE = 200
+
+
+def prompt():
+    return load_prompt(PASS)
+
+
+@dataclass(frozen=True)
+class Shown:
+    """One spelling as a request shows it: the carriers its line is written from, and the line's key."""
+
+    spelling: str
+    facts: tuple  # the carrier facts shown (active, in carrier order, at most describe.carriers)
+    carriers: str  # fingerprint of their content ids: with the spelling, model and prompt, the line's key
+
+
+def carriers_fingerprint(facts) -> str:
+    return hashlib.sha256(json.dumps(sorted(f.content_id for f in facts)).encode()).hexdigest()[:24]
+
+
+def shown(spelling: str, corpus, carriers: int) -> Shown:
+    facts = tuple(f for f in corpus.carrier_facts(spelling) if f.active)[:carriers]
+    return Shown(spelling, facts, carriers_fingerprint(facts))
+
+
+def batches(items: list[Shown], size: int) -> list[list[Shown]]:
+    """Requests of at most `size` spellings; spellings sharing their first carrier go together, so a
+    carrier shown once serves several of them (ties by spelling: the same vocabulary gives the same requests)."""
+    ordered = sorted(items, key=lambda s: (s.facts[0].path if s.facts else "", s.spelling))
+    return [ordered[i:i + size] for i in range(0, len(ordered), size)]
+
+
+def evidence(batch: list[Shown], body_chars: int) -> dict:
+    """A request's evidence: each spelling with the ids of its carriers, and each carrier once."""
+    ids: dict[str, str] = {}
+    facts = []
+    for s in batch:
+        for f in s.facts:
+            if f.path not in ids:
+                ids[f.path] = f"F{len(ids) + 1}"
+                facts.append({"id": ids[f.path], "title": f.title, "body": cut(f.body, body_chars)})
+    return {"spellings": [{"spelling": s.spelling, "facts": [ids[f.path] for f in s.facts]} for s in batch],
+            "facts": facts}
+
+
+@dataclass(frozen=True)
+class Request:
+    system: str
+    user: str
+    tool: dict
+    max_tokens: int
+    spellings: tuple[str, ...]
+
+
+def request(batch: list[Shown], body_chars: int) -> Request:
+    """The exact request the model is sent for one batch of spellings."""
+    p = prompt()
+    return Request(p.system, p.render(evidence(batch, body_chars)), p.tool, OUT_BASE + OUT_PER_LINE * len(batch),
+                   tuple(s.spelling for s in batch))
+
+
+def parse(text: str, spellings) -> dict[str, str]:
+    """The reply's lines for the spellings asked (others are ignored); Unparsed when it breaks the contract."""
+    obj = reply_object(text, {"lines": ((list,), True)})
+    asked, out = set(spellings), {}
+    for item in obj["lines"]:
+        if not (isinstance(item, dict) and isinstance(item.get("spelling"), str)
+                and isinstance(item.get("mechanism"), str)):
+            raise Unparsed("each of 'lines' must be an object with 'spelling' and 'mechanism' strings")
+        line = one_sentence(item["mechanism"])
+        if item["spelling"] in asked and line and item["spelling"] not in out:
+            out[item["spelling"]] = line
+    return out
+
+
+@dataclass
+class Written:
+    """What the describe step did in one session: the `lines written N, $X` line."""
+
+    written: int = 0
+    calls: int = 0
+    cost_usd: float | None = 0.0
+    charged_usd: float = 0.0  # what the dollar caps count (an unknown cost at its bound)
+    missing: list = field(default_factory=list)  # spellings asked whose reply gave no line
+    failed: list = field(default_factory=list)  # why a request gave nothing (unavailable, unparsed, refused)
+    waiting: int = 0  # spellings left without a line because a dollar cap was reached
+    skipped: str = ""  # why the step did not run at all
+
+    def line(self) -> str:
+        cost = "cost incomplete" if self.cost_usd is None else f"${self.cost_usd:.4f}"
+        out = f"lines written {self.written}, {cost}"
+        if self.skipped:
+            return f"lines: skipped ({self.skipped})"
+        if self.missing:
+            out += f"; {len(self.missing)} spelling(s) got no line"
+        if self.waiting:
+            out += f"; {self.waiting} wait for the dollar caps"
+        if self.failed:
+            out += f"; {len(self.failed)} request(s) failed: {self.failed[0]}"
+        return out
+
+    def json(self) -> dict:
+        return {"written": self.written, "calls": self.calls, "cost_usd": self.cost_usd,
+                "charged_usd": round(self.charged_usd, 6), "missing": len(self.missing),
+                "failed": len(self.failed), "waiting": self.waiting, **({"skipped": self.skipped} if self.skipped else {})}
+
+
+async def write_lines(todo: list[Shown], judge, config, store, journal, session: str, room) -> Written:
+    """Ask for the lines `todo` lacks, batch by batch, while `room()` (dollars the caps leave) allows.
+
+    Each line is journalled before it is stored (the journal is the durable copy). A request that fails
+    leaves its spellings without a line this session: the pass works from the other signals.
+    """
+    cfg = config.describe
+    out = Written()
+    backend = judge.backend
+    scripted = not getattr(backend, "uses_tools", False)
+    for batch in batches(todo, cfg.batch):
+        req = request(batch, cfg.body_chars)
+        bound = judge.unknown_call_usd(len(req.system.encode()) + len(req.user.encode()))
+        if not scripted and room() < bound:
+            out.waiting += sum(len(b) for b in batches(todo, cfg.batch)[batches(todo, cfg.batch).index(batch):])
+            break
+        try:
+            if scripted:
+                done = await backend.describe(req.spellings)
+            else:
+                done = await backend.complete(req.system, req.user, {"spellings": list(req.spellings)}, 0,
+                                              tool=req.tool, max_tokens=req.max_tokens)
+        except (Unavailable, Refused) as e:
+            out.calls += 1
+            judge.ledger(PASS).add(1, e.args[1] if len(e.args) > 1 else 1, None, None, 0.0)
+            out.failed.append(f"{type(e).__name__.lower()}: {e.args[0]}")
+            continue
+        except asyncio.CancelledError:
+            judge.ledger(PASS).add(1, 1, None, None, None, bound)
+            raise
+        cost = judge.cost(done.tokens_in, done.tokens_out)
+        judge.ledger(PASS).add(1, done.attempts, done.tokens_in, done.tokens_out, cost, bound)
+        out.calls += 1
+        out.cost_usd = None if cost is None or out.cost_usd is None else out.cost_usd + cost
+        out.charged_usd += bound if cost is None else cost
+        try:
+            lines = parse(done.text, req.spellings)
+        except Unparsed as e:
+            out.failed.append(f"unparsed: {e.args[0]}")
+            continue
+        share = None if cost is None else cost / max(1, len(lines))
+        for s in batch:
+            if s.spelling not in lines:
+                out.missing.append(s.spelling)
+                continue
+            record = Line(s.spelling, s.carriers, judge.model, prompt().id, lines[s.spelling], judge.kind, session,
+                          share)
+            journal.append(PASS, record.journal_line())
+            store.put_line(record)
+            out.written += 1
+    if out.missing:
+        log.info("describe: no line for %d spelling(s), e.g. %s", len(out.missing), ", ".join(out.missing[:3]))
+    return out
+
+
+@dataclass
+class Line:
+    spelling: str
+    carriers: str
+    model: str
+    prompt: str
+    line: str
+    judge: str = "anthropic"
+    session: str | None = None
+    cost_usd: float | None = 0.0
+    created_at: str = ""
+
+    def __post_init__(self):
+        if not self.created_at:
+            self.created_at = now()
+
+    def journal_line(self) -> dict:
+        return {"type": "line", "spelling": self.spelling, "carriers": self.carriers, "model": self.model,
+                "prompt": self.prompt, "line": self.line, "judge": self.judge, "session": self.session,
+                "cost_usd": self.cost_usd, "created_at": self.created_at}
+
+    @classmethod
+    def from_record(cls, record: dict) -> "Line | None":
+        """A line from a journal record, or None for one a hand edit or a merge conflict mangled."""
+        keys = ("spelling", "carriers", "model", "prompt", "line")
+        if not all(isinstance(record.get(k), str) and record[k] for k in keys):
+            return None
+        return cls(*(record[k] for k in keys), judge=str(record.get("judge") or "anthropic"),
+                   session=record.get("session"), cost_usd=record.get("cost_usd"),
+                   created_at=str(record.get("created_at") or ""))
