@@ -44,6 +44,8 @@ def inputs_digest(pass_name: str, ctx) -> str:
     h = hashlib.blake2b(facts_digest(corpus).encode(), digest_size=16)
     h.update(repr((pass_name, code_digest(), ctx.embedder.model_name, tuple(corpus.motif_keys),
                    config.shortlist, config.discovery)).encode())
+    if pass_name == "alias" and getattr(ctx, "lines", None):  # the describe lines nominate alias pairs too
+        h.update(repr(sorted(ctx.lines.items())).encode())
     return h.hexdigest()
 
 

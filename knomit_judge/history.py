@@ -62,13 +62,27 @@ def status(root: Path | str, limit: int = 10) -> dict:
                               "flip_rate": round(flips / measured, 4) if measured else None}
         spend = summarise(store, config)
         metrics = figures(root, store, config, judge, spend=spend)  # what the metrics file holds, same figures
+        lines = lines_figures(store, sessions)
     finally:
         store.close()
     precisions = precision.by_pass(root, config.calibration)  # from the labels journal: no db needed
     return {"last_session": sessions[0] if sessions else None, "throttle": throttle, "judge": judge,
             "sessions": sessions, "unfinished": unfinished, "precision": {n: p.json() for n, p in precisions.items()},
-            "spend": spend.json(), "metrics": metrics,
+            "spend": spend.json(), "metrics": metrics, "lines": lines,
             "text": render(sessions, throttle, unfinished, judge, [*precision.lines(precisions), *spend.lines()])}
+
+
+def lines_figures(store, sessions: list[dict]) -> dict:
+    """The describe lines (passes/describe.py): what the last session that ran the step wrote and paid, and
+    how many the db holds."""
+    last = next((s["passes"]["describe"] for s in sessions if "describe" in s["passes"]), None)
+    stored = store.db.execute("SELECT count(*), total(cost_usd) FROM lines").fetchone()
+    out = {"stored": stored[0], "stored_cost_usd": round(stored[1], 6)}
+    if last is None:
+        return {**out, "written": None, "cost_usd": None, "text": "lines: no session has run the describe step"}
+    cost = "incomplete" if last.get("cost_usd") is None else f"${last['cost_usd']:.4f}"
+    return {**out, "written": last.get("written", 0), "cost_usd": last.get("cost_usd"), "state": last.get("state"),
+            "text": f"lines written {last.get('written', 0)}, {cost}"}
 
 
 def render(sessions: list[dict], throttle: dict, unfinished: int = 0, judge: str = "anthropic",

@@ -52,7 +52,9 @@ class ScriptedBackend:
     """Recorded replies chosen by the question asked (pass + pair or group), for the demo and tests.
 
     FILE is JSONL: {"pass": "alias", "a": ..., "b": ..., "reply": {...} or "raw text"};
-    discovery entries match by {"group": [...]} (the exact set) or {"contains": [...]} (a subset).
+    discovery entries match by {"group": [...]} (the exact set) or {"contains": [...]} (a subset);
+    {"pass": "describe", "spelling": S, "reply": {"mechanism": LINE}} is the line of spelling S
+    (passes/describe.py): a spelling no entry describes gets no line.
     A question with no recorded reply gets the pass's recoverable default. The file is checked
     whole at load, so a typo is a ConfigError naming FILE:LINE before any default is stored.
     """
@@ -76,9 +78,19 @@ class ScriptedBackend:
             raise ConfigError(f"--judge scripted:{path}: {e.strerror or e}") from None
         except UnicodeDecodeError:
             raise ConfigError(f"--judge scripted:{path}: not UTF-8 text") from None
+        self.lines: dict[str, str] = {}  # spelling -> its recorded describe line
         for n, line in enumerate(lines, 1):
             if line.strip():
-                self.entries.append(_scripted_entry(line, f"{path}:{n}", self.DEFAULTS))
+                entry = _scripted_entry(line, f"{path}:{n}", [*self.DEFAULTS, "describe"])
+                if entry["pass"] == "describe":
+                    self.lines.setdefault(entry["spelling"], entry["reply"]["mechanism"])
+                else:
+                    self.entries.append(entry)
+
+    async def describe(self, spellings) -> Completion:
+        """The recorded lines of these spellings, as the describe reply a model would give (no line: left out)."""
+        lines = [{"spelling": s, "mechanism": self.lines[s]} for s in spellings if s in self.lines]
+        return Completion(text=json.dumps({"lines": lines}, ensure_ascii=False), tokens_in=0, tokens_out=0)
 
     def _match(self, entry: dict, pass_name: str, subject: dict) -> bool:
         if entry.get("pass") != pass_name:
@@ -105,7 +117,9 @@ class ScriptedBackend:
         """What to say when questions were asked and not one had a recorded reply (a wrong file, or stale names)."""
         if not self.asked or self.matched:
             return None
-        what = "it has no entries" if not self.entries else f"none of its {len(self.entries)} entries matched"
+        what = "it has no entries" if not self.entries and not self.lines else \
+            f"none of its {len(self.entries)} entries matched" if self.entries else \
+            f"it holds only describe lines ({len(self.lines)})"
         # Entries answered in an earlier session are not asked again, so this may be expected: say both.
         return (f"the scripted judge answered none of the {len(self.asked)} question(s) it was asked from "
                 f"{self.path} ({what}): each got its pass's default, stored as a verdict of the scripted judge "
@@ -125,7 +139,12 @@ def _scripted_entry(line: str, where: str, passes) -> dict:
         raise ConfigError(f"{where}: 'pass' must be one of {', '.join(passes)}, got {entry.get('pass')!r}")
     if not isinstance(entry.get("reply"), (dict, str)):
         raise ConfigError(f"{where}: 'reply' (an object, or the raw reply text) is required")
-    if entry["pass"] == "discovery":
+    if entry["pass"] == "describe":
+        reply = entry["reply"]
+        if not (isinstance(entry.get("spelling"), str) and entry["spelling"] and isinstance(reply, dict)
+                and isinstance(reply.get("mechanism"), str) and reply["mechanism"].strip()):
+            raise ConfigError(f'{where}: a describe entry needs \'spelling\' and a reply {{"mechanism": "one sentence"}}')
+    elif entry["pass"] == "discovery":
         keys = [k for k in ("group", "contains") if k in entry]
         members = entry[keys[0]] if len(keys) == 1 else None
         if not isinstance(members, list) or not members or not all(isinstance(x, str) for x in members):

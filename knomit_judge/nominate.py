@@ -23,6 +23,9 @@ Signals (each a strength in 0..1 for any pair):
             still meet; a word both names hold that is in 3 or more spellings is set aside (the part a
             family shares), so fail-closed-registry / fail-closed-network compare registry with network.
             Only a strength, computed for pairs other signals nominated.
+  line      the spelling's name and its describe line (one sentence the model wrote from its carriers saying
+            what it names, passes/describe.py), embedded together; only spellings with a line are nominated by
+            it and have its strength (a pair without it is scored by the other signals, as before lines existed)
   gloss     what the carriers say about this spelling: of its carriers' sentences (each carrier's title
             and the first 5 sentences of its body), the 3 nearest to its name's embedding, averaged, plus
             the name's own vector. Two paraphrases that share no word are told apart by what their
@@ -60,9 +63,9 @@ import numpy as np
 from .corpus import fact_text
 from .shortlist import top_k
 
-SIGNALS = ("name", "string", "acronym", "carriers", "content", "words", "gloss")
+SIGNALS = ("name", "string", "acronym", "carriers", "content", "words", "gloss", "line")
 # averaged into one evidence; string and acronym stand alone
-SEMANTIC = ("name", "carriers", "words", "content", "gloss")
+SEMANTIC = ("name", "carriers", "words", "content", "gloss", "line")
 # A semantic signal's weight in the mean (1 unless set). Whole-fact embeddings mostly say what a fact is
 # ABOUT (its subsystem), not which regularity it shows: on the labelled knomit sample content at full
 # weight put topic neighbours first (median true pair at 61% of the list against 25% without it), at a
@@ -72,7 +75,7 @@ SEMANTIC = ("name", "carriers", "words", "content", "gloss")
 WEIGHTS: dict[str, float] = {"content": 0.25, "gloss": 0.25}
 # gloss nominates: on the labelled knomit sample it lifts recall at k=5 from 25 to 27 of 42 true pairs
 # (docs/benchmarks.md, the gloss signal).
-NOMINATE_BY = ("name", "carriers", "content", "gloss")  # the embedding signals that nominate each motif's k nearest
+NOMINATE_BY = ("name", "carriers", "content", "gloss", "line")  # the embedding signals that nominate each one's k nearest
 MAX_TITLES = 4
 GLOSS_CARRIERS = 4  # a spelling with more carriers is glossed by its carrier titles (the carriers text)
 GLOSS_NAME = 1.0  # the name's own vector added to the sentences' mean
@@ -458,8 +461,16 @@ def _best(partners, strength, k: int) -> list[int]:
     return [j for s, j in sorted(scored)[:k] if s < 0]
 
 
-def nominate(motifs: list[str], corpus, embedder, k: int) -> list[Nomination]:
-    """Candidate spelling pairs from every signal, deduplicated, best first (ties by spelling order)."""
+def line_text(spelling: Spelling, line: str) -> str:
+    """What the line signal embeds: the name as words, then the line."""
+    return f"{' '.join(spelling.words)}: {line}"
+
+
+def nominate(motifs: list[str], corpus, embedder, k: int, lines: dict[str, str] | None = None) -> list[Nomination]:
+    """Candidate spelling pairs from every signal, deduplicated, best first (ties by spelling order).
+
+    `lines`: spelling -> its describe line, for the spellings that have one.
+    """
     n = len(motifs)
     if n < 2:
         return []
@@ -474,14 +485,22 @@ def nominate(motifs: list[str], corpus, embedder, k: int) -> list[Nomination]:
         if i != j:
             nominated.setdefault((min(i, j), max(i, j)), set()).add(signal)
 
-    for signal, vectors in (("name", name_vectors), ("carriers", carrier_vectors), ("content", content.means()),
-                            ("gloss", gloss)):
-        if signal not in NOMINATE_BY:
+    described = [i for i, m in enumerate(motifs) if lines and lines.get(m)]
+    line_vectors = np.zeros_like(name_vectors)
+    if described:
+        line_vectors[described] = embedder.embed([line_text(parsed[i], lines[motifs[i]]) for i in described])
+    for signal, vectors, rows in (("name", name_vectors, None), ("carriers", carrier_vectors, None),
+                                  ("content", content.means(), None), ("gloss", gloss, None),
+                                  ("line", line_vectors[described], described)):
+        if signal not in NOMINATE_BY or len(vectors) < 2:
             continue
         idx, _ = top_k(vectors, k)
         for i, row in enumerate(idx.tolist()):
             for j in row:
-                add(i, j, signal)
+                if rows is None:
+                    add(i, j, signal)
+                else:  # the line vectors are of the described spellings only
+                    add(rows[i], rows[j], signal)
     string, acronym = _lexical(parsed, k)
     for signal, best in (("string", string), ("acronym", acronym)):
         for i, partners in best.items():
@@ -494,16 +513,20 @@ def nominate(motifs: list[str], corpus, embedder, k: int) -> list[Nomination]:
     name_sim = np.clip(np.einsum("ij,ij->i", name_vectors[left], name_vectors[right]), 0, 1).tolist()
     carrier_sim = np.clip(np.einsum("ij,ij->i", carrier_vectors[left], carrier_vectors[right]), 0, 1).tolist()
     gloss_sim = np.clip(np.einsum("ij,ij->i", gloss[left], gloss[right]), 0, 1).tolist()
+    line_sim = np.clip(np.einsum("ij,ij->i", line_vectors[left], line_vectors[right]), 0, 1).tolist()
+    has_line = set(described)
     carriers = {i: set(corpus.carriers[motifs[i]]) for i in {*left.tolist(), *right.tolist()}}
     weight, family = word_weights(parsed), family_weight(len(parsed))
     words = sorted({w for i in carriers for w in parsed[i].words})
     vector = dict(zip(words, embedder.embed(words)))
     out = []
-    for (i, j), ns, cs, gs in zip(pairs, name_sim, carrier_sim, gloss_sim):
+    for (i, j), ns, cs, gs, ls in zip(pairs, name_sim, carrier_sim, gloss_sim, line_sim):
         a, b = parsed[i], parsed[j]
         strengths = {"name": ns, "string": string_similarity(a, b), "acronym": acronym_similarity(a, b),
                      "carriers": cs, "content": content.similarity(i, j),
                      "words": word_alignment(a.words, b.words, weight, vector, family), "gloss": gs}
+        if i in has_line and j in has_line:
+            strengths["line"] = ls
         shared = len(carriers[i] & carriers[j])
         overlap = shared / max(1, min(len(carriers[i]), len(carriers[j])))
         only_numbers = numbers_only(a, b)

@@ -6,6 +6,7 @@ import logging
 from pathlib import Path
 
 from .gitops import Applier, Lock, applied_commits, open_repo, trailer_values
+from .passes.describe import Line
 from .store import Store
 from .verdicts import Journal
 
@@ -53,9 +54,11 @@ def recover_corpus(root: Path | str) -> list[str]:
 
 
 def sync_journal(root: Path, store: Store, keep_marks: bool = True) -> int:
-    """Import journal lines the db lacks; only lines appended since the last kept marks are read."""
+    """Import journal lines the db lacks (verdicts, reverts, describe lines); only lines appended since the
+    last kept marks are read."""
     marks = store.journal_marks()
-    verdicts, reverts = Journal(root).verdicts(marks)
+    verdicts, reverts, lines = Journal(root).entries(marks)
+    store.import_lines([x for x in map(Line.from_record, lines) if x is not None])
     known = store.known_ids([v.id for v in verdicts])
     fresh = [v for v in verdicts if v.id not in known]
     for v in fresh:

@@ -22,6 +22,7 @@ from .gitops import Applier, Lock, dirty_paths, open_repo
 from .judge import Judge, ScriptedBackend, judge_kind, make_backend, swap_sampled
 from . import metrics
 from .passes import JUDGED_PASSES, Candidate
+from .passes.describe import PASS as DESCRIBE, batches, current, model_of, request, write_lines
 from .passes.exact import DuplicateGroups, exact_change, exact_verdict
 from .passes.registry import all_passes
 from .recovery import recover
@@ -127,6 +128,8 @@ class Context:
     since: dict[str, tuple] = field(default_factory=dict)  # pass -> when its last recorded session started, ended
     new: dict[str, set] = field(default_factory=dict)  # pass -> the fresh names the writer brought: owed a question
     caps: Caps | None = None  # the session's dollar caps, with what the day and month spent before it
+    lines: dict[str, str] = field(default_factory=dict)  # spelling -> its describe line (passes/describe.py)
+    no_line: list[str] = field(default_factory=list)  # spellings asked this session whose reply gave no line
     asked: int = 0  # questions that came back from the judge this session
     in_flight: int = 0  # questions with the judge now
     _judge: Judge | None = None
@@ -239,6 +242,8 @@ async def _session(root, repo, config, store, options, notes) -> SessionResult:
             await ctx.batches.collect(ctx.judge, all_passes())  # finished batches first, whatever --pass says
         for p in passes:
             result.passes[p.name] = PassResult(p.name)
+            if p.name == "alias":  # the describe step's own line, after the alias pass's
+                result.passes[DESCRIBE] = PassResult(DESCRIBE, throttle="never budgeted")
         # Applied decisions change fingerprints, and so make new questions: ask them in this session,
         # round after round, until a round applies nothing (each pass's allowance is per session).
         for round_no in range(1 if options.dry_run else MAX_ROUNDS):
@@ -266,7 +271,7 @@ async def _session(root, repo, config, store, options, notes) -> SessionResult:
         result.embedded, result.parsed = ctx.embedder.computed, index.parsed
         if not options.dry_run:
             index.save()
-            sha = ctx.applier.commit_paths([ctx.journal.relpath(p) for p in ("exact", *JUDGED_PASSES)],
+            sha = ctx.applier.commit_paths([ctx.journal.relpath(p) for p in ("exact", *JUDGED_PASSES, DESCRIBE)],
                                            f"journal: verdicts of session {result.session}\n\n"
                                            f"Knomit-Session: {result.session}\n")
             if sha:
@@ -331,6 +336,8 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
         restating = restatable(p, ctx)
         if restating:
             r.notes.append(f"{len(restating)} merge(s) the judge decided before would be restated without a call")
+    if p.name == "alias":
+        await describe(ctx, result.passes[DESCRIBE], result)
     with gc_paused():  # millions of small objects at 100k facts; see shortlist.gc_paused
         candidates = CandidateLists(ctx.store).candidates(p, ctx)  # read back when nothing it depends on changed
     answered = ctx.store.answered(p.name, ctx.kind)
@@ -373,6 +380,70 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
     fresh = await judge_all(p, offer, ctx, r, paid, owed)
     r.waiting += len(offer) - (r.offered - before)  # held back by the cost cap or a stop
     decide(p, ctx, r, pending + fresh)
+
+
+async def describe(ctx: Context, r: PassResult, result: SessionResult) -> None:
+    """The describe step: a line for each spelling that lacks one for its carriers as they are now, then
+    ctx.lines for the alias pass. Skipped (the alias pass then nominates from the embeddings alone) when
+    describe.enabled is false, without an API key, or with a scripted judge whose file holds no lines.
+    Run before each alias round: a merge rewrites carriers, and a changed carrier set needs a new line.
+    """
+    model = model_of(ctx.options.judge, ctx.config)
+    ctx.lines, todo = current(ctx.store, ctx.corpus, ctx.config, model)
+    r.candidates, r.cached = len(ctx.lines) + len(todo), len(ctx.lines)
+    why = "" if ctx.config.describe.enabled else "describe.enabled is false"
+    if why:
+        ctx.lines = {}
+    if not why and todo and not ctx.options.dry_run:
+        try:
+            judge = ctx.judge
+        except KnomitError as e:  # no key: the alias pass works from the embeddings (and asks nothing without one)
+            why = str(e)
+        else:
+            if isinstance(judge.backend, ScriptedBackend) and not judge.backend.lines:
+                why = "the scripted replies file holds no describe lines"
+    if why:
+        r.state, r.notes = "skipped", [why]
+        return
+    if not todo:
+        r.state = r.state if r.state == "worked" else "caught-up"
+        return
+    if ctx.options.dry_run:
+        requests = [request(b, ctx.config.describe.body_chars) for b in batches(todo, ctx.config.describe.batch)]
+        scripted = ctx.options.judge.startswith("scripted:")
+        price = None if scripted else ctx.config.price(ctx.config.judge.model)
+        # about a token per 4 prompt characters, and 50 tokens a line
+        estimate = 0.0 if scripted else None if price is None else sum(
+            (len(q.system) + len(q.user)) / 4 * price.input_per_mtok / 1e6
+            + 50 * len(q.spellings) * price.output_per_mtok / 1e6 for q in requests)
+        result.estimates[DESCRIBE] = {"questions": 0, "calls": len(requests),
+                                      "estimate_usd": None if estimate is None else round(estimate, 6)}
+        r.state, r.offered = "would-offer", len(todo)
+        r.notes = [f"would write lines for {len(todo)} spelling(s) in {len(requests)} request(s)"
+                   + (f", about ${estimate:.4f}" if estimate is not None else "")]
+        return
+    done = await write_lines(todo, ctx.judge, ctx.config, ctx.store, ctx.journal, ctx.session,
+                             lambda next_usd: ctx.caps.reached(ctx.spent(), next_usd))
+    ctx.lines = current(ctx.store, ctx.corpus, ctx.config, model)[0]
+    r.offered += len(todo) - done.waiting
+    r.written += done.written
+    r.judge_calls += done.calls
+    r.cost_usd = None if done.cost_usd is None or r.cost_usd is None else round(r.cost_usd + done.cost_usd, 6)
+    r.charged_usd = round(r.charged_usd + done.charged_usd, 6)
+    r.waiting = done.waiting
+    r.unavailable += sum(f.startswith("unavailable") for f in done.failed)
+    r.unparsed += sum(f.startswith("unparsed") for f in done.failed)
+    r.refused += sum(f.startswith("refused") for f in done.failed)
+    r.first_error = r.first_error or (done.failed[0] if done.failed else "")
+    if done.missing:  # one note for the session, over its rounds
+        ctx.no_line.extend(done.missing)
+        r.notes = [n for n in r.notes if "got no line" not in n]
+        r.notes.append(f"{len(ctx.no_line)} spelling(s) got no line (e.g. {', '.join(ctx.no_line[:3])})"
+                       + (": the scripted replies file does not describe them"
+                          if isinstance(ctx.judge.backend, ScriptedBackend) else ""))
+    if done.waiting:
+        r.notes.append(f"{done.held}: {done.waiting} spelling(s) wait")
+    r.state = "worked" if r.written else "failed" if done.failed else "caught-up"
 
 
 def note_skipped(p, ctx: Context, r: PassResult, fingerprints: list[str], refused: set, busy: set) -> None:

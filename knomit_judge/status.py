@@ -33,6 +33,17 @@ class PassResult:
     first_error: str = ""
     next_probe_in: int | None = None
     probation: str = ""  # set while people's labels hold the pass's decisions (precision.py)
+    written: int = 0  # describe: lines written this session
+
+    def describe_line(self) -> str:
+        """The describe step's line (passes/describe.py): what the alias pass's line signal cost this session."""
+        cost = "incomplete" if self.cost_usd is None else f"${self.cost_usd:.4f}"
+        counts = (f"lines written {self.written}, {cost} - spellings {self.candidates}, with a line already "
+                  f"{self.cached}, asked {self.offered}, judge calls {self.judge_calls}")
+        notes = list(self.notes)
+        if self.first_error:
+            notes.insert(0, f"first error: {self.first_error}")
+        return f"{self.name}: {self.state} - {counts}" + "".join(f"; {n}" for n in notes)
 
     def settle(self, held: bool, dry_run: bool = False) -> None:
         """Name the state from the counts; `held` means candidates waited behind the budget."""
@@ -53,6 +64,8 @@ class PassResult:
             self.state = "caught-up"
 
     def line(self) -> str:
+        if self.name == "describe":
+            return self.describe_line()
         cost = "incomplete" if self.cost_usd is None else f"${self.cost_usd:.4f}"
         state = self.state
         if state == "defunded" and self.next_probe_in:

@@ -169,6 +169,30 @@ class Store:
                 f"SELECT id FROM verdicts WHERE {where} AND id IN ({','.join('?' * len(chunk))})", chunk))
         return out
 
+    # describe lines (durable, bought; see passes/describe.py) ------------------
+    def put_line(self, line) -> None:
+        with self.db.atomic():
+            self.db.execute("INSERT OR REPLACE INTO lines (spelling, carriers, model, prompt, line, judge, session, "
+                            "cost_usd, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            [line.spelling, line.carriers, line.model, line.prompt, line.line, line.judge,
+                             line.session, line.cost_usd, line.created_at])
+
+    def import_lines(self, lines) -> int:
+        """Journalled lines the db lacks (a lost db, a fresh clone): added, never replacing one it holds."""
+        before = self.db.execute("SELECT count(*) FROM lines").fetchone()[0]
+        with self.db.atomic():
+            self.db.conn.executemany(
+                "INSERT OR IGNORE INTO lines (spelling, carriers, model, prompt, line, judge, session, cost_usd, "
+                "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(x.spelling, x.carriers, x.model, x.prompt, x.line, x.judge, x.session, x.cost_usd, x.created_at)
+                 for x in lines])
+        return self.db.execute("SELECT count(*) FROM lines").fetchone()[0] - before
+
+    def lines(self, model: str, prompt: str) -> dict[tuple[str, str], str]:
+        """(spelling, carriers fingerprint) -> line, of one model and prompt version."""
+        return {(r[0], r[1]): r[2] for r in self.db.execute(
+            "SELECT spelling, carriers, line FROM lines WHERE model = ? AND prompt = ?", [model, prompt])}
+
     # journal marks (derived; see verdicts.JournalMarks) -----------------------
     def journal_marks(self) -> JournalMarks:
         return JournalMarks({r[0]: tuple(r[1:]) for r in self.db.execute(

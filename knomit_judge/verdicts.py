@@ -177,7 +177,7 @@ class Journal:
     def files(self) -> list[Path]:
         return sorted(self.dir.glob("*.jsonl")) if self.dir.is_dir() else []
 
-    def records(self, marks: dict | None = None) -> list[dict]:
+    def records(self, marks: dict | None = None, types=("verdict", "revert")) -> list[dict]:
         """Every well-formed line of every pass; a torn line is skipped.
 
         Given `marks` (JournalMarks), only lines after each file's mark are read, and the marks move on.
@@ -190,21 +190,29 @@ class Journal:
                     record = json.loads(raw)
                 except (json.JSONDecodeError, UnicodeDecodeError):
                     continue
-                if isinstance(record, dict) and record.get("type") in ("verdict", "revert"):
+                if isinstance(record, dict) and record.get("type") in types:
                     out.append(record)
         return out
 
     def verdicts(self, marks: dict | None = None) -> tuple[list[Verdict], dict[str, str]]:
         """The journalled verdicts and the reverts (verdict id -> reason); given marks, those after them."""
-        verdicts, reverts = [], {}
-        for record in self.records(marks):
+        verdicts, reverts, _ = self.entries(marks)
+        return verdicts, reverts
+
+    def entries(self, marks: dict | None = None) -> tuple[list[Verdict], dict[str, str], list[dict]]:
+        """verdicts() and the describe lines' records (passes/describe.py reads them)."""
+        verdicts, reverts, lines = [], {}, []
+        for record in self.records(marks, ("verdict", "revert", "line")):
+            if record["type"] == "line":
+                lines.append(record)
+                continue
             if record["type"] == "revert":
                 if isinstance(record.get("verdict"), str):
                     reverts[record["verdict"]] = str(record.get("reason", ""))
                 continue
             if v := _journalled(record):
                 verdicts.append(v)
-        return verdicts, reverts
+        return verdicts, reverts, lines
 
 
 class JournalMarks:

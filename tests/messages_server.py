@@ -296,6 +296,12 @@ class MessagesServer:
         self.batches: dict[str, Batch] = {}
         self.batch_calls: list[str] = []  # "create", "retrieve <id>", "results <id>", in order
         self.batch_create_faults: deque[int] = deque()  # HTTP statuses the next batch creations fail with
+        # Describe requests (the forced tool `describe_reply`: one line per spelling) are answered here, apart
+        # from the questions: they take no scripted action and are not in `calls`. By default no line at all, and
+        # no usage, so a test of the questions sees the same candidates, calls and cost as before lines existed.
+        self.describer: Callable[[Request, int], Action] = \
+            lambda req, n: tool({"lines": []}, input_tokens=0, output_tokens=0)
+        self.describe_requests: list[Request] = []
         self._lock = threading.Lock()
         self._requests: list[Request] = []
         self._queue: deque[Action] = deque()
@@ -349,6 +355,12 @@ class MessagesServer:
     def _admit(self, body: Any, headers: dict[str, str], size: int = 0) -> tuple[Request, Action]:
         """Record a request and choose its action, under the lock so `n` is unique."""
         ok = isinstance(body, dict)
+        if ok and (body.get("tool_choice") or {}).get("name") == "describe_reply":
+            with self._lock:
+                req = Request(len(self.describe_requests), body, headers, prompt_text(body),
+                              _blocks_text(body.get("system")), time.monotonic())
+                self.describe_requests.append(req)
+            return req, self.describer(req, req.n)
         with self._lock:
             req = Request(len(self._requests), body, headers, prompt_text(body),
                           _blocks_text(body.get("system")) if ok else "", time.monotonic())

@@ -54,7 +54,10 @@ class AliasPass:
                 {"motif_a": eb, "motif_b": ea, "shared_carriers": shared}]
 
     def candidates(self, ctx) -> list[Candidate]:
-        """Every signal's nominations, deduplicated, best-ranked first (see nominate.py for the score)."""
+        """Every signal's nominations, deduplicated, best-ranked first (see nominate.py for the score).
+
+        `ctx.lines` (spelling -> describe line; passes/describe.py), when the session has lines, adds the line signal.
+        """
         corpus = ctx.corpus
         memo: dict[str, dict] = {}  # a motif's evidence and side, built once however many pairs it is in
         sides: dict[str, tuple] = {}
@@ -70,7 +73,8 @@ class AliasPass:
             return sides[m]
 
         return [self.candidate(n.a, n.b, corpus, n.score, evidence, side)
-                for n in nominate(list(corpus.carriers), corpus, ctx.embedder, ctx.config.shortlist.k)]
+                for n in nominate(list(corpus.carriers), corpus, ctx.embedder, ctx.config.shortlist.k,
+                                  getattr(ctx, "lines", None))]
 
     def restorer(self, ctx):
         """Makes a candidate read back from candidate_lists, its evidence from the corpus again."""

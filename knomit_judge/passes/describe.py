@@ -18,6 +18,7 @@ import hashlib
 import json
 import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..errors import Refused, Unavailable, Unparsed
 from ..prompts import cut, load_prompt
@@ -114,6 +115,7 @@ class Written:
     missing: list = field(default_factory=list)  # spellings asked whose reply gave no line
     failed: list = field(default_factory=list)  # why a request gave nothing (unavailable, unparsed, refused)
     waiting: int = 0  # spellings left without a line because a dollar cap was reached
+    held: str = ""  # which cap
     skipped: str = ""  # why the step did not run at all
 
     def line(self) -> str:
@@ -124,7 +126,7 @@ class Written:
         if self.missing:
             out += f"; {len(self.missing)} spelling(s) got no line"
         if self.waiting:
-            out += f"; {self.waiting} wait for the dollar caps"
+            out += f"; {self.waiting} spelling(s) wait: {self.held}"
         if self.failed:
             out += f"; {len(self.failed)} request(s) failed: {self.failed[0]}"
         return out
@@ -135,8 +137,41 @@ class Written:
                 "failed": len(self.failed), "waiting": self.waiting, **({"skipped": self.skipped} if self.skipped else {})}
 
 
-async def write_lines(todo: list[Shown], judge, config, store, journal, session: str, room) -> Written:
-    """Ask for the lines `todo` lacks, batch by batch, while `room()` (dollars the caps leave) allows.
+def upper_bound(req: Request, judge) -> float:
+    """The most one request can cost: a token per prompt byte (never fewer bytes than tokens), max_tokens out."""
+    return judge.cost(len(req.system.encode()) + len(req.user.encode()), req.max_tokens) or 0.0
+
+
+def model_of(judge_spec: str, config) -> str:
+    """The model whose lines a session with this --judge reads and writes (as Judge.model names it)."""
+    if judge_spec.startswith("scripted:"):
+        return f"scripted:{Path(judge_spec.removeprefix('scripted:')).name}"
+    return config.judge.model
+
+
+def current(store, corpus, config, model: str, spellings=None) -> tuple[dict[str, str], list[Shown]]:
+    """The stored lines of the spellings as they are now (spelling -> line), and the spellings never asked.
+
+    A spelling with no active carrier needs none (nothing is nominated for it), and one asked whose reply
+    gave it no line is not asked again until its key changes: each is in neither.
+    """
+    stored = store.lines(model, prompt().id)
+    have, todo = {}, []
+    for m in sorted(corpus.carriers if spellings is None else spellings):
+        s = shown(m, corpus, config.describe.carriers)
+        if not s.facts:
+            continue
+        line = stored.get((m, s.carriers))
+        if line is None:
+            todo.append(s)
+        elif line:  # "": asked, and the reply gave it no line
+            have[m] = line
+    return have, todo
+
+
+async def write_lines(todo: list[Shown], judge, config, store, journal, session: str, hold) -> Written:
+    """Ask for the lines `todo` lacks, `judge.concurrency` requests at a time, while `hold(next_usd)` says
+    no dollar cap is reached (it names the cap that is).
 
     Each line is journalled before it is stored (the journal is the durable copy). A request that fails
     leaves its spellings without a line this session: the pass works from the other signals.
@@ -145,25 +180,25 @@ async def write_lines(todo: list[Shown], judge, config, store, journal, session:
     out = Written()
     backend = judge.backend
     scripted = not getattr(backend, "uses_tools", False)
-    for batch in batches(todo, cfg.batch):
-        req = request(batch, cfg.body_chars)
-        bound = judge.unknown_call_usd(len(req.system.encode()) + len(req.user.encode()))
-        if not scripted and room() < bound:
-            out.waiting += sum(len(b) for b in batches(todo, cfg.batch)[batches(todo, cfg.batch).index(batch):])
-            break
+    pending = [request(b, cfg.body_chars) for b in batches(todo, cfg.batch)]
+    queue = list(reversed(pending))
+    in_flight: list[float] = []
+
+    async def one(req: Request, bound: float) -> None:
         try:
             if scripted:
                 done = await backend.describe(req.spellings)
             else:
-                done = await backend.complete(req.system, req.user, {"spellings": list(req.spellings)}, 0,
-                                              tool=req.tool, max_tokens=req.max_tokens)
+                async with judge.semaphore:
+                    done = await backend.complete(req.system, req.user, {"spellings": list(req.spellings)}, 0,
+                                                  tool=req.tool, max_tokens=req.max_tokens)
         except (Unavailable, Refused) as e:
             out.calls += 1
             judge.ledger(PASS).add(1, e.args[1] if len(e.args) > 1 else 1, None, None, 0.0)
             out.failed.append(f"{type(e).__name__.lower()}: {e.args[0]}")
-            continue
+            return
         except asyncio.CancelledError:
-            judge.ledger(PASS).add(1, 1, None, None, None, bound)
+            judge.ledger(PASS).add(1, 1, None, None, None, bound)  # cut off: may still have been billed
             raise
         cost = judge.cost(done.tokens_in, done.tokens_out)
         judge.ledger(PASS).add(1, done.attempts, done.tokens_in, done.tokens_out, cost, bound)
@@ -174,17 +209,34 @@ async def write_lines(todo: list[Shown], judge, config, store, journal, session:
             lines = parse(done.text, req.spellings)
         except Unparsed as e:
             out.failed.append(f"unparsed: {e.args[0]}")
-            continue
-        share = None if cost is None else cost / max(1, len(lines))
-        for s in batch:
-            if s.spelling not in lines:
-                out.missing.append(s.spelling)
-                continue
-            record = Line(s.spelling, s.carriers, judge.model, prompt().id, lines[s.spelling], judge.kind, session,
-                          share)
-            journal.append(PASS, record.journal_line())
+            return
+        share = None if cost is None else round(cost / max(1, len(lines)), 9)
+        by_name = {s.spelling: s for s in todo}
+        for name in req.spellings:
+            if name not in lines:  # kept as asked without a line, so not asked again until its key changes
+                out.missing.append(name)
+            record = Line(name, by_name[name].carriers, judge.model, prompt().id, lines.get(name, ""), judge.kind,
+                          session, share if name in lines else 0.0)
+            journal.append(PASS, record.journal_line())  # first: the journal is the durable copy
             store.put_line(record)
-            out.written += 1
+            out.written += name in lines
+
+    async def worker() -> None:
+        while queue:
+            req = queue[-1]
+            bound = 0.0 if scripted else upper_bound(req, judge)
+            if why := hold(bound + sum(in_flight)):
+                out.held = out.held or why
+                return
+            queue.pop()
+            in_flight.append(bound)
+            try:
+                await one(req, bound)
+            finally:
+                in_flight.remove(bound)
+
+    await asyncio.gather(*(worker() for _ in range(max(1, config.judge.concurrency))))
+    out.waiting = sum(len(r.spellings) for r in queue)
     if out.missing:
         log.info("describe: no line for %d spelling(s), e.g. %s", len(out.missing), ", ".join(out.missing[:3]))
     return out
@@ -215,7 +267,7 @@ class Line:
     def from_record(cls, record: dict) -> "Line | None":
         """A line from a journal record, or None for one a hand edit or a merge conflict mangled."""
         keys = ("spelling", "carriers", "model", "prompt", "line")
-        if not all(isinstance(record.get(k), str) and record[k] for k in keys):
+        if not all(isinstance(record.get(k), str) and (record[k] or k == "line") for k in keys):
             return None
         return cls(*(record[k] for k in keys), judge=str(record.get("judge") or "anthropic"),
                    session=record.get("session"), cost_usd=record.get("cost_usd"),
