@@ -24,6 +24,10 @@ pairs in the first 20 and the first 130 (about what session 1 offers), and how m
 the first M, for M the size of today's candidate list at k = 5 (so "85% shortlisted" and "median in the
 first 2% of the candidates" read as: >= 85% of true pairs in the first M, median rank <= 2% of M).
 Also recall at k = 5 as nomination counts it: the pair is in either spelling's 5 best partners.
+
+With recorded describe lines (--lines, default benchmarks/data/knomit-kb-describe-replies.jsonl when present;
+--no-lines leaves them out), the line signal (name + line, embedded together) is one more signal: its own
+ranking (`line`, `line_csls`, `line_rank`) and "all signals + line". The other rankings are as without lines.
 """
 
 from __future__ import annotations
@@ -44,12 +48,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from bench_recall import SAMPLE, _layout, label_truth, shared_data  # noqa: E402
+from bench_recall import DESCRIBED, SAMPLE, _layout, label_truth, recorded_lines, shared_data  # noqa: E402
 
 from knomit_judge.corpus import load_corpus  # noqa: E402
 from knomit_judge.embeddings import Embedder  # noqa: E402
-from knomit_judge.nominate import (CarrierContent, carrier_text, family_weight, gloss_vectors, name_text,  # noqa: E402
-                                   nominate, parse, sentences, word_alignment, word_weights)
+from knomit_judge.nominate import (CarrierContent, carrier_text, family_weight, gloss_vectors,  # noqa: E402
+                                   line_text, name_text, nominate, parse, sentences, word_alignment, word_weights)
 from knomit_judge.store import Store  # noqa: E402
 
 K = 5
@@ -74,8 +78,8 @@ def rank_strength(m: np.ndarray) -> np.ndarray:
     return -np.log(np.minimum(rank, rank.T))
 
 
-def features(corpus, embedder) -> tuple[list[str], dict[str, np.ndarray]]:
-    """Every signal as an n x n matrix of pair strengths."""
+def features(corpus, embedder, lines: dict | None = None) -> tuple[list[str], dict[str, np.ndarray]]:
+    """Every signal as an n x n matrix of pair strengths; with `lines`, the line signal (name + line) too."""
     motifs = sorted(corpus.carriers)
     n = len(motifs)
     name = embedder.embed([name_text(m) for m in motifs])
@@ -85,6 +89,11 @@ def features(corpus, embedder) -> tuple[list[str], dict[str, np.ndarray]]:
     means = content.means()
     sims = {"name": name @ name.T, "carriers": carriers @ carriers.T, "content_mean": means @ means.T,
             "gloss": gloss @ gloss.T}
+    if lines:
+        have = [i for i, m in enumerate(motifs) if lines.get(m)]
+        lv = np.zeros_like(name)
+        lv[have] = embedder.embed([line_text(parse(motifs[i]), lines[motifs[i]]) for i in have])
+        sims["line"] = lv @ lv.T
     out: dict[str, np.ndarray] = {}
     for s, m in sims.items():
         out[s] = m
@@ -242,6 +251,8 @@ def main(argv=None) -> int:
     ap.add_argument("--model", type=Path, help="another sentence-transformers model, as a local directory: is the "
                     "ceiling the model's? (its vectors are kept in memory only)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--lines", type=Path, default=DESCRIBED, help="recorded describe lines (a scripted replies file)")
+    ap.add_argument("--no-lines", action="store_true", help="the signals without the line signal")
     args = ap.parse_args(argv)
     data = shared_data()
     if data is None:
@@ -257,8 +268,10 @@ def main(argv=None) -> int:
         try:
             embedder = LocalModel(args.model) if args.model else Embedder(store, backend=args.backend)
             start = time.perf_counter()
-            motifs, feats = features(corpus, embedder)
+            lines = None if args.no_lines else recorded_lines(args.lines)
+            motifs, feats = features(corpus, embedder, lines)
             listed = len(nominate(list(corpus.carriers), corpus, embedder, K))
+            listed_lines = len(nominate(list(corpus.carriers), corpus, embedder, K, lines)) if lines else None
         finally:
             store.close()
     print(f"sample: {len(motifs)} spellings, {len(motifs) * (len(motifs) - 1) // 2:,} pairs, "
@@ -267,13 +280,18 @@ def main(argv=None) -> int:
           file=sys.stderr)
     iu, ju = np.triu_indices(len(motifs), 1)
     rows = {name: figures(motifs, m[iu, ju], truth, listed) for name, m in feats.items()}
+    before = [f for f in feats if not f.startswith("line")]  # the signals there were before lines
     sets = {"names only (LOGO logistic)": ["name", "name_csls", "name_rank", "words"],
-            "no sentences (LOGO logistic)": [f for f in feats if not f.startswith(("gloss", "sentence", "name_to"))],
-            "all signals (LOGO logistic)": sorted(feats)}
+            "no sentences (LOGO logistic)": [f for f in before if not f.startswith(("gloss", "sentence", "name_to"))],
+            "all signals (LOGO logistic)": sorted(before)}
+    if "line" in feats:
+        sets["all signals + line (LOGO logistic)"] = sorted(feats)
+        print(f"with lines ({len(lines)} spellings): today's list at k={K} becomes {listed_lines} candidates",
+              file=sys.stderr)
     for label, names in sets.items():
         rows[label] = figures(motifs, leave_one_group_out(motifs, feats, names, truth), truth, listed)
     rows["all, fit on the test labels (bound)"] = figures(
-        motifs, leave_one_group_out(motifs, feats, sorted(feats), truth, in_sample=True), truth, listed)
+        motifs, leave_one_group_out(motifs, feats, sorted(before), truth, in_sample=True), truth, listed)
     print(f"{'ranking of all pairs':<38} {'median rank':>11} {'/ list':>7} {'first 20':>8} {'first 130':>9} "
           f"{'in first ' + str(listed):>15} {'recall@5':>8}")
     for label, r in rows.items():
@@ -281,7 +299,7 @@ def main(argv=None) -> int:
               f"{r['first130']:>9} {r['in_first_listed']:>11}/{r['true']:<3} {r['recall_at_5']:>5}/{r['true']}")
     # each true pair at the best rank any single signal gives it: no one ranking does better than this per pair
     ranks = {name: _ranks(motifs, feats[name][iu, ju], truth) for name in feats}
-    oracle = sorted(min(ranks[name][x] for name in feats) for x in range(len(truth["alias_pairs"])))
+    oracle = sorted(min(ranks[name][x] for name in before) for x in range(len(truth["alias_pairs"])))
     print(f"{'each pair at its best single signal':<38} {oracle[(len(oracle) - 1) // 2]:>11} "
           f"{100 * oracle[(len(oracle) - 1) // 2] / listed:>6.1f}% {sum(r <= FIRST for r in oracle):>8} "
           f"{sum(r <= SESSION for r in oracle):>9} {sum(r <= listed for r in oracle):>11}/{len(oracle):<3}")
@@ -290,7 +308,7 @@ def main(argv=None) -> int:
     print(f"targets (>= 85% in the first {listed}, median <= 2% of them): "
           f"{'reached' if reach else 'NOT reached'} by any held-out ranking above")
     if args.json:
-        print(json.dumps({"listed": listed, "rankings": rows, "reachable": reach}))
+        print(json.dumps({"listed": listed, "listed_with_lines": listed_lines, "rankings": rows, "reachable": reach}))
     return 0
 
 

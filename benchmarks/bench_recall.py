@@ -19,6 +19,11 @@ rank as a share of the candidates, true pairs among the first 20 offers; then 3 
 default config and a perfect scripted judge (`same` for the pairs of a labelled group, the default
 otherwise): groups unified and questions asked per unified group. The `words` signal only ranks pairs
 other signals nominated, so its own list is empty.
+With the recorded describe lines (benchmarks/data/knomit-kb-describe-replies.jsonl; describe-replies.md says
+how a model wrote them), the sample is measured twice, without and with them: the lists, and the sessions
+(the scripted judge's file then holds the lines too, so the session's describe step reads them).
+Targets (issue 30, real sample, with lines): >= 75% of true pairs shortlisted, >= 60% of groups unified in 3
+sessions at <= 15 questions per unified group.
 Targets (issue 23, real sample): >= 85% of true pairs shortlisted, median true pair in the first 2% of
 candidates, >= 80% of groups unified in 3 sessions at <= 15 questions per unified group.
 
@@ -120,7 +125,7 @@ def measure(root: Path, truth: dict, embedder: Embedder, ks: list[int]) -> list[
     return rows
 
 
-def signal_report(corpus, truth: dict, embedder: Embedder, k: int) -> dict:
+def signal_report(corpus, truth: dict, embedder: Embedder, k: int, lines: dict | None = None) -> dict:
     """Per signal and combined: recall at k, the rank of every true pair, true pairs among the first offers.
 
     A signal's own list is its nominations ranked by its own strength; the combined list is the
@@ -128,7 +133,7 @@ def signal_report(corpus, truth: dict, embedder: Embedder, k: int) -> dict:
     """
     true = {frozenset(p) for p in truth["alias_pairs"]}
     traps = {frozenset(p) for p in truth["traps"]}
-    noms = nominate(list(corpus.carriers), corpus, embedder, k)
+    noms = nominate(list(corpus.carriers), corpus, embedder, k, lines)
     lists = {s: sorted((n for n in noms if s in n.nominated_by), key=lambda n: -n.signals[s]) for s in SIGNALS}
     lists["combined"] = noms
     out = {}
@@ -180,6 +185,16 @@ def entities(seeds: list[int], n: int, ks: list[int], tmp: Path, embedder: Embed
 
 
 LABELS = ROOT / "benchmarks" / "data" / "knomit-kb-motif-labels.json"
+# The recorded describe lines of the sample (benchmarks/data/describe-replies.md says how they were made)
+DESCRIBED = ROOT / "benchmarks" / "data" / "knomit-kb-describe-replies.jsonl"
+
+
+def recorded_lines(path: Path = DESCRIBED) -> dict | None:
+    """spelling -> line from a scripted replies file's describe entries, or None when there is no file."""
+    if not path.is_file():
+        return None
+    from knomit_judge.judge import ScriptedBackend
+    return dict(ScriptedBackend(path).lines)
 SAMPLE = "knomit-kb-sample.tar.gz"
 SESSIONS = 3
 
@@ -202,9 +217,12 @@ def label_truth(path: Path = LABELS) -> dict:
             "maybe": [[m["a"], m["b"]] for m in labels["maybe"]]}
 
 
-def perfect_replies(truth: dict, path: Path) -> str:
-    """A scripted judge that says `same` for every pair of a true group (and the default for anything else)."""
+def perfect_replies(truth: dict, path: Path, described: Path | None = None) -> str:
+    """A scripted judge that says `same` for every pair of a true group (and the default for anything else);
+    with `described`, that file's describe lines too (the recorded lines, as the session's describe step reads them)."""
     with open(path, "w", encoding="utf-8") as f:
+        if described is not None:
+            f.write(described.read_text(encoding="utf-8"))
         for a, b in truth["alias_pairs"]:
             f.write(json.dumps({"pass": "alias", "a": a, "b": b,
                                 "reply": {"same": True, "mechanism": f"'{a}' and '{b}' name one mechanism."}}) + "\n")
@@ -221,9 +239,12 @@ def sessions(root: Path, truth: dict, judge: str, count: int = SESSIONS) -> dict
     init_corpus(root)
     asked, lines = 0, []
     for _ in range(count):
-        alias = review(root, ReviewOptions(passes=("alias",), judge=judge)).passes["alias"]
+        result = review(root, ReviewOptions(passes=("alias",), judge=judge))
+        alias = result.passes["alias"]
         asked += alias.judged
         lines.append(alias.line())
+        if "describe" in result.passes:
+            lines.append(result.passes["describe"].line())
     carriers = load_corpus(root, layout=_layout(root)).carriers
     groups = truth["alias_groups"]
     unified = sum(sum(bool(carriers.get(s)) for s in g) == 1 for g in groups)
@@ -255,10 +276,15 @@ def motifs(seeds: list[int], ks: list[int], tmp: Path, embedder: Embedder, n: in
     else:
         import tarfile
 
-        root = tmp / "knomit-sample"
-        with tarfile.open(data / SAMPLE) as tar:
-            tar.extractall(root, filter="data")
+        def extract(name: str) -> Path:
+            root = tmp / name
+            with tarfile.open(data / SAMPLE) as tar:
+                tar.extractall(root, filter="data")
+            return root
+
+        root = extract("knomit-sample")
         truth = label_truth()
+        lines = recorded_lines()
         corpus = load_corpus(root, layout=_layout(root))
         print(f"\nknomit sample ({data / SAMPLE}): {len(corpus.facts)} facts, {len(corpus.carriers)} spellings; "
               f"labels: {len(truth['alias_groups'])} groups, {len(truth['alias_pairs'])} true pairs, "
@@ -267,17 +293,29 @@ def motifs(seeds: list[int], ks: list[int], tmp: Path, embedder: Embedder, n: in
         true = {frozenset(p) for p in truth["alias_pairs"]}
         print(f"  co-tagged pairs: {len(set(map(frozenset, co)))}, of them true: "
               f"{sum(frozenset(p) in true for p in set(map(frozenset, co)))}")
-        for k in ks:
-            report = signal_report(corpus, truth, embedder, k)
-            print_report(f"k={k}", report)
-            out.setdefault("sample", {})[k] = {name: {x: r[x] for x in ("recall", "first", "median_share", "questions")}
-                                               for name, r in report.items()}
-        run = sessions(root, truth, perfect_replies(truth, tmp / "sample.replies.jsonl"))
-        for line in run["lines"]:
-            print(f"    {line}")
-        print(f"  {SESSIONS} sessions, perfect judge, default config: {run['unified']}/{run['groups']} groups unified, "
-              f"{run['questions']} questions, {run['per_unified']} per unified group", flush=True)
-        out["sample_sessions"] = {x: run[x] for x in ("groups", "unified", "questions", "per_unified")}
+        if lines is None:
+            print(f"  no recorded describe lines ({DESCRIBED.relative_to(ROOT)} absent): without lines only")
+        else:
+            print(f"  recorded describe lines: {len(lines)} of {len(corpus.carriers)} spellings "
+                  f"({DESCRIBED.relative_to(ROOT)})")
+        for tag, given in (("", None), ("_lines", lines)):
+            if tag and given is None:
+                continue
+            for k in ks:
+                report = signal_report(corpus, truth, embedder, k, given)
+                print_report(f"k={k}, {'with lines' if tag else 'without lines'}", report)
+                out.setdefault(f"sample{tag}", {})[k] = {
+                    name: {x: r[x] for x in ("recall", "first", "median_share", "questions", "ranks")}
+                    for name, r in report.items()}
+            where = root if not tag else extract("knomit-sample-lines")
+            replies = perfect_replies(truth, tmp / f"sample{tag}.replies.jsonl", DESCRIBED if tag else None)
+            run = sessions(where, truth, replies)
+            for line in run["lines"]:
+                print(f"    {line}")
+            print(f"  {SESSIONS} sessions, perfect judge, default config, {'with' if tag else 'without'} lines: "
+                  f"{run['unified']}/{run['groups']} groups unified, {run['questions']} questions, "
+                  f"{run['per_unified']} per unified group", flush=True)
+            out[f"sample{tag}_sessions"] = {x: run[x] for x in ("groups", "unified", "questions", "per_unified")}
     for seed in seeds:
         root = tmp / f"motifs{seed}"
         truth = generate_motifs(n, seed, root)
