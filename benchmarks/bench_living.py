@@ -17,7 +17,9 @@ real SDK, against a loopback Messages API judge (tests/messages_server.py) that 
          distinct for everything else; the judge tells facts apart by the titles in its evidence;
   alias: same for the entity spellings labelled in benchmarks/data/aekb-entity-aliases.tsv (spellings and
          our judgement only), different for everything else;
-  discovery: no.
+  discovery: no;
+  describe (one line per spelling): the recorded lines of benchmarks/data/aekb-describe-replies.jsonl, a
+         model's (benchmarks/data/describe-replies.md), priced like any call; --no-lines: no line at all.
 Usage is the prompt's characters / 4 plus the forced tool's overhead, priced as claude-sonnet-4-5.
 The corpus reviews entity spellings (`[corpus] motif_keys = ["motifs", "entities"]`, as init suggests
 for a knomit KB); every other key is the default `init` writes.
@@ -111,13 +113,29 @@ def read_alias_labels(path: Path) -> list[tuple[str, str]]:
 
 @dataclass
 class LabelJudge:
-    """Answers Messages requests from labels alone: the evidence's spellings or titles, looked up."""
+    """Answers Messages requests from labels alone: the evidence's spellings or titles, looked up.
+
+    Describe requests (one line per spelling) are answered from recorded lines (`lines`: spelling -> line,
+    a model's, benchmarks/data/aekb-describe-replies.jsonl), priced like every call; none without them.
+    """
 
     spellings: Spellings
     duplicates: set  # frozensets of two fact paths
     titles: dict = field(default_factory=dict)  # title -> paths, refreshed from the corpus before each session
     asked: dict = field(default_factory=lambda: defaultdict(int))
     questions: set = field(default_factory=set)  # this session's distinct questions that reached the judge
+    lines: dict = field(default_factory=dict)
+    alias_pairs: set = field(default_factory=set)  # every alias pair asked, as a frozenset of its two spellings
+    described: int = 0  # spellings asked for a line
+
+    def describe(self, req, n):
+        m = re.search(r"<evidence>\n(.*)\n</evidence>", req.prompt, re.S)
+        asked = [s["spelling"] for s in json.loads(m.group(1))["spellings"]] if m else []
+        self.asked["describe"] += 1
+        self.described += len(asked)
+        answer = {"lines": [{"spelling": s, "mechanism": self.lines[s]} for s in asked if s in self.lines]}
+        chars = len(req.system) + len(req.prompt) + len(json.dumps(req.body.get("tools") or []))
+        return tool(answer, input_tokens=chars // 4 + TOOL_OVERHEAD, output_tokens=len(json.dumps(answer)) // 4 + 30)
 
     def refresh(self, corpus: Path) -> None:
         titles = defaultdict(set)
@@ -127,6 +145,7 @@ class LabelJudge:
 
     def answer(self, kind: str, ev: dict) -> dict:
         if kind == "alias":
+            self.alias_pairs.add(frozenset((ev["motif_a"]["spelling"], ev["motif_b"]["spelling"])))
             same = self.spellings.same(ev["motif_a"]["spelling"], ev["motif_b"]["spelling"])
             return {"same": True, "mechanism": "Both spellings name the same thing."} if same else \
                 {"same": False, "mechanism": ""}
@@ -176,6 +195,8 @@ class Row:
     merged: list
     seconds: float
     applied: dict = field(default_factory=dict)  # decisions committed (a yes whose rewrite was refused resolved nothing)
+    lines_written: int = 0  # describe lines written this session
+    lines_usd: float | None = 0.0  # what they cost (in `cost`, too)
 
 
 # The replay runs in minutes what took weeks, so every session must run on its own day, or spend kept per UTC day
@@ -255,8 +276,14 @@ class Replay:
                 text = re.sub(r"^motif_keys = \[[^\]]*\]", "motif_keys = " + json.dumps(self.motif_keys),
                               text, count=1, flags=re.M)
             for setting in self.settings:  # `key = value`: the line init wrote for that key, replaced
-                key = setting.split("=", 1)[0].strip()
-                text, n = re.subn(rf"^{re.escape(key)} = .*$", setting.strip(), text, count=1, flags=re.M)
+                key, value = (x.strip() for x in setting.split("=", 1))
+                section, _, name = key.rpartition(".")  # `section.key = value`: within that section only
+                start = re.search(rf"^\[{re.escape(section)}\]", text, re.M) if section else None
+                lo = start.end() if start else 0
+                end = re.search(r"^\[", text[lo:], re.M) if start else None
+                hi = lo + end.start() if end else len(text)
+                part, n = re.subn(rf"^{re.escape(name)} = .*$", f"{name} = {value}", text[lo:hi], count=1, flags=re.M)
+                text = text[:lo] + part + text[hi:]
                 if not n:
                     raise SystemExit(f"--set {setting!r}: init wrote no line for {key!r}")
             toml.write_text(text)
@@ -286,7 +313,7 @@ class Replay:
     def session(self, label: str, changed: int, pairs: dict, at: datetime) -> Row:
         self.judge.refresh(self.root)
         self.judge.questions = set()
-        before = self.server.calls
+        before = self.server.calls + len(self.server.describe_requests)
         t0 = time.perf_counter()
         r = cli("review", str(self.root), "--json", env=self.env, at=at)
         seconds = time.perf_counter() - t0
@@ -296,11 +323,13 @@ class Replay:
         passes = out["passes"]
         facts = (out.get("corpus") or {}).get("read", 0)
         merged = [name for name, (a, b) in pairs.items() if retired(self.root / a) or retired(self.root / b)]
+        describe = passes.pop("describe", {})  # the describe step's line: lines, not questions
         return Row(label, facts, changed, sum(p.get("judged", 0) for p in passes.values()), len(self.judge.questions),
-                   self.server.calls - before,
+                   self.server.calls + len(self.server.describe_requests) - before,
                    out.get("cost_usd"), {k: p["state"] for k, p in passes.items()},
                    {k: p.get("resolved", 0) for k, p in passes.items()}, len(out.get("commits", [])), merged, seconds,
-                   {k: p.get("applied", 0) for k, p in passes.items()})
+                   {k: p.get("applied", 0) for k, p in passes.items()}, describe.get("written", 0),
+                   describe.get("cost_usd", 0.0))
 
 
 def retired(path: Path) -> bool:
@@ -319,6 +348,7 @@ def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_ke
         keep.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="knomit-living-", dir=keep))
     server = MessagesServer(judge).start()
+    server.describer = judge.describe
     rows: list[Row] = []
     appeared: dict[str, int] = {}
     merged_at: dict[str, int] = {}
@@ -352,6 +382,9 @@ def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_ke
                     merged_at[name] = i
             rows.append(row)
             cost = "incompl." if row.cost is None else f"{row.cost:.2f}"
+            if row.lines_written:
+                usd = "?" if row.lines_usd is None else f"${row.lines_usd:.3f}"
+                cost += f" (lines {row.lines_written}: {usd})"
             states = "/".join(row.states.get(p, "-") for p in ("alias", "prune", "discovery"))
             res = "/".join(str(row.resolved.get(p, 0)) for p in ("alias", "prune", "discovery"))
             print(f"{label:<11} {row.facts:>5} {changed:>6} {row.questions:>9} {row.asked:>5} {row.calls:>6} {cost:>8}  "
@@ -368,7 +401,29 @@ def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_ke
             shutil.rmtree(tmp, ignore_errors=True)
         else:
             print(f"kept {tmp}", file=sys.stderr)
-    return totals(rows, len(days), pairs, appeared, merged_at, check, flips, dict(judge.asked), dict(merged_again))
+    out = totals(rows, len(days), pairs, appeared, merged_at, check, flips, dict(judge.asked), dict(merged_again))
+    lines_usd = [r.lines_usd for r in rows[:len(days)]]
+    out["lines_usd"] = None if None in lines_usd else round(sum(lines_usd), 6)
+    out["lines_written"] = sum(r.lines_written for r in rows)
+    out["lines_usd_extra_sessions"] = [r.lines_usd for r in rows[len(days):]]
+    out["described_spellings"] = judge.described
+    print(f"  describe lines: {out['lines_written']} written over {len(days)} sessions, "
+          + ("cost incomplete" if out["lines_usd"] is None else f"${out['lines_usd']:.4f}")
+          + f" ({judge.asked.get('describe', 0)} requests, {judge.described} spellings asked; "
+          f"{len(judge.lines)} recorded lines available); in the unchanged sessions: {out['lines_usd_extra_sessions']}")
+    watch = {}
+    for a, b in WATCH:
+        pair = frozenset((a, b))
+        watch[f"{a} / {b}"] = {"asked": pair in judge.alias_pairs, "labelled_same": judge.spellings.same(a, b)}
+        print(f"  {a} / {b}: {'asked' if pair in judge.alias_pairs else 'never asked'} of the judge; the labels say "
+              f"{'same' if judge.spellings.same(a, b) else 'not same'}")
+    out["watch_pairs"] = watch
+    return out
+
+
+# An RFC number and the protocol it defines (issue 30): aliases only world knowledge joins
+WATCH = [("RFC 7591", "Dynamic Client Registration"), ("RFC 7591", "dynamic client registration"),
+         ("RFC 9421", "HTTP Message Signatures")]
 
 
 def merged_text(names: list, head: str) -> str:
@@ -579,6 +634,10 @@ def main(argv=None) -> int:
     ap.add_argument("--bundle", type=Path, default=BUNDLE)
     ap.add_argument("--keep", type=Path, help="keep the scratch corpus under this directory")
     ap.add_argument("--json", action="store_true", help="also print the figures as one JSON object")
+    ap.add_argument("--lines", type=Path, default=ROOT / "benchmarks" / "data" / "aekb-describe-replies.jsonl",
+                    help="recorded describe lines the judge answers describe requests with (real history)")
+    ap.add_argument("--no-lines", action="store_true",
+                    help="no describe step (describe.enabled = false), as before lines")
     ap.add_argument("--set", action="append", default=[], metavar="'KEY = VALUE'",
                     help="replace the line init wrote for KEY (e.g. 'questions_per_resolution = 20'); repeatable")
     args = ap.parse_args(argv)
@@ -596,6 +655,14 @@ def main(argv=None) -> int:
                 return 0
             days, pairs = real_days(args.bundle, work, args.days)
             judge = LabelJudge(Spellings(read_alias_labels(ALIASES)), {frozenset(p) for p in pairs.values()})
+            if args.no_lines:  # as before lines existed: no describe step at all
+                args.set.append("describe.enabled = false")
+            if not args.no_lines and args.lines.is_file():
+                from knomit_judge.judge import ScriptedBackend
+                judge.lines = dict(ScriptedBackend(args.lines).lines)
+                print(f"describe lines: {len(judge.lines)} recorded ({args.lines.relative_to(ROOT)})", flush=True)
+            else:
+                print("describe lines: none (the judge gives every spelling no line)", flush=True)
             print(f"aekb history: {len(days)} days, {len(pairs)} standing dedups, "
                   f"{len(read_alias_labels(ALIASES))} labelled alias pairs", flush=True)
             keys = ["motifs", "entities"]

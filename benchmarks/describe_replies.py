@@ -66,7 +66,8 @@ def main(argv=None) -> int:
         print(text)
         summary.append(text)
     (ROOT / "benchmarks" / "data" / "describe-replies.md").write_text(PROVENANCE.format(
-        prompt=prompt().id, model=args.model, date=args.date or "unknown", summary="\n".join(f"- {s}" for s in summary)),
+        prompt=prompt().id, model=args.model, date=args.date or "unknown",
+        summary="\n".join(f"- {s}" for s in summary)),
         encoding="utf-8")
     return 0
 

@@ -143,7 +143,8 @@ def _scripted_entry(line: str, where: str, passes) -> dict:
         reply = entry["reply"]
         if not (isinstance(entry.get("spelling"), str) and entry["spelling"] and isinstance(reply, dict)
                 and isinstance(reply.get("mechanism"), str) and reply["mechanism"].strip()):
-            raise ConfigError(f'{where}: a describe entry needs \'spelling\' and a reply {{"mechanism": "one sentence"}}')
+            raise ConfigError(f"{where}: a describe entry needs 'spelling' and a reply "
+                              '{"mechanism": "one sentence"}')
     elif entry["pass"] == "discovery":
         keys = [k for k in ("group", "contains") if k in entry]
         members = entry[keys[0]] if len(keys) == 1 else None

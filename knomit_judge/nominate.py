@@ -75,7 +75,8 @@ SEMANTIC = ("name", "carriers", "words", "content", "gloss", "line")
 WEIGHTS: dict[str, float] = {"content": 0.25, "gloss": 0.25}
 # gloss nominates: on the labelled knomit sample it lifts recall at k=5 from 25 to 27 of 42 true pairs
 # (docs/benchmarks.md, the gloss signal).
-NOMINATE_BY = ("name", "carriers", "content", "gloss", "line")  # the embedding signals that nominate each one's k nearest
+# the embedding signals that nominate each motif's k nearest
+NOMINATE_BY = ("name", "carriers", "content", "gloss", "line")
 MAX_TITLES = 4
 GLOSS_CARRIERS = 4  # a spelling with more carriers is glossed by its carrier titles (the carriers text)
 GLOSS_NAME = 1.0  # the name's own vector added to the sentences' mean

@@ -67,7 +67,8 @@ def pass_spends(store, since: datetime) -> list[PassSpend]:
             known = counts.get("cost_usd") is not None
             # describe's `offered` are spellings asked for lines, not questions
             out.append(PassSpend(sid, started, name, usd if usd is not None else 0.0, known,
-                                 int(counts.get("resolved") or 0), 0 if name == "describe" else int(counts.get("offered") or 0)))
+                                 int(counts.get("resolved") or 0),
+                                 0 if name == "describe" else int(counts.get("offered") or 0)))
     # A session with no ended record (killed, or lost with a deleted db) counts what its journalled
     # verdicts cost. Its verdicts lie outside every ended session's span, so only those gaps are read,
     # through the (pass, created_at) index: a backfill's 100k recorded verdicts are never scanned.

@@ -243,7 +243,8 @@ def test_without_a_key_the_step_is_skipped_and_the_pass_works_as_before(corpus_r
 def test_a_dry_run_says_what_the_lines_would_cost_and_writes_nothing(corpus_repo, judge_env):
     out = review(corpus_repo.root, ReviewOptions(passes=("alias",), dry_run=True))
     d = out.passes["describe"]
-    assert d.state == "would-offer" and d.offered == 3 and "would write lines for 3 spelling(s) in 1 request" in d.notes[0]
+    assert d.state == "would-offer" and d.offered == 3
+    assert "would write lines for 3 spelling(s) in 1 request" in d.notes[0]
     assert out.estimates["describe"]["calls"] == 1 and out.estimates["describe"]["estimate_usd"] > 0
     assert judge_env.describe_requests == [] and not (corpus_repo.root / ".knomit/verdicts/describe.jsonl").exists()
 

@@ -152,7 +152,8 @@ def test_a_reply_without_usage_makes_the_cost_unknown_not_zero(pair_repo, judge_
     [v] = stored(pair_repo)
     assert v.cost_usd is None and v.tokens_in == 0
     shown = CliRunner().invoke(cli, ["-q", "status", str(pair_repo.root)]).stdout
-    assert "alias: worked" in shown and "cost incomplete" in shown and "$0.0000" not in shown.split("alias:")[1].split("\n")[0]
+    alias_line = shown.split("alias:")[1].split("\n")[0]
+    assert "alias: worked" in shown and "cost incomplete" in shown and "$0.0000" not in alias_line
 
 
 @pytest.mark.parametrize("code", [401, 404])

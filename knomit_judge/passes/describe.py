@@ -134,7 +134,8 @@ class Written:
     def json(self) -> dict:
         return {"written": self.written, "calls": self.calls, "cost_usd": self.cost_usd,
                 "charged_usd": round(self.charged_usd, 6), "missing": len(self.missing),
-                "failed": len(self.failed), "waiting": self.waiting, **({"skipped": self.skipped} if self.skipped else {})}
+                "failed": len(self.failed), "waiting": self.waiting,
+                **({"skipped": self.skipped} if self.skipped else {})}
 
 
 def upper_bound(req: Request, judge) -> float:
