@@ -27,6 +27,8 @@ from knomit_judge.errors import Unparsed  # noqa: E402
 from knomit_judge.passes.describe import parse, prompt  # noqa: E402
 
 OUT = {"sample": "knomit-kb-describe-replies.jsonl", "aekb": "aekb-describe-replies.jsonl"}
+# bench_living's usage model: characters / 4 in, plus the forced tool's overhead; the reply's characters / 4 + 30 out
+TOOL_OVERHEAD, PRICE = 313, (3.0, 15.0)  # claude-sonnet-4-5, USD per million tokens in and out
 
 
 def main(argv=None) -> int:
@@ -39,14 +41,18 @@ def main(argv=None) -> int:
     summary = []
     for label, requests in index.items():
         entries, missing, absent, unparsed = [], [], [], []
+        usd = 0.0
         for r in requests:
             path = args.dir / "replies" / f"{r['request']}.json"
             if not path.exists():
                 absent.append(r["request"])
                 missing.extend(r["spellings"])
                 continue
+            raw = path.read_text(encoding="utf-8")
+            chars = r["bytes"] + len(json.dumps([prompt().tool]))  # as bench_living counts: the tool schema too
+            usd += ((chars // 4 + TOOL_OVERHEAD) * PRICE[0] + (len(raw) // 4 + 30) * PRICE[1]) / 1e6
             try:
-                lines = parse(path.read_text(encoding="utf-8"), r["spellings"])
+                lines = parse(raw, r["spellings"])
             except Unparsed as e:
                 unparsed.append(f"{r['request']}: {e.args[0]}")
                 missing.extend(r["spellings"])
@@ -62,7 +68,10 @@ def main(argv=None) -> int:
         text = (f"{label}: {len(entries)} lines from {len(requests) - len(absent) - len(unparsed)} of "
                 f"{len(requests)} requests -> {out.relative_to(ROOT)}; {len(missing)} spelling(s) without a line"
                 + (f"; no reply: {', '.join(absent)}" if absent else "")
-                + (f"; unparsed: {'; '.join(unparsed)}" if unparsed else ""))
+                + (f"; unparsed: {'; '.join(unparsed)}" if unparsed else "")
+                + f"; at claude-sonnet-4-5 prices (prompt bytes / 4 + {TOOL_OVERHEAD} in, reply characters / 4 + 30 "
+                f"out) about ${usd:.2f}, ${usd / max(1, sum(len(r['spellings']) for r in requests)) * 10_000:.0f} "
+                "per 10k spellings at the same rate")
         print(text)
         summary.append(text)
     (ROOT / "benchmarks" / "data" / "describe-replies.md").write_text(PROVENANCE.format(

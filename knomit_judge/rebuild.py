@@ -179,6 +179,7 @@ def check(root: Path | str) -> CheckResult:
         kept, fresh = Store.read_only(root), Store(None)  # both in memory: the db file is only read
         try:
             _verdicts(root, repo, kept, fresh, result)
+            _lines(kept, fresh, result)
             compare_derived(root, config, kept, fresh, result)
         finally:
             kept.close()
@@ -244,6 +245,21 @@ def _verdicts(root, repo, kept: Store, fresh: Store, result: CheckResult) -> Non
         if changed:
             result.differ("verdicts", f"{vid}: " + "; ".join(
                 f"{k} is {have[vid].get(k)!r} in the db, {want[vid][k]!r} from the journal and git" for k in changed))
+
+
+def _lines(kept: Store, fresh: Store, result: CheckResult) -> None:
+    """The describe lines as the journal gives them (`fresh`, imported by _verdicts), against the db's."""
+    key = ("spelling", "carriers", "model", "prompt")
+    want = {tuple(r[k] for k in key): r["line"] for r in fresh.db["lines"].rows}
+    have = {tuple(r[k] for k in key): r["line"] for r in kept.db["lines"].rows}
+    result.compared["lines"] = len(want)
+    if only := sorted(set(have) - set(want)):
+        result.differ("lines", f"{len(only)} in the db but not in the journal: {_examples(k[0] for k in only)}")
+    if only := sorted(set(want) - set(have)):
+        result.differ("lines", f"{len(only)} in the journal but not in the db (the next session imports them): "
+                               f"{_examples(k[0] for k in only)}")
+    if changed := sorted(k for k in set(want) & set(have) if want[k] != have[k]):
+        result.differ("lines", f"{len(changed)} read differently from the journal: {_examples(k[0] for k in changed)}")
 
 
 def _files(corpus, truth, result: CheckResult) -> None:

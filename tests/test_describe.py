@@ -248,3 +248,17 @@ def test_a_dry_run_says_what_the_lines_would_cost_and_writes_nothing(corpus_repo
     assert out.estimates["describe"]["calls"] == 1 and out.estimates["describe"]["estimate_usd"] > 0
     assert judge_env.describe_requests == [] and not (corpus_repo.root / ".knomit/verdicts/describe.jsonl").exists()
 
+
+
+def test_rebuild_check_names_a_line_the_journal_lacks(corpus_repo, tmp_path):
+    review(corpus_repo.root, ReviewOptions(passes=("alias",), judge=lines_file(tmp_path)))
+    runner = CliRunner()
+    assert runner.invoke(cli, ["rebuild", "--check", str(corpus_repo.root)]).exit_code == 0
+    store = Store.for_corpus(corpus_repo.root)
+    try:
+        store.db.execute("UPDATE lines SET line = 'edited by hand' WHERE spelling = 'self-locking-penalty'")
+        store.db.conn.commit()
+    finally:
+        store.close()
+    r = runner.invoke(cli, ["rebuild", "--check", str(corpus_repo.root)])
+    assert r.exit_code == 1 and "differs: lines: 1 read differently from the journal: self-locking-penalty" in r.output
