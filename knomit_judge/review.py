@@ -84,11 +84,14 @@ class SessionResult:
 
     def summary(self) -> str:
         """A dry run's last line: what a real session would ask and cost, below the evidence it lists."""
-        questions = sum(e["questions"] for e in self.estimates.values())
-        calls = sum(e["calls"] for e in self.estimates.values())
+        asked = {n: e for n, e in self.estimates.items() if n != DESCRIBE}
+        questions = sum(e["questions"] for e in asked.values())
+        calls = sum(e["calls"] for e in asked.values())
+        lines = self.estimates.get(DESCRIBE)
         usd = "unknown (no price for the model)" if self.estimate_usd is None else f"about ${self.estimate_usd:.4f}"
-        return (f"dry run: would ask {questions} question(s) = {calls} call(s), {usd}; "
-                "no judge call was made and nothing was written")
+        return (f"dry run: would ask {questions} question(s) = {calls} call(s)"
+                + (f", and {lines['calls']} describe request(s) for lines" if lines else "")
+                + f", {usd}; no judge call was made and nothing was written")
 
     def json(self) -> dict:
         passes = {name: r.json() for name, r in self.passes.items()}
@@ -154,7 +157,8 @@ class Context:
     def next_usd(self) -> float:
         """What the questions in flight and one more should cost: at this session's mean once it has one,
         before that at the last 30 days' (0 on a corpus never asked)."""
-        mean = self.spent() / self.asked if self.asked else self.caps.usd_per_question
+        lines = self._judge.ledgers[DESCRIBE].charged_usd if self._judge and DESCRIBE in self._judge.ledgers else 0.0
+        mean = (self.spent() - lines) / self.asked if self.asked else self.caps.usd_per_question  # questions only
         return mean * (self.in_flight + 1)
 
 

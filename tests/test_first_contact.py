@@ -45,7 +45,9 @@ def test_dry_run_prints_its_summary_last_and_json_carries_the_estimate(tmp_path,
     lines = invoke("-q", "review", repo.root, "--dry-run").stdout.splitlines()
     assert lines[0].startswith("would offer alias ")  # the evidence first ...
     calls = sum(passes[n]["offered"] for n in ("alias", "prune", "discovery"))  # JUDGE: no position swap, 1 sample
-    assert lines[-1] == (f"dry run: would ask {calls} question(s) = {calls} call(s), about ${out['estimate_usd']:.4f}; "
+    assert passes["describe"]["judge_calls"] == 0 and out["estimate_usd"] > passes["alias"]["estimate_usd"]
+    assert lines[-1] == (f"dry run: would ask {calls} question(s) = {calls} call(s), and 1 describe request(s) for "
+                         f"lines, about ${out['estimate_usd']:.4f}; "
                          "no judge call was made and nothing was written")  # ... the answer last
     assert judge_env.calls == 0
 
@@ -57,7 +59,8 @@ def test_dry_run_of_a_model_without_a_price_says_the_estimate_is_unknown(tmp_pat
     assert out["estimate_usd"] is None and out["passes"]["alias"]["estimate_usd"] is None
     asked = sum(out["passes"][n]["offered"] for n in ("alias", "prune", "discovery"))
     assert invoke("-q", "review", repo.root, "--dry-run").stdout.splitlines()[-1].startswith(
-        f"dry run: would ask {asked} question(s) = {asked} call(s), unknown (no price for the model)")
+        f"dry run: would ask {asked} question(s) = {asked} call(s), and 1 describe request(s) for lines, "
+        "unknown (no price for the model)")
 
 
 def _throttle_sessions(repo) -> set[str]:
