@@ -1,10 +1,10 @@
 -- Durable, bought: one line per motif spelling saying what it names (passes/describe.py), written by the
--- model from the carriers shown to it. Keyed by the spelling, a fingerprint of those carriers' content ids,
+-- model from the carriers shown to it. Keyed by the spelling, a fingerprint of what it was shown of them,
 -- the model and the prompt version: written again only when that key changes. Journalled in
 -- .knomit/verdicts/describe.jsonl, so `rebuild` and a fresh clone restore every line without a call.
 CREATE TABLE lines (
     spelling TEXT NOT NULL,
-    carriers TEXT NOT NULL,         -- fingerprint of the shown carriers' content ids
+    carriers TEXT NOT NULL,         -- fingerprint of the shown carriers' titles and cut bodies
     model TEXT NOT NULL,            -- the model that wrote it (scripted:FILE for recorded lines)
     prompt TEXT NOT NULL,           -- describe@N
     line TEXT NOT NULL,

@@ -147,6 +147,12 @@ def test_scripted_lines_are_written_once_journalled_and_an_unchanged_corpus_writ
     again = review(corpus_repo.root, ReviewOptions(passes=("alias",), judge=judge))
     assert again.passes["describe"].written == 0 and again.passes["describe"].state == "caught-up"
     assert again.passes["describe"].judge_calls == 0
+    # a carrier's front matter (here its confidence) is not what the model read: no line is bought again
+    corpus_repo.fact("facts/ops/f1.md", "A penalty that blocks its own recovery latches the system off",
+                     motifs=["penalty-blocks-own-recovery"], confidence=0.9,
+                     body="When the throttle defunds, it stops collecting the evidence it needs to refund.")
+    corpus_repo.commit()
+    assert review(corpus_repo.root, ReviewOptions(passes=("alias",), judge=judge)).passes["describe"].offered == 0
     # a changed carrier is a new key: that spelling alone is asked again
     corpus_repo.fact("facts/ops/f3.md", "A sanction that prevents self repair keeps the node quarantined for good",
                      motifs=["self-locking-penalty"])

@@ -3,8 +3,8 @@
 The alias pass embeds each spelling's name together with its line and nominates each spelling's nearest
 by that (nominate.py, the `line` signal). A line chooses what the judge looks at; it never decides.
 
-A line is bought state: keyed by the spelling, a fingerprint of the carriers it was written from (their
-content ids), the model and the prompt version, stored in the db and journalled in
+A line is bought state: keyed by the spelling, a fingerprint of what the model was shown of the carriers it
+was written from (each one's title and cut body), the model and the prompt version, stored in the db and journalled in
 .knomit/verdicts/describe.jsonl, so `rebuild` and a fresh clone restore it without a call. It is written
 again only when that key changes. Many spellings go in one request (`describe.batch`), each with up to
 `describe.carriers` carriers, a carrier shown once per request as its title and the first
@@ -42,16 +42,19 @@ class Shown:
 
     spelling: str
     facts: tuple  # the carrier facts shown (active, in carrier order, at most describe.carriers)
-    carriers: str  # fingerprint of their content ids: with the spelling, model and prompt, the line's key
+    carriers: str  # fingerprint of what is shown of them: with the spelling, model and prompt, the line's key
 
 
-def carriers_fingerprint(facts) -> str:
-    return hashlib.sha256(json.dumps(sorted(f.content_id for f in facts)).encode()).hexdigest()[:24]
+def carriers_fingerprint(facts, body_chars: int) -> str:
+    """Of what the model is shown of the carriers: each one's title and cut body. Not the content id, which
+    also covers the front matter: a merge that rewrites a carrier's motifs must not buy its spellings' lines again."""
+    shown = sorted([f.title, cut(f.body, body_chars)] for f in facts)
+    return hashlib.sha256(json.dumps(shown, ensure_ascii=False).encode()).hexdigest()[:24]
 
 
-def shown(spelling: str, corpus, carriers: int) -> Shown:
+def shown(spelling: str, corpus, carriers: int, body_chars: int = 600) -> Shown:
     facts = tuple(f for f in corpus.carrier_facts(spelling) if f.active)[:carriers]
-    return Shown(spelling, facts, carriers_fingerprint(facts))
+    return Shown(spelling, facts, carriers_fingerprint(facts, body_chars))
 
 
 def batches(items: list[Shown], size: int) -> list[list[Shown]]:
@@ -159,7 +162,7 @@ def current(store, corpus, config, model: str, spellings=None) -> tuple[dict[str
     stored = store.lines(model, prompt().id)
     have, todo = {}, []
     for m in sorted(corpus.carriers if spellings is None else spellings):
-        s = shown(m, corpus, config.describe.carriers)
+        s = shown(m, corpus, config.describe.carriers, config.describe.body_chars)
         if not s.facts:
             continue
         line = stored.get((m, s.carriers))
