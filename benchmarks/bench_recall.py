@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/bench_recall.py [--quick] [--n N] [--seeds 0,1,2,3,4] [--k 5,10]
                                                 [--shape mechanisms|entities|motifs|both] [--entities-n 264]
                                                 [--backends torch,onnx,onnx-int8] [--no-discovery]
+    .venv/bin/python benchmarks/bench_recall.py --shape aekb [--k 5,10]   (the real entity vocabulary, with lines)
 
 Entity vocabulary (gen_corpus.py --shape entities, 264 facts like the real knowledge base of issue 13):
 per nominating signal and combined, recall at k, the rank of every true alias pair, and how many true
@@ -334,6 +335,44 @@ def motifs(seeds: list[int], ks: list[int], tmp: Path, embedder: Embedder, n: in
     return out
 
 
+AEKB_LINES = ROOT / "benchmarks" / "data" / "aekb-describe-replies.jsonl"
+
+
+def aekb_entities(tmp: Path, embedder: Embedder, ks: list[int]) -> dict | None:
+    """The real entity vocabulary: the aekb replay's last day (motifs and entities), against the `same` pairs of
+    benchmarks/data/aekb-entity-aliases.tsv whose both spellings are carried that day; without and with the
+    recorded describe lines (benchmarks/data/aekb-describe-replies.jsonl)."""
+    from bench_living import ALIASES, BUNDLE, read_alias_labels, real_days
+
+    if not BUNDLE.exists():
+        print("\naekb entities: ../shared/data absent, skipped")
+        return None
+    days, _ = real_days(BUNDLE, tmp / "aekb-src", None)
+    root = tmp / "aekb-last"
+    for path, data in days[-1].files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_bytes(data)
+    found = detect_knomit(root)
+    corpus = load_corpus(root, layout=CorpusConfig(paths=list(found.paths), motif_keys=["motifs", "entities"],
+                                                   retract=found.retract))
+    pairs = [[a, b] for a, b in read_alias_labels(ALIASES) if corpus.carriers.get(a) and corpus.carriers.get(b)]
+    truth = {"alias_pairs": pairs, "traps": []}
+    lines = recorded_lines(AEKB_LINES)
+    print(f"\naekb entities, last day ({days[-1].label}): {len(corpus.facts)} facts, {len(corpus.carriers)} spellings, "
+          f"{len(pairs)} labelled same pairs carried that day; recorded lines: "
+          + ("none" if lines is None else f"{len(lines)}"))
+    out = {}
+    for tag, given in (("without lines", None), ("with lines", lines)):
+        if tag == "with lines" and given is None:
+            continue
+        for k in ks:
+            report = signal_report(corpus, truth, embedder, k, given)
+            print_report(f"k={k}, {tag}", {n: r for n, r in report.items() if n in ("line", "combined")})
+            out.setdefault(tag, {})[k] = {x: report["combined"][x] for x in ("recall", "found", "true", "first",
+                                                                              "questions", "ranks", "missed")}
+    return out
+
+
 def lexical_speed(sizes=(10_000, 50_000)) -> None:
     """String and acronym nomination work through key buckets: time it on large synthetic vocabularies."""
     from itertools import product
@@ -360,7 +399,8 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--seeds", default=None, help="comma-separated (default 0,1,2,3,4)")
     ap.add_argument("--k", default="5,10")
-    ap.add_argument("--shape", choices=["mechanisms", "entities", "motifs", "both"], default="both")
+    ap.add_argument("--shape", choices=["mechanisms", "entities", "motifs", "both", "aekb"], default="both",
+                    help="aekb: the real entity vocabulary of the aekb replay's last day, without and with lines")
     ap.add_argument("--entities-n", type=int, default=264, help="facts of the entity corpus (264, as the real one)")
     ap.add_argument("--backends", default="torch", help="embedding backends to compare, the first the reference")
     ap.add_argument("--discovery", action=argparse.BooleanOptionalAction, default=True,
@@ -371,6 +411,13 @@ def main(argv=None) -> int:
     backends = args.backends.split(",")
 
     held, ent, disc = True, None, None
+    if args.shape == "aekb":
+        with tempfile.TemporaryDirectory(prefix="knomit-bench-recall-") as tmp:
+            store = Store(Path(tmp) / "embeddings.db")
+            result = aekb_entities(Path(tmp), Embedder(store, backend=backends[0]), ks)
+            store.close()
+        print(json.dumps({"aekb": result}))
+        return 0
     if args.discovery:
         held, disc = discovery()
     if args.shape == "motifs":
