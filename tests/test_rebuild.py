@@ -76,7 +76,7 @@ def test_check_says_equal_after_sessions_and_names_each_tampered_table_changing_
     out = run("rebuild", root, "--check")
     assert out.exit_code == 0, out.output
     assert out.stdout.splitlines()[-1] == "equal: the db's derived state is what a fresh rebuild computes"
-    assert re.search(r"compared: verdicts \d+, files 4, embeddings \d+, neighbour lists \d+, candidate lists 4",
+    assert re.search(r"compared: verdicts \d+, lines \d+, files 4, embeddings \d+, neighbour lists \d+, candidate lists 4",
                      out.stdout), out.stdout
     assert tree_digest(root) == before
 

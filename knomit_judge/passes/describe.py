@@ -3,12 +3,12 @@
 The alias pass embeds each spelling's name together with its line and nominates each spelling's nearest
 by that (nominate.py, the `line` signal). A line chooses what the judge looks at; it never decides.
 
-A line is bought state: keyed by the spelling, a fingerprint of what the model was shown of the carriers it
-was written from (each one's title and cut body), the model and the prompt version, stored in the db and journalled in
-.knomit/verdicts/describe.jsonl, so `rebuild` and a fresh clone restore it without a call. It is written
-again only when that key changes. Many spellings go in one request (`describe.batch`), each with up to
-`describe.carriers` carriers, a carrier shown once per request as its title and the first
-`describe.body_chars` characters of its body.
+A line is bought state: keyed by the spelling, a fingerprint of what the model was shown of the carriers
+it was written from (each one's title and cut body), the model and the prompt version; stored in the db
+and journalled in .knomit/verdicts/describe.jsonl, so `rebuild` and a fresh clone restore it without a
+call. It is written again only when that key changes. Many spellings go in one request
+(`describe.batch`), each with up to `describe.carriers` carriers, a carrier shown once per request as its
+title and the first `describe.body_chars` characters of its body.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class Shown:
 
 def carriers_fingerprint(facts, body_chars: int) -> str:
     """Of what the model is shown of the carriers: each one's title and cut body. Not the content id, which
-    also covers the front matter: a merge that rewrites a carrier's motifs must not buy its spellings' lines again."""
+    also covers the front matter: a merge that rewrites a carrier's motifs must not buy its lines again."""
     shown = sorted([f.title, cut(f.body, body_chars)] for f in facts)
     return hashlib.sha256(json.dumps(shown, ensure_ascii=False).encode()).hexdigest()[:24]
 
@@ -109,7 +109,7 @@ def parse(text: str, spellings) -> dict[str, str]:
 
 @dataclass
 class Written:
-    """What the describe step did in one session: the `lines written N, $X` line."""
+    """What one run of the describe step did (review's `describe` line reports it: `lines written N, $X`)."""
 
     written: int = 0
     calls: int = 0
@@ -119,26 +119,6 @@ class Written:
     failed: list = field(default_factory=list)  # why a request gave nothing (unavailable, unparsed, refused)
     waiting: int = 0  # spellings left without a line because a dollar cap was reached
     held: str = ""  # which cap
-    skipped: str = ""  # why the step did not run at all
-
-    def line(self) -> str:
-        cost = "cost incomplete" if self.cost_usd is None else f"${self.cost_usd:.4f}"
-        out = f"lines written {self.written}, {cost}"
-        if self.skipped:
-            return f"lines: skipped ({self.skipped})"
-        if self.missing:
-            out += f"; {len(self.missing)} spelling(s) got no line"
-        if self.waiting:
-            out += f"; {self.waiting} spelling(s) wait: {self.held}"
-        if self.failed:
-            out += f"; {len(self.failed)} request(s) failed: {self.failed[0]}"
-        return out
-
-    def json(self) -> dict:
-        return {"written": self.written, "calls": self.calls, "cost_usd": self.cost_usd,
-                "charged_usd": round(self.charged_usd, 6), "missing": len(self.missing),
-                "failed": len(self.failed), "waiting": self.waiting,
-                **({"skipped": self.skipped} if self.skipped else {})}
 
 
 def upper_bound(req: Request, judge) -> float:
