@@ -94,7 +94,8 @@ How they were produced:
   for every spelling of `../shared/data/knomit-kb-sample.tar.gz` (4 requests) and every motif and entity
   spelling the `bench_living.py` replay of `../shared/data/aekb-history.bundle` meets (12 requests).
 - Each request was answered by {model}, one fresh context per request, shown only that request: never
-  our labels, never another request or its answer. Date: {date}.
+  our labels, never another request or its answer (the measurement protocol the lead set and ran; the
+  answers came back as `replies/<request>.json`, the tool input as given). Date: {date}.
 - `benchmarks/describe_replies.py` turned the answers (the tool input, as given) into these files
   mechanically, through the product's own reply parser. No line was written or edited by hand.
 

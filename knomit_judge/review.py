@@ -394,7 +394,8 @@ async def describe(ctx: Context, r: PassResult, result: SessionResult) -> None:
     """
     model = model_of(ctx.options.judge, ctx.config)
     ctx.lines, todo = current(ctx.store, ctx.corpus, ctx.config, model)
-    r.candidates, r.cached = len(ctx.lines) + len(todo), len(ctx.lines)
+    if not r.candidates:  # as the session found them; a later round asks again for carriers a merge rewrote
+        r.candidates, r.cached = len(ctx.lines) + len(todo), len(ctx.lines)
     why = "" if ctx.config.describe.enabled else "describe.enabled is false"
     if why:
         ctx.lines = {}
