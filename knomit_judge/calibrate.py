@@ -21,7 +21,7 @@ from .config import Config, load_config
 from .corpus import load_corpus
 from .errors import KnomitError, Unparsed
 from .gitops import open_repo
-from .judge import Judge, make_backend
+from .judge import Judge, make_backend, read_sample
 from .jsonl import read_jsonl
 from . import labels as journal_labels  # a module: calibrate has its own read_labels (a JSONL file) and latest
 from .passes import JUDGED_PASSES, Candidate
@@ -46,7 +46,7 @@ class Question:
     candidate: Candidate
     source: str = "not asked"  # stored | asked | unavailable | unparsed | not asked
     answer: str | None = None  # in the label's terms
-    by_position: list = field(default_factory=list)  # each order's majority, in the label's terms
+    by_position: list = field(default_factory=list)  # each order's majority, in the label's terms (a retract: "retract <path>")
     agreement: float | None = None
     rationale: str = ""
     error: str = ""
@@ -66,7 +66,8 @@ def in_label_terms(pass_name: str, answer: str) -> str:
 
 
 def is_yes(category: str) -> bool:
-    return category in ("yes", "merge", "retract")
+    """A yes label or answer; an order's prune retract names its fact ("retract facts/x.md") and is one too."""
+    return category in ("yes", "merge", "retract") or category.startswith("retract ")
 
 
 def read_labels(path: Path) -> list[tuple[int, dict]]:
@@ -127,7 +128,7 @@ def cached_positions(p, c: Candidate, judge: Judge) -> list[str]:
             by_position.pop(ask.position, None)  # this order was not asked (or not wholly): it has no answer
             break
         try:
-            by_position.setdefault(ask.position, []).append(p.parse(hit["text"])[0])
+            by_position.setdefault(ask.position, []).append(read_sample(p, hit["text"], c.subject, ask.position).vote)
         except Unparsed:
             return []
     return [Counter(answers).most_common(1)[0][0] for _, answers in sorted(by_position.items())]

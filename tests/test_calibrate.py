@@ -32,6 +32,15 @@ PRUNE_WRONG = {("facts/ops/homepage-cache-stampede.md", "facts/ops/homepage-reco
                ("facts/distributed/lww-drops-newer-writes.md",
                 "facts/distributed/lww-lost-updates-slow-clock.md"): "retract"}  # merge: a yes, but not the label
 PRUNE_BY_ORDER = {("facts/ops/db-rotation-slow-acks.md", "facts/ops/pages-mostly-non-actionable.md")}  # retract
+# The fact each retract answer names as redundant: the narrow one, as the fixture's scripted replies say
+# (and, for the lww merge answered retract, the second fact).
+REDUNDANT = {frozenset((e["a"], e["b"])): e[e["reply"]["redundant"].lower()]
+             for e in map(json.loads, (CALIBRATION / "judge-replies.jsonl").read_text().splitlines())
+             if e["pass"] == "prune" and e["reply"]["decision"] == "retract"}
+for narrow, broad in (("lww-lost-updates-slow-clock", "lww-drops-newer-writes"),
+                      ("http2-mobile-single-loss", "http2-loss-stalls-all-streams")):
+    REDUNDANT[frozenset((f"facts/distributed/{narrow}.md", f"facts/distributed/{broad}.md"))] = \
+        f"facts/distributed/{narrow}.md"
 DISCOVERY_WRONG = {frozenset(["facts/supply/order-variance-grows-upstream.md",
                               "facts/supply/distributor-orders-double-variance.md",
                               "facts/supply/capacity-request-padding.md"])}  # false, answered yes
@@ -78,6 +87,9 @@ def known_error_responder(root):
             for pair in PRUNE_BY_ORDER:
                 if set(pair) == {first, second}:
                     decision = "retract" if (first, second) == pair else "distinct"
+            if decision == "retract":
+                side = "A" if REDUNDANT[frozenset((first, second))] == first else "B"
+                return text(json.dumps({"decision": "retract", "redundant": side, "rationale": "One claim."}))
             return text(json.dumps({"decision": decision, "rationale": "" if decision == "distinct" else "One claim."}))
         group = frozenset(by_title[f["title"]] for f in ev["facts"])
         yes = labels[group] != (group in DISCOVERY_WRONG)

@@ -291,9 +291,9 @@ class History:
         rng = self.rng
         corpus = load_corpus(self.root, layout=load_config(self.root).corpus)
         facts, spellings = [f.path for f in corpus.active()], list(corpus.carriers)
-        entries = [{"pass": "prune", "a": a, "b": b, "reply": {"decision": rng.choice(["merge", "retract"]),
-                                                               "rationale": "Both state one claim."}}
-                   for a, b in (rng.sample(facts, 2) for _ in range(8))]
+        entries = [{"pass": "prune", "a": a, "b": b, "reply": {"decision": d, "rationale": "Both state one claim.",
+                                                               **({"redundant": "B"} if d == "retract" else {})}}
+                   for a, b, d in (rng.sample(facts, 2) + [rng.choice(["merge", "retract"])] for _ in range(8))]
         entries += [{"pass": "alias", "a": a, "b": b, "reply": {"same": True, "mechanism": "One mechanism."}}
                     for a, b in (rng.sample(spellings, 2) for _ in range(3 if len(spellings) > 1 else 0))]
         entries.append({"pass": "discovery", "contains": [rng.choice(facts)], "reply": {
