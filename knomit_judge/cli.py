@@ -273,7 +273,8 @@ def calibrate(labels, corpus, as_json, judge, from_journal):
 @json_opt
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1), help="Items listed, best first.")
 def inbox(corpus, as_json, limit):
-    """What a person should look at now: undecided questions, held yeses, proposals, a sample of decisions.
+    """What a person should look at now: undecided questions, held yeses, old retracts that kept the shorter
+    fact, proposals, a sample of decisions.
 
     Read-only: no lock, no judge call, nothing written. Each item names its verdict and the `label` command.
 
