@@ -185,6 +185,7 @@ def verdicts(corpus, pass_name, as_json):
     from .history import list_verdicts
     rows = list_verdicts(corpus, pass_name)
     lines = [f"{r['id']} {r['pass']} {r['answer']:<9} {json.dumps(r['subject'], ensure_ascii=False)}"
+             f"{' redundant ' + r['payload']['redundant'] if (r['payload'] or {}).get('redundant') else ''}"
              f"{' commit ' + r['commit_sha'][:10] if r['commit_sha'] else ''}{' REVERTED' if r['reverted'] else ''}"
              f"{' - ' + r['rationale'] if r['rationale'] else ''}" for r in rows]
     emit({"verdicts": rows}, as_json, lines or ["no verdicts"])

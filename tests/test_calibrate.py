@@ -220,6 +220,35 @@ def test_malformed_label_line_is_a_usage_error_naming_the_line(corpus_repo, tmp_
     assert "labels.jsonl:2: 'label' must be one of distinct, merge, retract" in result.stderr
 
 
+def test_a_retract_of_the_fact_a_label_says_contains_the_other_is_scored_a_disagreement(tmp_path):
+    repo = calibration_repo(tmp_path)
+    narrow, broad = "facts/ops/db-rotation-slow-acks.md", "facts/ops/pages-mostly-non-actionable.md"
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(json.dumps({"pass": "prune", "a": narrow, "b": broad, "label": "retract", "redundant": "A"})
+                      + "\n")
+    for side, agrees in (("A", True), ("B", False)):  # B retires the broad fact, which contains the narrow one
+        replies = tmp_path / f"replies-{side}.jsonl"  # its own name: the reply cache is keyed by the judge's
+        replies.write_text(json.dumps({"pass": "prune", "a": narrow, "b": broad, "reply": {
+            "decision": "retract", "redundant": side, "rationale": "One rotation is part of the three."}}) + "\n")
+        judge = f"scripted:{replies}"
+        out = run_json("calibrate", str(labels), str(repo.root), "--json", "--judge", judge)
+        prune = out["passes"]["prune"]
+        assert (prune["tp"], prune["precision"]) == (1, 1.0)  # a yes on a yes label either way
+        assert prune["agreement"] == (1.0 if agrees else 0.0) and prune["wrong_side"] == (0 if agrees else 1)
+        assert out["questions"][0]["answer"] == ("retract" if agrees else "retract (the other fact)")
+    text_out = CliRunner().invoke(cli, ["-q", "calibrate", str(labels), str(repo.root), "--judge", judge]).stdout
+    assert f"disagrees: line 1 prune {narrow} / {broad}: label retract, judge retract (the other fact)" in text_out
+
+
+@pytest.mark.parametrize("entry", [{"label": "merge", "redundant": "A"}, {"label": "retract", "redundant": "a"}])
+def test_a_redundant_side_goes_with_a_retract_label_only(corpus_repo, tmp_path, entry):
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(json.dumps({"pass": "prune", "a": "facts/ops/f1.md", "b": "facts/ops/f2.md", **entry}) + "\n")
+    result = CliRunner().invoke(cli, ["calibrate", str(labels), str(corpus_repo.root), "--judge", "scripted:/dev/null"])
+    assert result.exit_code == 2
+    assert "labels.jsonl:1: 'redundant' goes with a retract label only" in result.stderr
+
+
 def test_a_stored_verdict_answers_instead_of_the_judge(corpus_repo, tmp_path):
     pair = {"pass": "alias", "a": "penalty-blocks-own-recovery", "b": "self-locking-penalty"}
     judge = scripted(tmp_path, {**pair, "reply": SAME})

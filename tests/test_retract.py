@@ -105,6 +105,7 @@ def test_the_contained_fact_is_retired_though_the_fixed_rules_would_keep_it(tmp_
     [v] = [v for v in prune_verdicts(repo.root) if v.is_yes]
     assert v.prompt == "prune@2" and v.orders == 2
     assert v.by_position == [f"retract {narrow}"] * 2 and v.payload == {"redundant": narrow}
+    assert f"redundant {narrow}" in run("verdicts", repo.root, "--pass", "prune").stdout
     sent = [json.loads(r) for r in v.replies]
     assert sorted(r["redundant"] for r in sent) == ["A", "B"]  # "A" in one order is "B" in the other
     if as_tool:
