@@ -104,7 +104,8 @@ def inbox(root: Path | str) -> dict:
                for v in newest if undecided(v) and current[v.pass_name, v.fingerprint] is v
                and passes[v.pass_name].still_holds(v, corpus)]
     chosen += [("held", f"{v.pass_name} is on probation: this yes waits for labels", v)
-               for v in newest if v.is_yes and not v.commit_sha and v.pass_name in on_probation]
+               for v in newest if v.is_yes and not v.commit_sha and v.pass_name in on_probation
+               and not (v.pass_name == "prune" and passes["prune"].outdated(v))]  # asked again, never applied
     chosen += [("shorter-kept", why, v) for v in sorted(applied, key=lambda v: (v.created_at, v.id), reverse=True)
                if v.pass_name == "prune" and passes["prune"].outdated(v)
                and (why := shorter_kept(v, corpus, repo))]
