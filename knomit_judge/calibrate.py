@@ -49,7 +49,7 @@ class Question:
     redundant: str | None = None  # a prune retract label may name the redundant fact (its path here)
     source: str = "not asked"  # stored | asked | unavailable | unparsed | not asked
     answer: str | None = None  # in the label's terms
-    by_position: list = field(default_factory=list)  # each order's majority, in the label's terms (a retract: "retract <path>")
+    by_position: list = field(default_factory=list)  # each order's majority in the label's terms ("retract <path>")
     agreement: float | None = None
     rationale: str = ""
     error: str = ""

@@ -75,12 +75,14 @@ def unchanged_but_provenance(before: str, after: str) -> None:
     head_b, body_b = before.split("\n---\n", 1)
     head_a, body_a = after.split("\n---\n", 1)
     assert body_a == body_b
-    keep = lambda head: [l for l in head.splitlines() if not l.startswith(("sources:", "refs:", "links:"))]  # noqa: E731
-    assert keep(head_a) == keep(head_b)
+    def rest(head: str) -> list[str]:
+        return [line for line in head.splitlines() if not line.startswith(("sources:", "refs:", "links:"))]
+    assert rest(head_a) == rest(head_b)
 
 
 @pytest.mark.parametrize("narrow, broad", [("facts/a/narrow.md", "facts/b/broad.md"),
-                                           ("facts/b/narrow.md", "facts/a/broad.md")], ids=["narrow-is-a", "narrow-is-b"])
+                                           ("facts/b/narrow.md", "facts/a/broad.md")],
+                         ids=["narrow-is-a", "narrow-is-b"])
 @pytest.mark.parametrize("as_tool", [False, True], ids=["text", "tool"])
 def test_the_contained_fact_is_retired_though_the_fixed_rules_would_keep_it(tmp_path, judge_env, narrow, broad,
                                                                             as_tool):
@@ -179,7 +181,8 @@ def test_a_knomit_kb_deletes_the_named_fact_and_the_container_changes_only_by_wh
     before = (root / K_LOSE).read_text(encoding="utf-8")
     replies = tmp_path / "replies.jsonl"
     replies.write_text(json.dumps({"pass": "prune", "a": K_LOSE, "b": K_KEEP, "reply": {
-        "decision": "retract", "redundant": "B", "rationale": "The first restates the second's pool starvation."}}) + "\n")
+        "decision": "retract", "redundant": "B",
+        "rationale": "The first restates the second's pool starvation."}}) + "\n")
 
     out = run("review", root, "--pass", "prune", "--judge", f"scripted:{replies}", "--json")
 

@@ -181,5 +181,5 @@ class PrunePass:
             subject = f"prune: retract {lose.path} (contained in {keep.path})"
             why = (f"The judge named {lose.path} as redundant, wholly contained in {keep.path}, "
                    "which keeps its whole body.")
-        body = "The judge read both facts' titles, bodies, motifs and sources.\n" + why + carried_body(keep.path, carried)
-        return Change(writes, subject, body)
+        body = "The judge read both facts' titles, bodies, motifs and sources.\n" + why
+        return Change(writes, subject, body + carried_body(keep.path, carried))
