@@ -185,6 +185,7 @@ def verdicts(corpus, pass_name, as_json):
     from .history import list_verdicts
     rows = list_verdicts(corpus, pass_name)
     lines = [f"{r['id']} {r['pass']} {r['answer']:<9} {json.dumps(r['subject'], ensure_ascii=False)}"
+             f"{' redundant ' + r['payload']['redundant'] if (r['payload'] or {}).get('redundant') else ''}"
              f"{' commit ' + r['commit_sha'][:10] if r['commit_sha'] else ''}{' REVERTED' if r['reverted'] else ''}"
              f"{' - ' + r['rationale'] if r['rationale'] else ''}" for r in rows]
     emit({"verdicts": rows}, as_json, lines or ["no verdicts"])
@@ -273,7 +274,8 @@ def calibrate(labels, corpus, as_json, judge, from_journal):
 @json_opt
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1), help="Items listed, best first.")
 def inbox(corpus, as_json, limit):
-    """What a person should look at now: undecided questions, held yeses, proposals, a sample of decisions.
+    """What a person should look at now: undecided questions, held yeses, old retracts that kept the shorter
+    fact, proposals, a sample of decisions.
 
     Read-only: no lock, no judge call, nothing written. Each item names its verdict and the `label` command.
 

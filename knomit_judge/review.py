@@ -333,7 +333,8 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
             r.notes.append(f"{len(restating)} merge(s) the judge decided before would be restated without a call")
     with gc_paused():  # millions of small objects at 100k facts; see shortlist.gc_paused
         candidates = CandidateLists(ctx.store).candidates(p, ctx)  # read back when nothing it depends on changed
-    answered = ctx.store.answered(p.name, ctx.kind)
+    again = asked_again(p, ctx)
+    answered = ctx.store.answered(p.name, ctx.kind) - again
     # not asked now: refused by the API under this prompt version, or in a Message Batch not yet collected
     refused = ctx.store.refused(p.name, p.prompt.id) - answered
     busy = ctx.batches.busy(p.name) - answered
@@ -357,7 +358,7 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
         r.next_probe_in = t.next_probe_in
         note_skipped(p, ctx, r, fps, refused, busy)
     # yes verdicts not yet applied (dirty tree, or a killed session rolled back): apply without asking again
-    unapplied = {v.fingerprint: v for v in ctx.store.unapplied_yes(p.name, ctx.kind)}
+    unapplied = {v.fingerprint: v for v in ctx.store.unapplied_yes(p.name, ctx.kind) if not outdated(p, v)}
     pending = [unapplied[fp] for fp in fps if fp in unapplied]
     r.fresh = max(r.fresh, sum(c.fresh for c in rest))
     if ctx.options.dry_run:  # no verdict comes back to move the balance: what it holds now is what is offered
@@ -373,6 +374,21 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
     fresh = await judge_all(p, offer, ctx, r, paid, owed)
     r.waiting += len(offer) - (r.offered - before)  # held back by the cost cap or a stop
     decide(p, ctx, r, pending + fresh)
+
+
+def outdated(p, v: Verdict) -> bool:
+    """A stored yes the pass no longer applies as it stands (prune: a retract naming no redundant fact)."""
+    return hasattr(p, "outdated") and p.outdated(v)
+
+
+def asked_again(p, ctx: Context) -> set[str]:
+    """Fingerprints whose latest verdict is an unapplied yes the pass no longer applies: asked again under
+    the current prompt (a prune@1 retract, which left the survivor to the fixed rules), never applied."""
+    out = set()
+    for v in ctx.store.unapplied_yes(p.name, ctx.kind):
+        if outdated(p, v) and ctx.store.verdict_for(p.name, v.fingerprint).id == v.id:
+            out.add(v.fingerprint)
+    return out
 
 
 def note_skipped(p, ctx: Context, r: PassResult, fingerprints: list[str], refused: set, busy: set) -> None:

@@ -28,6 +28,7 @@ from knomit_judge.rebuild import Derivation, check, rebuild
 from knomit_judge.review import ReviewOptions, review
 from knomit_judge.revert import revert
 from knomit_judge.store import Store
+from knomit_judge.survivors import fact_survivor
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from gen_corpus import generate  # noqa: E402
@@ -291,9 +292,15 @@ class History:
         rng = self.rng
         corpus = load_corpus(self.root, layout=load_config(self.root).corpus)
         facts, spellings = [f.path for f in corpus.active()], list(corpus.carriers)
-        entries = [{"pass": "prune", "a": a, "b": b, "reply": {"decision": rng.choice(["merge", "retract"]),
-                                                               "rationale": "Both state one claim."}}
-                   for a, b in (rng.sample(facts, 2) for _ in range(8))]
+        def reply(a: str, b: str, decision: str) -> dict:
+            """A retract names the fact the fixed rules would not keep, so the histories stay the seeds' own."""
+            if decision != "retract":
+                return {"decision": decision, "rationale": "Both state one claim."}
+            keep = fact_survivor([corpus.facts[a], corpus.facts[b]], corpus)
+            return {"decision": decision, "redundant": "A" if keep.path == b else "B",
+                    "rationale": "Both state one claim."}
+        entries = [{"pass": "prune", "a": a, "b": b, "reply": reply(a, b, d)}
+                   for a, b, d in (rng.sample(facts, 2) + [rng.choice(["merge", "retract"])] for _ in range(8))]
         entries += [{"pass": "alias", "a": a, "b": b, "reply": {"same": True, "mechanism": "One mechanism."}}
                     for a, b in (rng.sample(spellings, 2) for _ in range(3 if len(spellings) > 1 else 0))]
         entries.append({"pass": "discovery", "contains": [rng.choice(facts)], "reply": {

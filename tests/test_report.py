@@ -113,7 +113,8 @@ def test_report_to_a_missing_directory_is_a_clear_error(corpus_repo, tmp_path):
 
 def test_decisions_fit_the_page_charts_have_a_legend_and_retractions_name_the_retired_fact(corpus_repo, tmp_path):
     retract = {"pass": "prune", "a": "facts/ops/f1.md", "b": "facts/ops/f2.md",
-               "reply": {"decision": "retract", "rationale": "Both say a limiter blocks the probe that lifts it."}}
+               "reply": {"decision": "retract", "redundant": "B",
+                         "rationale": "Both say a limiter blocks the probe that lifts it."}}
     result = review(corpus_repo.root, ReviewOptions(judge=scripted(tmp_path, retract)))
     assert result.passes["prune"].applied == 1
     assert "status: retracted" in corpus_repo.read("facts/ops/f2.md")  # f1 survives: higher confidence

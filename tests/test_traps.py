@@ -74,7 +74,8 @@ def test_a_knomit_retraction_by_deletion_keeps_every_ref_adds_the_count_and_reve
     before = {p: (root / p).read_bytes() for p in (KEEP, LOSE, INCIDENT)}
     replies = tmp_path / "replies.jsonl"
     replies.write_text(json.dumps({"pass": "prune", "a": KEEP, "b": LOSE, "reply": {
-        "decision": "retract", "rationale": "The second states the same pool starvation in other words."}}) + "\n")
+        "decision": "retract", "redundant": "B",
+        "rationale": "The second states the same pool starvation in other words."}}) + "\n")
 
     out = run("review", root, "--pass", "prune", "--judge", f"scripted:{replies}", "--json")
 
@@ -244,7 +245,8 @@ def test_a_knomit_deletion_that_cannot_delete_is_abandoned_with_the_survivor_res
     immutable(root / LOSE)
     replies = tmp_path / "replies.jsonl"
     replies.write_text(json.dumps({"pass": "prune", "a": KEEP, "b": LOSE, "reply": {
-        "decision": "retract", "rationale": "The second states the same pool starvation in other words."}}) + "\n")
+        "decision": "retract", "redundant": "B",
+        "rationale": "The second states the same pool starvation in other words."}}) + "\n")
 
     out = run("review", root, "--pass", "prune", "--judge", f"scripted:{replies}", "--json")
 
