@@ -61,6 +61,7 @@ def _print_version(ctx, _param, value):
     if not value or ctx.resilient_parsing:
         return
     try:
+        check_install()  # a bug report from a broken install should say so first
         lines = version_lines()
     except KnomitError as e:
         click.echo(f"knomit-judge: {e}", err=True)
