@@ -85,6 +85,7 @@ def test_the_wheel_and_the_sdist_hold_every_prompt_migration_and_module(built):
     for rel in [*(f"knomit_judge/data/prompts/{p}" for p in PROMPTS),
                 *(f"knomit_judge/data/migrations/{m}" for m in MIGRATIONS)]:
         assert files[rel].isfile(), rel  # a file, not a link that would dangle once unpacked
+    assert not any(name.startswith("tests/") for name in files)  # the suite lives in the repository, whole
 
 
 def test_the_installed_tool_reviews_a_corpus_outside_the_clone(installed, tmp_path):
