@@ -92,7 +92,8 @@ def test_the_installed_tool_reviews_a_corpus_outside_the_clone(installed, tmp_pa
     # the installed copy is what runs: its package and its metadata, not the clone's editable install
     where = subprocess.run([sys.executable, "-c", "import knomit_judge, importlib.metadata as m; "
                             "print(knomit_judge.__file__); print(m.files('knomit-judge')[0].locate())"],
-                           cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(installed)})
+                           cwd=tmp_path, capture_output=True, text=True,
+                           env={**os.environ, "PYTHONPATH": str(installed)})
     assert where.returncode == 0, where.stderr
     assert all(Path(line).is_relative_to(installed) for line in where.stdout.splitlines()), where.stdout
 

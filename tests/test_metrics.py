@@ -254,13 +254,15 @@ def test_a_cron_line_logs_a_missing_key_file_and_the_tool_s_errors_in_its_log_no
     assert f"{home}/{KEY_FILE}" in (home / LOG).read_text(encoding="utf-8")
 
     (home / KEY_FILE).parent.mkdir(parents=True)
-    (home / KEY_FILE).write_text("ANTHROPIC_API_KEY=sk-ant-test-FAKEKEY-0123456789\nANTHROPIC_BASE_URL=http://127.0.0.1:9\n",
-                                 encoding="utf-8")
+    key = "ANTHROPIC_API_KEY=sk-ant-test-FAKEKEY-0123456789\nANTHROPIC_BASE_URL=http://127.0.0.1:9\n"
+    (home / KEY_FILE).write_text(key, encoding="utf-8")
     (home / EXE).parent.mkdir(parents=True)
     (home / EXE).symlink_to(shutil.which("knomit-judge") or Path(sys.executable).parent / "knomit-judge")
     done = subprocess.run(["/bin/sh", "-c", line], env=env, capture_output=True, text=True, timeout=120)
     assert (done.stdout, done.stderr) == ("", "") and done.returncode == 2
-    assert "knomit-judge: " in (home / LOG).read_text(encoding="utf-8").splitlines()[-1]
+    # the key file was read and the tool ran: its own error (the directory is no corpus) is in the log too
+    assert (home / LOG).read_text(encoding="utf-8").splitlines()[-1] == \
+        f"knomit-judge: {home}/my-kb: not a git repository (run `knomit-judge init` there)"
 
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not on this machine")
