@@ -2,6 +2,7 @@
 # make test: the whole suite. Both create or update .venv first and install nothing outside the clone and .venv.
 # make docs: rewrite the generated parts of docs/ (every --help, every config key and default) from the code.
 # make test-browser: the report test in a headless Chromium (which you install yourself; see the README).
+# make dist: the sdist and the wheel in dist/, what `pipx install` or `uv tool install` takes (README).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -11,7 +12,7 @@ CALIBRATION := $(or $(CALIBRATION_DIR),$(CURDIR)/.demo/knomit-calibration)
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test docs test-browser clean
+.PHONY: install demo test docs test-browser dist clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -65,5 +66,12 @@ test-browser: install
 		{ echo "test-browser needs chromium on PATH (Debian/Ubuntu: sudo apt-get install chromium)" >&2; exit 2; }
 	KNOMIT_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -q tests/test_report.py
 
+# Built offline with .venv's setuptools (the PEP 517 hooks pip would call), from the work tree as it is.
+dist: install
+	rm -rf dist build
+	$(BIN)/python -c "from setuptools import build_meta as b; b.build_sdist('dist'); b.build_wheel('dist')" >/dev/null
+	rm -rf build
+	@ls dist/*
+
 clean:
-	rm -rf $(VENV) "$(DEMO)" "$(DEMO)-report.html" "$(CALIBRATION)"
+	rm -rf $(VENV) "$(DEMO)" "$(DEMO)-report.html" "$(CALIBRATION)" dist build

