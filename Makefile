@@ -1,7 +1,8 @@
 # make demo: a full review of corpus-fixtures/demo with the scripted judge (no key needed).
 # make test: the whole suite. Both create or update .venv first and install nothing outside the clone and .venv.
 # make docs: rewrite the generated parts of docs/ (every --help, every config key and default) from the code.
-# make test-browser: the report test in a headless Chromium (which you install yourself; see the README).
+# make test-browser: the report's browser tests in a headless Chromium (which you install yourself; see the README).
+# CI (.ci/run) installs Chromium with apt, then runs make test with KNOMIT_REQUIRE_BROWSER=1: a browser test that skips fails.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -22,7 +23,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@
 
-# Only .venv: no system package. The report's browser test skips without Chromium (see test-browser).
+# Only .venv: no system package. The report's browser tests skip without Chromium (see test-browser).
 install: $(VENV)/.installed
 
 # A scratch copy of the demo corpus, reviewed twice with the scripted judge: the first run merges,
@@ -63,7 +64,7 @@ docs: install
 test-browser: install
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
 		{ echo "test-browser needs chromium on PATH (Debian/Ubuntu: sudo apt-get install chromium)" >&2; exit 2; }
-	KNOMIT_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -q tests/test_report.py
+	KNOMIT_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -q -m browser
 
 clean:
 	rm -rf $(VENV) "$(DEMO)" "$(DEMO)-report.html" "$(CALIBRATION)"
