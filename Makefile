@@ -52,6 +52,8 @@ demo: install
 		--judge scripted:$(CURDIR)/corpus-fixtures/calibration/judge-replies.jsonl
 	@echo "== report: one self-contained HTML page of the demo's sessions, throttle and decisions"
 	$(BIN)/knomit-judge report "$(DEMO)" --html "$(DEMO)-report.html"
+	@echo "== report of the calibration corpus: a calibration is kept in the db of the corpus it ran on"
+	$(BIN)/knomit-judge report "$(CALIBRATION)" --html "$(CALIBRATION)-report.html"
 
 test: install
 	$(BIN)/python -m pytest -q
@@ -67,4 +69,4 @@ test-browser: install
 	KNOMIT_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -q -m browser
 
 clean:
-	rm -rf $(VENV) "$(DEMO)" "$(DEMO)-report.html" "$(CALIBRATION)"
+	rm -rf $(VENV) "$(DEMO)" "$(DEMO)-report.html" "$(CALIBRATION)" "$(CALIBRATION)-report.html"

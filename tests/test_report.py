@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import html
+import itertools
 import json
+import math
 import re
 from html.parser import HTMLParser
 
@@ -83,8 +85,14 @@ def test_report_renders_sessions_throttle_decisions_and_calibration_in_chromium(
 
 def test_report_of_a_fresh_corpus_says_what_is_missing(empty_repo):
     page = render(empty_repo.root)
-    assert "No sessions yet." in page and "No applied decisions yet." in page and "No calibration yet" in page
+    assert "No sessions yet." in page and "No applied decisions yet." in page
     assert page.count("no throttle history yet") == 3
+    # no label at all: said once, not in a table row per pass and again under it
+    assert page.lower().count("no labels") == 1 and "No labels yet, so every pass applies its decisions." in page
+    # where a calibration would be: in the db of the corpus it ran on (make demo calibrates a corpus of its own)
+    calibration = page.split("<h2>Calibration</h2>")[1]
+    assert "No calibration of this corpus yet." in calibration
+    assert "keeps its result in the db of CORPUS" in calibration and ".demo/knomit-calibration" in calibration
 
 
 def test_report_to_a_missing_directory_is_a_clear_error(corpus_repo, tmp_path):
@@ -104,14 +112,22 @@ def test_decisions_fit_the_page_charts_have_a_legend_and_retractions_name_the_re
     page = render(corpus_repo.root)
 
     decisions = page.split("<h2>Applied decisions</h2>")[1].split("<h2>")[0]
-    # fixed layout at the page's width, long paths wrapping: the table cannot be wider than the page
+    # fixed layout at the page's width, long paths wrapping: the table cannot be wider than the page; the
+    # columns of words and ids are as wide as those are, the prose columns share the rest
     assert decisions.startswith("<table class=fit><colgroup>")
-    widths = [int(w) for w in re.findall(r'<col style="width: (\d+)%">', decisions)]
-    assert len(widths) == decisions.split("</thead>")[0].count("<th>") == 7 and sum(widths) == 100
+    widths = re.findall(r'<col style="width: ([\d.]+(?:em|%))">|<col>', decisions.split("</colgroup>")[0])
+    assert len(widths) == decisions.split("</thead>")[0].count("<th>") == 6
     assert "table.fit { table-layout: fixed; width: 100%; }" in page and "overflow-wrap: anywhere" in page
     assert "min-width" not in decisions  # no column may insist on more room than the page has
     [row] = [r for r in decisions.split("<tr>") if "<td>prune</td>" in r]
-    assert "<td>retract<br>retired <code>facts/ops/f2.md</code></td>" in row
+    # what it did, in words: the fact it retracted and the one it kept, each path free to wrap only at a '/'
+    assert ("<td>retracted <code>facts/<wbr>ops/<wbr>f2.md</code>; kept <code>facts/<wbr>ops/<wbr>f1.md</code></td>"
+            in row)
+    assert "retired" not in row
+    # the sha and the verdict id whole: monospace, never wrapped
+    assert re.search(r'<code class=id title="[0-9a-f]{40}">[0-9a-f]{10}</code><br><code class=id>v[0-9a-f]{12}</code>',
+                     row)
+    assert ".id, .nowrap { white-space: nowrap; }" in page
 
     charts = page.split("<h2>Throttle history</h2>")[1].split("<h2>")[0]
     legends = re.findall(r'<g class="legend">(.*?)</g>', charts)
@@ -120,7 +136,30 @@ def test_decisions_fit_the_page_charts_have_a_legend_and_retractions_name_the_re
         labels = re.findall(r">([a-z-]+)</text>", legend)
         swatches = re.findall(r'<rect [^>]*fill="(#[0-9a-f]{6})"', legend)
         assert labels[:3] == ["offered", "judged", "resolved"] and "optimistic" in labels
-        assert len(swatches) == len(labels) and swatches[labels.index("optimistic")] == "#6baed6"
+        assert len(swatches) == len(labels)
+
+
+def lab(colour: str) -> tuple[float, float, float]:
+    """CIE L*a*b* (D65) of an sRGB colour '#rrggbb'."""
+    rgb = [int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    r, g, b = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    xyz = ((0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047, 0.2126 * r + 0.7152 * g + 0.0722 * b,
+           (0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883)
+    fx, fy, fz = [t ** (1 / 3) if t > 0.008856 else 7.787 * t + 16 / 116 for t in xyz]
+    return 116 * fy - 16, 500 * (fx - fy), 200 * (fy - fz)
+
+
+def test_every_colour_of_a_chart_is_told_from_every_other():
+    # every state at once, beside the three series: `optimistic` was a light blue beside the `judged` blue
+    rows = [{"session": f"s{i}", "state": state, "probe_spent": False, "offered": 10, "judged": 9, "resolved": 1}
+            for i, state in enumerate(("optimistic", "funded", "unproven", "defunded", "unthrottled"))]
+    legend = re.search(r'<g class="legend">(.*?)</g>', throttle_chart("alias", rows)).group(1)
+    labels = re.findall(r">([a-z-]+)</text>", legend)
+    swatches = dict(zip(labels, re.findall(r'<rect [^>]*fill="(#[0-9a-f]{6})"', legend)))
+    assert len(swatches) == 8
+    for one, other in itertools.combinations(swatches, 2):
+        distance = math.dist(lab(swatches[one]), lab(swatches[other]))  # CIE76 delta E: 2 is just noticeable
+        assert distance >= 30, (one, other, round(distance, 1))
 
 
 # Added to a copy of the page only (the report itself has no script): what Chromium measured, as an attribute.
@@ -169,16 +208,20 @@ def test_throttle_chart_tells_resolved_from_funded_fills_its_width_and_shows_sma
     assert len(set(swatches.values())) == len(swatches)  # every series and state its own colour
     assert "resolved (purple)" in svg
 
-    # two sessions share the whole width: the state strip and the bars are not a sliver at the left
+    # the chart is as wide as the page (70em of 14px), and two sessions share its whole width
     width = float(re.search(r'<svg [^>]*width="(\d+)"', svg).group(1))
+    assert width >= 960 and f'viewBox="0 0 {width:g} ' in svg  # scaled down, not cut, in a narrower window
     strip = _bars(svg, "state")
     assert strip[-1][0] + strip[-1][1] >= 0.95 * width - 10 and strip[0][1] > width / 3
-    offered = _bars(svg, "offered")
+    offered, judged = _bars(svg, "offered"), _bars(svg, "judged")
     assert offered[1][0] > width / 2
+    # offered beside judged, not behind it: 190 offered and 184 judged are two bars of their own
+    for (ox, ow, oh), (jx, _, jh) in zip(offered, judged):
+        assert ox + ow <= jx and oh > jh > 0
 
-    # 3 resolved out of 184 judged is a bar that can be seen, and its number is printed
+    # 3 resolved out of 184 judged is a bar that can be seen (resolved has its own scale), and its number is printed
     resolved = _bars(svg, "resolved")
-    assert resolved[0][2] >= 3 and resolved[1][2] == 0
+    assert resolved[0][2] >= 30 and resolved[1][2] == 0
     counts = re.findall(r'<text class="count"[^>]*>([^<]*)</text>', svg)
     assert counts == ["3/184", "0/150"]
     assert "resolved 3 of 334 judged" in svg
@@ -190,3 +233,17 @@ def test_throttle_chart_with_many_sessions_prints_only_the_resolutions():
     svg = throttle_chart("alias", rows)
     assert re.findall(r'<text class="count"[^>]*>([^<]*)</text>', svg) == ["1"] * 9
     assert all(h >= 3 for _, _, h in _bars(svg, "resolved")[::7])
+
+
+def test_a_caught_up_session_is_drawn_as_caught_up_not_as_zero_of_zero():
+    rows = [{"session": "s1", "state": "optimistic", "probe_spent": False, "offered": 172, "judged": 172,
+             "resolved": 3, "outcome": "worked"},
+            {"session": "s2", "state": "funded", "probe_spent": False, "offered": 0, "judged": 0, "resolved": 0,
+             "outcome": "caught-up"},
+            {"session": "s3", "state": "defunded", "probe_spent": False, "offered": 0, "judged": 0, "resolved": 0,
+             "outcome": "defunded"}]
+    svg = throttle_chart("alias", rows)
+    assert re.findall(r'<text class="count"[^>]*>([^<]*)</text>', svg) == ["3/172"]  # no "0/0"
+    assert re.findall(r'<text class="idle"[^>]*>([^<]*)</text>', svg) == ["✓ caught-up", "defunded"]
+    assert ">nothing left to ask</text>" in svg and "✓ caught-up: nothing left to ask" in svg
+    assert "s2: funded, caught-up, offered 0" in svg  # the strip's tooltip says it too
