@@ -7,13 +7,14 @@ import itertools
 import json
 import math
 import re
+import shutil
 from html.parser import HTMLParser
 
 import pytest
 from click.testing import CliRunner
 
 from browser import chromium_dom
-from conftest import scripted
+from conftest import DEMO, git, make_repo, scripted
 
 from knomit_judge.cli import cli
 from knomit_judge.report import render, throttle_chart
@@ -247,3 +248,78 @@ def test_a_caught_up_session_is_drawn_as_caught_up_not_as_zero_of_zero():
     assert re.findall(r'<text class="idle"[^>]*>([^<]*)</text>', svg) == ["✓ caught-up", "defunded"]
     assert ">nothing left to ask</text>" in svg and "✓ caught-up: nothing left to ask" in svg
     assert "s2: funded, caught-up, offered 0" in svg  # the strip's tooltip says it too
+
+
+# What a person sees at 1280 px, as Chromium laid it out (added to a copy of the page; the report has no script):
+# the page's width, ids that wrapped, cells that overflow, words broken inside (a line that ends in a text node
+# after anything but a space, a hyphen or a '/'), and the charts' and bars' rendered sizes.
+LOOK = """<script>
+const out = {viewport: window.innerWidth, page: document.documentElement.scrollWidth,
+  content: document.querySelector("h2").getBoundingClientRect().width, split: [], overflow: [], broken: [],
+  charts: [], resolved: [], hidden: []};
+for (const el of document.querySelectorAll(".id")) if (el.getClientRects().length !== 1) out.split.push(el.textContent);
+for (const cell of document.querySelectorAll("td, th"))
+  if (cell.scrollWidth > cell.clientWidth + 1) out.overflow.push(cell.textContent.slice(0, 60));
+const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+const range = document.createRange();
+for (let node = walk.nextNode(); node; node = walk.nextNode()) {
+  if (node.parentElement.closest("svg")) continue;
+  let last = null;
+  for (let i = 0; i < node.length; i++) {
+    range.setStart(node, i); range.setEnd(node, i + 1);
+    const rect = range.getClientRects()[0];
+    if (!rect || rect.width === 0) continue;
+    if (last && rect.top > last.top + 2 && !/[\\s\\/-]/.test(node.data.slice(last.i, i + 1)))
+      out.broken.push(node.data.slice(Math.max(0, i - 12), i) + "|" + node.data.slice(i, i + 12));
+    last = {top: rect.top, i};
+  }
+}
+for (const svg of document.querySelectorAll("svg[aria-label^='throttle']")) {
+  out.charts.push(Math.round(svg.getBoundingClientRect().width));
+  const bars = k => [...svg.querySelectorAll("rect." + k)].map(r => r.getBoundingClientRect());
+  for (const r of bars("resolved")) if (r.height > 0) out.resolved.push(r.height);
+  for (const o of bars("offered")) for (const j of bars("judged"))
+    if (o.height > 0 && Math.min(o.right, j.right) - Math.max(o.left, j.left) > 0.5) out.hidden.push([o.left, j.left]);
+}
+document.body.dataset.look = JSON.stringify(out);
+</script>"""
+
+
+@pytest.mark.browser
+def test_the_demo_report_reads_whole_at_1280_pixels_in_chromium(tmp_path):
+    repo = make_repo(tmp_path / "demo")
+    shutil.copytree(DEMO / "facts", repo.root / "facts", dirs_exist_ok=True)
+    shutil.copy(DEMO / "knomit-judge.toml", repo.root / "knomit-judge.toml")
+    repo.commit("demo corpus")
+    judge = f"scripted:{DEMO / 'judge-replies.jsonl'}"
+    review(repo.root, ReviewOptions(judge=judge))
+    assert all(p.state == "caught-up" for n, p in review(repo.root, ReviewOptions(judge=judge)).passes.items()
+               if n != "exact")
+    [discovery] = git(repo.root, "log", "--format=%H", "--grep=^Knomit-Pass: discovery$").split()
+    [proposed] = git(repo.root, "show", "--format=", "--name-only", "--diff-filter=A", discovery, "--",
+                     "facts").split()
+
+    page = tmp_path / "look.html"
+    page.write_text(render(repo.root).replace("</body>", LOOK + "</body>"), encoding="utf-8")
+    dom = chromium_dom(page, tmp_path, "--window-size=1280,900")
+    look = json.loads(html.unescape(re.search(r'data-look="([^"]*)"', dom).group(1)))
+    text = Rendered()
+    text.feed(dom.split("<script>")[0])
+    shown = " ".join("".join(text.text).split())  # a <wbr> adds no space: paths read as one word
+
+    # the page fits the window, and nothing in it is cut or broken inside a word, an id or a sha
+    assert look["viewport"] == 1280 and look["page"] <= 1280, look
+    assert look["split"] == [] and look["overflow"] == [] and look["broken"] == [], look
+    # the three throttle charts use the page's width; resolved is a bar one sees; offered is not behind judged
+    assert len(look["charts"]) == 3 and min(look["charts"]) >= 0.97 * look["content"], look
+    assert look["resolved"] and min(look["resolved"]) >= 20 and look["hidden"] == [], look
+    # the second session, caught-up in every judged pass, is drawn as such, never as "0/0"
+    assert re.findall(r'<text class="idle"[^>]*>([^<]*)</text>', dom) == ["✓ caught-up"] * 3 and "0/0" not in shown
+    decisions = shown.split("Applied decisions")[1].split("Inbox")[0]
+    assert f"proposed {proposed}" in decisions  # the discovery row names the new fact
+    assert re.search(r"merged facts/\S+\.md into facts/\S+\.md", decisions)
+    assert re.search(r"retracted facts/\S+\.md; kept facts/\S+\.md", decisions)
+    assert re.search(r"retracted facts/\S+\.md, an exact duplicate of facts/\S+\.md", decisions)
+    assert "retired" not in decisions
+    assert shown.lower().count("no labels") == 1
+    assert "No calibration of this corpus yet." in shown
