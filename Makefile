@@ -1,7 +1,8 @@
 # make demo: a full review of corpus-fixtures/demo with the scripted judge (no key needed).
 # make test: the whole suite. Both create or update .venv first and install nothing outside the clone and .venv.
 # make docs: rewrite the generated parts of docs/ (every --help, every config key and default) from the code.
-# make test-browser: the report test in a headless Chromium (which you install yourself; see the README).
+# make test-browser: the report's browser tests in a headless Chromium (which you install yourself; see the README).
+# CI (.ci/run) installs Chromium with apt, then runs make test with KNOMIT_REQUIRE_BROWSER=1: a browser test that skips fails.
 # make dist: the sdist and the wheel in dist/, what `pipx install` or `uv tool install` takes (README).
 PYTHON ?= python3
 VENV := .venv
@@ -23,7 +24,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@
 
-# Only .venv: no system package. The report's browser test skips without Chromium (see test-browser).
+# Only .venv: no system package. The report's browser tests skip without Chromium (see test-browser).
 install: $(VENV)/.installed
 
 # A scratch copy of the demo corpus, reviewed twice with the scripted judge: the first run merges,
@@ -52,6 +53,8 @@ demo: install
 		--judge scripted:$(CURDIR)/corpus-fixtures/calibration/judge-replies.jsonl
 	@echo "== report: one self-contained HTML page of the demo's sessions, throttle and decisions"
 	$(BIN)/knomit-judge report "$(DEMO)" --html "$(DEMO)-report.html"
+	@echo "== report of the calibration corpus: a calibration is kept in the db of the corpus it ran on"
+	$(BIN)/knomit-judge report "$(CALIBRATION)" --html "$(CALIBRATION)-report.html"
 
 test: install
 	$(BIN)/python -m pytest -q
@@ -64,7 +67,7 @@ docs: install
 test-browser: install
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
 		{ echo "test-browser needs chromium on PATH (Debian/Ubuntu: sudo apt-get install chromium)" >&2; exit 2; }
-	KNOMIT_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -q tests/test_report.py
+	KNOMIT_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -q -m browser
 
 # Built offline with .venv's setuptools (the PEP 517 hooks pip would call), from the work tree as it is.
 dist: install
@@ -74,4 +77,4 @@ dist: install
 	@ls dist/*
 
 clean:
-	rm -rf $(VENV) "$(DEMO)" "$(DEMO)-report.html" "$(CALIBRATION)" dist build
+	rm -rf $(VENV) "$(DEMO)" "$(DEMO)-report.html" "$(CALIBRATION)" "$(CALIBRATION)-report.html" dist build

@@ -309,6 +309,15 @@ class Store:
         cols = [c[0] for c in cur.description]
         return [dict(zip(cols, r)) for r in cur.fetchall()]
 
+    def throttle_history(self, pass_name: str, limit: int) -> list[dict]:
+        """throttle_rows with each session's outcome for the pass (`caught-up`, `defunded`, ...) as `outcome`."""
+        cur = self.db.execute(
+            "SELECT t.*, json_extract(s.passes, '$.\"' || t.pass || '\".state') AS outcome FROM throttle t "
+            "LEFT JOIN sessions s ON s.id = t.session WHERE t.pass = ? ORDER BY t.rowid DESC LIMIT ?",
+            [pass_name, limit])
+        cols = [c[0] for c in cur.description]
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
+
 
 def of_judge(where: str, args: list, judge: str | None) -> tuple[str, list]:
     """Narrow a WHERE clause to one kind of judge (None: every kind)."""

@@ -16,6 +16,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 os.environ["HF_HUB_OFFLINE"] = "1"
 
 from messages_server import MessagesServer  # noqa: E402
+# a browser test that skips where KNOMIT_REQUIRE_BROWSER is set (CI) fails instead: tests/browser.py
+from browser import pytest_runtest_makereport  # noqa: E402,F401
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "corpus-fixtures" / "demo"
