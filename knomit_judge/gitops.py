@@ -28,12 +28,26 @@ ACTOR = {"GIT_AUTHOR_NAME": "knomit-judge", "GIT_AUTHOR_EMAIL": "knomit-judge@lo
          "GIT_COMMITTER_NAME": "knomit-judge", "GIT_COMMITTER_EMAIL": "knomit-judge@localhost"}
 # Fact paths are data: `facts/[draft].md` or `:x.md` must name that file, not a glob or pathspec magic.
 GIT_ENV = {**ACTOR, "GIT_LITERAL_PATHSPECS": "1"}
+# git's "local" variables (`git rev-parse --local-env-vars`): set by `git bisect run`, hooks and aliases, they point
+# every git call (GitPython's too) at another repository. The corpus named on the command line is the one we touch.
+LOCAL_ENV = ("GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
+             "GIT_OBJECT_DIRECTORY", "GIT_DIR", "GIT_WORK_TREE", "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE",
+             "GIT_INDEX_FILE", "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE", "GIT_PREFIX",
+             "GIT_INTERNAL_SUPER_PREFIX", "GIT_SHALLOW_FILE", "GIT_COMMON_DIR")
 TMP_GLOB = ".knomit-*.tmp"  # atomic_write's temp files, left behind only by a kill
 LOCK_WAIT_S = 2.0  # how long a git lock file may take to go away before it counts as stale
 
 
+def scrub_git_env() -> None:
+    """Drop git's local variables from this process's environment, so git (ours, GitPython's, a child's)
+    finds the repository from the directory it runs in. Called wherever a corpus's repository is opened."""
+    for key in LOCAL_ENV:
+        os.environ.pop(key, None)
+
+
 def enclosing_top(path: Path) -> Path | None:
     """The top of the git repository that holds path (or its nearest existing parent), if any."""
+    scrub_git_env()
     path = Path(path).absolute()
     while not path.exists():
         path = path.parent
@@ -45,6 +59,7 @@ def enclosing_top(path: Path) -> Path | None:
 
 
 def open_repo(root: Path) -> git.Repo:
+    scrub_git_env()
     try:
         repo = git.Repo(root)
     except git.NoSuchPathError:

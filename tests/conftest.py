@@ -23,9 +23,22 @@ GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@localhost",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@localhost"}
 
 
+# git's local variables (GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE, ...), as `git bisect run` and hooks export
+# them: left in, every git call here (and in the tool and subprocesses) would work on the surrounding clone.
+LOCAL_GIT_ENV = subprocess.run(["git", "rev-parse", "--local-env-vars"], capture_output=True, text=True,
+                               check=True).stdout.split()
+for _key in LOCAL_GIT_ENV:
+    os.environ.pop(_key, None)
+
+
+def git_env() -> dict[str, str]:
+    """The environment for a test's git call: ours, less git's local variables a test may have set."""
+    return {**{k: v for k, v in os.environ.items() if k not in LOCAL_GIT_ENV}, **GIT_ENV}
+
+
 def git(root: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True,
-                          env={**os.environ, **GIT_ENV}).stdout
+                          env=git_env()).stdout
 
 
 def tree_digest(root: Path) -> str:
