@@ -86,7 +86,9 @@ def init(corpus, create):
 
 @cli.command()
 @corpus_arg
-@click.option("--dry-run", is_flag=True, help="No judge call, no write: list what would be offered.")
+@click.option("--dry-run", is_flag=True,
+              help="No judge call, nothing bought or committed: list what would be offered (derived caches are kept).")
+@click.option("--evidence", is_flag=True, help="With --dry-run: print each offer's evidence under it.")
 @click.option("--pass", "passes", multiple=True, type=click.Choice(JUDGED_PASSES), help="Run only these passes.")
 @json_opt
 @click.option("--judge", default="anthropic", show_default=True, help="anthropic, or scripted:FILE (recorded replies).")
@@ -94,7 +96,7 @@ def init(corpus, create):
               help="Submit the offered questions as one Message Batch (half price); the next session collects it.")
 @click.option("--metrics-file", type=click.Path(dir_okay=False, path_type=Path),
               help="Write a Prometheus textfile-collector file here after the session (wins over [metrics] textfile).")
-def review(corpus, dry_run, passes, as_json, judge, batch, metrics_file):
+def review(corpus, dry_run, evidence, passes, as_json, judge, batch, metrics_file):
     """Run one review session: exact duplicates, then the alias, prune and discovery judges.
 
     Exit 0 done, 1 a pass is broken, 2 usage or configuration error, 3 corpus locked.
@@ -106,10 +108,10 @@ def review(corpus, dry_run, passes, as_json, judge, batch, metrics_file):
         result = run(corpus, ReviewOptions(dry_run=dry_run, passes=tuple(passes) or JUDGED_PASSES, judge=judge,
                                            batch=batch or None,  # None: judge.mode decides
                                            metrics_file=metrics_file))
-    # the evidence first and the summary last, so a long plan does not scroll the answer away
-    lines = [*_plan_lines(result), *(f"note: {n}" for n in result.notes), *result.lines(),
+    lines = [*([result.summary()] if result.dry_run else []),  # a dry run's answer first, then what it rests on
+             *(f"note: {n}" for n in result.notes), *result.lines(),
              *(_batch_line(b) for b in result.batches), *(f"commit {sha}" for sha in result.commits),
-             *([result.summary()] if result.dry_run else [])]
+             *_plan_lines(result, evidence)]
     emit(result.json(), as_json, lines)
     sys.exit(1 if result.broken else 0)
 
@@ -149,13 +151,15 @@ def _batch_line(b: dict) -> str:
     return f"batch {b['id']}: {b['requests']} requests collected"
 
 
-def _plan_lines(result) -> list[str]:
+def _plan_lines(result, evidence: bool) -> list[str]:
+    """A dry run's plan, one line an offer; with --evidence each offer's evidence under it (--json always has it)."""
     out = []
     for name, items in result.plan.items():
         for item in items:
             out.append(f"would offer {name} {json.dumps(item['subject'], ensure_ascii=False)} "
                        f"(similarity {item['score']:.3f})")
-            out.append("  evidence: " + json.dumps(item["evidence"], ensure_ascii=False))
+            if evidence:
+                out.append("  evidence: " + json.dumps(item["evidence"], ensure_ascii=False))
     return out
 
 

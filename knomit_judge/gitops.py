@@ -449,7 +449,7 @@ def unwritable(path: Path, e: OSError) -> CorpusUnwritable:
     """The error for a corpus a session cannot write to, saying what to do about it."""
     why = "the corpus is on a read-only file system" if e.errno == errno.EROFS else e.strerror or str(e)
     return CorpusUnwritable(f"cannot write {path}: {why}; a session needs to write the lock, the journal and "
-                            "the db (`review --dry-run` writes nothing)")
+                            "the db (`review --dry-run` needs none of them)")
 
 
 class Lock:

@@ -33,7 +33,7 @@ def test_version_names_the_installed_version():
     assert result.stdout == f"knomit-judge {version('knomit-judge')}\n"
 
 
-def test_dry_run_prints_its_summary_last_and_json_carries_the_estimate(tmp_path, judge_env):
+def test_dry_run_prints_its_summary_first_and_json_carries_the_estimate(tmp_path, judge_env):
     repo = motif_repo(tmp_path, "optimistic_cap = 3\n")
     out = json.loads(invoke("-q", "review", repo.root, "--dry-run", "--json").stdout)
     passes = out["passes"]
@@ -43,10 +43,16 @@ def test_dry_run_prints_its_summary_last_and_json_carries_the_estimate(tmp_path,
     assert out["cost_usd"] == 0.0 and passes["alias"]["cost_usd"] == 0.0  # the actual cost: nothing was asked
 
     lines = invoke("-q", "review", repo.root, "--dry-run").stdout.splitlines()
-    assert lines[0].startswith("would offer alias ")  # the evidence first ...
     calls = sum(passes[n]["offered"] for n in ("alias", "prune", "discovery"))  # JUDGE: no position swap, 1 sample
-    assert lines[-1] == (f"dry run: would ask {calls} question(s) = {calls} call(s), about ${out['estimate_usd']:.4f}; "
-                         "no judge call was made and nothing was written")  # ... the answer last
+    assert lines[0] == (f"dry run: would ask {calls} question(s) = {calls} call(s), about ${out['estimate_usd']:.4f}; "
+                        "no judge call was made and nothing was written but derived caches")  # the answer first ...
+    assert any(line.startswith("alias: would-offer") for line in lines[1:])  # ... each pass's line ...
+    offers = [i for i, line in enumerate(lines) if line.startswith("would offer ")]
+    assert len(offers) == calls and offers[-1] == len(lines) - 1  # ... and the plan last, one line an offer
+    assert not any("evidence:" in line for line in lines)  # the evidence only when asked for
+    with_evidence = invoke("-q", "review", repo.root, "--dry-run", "--evidence").stdout.splitlines()
+    assert with_evidence[:len(lines) - calls] == lines[:len(lines) - calls]
+    assert sum(line.startswith("  evidence: {") for line in with_evidence) == calls
     assert judge_env.calls == 0
 
 
@@ -56,7 +62,7 @@ def test_dry_run_of_a_model_without_a_price_says_the_estimate_is_unknown(tmp_pat
     out = json.loads(invoke("-q", "review", repo.root, "--dry-run", "--json").stdout)
     assert out["estimate_usd"] is None and out["passes"]["alias"]["estimate_usd"] is None
     asked = sum(out["passes"][n]["offered"] for n in ("alias", "prune", "discovery"))
-    assert invoke("-q", "review", repo.root, "--dry-run").stdout.splitlines()[-1].startswith(
+    assert invoke("-q", "review", repo.root, "--dry-run").stdout.splitlines()[0].startswith(
         f"dry run: would ask {asked} question(s) = {asked} call(s), unknown (no price for the model)")
 
 

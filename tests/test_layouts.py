@@ -163,7 +163,7 @@ def test_facts_moved_out_of_the_configured_paths_are_broken_not_nothing_qualifie
         {"exact": "broken", "alias": "broken", "prune": "broken", "discovery": "broken"}
     text = run("review", root, "--dry-run")
     assert text.exit_code == 1
-    assert text.stdout.splitlines()[0].startswith("corpus: broken - paths kb/**/*.md matched no file")
+    assert text.stdout.splitlines()[1].startswith("corpus: broken - paths kb/**/*.md matched no file")  # after the summary
     assert "nothing-qualified" not in text.stdout
     assert "  corpus: broken - paths kb/**/*.md matched no file" in run("status", root).stdout
 
