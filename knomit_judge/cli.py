@@ -17,7 +17,15 @@ from .errors import KnomitError
 from .passes import JUDGED_PASSES
 
 corpus_arg = click.argument("corpus", type=click.Path(file_okay=False, path_type=Path), default=".", required=False)
-json_opt = click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+
+
+def _remember_json(ctx, param, value):
+    ctx.meta["as_json"] = value  # for Group.invoke: with --json an error is a JSON object on stdout too
+    return value
+
+
+json_opt = click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.",
+                        callback=_remember_json)
 
 
 class Group(click.Group):
@@ -28,15 +36,31 @@ class Group(click.Group):
             return super().invoke(ctx)
         except KnomitError as e:
             click.echo(f"knomit-judge: {e}", err=True)
+            _json_error(ctx, str(e), e.exit_code)
             sys.exit(e.exit_code)
         except KeyboardInterrupt:
             click.echo("knomit-judge: interrupted; verdicts parsed so far are kept", err=True)
+            _json_error(ctx, "interrupted; verdicts parsed so far are kept", 130)
             sys.exit(130)
         except BrokenPipeError:
             # The reader stopped reading (`verdicts | head`): exit as a process ended by SIGPIPE does (141),
             # not 1, which says a pass is broken; and make no noise flushing the closed pipe at exit.
             sys.stdout = open(os.devnull, "w")
             sys.exit(128 + signal.SIGPIPE)
+        except click.ClickException as e:  # a command's own usage checks, after --json was read
+            _json_error(ctx, e.format_message(), e.exit_code)
+            raise
+        except (click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as e:  # a bug: the traceback follows on stderr, and a script still reads JSON
+            _json_error(ctx, f"{type(e).__name__}: {e}", 1)
+            raise
+
+
+def _json_error(ctx, message: str, exit_code: int) -> None:
+    """With --json, stdout holds one JSON object on every exit: on an error, {"error": ..., "exit_code": N}."""
+    if ctx.meta.get("as_json"):
+        click.echo(json.dumps({"error": message, "exit_code": exit_code}, ensure_ascii=False))
 
 
 @click.group(cls=Group)
@@ -99,7 +123,8 @@ def init(corpus, create):
 def review(corpus, dry_run, evidence, passes, as_json, judge, batch, metrics_file):
     """Run one review session: exact duplicates, then the alias, prune and discovery judges.
 
-    Exit 0 done, 1 a pass is broken, 2 usage or configuration error, 3 corpus locked.
+    Exit 0 done, 1 a pass is broken or the metrics file was not written, 2 usage or configuration error,
+    3 corpus locked.
 
     Example: knomit-judge review ~/corpus --pass alias --json --metrics-file /var/lib/node_exporter/knomit.prom
     """
@@ -113,7 +138,7 @@ def review(corpus, dry_run, evidence, passes, as_json, judge, batch, metrics_fil
              *(_batch_line(b) for b in result.batches), *(f"commit {sha}" for sha in result.commits),
              *_plan_lines(result, evidence)]
     emit(result.json(), as_json, lines)
-    sys.exit(1 if result.broken else 0)
+    sys.exit(1 if result.broken or result.metrics_error else 0)
 
 
 @contextlib.contextmanager

@@ -32,6 +32,7 @@ from .spend import Caps, summarise
 from .status import PassResult, total_cost
 from .store import FileIndex, Store
 from .throttle import Allowance, assess, record
+from .transport import require_key
 from .verdicts import Journal, Verdict
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,7 @@ class SessionResult:
     parsed: int = 0  # fact files parsed this session (unchanged ones come from the file index)
     corpus: CorpusReport | None = None  # what was read: no fact read is broken, never a silent zero
     spend: dict | None = None  # spend.Spend.json() after the session: today, 7 and 30 days, per pass, projection
+    metrics_error: str | None = None  # the metrics file could not be written after the session: exit 1
 
     @property
     def broken(self) -> bool:
@@ -101,6 +103,7 @@ class SessionResult:
                 "notes": self.notes, "batches": self.batches, "embedded": self.embedded, "parsed": self.parsed,
                 **({"corpus": self.corpus.json()} if self.corpus else {}),
                 **({"spend": self.spend} if self.spend is not None else {}),
+                **({"metrics_error": self.metrics_error} if self.metrics_error else {}),
                 **({"plan": self.plan, "estimate_usd": self.estimate_usd} if self.dry_run else {})}
 
 
@@ -171,7 +174,10 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
         # the real judge is made only when a question needs it (a caught-up corpus needs no key)
         make_backend(options.judge, config)
     elif not options.dry_run:
-        config.require_price(config.judge.model)  # no price, no cap that holds: exit 2 before anything is asked
+        # Whatever ends a session with exit 2 is checked here, before recovery or exact duplicates change the
+        # corpus: no price (no cap that holds), no key. A key the API refuses is known only at the first call.
+        config.require_price(config.judge.model)
+        require_key()
     if options.dry_run:
         # Dry run: an in-memory copy of the db, no lock, no recovery. Of what it computes only the derived
         # caches (embeddings, neighbour and candidate lists) reach the db file: never a verdict, reply,
@@ -191,7 +197,7 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
     metrics_path = metrics.textfile(root, repo, config, options.metrics_file)  # a bad path exits 2 now
     with Lock(repo) as lock:
         store = Store.for_corpus(root)
-        ran = False
+        ran, result = False, None
         try:
             notes = recover(root, repo, store, lock, keep_marks=True)
             with remembered(Memory(store)):  # neighbour lists are searched again only where vectors changed
@@ -201,7 +207,10 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
             return result
         finally:
             if ran and metrics_path:  # after a session that raised too: it recorded itself as aborted
-                metrics.write(metrics_path, root, store, config, judge_kind(options.judge))
+                error = metrics.write(metrics_path, root, store, config, judge_kind(options.judge))
+                if error and result is not None:
+                    result.metrics_error = error
+                    result.notes.append(error)
             store.close()
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from conftest import write_config
+from conftest import tree_digest, write_config
+from test_exact import duplicates_corpus
 from messages_server import status, text
 from test_throttle import JUDGE, motif_repo
 
@@ -66,28 +67,29 @@ def test_dry_run_of_a_model_without_a_price_says_the_estimate_is_unknown(tmp_pat
         f"dry run: would ask {asked} question(s) = {asked} call(s), unknown (no price for the model)")
 
 
-def _throttle_sessions(repo) -> set[str]:
-    store = Store.for_corpus(repo.root)
-    try:
-        return {r[0] for r in store.db.execute("SELECT session FROM throttle")}
-    finally:
-        store.close()
-
-
-def test_a_session_without_a_key_is_recorded_as_aborted_not_nothing_qualified(tmp_path, judge_env, monkeypatch):
-    repo = motif_repo(tmp_path, "optimistic_cap = 2\n")
+def test_no_key_exits_2_before_anything_changes_and_json_says_why(tmp_path, judge_env, monkeypatch):
+    repo = duplicates_corpus(tmp_path)  # a session would retract its exact duplicates first, with no judge
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    before = tree_digest(repo.root)
     result = invoke("-q", "review", repo.root, "--pass", "alias")
     assert result.exit_code == 2 and "no API key (set ANTHROPIC_API_KEY)" in result.stderr
+    assert result.stdout == "" and "Traceback" not in result.output
 
-    data = json.loads(invoke("-q", "status", repo.root, "--json").stdout)
-    alias = data["last_session"]["passes"]["alias"]
-    assert alias["state"] == "aborted" and "aborted: judge: no API key (set ANTHROPIC_API_KEY)" in alias["notes"]
-    assert data["last_session"]["id"] not in _throttle_sessions(repo)  # neither spent nor probed anything
-    shown = invoke("-q", "status", repo.root).stdout
-    assert "\n  alias: aborted - candidates " in shown and "\n  alias: nothing-qualified" not in shown
-    assert data["throttle"]["alias"]["state"] == "optimistic"  # the next session starts where this one did
+    out = invoke("-q", "review", repo.root, "--json")
+    assert out.exit_code == 2
+    assert json.loads(out.stdout) == {"error": "judge: no API key (set ANTHROPIC_API_KEY)", "exit_code": 2}
+    assert tree_digest(repo.root) == before  # not a commit, not a session, not a byte: checked up front
+    assert json.loads(invoke("-q", "status", repo.root, "--json").stdout)["last_session"] is None
+    assert judge_env.calls == 0
+
+
+def test_every_json_exit_prints_one_json_object(tmp_path):
+    missing = invoke("review", tmp_path / "nowhere", "--json")
+    assert missing.exit_code == 2 and json.loads(missing.stdout)["exit_code"] == 2
+    assert "no such directory" in json.loads(missing.stdout)["error"]
+    usage = invoke("calibrate", "--json")  # a command's own usage check: no LABELS
+    assert usage.exit_code == 2 and json.loads(usage.stdout)["error"].startswith("missing LABELS")
 
 
 def test_a_refused_key_records_the_session_as_aborted(tmp_path, judge_env):
