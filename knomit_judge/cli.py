@@ -233,13 +233,13 @@ def rebuild(corpus, check, as_json):
 
     Example: rm ~/corpus/.knomit/judge.db && knomit-judge rebuild ~/corpus
     """
-    from .rebuild import check as compare, rebuild as run
+    from .rebuild import check as compare, rebuild as run, rebuilt_line
     if check:
         result = compare(corpus)
         emit(result.json(), as_json, result.lines())
         sys.exit(0 if result.equal else 1)
     counts = run(corpus)
-    emit(counts, as_json, ["rebuilt: " + ", ".join(f"{k} {v}" for k, v in counts.items())])
+    emit(counts, as_json, [rebuilt_line(counts)])
 
 
 @cli.command()

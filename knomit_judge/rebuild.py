@@ -75,6 +75,14 @@ def rebuild(root: Path | str) -> dict:
             store.close()
 
 
+TEXT_NAMES = {"neighbour_sets": "neighbour lists", "candidate_lists": "candidate lists"}  # as `--check` names them
+
+
+def rebuilt_line(counts: dict) -> str:
+    """`rebuild`'s line, naming each table as `rebuild --check` does (the --json keys stay as they were)."""
+    return "rebuilt: " + ", ".join(f"{TEXT_NAMES.get(k, k)} {v}" for k, v in counts.items())
+
+
 class _Recorder(Memory):
     """A Memory that also keeps each search it answered, as stored (lists DEPTH x k deep), by (depth, digest).
 

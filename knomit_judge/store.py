@@ -301,8 +301,9 @@ class Store:
             self.db.execute("UPDATE neighbour_sets SET used_at = ? WHERE id = ?", [now(), set_id])
 
     def put_neighbour_set(self, set_id: int | None, k: int, digest: str, keys: list[bytes], idx: np.ndarray,
-                          sims: np.ndarray, keep: int) -> None:
-        """Store a search (replacing the one it was updated from); only the `keep` most recently used stay."""
+                          sims: np.ndarray, keep: int) -> int:
+        """Store a search (replacing set_id, the one it was updated from, if given); only the `keep` most recently
+        used stay. Returns its id."""
         # kept as a new search: the one it was updated from may be gone from the file (a session's since)
         self._derive("put_neighbour_set", None, k, digest, keys, idx, sims, keep)
         row = dict(k=k, rows=len(keys), digest=digest, keys=b"".join(keys),
@@ -310,11 +311,12 @@ class Store:
                    sims=np.ascontiguousarray(sims, dtype=np.float64).tobytes(), used_at=now())
         with self.db.atomic():
             if set_id is None:
-                self.db["neighbour_sets"].insert(row)
+                set_id = self.db["neighbour_sets"].insert(row).last_pk
             else:
                 self.db["neighbour_sets"].update(set_id, row)
             self.db.execute("DELETE FROM neighbour_sets WHERE id NOT IN "
                             "(SELECT id FROM neighbour_sets ORDER BY used_at DESC, id DESC LIMIT ?)", [keep])
+        return set_id
 
     # candidate lists (derived; see candidate_lists.py) ------------------------
     def candidate_list(self, pass_name: str, digest: str) -> dict | None:
