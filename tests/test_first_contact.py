@@ -67,6 +67,23 @@ def test_dry_run_of_a_model_without_a_price_says_the_estimate_is_unknown(tmp_pat
         f"dry run: would ask {asked} question(s) = {asked} call(s), unknown (no price for the model)")
 
 
+def test_a_dry_run_for_a_judge_with_no_verdicts_names_the_kind_that_has_them(tmp_path, judge_env):
+    """After `make demo` (scripted verdicts only) a dry run for the real judge would ask everything again."""
+    repo = motif_repo(tmp_path, "optimistic_cap = 2\n")
+    replies = tmp_path / "replies.jsonl"
+    replies.write_text("", encoding="utf-8")  # every question gets its pass's default: scripted verdicts
+    assert invoke("-q", "review", repo.root, "--judge", f"scripted:{replies}").exit_code == 0
+
+    lines = invoke("-q", "review", repo.root, "--dry-run").stdout.splitlines()
+    note = lines[1]  # right under the summary
+    assert note.startswith("note: the anthropic judge has no verdicts here; the ") and " scripted verdict(s) " in note
+    assert note.endswith(f"`knomit-judge review {repo.root} --dry-run --judge scripted:FILE` uses them")
+    assert sum("has no verdicts here" in line for line in lines) == 1
+    scripted = invoke("-q", "review", repo.root, "--dry-run", "--judge", f"scripted:{replies}").stdout
+    assert "has no verdicts here" not in scripted  # its own verdicts count: nothing to say
+    assert judge_env.calls == 0
+
+
 def test_no_key_exits_2_before_anything_changes_and_json_says_why(tmp_path, judge_env, monkeypatch):
     repo = duplicates_corpus(tmp_path)  # a session would retract its exact duplicates first, with no judge
     monkeypatch.delenv("ANTHROPIC_API_KEY")

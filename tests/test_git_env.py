@@ -35,8 +35,8 @@ def test_review_with_git_dir_elsewhere_touches_only_the_corpus(tmp_path):
     other, env = elsewhere(tmp_path)
     before, other_bytes = corpus.log(), tree_digest(other.root)
 
-    done = subprocess.run([sys.executable, "-c", "from knomit_judge.cli import main; main()", "review", str(corpus.root), "--pass", "prune",
-                           "--judge", f"scripted:{tmp_path / 'none.jsonl'}"],
+    done = subprocess.run([sys.executable, "-c", "from knomit_judge.cli import main; main()", "review",
+                           str(corpus.root), "--pass", "prune", "--judge", f"scripted:{tmp_path / 'none.jsonl'}"],
                           capture_output=True, text=True, timeout=300, env={**os.environ, **env})
     assert done.returncode == 0, done.stderr
 

@@ -163,7 +163,8 @@ def test_facts_moved_out_of_the_configured_paths_are_broken_not_nothing_qualifie
         {"exact": "broken", "alias": "broken", "prune": "broken", "discovery": "broken"}
     text = run("review", root, "--dry-run")
     assert text.exit_code == 1
-    assert text.stdout.splitlines()[1].startswith("corpus: broken - paths kb/**/*.md matched no file")  # after the summary
+    # the dry run's summary first, then the corpus line
+    assert text.stdout.splitlines()[1].startswith("corpus: broken - paths kb/**/*.md matched no file")
     assert "nothing-qualified" not in text.stdout
     assert "  corpus: broken - paths kb/**/*.md matched no file" in run("status", root).stdout
 
