@@ -37,7 +37,6 @@ class Memory:
     def __init__(self, store):
         self.store = store
         self.last: dict = {}  # how the last search was answered: stored / incremental / full, its sizes and digest
-        self.kept: set[int] = set()  # stored searches this one found or stored: not replaced by another of its own
 
     def top_k(self, v: np.ndarray, keys: list[bytes], rank: np.ndarray, k: int):
         depth = DEPTH * k
@@ -48,7 +47,6 @@ class Memory:
         if same is not None:
             _, idx, sims = self.store.neighbour_set(same["id"])
             self.store.touch_neighbour_set(same["id"])
-            self.kept.add(same["id"])
             self.last = {"kind": "stored", "rows": len(keys), "searched": 0, "merged": 0, "digest": digest}
             return idx[:, :width].copy(), sims[:, :width].copy()
         base, old = self._closest(stored, keys)
@@ -58,10 +56,7 @@ class Memory:
         else:
             idx, sims = shortlist.exact_top_k(v, rank, depth)
             self.last = {"kind": "full", "rows": len(keys), "searched": len(keys), "merged": 0}
-        # Updated from a search this session (or rebuild) also needs, it is stored beside it, not over it: over
-        # it, that one would be searched again next time, and each would undo the other session after session.
-        replace = base if base not in self.kept else None
-        self.kept.add(self.store.put_neighbour_set(replace, depth, digest, keys, idx, sims, KEEP))
+        self.store.put_neighbour_set(base, depth, digest, keys, idx, sims, KEEP)
         self.last["digest"] = digest
         log.debug("neighbour lists: %s", self.last)
         return idx[:, :width].copy(), sims[:, :width].copy()

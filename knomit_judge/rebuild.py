@@ -62,13 +62,16 @@ def rebuild(root: Path | str) -> dict:
             index = FileIndex(store)
             corpus = load_corpus(root, config.corpus.max_fact_bytes, index, config.corpus)
             index.save()
-            Derivation(corpus, store, config).run()  # embeds, searches and keeps exactly what a review would
+            derived = Derivation(corpus, store, config)
+            derived.run()  # embeds, searches and keeps exactly what a review would
             for problem in corpus.problems:
                 log.warning("skipped %s", problem)
             for note in notes:
                 log.info("%s", note)
             return {"verdicts": store.db["verdicts"].count, "facts": len(corpus.facts),
-                    "embeddings": store.db["embeddings"].count, "neighbour_sets": store.db["neighbour_sets"].count,
+                    # the searches the passes make, as `--check` counts them (a search updated from another
+                    # replaces it in the table, so the table may hold fewer rows)
+                    "embeddings": store.db["embeddings"].count, "neighbour_sets": len(derived.memory.searches),
                     "candidate_lists": store.db["candidate_lists"].count,
                     "problems": len(corpus.problems)}
         finally:

@@ -94,7 +94,10 @@ class Store:
                 return 0
             with disk.db.atomic():
                 for method, args in self.derived:
-                    getattr(disk, method)(*args)
+                    try:
+                        getattr(disk, method)(*args)
+                    except sqlite_utils.db.NotFoundError:
+                        pass  # the search it replaces is gone (a session ran since the copy): this one is not kept
             kept, self.derived = len(self.derived), []
             return kept
         except sqlite3.Error as e:
@@ -301,22 +304,19 @@ class Store:
             self.db.execute("UPDATE neighbour_sets SET used_at = ? WHERE id = ?", [now(), set_id])
 
     def put_neighbour_set(self, set_id: int | None, k: int, digest: str, keys: list[bytes], idx: np.ndarray,
-                          sims: np.ndarray, keep: int) -> int:
-        """Store a search (replacing set_id, the one it was updated from, if given); only the `keep` most recently
-        used stay. Returns its id."""
-        # kept as a new search: the one it was updated from may be gone from the file (a session's since)
-        self._derive("put_neighbour_set", None, k, digest, keys, idx, sims, keep)
+                          sims: np.ndarray, keep: int) -> None:
+        """Store a search (replacing the one it was updated from); only the `keep` most recently used stay."""
+        self._derive("put_neighbour_set", set_id, k, digest, keys, idx, sims, keep)
         row = dict(k=k, rows=len(keys), digest=digest, keys=b"".join(keys),
                    neighbours=np.ascontiguousarray(idx, dtype=np.int64).tobytes(),
                    sims=np.ascontiguousarray(sims, dtype=np.float64).tobytes(), used_at=now())
         with self.db.atomic():
             if set_id is None:
-                set_id = self.db["neighbour_sets"].insert(row).last_pk
+                self.db["neighbour_sets"].insert(row)
             else:
                 self.db["neighbour_sets"].update(set_id, row)
             self.db.execute("DELETE FROM neighbour_sets WHERE id NOT IN "
                             "(SELECT id FROM neighbour_sets ORDER BY used_at DESC, id DESC LIMIT ?)", [keep])
-        return set_id
 
     # candidate lists (derived; see candidate_lists.py) ------------------------
     def candidate_list(self, pass_name: str, digest: str) -> dict | None:

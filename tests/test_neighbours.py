@@ -128,23 +128,6 @@ def test_lists_are_kept_per_vector_set_and_rebuilt_when_emptied(tmp_path):
     store.close()
 
 
-def test_two_searches_of_one_session_that_share_rows_are_both_kept(tmp_path):
-    """The second, updated from the first, was stored over it: each session then searched one again, and
-    `rebuild` counted fewer stored lists than `rebuild --check` compared."""
-    rng = np.random.default_rng(3)
-    a = unit_rows(rng, 300)
-    b = np.concatenate([a[:280], unit_rows(rng, 10)])  # most rows shared, as two spelling searches are
-    store = Store(tmp_path / "judge.db")
-    for session in range(2):
-        with shortlist.remembered(Memory(store)) as memory:
-            top_k(a, 5)
-            first = memory.last["kind"]
-            top_k(b, 5)
-            assert (first, memory.last["kind"]) == (("full", "incremental") if session == 0 else ("stored", "stored"))
-    assert store.db["neighbour_sets"].count == 2
-    store.close()
-
-
 def test_sessions_keep_the_lists_and_rebuild_recomputes_them(corpus_repo, tmp_path):
     from conftest import scripted
 
