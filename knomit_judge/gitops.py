@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
@@ -493,3 +494,25 @@ class Lock:
         fcntl.flock(self.fd, fcntl.LOCK_UN)
         os.close(self.fd)
         self.fd = None
+
+
+@contextlib.contextmanager
+def shared_lock(repo: git.Repo):
+    """Hold the session lock shared, so no session starts meanwhile; never create its file.
+
+    Yields None once held (or when no session ever made the file), else the holder a session wrote in it.
+    """
+    path = Lock(repo).path
+    if not path.exists():
+        yield None
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield os.read(fd, 4096).decode(errors="replace").strip() or "unknown holder"
+            return
+        yield None
+    finally:
+        os.close(fd)

@@ -19,7 +19,7 @@ from .decisions import applied, decide, keep, restatable, restate
 from .embeddings import Embedder
 from .freshness import fresh_first, fresh_names, new_names, owed_to_fresh
 from .errors import BadFact, KnomitError
-from .gitops import Applier, Lock, dirty_paths, open_repo
+from .gitops import Applier, Lock, dirty_paths, open_repo, shared_lock
 from .judge import Judge, ScriptedBackend, judge_kind, make_backend, swap_sampled
 from . import metrics
 from .passes import JUDGED_PASSES, Candidate
@@ -185,7 +185,9 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
         store = Store.read_only(root)
         with remembered(Memory(store)):
             result = asyncio.run(_session(root, repo, config, store, options, []))
-        store.keep_derived()
+        with shared_lock(repo) as holder:  # a session running now writes the db: its own derived state will do
+            if holder is None:
+                store.keep_derived()
         if note := other_judge(store, root, options):
             result.notes.insert(0, note)
         result.spend = summarise(store, config).json()

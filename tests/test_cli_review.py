@@ -12,6 +12,7 @@ from conftest import SAME, bought_digest, derived_rows, fact_text, git
 from messages_server import status, text
 
 from knomit_judge.cli import cli
+from knomit_judge.gitops import Lock, open_repo
 from knomit_judge.review import ReviewOptions, review
 
 PAIR = ("penalty-blocks-own-recovery", "self-locking-penalty")
@@ -140,6 +141,13 @@ def test_a_second_dry_run_reuses_what_the_first_derived(corpus_repo):
     assert all(n > 0 for n in derived_rows(corpus_repo.root).values())
     assert second.plan == first.plan and second.estimates == first.estimates  # the same plan, read back
     assert bought_digest(corpus_repo.root) == before and corpus_repo.status() == ""
+
+
+def test_a_dry_run_beside_a_running_session_keeps_nothing_and_still_plans(corpus_repo):
+    with Lock(open_repo(corpus_repo.root)):  # a session holds the corpus: the db is its to write
+        result = review(corpus_repo.root, ReviewOptions(dry_run=True))
+    assert result.embedded > 0 and result.plan
+    assert derived_rows(corpus_repo.root) == {"embeddings": 0, "neighbour_sets": 0, "candidate_lists": 0}
 
 
 def test_malformed_fact_is_named_and_the_rest_reviewed(corpus_repo, judge_env):

@@ -124,7 +124,7 @@ def test_a_review_writes_a_metrics_file_the_prometheus_parser_reads_back(many, j
                 assert found == [math.inf if want is None else pytest.approx(want)], (name, pass_name)
     assert not list(prom.parent.glob(".*"))  # no temporary file left behind
 
-    # a dry run writes nothing, the metrics file included
+    # a dry run writes no metrics file
     mtime = prom.stat().st_mtime_ns
     review_cli(many, "--dry-run", "--metrics-file", str(prom))
     assert prom.stat().st_mtime_ns == mtime
