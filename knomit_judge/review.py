@@ -137,7 +137,7 @@ class Context:
 
     @property
     def judge(self) -> Judge:
-        if self._judge is None:  # a caught-up corpus needs no judge at all, nor a key
+        if self._judge is None:  # made when a question needs it: a caught-up session never loads the SDK
             self._judge = Judge(make_backend(self.options.judge, self.config), self.store, self.config)
         return self._judge
 
@@ -170,8 +170,7 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
     repo = open_repo(root)
     config = config or load_config(root)
     if options.judge != "anthropic":
-        # a bad --judge or replies file fails here, before a session starts and stores anything;
-        # the real judge is made only when a question needs it (a caught-up corpus needs no key)
+        # a bad --judge or replies file fails here, before a session starts and stores anything
         make_backend(options.judge, config)
     elif not options.dry_run:
         # Whatever ends a session with exit 2 is checked here, before recovery or exact duplicates change the
