@@ -218,7 +218,8 @@ def _check(key: str, value, typ: type):
         raise ConfigError(f"{key}: {value!r} must not be negative (USD per million tokens)")
     lo, hi = _BOUNDS.get(key, (None, None))
     if (lo is not None and value < lo) or (hi is not None and value > hi):
-        raise ConfigError(f"{key}: {value!r} is out of range ({lo} to {hi if hi is not None else 'any'})")
+        want = f"at least {lo}" if hi is None else f"at most {hi}" if lo is None else f"from {lo} to {hi}"
+        raise ConfigError(f"{key}: {value!r} is out of range (must be {want})")
     return float(value) if typ is float else value
 
 

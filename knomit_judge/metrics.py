@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import tempfile
 from datetime import datetime
 from pathlib import Path
 
@@ -51,6 +52,11 @@ def textfile(root: Path, repo, config: Config, override: Path | None = None) -> 
         raise ConfigError(f"{key} {str(raw)!r}: inside the corpus and not ignored by git, it would leave the "
                           "work tree dirty and no decision would be applied; write it outside the corpus "
                           "(e.g. node_exporter's textfile directory) or git-ignore it")
+    try:  # a real write, as the session's will be (access() says yes to root on any disk that is not read-only)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"):
+            pass
+    except OSError as e:
+        raise ConfigError(f"{key} {str(raw)!r}: cannot write in {path.parent}: {e.strerror or e}") from None
     return path
 
 
@@ -228,9 +234,12 @@ def write_atomic(path: Path, text: str) -> None:
     atomic_write(path, text, mode=0o644, prefix=f".{path.name}.")
 
 
-def write(path: Path, root: Path, store, config: Config, judge: str = "anthropic") -> None:
-    """Write the metrics file after a session; a failure is logged, never lost work (the session is committed)."""
+def write(path: Path, root: Path, store, config: Config, judge: str = "anthropic") -> str | None:
+    """Write the metrics file after a session; a failure is logged and returned (the session's work is
+    committed already, so nothing is lost, but the caller exits non-zero so a unit shows it)."""
     try:
         write_atomic(path, render(figures(root, store, config, judge)))
     except OSError as e:
         log.error("metrics file %s not written: %s", path, e)
+        return f"metrics file {path} not written: {e.strerror or e}"
+    return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+import shlex
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -18,7 +19,7 @@ from .decisions import applied, decide, keep, restatable, restate
 from .embeddings import Embedder
 from .freshness import fresh_first, fresh_names, new_names, owed_to_fresh
 from .errors import BadFact, KnomitError
-from .gitops import Applier, Lock, dirty_paths, open_repo
+from .gitops import Applier, Lock, dirty_paths, open_repo, shared_lock
 from .judge import Judge, ScriptedBackend, judge_kind, make_backend, swap_sampled
 from . import metrics
 from .passes import JUDGED_PASSES, Candidate
@@ -31,6 +32,7 @@ from .spend import Caps, summarise
 from .status import PassResult, total_cost
 from .store import FileIndex, Store
 from .throttle import Allowance, assess, record
+from .transport import require_key
 from .verdicts import Journal, Verdict
 
 log = logging.getLogger(__name__)
@@ -62,6 +64,7 @@ class SessionResult:
     parsed: int = 0  # fact files parsed this session (unchanged ones come from the file index)
     corpus: CorpusReport | None = None  # what was read: no fact read is broken, never a silent zero
     spend: dict | None = None  # spend.Spend.json() after the session: today, 7 and 30 days, per pass, projection
+    metrics_error: str | None = None  # the metrics file could not be written after the session: exit 1
 
     @property
     def broken(self) -> bool:
@@ -87,7 +90,7 @@ class SessionResult:
         calls = sum(e["calls"] for e in self.estimates.values())
         usd = "unknown (no price for the model)" if self.estimate_usd is None else f"about ${self.estimate_usd:.4f}"
         return (f"dry run: would ask {questions} question(s) = {calls} call(s), {usd}; "
-                "no judge call was made and nothing was written")
+                "no judge call was made and nothing was written but derived caches")
 
     def json(self) -> dict:
         passes = {name: r.json() for name, r in self.passes.items()}
@@ -100,6 +103,7 @@ class SessionResult:
                 "notes": self.notes, "batches": self.batches, "embedded": self.embedded, "parsed": self.parsed,
                 **({"corpus": self.corpus.json()} if self.corpus else {}),
                 **({"spend": self.spend} if self.spend is not None else {}),
+                **({"metrics_error": self.metrics_error} if self.metrics_error else {}),
                 **({"plan": self.plan, "estimate_usd": self.estimate_usd} if self.dry_run else {})}
 
 
@@ -133,7 +137,7 @@ class Context:
 
     @property
     def judge(self) -> Judge:
-        if self._judge is None:  # a caught-up corpus needs no judge at all, nor a key
+        if self._judge is None:  # made when a question needs it: a caught-up session never loads the SDK
             self._judge = Judge(make_backend(self.options.judge, self.config), self.store, self.config)
         return self._judge
 
@@ -166,16 +170,25 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
     repo = open_repo(root)
     config = config or load_config(root)
     if options.judge != "anthropic":
-        # a bad --judge or replies file fails here, before a session starts and stores anything;
-        # the real judge is made only when a question needs it (a caught-up corpus needs no key)
+        # a bad --judge or replies file fails here, before a session starts and stores anything
         make_backend(options.judge, config)
     elif not options.dry_run:
-        config.require_price(config.judge.model)  # no price, no cap that holds: exit 2 before anything is asked
+        # Whatever ends a session with exit 2 is checked here, before recovery or exact duplicates change the
+        # corpus: no price (no cap that holds), no key. A key the API refuses is known only at the first call.
+        config.require_price(config.judge.model)
+        require_key()
     if options.dry_run:
-        # Dry run: an in-memory copy of the db, no lock, no recovery: not one byte is written.
+        # Dry run: an in-memory copy of the db, no lock, no recovery. Of what it computes only the derived
+        # caches (embeddings, neighbour and candidate lists) reach the db file: never a verdict, reply,
+        # session or throttle row, nor a byte of the corpus or git.
         store = Store.read_only(root)
         with remembered(Memory(store)):
             result = asyncio.run(_session(root, repo, config, store, options, []))
+        with shared_lock(repo) as holder:  # a session running now writes the db: its own derived state will do
+            if holder is None:
+                store.keep_derived()
+        if note := other_judge(store, root, options):
+            result.notes.insert(0, note)
         result.spend = summarise(store, config).json()
         model = config.judge.model
         if options.judge == "anthropic" and config.price(model) is None:
@@ -185,7 +198,7 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
     metrics_path = metrics.textfile(root, repo, config, options.metrics_file)  # a bad path exits 2 now
     with Lock(repo) as lock:
         store = Store.for_corpus(root)
-        ran = False
+        ran, result = False, None
         try:
             notes = recover(root, repo, store, lock, keep_marks=True)
             with remembered(Memory(store)):  # neighbour lists are searched again only where vectors changed
@@ -195,8 +208,25 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
             return result
         finally:
             if ran and metrics_path:  # after a session that raised too: it recorded itself as aborted
-                metrics.write(metrics_path, root, store, config, judge_kind(options.judge))
+                error = metrics.write(metrics_path, root, store, config, judge_kind(options.judge))
+                if error and result is not None:
+                    result.metrics_error = error
+                    result.notes.append(error)
             store.close()
+
+
+def other_judge(store: Store, root: Path, options: ReviewOptions) -> str | None:
+    """A dry run for a judge with no verdicts here while another kind has some: say so, since only a judge's
+    own verdicts count for it (docs/memory.md), and name the command that would use the others."""
+    kind = judge_kind(options.judge)
+    counts = store.judges(options.passes)
+    if counts.get(kind) or not counts:
+        return None
+    other, n = max(counts.items(), key=lambda kv: kv[1])
+    flag = " --judge scripted:FILE" if other == ScriptedBackend.kind else ""
+    return (f"the {kind} judge has no verdicts here; the {n} {other} verdict(s) count only for the {other} judge, "
+            f"so this plan asks everything again: `knomit-judge review {shlex.quote(str(root))} --dry-run{flag}` "
+            "uses them")
 
 
 async def _session(root, repo, config, store, options, notes) -> SessionResult:
@@ -249,6 +279,13 @@ async def _session(root, repo, config, store, options, notes) -> SessionResult:
                 applied += result.passes[p.name].applied - before
             if not applied:
                 break
+        if options.stop is not None and options.stop.is_set():
+            # Stopped before its end (the daemon's SIGTERM): recorded as a plain review's interruption is, so
+            # status, the metrics and the report read one record; the passes it never reached are not defunded.
+            aborted(result, options, KeyboardInterrupt())
+            for r in result.passes.values():
+                charge(ctx, r)
+            return result
         if ctx.batches.gathered:
             await submit_batch(ctx, result)
         for p in passes:
@@ -260,6 +297,8 @@ async def _session(root, repo, config, store, options, notes) -> SessionResult:
     except BaseException as e:  # an error, or a signal's cancellation: recorded as such, then re-raised
         if not options.dry_run:
             aborted(result, options, e)
+            for r in result.passes.values():
+                charge(ctx, r)
         raise
     finally:
         result.batches = ctx.batches.reports
@@ -409,15 +448,20 @@ def finish_pass(p, ctx: Context, r: PassResult, t) -> None:
     if r.waiting and r.state == "worked" and t.allowance is not None and t.allowance <= 0 and \
             not any("wait" in n for n in r.notes):
         r.notes.append(f"balance spent: {r.waiting} candidate(s) wait until resolutions refill it")
-    ledger = ctx._judge.ledgers.get(p.name) if ctx._judge else None
-    if ledger:
-        r.judge_calls, r.attempts, r.cost_usd = ledger.calls, ledger.attempts, ledger.cost_usd
-        r.charged_usd = round(ledger.charged_usd, 6)
+    charge(ctx, r)
     if r.cost_usd is None:
         r.notes.append("cost incomplete: a call reported no usage or its model has no price")
     if not ctx.options.dry_run:
         record(ctx.store, ctx.session, p.name, t, r.offered, r.judged, r.resolved,
                probe_spent=t.probe and r.judged > 0, judge=ctx.kind)
+
+
+def charge(ctx: Context, r: PassResult) -> None:
+    """The pass's calls and cost, from the judge's ledger (a session that was stopped or failed asked them too)."""
+    ledger = ctx._judge.ledgers.get(r.name) if ctx._judge else None
+    if ledger:
+        r.judge_calls, r.attempts, r.cost_usd = ledger.calls, ledger.attempts, ledger.cost_usd
+        r.charged_usd = round(ledger.charged_usd, 6)
 
 
 async def judge_all(p, offer: list[Candidate], ctx: Context, r: PassResult, paid: set = frozenset(),

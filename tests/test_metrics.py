@@ -24,7 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import copy_of, git, write_config
 from test_throttle import JUDGE as THROTTLE_JUDGE
-from messages_server import status
+from messages_server import DEFAULT_REPLY, status, text
 
 from knomit_judge.cli import cli
 from knomit_judge.metrics import _PASS_GAUGES, PASS_STATES, write_atomic
@@ -124,7 +124,7 @@ def test_a_review_writes_a_metrics_file_the_prometheus_parser_reads_back(many, j
                 assert found == [math.inf if want is None else pytest.approx(want)], (name, pass_name)
     assert not list(prom.parent.glob(".*"))  # no temporary file left behind
 
-    # a dry run writes nothing, the metrics file included
+    # a dry run writes no metrics file
     mtime = prom.stat().st_mtime_ns
     review_cli(many, "--dry-run", "--metrics-file", str(prom))
     assert prom.stat().st_mtime_ns == mtime
@@ -159,6 +159,40 @@ def test_a_metrics_path_that_cannot_work_exits_2_before_the_session(many, judge_
     many.commit("ignore the metrics file")
     review_cli(many)
     assert (many.root / "metrics.prom").exists() and git(many.root, "status", "--porcelain") == ""
+
+
+def test_a_metrics_directory_the_session_cannot_write_exits_2_before_the_session(many, judge_env, tmp_path):
+    head = many.log("%H")
+    places = ["/proc"]  # no file can be made there, not even by root (who passes every permission check)
+    if os.geteuid() != 0:
+        (tmp_path / "ro").mkdir(mode=0o555)
+        places.append(str(tmp_path / "ro"))
+    for place in places:
+        result = CliRunner().invoke(cli, ["-q", "review", str(many.root), "--metrics-file", f"{place}/k.prom"])
+        assert result.exit_code == 2 and f"--metrics-file '{place}/k.prom': cannot write in {place}" in result.stderr
+    assert judge_env.calls == 0 and many.log("%H") == head and status_json(many)["last_session"] is None
+
+
+def test_a_metrics_file_not_written_after_the_session_is_a_non_zero_exit(many, judge_env, tmp_path):
+    write_config(many, JUDGE)
+    folder = tmp_path / "textfile"
+    folder.mkdir()
+
+    def respond(request, n):
+        if folder.is_dir():  # while the session runs the directory becomes a file: the write fails as on a full disk
+            folder.rmdir()
+            folder.write_text("not a directory\n", encoding="utf-8")
+        return text(DEFAULT_REPLY)
+
+    judge_env.responder = respond
+    result = CliRunner().invoke(cli, ["-q", "review", str(many.root), "--pass", "alias", "--json",
+                                      "--metrics-file", str(folder / "k.prom")])
+    assert judge_env.calls > 0
+    assert result.exit_code == 1  # a systemd unit shows it failed
+    out = json.loads(result.stdout)
+    assert out["metrics_error"].startswith(f"metrics file {folder / 'k.prom'} not written")
+    assert out["passes"]["alias"]["state"] == "worked"  # the session itself is done and committed
+    assert status_json(many)["last_session"]["id"] == out["session"]
 
 
 # The writer, killed between writing the new text and renaming it into place: fsync is the last step

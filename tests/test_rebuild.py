@@ -64,6 +64,11 @@ def test_a_review_right_after_rebuild_asks_nothing_on_a_planted_corpus(tmp_path)
     drop_db(root)
     out = run("rebuild", root)
     assert out.exit_code == 0 and out.stdout.startswith("rebuilt: verdicts ")
+    # one thing counted, named one way: the lists the passes search, each kept
+    lists = r"neighbour lists (\d+), candidate lists (\d+)"
+    kept = re.search(lists, out.stdout).groups()
+    assert kept == re.search(lists, run("rebuild", root, "--check").stdout).groups()
+    assert json.loads(run("rebuild", root, "--json").stdout)["neighbour_sets"] == int(kept[0])
     again = review(root, ReviewOptions(judge=judge))
     assert calls(again) == 0, again.lines()
     assert all(again.passes[n].state == "caught-up" for n in ("alias", "prune", "discovery")), again.lines()
