@@ -424,9 +424,7 @@ def labels_sections(root: Path) -> str:
 
 
 def precision_chart(name: str, points: list[dict], floor: float) -> str:
-    """Precision after each label, oldest first: the line, its 95% band, and the probation floor (dashed)."""
-    if not points:
-        return f"<p class=muted>{e(name)}: no labels on its decisions yet.</p>"
+    """Precision after each label (at least one), oldest first: the line, its 95% band, the probation floor (dashed)."""
     w, h, left, top, plot = 640, 190, 40, 24, 120
     right = w - 16
     step = (right - left) / max(len(points) - 1, 1)
