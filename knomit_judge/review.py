@@ -24,12 +24,13 @@ from . import metrics
 from .passes import JUDGED_PASSES, Candidate
 from .passes.exact import DuplicateGroups, exact_change, exact_verdict
 from .passes.registry import all_passes
-from .recovery import recover
+from .recovery import recover, sync_git, sync_journal
 from .neighbours import Memory
 from .shortlist import gc_paused, remembered
 from .spend import Caps, summarise
 from .status import PassResult, total_cost
 from .store import FileIndex, Store
+from .sync import Remote, SyncReport
 from .throttle import Allowance, assess, record
 from .verdicts import Journal, Verdict
 
@@ -62,11 +63,13 @@ class SessionResult:
     parsed: int = 0  # fact files parsed this session (unchanged ones come from the file index)
     corpus: CorpusReport | None = None  # what was read: no fact read is broken, never a silent zero
     spend: dict | None = None  # spend.Spend.json() after the session: today, 7 and 30 days, per pass, projection
+    sync: SyncReport | None = None  # [git] remote set: what was merged before the session and pushed after
 
     @property
     def broken(self) -> bool:
         return any(r.state == "broken" for r in self.passes.values()) or \
-            (self.corpus is not None and self.corpus.state == "broken")
+            (self.corpus is not None and self.corpus.state == "broken") or \
+            (self.sync is not None and self.sync.state == "broken")
 
     @property
     def cost_usd(self) -> float | None:
@@ -79,7 +82,8 @@ class SessionResult:
         return None if None in usd else round(sum(usd), 6)
 
     def lines(self) -> list[str]:
-        return [*([self.corpus.line()] if self.corpus else []), *(r.line() for r in self.passes.values())]
+        return [*([self.sync.line()] if self.sync else []), *([self.corpus.line()] if self.corpus else []),
+                *(r.line() for r in self.passes.values())]
 
     def summary(self) -> str:
         """A dry run's last line: what a real session would ask and cost, below the evidence it lists."""
@@ -100,6 +104,7 @@ class SessionResult:
                 "notes": self.notes, "batches": self.batches, "embedded": self.embedded, "parsed": self.parsed,
                 **({"corpus": self.corpus.json()} if self.corpus else {}),
                 **({"spend": self.spend} if self.spend is not None else {}),
+                **({"sync": self.sync.json()} if self.sync is not None else {}),
                 **({"plan": self.plan, "estimate_usd": self.estimate_usd} if self.dry_run else {})}
 
 
@@ -183,20 +188,38 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
                                 "input_per_mtok and output_per_mtok are set")
         return result
     metrics_path = metrics.textfile(root, repo, config, options.metrics_file)  # a bad path exits 2 now
+    remote = Remote.of(repo, config)  # an unknown remote exits 2 now
     with Lock(repo) as lock:
         store = Store.for_corpus(root)
         ran = False
         try:
             notes = recover(root, repo, store, lock, keep_marks=True)
+            if remote:
+                pull(remote, root, repo, store)
             with remembered(Memory(store)):  # neighbour lists are searched again only where vectors changed
                 ran = True
                 result = asyncio.run(_session(root, repo, config, store, options, notes))
+            if remote:
+                remote.push()  # after the session's last commit, its journal's
+                remote.save()
+                result.sync = remote.report
             result.spend = summarise(store, config).json()
             return result
         finally:
             if ran and metrics_path:  # after a session that raised too: it recorded itself as aborted
                 metrics.write(metrics_path, root, store, config, judge_kind(options.judge))
             store.close()
+
+
+def pull(remote: Remote, root: Path, repo, store: Store) -> None:
+    """Merge the remote branch before the corpus is read; what it brought is imported like a lost db's journal."""
+    # journal lines a killed session left uncommitted would stop the merge: committed first, as its own commit
+    Applier(repo).commit_paths([Journal(root).relpath(p) for p in ("exact", *JUDGED_PASSES)],
+                               "journal: verdicts kept before merging the remote\n")
+    if remote.pull():
+        # verdicts other machines journalled and pushed are answered here too: never paid for again
+        sync_journal(root, store)
+        sync_git(repo, store)
 
 
 async def _session(root, repo, config, store, options, notes) -> SessionResult:
