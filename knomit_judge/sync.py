@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -180,13 +181,15 @@ class Remote:
             self.report.merged += count
             return True
         base = run_git(self.repo, "merge-base", "HEAD", theirs).strip()
+        done = subprocess.run(["git", "merge", "--no-ff", "--no-commit", theirs], cwd=self.root, capture_output=True,
+                              env={**os.environ, **GIT_ENV})
+        said = (done.stdout + done.stderr).decode("utf-8", "replace")
+        if done.returncode and not self._merging():  # refused before it began (an untracked file in the way, say)
+            self.report.fail("broken", f"the merge of {self.name}/{self.branch} did not start: {_last(said)}")
+            return False
         try:
-            self._git("merge", "--no-ff", "--no-commit", "-q", theirs)
-        except GitFailed as e:
-            if not self._merging():  # refused before it began (an untracked file in the way, say)
-                self.report.fail("broken", f"the merge of {self.name}/{self.branch} did not start: {_last(e.raw)}")
-                return False
-        try:
+            if way := re.search(r"CONFLICT \((?:file/directory|directory/file)\).*? of (.+?) from ", said):
+                raise Unmergeable(way[1], "a file against a folder: resolve it by hand and commit")
             lost = self._resolve()
             lost |= self._unbroken(theirs)
             overridden = self._decisions(base, lost)
@@ -427,7 +430,9 @@ class Remote:
 def _rejected(stderr: str) -> bool:
     """A push refused because the remote has commits we lack (not a network or permission failure)."""
     s = stderr.lower()
-    return "[rejected]" in s and ("fetch first" in s or "non-fast-forward" in s) or "stale info" in s
+    # "failed to update ref" / "cannot lock ref": another push won the race after ours read the remote's refs
+    return "[rejected]" in s and ("fetch first" in s or "non-fast-forward" in s) or "stale info" in s or \
+        "failed to update ref" in s or "cannot lock ref" in s
 
 
 def _last(stderr: str) -> str:

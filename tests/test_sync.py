@@ -323,3 +323,25 @@ def test_remote_settings_are_validated(tmp_path):
         out = CliRunner().invoke(cli, ["review", str(repo.root), "--judge", "scripted:/dev/null"])
         assert out.exit_code == 2 and key in out.output, out.output
         assert "Traceback" not in out.output
+
+
+def test_a_file_against_a_folder_aborts_the_merge(tmp_path, path_remote, judge_env):
+    judge_env.responder = respond
+    reviewer = clone(str(path_remote), tmp_path / "reviewer", "sync")
+    (reviewer / "facts" / "ops" / "f4.md").write_text(fact_text("Queue growth amplifies latency, edited"))
+    git(reviewer, "commit", "-q", "-am", "an edit of f4")
+    writer = tmp_path / "writer"
+    git(tmp_path, "clone", "-q", str(path_remote), str(writer))
+    git(writer, "rm", "-q", "facts/ops/f4.md")
+    (writer / "facts" / "ops" / "f4.md").mkdir()
+    (writer / "facts" / "ops" / "f4.md" / "note.txt").write_text("a folder now\n")
+    git(writer, "add", "-A")
+    git(writer, "commit", "-q", "-m", "f4 is a folder")
+    git(writer, "push", "-q", "origin", "HEAD:main")
+
+    result = review(reviewer, ReviewOptions())
+
+    assert result.sync.state == "broken" and result.sync.paths == ["facts/ops/f4.md"], result.sync
+    assert "folder" in result.sync.error
+    assert_no_merge_left(reviewer)
+    assert "edited" in (reviewer / "facts" / "ops" / "f4.md").read_text()  # the local commit stays
