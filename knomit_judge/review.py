@@ -30,7 +30,7 @@ from .shortlist import gc_paused, remembered
 from .spend import Caps, summarise
 from .status import PassResult, total_cost
 from .store import FileIndex, Store
-from .sync import Remote, SyncReport
+from .sync import Remote, SyncReport, changed_since_last_session
 from .throttle import Allowance, assess, record
 from .verdicts import Journal, Verdict
 
@@ -253,11 +253,17 @@ async def _session(root, repo, config, store, options, notes) -> SessionResult:
         # before collecting: questions in a batch still running count as spent, and collected ones are
         # judged as paid below, so the balance charges each batched question once
         throttles = {p.name: assess(store, p.name, config.budget, ctx.kind) for p in passes}
+        in_git = False  # facts changed since the last session in the history, for a db that has none of its own
         for p in passes:
             ctx.allowances[p.name] = Allowance(throttles[p.name], config.budget.questions_per_resolution)
             ctx.since[p.name] = ctx.store.last_session(p.name, ctx.kind) if ctx.index is not None else (None, None)
-            ctx.fresh[p.name] = fresh_names(p, ctx, ctx.since[p.name][0])
-            ctx.new[p.name] = new_names(p, ctx, ctx.since[p.name][1])
+            if ctx.since[p.name] == (None, None) and in_git is False:
+                # a fresh clone of a shared corpus: what writers changed since any machine's last session is
+                # as new to this one as to the machine that would have run it
+                in_git = changed_since_last_session(repo, set(corpus.facts))
+            paths = (in_git or None) if ctx.since[p.name] == (None, None) else None
+            ctx.fresh[p.name] = fresh_names(p, ctx, ctx.since[p.name][0], paths)
+            ctx.new[p.name] = new_names(p, ctx, ctx.since[p.name][1], paths)
         if not options.dry_run and ctx.batches.open_batches():
             await ctx.batches.collect(ctx.judge, all_passes())  # finished batches first, whatever --pass says
         for p in passes:

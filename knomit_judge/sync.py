@@ -427,6 +427,22 @@ class Remote:
         run_git(self.repo, "checkout", "--", path)
 
 
+def changed_since_last_session(repo, facts: set[str]) -> set[str] | None:
+    """The facts git changed since the newest session's journal commit in HEAD's history (None: no session).
+
+    What a db with no session of its own (a fresh clone, an ephemeral runner) takes as fresh: the writers'
+    edits since whichever machine reviewed last.
+    """
+    try:
+        sha = run_git(repo, "log", "-1", "--format=%H", "--grep=^Knomit-Session: ", "HEAD").strip()
+        if not sha:
+            return None
+        changed = run_git(repo, "diff", "--name-only", "-z", "--no-renames", sha, "HEAD").split("\0")
+    except GitFailed:
+        return None
+    return {p for p in changed if p in facts}
+
+
 def _rejected(stderr: str) -> bool:
     """A push refused because the remote has commits we lack (not a network or permission failure)."""
     s = stderr.lower()

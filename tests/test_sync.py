@@ -385,3 +385,35 @@ def test_the_github_workflow_passes_actionlint(tmp_path):
     broken = tmp_path / "broken.yml"  # the check can fail: a context that does not exist is found
     broken.write_text(wf.replace("secrets.ANTHROPIC_API_KEY", "secret.ANTHROPIC_API_KEY"))
     assert actionlint(broken).returncode != 0
+
+
+def test_a_fresh_clone_asks_what_is_owed_to_the_writers_new_facts(tmp_path, path_remote, judge_env):
+    from test_prune import responder
+    judge_env.responder = responder()  # every answer a no: the passes spend their balance and are defunded
+    kept = clone(str(path_remote), tmp_path / "kept", "sync")
+    toml = kept / "knomit-judge.toml"
+    toml.write_text(toml.read_text() + "\n[budget]\noptimistic_cap = 1\n")
+    git(kept, "commit", "-q", "-am", "a small balance")
+    first = review(kept, ReviewOptions())
+    assert {r.throttle for r in first.passes.values() if r.name != "exact"} >= {"optimistic"}
+    assert first.sync.state == "synced"
+    writer = tmp_path / "writer"
+    git(tmp_path, "clone", "-q", str(path_remote), str(writer))
+    new = fact_text("A punishment that stops its own lifting keeps the system locked",
+                    ["penalty-that-blocks-recovery"], 0.6, ["s9"], "The lock holds the key that would open it.")
+    (writer / "facts" / "ops" / "f5.md").write_text(new)
+    git(writer, "add", "-A")
+    git(writer, "commit", "-q", "-m", "writer: f5")
+    git(writer, "push", "-q", "origin", "HEAD:main")
+
+    # an ephemeral runner: no db, no session of its own; the writer's new fact is as new to it as to the kept clone
+    calls = judge_env.calls
+    runner = review(clone(str(path_remote), tmp_path / "runner", "sync"), ReviewOptions())
+    asked = [question(r) for r in judge_env.requests[calls:]]
+    assert asked and all("keeps the system locked" in q or "penalty-that-blocks-recovery" in q for q in asked), runner.lines()
+    for name in ("alias", "prune"):  # defunded, they ask only what the new fact is owed
+        assert runner.passes[name].throttle.startswith("defunded") and runner.passes[name].judge_calls, runner.lines()
+    # the kept clone merges what the runner journalled and pushed, and pays for none of it again
+    calls = judge_env.calls
+    review(kept, ReviewOptions())
+    assert not set(asked) & {question(r) for r in judge_env.requests[calls:]}
