@@ -224,9 +224,9 @@ class Replay:
     """A scratch corpus: a `writer` branch taking each day's state, merged into the reviewed `main`."""
 
     def __init__(self, work: Path, judge: LabelJudge, server: MessagesServer, motif_keys: list[str] | None,
-                 settings: list[str] = (), remote: bool = False) -> None:
+                 settings: list[str] = (), remote: bool = False, fresh_every: int = 3) -> None:
         self.settings = list(settings) + ['remote = "origin"'] * remote
-        self.remote = Served(work) if remote else None
+        self.remote = Served(work, fresh_every) if remote else None
         self.work = work
         self.root, self.wt = work / "corpus", work / "writer"
         self.judge, self.server, self.motif_keys = judge, server, motif_keys
@@ -313,7 +313,8 @@ class Replay:
 
     def session(self, label: str, changed: int, pairs: dict, at: datetime, n: int = 0) -> Row:
         root = self.root
-        if self.remote and n % 3 == 2:  # every third day an ephemeral runner: a fresh clone, no db
+        if self.remote and self.remote.fresh_every and n % self.remote.fresh_every == self.remote.fresh_every - 1:
+            # every third day (--fresh-every) an ephemeral runner: a fresh clone, no db
             root = self.remote.fresh(self.work / f"runner-{n}")
         elif self.remote:
             self.remote.hook(root)
@@ -353,8 +354,8 @@ exit 0
 class Served:
     """--remote: a bare repository served by git daemon, the writer's clone, and the reviewer's clones."""
 
-    def __init__(self, work: Path) -> None:
-        self.work = work
+    def __init__(self, work: Path, fresh_every: int = 3) -> None:
+        self.work, self.fresh_every = work, fresh_every
         self.bare, self.writer, self.view = work / "served" / "kb.git", work / "writer-clone", work / "view"
         self.pending = work / "writer-pending"
         self.daemon = None
@@ -466,7 +467,7 @@ def retired(path: Path) -> bool:
 
 
 def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_keys, keep: Path | None,
-           settings: list[str] = (), remote: bool = False) -> dict:
+           settings: list[str] = (), remote: bool = False, fresh_every: int = 3) -> dict:
     """Run the whole replay; print a row per session and the totals; return the figures."""
     if keep:
         keep.mkdir(parents=True, exist_ok=True)
@@ -479,7 +480,7 @@ def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_ke
     merged_again: dict[str, int] = defaultdict(int)
     rp = None
     try:
-        rp = Replay(tmp, judge, server, motif_keys, settings, remote)
+        rp = Replay(tmp, judge, server, motif_keys, settings, remote, fresh_every)
         print(f"{'day':<11} {'facts':>5} {'new/ed':>6} {'questions':>9} {'asked':>5} {'calls':>6} {'$':>8}  states "
               "(alias/prune/discovery)   resolved a/p/d  commits", flush=True)
         for i, day in enumerate(days + [None] * extra):
@@ -747,6 +748,8 @@ def main(argv=None) -> int:
     ap.add_argument("--json", action="store_true", help="also print the figures as one JSON object")
     ap.add_argument("--remote", action="store_true",
                     help="through a served bare repository: the writer pushes during each session (issue 28)")
+    ap.add_argument("--fresh-every", type=int, default=3,
+                    help="--remote: the reviewer runs in a fresh clone every N-th day (0: always its kept clone)")
     ap.add_argument("--set", action="append", default=[], metavar="'KEY = VALUE'",
                     help="replace the line init wrote for KEY (e.g. 'questions_per_resolution = 20'); repeatable")
     args = ap.parse_args(argv)
@@ -767,7 +770,7 @@ def main(argv=None) -> int:
             print(f"aekb history: {len(days)} days, {len(pairs)} standing dedups, "
                   f"{len(read_alias_labels(ALIASES))} labelled alias pairs", flush=True)
             keys = ["motifs", "entities"]
-        figures = replay(days, judge, pairs, args.extra, keys, args.keep, args.set, args.remote)
+        figures = replay(days, judge, pairs, args.extra, keys, args.keep, args.set, args.remote, args.fresh_every)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if args.json:

@@ -171,6 +171,8 @@ def test_writer_pushes_during_a_session_and_wins_its_hunks(tmp_path, served, mon
         assert sorted(p for paths in overridden.values() for p in paths) == ["facts/ops/f2.md", "facts/ops/f3.md"]
         merge = git(bare, "log", "-1", "--merges", "--format=%B", "main")
         assert all(f"Knomit-Overridden: {vid}" in merge for vid in overridden)
+        from knomit_judge.history import status
+        assert status(reviewer)["metrics"]["sync"]["overridden_decisions"] == len(overridden)
 
         # the next session: the standing alias yes is restated without a call, the changed f2 asked again
         calls = server.calls
@@ -262,7 +264,14 @@ def path_remote(tmp_path):
 
 def test_unreachable_remote_is_named_and_loses_no_commit(tmp_path, path_remote, judge_env):
     from click.testing import CliRunner
+    from prometheus_client.parser import text_string_to_metric_families
     from knomit_judge.cli import cli
+
+    def gauges(path: Path) -> dict:
+        return {(s.name, s.labels.get("state")): s.value for f in text_string_to_metric_families(path.read_text())
+                for s in f.samples if s.name.startswith(("knomit_judge_sync", "knomit_judge_unpushed",
+                                                         "knomit_judge_last_push", "knomit_judge_overridden"))}
+
     judge_env.responder = respond
     reviewer = clone(str(path_remote), tmp_path / "reviewer", "sync")
     git(reviewer, "remote", "set-url", "origin", f"git://127.0.0.1:{free_port()}/gone.git")
@@ -275,18 +284,28 @@ def test_unreachable_remote_is_named_and_loses_no_commit(tmp_path, path_remote, 
     assert report["passes"]["alias"]["applied"] == 1  # reviewed the local copy; pushed later
     unpushed = report["sync"]["unpushed"]
     assert unpushed >= 2
-    prom = metrics.read_text()
-    assert 'knomit_judge_sync_state{corpus="%s",state="unreachable"} 1' % reviewer in prom
-    assert f'knomit_judge_unpushed_commits{{corpus="{reviewer}"}} {unpushed}' in prom
+    g = gauges(metrics)
+    assert g[("knomit_judge_sync_state", "unreachable")] == 1 and g[("knomit_judge_sync_state", "synced")] == 0
+    assert g[("knomit_judge_unpushed_commits", None)] == unpushed
+    assert g[("knomit_judge_unpushed_sessions", None)] == 1  # the alert waits for a second session
+    assert ("knomit_judge_last_push_timestamp_seconds", None) not in g
 
-    lines = CliRunner().invoke(cli, ["review", str(reviewer)])
+    lines = CliRunner().invoke(cli, ["review", str(reviewer), "--metrics-file", str(metrics)])
+    assert lines.exit_code == 0 and "Traceback" not in lines.output
     assert lines.stdout.splitlines()[0].startswith("sync origin/main: unreachable - ")
+    assert gauges(metrics)[("knomit_judge_unpushed_sessions", None)] == 2  # KnomitJudgeUnpushed fires
 
     git(reviewer, "remote", "set-url", "origin", str(path_remote))  # back: the next session pushes them
-    out = CliRunner().invoke(cli, ["review", str(reviewer), "--json"])
+    out = CliRunner().invoke(cli, ["review", str(reviewer), "--json", "--metrics-file", str(metrics)])
     report = json.loads(out.stdout)
-    assert report["sync"]["state"] == "synced" and report["sync"]["unpushed"] == 0
+    assert report["sync"]["state"] == "synced" and report["sync"]["unpushed"] == 0 and report["sync"]["pushed"] >= 2
     git(path_remote, "merge-base", "--is-ancestor", git(reviewer, "rev-parse", "HEAD").strip(), "main")
+    g = gauges(metrics)
+    assert g[("knomit_judge_unpushed_commits", None)] == 0 and g[("knomit_judge_unpushed_sessions", None)] == 0
+    assert abs(g[("knomit_judge_last_push_timestamp_seconds", None)] - time.time()) < 120
+    status = json.loads(CliRunner().invoke(cli, ["status", str(reviewer), "--json"]).stdout)["metrics"]["sync"]
+    assert status["state"] == "synced" and status["unpushed_commits"] == 0 and status["last_push_at"]
+    assert status["overridden_decisions"] == g[("knomit_judge_overridden_decisions", None)] == 0
 
 
 def test_a_binary_conflict_aborts_the_merge_and_keeps_the_commits(tmp_path, path_remote, judge_env):
