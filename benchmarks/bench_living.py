@@ -318,7 +318,8 @@ class Replay:
             root = self.remote.fresh(self.work / f"runner-{n}")
         elif self.remote:
             self.remote.hook(root)
-        self.judge.refresh(root)
+        # the judge knows the facts by their titles: with a remote, as the remote has them (the clone merges it)
+        self.judge.refresh(self.view if self.remote else root)
         self.judge.questions = set()
         before = self.server.calls
         t0 = time.perf_counter()

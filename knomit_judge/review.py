@@ -253,17 +253,21 @@ async def _session(root, repo, config, store, options, notes) -> SessionResult:
         # before collecting: questions in a batch still running count as spent, and collected ones are
         # judged as paid below, so the balance charges each batched question once
         throttles = {p.name: assess(store, p.name, config.budget, ctx.kind) for p in passes}
-        in_git = False  # facts changed since the last session in the history, for a db that has none of its own
+        in_git = False  # what changed since the last session in the history, for a db that has none of its own
         for p in passes:
             ctx.allowances[p.name] = Allowance(throttles[p.name], config.budget.questions_per_resolution)
-            ctx.since[p.name] = ctx.store.last_session(p.name, ctx.kind) if ctx.index is not None else (None, None)
-            if ctx.since[p.name] == (None, None) and in_git is False:
-                # a fresh clone of a shared corpus: what writers changed since any machine's last session is
-                # as new to this one as to the machine that would have run it
-                in_git = changed_since_last_session(repo, set(corpus.facts))
-            paths = (in_git or None) if ctx.since[p.name] == (None, None) else None
-            ctx.fresh[p.name] = fresh_names(p, ctx, ctx.since[p.name][0], paths)
-            ctx.new[p.name] = new_names(p, ctx, ctx.since[p.name][1], paths)
+            since = ctx.store.last_session(p.name, ctx.kind) if ctx.index is not None else (None, None)
+            paths = None
+            if since == (None, None):
+                if in_git is False:
+                    # a fresh clone of a shared corpus: what writers changed since any machine's last session
+                    # is as new to this one as to the machine that would have run it
+                    in_git = changed_since_last_session(repo, set(corpus.facts))
+                if in_git:  # and what is owed is counted from that session's end, as that machine would
+                    paths, since = in_git[0], (in_git[1], in_git[1])
+            ctx.since[p.name] = since
+            ctx.fresh[p.name] = fresh_names(p, ctx, since[0], paths)
+            ctx.new[p.name] = new_names(p, ctx, since[1], paths)
         if not options.dry_run and ctx.batches.open_batches():
             await ctx.batches.collect(ctx.judge, all_passes())  # finished batches first, whatever --pass says
         for p in passes:

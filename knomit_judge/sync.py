@@ -251,7 +251,9 @@ class Remote:
         for path in self._changed("HEAD", None):
             merged = self._show(f":{path}")
             if merged is not None and not self._parses(path, merged):
-                self._git("checkout", theirs, "--", path) if self._show(f"{theirs}:{path}") is not None else \
+                if self._show(f"{theirs}:{path}") is not None:
+                    self._git("checkout", theirs, "--", path)
+                else:  # the writer deleted it
                     self._git("rm", "-q", "-f", "--", path)
                 taken.add(path)
                 self.report.notes.append(f"{path}: the merged hunks did not parse; the writer's file is kept whole")
@@ -427,20 +429,22 @@ class Remote:
         run_git(self.repo, "checkout", "--", path)
 
 
-def changed_since_last_session(repo, facts: set[str]) -> set[str] | None:
-    """The facts git changed since the newest session's journal commit in HEAD's history (None: no session).
+def changed_since_last_session(repo, facts: set[str]) -> tuple[set[str], str] | None:
+    """The facts git changed since the newest session's journal commit in HEAD's history, and when that
+    commit was made (None: no session in the history).
 
     What a db with no session of its own (a fresh clone, an ephemeral runner) takes as fresh: the writers'
     edits since whichever machine reviewed last.
     """
     try:
-        sha = run_git(repo, "log", "-1", "--format=%H", "--grep=^Knomit-Session: ", "HEAD").strip()
-        if not sha:
+        found = run_git(repo, "log", "-1", "--format=%H %ct", "--grep=^Knomit-Session: ", "HEAD").split()
+        if not found:
             return None
-        changed = run_git(repo, "diff", "--name-only", "-z", "--no-renames", sha, "HEAD").split("\0")
+        changed = run_git(repo, "diff", "--name-only", "-z", "--no-renames", found[0], "HEAD").split("\0")
     except GitFailed:
         return None
-    return {p for p in changed if p in facts}
+    at = datetime.fromtimestamp(int(found[1]), timezone.utc).isoformat(timespec="milliseconds")
+    return {p for p in changed if p in facts}, at
 
 
 def _rejected(stderr: str) -> bool:
