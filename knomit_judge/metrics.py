@@ -234,7 +234,8 @@ def render(fig: dict) -> str:
         _family(out, name, help_text, [(_labels(corpus=corpus), fig["spend"][key])])
     if sync := fig.get("sync"):
         if sync["state"] is not None:
-            _family(out, "knomit_judge_sync_state", "What the last session made of [git] remote: 1 for the current state.",
+            _family(out, "knomit_judge_sync_state",
+                    "What the last session made of [git] remote: 1 for the current state.",
                     [(_labels(corpus=corpus, state=s), int(sync["state"] == s))
                      for s in sorted({*SYNC_STATES, sync["state"]})])
         if sync["last_push_at"]:

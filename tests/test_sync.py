@@ -219,6 +219,9 @@ def both_at_once(tmp_path, url: str, mode: str) -> tuple[list, list, list]:
         for r, (out, err) in zip(runs, outs):
             assert r.returncode == 0, err
         first = [[question(q) for q in s.requests] for s in servers]
+        if mode == "sync":  # both ran at once: the second to push merged the first one's commits
+            syncs = [json.loads(out)["sync"] for out, _ in outs]
+            assert sum(s_["merged"] for s_ in syncs) >= 1 and all(s_["state"] == "synced" for s_ in syncs), syncs
         # and each once more: nothing either machine journalled and pushed is paid for again
         again = []
         for m, s in zip(machines, servers):
@@ -245,7 +248,8 @@ def test_two_reviewers_at_once(tmp_path, served, mode):
         git(bare, "merge-base", "--is-ancestor", git(m, "rev-parse", "HEAD").strip(), "main")
         assert_no_merge_left(m)
     # each decision once: one retraction of f2, f1's sources carried over once, f3's spelling merged
-    f1, f2, f3 = (parse_fact(f"facts/ops/{n}.md", git(bare, "show", f"main:facts/ops/{n}.md")) for n in ("f1", "f2", "f3"))
+    f1, f2, f3 = (parse_fact(f"facts/ops/{n}.md", git(bare, "show", f"main:facts/ops/{n}.md"))
+                  for n in ("f1", "f2", "f3"))
     assert f1.sources == ("s1", "s2") and f2.status == "retracted" and f3.motifs == ("penalty-blocks-own-recovery",)
     assert git(bare, "show", "main:facts/ops/f2.md").count("status:") == 1
 
@@ -429,7 +433,7 @@ def test_a_fresh_clone_asks_what_is_owed_to_the_writers_new_facts(tmp_path, path
     calls = judge_env.calls
     runner = review(clone(str(path_remote), tmp_path / "runner", "sync"), ReviewOptions())
     asked = [question(r) for r in judge_env.requests[calls:]]
-    assert asked and all("keeps the system locked" in q or "penalty-that-blocks-recovery" in q for q in asked), runner.lines()
+    assert asked and all("keeps the system locked" in q or "penalty-that-blocks-recovery" in q for q in asked), asked
     for name in ("alias", "prune"):  # defunded, they ask only what the new fact is owed
         assert runner.passes[name].throttle.startswith("defunded") and runner.passes[name].judge_calls, runner.lines()
     # the kept clone merges what the runner journalled and pushed, and pays for none of it again
