@@ -112,42 +112,57 @@ class Remote:
 
     def pull(self) -> bool:
         """Fetch the remote branch and merge it into HEAD; True when HEAD moved."""
-        return self._fetch() and self._merge()
+        try:
+            return self._fetch() and self._merge()
+        except GitFailed as e:  # a local git failure (a lock, a full disk): named, the session goes on locally
+            self._abort()
+            self.report.fail("broken", f"git failed: {_last(e.raw)}")
+            return False
 
     def push(self) -> None:
         """Push HEAD to the remote branch; on a rejection fetch, merge and push again (never forced)."""
         r = self.report
         try:
-            if r.state in ("unreachable", "broken"):
-                return  # said why at the start; the commits stay and the next session tries again
-            for _ in range(PUSH_ATTEMPTS):
-                ahead = self.unpushed()
-                if not ahead:
-                    return
-                if broken := self._broken_facts():
-                    r.fail("broken", "not pushed: these facts parse on the remote and not here", broken)
-                    return
-                try:
-                    self._net("push", "--quiet", self.name, f"HEAD:refs/heads/{self.branch}")
-                except GitFailed as e:
-                    if not _rejected(e.raw):  # refused by the remote (a hook, a permission), or not reached
-                        r.fail("unpushed" if "remote rejected" in e.raw else "unreachable", _last(e.raw))
-                        return
-                    log.info("push to %s/%s rejected: the remote moved on; merging it again", self.name, self.branch)
-                    if not self._fetch():
-                        return
-                    self._merge()
-                    if r.state == "broken":
-                        return
-                    continue
-                # the remote-tracking ref and its reflog say when the last push went out (metrics read it)
-                run_git(self.repo, "update-ref", "-m", PUSHED, self.tracking, "HEAD")
-                r.pushed += ahead
-                return
-            r.fail("unpushed", f"the push was rejected {PUSH_ATTEMPTS} times (the remote kept moving); "
-                               "the next session tries again")
+            self._push()
+        except GitFailed as e:
+            self._abort()
+            r.fail("broken", f"git failed: {_last(e.raw)}")
         finally:
-            r.unpushed = self.unpushed()
+            try:
+                r.unpushed = self.unpushed()
+            except GitFailed:
+                pass
+
+    def _push(self) -> None:
+        r = self.report
+        if r.state in ("unreachable", "broken"):
+            return  # said why at the start; the commits stay and the next session tries again
+        for _ in range(PUSH_ATTEMPTS):
+            ahead = self.unpushed()
+            if not ahead:
+                return
+            if broken := self._broken_facts():
+                r.fail("broken", "not pushed: these facts parse on the remote and not here", broken)
+                return
+            try:
+                self._net("push", "--quiet", self.name, f"HEAD:refs/heads/{self.branch}")
+            except GitFailed as e:
+                if not _rejected(e.raw):  # refused by the remote (a hook, a permission), or not reached
+                    r.fail("unpushed" if "remote rejected" in e.raw else "unreachable", _last(e.raw))
+                    return
+                log.info("push to %s/%s rejected: the remote moved on; merging it again", self.name, self.branch)
+                if not self._fetch():
+                    return
+                self._merge()
+                if r.state == "broken":
+                    return
+                continue
+            # the remote-tracking ref and its reflog say when the last push went out (metrics read it)
+            run_git(self.repo, "update-ref", "-m", PUSHED, self.tracking, "HEAD")
+            r.pushed += ahead
+            return
+        r.fail("unpushed", f"the push was rejected {PUSH_ATTEMPTS} times (the remote kept moving); "
+                           "the next session tries again")
 
     # --- fetch and merge ---------------------------------------------------------------------------
 
