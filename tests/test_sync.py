@@ -440,3 +440,17 @@ def test_a_fresh_clone_asks_what_is_owed_to_the_writers_new_facts(tmp_path, path
     calls = judge_env.calls
     review(kept, ReviewOptions())
     assert not set(asked) & {question(r) for r in judge_env.requests[calls:]}
+
+
+def test_a_fact_broken_here_is_never_pushed(tmp_path, path_remote, judge_env):
+    judge_env.responder = respond
+    reviewer = clone(str(path_remote), tmp_path / "reviewer", "sync")
+    before = git(path_remote, "rev-parse", "main")
+    (reviewer / "facts" / "ops" / "f4.md").write_text("---\ntitle: [unclosed\n---\nA body.\n")
+    git(reviewer, "commit", "-q", "-am", "a person's slip")
+
+    result = review(reviewer, ReviewOptions())
+
+    assert result.sync.state == "broken" and result.sync.paths == ["facts/ops/f4.md"], result.sync.line()
+    assert result.broken and git(path_remote, "rev-parse", "main") == before  # nothing pushed
+    assert result.sync.unpushed >= 2  # the reviewer's own commits wait with it, none lost
