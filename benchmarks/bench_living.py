@@ -293,14 +293,15 @@ class Replay:
                            capture_output=True, text=True, env={**os.environ, **env})
         if r.returncode:
             # modify/delete: the reviewer retired a fact the writer then edited; the writer's edit wins
-            for path in git(self.root, "diff", "--name-only", "--diff-filter=U").split("\n"):
-                if not path:
-                    continue
+            # (any other conflict left, e.g. a rename against an edit, is settled the same way: the day's file)
+            unmerged = {e.split("\t", 1)[1] for e in git(into, "ls-files", "-u", "-z").split("\0") if "\t" in e}
+            for path in sorted(unmerged):
                 if path in day.files:
-                    git(into, "checkout", "--theirs", "--", path)
+                    (into / path).parent.mkdir(parents=True, exist_ok=True)
+                    (into / path).write_bytes(day.files[path])
                     git(into, "add", "--", path)
                 else:
-                    git(into, "rm", "-q", "--", path)
+                    git(into, "rm", "-q", "-f", "--", path)
             git(into, "commit", "-q", "--no-edit", env=env)
         if self.remote:
             self.remote.pending.touch()  # pushed by the reviewer's pre-push hook, or after the session
