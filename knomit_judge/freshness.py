@@ -12,10 +12,11 @@ from .passes import Candidate, subject_names
 def fresh_names(p, ctx, since: str | None, paths: set[str] | None = None) -> set[str]:
     """The facts (or, for alias, the spellings they carry) whose content changed since the pass's last session.
 
-    `paths`, when given, are those facts as git tells them (a db with no session of its own: a fresh clone).
+    `paths`, when given, are those facts as git tells them (a fresh clone of a shared corpus: no session of its
+    own in its db).
     """
     if paths is None:
-        if since is None:  # a first session (or a db rebuilt, in a history with no session): nothing to be fresher than
+        if since is None:  # a first session (or a db rebuilt without its history): nothing to be fresher than
             return set()
         paths = ctx.index.changed_since(since)
     if getattr(p, "about", "facts") != "spellings":

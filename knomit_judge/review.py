@@ -258,7 +258,7 @@ async def _session(root, repo, config, store, options, notes) -> SessionResult:
             ctx.allowances[p.name] = Allowance(throttles[p.name], config.budget.questions_per_resolution)
             since = ctx.store.last_session(p.name, ctx.kind) if ctx.index is not None else (None, None)
             paths = None
-            if since == (None, None):
+            if since == (None, None) and config.git.remote:  # unset, a session is exactly as before the remote
                 if in_git is False:
                     # a fresh clone of a shared corpus: what writers changed since any machine's last session
                     # is as new to this one as to the machine that would have run it
