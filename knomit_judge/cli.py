@@ -156,8 +156,8 @@ def init(corpus, create):
 def review(corpus, dry_run, evidence, passes, as_json, judge, batch, metrics_file):
     """Run one review session: exact duplicates, then the alias, prune and discovery judges.
 
-    Exit 0 done, 1 a pass is broken or the metrics file was not written, 2 usage or configuration error,
-    3 corpus locked.
+    Exit 0 done, 1 a pass (or the corpus, or the sync with [git] remote) is broken or the metrics file was not
+    written, 2 usage or configuration error, 3 corpus locked.
 
     Example: knomit-judge review ~/corpus --pass alias --json --metrics-file /var/lib/node_exporter/knomit.prom
     """

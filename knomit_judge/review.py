@@ -25,12 +25,13 @@ from . import metrics
 from .passes import JUDGED_PASSES, Candidate
 from .passes.exact import DuplicateGroups, exact_change, exact_verdict
 from .passes.registry import all_passes
-from .recovery import recover
+from .recovery import recover, sync_git, sync_journal
 from .neighbours import Memory
 from .shortlist import gc_paused, remembered
 from .spend import Caps, summarise
 from .status import PassResult, total_cost
 from .store import FileIndex, Store
+from .sync import Remote, SyncReport, changed_since_last_session
 from .throttle import Allowance, assess, record
 from .transport import require_key
 from .verdicts import Journal, Verdict
@@ -65,11 +66,13 @@ class SessionResult:
     corpus: CorpusReport | None = None  # what was read: no fact read is broken, never a silent zero
     spend: dict | None = None  # spend.Spend.json() after the session: today, 7 and 30 days, per pass, projection
     metrics_error: str | None = None  # the metrics file could not be written after the session: exit 1
+    sync: SyncReport | None = None  # [git] remote set: what was merged before the session and pushed after
 
     @property
     def broken(self) -> bool:
         return any(r.state == "broken" for r in self.passes.values()) or \
-            (self.corpus is not None and self.corpus.state == "broken")
+            (self.corpus is not None and self.corpus.state == "broken") or \
+            (self.sync is not None and self.sync.state == "broken")
 
     @property
     def cost_usd(self) -> float | None:
@@ -82,7 +85,8 @@ class SessionResult:
         return None if None in usd else round(sum(usd), 6)
 
     def lines(self) -> list[str]:
-        return [*([self.corpus.line()] if self.corpus else []), *(r.line() for r in self.passes.values())]
+        return [*([self.sync.line()] if self.sync else []), *([self.corpus.line()] if self.corpus else []),
+                *(r.line() for r in self.passes.values())]
 
     def summary(self) -> str:
         """A dry run's last line: what a real session would ask and cost, below the evidence it lists."""
@@ -104,6 +108,7 @@ class SessionResult:
                 **({"corpus": self.corpus.json()} if self.corpus else {}),
                 **({"spend": self.spend} if self.spend is not None else {}),
                 **({"metrics_error": self.metrics_error} if self.metrics_error else {}),
+                **({"sync": self.sync.json()} if self.sync is not None else {}),
                 **({"plan": self.plan, "estimate_usd": self.estimate_usd} if self.dry_run else {})}
 
 
@@ -196,14 +201,21 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
                                 "input_per_mtok and output_per_mtok are set")
         return result
     metrics_path = metrics.textfile(root, repo, config, options.metrics_file)  # a bad path exits 2 now
+    remote = Remote.of(repo, config)  # an unknown remote exits 2 now
     with Lock(repo) as lock:
         store = Store.for_corpus(root)
         ran, result = False, None
         try:
             notes = recover(root, repo, store, lock, keep_marks=True)
+            if remote:
+                pull(remote, root, repo, store)
             with remembered(Memory(store)):  # neighbour lists are searched again only where vectors changed
                 ran = True
                 result = asyncio.run(_session(root, repo, config, store, options, notes))
+            if remote:
+                remote.push()  # after the session's last commit, its journal's
+                remote.save()
+                result.sync = remote.report
             result.spend = summarise(store, config).json()
             return result
         finally:
@@ -227,6 +239,17 @@ def other_judge(store: Store, root: Path, options: ReviewOptions) -> str | None:
     return (f"the {kind} judge has no verdicts here; the {n} {other} verdict(s) count only for the {other} judge, "
             f"so this plan asks everything again: `knomit-judge review {shlex.quote(str(root))} --dry-run{flag}` "
             "uses them")
+
+
+def pull(remote: Remote, root: Path, repo, store: Store) -> None:
+    """Merge the remote branch before the corpus is read; what it brought is imported like a lost db's journal."""
+    # journal lines a killed session left uncommitted would stop the merge: committed first, as its own commit
+    Applier(repo).commit_paths([Journal(root).relpath(p) for p in ("exact", *JUDGED_PASSES)],
+                               "journal: verdicts kept before merging the remote\n")
+    if remote.pull():
+        # verdicts other machines journalled and pushed are answered here too: never paid for again
+        sync_journal(root, store)
+        sync_git(repo, store)
 
 
 async def _session(root, repo, config, store, options, notes) -> SessionResult:
@@ -260,11 +283,21 @@ async def _session(root, repo, config, store, options, notes) -> SessionResult:
         # before collecting: questions in a batch still running count as spent, and collected ones are
         # judged as paid below, so the balance charges each batched question once
         throttles = {p.name: assess(store, p.name, config.budget, ctx.kind) for p in passes}
+        in_git = False  # what changed since the last session in the history, for a db that has none of its own
         for p in passes:
             ctx.allowances[p.name] = Allowance(throttles[p.name], config.budget.questions_per_resolution)
-            ctx.since[p.name] = ctx.store.last_session(p.name, ctx.kind) if ctx.index is not None else (None, None)
-            ctx.fresh[p.name] = fresh_names(p, ctx, ctx.since[p.name][0])
-            ctx.new[p.name] = new_names(p, ctx, ctx.since[p.name][1])
+            since = ctx.store.last_session(p.name, ctx.kind) if ctx.index is not None else (None, None)
+            paths = None
+            if since == (None, None) and config.git.remote:  # unset, a session is exactly as before the remote
+                if in_git is False:
+                    # a fresh clone of a shared corpus: what writers changed since any machine's last session
+                    # is as new to this one as to the machine that would have run it
+                    in_git = changed_since_last_session(repo, set(corpus.facts))
+                if in_git:  # and what is owed is counted from that session's end, as that machine would
+                    paths, since = in_git[0], (in_git[1], in_git[1])
+            ctx.since[p.name] = since
+            ctx.fresh[p.name] = fresh_names(p, ctx, since[0], paths)
+            ctx.new[p.name] = new_names(p, ctx, since[1], paths)
         if not options.dry_run and ctx.batches.open_batches():
             await ctx.batches.collect(ctx.judge, all_passes())  # finished batches first, whatever --pass says
         for p in passes:
