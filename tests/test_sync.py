@@ -45,8 +45,10 @@ def respond(req, n):
         return text(json.dumps({"same": same, "mechanism": "A penalty removes the signal needed to lift it."
                                 if same else ""}))
     if name == "prune":
-        retract = titles_of(req) == frozenset({T1, T2})
-        return text(json.dumps({"decision": "retract" if retract else "distinct", "rationale": "f2 repeats f1"}))
+        if titles_of(req) != frozenset({T1, T2}):
+            return text(json.dumps({"decision": "distinct", "rationale": ""}))
+        side = "A" if evidence_of(req)["fact_a"]["title"] == T2 else "B"  # f2 is the redundant one, as shown
+        return text(json.dumps({"decision": "retract", "redundant": side, "rationale": "f2 repeats f1"}))
     return text(json.dumps({"entails": False, "fact": None, "rationale": ""}))
 
 
