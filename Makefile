@@ -1,7 +1,9 @@
 # make demo: a full review of corpus-fixtures/demo with the scripted judge (no key needed).
 # make test: the whole suite. Both create or update .venv first and install nothing outside the clone and .venv.
 # make docs: rewrite the generated parts of docs/ (every --help, every config key and default) from the code.
-# make test-browser: the report test in a headless Chromium (which you install yourself; see the README).
+# make test-browser: the report's browser tests in a headless Chromium (which you install yourself; see the README).
+# CI (.ci/run) installs Chromium with apt, then runs make test with KNOMIT_REQUIRE_BROWSER=1: a browser test that skips fails.
+# make dist: the sdist and the wheel in dist/, what `pipx install` or `uv tool install` takes (README).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -11,7 +13,7 @@ CALIBRATION := $(or $(CALIBRATION_DIR),$(CURDIR)/.demo/knomit-calibration)
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test docs test-browser clean
+.PHONY: install demo test docs test-browser dist clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +24,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@
 
-# Only .venv: no system package. The report's browser test skips without Chromium (see test-browser).
+# Only .venv: no system package. The report's browser tests skip without Chromium (see test-browser).
 install: $(VENV)/.installed
 
 # A scratch copy of the demo corpus, reviewed twice with the scripted judge: the first run merges,
@@ -51,6 +53,8 @@ demo: install
 		--judge scripted:$(CURDIR)/corpus-fixtures/calibration/judge-replies.jsonl
 	@echo "== report: one self-contained HTML page of the demo's sessions, throttle and decisions"
 	$(BIN)/knomit-judge report "$(DEMO)" --html "$(DEMO)-report.html"
+	@echo "== report of the calibration corpus: a calibration is kept in the db of the corpus it ran on"
+	$(BIN)/knomit-judge report "$(CALIBRATION)" --html "$(CALIBRATION)-report.html"
 
 test: install
 	$(BIN)/python -m pytest -q
@@ -63,7 +67,14 @@ docs: install
 test-browser: install
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
 		{ echo "test-browser needs chromium on PATH (Debian/Ubuntu: sudo apt-get install chromium)" >&2; exit 2; }
-	KNOMIT_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -q tests/test_report.py
+	KNOMIT_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -q -m browser
+
+# Built offline with .venv's setuptools (the PEP 517 hooks pip would call), from the work tree as it is.
+dist: install
+	rm -rf dist build
+	$(BIN)/python -c "from setuptools import build_meta as b; b.build_sdist('dist'); b.build_wheel('dist')" >/dev/null
+	rm -rf build
+	@ls dist/*
 
 clean:
-	rm -rf $(VENV) "$(DEMO)" "$(DEMO)-report.html" "$(CALIBRATION)"
+	rm -rf $(VENV) "$(DEMO)" "$(DEMO)-report.html" "$(CALIBRATION)" "$(CALIBRATION)-report.html" dist build

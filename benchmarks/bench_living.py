@@ -3,6 +3,7 @@
 
     .venv/bin/python benchmarks/bench_living.py [--days N] [--extra 2] [--keep DIR] [--json] [--set "KEY = VALUE"]
     .venv/bin/python benchmarks/bench_living.py --synthetic [--facts 10000] [--days 4] [--seed 0]
+    .venv/bin/python benchmarks/bench_living.py --remote [--days N] [--extra 2]
 
 Real history (the default): ../shared/data/aekb-history.bundle (skipped when absent), the agent branch
 replayed day by day. The writer's state of each day is the branch's last commit of that day (its own
@@ -23,6 +24,16 @@ real SDK, against a loopback Messages API judge (tests/messages_server.py) that 
 Usage is the prompt's characters / 4 plus the forced tool's overhead, priced as claude-sonnet-4-5.
 The corpus reviews entity spellings (`[corpus] motif_keys = ["motifs", "entities"]`, as init suggests
 for a knomit KB); every other key is the default `init` writes.
+
+--remote: the same replay through a shared remote (issue 28): a bare repository served by `git daemon`
+on 127.0.0.1, `[git] remote = "origin"`. The writer, on its own clone, merges each day's state into the
+remote branch as it was before that day's session (`-X theirs`, as above) and pushes it while the
+session runs: when the reviewer's first push of the session is about to go out (its pre-push hook), or
+after the session when it pushed nothing. So the reviewer's decisions meet the writer's concurrent edits
+in the reviewer's own merge (the writer's hunk wins; the decisions it overrode are named), and a day's
+edits are reviewed by the next session. The reviewer runs in a fresh clone (no db: an ephemeral runner)
+every third day and in its kept clone otherwise. Printed beside the usual figures: the writer edits that
+overrode a decision, and what became of each by the end.
 
 --synthetic: gen_corpus.py's mechanism corpus at scale: --facts facts on day 1, then each day 1% of them
 new or edited (half each), with planted paraphrase duplicates arriving over the days; the judge answers
@@ -234,8 +245,10 @@ class Replay:
     """A scratch corpus: a `writer` branch taking each day's state, merged into the reviewed `main`."""
 
     def __init__(self, work: Path, judge: LabelJudge, server: MessagesServer, motif_keys: list[str] | None,
-                 settings: list[str] = ()) -> None:
-        self.settings = list(settings)
+                 settings: list[str] = (), remote: bool = False, fresh_every: int = 3) -> None:
+        self.settings = list(settings) + ['remote = "origin"'] * remote
+        self.remote = Served(work, fresh_every) if remote else None
+        self.work = work
         self.root, self.wt = work / "corpus", work / "writer"
         self.judge, self.server, self.motif_keys = judge, server, motif_keys
         self.state: dict = {}
@@ -288,48 +301,191 @@ class Replay:
                     raise SystemExit(f"--set {setting!r}: init wrote no line for {key!r}")
             toml.write_text(text)
             git(self.root, "commit", "-q", "-am", "bench: review entity spellings too")
+        if self.remote:
+            self.remote.start(self.root)
         return changed
 
     def merge(self, day: Day) -> int:
-        """The writer's day merged into the reviewed corpus; a conflict goes the writer's way."""
+        """The writer's day merged into the reviewed corpus; a conflict goes the writer's way.
+
+        With a remote the writer merges it into the remote branch as it is now, on its own clone, and pushes
+        it while the next session runs (Served.pending)."""
         changed = self.write(day)
+        into = self.root
+        if self.remote:
+            into = self.remote.writer_base(self.root)
         env = {"GIT_AUTHOR_DATE": day.stamp, "GIT_COMMITTER_DATE": day.stamp}
         r = subprocess.run(["git", "-c", "user.name=writer", "-c", "user.email=writer@localhost", "-C",
-                            str(self.root), "merge", "-q", "--no-edit", "-X", "theirs", "writer"],
+                            str(into), "merge", "-q", "--no-edit", "-X", "theirs", "writer"],
                            capture_output=True, text=True, env={**os.environ, **env})
         if r.returncode:
             # modify/delete: the reviewer retired a fact the writer then edited; the writer's edit wins
-            for path in git(self.root, "diff", "--name-only", "--diff-filter=U").split("\n"):
-                if not path:
-                    continue
+            # (any other conflict left, e.g. a rename against an edit, is settled the same way: the day's file)
+            unmerged = {e.split("\t", 1)[1] for e in git(into, "ls-files", "-u", "-z").split("\0") if "\t" in e}
+            for path in sorted(unmerged):
                 if path in day.files:
-                    git(self.root, "checkout", "--theirs", "--", path)
-                    git(self.root, "add", "--", path)
+                    (into / path).parent.mkdir(parents=True, exist_ok=True)
+                    (into / path).write_bytes(day.files[path])
+                    git(into, "add", "--", path)
                 else:
-                    git(self.root, "rm", "-q", "--", path)
-            git(self.root, "commit", "-q", "--no-edit", env=env)
+                    git(into, "rm", "-q", "-f", "--", path)
+            git(into, "commit", "-q", "--no-edit", env=env)
+        if self.remote:
+            self.remote.pending.touch()  # pushed by the reviewer's pre-push hook, or after the session
         return changed
 
-    def session(self, label: str, changed: int, pairs: dict, at: datetime) -> Row:
-        self.judge.refresh(self.root)
+    @property
+    def view(self) -> Path:
+        """Where the reviewed branch is read: the corpus, or with a remote a clone that follows it."""
+        return self.remote.view if self.remote else self.root
+
+    def session(self, label: str, changed: int, pairs: dict, at: datetime, n: int = 0) -> Row:
+        root = self.root
+        if self.remote and self.remote.fresh_every and n % self.remote.fresh_every == self.remote.fresh_every - 1:
+            # every third day (--fresh-every) an ephemeral runner: a fresh clone, no db
+            root = self.remote.fresh(self.work / f"runner-{n}")
+        elif self.remote:
+            self.remote.hook(root)
+        # the judge knows the facts by their titles: with a remote, as the remote has them (the clone merges it)
+        self.judge.refresh(self.view if self.remote else root)
         self.judge.questions = set()
         before = self.server.calls + len(self.server.describe_requests)
         t0 = time.perf_counter()
-        r = cli("review", str(self.root), "--json", env=self.env, at=at)
+        r = cli("review", str(root), "--json", env=self.env, at=at)
         seconds = time.perf_counter() - t0
         if r.returncode not in (0, 1):
             raise RuntimeError(f"knomit-judge review exited {r.returncode}: {r.stderr[-2000:]}")
         out = json.loads(r.stdout)
+        if self.remote:
+            self.remote.after(out.get("sync") or {}, label, root)
         passes = out["passes"]
         facts = (out.get("corpus") or {}).get("read", 0)
-        merged = [name for name, (a, b) in pairs.items() if retired(self.root / a) or retired(self.root / b)]
+        merged = [name for name, (a, b) in pairs.items() if retired(root / a) or retired(root / b)]
         describe = passes.pop("describe", {})  # the describe step's line: lines, not questions
+        if root != self.root:
+            shutil.rmtree(root, ignore_errors=True)
         return Row(label, facts, changed, sum(p.get("judged", 0) for p in passes.values()), len(self.judge.questions),
                    self.server.calls + len(self.server.describe_requests) - before,
                    out.get("cost_usd"), {k: p["state"] for k, p in passes.items()},
                    {k: p.get("resolved", 0) for k, p in passes.items()}, len(out.get("commits", [])), merged, seconds,
                    {k: p.get("applied", 0) for k, p in passes.items()}, describe.get("written", 0),
                    describe.get("cost_usd", 0.0))
+
+
+HOOK = """#!/bin/sh
+# bench_living --remote: the writer's day goes out while the reviewer's session is about to push
+if [ -e "{pending}" ]; then
+  rm -f "{pending}"
+  env -u GIT_DIR -u GIT_WORK_TREE -u GIT_INDEX_FILE -u GIT_PREFIX git -C "{writer}" push -q origin HEAD:main >&2
+fi
+exit 0
+"""
+
+
+class Served:
+    """--remote: a bare repository served by git daemon, the writer's clone, and the reviewer's clones."""
+
+    def __init__(self, work: Path, fresh_every: int = 3) -> None:
+        self.work, self.fresh_every = work, fresh_every
+        self.bare, self.writer, self.view = work / "served" / "kb.git", work / "writer-clone", work / "view"
+        self.pending = work / "writer-pending"
+        self.daemon = None
+        self.url = ""
+        self.overridden: list[dict] = []  # {"session", "verdict", "paths"}
+        self.states: dict[str, int] = defaultdict(int)
+
+    def start(self, root: Path) -> None:
+        """Serve the corpus made on day 1; the reviewer's kept clone is `root` itself, now tracking it."""
+        import socket
+        self.bare.parent.mkdir(parents=True)
+        git(self.bare.parent, "clone", "-q", "--bare", str(root), str(self.bare))
+        git(self.bare, "config", "core.logAllRefUpdates", "true")
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        self.daemon = subprocess.Popen(["git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack",
+                                        f"--base-path={self.bare.parent}", "--listen=127.0.0.1", f"--port={port}",
+                                        str(self.bare.parent)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.url = f"git://127.0.0.1:{port}/kb.git"
+        for _ in range(200):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        git(root, "remote", "add", "origin", self.url)
+        git(root, "fetch", "-q", "origin")
+        git(root, "branch", "-q", "-u", "origin/main", "main")
+        git(self.work, "clone", "-q", self.url, str(self.writer))
+        git(self.work, "clone", "-q", self.url, str(self.view))
+
+    def writer_base(self, root: Path) -> Path:
+        """The writer's clone at the remote branch as it is now, with the day's `writer` branch fetched."""
+        git(self.writer, "fetch", "-q", "origin")
+        git(self.writer, "checkout", "-q", "-B", "main", "origin/main")
+        git(self.writer, "fetch", "-q", str(root), "+writer:writer")
+        return self.writer
+
+    def hook(self, clone: Path) -> None:
+        hook = clone / ".git" / "hooks" / "pre-push"
+        hook.write_text(HOOK.format(pending=self.pending, writer=self.writer))
+        hook.chmod(0o755)
+
+    def fresh(self, where: Path) -> Path:
+        git(self.work, "clone", "-q", self.url, str(where))
+        self.hook(where)
+        return where
+
+    def after(self, sync: dict, label: str, root: Path) -> None:
+        """After a session: the writer's day out if the session pushed nothing; the view brought up to date."""
+        if self.pending.exists():
+            self.pending.unlink()
+            git(self.writer, "push", "-q", "origin", "HEAD:main")
+        self.states[sync.get("state") or "none"] += 1
+        for o in sync.get("overridden", []):
+            self.overridden.append({"session": label, **o, **verdict_of(root, o["verdict"])})
+        git(self.view, "fetch", "-q", "origin")
+        git(self.view, "reset", "-q", "--hard", "origin/main")
+
+    def close(self) -> None:
+        if self.daemon:
+            self.daemon.terminate()
+            self.daemon.wait(10)
+
+    def report(self, layout_root: Path) -> dict:
+        """Every branch update a fast-forward; what became of each overridden decision by the end."""
+        updates = git(self.bare, "reflog", "show", "--format=%H", "refs/heads/main").split()
+        non_ff = sum(subprocess.run(["git", "-C", str(self.bare), "merge-base", "--is-ancestor", old, new]).returncode
+                     != 0 for new, old in zip(updates, updates[1:]))
+        corpus = load_corpus(self.view, layout=load_config(self.view).corpus)
+        for o in self.overridden:
+            a, b = o.get("a"), o.get("b")
+            if o.get("pass") == "alias":
+                both = a in corpus.carriers and b in corpus.carriers
+                o["outcome"] = "both spellings stand" if both else "merged again (restated without a call)"
+            elif o.get("pass") in ("prune", "exact"):
+                gone = [p for p in (a, b) if p and retired(self.view / p)]
+                o["outcome"] = f"retired again: {', '.join(gone)}" if gone else "both facts stand"
+            else:
+                o["outcome"] = "?"
+        return {"branch_updates": len(updates), "non_fast_forward": non_ff, "sync_states": dict(self.states),
+                "overridden": self.overridden}
+
+
+def verdict_of(root: Path, vid: str) -> dict:
+    """The pass and subject of a journalled verdict."""
+    for path in (root / ".knomit" / "verdicts").glob("*.jsonl"):
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            if vid in line:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                if record.get("id") == vid:
+                    subject = record.get("subject") or {}
+                    return {"pass": record.get("pass"), "a": subject.get("a"), "b": subject.get("b"),
+                            "answer": record.get("answer")}
+    return {}
 
 
 def retired(path: Path) -> bool:
@@ -342,7 +498,7 @@ def retired(path: Path) -> bool:
 
 
 def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_keys, keep: Path | None,
-           settings: list[str] = ()) -> dict:
+           settings: list[str] = (), remote: bool = False, fresh_every: int = 3) -> dict:
     """Run the whole replay; print a row per session and the totals; return the figures."""
     if keep:
         keep.mkdir(parents=True, exist_ok=True)
@@ -354,8 +510,9 @@ def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_ke
     merged_at: dict[str, int] = {}
     live_again: set[str] = set()  # merged pairs the writer brought back
     merged_again: dict[str, int] = defaultdict(int)
+    rp = None
     try:
-        rp = Replay(tmp, judge, server, motif_keys, settings)
+        rp = Replay(tmp, judge, server, motif_keys, settings, remote, fresh_every)
         print(f"{'day':<11} {'facts':>5} {'new/ed':>6} {'questions':>9} {'asked':>5} {'calls':>6} {'$':>8}  states "
               "(alias/prune/discovery)   resolved a/p/d  commits", flush=True)
         for i, day in enumerate(days + [None] * extra):
@@ -370,10 +527,10 @@ def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_ke
                     if name not in appeared and a in day.files and b in day.files:
                         appeared[name] = i
             # a merged pair whose retired fact a writer then edited is back (the writer's edit wins): watch it again
-            back = [k for k in merged_at if k not in live_again and not any(retired(rp.root / p) for p in pairs[k])]
+            back = [k for k in merged_at if k not in live_again and not any(retired(rp.view / p) for p in pairs[k])]
             live_again.update(back)
             live = {k: v for k, v in pairs.items() if k in appeared and (k not in merged_at or k in live_again)}
-            row = rp.session(label, changed, live, at)
+            row = rp.session(label, changed, live, at, i)
             for name in row.merged:
                 if name in live_again:
                     live_again.discard(name)
@@ -395,8 +552,11 @@ def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_ke
         check = rebuild_check(rp, at)
         status = cli("status", str(rp.root), "--json", env=rp.env, at=at)
         flips = find_key(json.loads(status.stdout), "flip") if status.returncode == 0 else None
+        shared = rp.remote.report(rp.root) if rp.remote else None
     finally:
         server.close()
+        if rp is not None and rp.remote:
+            rp.remote.close()
         if keep is None:
             shutil.rmtree(tmp, ignore_errors=True)
         else:
@@ -418,6 +578,14 @@ def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_ke
         print(f"  {a} / {b}: {'asked' if pair in judge.alias_pairs else 'never asked'} of the judge; the labels say "
               f"{'same' if judge.spellings.same(a, b) else 'not same'}")
     out["watch_pairs"] = watch
+    if shared is not None:
+        out["remote"] = shared
+        print(f"  remote: {shared['branch_updates']} updates of the served branch, {shared['non_fast_forward']} not a "
+              f"fast-forward; session sync states {json.dumps(shared['sync_states'])}")
+        print(f"  writer edits that overrode a decision: {len(shared['overridden'])}")
+        for o in shared["overridden"]:
+            print(f"    {o['session']}: {o.get('pass')} {o['verdict']} ({o.get('a')} / {o.get('b')}) in "
+                  f"{', '.join(o['paths'])}: {o['outcome']}")
     return out
 
 
@@ -638,6 +806,10 @@ def main(argv=None) -> int:
                     help="recorded describe lines the judge answers describe requests with (real history)")
     ap.add_argument("--no-lines", action="store_true",
                     help="no describe step (describe.enabled = false), as before lines")
+    ap.add_argument("--remote", action="store_true",
+                    help="through a served bare repository: the writer pushes during each session (issue 28)")
+    ap.add_argument("--fresh-every", type=int, default=3,
+                    help="--remote: the reviewer runs in a fresh clone every N-th day (0: always its kept clone)")
     ap.add_argument("--set", action="append", default=[], metavar="'KEY = VALUE'",
                     help="replace the line init wrote for KEY (e.g. 'questions_per_resolution = 20'); repeatable")
     args = ap.parse_args(argv)
@@ -666,7 +838,7 @@ def main(argv=None) -> int:
             print(f"aekb history: {len(days)} days, {len(pairs)} standing dedups, "
                   f"{len(read_alias_labels(ALIASES))} labelled alias pairs", flush=True)
             keys = ["motifs", "entities"]
-        figures = replay(days, judge, pairs, args.extra, keys, args.keep, args.set)
+        figures = replay(days, judge, pairs, args.extra, keys, args.keep, args.set, args.remote, args.fresh_every)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if args.json:

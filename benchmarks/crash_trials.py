@@ -189,6 +189,13 @@ DEFAULTS = {"alias": {"same": False, "mechanism": ""}, "prune": {"decision": "di
             "discovery": {"entails": False, "fact": None, "rationale": ""}}
 
 
+def as_shown(reply: dict, need: list[str], prompt: str) -> dict:
+    """A planted retract names the entry's a or b as redundant; the judge names it as this order shows it."""
+    if "redundant" not in reply or prompt.index(need[0]) < prompt.index(need[1]):
+        return reply
+    return {**reply, "redundant": {"A": "B", "B": "A"}[reply["redundant"]]}
+
+
 def responder(rules, delay_s: float):
     """The loopback judge: the planted reply when the prompt shows its subjects, else the default; slowly."""
     from messages_server import delay, text
@@ -197,7 +204,8 @@ def responder(rules, delay_s: float):
 
     def respond(request, n):
         pass_name = by_system.get(request.system)
-        reply = next((r for p, need, r in rules if p == pass_name and all(s in request.prompt for s in need)),
+        reply = next((as_shown(r, need, request.prompt) for p, need, r in rules
+                      if p == pass_name and all(s in request.prompt for s in need)),
                      None) or batch_reply(pass_name, request.prompt) or DEFAULTS.get(pass_name, {})
         return delay(delay_s, text(json.dumps(reply)))
     return respond

@@ -21,7 +21,7 @@ from .config import Config, load_config
 from .corpus import load_corpus
 from .errors import KnomitError, Unparsed
 from .gitops import open_repo
-from .judge import Judge, make_backend
+from .judge import Judge, make_backend, read_sample
 from .jsonl import read_jsonl
 from . import labels as journal_labels  # a module: calibrate has its own read_labels (a JSONL file) and latest
 from .passes import JUDGED_PASSES, Candidate
@@ -30,6 +30,8 @@ from .store import Store
 from .verdicts import Journal, now
 
 PRUNE_LABELS = ("distinct", "merge", "retract")
+# A retract of the fact a retract label says contains the other: a yes, but not the labelled decision.
+WRONG_SIDE = "retract (the other fact)"
 KAPPA_OVER = {"alias": "yes/no", "prune": "distinct/merge/retract", "discovery": "yes/no"}
 
 
@@ -44,9 +46,10 @@ class Question:
     subject: dict
     label: str  # alias, discovery: yes/no; prune: distinct/merge/retract
     candidate: Candidate
+    redundant: str | None = None  # a prune retract label may name the redundant fact (its path here)
     source: str = "not asked"  # stored | asked | unavailable | unparsed | not asked
     answer: str | None = None  # in the label's terms
-    by_position: list = field(default_factory=list)  # each order's majority, in the label's terms
+    by_position: list = field(default_factory=list)  # each order's majority in the label's terms ("retract <path>")
     agreement: float | None = None
     rationale: str = ""
     error: str = ""
@@ -65,8 +68,16 @@ def in_label_terms(pass_name: str, answer: str) -> str:
     return answer
 
 
+def side_checked(q: Question, answer: str, payload: dict | None) -> str:
+    """A retract answer on a retract label that names the redundant fact: WRONG_SIDE when it retires the other."""
+    if answer == "retract" and q.redundant and (payload or {}).get("redundant") != q.redundant:
+        return WRONG_SIDE
+    return answer
+
+
 def is_yes(category: str) -> bool:
-    return category in ("yes", "merge", "retract")
+    """A yes label or answer; an order's prune retract names its fact ("retract facts/x.md") and is one too."""
+    return category in ("yes", "merge", "retract") or category.startswith("retract ")
 
 
 def read_labels(path: Path) -> list[tuple[int, dict]]:
@@ -91,6 +102,8 @@ def _label_problem(entry) -> str:
     elif not (isinstance(entry.get("a"), str) and isinstance(entry.get("b"), str)) or entry["a"] == entry["b"]:
         return "'a' and 'b' must be two different strings"
     if entry["pass"] == "prune":
+        if "redundant" in entry and (label != "retract" or entry["redundant"] not in ("A", "B")):
+            return "'redundant' goes with a retract label only: \"A\" (the entry's a) or \"B\" (its b)"
         return "" if label in PRUNE_LABELS else f"'label' must be one of {', '.join(PRUNE_LABELS)}"
     return "" if isinstance(label, bool) else "'label' must be true or false"
 
@@ -127,7 +140,7 @@ def cached_positions(p, c: Candidate, judge: Judge) -> list[str]:
             by_position.pop(ask.position, None)  # this order was not asked (or not wholly): it has no answer
             break
         try:
-            by_position.setdefault(ask.position, []).append(p.parse(hit["text"])[0])
+            by_position.setdefault(ask.position, []).append(read_sample(p, hit["text"], c.subject, ask.position).vote)
         except Unparsed:
             return []
     return [Counter(answers).most_common(1)[0][0] for _, answers in sorted(by_position.items())]
@@ -171,6 +184,7 @@ def score(pass_name: str, questions: list[Question], ledger) -> dict:
         # discovery asks one order only, so it has no flips to measure
         "flip_rate": ratio(len(flips), len(swapped)), "flips": len(flips), "flip_measured": len(swapped),
         "splits": len(splits), "yes_first": len(yes_first),
+        "wrong_side": sum(q.answer == WRONG_SIDE for q in answered),  # retracts of the container
         "orders": dict(sorted(Counter(str(len(q.by_position)) for q in answered if q.by_position).items())),
         "sample_agreement": dict(sorted(Counter(f"{q.agreement:.2f}" for q in answered
                                                 if q.agreement is not None).items())),
@@ -203,7 +217,8 @@ def calibrate(labels_path: Path | str, root: Path | str = ".", judge_spec: str =
             skipped.append({"line": n, "pass": entry["pass"], "missing": missing, "reason": reason})
             continue
         label = entry["label"] if entry["pass"] == "prune" else ("yes" if entry["label"] else "no")
-        questions.append(Question(n, entry["pass"], c.subject, label, c))
+        redundant = entry.get("redundant") and entry["a" if entry["redundant"] == "A" else "b"]
+        questions.append(Question(n, entry["pass"], c.subject, label, c, redundant=redundant))
     if judge_spec == "anthropic":
         config.require_price(config.judge.model)  # judge.max_cost_usd holds here too, so the price must be known
     store = Store.for_corpus(root)
@@ -287,7 +302,7 @@ async def _answer(questions: list[Question], passes, judge: Judge, store: Store,
         p = passes[q.pass_name]
         v = store.verdict_for(p.name, q.candidate.fingerprint)
         if v and v.model == judge.model and v.prompt == p.prompt.id:
-            q.source, q.answer = "stored", in_label_terms(p.name, v.answer)
+            q.source, q.answer = "stored", side_checked(q, in_label_terms(p.name, v.answer), v.payload)
             q.agreement, q.rationale = v.agreement, v.rationale
             asked = v.by_position or cached_positions(p, q.candidate, judge)  # recorded, else (older) from the cache
             q.by_position = [in_label_terms(p.name, a) for a in asked]
@@ -300,7 +315,7 @@ async def _answer(questions: list[Question], passes, judge: Judge, store: Store,
         if out.kind != "verdict":
             q.source, q.error = out.kind, out.error
             return
-        q.source, q.answer = "asked", in_label_terms(p.name, out.answer)
+        q.source, q.answer = "asked", side_checked(q, in_label_terms(p.name, out.answer), out.payload)
         q.agreement, q.rationale = out.agreement, out.rationale
         q.by_position = [in_label_terms(p.name, a) for a in out.by_position]
 

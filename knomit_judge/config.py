@@ -107,6 +107,12 @@ class MetricsConfig:
 
 
 @dataclass
+class GitConfig:
+    remote: str = ""  # a configured git remote; "" keeps the session local: nothing is fetched or pushed
+    branch: str = "main"  # the remote branch a session merges before reviewing and pushes to after
+
+
+@dataclass
 class CalibrationConfig:
     # One applied decision in ten per pass and session goes to the inbox (at least one when the pass applied
     # anything): a person dropping by sees a few items per session, and the labels stay a random sample.
@@ -139,6 +145,7 @@ class Config:
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    git: GitConfig = field(default_factory=GitConfig)
     prices: dict[str, Price] = field(default_factory=lambda: dict(DEFAULT_PRICES))
 
     def price(self, model: str) -> Price | None:
@@ -172,6 +179,7 @@ _SECTION_TYPES = {
     "schedule": ScheduleConfig,
     "calibration": CalibrationConfig,
     "metrics": MetricsConfig,
+    "git": GitConfig,
 }
 # Values that must be positive (or within 0..1) to make sense; checked after types.
 _BOUNDS = {
@@ -195,6 +203,9 @@ _BOUNDS = {
     "calibration.sample_rate": (0, 1), "calibration.min_precision": (0, 1),
 }
 _CHOICES = {"corpus.retract": RETRACT_MODES}
+# what `git check-ref-format --branch` would accept, less its rarer refusals (those fail at the push)
+_BRANCH = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)[A-Za-z0-9._/-]+(?<![./])$")
+_REMOTE = re.compile(r"^(?!-)[A-Za-z0-9._-]+$")  # a remote's name, not a URL: its URL and credentials stay in git
 _KEY_NAME = re.compile(r"^[A-Za-z_][\w-]*$")  # a top-level front-matter key, as corpus.rewrite finds them
 
 
@@ -224,6 +235,10 @@ def _check(key: str, value, typ: type):
         return _check_list(key, value)
     if key in _CHOICES and value not in _CHOICES[key]:
         raise ConfigError(f"{key}: {value!r} is not one of {', '.join(map(repr, _CHOICES[key]))}")
+    if key == "git.branch" and not _BRANCH.match(value):
+        raise ConfigError(f"{key}: {value!r} is not a branch name")
+    if key == "git.remote" and value and not _REMOTE.match(value):
+        raise ConfigError(f"{key}: {value!r} is not a git remote name (see `git remote`)")
     if key == "judge.model" and not value.strip():
         raise ConfigError(f"{key}: must name a model, got {value!r}")
     # a negative price makes every estimate negative, and a cost cap then never stops a session
@@ -231,7 +246,8 @@ def _check(key: str, value, typ: type):
         raise ConfigError(f"{key}: {value!r} must not be negative (USD per million tokens)")
     lo, hi = _BOUNDS.get(key, (None, None))
     if (lo is not None and value < lo) or (hi is not None and value > hi):
-        raise ConfigError(f"{key}: {value!r} is out of range ({lo} to {hi if hi is not None else 'any'})")
+        want = f"at least {lo}" if hi is None else f"at most {hi}" if lo is None else f"from {lo} to {hi}"
+        raise ConfigError(f"{key}: {value!r} is out of range (must be {want})")
     return float(value) if typ is float else value
 
 
@@ -354,6 +370,10 @@ cron = "0 3 * * *"       # for `knomit-judge daemon`, in UTC; 6 fields = seconds
 [calibration]            # the inbox and the labels people give (`knomit-judge inbox`, `knomit-judge label`)
 sample_rate = 0.1        # share of each session's applied decisions per pass sampled into the inbox (at least 1)
 min_precision = 0.7      # a pass whose precision interval lies wholly below this is on probation: applies nothing
+
+[git]                    # a shared remote (docs/unattended.md): merge before reviewing, push after
+remote = ""              # a configured git remote, e.g. "origin"; "" keeps sessions local (nothing fetched or pushed)
+branch = "main"          # the remote branch merged before a session and pushed to after it; never force-pushed
 
 [metrics]
 textfile = ""            # e.g. "/var/lib/node_exporter/textfile/knomit-judge.prom": written after every session

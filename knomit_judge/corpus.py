@@ -159,6 +159,14 @@ def heading_title(body: str) -> tuple[str, str] | None:
     return title, rest
 
 
+def empty_heading(body: str) -> str | None:
+    """The line heading_title would take the title from when that line holds only '#' marks, else None."""
+    lines = body.strip().split("\n")
+    at = 0 if lines and lines[0].startswith("#") else \
+        next((i for i, ln in enumerate(lines) if ln.startswith("# ")), None)
+    return lines[at] if at is not None and not lines[at].lstrip("#").strip() else None
+
+
 def parse_fact(path: str, text: str, motif_keys=DEFAULT_MOTIF_KEYS) -> Fact:
     """Parse one fact file's text; raise BadFact naming the path, line and reason.
 
@@ -194,6 +202,10 @@ def parse_fact(path: str, text: str, motif_keys=DEFAULT_MOTIF_KEYS) -> Fact:
         title, body = heading
     else:
         body_line = text[:m.end()].count("\n") + 1
+        if empty := empty_heading(body):  # the heading is there, with nothing after its '#'
+            at = next((i for i, ln in enumerate(text[m.end():].split("\n")) if ln.strip() == empty.strip()), 0)
+            raise BadFact(path, "no title: the '# ' heading is empty (write the title after the '#'), and there "
+                                "is no 'title' key", body_line + at)
         raise BadFact(path, "no title: neither a 'title' key nor a '# ' heading as the first line of the body",
                       body_line)
     motifs: list[str] = []

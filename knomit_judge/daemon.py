@@ -14,6 +14,7 @@ from .cron import cron_trigger
 from .errors import KnomitError
 from .gitops import open_repo
 from .review import ReviewOptions, review
+from .transport import require_key
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +28,7 @@ def run_daemon(root: Path | str, cron: str | None = None, judge: str = "anthropi
     trigger = cron_trigger(expr, "--cron" if cron else "schedule.cron")
     if judge == "anthropic":
         config.require_price(config.judge.model)  # every session would exit 2: say so now, not once a day
+        require_key()
 
     stop = stop or threading.Event()
     done = []

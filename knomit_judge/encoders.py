@@ -259,7 +259,13 @@ def exported(backend: str) -> Path:
 
 @contextlib.contextmanager
 def _quiet():
-    """The exporters warn about tracing and pre-processing at length: none of it is the user's business."""
+    """The exporters warn about tracing and pre-processing at length: none of it is the user's business.
+
+    One of them logs through the root logger, which gives the root a stderr handler of its own
+    (logging.basicConfig's): left there, every line we log would print a second time. It is taken away.
+    """
+    root = logging.getLogger()
+    handlers = list(root.handlers)
     logging.disable(logging.WARNING)
     try:
         with warnings.catch_warnings():
@@ -267,6 +273,7 @@ def _quiet():
             yield
     finally:
         logging.disable(logging.NOTSET)
+        root.handlers = handlers
 
 
 def _export(path: Path) -> None:

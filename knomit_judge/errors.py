@@ -7,6 +7,10 @@ class KnomitError(Exception):
     exit_code = 2
 
 
+class MissingResource(KnomitError):
+    """A file the package ships (a prompt, the migrations) is missing or incomplete: a broken install."""
+
+
 class ConfigError(KnomitError):
     """A configuration key is unknown or has a bad value."""
 

@@ -9,11 +9,16 @@ from __future__ import annotations
 from .passes import Candidate, subject_names
 
 
-def fresh_names(p, ctx, since: str | None) -> set[str]:
-    """The facts (or, for alias, the spellings they carry) whose content changed since the pass's last session."""
-    if since is None:  # a first session (or a db rebuilt without its history): nothing to be fresher than
-        return set()
-    paths = ctx.index.changed_since(since)
+def fresh_names(p, ctx, since: str | None, paths: set[str] | None = None) -> set[str]:
+    """The facts (or, for alias, the spellings they carry) whose content changed since the pass's last session.
+
+    `paths`, when given, are those facts as git tells them (a fresh clone of a shared corpus: no session of its
+    own in its db).
+    """
+    if paths is None:
+        if since is None:  # a first session (or a db rebuilt without its history): nothing to be fresher than
+            return set()
+        paths = ctx.index.changed_since(since)
     if getattr(p, "about", "facts") != "spellings":
         return paths
     return {m for path in paths if (f := ctx.corpus.facts.get(path)) is not None and f.active for m in f.motifs}
@@ -29,15 +34,17 @@ def fresh_first(waiting: list[Candidate], fresh: set[str]) -> list[Candidate]:
     return sorted(waiting, key=lambda c: not c.fresh)  # stable: each part keeps its best-first order
 
 
-def new_names(p, ctx, ended: str | None) -> set[str]:
+def new_names(p, ctx, ended: str | None, paths: set[str] | None = None) -> set[str]:
     """The facts changed since the pass's last session ended (or, for alias, the spellings only they carry).
 
     Not the judge's own rewrites: those are indexed as it applies them, inside its session. For alias, a
     spelling an unchanged fact also carries was there before; an edit brings no new question about it.
+    `paths` as for fresh_names.
     """
-    if ended is None:
-        return set()
-    paths = ctx.index.changed_since(ended)
+    if paths is None:
+        if ended is None:
+            return set()
+        paths = ctx.index.changed_since(ended)
     if getattr(p, "about", "facts") != "spellings":
         return paths
     facts = ctx.corpus.facts

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
@@ -28,12 +29,26 @@ ACTOR = {"GIT_AUTHOR_NAME": "knomit-judge", "GIT_AUTHOR_EMAIL": "knomit-judge@lo
          "GIT_COMMITTER_NAME": "knomit-judge", "GIT_COMMITTER_EMAIL": "knomit-judge@localhost"}
 # Fact paths are data: `facts/[draft].md` or `:x.md` must name that file, not a glob or pathspec magic.
 GIT_ENV = {**ACTOR, "GIT_LITERAL_PATHSPECS": "1"}
+# git's "local" variables (`git rev-parse --local-env-vars`): set by `git bisect run`, hooks and aliases, they point
+# every git call (GitPython's too) at another repository. The corpus named on the command line is the one we touch.
+LOCAL_ENV = ("GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
+             "GIT_OBJECT_DIRECTORY", "GIT_DIR", "GIT_WORK_TREE", "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE",
+             "GIT_INDEX_FILE", "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE", "GIT_PREFIX",
+             "GIT_INTERNAL_SUPER_PREFIX", "GIT_SHALLOW_FILE", "GIT_COMMON_DIR")
 TMP_GLOB = ".knomit-*.tmp"  # atomic_write's temp files, left behind only by a kill
 LOCK_WAIT_S = 2.0  # how long a git lock file may take to go away before it counts as stale
 
 
+def scrub_git_env() -> None:
+    """Drop git's local variables from this process's environment, so git (ours, GitPython's, a child's)
+    finds the repository from the directory it runs in. Called wherever a corpus's repository is opened."""
+    for key in LOCAL_ENV:
+        os.environ.pop(key, None)
+
+
 def enclosing_top(path: Path) -> Path | None:
     """The top of the git repository that holds path (or its nearest existing parent), if any."""
+    scrub_git_env()
     path = Path(path).absolute()
     while not path.exists():
         path = path.parent
@@ -45,6 +60,7 @@ def enclosing_top(path: Path) -> Path | None:
 
 
 def open_repo(root: Path) -> git.Repo:
+    scrub_git_env()
     try:
         repo = git.Repo(root)
     except git.NoSuchPathError:
@@ -434,7 +450,7 @@ def unwritable(path: Path, e: OSError) -> CorpusUnwritable:
     """The error for a corpus a session cannot write to, saying what to do about it."""
     why = "the corpus is on a read-only file system" if e.errno == errno.EROFS else e.strerror or str(e)
     return CorpusUnwritable(f"cannot write {path}: {why}; a session needs to write the lock, the journal and "
-                            "the db (`review --dry-run` writes nothing)")
+                            "the db (`review --dry-run` needs none of them)")
 
 
 class Lock:
@@ -478,3 +494,25 @@ class Lock:
         fcntl.flock(self.fd, fcntl.LOCK_UN)
         os.close(self.fd)
         self.fd = None
+
+
+@contextlib.contextmanager
+def shared_lock(repo: git.Repo):
+    """Hold the session lock shared, so no session starts meanwhile; never create its file.
+
+    Yields None once held (or when no session ever made the file), else the holder a session wrote in it.
+    """
+    path = Lock(repo).path
+    if not path.exists():
+        yield None
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield os.read(fd, 4096).decode(errors="replace").strip() or "unknown holder"
+            return
+        yield None
+    finally:
+        os.close(fd)

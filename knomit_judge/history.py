@@ -125,4 +125,4 @@ def list_verdicts(root: Path | str, pass_name: str | None = None) -> list[dict]:
     return [{"id": v.id, "pass": v.pass_name, "answer": v.answer, "subject": v.subject, "rationale": v.rationale,
              "model": v.model, "judge": v.judge, "prompt": v.prompt, "attempts": v.attempts, "agreement": v.agreement,
              "cost_usd": v.cost_usd, "commit_sha": v.commit_sha, "reverted": v.reverted,
-             "created_at": v.created_at} for v in store.verdicts(pass_name)]
+             "created_at": v.created_at, "payload": v.payload} for v in store.verdicts(pass_name)]

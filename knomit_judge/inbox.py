@@ -3,8 +3,10 @@
 1. undecided: questions the judge could not decide (a split between the two orders, or samples that
    did not agree), so the default was recorded; only those whose question still stands.
 2. held: yes verdicts a pass on probation keeps from applying; labelling them is how probation ends.
-3. proposal: discovery proposals (new facts written) nobody has labelled yet.
-4. sample: a random sample of each session's applied decisions per pass (`calibration.sample_rate`,
+3. shorter-kept: applied prune retracts of a prompt that named no redundant fact (prune@1), where the fixed
+   rules kept the fact with the shorter body: the retired one may have contained it, and `revert` undoes it.
+4. proposal: discovery proposals (new facts written) nobody has labelled yet.
+5. sample: a random sample of each session's applied decisions per pass (`calibration.sample_rate`,
    at least one), drawn with the session id as seed, so the same session always offers the same ones
    and the labels they get measure precision without a person's choice of what to check.
 
@@ -15,11 +17,14 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
 import git
+
+from .errors import BadFact
 
 from .config import load_config
 from .corpus import load_corpus
@@ -31,7 +36,7 @@ from .precision import of_pass
 from .store import FileIndex, Store
 from .verdicts import Verdict
 
-KINDS = ("undecided", "held", "proposal", "sample")
+KINDS = ("undecided", "held", "shorter-kept", "proposal", "sample")
 UNDECIDED = ("split by position:", "undecided:")  # the rationale judge.Judge._aggregate records
 MAX_TITLES = 4
 BODY_CHARS = 400
@@ -99,7 +104,11 @@ def inbox(root: Path | str) -> dict:
                for v in newest if undecided(v) and current[v.pass_name, v.fingerprint] is v
                and passes[v.pass_name].still_holds(v, corpus)]
     chosen += [("held", f"{v.pass_name} is on probation: this yes waits for labels", v)
-               for v in newest if v.is_yes and not v.commit_sha and v.pass_name in on_probation]
+               for v in newest if v.is_yes and not v.commit_sha and v.pass_name in on_probation
+               and not (v.pass_name == "prune" and passes["prune"].outdated(v))]  # asked again, never applied
+    chosen += [("shorter-kept", why, v) for v in sorted(applied, key=lambda v: (v.created_at, v.id), reverse=True)
+               if v.pass_name == "prune" and passes["prune"].outdated(v)
+               and (why := shorter_kept(v, corpus, repo))]
     chosen += [("proposal", "a proposed fact nobody has looked at", v)
                for v in sorted(applied, key=lambda v: (v.created_at, v.id), reverse=True) if v.pass_name == "discovery"]
     chosen += [("sample", f"sampled from session {v.session} ({config.calibration.sample_rate:g} of its "
@@ -115,6 +124,29 @@ def inbox(root: Path | str) -> dict:
     return {"corpus": str(root), "items": items, "probation": sorted(on_probation),
             "precision": {n: p.json() for n, p in precision.items()},
             "labels": len(labelled), "counts": {k: sum(i.kind == k for i in items) for k in KINDS}}
+
+
+RETRACT_SUBJECT = re.compile(r"^prune: retract (\S+) \(redundant with (\S+)\)$")
+
+
+def shorter_kept(v: Verdict, corpus, repo) -> str | None:
+    """Why an applied prune@1 retract needs a look, if its survivor's body was the shorter of the two.
+
+    That prompt left the survivor to the fixed rules, which can keep a fact contained in the one they
+    retire. The facts are read as they were just before the decision's commit.
+    """
+    try:
+        m = RETRACT_SUBJECT.match(repo.git.log("-1", "--format=%s", v.commit_sha).strip())
+        if not m:
+            return None
+        retired, kept = (corpus.parse(p, repo.git.show(f"{v.commit_sha}^:{p}")) for p in m.groups())
+    except (git.GitCommandError, BadFact, ValueError):
+        return None  # not in this history, or a file no longer readable: nothing to compare
+    if len(kept.body) >= len(retired.body):
+        return None
+    return (f"a prune@1 retract left the choice to the fixed rules, which kept {kept.path} ({len(kept.body)} "
+            f"characters) and retired {retired.path} ({len(retired.body)}): if the retired fact said more, "
+            f"undo it with `knomit-judge revert {v.id}`")
 
 
 def evidence(v: Verdict, corpus, repo) -> dict:

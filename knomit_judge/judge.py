@@ -52,7 +52,9 @@ class ScriptedBackend:
     """Recorded replies chosen by the question asked (pass + pair or group), for the demo and tests.
 
     FILE is JSONL: {"pass": "alias", "a": ..., "b": ..., "reply": {...} or "raw text"};
-    discovery entries match by {"group": [...]} (the exact set) or {"contains": [...]} (a subset);
+    discovery entries match by {"group": [...]} (the exact set) or {"contains": [...]} (a subset).
+    A prune retract names the redundant fact by the entry's sides ("redundant": "A" is its `a`),
+    and is given to each order as that order shows the facts (shown_as).
     {"pass": "describe", "spelling": S, "reply": {"mechanism": LINE}} is the line of spelling S
     (passes/describe.py): a spelling no entry describes gets no line.
     A question with no recorded reply gets the pass's recoverable default. The file is checked
@@ -105,11 +107,12 @@ class ScriptedBackend:
     async def complete(self, system: str, user: str, subject: dict, position: int, pass_name: str = "") -> Completion:
         question = json.dumps([pass_name, subject], sort_keys=True)
         self.asked.add(question)
-        reply = next((e["reply"] for e in self.entries if self._match(e, pass_name, subject)), None)
-        if reply is None:
+        entry = next((e for e in self.entries if self._match(e, pass_name, subject)), None)
+        if entry is None:
             reply = self.DEFAULTS.get(pass_name, {})
         else:
             self.matched.add(question)
+            reply = shown_as(entry, subject, position)
         text = reply if isinstance(reply, str) else json.dumps(reply)
         return Completion(text=text, tokens_in=0, tokens_out=0)
 
@@ -125,6 +128,20 @@ class ScriptedBackend:
                 f"{self.path} ({what}): each got its pass's default, stored as a verdict of the scripted judge "
                 "(these never bind the anthropic judge); questions its entries answered in earlier sessions are "
                 "not asked again, so if the file was meant to answer these, check its spellings and fact paths")
+
+
+def shown_as(entry: dict, subject: dict, position: int):
+    """A prune entry's reply with `redundant` said as this order shows the facts.
+
+    The file names the redundant fact by the entry's own sides ("A": its `a`); the judge is shown
+    subject a first in order 0 and subject b first in order 1, and a real judge names the fact as shown.
+    """
+    reply = entry["reply"]
+    if entry["pass"] != "prune" or not isinstance(reply, dict) or reply.get("redundant") not in ("A", "B"):
+        return reply
+    named = entry["a"] if reply["redundant"] == "A" else entry["b"]
+    first = subject["a"] if position == 0 else subject["b"]
+    return {**reply, "redundant": "A" if named == first else "B"}
 
 
 def _scripted_entry(line: str, where: str, passes) -> dict:
@@ -155,6 +172,10 @@ def _scripted_entry(line: str, where: str, passes) -> dict:
         what = "an alias entry needs 'a' and 'b' (motif spellings)" if entry["pass"] == "alias" \
             else "a prune entry needs 'a' and 'b' (fact paths)"
         raise ConfigError(f"{where}: {what}")
+    reply = entry["reply"]
+    if entry["pass"] == "prune" and isinstance(reply, dict) and reply.get("redundant", "A") not in ("A", "B"):
+        raise ConfigError(f"{where}: a prune reply's 'redundant' names the entry's 'a' (\"A\") or 'b' (\"B\"), "
+                          f"got {reply['redundant']!r}")
     return entry
 
 
@@ -177,6 +198,20 @@ class Sample:
     rationale: str
     payload: dict | None
     text: str
+    vote: str = ""  # what the orders and samples vote on: the answer in the subject's terms (see read_sample)
+
+
+def read_sample(p, text: str, subject: dict, position: int) -> Sample:
+    """One reply parsed (Unparsed if it breaks the contract) and put in the subject's terms.
+
+    A pass whose answer names a side as shown in one order (prune's `redundant`: "A" is the first fact
+    shown) says which fact that is, so both orders vote on the same thing: "A" in one is "B" in the other.
+    """
+    answer, rationale, payload = p.parse(text)
+    vote = answer
+    if hasattr(p, "in_subject_terms"):
+        payload, vote = p.in_subject_terms(answer, payload, subject, position)
+    return Sample(answer, rationale, payload, text, vote)
 
 
 @dataclass
@@ -293,7 +328,7 @@ class Judge:
         if not all(hits):
             return jobs
         try:
-            samples = [Sample(*p.parse(h["text"]), text=h["text"]) for h in hits]
+            samples = [read_sample(p, h["text"], candidate.subject, a.position) for a, h in zip(jobs, hits)]
         except Unparsed:
             return jobs
         return jobs + self.asks(p, candidate, positions=(1,)) if self._decided(p, samples) != p.default else jobs
@@ -348,7 +383,7 @@ class Judge:
             raise fresh
         hit = self.store.cached_reply(ask.key, self.kind) if fresh is None else None
         if hit:
-            return Sample(*p.parse(hit["text"]), text=hit["text"])
+            return read_sample(p, hit["text"], subject, ask.position)
         if fresh is not None:
             done = fresh
         else:
@@ -377,7 +412,7 @@ class Judge:
         out.tokens_out += done.tokens_out or 0
         out.cost_usd = None if cost is None or out.cost_usd is None else out.cost_usd + cost
         out.replies.append(done.text)
-        sample = Sample(*p.parse(done.text), text=done.text)  # raises Unparsed
+        sample = read_sample(p, done.text, subject, ask.position)  # raises Unparsed
         # written right after each parse: a killed session resumes without paying for this reply again
         self.store.cache_reply(ask.key, self.model, p.prompt.id, done.text, done.tokens_in, done.tokens_out, self.kind,
                                ask.position)
@@ -429,7 +464,7 @@ class Judge:
 
     def _decided(self, p, samples: list[Sample]) -> str:
         """One order's answer as the verdict would take it: the majority, or the default when undecided."""
-        counts = Counter(s.answer for s in samples).most_common()
+        counts = Counter(s.vote for s in samples).most_common()
         if len(counts) > 1 and counts[0][1] == counts[1][1]:
             return p.default
         if round(counts[0][1] / len(samples), 2) < self.config.judge.min_agreement:
@@ -437,10 +472,13 @@ class Judge:
         return counts[0][0]
 
     def _aggregate(self, p, by_position: dict[int, list[Sample]], out: Outcome) -> None:
-        """Majority per position; low agreement or a split between positions records the default."""
+        """Majority per position; low agreement or a split between positions records the default.
+
+        Votes are in the subject's terms, so two orders that retract different facts are a split.
+        """
         majorities, shares, tied = [], [], False
         for samples in by_position.values():
-            counts = Counter(s.answer for s in samples).most_common()
+            counts = Counter(s.vote for s in samples).most_common()
             leaders = [a for a, c in counts if c == counts[0][1]]
             tied = tied or len(leaders) > 1  # a tie is no majority, whatever min_agreement allows
             majorities.append(leaders[0] if len(leaders) == 1 else p.default)
@@ -453,6 +491,5 @@ class Judge:
         elif len(set(majorities)) > 1:
             out.answer, out.rationale = p.default, f"split by position: {' / '.join(majorities)}"
         else:
-            out.answer = majorities[0]
-            chosen = next(s for samples in by_position.values() for s in samples if s.answer == out.answer)
-            out.rationale, out.payload = chosen.rationale, chosen.payload
+            chosen = next(s for samples in by_position.values() for s in samples if s.vote == majorities[0])
+            out.answer, out.rationale, out.payload = chosen.answer, chosen.rationale, chosen.payload

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import tempfile
 from datetime import datetime
 from pathlib import Path
 
@@ -18,7 +19,9 @@ from .config import Config
 from .corpus import atomic_write
 from .errors import ConfigError
 from .passes import JUDGED_PASSES
+from .gitops import open_repo
 from .spend import Spend, summarise
+from .sync import STATES as SYNC_STATES, Remote
 from .status import STATES
 from .throttle import assess
 
@@ -51,6 +54,11 @@ def textfile(root: Path, repo, config: Config, override: Path | None = None) -> 
         raise ConfigError(f"{key} {str(raw)!r}: inside the corpus and not ignored by git, it would leave the "
                           "work tree dirty and no decision would be applied; write it outside the corpus "
                           "(e.g. node_exporter's textfile directory) or git-ignore it")
+    try:  # a real write, as the session's will be (access() says yes to root on any disk that is not read-only)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"):
+            pass
+    except OSError as e:
+        raise ConfigError(f"{key} {str(raw)!r}: cannot write in {path.parent}: {e.strerror or e}") from None
     return path
 
 
@@ -105,7 +113,13 @@ def figures(root: Path, store, config: Config, judge: str = "anthropic", now: da
             "failed_sessions": h["failed_sessions"] if h else None,
         }
     corpus = last[0]["corpus"] if last and last[0].get("corpus") else None
-    return {"corpus": {"path": str(root), "state": corpus["state"] if corpus else None,
+    sync = None
+    if config.git.remote:  # read from git and this clone's last sync: the remote's own figures
+        ended = [r[0] for r in store.db.execute("SELECT ended_at FROM sessions WHERE ended_at IS NOT NULL "
+                                                "ORDER BY started_at DESC LIMIT ?", [SCAN_SESSIONS])]
+        sync = Remote(open_repo(root), config).figures(ended)
+    return {**({"sync": sync} if sync else {}),
+            "corpus": {"path": str(root), "state": corpus["state"] if corpus else None,
                        "files": corpus["files"] if corpus else None, "read": corpus["read"] if corpus else None,
                        "skipped": corpus["skipped"] if corpus else None},
             "last_session_at": last[0]["ended_at"] if last else None,
@@ -163,6 +177,16 @@ _CORPUS_GAUGES = [
 ]
 
 
+_SYNC_GAUGES = [
+    ("knomit_judge_unpushed_commits", "Local commits not on the remote branch.", "unpushed_commits"),
+    ("knomit_judge_unpushed_sessions",
+     "Sessions that ended since the oldest local commit not on the remote was made (0: everything is pushed).",
+     "unpushed_sessions"),
+    ("knomit_judge_overridden_decisions", "Decisions whose change a writer's edit overrode in a merge (all history).",
+     "overridden_decisions"),
+]
+
+
 def _label(value: str) -> str:
     return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
@@ -214,6 +238,18 @@ def render(fig: dict) -> str:
                 [(_labels(corpus=corpus), fig["last_session_at"])])
     for name, help_text, key in _SPEND_GAUGES:
         _family(out, name, help_text, [(_labels(corpus=corpus), fig["spend"][key])])
+    if sync := fig.get("sync"):
+        if sync["state"] is not None:
+            _family(out, "knomit_judge_sync_state",
+                    "What the last session made of [git] remote: 1 for the current state.",
+                    [(_labels(corpus=corpus, state=s), int(sync["state"] == s))
+                     for s in sorted({*SYNC_STATES, sync["state"]})])
+        if sync["last_push_at"]:
+            _family(out, "knomit_judge_last_push_timestamp_seconds",
+                    "When a push from this clone last updated the remote branch (Unix time).",
+                    [(_labels(corpus=corpus), sync["last_push_at"])])
+        for name, help_text, key in _SYNC_GAUGES:
+            _family(out, name, help_text, [(_labels(corpus=corpus), sync[key])])
     return "\n".join(out) + "\n"
 
 
@@ -228,9 +264,12 @@ def write_atomic(path: Path, text: str) -> None:
     atomic_write(path, text, mode=0o644, prefix=f".{path.name}.")
 
 
-def write(path: Path, root: Path, store, config: Config, judge: str = "anthropic") -> None:
-    """Write the metrics file after a session; a failure is logged, never lost work (the session is committed)."""
+def write(path: Path, root: Path, store, config: Config, judge: str = "anthropic") -> str | None:
+    """Write the metrics file after a session; a failure is logged and returned (the session's work is
+    committed already, so nothing is lost, but the caller exits non-zero so a unit shows it)."""
     try:
         write_atomic(path, render(figures(root, store, config, judge)))
     except OSError as e:
         log.error("metrics file %s not written: %s", path, e)
+        return f"metrics file {path} not written: {e.strerror or e}"
+    return None

@@ -1,15 +1,22 @@
-"""Prompts are versioned files in prompts/; evidence goes in as quoted data, never as instructions."""
+"""Prompts are versioned files in prompts/; evidence goes in as quoted data, never as instructions.
+
+The package ships prompts/ as knomit_judge/data/prompts (a symlink in the clone, files in the wheel), read
+through importlib.resources, so an installed copy reads its own prompts wherever it runs.
+"""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
+from importlib import resources
+from importlib.resources.abc import Traversable
 
 import yaml
 
-PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
+from .errors import MissingResource
+
+PROMPTS_DIR = resources.files("knomit_judge") / "data" / "prompts"
 _USER_MARK = "\n=== user ===\n"
 
 
@@ -59,10 +66,26 @@ def quote(evidence) -> str:
 
 
 @cache
-def load_prompt(name: str, directory: Path = PROMPTS_DIR) -> Prompt:
-    text = (directory / f"{name}.md").read_text(encoding="utf-8")
-    _, front, rest = text.split("---\n", 2)
-    meta = yaml.safe_load(front)
-    system, template = rest.split(_USER_MARK, 1)
-    return Prompt(name=meta["name"], version=int(meta["version"]), system=system.strip(), template=template.strip(),
-                  reply_schema=meta.get("reply_schema") or {})
+def load_prompt(name: str, directory: Traversable = PROMPTS_DIR) -> Prompt:
+    """The prompt `name`.md; a missing or malformed file is a broken install, said as such (exit 2)."""
+    try:
+        text = (directory / f"{name}.md").read_text(encoding="utf-8")
+    except OSError:
+        raise MissingResource(f"prompt {name}.md not found in the installed package ({directory})") from None
+    try:
+        _, front, rest = text.split("---\n", 2)
+        meta = yaml.safe_load(front)
+        system, template = rest.split(_USER_MARK, 1)
+        return Prompt(name=meta["name"], version=int(meta["version"]), system=system.strip(),
+                      template=template.strip(), reply_schema=meta.get("reply_schema") or {})
+    except (ValueError, TypeError, KeyError, yaml.YAMLError):
+        raise MissingResource(f"prompt {name}.md in the installed package ({directory}) is incomplete: it needs a "
+                              f"front matter with name and version, then the system text, {_USER_MARK.strip()!r} "
+                              "and the template") from None
+
+
+def prompt_names(directory: Traversable = PROMPTS_DIR) -> list[str]:
+    """Every prompt the package ships, by name (the files in prompts/)."""
+    if not directory.is_dir():
+        raise MissingResource(f"prompts not found in the installed package ({directory})")
+    return sorted(f.name.removesuffix(".md") for f in directory.iterdir() if f.name.endswith(".md"))

@@ -11,9 +11,7 @@ fresh computation in memory, names every difference, and writes nothing.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -25,7 +23,7 @@ from .config import load_config
 from .corpus import load_corpus
 from .embeddings import Embedder, text_hash
 from .errors import CorpusLocked
-from .gitops import Lock, open_repo
+from .gitops import Lock, open_repo, shared_lock
 from .neighbours import DEPTH, Memory
 from .passes import subject_names
 from .passes.describe import current
@@ -63,17 +61,28 @@ def rebuild(root: Path | str) -> dict:
             index = FileIndex(store)
             corpus = load_corpus(root, config.corpus.max_fact_bytes, index, config.corpus)
             index.save()
-            Derivation(corpus, store, config).run()  # embeds, searches and keeps exactly what a review would
+            derived = Derivation(corpus, store, config)
+            derived.run()  # embeds, searches and keeps exactly what a review would
             for problem in corpus.problems:
                 log.warning("skipped %s", problem)
             for note in notes:
                 log.info("%s", note)
             return {"verdicts": store.db["verdicts"].count, "facts": len(corpus.facts),
-                    "embeddings": store.db["embeddings"].count, "neighbour_sets": store.db["neighbour_sets"].count,
+                    # the searches the passes make, as `--check` counts them (a search updated from another
+                    # replaces it in the table, so the table may hold fewer rows)
+                    "embeddings": store.db["embeddings"].count, "neighbour_sets": len(derived.memory.searches),
                     "candidate_lists": store.db["candidate_lists"].count,
                     "problems": len(corpus.problems)}
         finally:
             store.close()
+
+
+TEXT_NAMES = {"neighbour_sets": "neighbour lists", "candidate_lists": "candidate lists"}  # as `--check` names them
+
+
+def rebuilt_line(counts: dict) -> str:
+    """`rebuild`'s line, naming each table as `rebuild --check` does (the --json keys stay as they were)."""
+    return "rebuilt: " + ", ".join(f"{TEXT_NAMES.get(k, k)} {v}" for k, v in counts.items())
 
 
 class _Recorder(Memory):
@@ -207,20 +216,10 @@ def compare_derived(root: Path, config, kept: Store, fresh: Store, result: Check
 @contextlib.contextmanager
 def _reading(repo):
     """Hold the session lock shared while comparing, so no session changes the db meanwhile; never create it."""
-    path = Lock(repo).path
-    if not path.exists():
+    with shared_lock(repo) as holder:
+        if holder is not None:
+            raise CorpusLocked(f"corpus is locked by another session: {holder}; check once it is done")
         yield
-        return
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(fd, 4096).decode(errors="replace").strip() or "unknown holder"
-            raise CorpusLocked(f"corpus is locked by another session: {holder}; check once it is done") from None
-        yield
-    finally:
-        os.close(fd)
 
 
 def _examples(items) -> str:

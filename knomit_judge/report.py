@@ -16,6 +16,7 @@ from .errors import CannotWrite
 from .gitops import open_repo, run_git
 from .inbox import evidence_text, inbox
 from .labels import read_labels
+from .layout import matches
 from .passes import JUDGED_PASSES
 from .passes.registry import all_passes
 from .precision import history, of_pass
@@ -23,22 +24,45 @@ from .store import Store
 
 SESSIONS = 10
 HISTORY = 60  # throttle records per pass in the chart
-STATE_COLOURS = {"optimistic": "#6baed6", "funded": "#31a354", "unproven": "#fd8d3c", "defunded": "#de2d26",
-                 "unthrottled": "#969696"}
+# Each its own colour, apart from the bars' too: `optimistic` is not a blue beside the `judged` blue (issue 31).
+STATE_COLOURS = {"optimistic": "#f2c80f", "funded": "#31a354", "unproven": "#fd8d3c", "defunded": "#de2d26",
+                 "unthrottled": "#737373"}
 CSS = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; padding: 0 1em; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ccc; }
 table { border-collapse: collapse; margin: .5em 0; } td, th { padding: .2em .6em; border: 1px solid #ddd; vertical-align: top; }
 th { background: #f4f4f4; text-align: left; } td.wide { min-width: 22em; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
-code { font-size: .9em; } .muted { color: #777; } svg { display: block; margin: .3em 0 1em; max-width: 100%; }
+code { font-size: .9em; } .muted { color: #777; }
+svg { display: block; margin: .3em 0 1em; max-width: 100%; height: auto; }
 table.fit { table-layout: fixed; width: 100%; } table.fit td, table.fit th { overflow-wrap: anywhere; }
+.id, .nowrap { white-space: nowrap; }
 .worked { color: #31a354; } .broken { color: #de2d26; font-weight: bold; } .defunded { color: #de2d26; }
 """
+CHART_WIDTH = 980  # px: the page's width at 70em of 14px; a narrower window scales the chart down
 
 
 def e(value) -> str:
     """Any value, escaped for HTML text and attributes."""
     return escape("" if value is None else str(value), quote=True)
+
+
+def ident(value, title: str | None = None) -> str:
+    """An id, sha or session id: monospace, and never broken across lines, so it reads and copies whole."""
+    tip = f' title="{e(title)}"' if title else ""
+    return f"<code class=id{tip}>{e(value)}</code>"
+
+
+def path(value: str) -> str:
+    """A fact path that may wrap after each '/' (and, as text does, after a hyphen), never inside a word."""
+    return "<code>" + "/<wbr>".join(e(part) for part in str(value).split("/")) + "</code>"
+
+
+_IDS = re.compile(r"\b(\d{8}T\d{6}Z-[0-9a-f]{4}|v[0-9a-f]{12})\b")
+
+
+def ids_whole(escaped: str) -> str:
+    """Escaped prose with the session and verdict ids in it kept whole (a session id has a hyphen to break at)."""
+    return _IDS.sub(r"<span class=id>\1</span>", escaped)
 
 
 def num(x, digits: int = 3) -> str:
@@ -50,17 +74,17 @@ def cost(x) -> str:
 
 
 def table(head: list[str], rows: list[list[str]], numeric: set[int] = frozenset(), wide: set[int] = frozenset(),
-          widths: list[int] | None = None) -> str:
+          widths: list[str] | None = None) -> str:
     """A table of already-escaped cells; `numeric` columns align right, `wide` ones get room for prose.
 
-    `widths` (percentages) fix the layout to the page's width: long paths and ids wrap instead of
-    pushing the table past a narrow screen.
+    `widths` (CSS lengths; "" shares what is left) fix the layout to the page's width: long paths wrap
+    instead of pushing the table past a narrow screen, and columns of ids are wide enough for them whole.
     """
     th = "".join(f"<th>{h}</th>" for h in head)
     klass = lambda i: " class=num" if i in numeric else " class=wide" if i in wide and not widths else ""  # noqa: E731
     body = "".join("<tr>" + "".join(f"<td{klass(i)}>{c}</td>" for i, c in enumerate(r)) + "</tr>" for r in rows)
     if widths:
-        cols = "".join(f'<col style="width: {w}%">' for w in widths)
+        cols = "".join(f'<col style="width: {w}">' if w else "<col>" for w in widths)
         return f"<table class=fit><colgroup>{cols}</colgroup><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
     return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
@@ -70,10 +94,11 @@ def sessions_section(sessions: list[dict]) -> str:
         return "<p class=muted>No sessions yet.</p>"
     rows = []
     for s in sessions:
-        cells = [f"<code>{e(s['id'])}</code>", e(s["started_at"]), e(cost(s["cost_usd"])), e(len(s["commits"]))]
+        cells = [ident(s["id"]), f'<span class=nowrap>{e(s["started_at"][:19].replace("T", " "))}</span>',
+                 e(cost(s["cost_usd"])), e(len(s["commits"]))]
         for name in ("exact", *JUDGED_PASSES):
             p = s["passes"].get(name)
-            cells.append("–" if not p else f'<span class="{e(p.get("state"))}">{e(p.get("state"))}</span>'
+            cells.append("–" if not p else f'<span class="{e(p.get("state"))} nowrap">{e(p.get("state"))}</span>'
                          f'<br><span class=muted>judged {e(p.get("judged", 0))}, resolved {e(p.get("resolved", 0))}'
                          f', calls {e(p.get("judge_calls", 0))}</span>')
         rows.append(cells)
@@ -81,53 +106,84 @@ def sessions_section(sessions: list[dict]) -> str:
 
 
 def throttle_chart(name: str, rows: list[dict]) -> str:
-    """Bars of offered / judged / resolved per session, over a strip coloured by throttle state.
+    """Per session, offered and judged side by side, resolved below them to its own scale, over a strip coloured by
+    throttle state.
 
-    The sessions share the chart's whole width, however few they are, and every count is printed
-    over its bars: a few resolutions out of 190 judged are a bar of a pixel or two, so the numbers,
-    and a minimum height for any count above zero, are what make them seen.
+    The sessions share the chart's whole width, however few they are. A few resolutions out of 190 judged would
+    be a pixel or two on the judged scale, so resolved has a panel and a scale of its own, every count above zero
+    is at least MIN_BAR high, and the counts are printed. A session that offered nothing says why (its outcome,
+    from the session record: `caught-up` is drawn as such), not "0/0".
     """
     if not rows:
         return f"<p class=muted>{e(name)}: no throttle history yet.</p>"
-    w, h, left, right, top, strip = 640, 194, 30, 10, 44, 10
-    plot = h - top - strip - 42  # below: the strip, a line of text and the legend
+    w, left, right, top, plot, gap, rplot, strip = CHART_WIDTH, 40, 10, 44, 100, 8, 36, 10
+    rtop = top + plot + gap
+    stop = rtop + rplot + 3
+    h = stop + strip + 40  # below the strip: a line of text and the legend
     slot = (w - left - right) / len(rows)  # a few sessions get wide slots, never a sliver at the left
-    bw = min(slot * 0.7, 56)
+    bw = min(slot * 0.8, 2 * MAX_BAR)  # offered and judged side by side: half each
+    half = bw / 2
     peak = max(1, *(r["offered"] for r in rows))
-    labelled = slot >= 34  # room for "resolved/judged" over each bar; else only the resolutions are printed
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img" '
+    rpeak = max(1, *(r["resolved"] for r in rows))
+    labelled = slot >= 34  # room for "resolved/judged" over each pair; else only the resolutions are printed
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" '
              f'aria-label="throttle history of {e(name)}">',
              f'<text x="{left}" y="14" font-size="13" font-weight="bold">{e(name)}</text>',
              f'<text x="{w - right}" y="28" font-size="11" text-anchor="end" fill="#555">'
-             f'bars: offered (grey), judged (blue), resolved ({RESOLVED_NAME}); numbers: '
-             f'{"resolved/judged" if labelled else "resolved"}; strip: throttle state</text>',
+             f'bars: offered (grey) and judged (blue) to one scale, resolved ({RESOLVED_NAME}) below to its own; '
+             f'numbers: {"resolved/judged" if labelled else "resolved"}; strip: throttle state</text>',
              f'<text x="{left - 4}" y="{top + 8}" font-size="10" text-anchor="end">{peak}</text>',
              f'<text x="{left - 4}" y="{top + plot}" font-size="10" text-anchor="end">0</text>',
-             f'<line x1="{left}" y1="{top + plot}" x2="{w - right}" y2="{top + plot}" stroke="#999"/>']
+             f'<line x1="{left}" y1="{top + plot}" x2="{w - right}" y2="{top + plot}" stroke="#999"/>',
+             f'<text x="{left - 4}" y="{rtop + 8}" font-size="10" text-anchor="end" fill="{RESOLVED_COLOUR}">'
+             f'{rpeak}</text>',
+             f'<text x="{left - 4}" y="{rtop + rplot}" font-size="10" text-anchor="end" '
+             f'fill="{RESOLVED_COLOUR}">0</text>',
+             f'<line x1="{left}" y1="{rtop + rplot}" x2="{w - right}" y2="{rtop + rplot}" stroke="#999"/>']
+    caught_up = False
     for i, r in enumerate(rows):
         x = left + i * slot
         bx = x + (slot - bw) / 2
         tallest = 0.0
-        for key, colour, shrink in BARS:
+        for key, colour, dx, scale, base, room in (("offered", OFFERED_COLOUR, 0, peak, top + plot, plot),
+                                                   ("judged", JUDGED_COLOUR, half, peak, top + plot, plot),
+                                                   ("resolved", RESOLVED_COLOUR, half, rpeak, rtop + rplot, rplot)):
             # any count above zero is at least MIN_BAR high: 3 of 190 must not vanish into the axis
-            bh = max(plot * r[key] / peak, MIN_BAR if r[key] else 0)
-            tallest = max(tallest, bh)
-            parts.append(f'<rect class="{key}" x="{bx + bw * shrink:.1f}" y="{top + plot - bh:.1f}" '
-                         f'width="{bw * (1 - 2 * shrink):.1f}" height="{bh:.1f}" fill="{colour}"/>')
-        label = f"{r['resolved']}/{r['judged']}" if labelled else (str(r["resolved"]) if r["resolved"] else "")
-        if label:
-            parts.append(f'<text class="count" x="{x + slot / 2:.1f}" y="{top + plot - tallest - 3:.1f}" '
-                         f'font-size="10" text-anchor="middle" fill="{RESOLVED_COLOUR if r["resolved"] else "#555"}"'
-                         f'>{e(label)}</text>')
-        tip = (f"{r['session']}: {r['state']}{' (probe spent)' if r['probe_spent'] else ''}, offered {r['offered']}, "
-               f"judged {r['judged']}, resolved {r['resolved']}")
-        parts.append(f'<rect class="state" x="{x:.1f}" y="{top + plot + 3}" width="{max(slot - 1, 1):.1f}" '
+            bh = max(room * r[key] / scale, MIN_BAR if r[key] else 0)
+            if key != "resolved":
+                tallest = max(tallest, bh)
+            parts.append(f'<rect class="{key}" x="{bx + dx:.1f}" y="{base - bh:.1f}" '
+                         f'width="{max(half - 1, 0.5):.1f}" height="{bh:.1f}" fill="{colour}"/>')
+        outcome = r.get("outcome") or ""
+        if not r["offered"]:  # nothing offered: say why rather than draw "0/0"
+            done = outcome == "caught-up"
+            caught_up |= done
+            wide = slot >= 80
+            word = ("✓ caught-up" if done else outcome or "nothing offered") if wide else "✓" if done else ""
+            if word:
+                parts.append(f'<text class="idle" x="{x + slot / 2:.1f}" y="{top + plot / 2:.1f}" font-size="12" '
+                             f'text-anchor="middle" fill="{IDLE_COLOUR if done else "#555"}">{e(word)}</text>')
+            if wide:
+                parts.append(f'<text x="{x + slot / 2:.1f}" y="{top + plot / 2 + 15:.1f}" font-size="10" '
+                             f'text-anchor="middle" fill="#555">{"nothing left to ask" if done else "0 offered"}'
+                             '</text>')
+        else:
+            label = f"{r['resolved']}/{r['judged']}" if labelled else (str(r["resolved"]) if r["resolved"] else "")
+            if label:
+                parts.append(f'<text class="count" x="{x + slot / 2:.1f}" y="{top + plot - tallest - 3:.1f}" '
+                             f'font-size="10" text-anchor="middle" '
+                             f'fill="{RESOLVED_COLOUR if r["resolved"] else "#555"}">{e(label)}</text>')
+        tip = (f"{r['session']}: {r['state']}{' (probe spent)' if r['probe_spent'] else ''}"
+               f"{', ' + outcome if outcome else ''}, offered {r['offered']}, judged {r['judged']}, "
+               f"resolved {r['resolved']}")
+        parts.append(f'<rect class="state" x="{x:.1f}" y="{stop}" width="{max(slot - 1, 1):.1f}" '
                      f'height="{strip}" fill="{STATE_COLOURS.get(r["state"], "#000")}"><title>{e(tip)}</title></rect>')
     states = sorted({r["state"] for r in rows})
     judged, resolved = sum(r["judged"] for r in rows), sum(r["resolved"] for r in rows)
     parts.append(f'<text x="{left}" y="{h - 22}" font-size="11" fill="#555">{len(rows)} session(s), oldest first: '
-                 f'resolved {resolved} of {judged} judged; now {e(rows[-1]["state"])}</text>')
-    parts.append(chart_legend(left, h - 14, [(key, colour) for key, colour, _ in BARS]
+                 f'resolved {resolved} of {judged} judged; now {e(rows[-1]["state"])}'
+                 f'{"; ✓ caught-up: nothing left to ask" if caught_up else ""}</text>')
+    parts.append(chart_legend(left, h - 14, [(key, colour) for key, colour in BARS]
                               + [(s, STATE_COLOURS.get(s, "#000")) for s in states]))
     parts.append("</svg>")
     return "".join(parts)
@@ -135,8 +191,11 @@ def throttle_chart(name: str, rows: list[dict]) -> str:
 
 # "resolved" must not share the "funded" state's green: the two are read side by side
 RESOLVED_COLOUR, RESOLVED_NAME = "#6a3d9a", "purple"
-BARS = (("offered", "#cccccc", 0), ("judged", "#3182bd", 0.15), ("resolved", RESOLVED_COLOUR, 0.3))
+OFFERED_COLOUR, JUDGED_COLOUR = "#cccccc", "#3182bd"
+BARS = (("offered", OFFERED_COLOUR), ("judged", JUDGED_COLOUR), ("resolved", RESOLVED_COLOUR))
 MIN_BAR = 3.0  # px: the least height of a bar whose count is above zero
+MAX_BAR = 40  # px: the widest a bar gets, however few the sessions
+IDLE_COLOUR = "#238b45"  # the word for a session that offered nothing
 
 
 def chart_legend(x: float, y: float, items: list[tuple[str, str]]) -> str:
@@ -150,34 +209,79 @@ def chart_legend(x: float, y: float, items: list[tuple[str, str]]) -> str:
     return "".join(parts)
 
 
-def decisions_section(verdicts, retired: dict[str, list[str]]) -> str:
-    """Applied decisions, newest first; a decision that retired facts names them (`retired`: verdict id -> paths)."""
+def decisions_section(verdicts, written: dict) -> str:
+    """Applied decisions, newest first, each saying what it did to which facts (`written`: from written_facts)."""
     applied = [v for v in verdicts if v.commit_sha]
     if not applied:
         return "<p class=muted>No applied decisions yet.</p>"
-    rows = [[e(v.created_at[:19].replace("T", " ")), e(v.pass_name), e(subject_text(v.subject)) if v.subject else "",
-             e(v.answer) + "".join(f"<br>retired <code>{e(path)}</code>" for path in retired.get(v.id, ())),
-             e(v.rationale), f'<code title="{e(v.commit_sha)}">{e(v.commit_sha[:10])}</code>',
-             f"<code>{e(v.id)}</code>" + (f"<br><b>reverted</b>: {e(v.revert_reason)}" if v.reverted else "")]
+    rows = [[f"<span class=nowrap>{e(v.created_at[:10])}</span><br>{e(v.created_at[11:19])}", e(v.pass_name),
+             subject_html(v.subject) if v.subject else "", decision_html(v, written), e(v.rationale),
+             ident(v.commit_sha[:10], v.commit_sha) + "<br>" + ident(v.id)
+             + (f"<br><b>reverted</b>: {e(v.revert_reason)}" if v.reverted else "")]
             for v in reversed(applied)]
-    return table(["when (UTC)", "pass", "subject", "decision", "rationale", "commit", "verdict"], rows,
-                 widths=[11, 7, 24, 17, 23, 8, 10])
+    # the columns of words and ids are wide enough for them whole; the prose columns share the rest
+    return table(["when (UTC)", "pass", "subject", "decision", "rationale", "commit, verdict"], rows,
+                 widths=["7.5em", "6.5em", "23%", "21%", "", "8.5em"])
 
 
-_RETRACTED_BY = re.compile(r"""retracted_by:\s*["']?([A-Za-z0-9]+)""")
+def subject_html(subject: dict) -> str:
+    """Spellings as `a / b`; fact paths one a line, each free to wrap only between its parts."""
+    if "group" in subject:
+        return "<br>".join(path(p) for p in subject["group"])
+    if subject["a"].endswith(".md") or "/" in subject["a"]:
+        return f"{path(subject['a'])}<br>{path(subject['b'])}"
+    return e(subject_text(subject))
 
 
-def retired_facts(repo) -> dict[str, list[str]]:
-    """verdict id -> the facts it retired, from the `retracted_by:` lines of the tracked files (one git grep)."""
+def decision_html(v, written: dict) -> str:
+    """What a decision did, in words: which fact it retired and which one it kept, or the fact it proposed."""
+    proposed = written["proposed"].get(v.id)
+    if proposed:
+        return "proposed " + ", ".join(path(p) for p in proposed)
+    done = []
+    for retired in written["retired"].get(v.id, ()):
+        kept = written["survivor"].get(retired)
+        if v.answer == "merge":
+            done.append(f"merged {path(retired)} into {path(kept)}" if kept else f"merged {path(retired)}")
+        else:
+            why = ", an exact duplicate of " if v.pass_name == "exact" else "; kept "
+            done.append(f"retracted {path(retired)}" + (f"{why}{path(kept)}" if kept else ""))
+    return "<br>".join(done) or e(v.answer)
+
+
+_RETRACTED_BY = re.compile(r"""^retracted_by:\s*["']?([A-Za-z0-9]+)""")
+_SURVIVOR = re.compile(r"""^survivor:\s*["']?([^"'\s]+)""")
+
+
+def written_facts(repo, verdicts, fact_globs) -> dict[str, dict]:
+    """What the applied decisions wrote: verdict id -> the facts it retired (`retracted_by:` in the tracked files),
+    retired fact -> the fact that survived it (`survivor:`), and verdict id -> the facts its commit added (a
+    discovery's proposal). Two git calls, whatever the number of decisions. A retraction that deleted its
+    file leaves no trace to name."""
+    found: dict[str, dict] = {"retired": {}, "survivor": {}, "proposed": {}}
     try:
-        out = run_git(repo, "grep", "-z", "-I", "-H", "-e", "^retracted_by:")
+        out = run_git(repo, "grep", "-z", "-I", "-H", "-e", "^retracted_by:", "-e", "^survivor:")
     except git.GitCommandError:  # exit 1: no fact is retracted
-        return {}
-    found = {}
+        out = ""
     for line in out.splitlines():
-        path, _, text = line.partition("\0")
+        where, _, text = line.partition("\0")
         if m := _RETRACTED_BY.match(text):
-            found.setdefault(m.group(1), []).append(path)
+            found["retired"].setdefault(m.group(1), []).append(where)
+        elif m := _SURVIVOR.match(text):
+            found["survivor"][where] = m.group(1)
+    proposals = {v.commit_sha: v.id for v in verdicts if v.pass_name == "discovery" and v.commit_sha}
+    if proposals:
+        try:
+            out = run_git(repo, "-c", "core.quotePath=false", "log", "--no-walk=unsorted", "--diff-filter=A",
+                          "--name-only", "--format=@%H", *proposals)
+        except git.GitCommandError:  # a commit no longer in the repository: its row names no path
+            out = ""
+        sha = None
+        for line in out.splitlines():
+            if line.startswith("@"):
+                sha = line[1:]
+            elif line and sha in proposals and matches(line, fact_globs):
+                found["proposed"].setdefault(proposals[sha], []).append(line)
     return found
 
 
@@ -198,7 +302,11 @@ def flips_section(store) -> str:
 
 def calibration_section(result: dict | None) -> str:
     if not result:
-        return "<p class=muted>No calibration yet: run <code>knomit-judge calibrate LABELS</code>.</p>"
+        # a calibration is kept in the db of the corpus it ran on (make demo calibrates a corpus of its own)
+        return ("<p class=muted>No calibration of this corpus yet. <code>knomit-judge calibrate LABELS CORPUS</code> "
+                "keeps its result in the db of CORPUS, the corpus whose facts the labels name, and that corpus's "
+                "report shows it (<code>make demo</code> calibrates its own corpus, "
+                "<code>.demo/knomit-calibration</code>, and writes its report beside this one).</p>")
     rows = []
     for name, s in result["passes"].items():
         flips = f"{num(s['flip_rate'])} ({s['flips']}/{s['flip_measured']})" if s["flip_measured"] else "–"
@@ -228,9 +336,10 @@ def render(root: Path | str) -> str:
     store = Store.read_only(root)
     try:
         sessions = store.sessions(SESSIONS)
-        charts = "".join(throttle_chart(n, list(reversed(store.throttle_rows(n, HISTORY)))) for n in JUDGED_PASSES)
+        charts = "".join(throttle_chart(n, list(reversed(store.throttle_history(n, HISTORY)))) for n in JUDGED_PASSES)
         charts += flips_section(store)
-        decisions = decisions_section(store.verdicts(), retired_facts(repo))
+        verdicts = store.verdicts()
+        decisions = decisions_section(verdicts, written_facts(repo, verdicts, load_config(root).corpus.paths))
         calibration = calibration_section(latest(store))
     finally:
         store.close()
@@ -279,16 +388,16 @@ def labels_sections(root: Path) -> str:
         v = item.verdict
         evidence = "".join(f"<li><b>{e(k)}</b>: {e(_clip(evidence_text(val)))}</li>"
                            for k, val in item.evidence.items())
-        commit = f'applied in <code title="{e(v.commit_sha)}">{e(v.commit_sha[:10])}</code>' if v.commit_sha \
+        commit = f"applied in {ident(v.commit_sha[:10], v.commit_sha)}" if v.commit_sha \
             else "not applied"
         rows.append(f"<tr><td>{n}<br><b>{e(item.kind)}</b></td>"
-                    f"<td><b>{e(v.pass_name)}</b> {e(subject_text(v.subject))}"
-                    f"<br><span class=muted>{e(item.why)}</span></td>"
-                    f"<td><b>{e(v.answer)}</b>: {e(v.rationale)}<br>{commit}<br>verdict <code>{e(v.id)}</code>"
-                    f"<br><code class=muted>{e(item.label_command)}</code></td>"
+                    f"<td><b>{e(v.pass_name)}</b><br>{subject_html(v.subject)}"
+                    f"<br><span class=muted>{ids_whole(e(item.why))}</span></td>"
+                    f"<td><b>{e(v.answer)}</b>: {e(v.rationale)}<br>{commit}<br>verdict {ident(v.id)}"
+                    f"<br><code class=muted>{'/<wbr>'.join(e(p) for p in item.label_command.split('/'))}</code></td>"
                     f"<td><ul class=evidence>{evidence}</ul></td></tr>")
     more = len(box["items"]) - len(rows)
-    inbox_html = ('<table class=inbox><colgroup><col style="width:6em"><col style="width:24%"><col style="width:30%">'
+    inbox_html = ('<table class=inbox><colgroup><col style="width:7.5em"><col style="width:24%"><col style="width:30%">'
                   "<col></colgroup><thead><tr><th>#</th><th>question</th><th>judge said</th><th>evidence</th></tr>"
                   f"</thead><tbody>{''.join(rows)}</tbody></table>"
                   + (f"<p class=muted>and {more} more: <code>knomit-judge inbox</code></p>" if more > 0 else "")
@@ -297,7 +406,12 @@ def labels_sections(root: Path) -> str:
     for name in JUDGED_PASSES:
         p = of_pass(labels, name, cfg.min_precision)
         precision_rows.append([e(name), e(p.phrase()), e(p.probation_phrase() if p.probation else "applying")])
-        charts.append(precision_chart(name, history(labels, name, cfg.min_precision), cfg.min_precision))
+        points = history(labels, name, cfg.min_precision)
+        if points:
+            charts.append(precision_chart(name, points, cfg.min_precision))
+    # with no label at all, one line says so (not a table of "no labels yet" and a line per pass saying it again)
+    precision = (f"{table(['pass', 'precision', 'state'], precision_rows)}{''.join(charts)}" if charts else
+                 "<p class=muted>No labels yet, so every pass applies its decisions.</p>")
     return (f"<style>{LABELS_CSS}</style><h2>Inbox: what needs a look</h2>"
             f"<p>Undecided questions first, then yeses held by probation, "
             f"discovery proposals, and a sample of applied decisions ({e(f'{cfg.sample_rate:g}')} of each "
@@ -306,13 +420,11 @@ def labels_sections(root: Path) -> str:
             f"<h2>Precision of applied decisions</h2><p>From people's labels on yes verdicts, with a Wilson 95% "
             f"interval. A pass whose interval lies below {e(f'{cfg.min_precision:.2f}')} "
             f"(<code>calibration.min_precision</code>) is on probation: it judges and stores but applies nothing."
-            f"</p>{table(['pass', 'precision', 'state'], precision_rows)}{''.join(charts)}")
+            f"</p>{precision}")
 
 
 def precision_chart(name: str, points: list[dict], floor: float) -> str:
-    """Precision after each label, oldest first: the line, its 95% band, and the probation floor (dashed)."""
-    if not points:
-        return f"<p class=muted>{e(name)}: no labels on its decisions yet.</p>"
+    """Precision after each label (at least one), oldest first: the line, its 95% band, the probation floor (dashed)."""
     w, h, left, top, plot = 640, 190, 40, 24, 120
     right = w - 16
     step = (right - left) / max(len(points) - 1, 1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+import shlex
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -18,20 +19,22 @@ from .decisions import applied, decide, keep, restatable, restate
 from .embeddings import Embedder
 from .freshness import fresh_first, fresh_names, new_names, owed_to_fresh
 from .errors import BadFact, KnomitError
-from .gitops import Applier, Lock, dirty_paths, open_repo
+from .gitops import Applier, Lock, dirty_paths, open_repo, shared_lock
 from .judge import Judge, ScriptedBackend, judge_kind, make_backend, swap_sampled
 from . import metrics
 from .passes import JUDGED_PASSES, Candidate
 from .passes.describe import PASS as DESCRIBE, batches, current, model_of, request, write_lines
 from .passes.exact import DuplicateGroups, exact_change, exact_verdict
 from .passes.registry import all_passes
-from .recovery import recover
+from .recovery import recover, sync_git, sync_journal
 from .neighbours import Memory
 from .shortlist import gc_paused, remembered
 from .spend import Caps, summarise
 from .status import PassResult, total_cost
 from .store import FileIndex, Store
+from .sync import Remote, SyncReport, changed_since_last_session
 from .throttle import Allowance, assess, record
+from .transport import require_key
 from .verdicts import Journal, Verdict
 
 log = logging.getLogger(__name__)
@@ -63,11 +66,14 @@ class SessionResult:
     parsed: int = 0  # fact files parsed this session (unchanged ones come from the file index)
     corpus: CorpusReport | None = None  # what was read: no fact read is broken, never a silent zero
     spend: dict | None = None  # spend.Spend.json() after the session: today, 7 and 30 days, per pass, projection
+    metrics_error: str | None = None  # the metrics file could not be written after the session: exit 1
+    sync: SyncReport | None = None  # [git] remote set: what was merged before the session and pushed after
 
     @property
     def broken(self) -> bool:
         return any(r.state == "broken" for r in self.passes.values()) or \
-            (self.corpus is not None and self.corpus.state == "broken")
+            (self.corpus is not None and self.corpus.state == "broken") or \
+            (self.sync is not None and self.sync.state == "broken")
 
     @property
     def cost_usd(self) -> float | None:
@@ -80,10 +86,11 @@ class SessionResult:
         return None if None in usd else round(sum(usd), 6)
 
     def lines(self) -> list[str]:
-        return [*([self.corpus.line()] if self.corpus else []), *(r.line() for r in self.passes.values())]
+        return [*([self.sync.line()] if self.sync else []), *([self.corpus.line()] if self.corpus else []),
+                *(r.line() for r in self.passes.values())]
 
     def summary(self) -> str:
-        """A dry run's last line: what a real session would ask and cost, below the evidence it lists."""
+        """A dry run's first line: what a real session would ask and cost, above the plan it lists."""
         asked = {n: e for n, e in self.estimates.items() if n != DESCRIBE}
         questions = sum(e["questions"] for e in asked.values())
         calls = sum(e["calls"] for e in asked.values())
@@ -91,7 +98,7 @@ class SessionResult:
         usd = "unknown (no price for the model)" if self.estimate_usd is None else f"about ${self.estimate_usd:.4f}"
         return (f"dry run: would ask {questions} question(s) = {calls} call(s)"
                 + (f", and {lines['calls']} describe request(s) for lines" if lines else "")
-                + f", {usd}; no judge call was made and nothing was written")
+                + f", {usd}; no judge call was made and nothing was written but derived caches")
 
     def json(self) -> dict:
         passes = {name: r.json() for name, r in self.passes.items()}
@@ -104,6 +111,8 @@ class SessionResult:
                 "notes": self.notes, "batches": self.batches, "embedded": self.embedded, "parsed": self.parsed,
                 **({"corpus": self.corpus.json()} if self.corpus else {}),
                 **({"spend": self.spend} if self.spend is not None else {}),
+                **({"metrics_error": self.metrics_error} if self.metrics_error else {}),
+                **({"sync": self.sync.json()} if self.sync is not None else {}),
                 **({"plan": self.plan, "estimate_usd": self.estimate_usd} if self.dry_run else {})}
 
 
@@ -139,7 +148,7 @@ class Context:
 
     @property
     def judge(self) -> Judge:
-        if self._judge is None:  # a caught-up corpus needs no judge at all, nor a key
+        if self._judge is None:  # made when a question needs it: a caught-up session never loads the SDK
             self._judge = Judge(make_backend(self.options.judge, self.config), self.store, self.config)
         return self._judge
 
@@ -173,16 +182,25 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
     repo = open_repo(root)
     config = config or load_config(root)
     if options.judge != "anthropic":
-        # a bad --judge or replies file fails here, before a session starts and stores anything;
-        # the real judge is made only when a question needs it (a caught-up corpus needs no key)
+        # a bad --judge or replies file fails here, before a session starts and stores anything
         make_backend(options.judge, config)
     elif not options.dry_run:
-        config.require_price(config.judge.model)  # no price, no cap that holds: exit 2 before anything is asked
+        # Whatever ends a session with exit 2 is checked here, before recovery or exact duplicates change the
+        # corpus: no price (no cap that holds), no key. A key the API refuses is known only at the first call.
+        config.require_price(config.judge.model)
+        require_key()
     if options.dry_run:
-        # Dry run: an in-memory copy of the db, no lock, no recovery: not one byte is written.
+        # Dry run: an in-memory copy of the db, no lock, no recovery. Of what it computes only the derived
+        # caches (embeddings, neighbour and candidate lists) reach the db file: never a verdict, reply,
+        # session or throttle row, nor a byte of the corpus or git.
         store = Store.read_only(root)
         with remembered(Memory(store)):
             result = asyncio.run(_session(root, repo, config, store, options, []))
+        with shared_lock(repo) as holder:  # a session running now writes the db: its own derived state will do
+            if holder is None:
+                store.keep_derived()
+        if note := other_judge(store, root, options):
+            result.notes.insert(0, note)
         result.spend = summarise(store, config).json()
         model = config.judge.model
         if options.judge == "anthropic" and config.price(model) is None:
@@ -190,20 +208,55 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
                                 "input_per_mtok and output_per_mtok are set")
         return result
     metrics_path = metrics.textfile(root, repo, config, options.metrics_file)  # a bad path exits 2 now
+    remote = Remote.of(repo, config)  # an unknown remote exits 2 now
     with Lock(repo) as lock:
         store = Store.for_corpus(root)
-        ran = False
+        ran, result = False, None
         try:
             notes = recover(root, repo, store, lock, keep_marks=True)
+            if remote:
+                pull(remote, root, repo, store)
             with remembered(Memory(store)):  # neighbour lists are searched again only where vectors changed
                 ran = True
                 result = asyncio.run(_session(root, repo, config, store, options, notes))
+            if remote:
+                remote.push()  # after the session's last commit, its journal's
+                remote.save()
+                result.sync = remote.report
             result.spend = summarise(store, config).json()
             return result
         finally:
             if ran and metrics_path:  # after a session that raised too: it recorded itself as aborted
-                metrics.write(metrics_path, root, store, config, judge_kind(options.judge))
+                error = metrics.write(metrics_path, root, store, config, judge_kind(options.judge))
+                if error and result is not None:
+                    result.metrics_error = error
+                    result.notes.append(error)
             store.close()
+
+
+def other_judge(store: Store, root: Path, options: ReviewOptions) -> str | None:
+    """A dry run for a judge with no verdicts here while another kind has some: say so, since only a judge's
+    own verdicts count for it (docs/memory.md), and name the command that would use the others."""
+    kind = judge_kind(options.judge)
+    counts = store.judges(options.passes)
+    if counts.get(kind) or not counts:
+        return None
+    other, n = max(counts.items(), key=lambda kv: kv[1])
+    flag = " --judge scripted:FILE" if other == ScriptedBackend.kind else ""
+    return (f"the {kind} judge has no verdicts here; the {n} {other} verdict(s) count only for the {other} judge, "
+            f"so this plan asks everything again: `knomit-judge review {shlex.quote(str(root))} --dry-run{flag}` "
+            "uses them")
+
+
+def pull(remote: Remote, root: Path, repo, store: Store) -> None:
+    """Merge the remote branch before the corpus is read; what it brought is imported like a lost db's journal."""
+    # journal lines a killed session left uncommitted would stop the merge: committed first, as its own commit
+    Applier(repo).commit_paths([Journal(root).relpath(p) for p in ("exact", *JUDGED_PASSES)],
+                               "journal: verdicts kept before merging the remote\n")
+    if remote.pull():
+        # verdicts other machines journalled and pushed are answered here too: never paid for again
+        sync_journal(root, store)
+        sync_git(repo, store)
 
 
 async def _session(root, repo, config, store, options, notes) -> SessionResult:
@@ -237,11 +290,21 @@ async def _session(root, repo, config, store, options, notes) -> SessionResult:
         # before collecting: questions in a batch still running count as spent, and collected ones are
         # judged as paid below, so the balance charges each batched question once
         throttles = {p.name: assess(store, p.name, config.budget, ctx.kind) for p in passes}
+        in_git = False  # what changed since the last session in the history, for a db that has none of its own
         for p in passes:
             ctx.allowances[p.name] = Allowance(throttles[p.name], config.budget.questions_per_resolution)
-            ctx.since[p.name] = ctx.store.last_session(p.name, ctx.kind) if ctx.index is not None else (None, None)
-            ctx.fresh[p.name] = fresh_names(p, ctx, ctx.since[p.name][0])
-            ctx.new[p.name] = new_names(p, ctx, ctx.since[p.name][1])
+            since = ctx.store.last_session(p.name, ctx.kind) if ctx.index is not None else (None, None)
+            paths = None
+            if since == (None, None) and config.git.remote:  # unset, a session is exactly as before the remote
+                if in_git is False:
+                    # a fresh clone of a shared corpus: what writers changed since any machine's last session
+                    # is as new to this one as to the machine that would have run it
+                    in_git = changed_since_last_session(repo, set(corpus.facts))
+                if in_git:  # and what is owed is counted from that session's end, as that machine would
+                    paths, since = in_git[0], (in_git[1], in_git[1])
+            ctx.since[p.name] = since
+            ctx.fresh[p.name] = fresh_names(p, ctx, since[0], paths)
+            ctx.new[p.name] = new_names(p, ctx, since[1], paths)
         if not options.dry_run and ctx.batches.open_batches():
             await ctx.batches.collect(ctx.judge, all_passes())  # finished batches first, whatever --pass says
         for p in passes:
@@ -258,6 +321,13 @@ async def _session(root, repo, config, store, options, notes) -> SessionResult:
                 applied += result.passes[p.name].applied - before
             if not applied:
                 break
+        if options.stop is not None and options.stop.is_set():
+            # Stopped before its end (the daemon's SIGTERM): recorded as a plain review's interruption is, so
+            # status, the metrics and the report read one record; the passes it never reached are not defunded.
+            aborted(result, options, KeyboardInterrupt())
+            for r in result.passes.values():
+                charge(ctx, r)
+            return result
         if ctx.batches.gathered:
             await submit_batch(ctx, result)
         for p in passes:
@@ -269,6 +339,8 @@ async def _session(root, repo, config, store, options, notes) -> SessionResult:
     except BaseException as e:  # an error, or a signal's cancellation: recorded as such, then re-raised
         if not options.dry_run:
             aborted(result, options, e)
+            for r in result.passes.values():
+                charge(ctx, r)
         raise
     finally:
         result.batches = ctx.batches.reports
@@ -344,7 +416,8 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
         await describe(ctx, result.passes[DESCRIBE], result)
     with gc_paused():  # millions of small objects at 100k facts; see shortlist.gc_paused
         candidates = CandidateLists(ctx.store).candidates(p, ctx)  # read back when nothing it depends on changed
-    answered = ctx.store.answered(p.name, ctx.kind)
+    again = asked_again(p, ctx)
+    answered = ctx.store.answered(p.name, ctx.kind) - again
     # not asked now: refused by the API under this prompt version, or in a Message Batch not yet collected
     refused = ctx.store.refused(p.name, p.prompt.id) - answered
     busy = ctx.batches.busy(p.name) - answered
@@ -368,7 +441,7 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
         r.next_probe_in = t.next_probe_in
         note_skipped(p, ctx, r, fps, refused, busy)
     # yes verdicts not yet applied (dirty tree, or a killed session rolled back): apply without asking again
-    unapplied = {v.fingerprint: v for v in ctx.store.unapplied_yes(p.name, ctx.kind)}
+    unapplied = {v.fingerprint: v for v in ctx.store.unapplied_yes(p.name, ctx.kind) if not outdated(p, v)}
     pending = [unapplied[fp] for fp in fps if fp in unapplied]
     r.fresh = max(r.fresh, sum(c.fresh for c in rest))
     if ctx.options.dry_run:  # no verdict comes back to move the balance: what it holds now is what is offered
@@ -451,6 +524,21 @@ async def describe(ctx: Context, r: PassResult, result: SessionResult) -> None:
     r.state = "worked" if r.written else "failed" if done.failed else "caught-up"
 
 
+def outdated(p, v: Verdict) -> bool:
+    """A stored yes the pass no longer applies as it stands (prune: a retract naming no redundant fact)."""
+    return hasattr(p, "outdated") and p.outdated(v)
+
+
+def asked_again(p, ctx: Context) -> set[str]:
+    """Fingerprints whose latest verdict is an unapplied yes the pass no longer applies: asked again under
+    the current prompt (a prune@1 retract, which left the survivor to the fixed rules), never applied."""
+    out = set()
+    for v in ctx.store.unapplied_yes(p.name, ctx.kind):
+        if outdated(p, v) and ctx.store.verdict_for(p.name, v.fingerprint).id == v.id:
+            out.add(v.fingerprint)
+    return out
+
+
 def note_skipped(p, ctx: Context, r: PassResult, fingerprints: list[str], refused: set, busy: set) -> None:
     """Say which candidates were not asked because the API refused them, or a batch holds them."""
     fps = set(fingerprints)
@@ -469,15 +557,20 @@ def finish_pass(p, ctx: Context, r: PassResult, t) -> None:
     if r.waiting and r.state == "worked" and t.allowance is not None and t.allowance <= 0 and \
             not any("wait" in n for n in r.notes):
         r.notes.append(f"balance spent: {r.waiting} candidate(s) wait until resolutions refill it")
-    ledger = ctx._judge.ledgers.get(p.name) if ctx._judge else None
-    if ledger:
-        r.judge_calls, r.attempts, r.cost_usd = ledger.calls, ledger.attempts, ledger.cost_usd
-        r.charged_usd = round(ledger.charged_usd, 6)
+    charge(ctx, r)
     if r.cost_usd is None:
         r.notes.append("cost incomplete: a call reported no usage or its model has no price")
     if not ctx.options.dry_run:
         record(ctx.store, ctx.session, p.name, t, r.offered, r.judged, r.resolved,
                probe_spent=t.probe and r.judged > 0, judge=ctx.kind)
+
+
+def charge(ctx: Context, r: PassResult) -> None:
+    """The pass's calls and cost, from the judge's ledger (a session that was stopped or failed asked them too)."""
+    ledger = ctx._judge.ledgers.get(r.name) if ctx._judge else None
+    if ledger:
+        r.judge_calls, r.attempts, r.cost_usd = ledger.calls, ledger.attempts, ledger.cost_usd
+        r.charged_usd = round(ledger.charged_usd, 6)
 
 
 async def judge_all(p, offer: list[Candidate], ctx: Context, r: PassResult, paid: set = frozenset(),

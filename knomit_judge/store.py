@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sqlite3
 import stat
@@ -17,7 +18,12 @@ from .errors import CorpusUnwritable
 from .migrations import migrate
 from .verdicts import MECHANICAL, JournalMarks, Verdict, now
 
+log = logging.getLogger(__name__)
 DB_PATH = ".knomit/judge.db"
+# Tables a dry run may write back to the db file (see Store.keep_derived): functions of the corpus text, the
+# model and the code, so they hold nothing a session bought or decided. The file index is not among them:
+# its changed_at times say what is fresh.
+DERIVED = ("embeddings", "neighbour_sets", "candidate_lists")
 
 
 class Store:
@@ -41,9 +47,11 @@ class Store:
 
     @classmethod
     def read_only(cls, root: Path) -> "Store":
-        """For dry runs and status: a copy in memory, so not one byte of the db file changes."""
+        """For dry runs and status: a copy in memory, so nothing changes the db file but keep_derived."""
         store = cls(None)
         path = Path(root) / DB_PATH
+        store.derived = [] if path.exists() else None  # derived rows this copy made, for keep_derived
+        store.path = path
         if path.exists():
             src = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
             try:
@@ -55,6 +63,48 @@ class Store:
 
     def close(self):
         self.db.close()
+
+    derived: list | None = None  # a read-only copy's derived writes: (method name, args), in order
+
+    def _derive(self, method: str, *args) -> None:
+        if self.derived is not None:
+            self.derived.append((method, args))
+
+    def keep_derived(self) -> int:
+        """Write a read-only copy's derived rows (embeddings, neighbour lists, candidate lists) to the db file.
+
+        A dry run computes them as a session would; keeping them spares the next run the work. Nothing
+        else reaches the file. A db that is not at this copy's schema (it needs a migration only a
+        session makes), locked by a session's write for 5 s, or on a read-only disk keeps nothing: a
+        cache not kept only costs time. Returns how many writes were kept.
+        """
+        if not self.derived:
+            return 0
+        try:
+            conn = sqlite3.connect(f"file:{self.path}?mode=rw", uri=True, timeout=5)
+        except sqlite3.OperationalError as e:
+            log.info("derived caches not kept: %s", e)
+            return 0
+        disk = Store.__new__(Store)
+        disk.db = sqlite_utils.Database(conn)
+        try:
+            applied = "SELECT name FROM _sqlite_migrations ORDER BY name"
+            if list(disk.db.execute(applied)) != list(self.db.execute(applied)):
+                log.info("derived caches not kept: the db needs a migration (the next session makes it)")
+                return 0
+            with disk.db.atomic():
+                for method, args in self.derived:
+                    try:
+                        getattr(disk, method)(*args)
+                    except sqlite_utils.db.NotFoundError:
+                        pass  # the search it replaces is gone (a session ran since the copy): this one is not kept
+            kept, self.derived = len(self.derived), []
+            return kept
+        except sqlite3.Error as e:
+            log.info("derived caches not kept: %s", e)
+            return 0
+        finally:
+            conn.close()
 
     # verdicts -----------------------------------------------------------------
     def add_verdict(self, v: Verdict) -> None:
@@ -121,6 +171,12 @@ class Store:
     def count_verdicts(self, pass_name: str, judge: str | None = None) -> int:
         where, args = of_judge("pass = ?", [pass_name], judge)
         return self.db.execute(f"SELECT count(*) FROM verdicts WHERE {where}", args).fetchone()[0]
+
+    def judges(self, passes: tuple[str, ...]) -> dict[str, int]:
+        """How many verdicts of these passes each kind of judge gave."""
+        marks = ",".join("?" * len(passes))
+        return dict(self.db.execute(f"SELECT judge, count(*) FROM verdicts WHERE pass IN ({marks}) GROUP BY judge",
+                                    list(passes)))
 
     def flips(self, pass_name: str, default: str, judge: str | None = None) -> tuple[int, int]:
         """(flips, measured) over the verdicts whose first order gave the default and were asked in both orders.
@@ -245,6 +301,7 @@ class Store:
         return out
 
     def put_embeddings(self, model: str, vectors: dict[str, np.ndarray]) -> None:
+        self._derive("put_embeddings", model, vectors)
         with self.db.atomic():
             self.db["embeddings"].insert_all(
                 ({"model": model, "text_hash": h, "vector": v.astype(np.float32).tobytes()} for h, v in vectors.items()),
@@ -273,6 +330,7 @@ class Store:
     def put_neighbour_set(self, set_id: int | None, k: int, digest: str, keys: list[bytes], idx: np.ndarray,
                           sims: np.ndarray, keep: int) -> None:
         """Store a search (replacing the one it was updated from); only the `keep` most recently used stay."""
+        self._derive("put_neighbour_set", set_id, k, digest, keys, idx, sims, keep)
         row = dict(k=k, rows=len(keys), digest=digest, keys=b"".join(keys),
                    neighbours=np.ascontiguousarray(idx, dtype=np.int64).tobytes(),
                    sims=np.ascontiguousarray(sims, dtype=np.float64).tobytes(), used_at=now())
@@ -291,6 +349,7 @@ class Store:
         return dict(zip([c[0] for c in cur.description], row)) if row else None
 
     def put_candidate_list(self, pass_name: str, digest: str, encoded: dict) -> None:
+        self._derive("put_candidate_list", pass_name, digest, encoded)
         with self.db.atomic():
             self.db["candidate_lists"].insert({"pass": pass_name, "digest": digest, "made_at": now(), **encoded},
                                               replace=True)
@@ -330,6 +389,15 @@ class Store:
         """This pass's throttle record of each session, newest first (given a judge kind, that kind's sessions)."""
         where, args = of_judge("pass = ?", [pass_name], judge)
         cur = self.db.execute(f"SELECT * FROM throttle WHERE {where} ORDER BY rowid DESC LIMIT ?", [*args, limit])
+        cols = [c[0] for c in cur.description]
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+    def throttle_history(self, pass_name: str, limit: int) -> list[dict]:
+        """throttle_rows with each session's outcome for the pass (`caught-up`, `defunded`, ...) as `outcome`."""
+        cur = self.db.execute(
+            "SELECT t.*, json_extract(s.passes, '$.\"' || t.pass || '\".state') AS outcome FROM throttle t "
+            "LEFT JOIN sessions s ON s.id = t.session WHERE t.pass = ? ORDER BY t.rowid DESC LIMIT ?",
+            [pass_name, limit])
         cols = [c[0] for c in cur.description]
         return [dict(zip(cols, r)) for r in cur.fetchall()]
 

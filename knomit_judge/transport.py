@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import random
 from dataclasses import dataclass
 
@@ -16,6 +17,15 @@ from .errors import ConfigError, JudgeRefused, Refused, Unavailable
 from .limiter import RateLimiter
 
 log = logging.getLogger(__name__)
+
+
+NO_KEY = "judge: no API key (set ANTHROPIC_API_KEY)"
+
+
+def require_key() -> None:
+    """Exit 2 before a session changes anything, not at its first question: the SDK reads these two."""
+    if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
+        raise ConfigError(NO_KEY)
 
 
 @dataclass
@@ -56,7 +66,7 @@ class AnthropicBackend:
             raise ConfigError(f"judge: {e} (set ANTHROPIC_API_KEY)") from None
         if not (self.client.api_key or self.client.auth_token):
             # the SDK would only say so at the first request, as a TypeError
-            raise ConfigError("judge: no API key (set ANTHROPIC_API_KEY)")
+            raise ConfigError(NO_KEY)
         self.limiter = RateLimiter(config.judge.concurrency, config.judge.max_tokens, config.judge.backoff_max_s)
 
     def _wait(self, attempt: int) -> float:

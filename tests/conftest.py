@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 os.environ["HF_HUB_OFFLINE"] = "1"
 
 from messages_server import MessagesServer  # noqa: E402
+# a browser test that skips where KNOMIT_REQUIRE_BROWSER is set (CI) fails instead: tests/browser.py
+from browser import pytest_runtest_makereport  # noqa: E402,F401
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "corpus-fixtures" / "demo"
@@ -23,9 +26,22 @@ GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@localhost",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@localhost"}
 
 
+# git's local variables (GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE, ...), as `git bisect run` and hooks export
+# them: left in, every git call here (and in the tool and subprocesses) would work on the surrounding clone.
+LOCAL_GIT_ENV = subprocess.run(["git", "rev-parse", "--local-env-vars"], capture_output=True, text=True,
+                               check=True).stdout.split()
+for _key in LOCAL_GIT_ENV:
+    os.environ.pop(_key, None)
+
+
+def git_env() -> dict[str, str]:
+    """The environment for a test's git call: ours, less git's local variables a test may have set."""
+    return {**{k: v for k, v in os.environ.items() if k not in LOCAL_GIT_ENV}, **GIT_ENV}
+
+
 def git(root: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True,
-                          env={**os.environ, **GIT_ENV}).stdout
+                          env=git_env()).stdout
 
 
 def tree_digest(root: Path) -> str:
@@ -35,6 +51,38 @@ def tree_digest(root: Path) -> str:
         if p.is_file():
             h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes())
     return h.hexdigest()
+
+
+def bought_digest(root: Path) -> str:
+    """Every byte under root but the db's, and every row of the db's tables but the derived caches a dry run
+    may fill (embeddings, neighbour and candidate lists): any write of the corpus, git, the journal, or a
+    verdict, reply, session or throttle row changes it."""
+    from knomit_judge.store import DB_PATH, DERIVED
+    h = hashlib.sha256()
+    db = root / DB_PATH
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and not p.name.startswith(db.name):
+            h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes())
+    if db.exists():
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            for name, sql in conn.execute("SELECT name, sql FROM sqlite_master ORDER BY name"):
+                h.update(repr((name, sql)).encode())
+                if sql and sql.startswith("CREATE TABLE") and name not in DERIVED:
+                    h.update(repr(sorted(map(repr, conn.execute(f'SELECT * FROM "{name}"')))).encode())
+        finally:
+            conn.close()
+    return h.hexdigest()
+
+
+def derived_rows(root: Path) -> dict[str, int]:
+    """How many rows each derived cache of the db holds."""
+    from knomit_judge.store import DB_PATH, DERIVED
+    conn = sqlite3.connect(f"file:{root / DB_PATH}?mode=ro", uri=True)
+    try:
+        return {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in DERIVED}
+    finally:
+        conn.close()
 
 
 def fact_text(title: str, motifs=(), confidence=0.5, sources=("s1",), body="A claim and its evidence.",

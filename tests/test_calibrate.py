@@ -32,6 +32,15 @@ PRUNE_WRONG = {("facts/ops/homepage-cache-stampede.md", "facts/ops/homepage-reco
                ("facts/distributed/lww-drops-newer-writes.md",
                 "facts/distributed/lww-lost-updates-slow-clock.md"): "retract"}  # merge: a yes, but not the label
 PRUNE_BY_ORDER = {("facts/ops/db-rotation-slow-acks.md", "facts/ops/pages-mostly-non-actionable.md")}  # retract
+# The fact each retract answer names as redundant: the narrow one, as the fixture's scripted replies say
+# (and, for the lww merge answered retract, the second fact).
+REDUNDANT = {frozenset((e["a"], e["b"])): e[e["reply"]["redundant"].lower()]
+             for e in map(json.loads, (CALIBRATION / "judge-replies.jsonl").read_text().splitlines())
+             if e["pass"] == "prune" and e["reply"]["decision"] == "retract"}
+for narrow, broad in (("lww-lost-updates-slow-clock", "lww-drops-newer-writes"),
+                      ("http2-mobile-single-loss", "http2-loss-stalls-all-streams")):
+    REDUNDANT[frozenset((f"facts/distributed/{narrow}.md", f"facts/distributed/{broad}.md"))] = \
+        f"facts/distributed/{narrow}.md"
 DISCOVERY_WRONG = {frozenset(["facts/supply/order-variance-grows-upstream.md",
                               "facts/supply/distributor-orders-double-variance.md",
                               "facts/supply/capacity-request-padding.md"])}  # false, answered yes
@@ -78,6 +87,9 @@ def known_error_responder(root):
             for pair in PRUNE_BY_ORDER:
                 if set(pair) == {first, second}:
                     decision = "retract" if (first, second) == pair else "distinct"
+            if decision == "retract":
+                side = "A" if REDUNDANT[frozenset((first, second))] == first else "B"
+                return text(json.dumps({"decision": "retract", "redundant": side, "rationale": "One claim."}))
             return text(json.dumps({"decision": decision, "rationale": "" if decision == "distinct" else "One claim."}))
         group = frozenset(by_title[f["title"]] for f in ev["facts"])
         yes = labels[group] != (group in DISCOVERY_WRONG)
@@ -206,6 +218,35 @@ def test_malformed_label_line_is_a_usage_error_naming_the_line(corpus_repo, tmp_
     result = CliRunner().invoke(cli, ["calibrate", str(labels), str(corpus_repo.root), "--judge", "scripted:/dev/null"])
     assert result.exit_code == 2
     assert "labels.jsonl:2: 'label' must be one of distinct, merge, retract" in result.stderr
+
+
+def test_a_retract_of_the_fact_a_label_says_contains_the_other_is_scored_a_disagreement(tmp_path):
+    repo = calibration_repo(tmp_path)
+    narrow, broad = "facts/ops/db-rotation-slow-acks.md", "facts/ops/pages-mostly-non-actionable.md"
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(json.dumps({"pass": "prune", "a": narrow, "b": broad, "label": "retract", "redundant": "A"})
+                      + "\n")
+    for side, agrees in (("A", True), ("B", False)):  # B retires the broad fact, which contains the narrow one
+        replies = tmp_path / f"replies-{side}.jsonl"  # its own name: the reply cache is keyed by the judge's
+        replies.write_text(json.dumps({"pass": "prune", "a": narrow, "b": broad, "reply": {
+            "decision": "retract", "redundant": side, "rationale": "One rotation is part of the three."}}) + "\n")
+        judge = f"scripted:{replies}"
+        out = run_json("calibrate", str(labels), str(repo.root), "--json", "--judge", judge)
+        prune = out["passes"]["prune"]
+        assert (prune["tp"], prune["precision"]) == (1, 1.0)  # a yes on a yes label either way
+        assert prune["agreement"] == (1.0 if agrees else 0.0) and prune["wrong_side"] == (0 if agrees else 1)
+        assert out["questions"][0]["answer"] == ("retract" if agrees else "retract (the other fact)")
+    text_out = CliRunner().invoke(cli, ["-q", "calibrate", str(labels), str(repo.root), "--judge", judge]).stdout
+    assert f"disagrees: line 1 prune {narrow} / {broad}: label retract, judge retract (the other fact)" in text_out
+
+
+@pytest.mark.parametrize("entry", [{"label": "merge", "redundant": "A"}, {"label": "retract", "redundant": "a"}])
+def test_a_redundant_side_goes_with_a_retract_label_only(corpus_repo, tmp_path, entry):
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(json.dumps({"pass": "prune", "a": "facts/ops/f1.md", "b": "facts/ops/f2.md", **entry}) + "\n")
+    result = CliRunner().invoke(cli, ["calibrate", str(labels), str(corpus_repo.root), "--judge", "scripted:/dev/null"])
+    assert result.exit_code == 2
+    assert "labels.jsonl:1: 'redundant' goes with a retract label only" in result.stderr
 
 
 def test_a_stored_verdict_answers_instead_of_the_judge(corpus_repo, tmp_path):

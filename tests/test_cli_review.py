@@ -8,10 +8,12 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from conftest import SAME, fact_text, git, tree_digest
+from conftest import SAME, bought_digest, derived_rows, fact_text, git
 from messages_server import status, text
 
 from knomit_judge.cli import cli
+from knomit_judge.gitops import Lock, open_repo
+from knomit_judge.review import ReviewOptions, review
 
 PAIR = ("penalty-blocks-own-recovery", "self-locking-penalty")
 DIFFERENT = {"same": False, "mechanism": ""}
@@ -114,17 +116,38 @@ def test_api_500_is_unavailable_and_broken(fast_retry, judge_env):
     assert "alias: broken" in line and "first error: unavailable: HTTP 500" in line
 
 
-def test_dry_run_changes_no_byte(corpus_repo, judge_env):
+def test_dry_run_writes_no_bought_state_only_derived_caches(corpus_repo, judge_env):
     review_json(corpus_repo.root)  # a db and history to protect
     corpus_repo.write("facts/ops/f5.md", fact_text("A latch holds a breaker open", ["latch"]))
     corpus_repo.commit()
-    before, head, calls = tree_digest(corpus_repo.root), corpus_repo.log("%H"), judge_env.calls
-    result = run("-q", "review", str(corpus_repo.root), "--dry-run")
+    before, head, calls = bought_digest(corpus_repo.root), corpus_repo.log("%H"), judge_env.calls
+    cached = derived_rows(corpus_repo.root)
+    result = run("-q", "review", str(corpus_repo.root), "--dry-run", "--evidence")
     assert result.exit_code == 0
     assert "would offer alias" in result.stdout and "evidence:" in result.stdout
-    assert tree_digest(corpus_repo.root) == before
-    assert corpus_repo.log("%H") == head
+    # corpus, git, journal, verdicts, replies, sessions, throttle: not a byte; the new fact's vector is kept
+    assert bought_digest(corpus_repo.root) == before
+    assert derived_rows(corpus_repo.root)["embeddings"] > cached["embeddings"]
+    assert corpus_repo.log("%H") == head and corpus_repo.status() == ""
     assert judge_env.calls == calls
+
+
+def test_a_second_dry_run_reuses_what_the_first_derived(corpus_repo):
+    """Embeddings, neighbour and candidate lists are derived state: a dry run keeps them, the next reads them."""
+    before = bought_digest(corpus_repo.root)
+    first = review(corpus_repo.root, ReviewOptions(dry_run=True))
+    second = review(corpus_repo.root, ReviewOptions(dry_run=True))
+    assert first.embedded > 0 and second.embedded == 0  # not one text embedded again
+    assert all(n > 0 for n in derived_rows(corpus_repo.root).values())
+    assert second.plan == first.plan and second.estimates == first.estimates  # the same plan, read back
+    assert bought_digest(corpus_repo.root) == before and corpus_repo.status() == ""
+
+
+def test_a_dry_run_beside_a_running_session_keeps_nothing_and_still_plans(corpus_repo):
+    with Lock(open_repo(corpus_repo.root)):  # a session holds the corpus: the db is its to write
+        result = review(corpus_repo.root, ReviewOptions(dry_run=True))
+    assert result.embedded > 0 and result.plan
+    assert derived_rows(corpus_repo.root) == {"embeddings": 0, "neighbour_sets": 0, "candidate_lists": 0}
 
 
 def test_malformed_fact_is_named_and_the_rest_reviewed(corpus_repo, judge_env):

@@ -30,10 +30,10 @@ def review_cli(root):
     ("[budget]\nenabled = 1\n", "budget.enabled", "expected bool, got int"),
     ("[budget]\npatience = true\n", "budget.patience", "expected int, got bool"),
     ("[judge]\nmodel = 4\n", "judge.model", "expected str"),
-    ("[budget]\nprobe_every = 0\n", "budget.probe_every", "out of range"),
+    ("[budget]\nprobe_every = 0\n", "budget.probe_every", "0 is out of range (must be at least 1)"),
     ("[budget]\nunproven_allowance = 0\n", "budget.unproven_allowance", "out of range"),  # would latch off
     ("[budget]\noptimistic_cap = -1\n", "budget.optimistic_cap", "out of range"),
-    ("[judge]\nmin_agreement = 1.5\n", "judge.min_agreement", "out of range"),
+    ("[judge]\nmin_agreement = 1.5\n", "judge.min_agreement", "1.5 is out of range (must be from 0 to 1)"),
     ('[prices."claude-x"]\ninput_per_mtok = 1.0\n', 'prices."claude-x".output_per_mtok', "required"),
     ('[schedule]\ncron = "0 3 * *"\n', "schedule.cron", "4 fields"),
     ('[schedule]\ncron = "0 25 * * *"\n', "schedule.cron", "higher than the maximum"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -126,6 +127,14 @@ def test_sigterm_stops_the_daemon_after_the_current_judgment(tmp_path, judge_env
     alias = rows[0]["passes"]["alias"]
     assert alias["judged"] == judge_env.calls == 1  # the judgment in flight finished and was stored; no other began
     assert any(n.startswith("stopping: ") for n in alias["notes"])
+    # recorded as a plain review's SIGTERM is: every judged pass aborted, none defunded, no throttle record
+    assert {n: rows[0]["passes"][n]["state"] for n in ("alias", "prune", "discovery")} == dict.fromkeys(
+        ("alias", "prune", "discovery"), "aborted")
+    assert all("aborted: interrupted" in rows[0]["passes"][n]["notes"] for n in ("alias", "prune", "discovery"))
+    throttle = json.loads(CliRunner().invoke(cli, ["status", str(repo.root), "--json"]).stdout)["throttle"]
+    assert "defunded" not in (throttle["prune"]["state"], throttle["discovery"]["state"])
+    assert rows[0]["passes"]["alias"]["judge_calls"] == 1  # what it did ask is counted, aborted or not
+    assert err.count("daemon: stopping") == 1, err  # the stop note, once
     assert repo.status() == ""  # its verdict was journalled and committed
     calls = judge_env.calls
     judge_env.responder = decline()

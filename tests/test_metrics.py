@@ -24,7 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import copy_of, git, write_config
 from test_throttle import JUDGE as THROTTLE_JUDGE
-from messages_server import status
+from messages_server import DEFAULT_REPLY, status, text
 
 from knomit_judge.cli import cli
 from knomit_judge.metrics import _PASS_GAUGES, PASS_STATES, write_atomic
@@ -124,7 +124,7 @@ def test_a_review_writes_a_metrics_file_the_prometheus_parser_reads_back(many, j
                 assert found == [math.inf if want is None else pytest.approx(want)], (name, pass_name)
     assert not list(prom.parent.glob(".*"))  # no temporary file left behind
 
-    # a dry run writes nothing, the metrics file included
+    # a dry run writes no metrics file
     mtime = prom.stat().st_mtime_ns
     review_cli(many, "--dry-run", "--metrics-file", str(prom))
     assert prom.stat().st_mtime_ns == mtime
@@ -159,6 +159,40 @@ def test_a_metrics_path_that_cannot_work_exits_2_before_the_session(many, judge_
     many.commit("ignore the metrics file")
     review_cli(many)
     assert (many.root / "metrics.prom").exists() and git(many.root, "status", "--porcelain") == ""
+
+
+def test_a_metrics_directory_the_session_cannot_write_exits_2_before_the_session(many, judge_env, tmp_path):
+    head = many.log("%H")
+    places = ["/proc"]  # no file can be made there, not even by root (who passes every permission check)
+    if os.geteuid() != 0:
+        (tmp_path / "ro").mkdir(mode=0o555)
+        places.append(str(tmp_path / "ro"))
+    for place in places:
+        result = CliRunner().invoke(cli, ["-q", "review", str(many.root), "--metrics-file", f"{place}/k.prom"])
+        assert result.exit_code == 2 and f"--metrics-file '{place}/k.prom': cannot write in {place}" in result.stderr
+    assert judge_env.calls == 0 and many.log("%H") == head and status_json(many)["last_session"] is None
+
+
+def test_a_metrics_file_not_written_after_the_session_is_a_non_zero_exit(many, judge_env, tmp_path):
+    write_config(many, JUDGE)
+    folder = tmp_path / "textfile"
+    folder.mkdir()
+
+    def respond(request, n):
+        if folder.is_dir():  # while the session runs the directory becomes a file: the write fails as on a full disk
+            folder.rmdir()
+            folder.write_text("not a directory\n", encoding="utf-8")
+        return text(DEFAULT_REPLY)
+
+    judge_env.responder = respond
+    result = CliRunner().invoke(cli, ["-q", "review", str(many.root), "--pass", "alias", "--json",
+                                      "--metrics-file", str(folder / "k.prom")])
+    assert judge_env.calls > 0
+    assert result.exit_code == 1  # a systemd unit shows it failed
+    out = json.loads(result.stdout)
+    assert out["metrics_error"].startswith(f"metrics file {folder / 'k.prom'} not written")
+    assert out["passes"]["alias"]["state"] == "worked"  # the session itself is done and committed
+    assert status_json(many)["last_session"]["id"] == out["session"]
 
 
 # The writer, killed between writing the new text and renaming it into place: fsync is the last step
@@ -202,6 +236,19 @@ def test_killing_the_writer_mid_write_leaves_the_old_file_whole(tmp_path):
 # -- running it unattended ------------------------------------------------------------------------
 
 UNITS = REPO / "contrib" / "systemd"
+# One install for every example: `pipx install` as the user who runs the sessions, the key in that user's home.
+# The system unit's user is knomit; cron and the README run as whoever owns the corpus.
+UNIT_HOME = "/home/knomit"
+EXE, KEY_FILE, LOG = ".local/bin/knomit-judge", ".config/knomit-judge.env", ".local/state/knomit-judge.log"
+
+
+def cron_lines() -> dict[str, str]:
+    """The crontab line of contrib/cron.example, of the README and of docs/unattended.md, by file."""
+    found = {}
+    for path in (REPO / "contrib" / "cron.example", REPO / "README.md", REPO / "docs" / "unattended.md"):
+        [line] = [x for x in path.read_text(encoding="utf-8").splitlines() if x.startswith("0 3 * * * ")]
+        found[path.name] = line.split(None, 5)[5]
+    return found
 
 
 def test_the_units_are_a_oneshot_service_and_a_timer_that_cannot_overlap_it():
@@ -212,16 +259,56 @@ def test_the_units_are_a_oneshot_service_and_a_timer_that_cannot_overlap_it():
     assert "Unit=knomit-judge-review.service" in timer.splitlines() and "Persistent=true" in timer.splitlines()
     assert "--metrics-file" in service
     cron = (REPO / "contrib" / "cron.example").read_text(encoding="utf-8")
-    assert "knomit-judge -q review" in cron and "--metrics-file" in cron
+    assert "knomit-judge\" -q review" in cron and "--metrics-file" in cron
+
+
+def test_the_units_the_cron_example_and_the_readme_name_one_install_and_one_key_file(tmp_path):
+    service = (UNITS / "knomit-judge-review.service").read_text(encoding="utf-8").splitlines()
+    assert f"ExecStart={UNIT_HOME}/{EXE} review . \\" in service
+    assert f"EnvironmentFile={UNIT_HOME}/{KEY_FILE}" in service  # no "-": a missing key file fails the unit
+    for name, line in cron_lines().items():
+        assert f'"$HOME/{EXE}"' in line and f'. "$HOME/{KEY_FILE}"' in line, name
+        assert line.endswith(f'>> "$HOME/{LOG}" 2>&1'), name
+    # the key file's set-up line in the unit's comment, run in the user's home (sudo -i), where ~/.config is missing
+    [setup] = [x.split("sudo -iu knomit ", 1)[1].split("#")[0] for x in service if "knomit install " in x]
+    subprocess.run(["sh", "-c", setup], cwd=tmp_path, check=True)
+    assert (tmp_path / KEY_FILE).stat().st_mode & 0o777 == 0o600 and (tmp_path / KEY_FILE).read_text() == ""
+
+
+@pytest.mark.parametrize("name", ["cron.example", "README.md", "unattended.md"])
+def test_a_cron_line_logs_a_missing_key_file_and_the_tool_s_errors_in_its_log_not_in_cron_mail(name, tmp_path):
+    line = cron_lines()[name].replace("/srv/knowledge", '"$HOME/my-kb"')
+    home = tmp_path / "home"
+    (home / "my-kb").mkdir(parents=True)  # a directory, not a corpus: the tool itself must say so
+    (home / ".local" / "state").mkdir(parents=True)
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"}
+    # cron mails whatever the line itself prints: it must print nothing
+    done = subprocess.run(["/bin/sh", "-c", line], env=env, capture_output=True, text=True, timeout=60)
+    assert (done.stdout, done.stderr) == ("", "") and done.returncode != 0
+    assert f"{home}/{KEY_FILE}" in (home / LOG).read_text(encoding="utf-8")
+
+    (home / KEY_FILE).parent.mkdir(parents=True)
+    key = "ANTHROPIC_API_KEY=sk-ant-test-FAKEKEY-0123456789\nANTHROPIC_BASE_URL=http://127.0.0.1:9\n"
+    (home / KEY_FILE).write_text(key, encoding="utf-8")
+    (home / EXE).parent.mkdir(parents=True)
+    (home / EXE).symlink_to(shutil.which("knomit-judge") or Path(sys.executable).parent / "knomit-judge")
+    done = subprocess.run(["/bin/sh", "-c", line], env=env, capture_output=True, text=True, timeout=120)
+    assert (done.stdout, done.stderr) == ("", "") and done.returncode == 2
+    # the key file was read and the tool ran: its own error (the directory is no corpus) is in the log too
+    assert (home / LOG).read_text(encoding="utf-8").splitlines()[-1] == \
+        f"knomit-judge: {home}/my-kb: not a git repository (run `knomit-judge init` there)"
 
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not on this machine")
 def test_systemd_analyze_verifies_the_units(tmp_path):
-    """The shipped units, with ExecStart pointing at this machine's knomit-judge as an install would."""
-    exe = shutil.which("knomit-judge") or str(Path(sys.executable).parent / "knomit-judge")
-    assert Path(exe).exists(), exe
+    """The shipped units as they are, but for the knomit user's home: a scratch one where pipx put knomit-judge."""
+    home = tmp_path / "home"
+    (home / EXE).parent.mkdir(parents=True)
+    (home / EXE).symlink_to(shutil.which("knomit-judge") or Path(sys.executable).parent / "knomit-judge")
+    (home / KEY_FILE).parent.mkdir(parents=True)
+    (home / KEY_FILE).write_text("ANTHROPIC_API_KEY=x\n", encoding="utf-8")
     for unit in UNITS.iterdir():
-        (tmp_path / unit.name).write_text(unit.read_text(encoding="utf-8").replace("/usr/local/bin/knomit-judge", exe),
+        (tmp_path / unit.name).write_text(unit.read_text(encoding="utf-8").replace(UNIT_HOME, str(home)),
                                           encoding="utf-8")
     done = subprocess.run(["systemd-analyze", "verify", "--man=no", *(str(tmp_path / u.name) for u in UNITS.iterdir())],
                           capture_output=True, text=True)

@@ -126,7 +126,7 @@ def test_merge_absorbs_relinks_and_keeps_unknown_keys(tmp_path, judge_env):
     assert prune.state == "worked" and prune.applied == 1 and prune.judge_calls == judge_env.calls > 0
     [t] = assert_four_trailers(repo.root, "prune")
     vid = t["Knomit-Verdict"]
-    assert t["Knomit-Judge"] == "claude-sonnet-4-5 / prune@1" and t["Knomit-Rationale"] == MERGE["rationale"]
+    assert t["Knomit-Judge"] == "claude-sonnet-4-5 / prune@2" and t["Knomit-Rationale"] == MERGE["rationale"]
     assert git(repo.root, "log", "-1", "--format=%s", f"--grep={vid}") == f"prune: merge {LOSE} into {KEEP}\n"
 
     keep, lose = (parse_fact(p, repo.read(p)) for p in (KEEP, LOSE))
@@ -155,13 +155,14 @@ def test_retract_points_at_survivor_and_carries_over_provenance_but_no_motif(tmp
     repo = pool_corpus(tmp_path)
     before = {p: repo.read(p) for p in (KEEP, LOSE, X)}
     judge = scripted(tmp_path, {"pass": "prune", "a": LOSE, "b": KEEP,
-                                "reply": {"decision": "retract", "rationale": "The copy adds nothing to the pool fact."}})
+                                "reply": {"decision": "retract", "redundant": "A",
+                                          "rationale": "The copy adds nothing to the pool fact."}})
 
     result = review(repo.root, ReviewOptions(passes=("prune",), judge=judge))
 
     assert result.passes["prune"].applied == 1
     [t] = assert_four_trailers(repo.root, "prune")
-    assert repo.log()[1] == f"prune: retract {LOSE} (redundant with {KEEP})"
+    assert repo.log()[1] == f"prune: retract {LOSE} (contained in {KEEP})"
     # The survivor takes in the source and the link it lacked, so no citation lives only in git history,
     # but not the retired fact's motif: a retraction says the fact added no claim.
     keep = parse_fact(KEEP, repo.read(KEEP))

@@ -28,6 +28,7 @@ from knomit_judge.rebuild import Derivation, check, rebuild
 from knomit_judge.review import ReviewOptions, review
 from knomit_judge.revert import revert
 from knomit_judge.store import Store
+from knomit_judge.survivors import fact_survivor
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from gen_corpus import generate  # noqa: E402
@@ -63,6 +64,11 @@ def test_a_review_right_after_rebuild_asks_nothing_on_a_planted_corpus(tmp_path)
     drop_db(root)
     out = run("rebuild", root)
     assert out.exit_code == 0 and out.stdout.startswith("rebuilt: verdicts ")
+    # one thing counted, named one way: the lists the passes search, each kept
+    lists = r"neighbour lists (\d+), candidate lists (\d+)"
+    kept = re.search(lists, out.stdout).groups()
+    assert kept == re.search(lists, run("rebuild", root, "--check").stdout).groups()
+    assert json.loads(run("rebuild", root, "--json").stdout)["neighbour_sets"] == int(kept[0])
     again = review(root, ReviewOptions(judge=judge))
     assert calls(again) == 0, again.lines()
     assert all(again.passes[n].state == "caught-up" for n in ("alias", "prune", "discovery")), again.lines()
@@ -291,9 +297,15 @@ class History:
         rng = self.rng
         corpus = load_corpus(self.root, layout=load_config(self.root).corpus)
         facts, spellings = [f.path for f in corpus.active()], list(corpus.carriers)
-        entries = [{"pass": "prune", "a": a, "b": b, "reply": {"decision": rng.choice(["merge", "retract"]),
-                                                               "rationale": "Both state one claim."}}
-                   for a, b in (rng.sample(facts, 2) for _ in range(8))]
+        def reply(a: str, b: str, decision: str) -> dict:
+            """A retract names the fact the fixed rules would not keep, so the histories stay the seeds' own."""
+            if decision != "retract":
+                return {"decision": decision, "rationale": "Both state one claim."}
+            keep = fact_survivor([corpus.facts[a], corpus.facts[b]], corpus)
+            return {"decision": decision, "redundant": "A" if keep.path == b else "B",
+                    "rationale": "Both state one claim."}
+        entries = [{"pass": "prune", "a": a, "b": b, "reply": reply(a, b, d)}
+                   for a, b, d in (rng.sample(facts, 2) + [rng.choice(["merge", "retract"])] for _ in range(8))]
         entries += [{"pass": "alias", "a": a, "b": b, "reply": {"same": True, "mechanism": "One mechanism."}}
                     for a, b in (rng.sample(spellings, 2) for _ in range(3 if len(spellings) > 1 else 0))]
         entries.append({"pass": "discovery", "contains": [rng.choice(facts)], "reply": {

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import FAST, SAME, git, tree_digest, write_config
+from conftest import FAST, SAME, bought_digest, git, write_config
 from messages_server import text
 from test_revert import decision, three, three_built  # noqa: F401  (fixtures)
 
@@ -73,13 +73,13 @@ def test_a_decision_commit_holds_its_verdict_and_the_noes_come_in_one_journal_co
 
 
 
-def test_a_dry_run_writes_nothing_not_even_in_git(three, judge_env):
+def test_a_dry_run_writes_nothing_bought_not_even_in_git(three, judge_env):
     three.write("facts/ops/f4.md", three.read("facts/ops/f4.md") + "A new line makes new questions.\n")
     three.commit("edit")
-    before, calls = tree_digest(three.root), judge_env.calls  # .git, the journal and the db included
+    before, calls = bought_digest(three.root), judge_env.calls  # .git, the journal and the db's bought rows
     result = review(three.root, ReviewOptions(dry_run=True))
     assert sum(r.offered for r in result.passes.values()) > 0  # there was something it would ask
-    assert tree_digest(three.root) == before
+    assert bought_digest(three.root) == before  # only derived caches (the edited fact's vector) may be kept
     assert judge_env.calls == calls and result.commits == []
 
 

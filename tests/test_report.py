@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import html
+import itertools
 import json
-import os
+import math
 import re
 import shutil
-import subprocess
 from html.parser import HTMLParser
 
 import pytest
 from click.testing import CliRunner
 
-from conftest import scripted
+from browser import chromium_dom
+from conftest import DEMO, git, make_repo, scripted
 
 from knomit_judge.cli import cli
 from knomit_judge.report import render, throttle_chart
@@ -43,24 +44,7 @@ class Rendered(HTMLParser):
             self.text.append(data)
 
 
-def chromium_dom(path, tmp_path, *flags: str) -> str:
-    """The page's DOM after Chromium has parsed and laid it out."""
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not exe:
-        # `make test` installs nothing outside .venv, so a machine without a browser skips this;
-        # `make test-browser` sets KNOMIT_REQUIRE_BROWSER and fails instead.
-        message = "chromium is not on PATH (see the README: `sudo apt-get install chromium`, then `make test-browser`)"
-        if os.environ.get("KNOMIT_REQUIRE_BROWSER"):
-            pytest.fail(message)
-        pytest.skip(message)
-    done = subprocess.run(
-        [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'chromium'}",
-         *flags, "--dump-dom", path.as_uri()], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
-
-
+@pytest.mark.browser
 def test_report_renders_sessions_throttle_decisions_and_calibration_in_chromium(corpus_repo, tmp_path):
     judge = scripted(tmp_path, {**PAIR, "reply": {"same": True, "mechanism": RATIONALE}})
     review(corpus_repo.root, ReviewOptions(judge=judge))
@@ -92,15 +76,24 @@ def test_report_renders_sessions_throttle_decisions_and_calibration_in_chromium(
     assert "alias: merge motif" not in shown  # commits are shown by sha and verdict, subjects by spellings
     assert "penalty-blocks-own-recovery / self-locking-penalty" in shown
     assert "worked" in shown and "caught-up" in shown  # the two sessions' states
-    # the calibration table: alias 1 question answered correctly no, prune 1 distinct
+    # The calibration table: each pass's one question answered as labelled, by the verdict the reviews stored.
+    # Review asked the alias pair in both orders (its swap sample), so a flip was measured: none of 1.
+    # It asked the prune pair in one order (a default first answer ends the question), and calibrate reuses
+    # the orders review asked (docs/calibration.md): no flip was measured, so the rate is "–", not "0/1".
     assert "alias 1 – – 1.000 – 0.000 (0/1) 0 $0.0000" in shown, shown
-    assert "prune 1 – – 1.000 – 0.000 (0/1)" in shown
+    assert "prune 1 – – 1.000 – – 0 $0.0000" in shown, shown
 
 
 def test_report_of_a_fresh_corpus_says_what_is_missing(empty_repo):
     page = render(empty_repo.root)
-    assert "No sessions yet." in page and "No applied decisions yet." in page and "No calibration yet" in page
+    assert "No sessions yet." in page and "No applied decisions yet." in page
     assert page.count("no throttle history yet") == 3
+    # no label at all: said once, not in a table row per pass and again under it
+    assert page.lower().count("no labels") == 1 and "No labels yet, so every pass applies its decisions." in page
+    # where a calibration would be: in the db of the corpus it ran on (make demo calibrates a corpus of its own)
+    calibration = page.split("<h2>Calibration</h2>")[1]
+    assert "No calibration of this corpus yet." in calibration
+    assert "keeps its result in the db of CORPUS" in calibration and ".demo/knomit-calibration" in calibration
 
 
 def test_report_to_a_missing_directory_is_a_clear_error(corpus_repo, tmp_path):
@@ -113,21 +106,30 @@ def test_report_to_a_missing_directory_is_a_clear_error(corpus_repo, tmp_path):
 
 def test_decisions_fit_the_page_charts_have_a_legend_and_retractions_name_the_retired_fact(corpus_repo, tmp_path):
     retract = {"pass": "prune", "a": "facts/ops/f1.md", "b": "facts/ops/f2.md",
-               "reply": {"decision": "retract", "rationale": "Both say a limiter blocks the probe that lifts it."}}
+               "reply": {"decision": "retract", "redundant": "B",
+                         "rationale": "Both say a limiter blocks the probe that lifts it."}}
     result = review(corpus_repo.root, ReviewOptions(judge=scripted(tmp_path, retract)))
     assert result.passes["prune"].applied == 1
     assert "status: retracted" in corpus_repo.read("facts/ops/f2.md")  # f1 survives: higher confidence
     page = render(corpus_repo.root)
 
     decisions = page.split("<h2>Applied decisions</h2>")[1].split("<h2>")[0]
-    # fixed layout at the page's width, long paths wrapping: the table cannot be wider than the page
+    # fixed layout at the page's width, long paths wrapping: the table cannot be wider than the page; the
+    # columns of words and ids are as wide as those are, the prose columns share the rest
     assert decisions.startswith("<table class=fit><colgroup>")
-    widths = [int(w) for w in re.findall(r'<col style="width: (\d+)%">', decisions)]
-    assert len(widths) == decisions.split("</thead>")[0].count("<th>") == 7 and sum(widths) == 100
+    widths = re.findall(r'<col style="width: ([\d.]+(?:em|%))">|<col>', decisions.split("</colgroup>")[0])
+    assert len(widths) == decisions.split("</thead>")[0].count("<th>") == 6
     assert "table.fit { table-layout: fixed; width: 100%; }" in page and "overflow-wrap: anywhere" in page
     assert "min-width" not in decisions  # no column may insist on more room than the page has
     [row] = [r for r in decisions.split("<tr>") if "<td>prune</td>" in r]
-    assert "<td>retract<br>retired <code>facts/ops/f2.md</code></td>" in row
+    # what it did, in words: the fact it retracted and the one it kept, each path free to wrap only at a '/'
+    assert ("<td>retracted <code>facts/<wbr>ops/<wbr>f2.md</code>; kept <code>facts/<wbr>ops/<wbr>f1.md</code></td>"
+            in row)
+    assert "retired" not in row
+    # the sha and the verdict id whole: monospace, never wrapped
+    assert re.search(r'<code class=id title="[0-9a-f]{40}">[0-9a-f]{10}</code><br><code class=id>v[0-9a-f]{12}</code>',
+                     row)
+    assert ".id, .nowrap { white-space: nowrap; }" in page
 
     charts = page.split("<h2>Throttle history</h2>")[1].split("<h2>")[0]
     legends = re.findall(r'<g class="legend">(.*?)</g>', charts)
@@ -136,7 +138,30 @@ def test_decisions_fit_the_page_charts_have_a_legend_and_retractions_name_the_re
         labels = re.findall(r">([a-z-]+)</text>", legend)
         swatches = re.findall(r'<rect [^>]*fill="(#[0-9a-f]{6})"', legend)
         assert labels[:3] == ["offered", "judged", "resolved"] and "optimistic" in labels
-        assert len(swatches) == len(labels) and swatches[labels.index("optimistic")] == "#6baed6"
+        assert len(swatches) == len(labels)
+
+
+def lab(colour: str) -> tuple[float, float, float]:
+    """CIE L*a*b* (D65) of an sRGB colour '#rrggbb'."""
+    rgb = [int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    r, g, b = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    xyz = ((0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047, 0.2126 * r + 0.7152 * g + 0.0722 * b,
+           (0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883)
+    fx, fy, fz = [t ** (1 / 3) if t > 0.008856 else 7.787 * t + 16 / 116 for t in xyz]
+    return 116 * fy - 16, 500 * (fx - fy), 200 * (fy - fz)
+
+
+def test_every_colour_of_a_chart_is_told_from_every_other():
+    # every state at once, beside the three series: `optimistic` was a light blue beside the `judged` blue
+    rows = [{"session": f"s{i}", "state": state, "probe_spent": False, "offered": 10, "judged": 9, "resolved": 1}
+            for i, state in enumerate(("optimistic", "funded", "unproven", "defunded", "unthrottled"))]
+    legend = re.search(r'<g class="legend">(.*?)</g>', throttle_chart("alias", rows)).group(1)
+    labels = re.findall(r">([a-z-]+)</text>", legend)
+    swatches = dict(zip(labels, re.findall(r'<rect [^>]*fill="(#[0-9a-f]{6})"', legend)))
+    assert len(swatches) == 8
+    for one, other in itertools.combinations(swatches, 2):
+        distance = math.dist(lab(swatches[one]), lab(swatches[other]))  # CIE76 delta E: 2 is just noticeable
+        assert distance >= 30, (one, other, round(distance, 1))
 
 
 # Added to a copy of the page only (the report itself has no script): what Chromium measured, as an attribute.
@@ -148,6 +173,7 @@ document.body.dataset.measured = JSON.stringify({page: document.documentElement.
 LONG = "facts/ops/" + "PenaltyThatBlocksItsOwnRecoveryLatchesTheSystemOff" * 3  # no break opportunity at all
 
 
+@pytest.mark.browser
 def test_the_decisions_table_fits_a_1024_pixel_window_in_chromium(corpus_repo, tmp_path):
     corpus_repo.fact(f"{LONG}.md", "Rate limiting that disables its own health check keeps a service down forever",
                      confidence=0.9)
@@ -184,16 +210,20 @@ def test_throttle_chart_tells_resolved_from_funded_fills_its_width_and_shows_sma
     assert len(set(swatches.values())) == len(swatches)  # every series and state its own colour
     assert "resolved (purple)" in svg
 
-    # two sessions share the whole width: the state strip and the bars are not a sliver at the left
+    # the chart is as wide as the page (70em of 14px), and two sessions share its whole width
     width = float(re.search(r'<svg [^>]*width="(\d+)"', svg).group(1))
+    assert width >= 960 and f'viewBox="0 0 {width:g} ' in svg  # scaled down, not cut, in a narrower window
     strip = _bars(svg, "state")
     assert strip[-1][0] + strip[-1][1] >= 0.95 * width - 10 and strip[0][1] > width / 3
-    offered = _bars(svg, "offered")
+    offered, judged = _bars(svg, "offered"), _bars(svg, "judged")
     assert offered[1][0] > width / 2
+    # offered beside judged, not behind it: 190 offered and 184 judged are two bars of their own
+    for (ox, ow, oh), (jx, _, jh) in zip(offered, judged):
+        assert ox + ow <= jx and oh > jh > 0
 
-    # 3 resolved out of 184 judged is a bar that can be seen, and its number is printed
+    # 3 resolved out of 184 judged is a bar that can be seen (resolved has its own scale), and its number is printed
     resolved = _bars(svg, "resolved")
-    assert resolved[0][2] >= 3 and resolved[1][2] == 0
+    assert resolved[0][2] >= 30 and resolved[1][2] == 0
     counts = re.findall(r'<text class="count"[^>]*>([^<]*)</text>', svg)
     assert counts == ["3/184", "0/150"]
     assert "resolved 3 of 334 judged" in svg
@@ -205,3 +235,92 @@ def test_throttle_chart_with_many_sessions_prints_only_the_resolutions():
     svg = throttle_chart("alias", rows)
     assert re.findall(r'<text class="count"[^>]*>([^<]*)</text>', svg) == ["1"] * 9
     assert all(h >= 3 for _, _, h in _bars(svg, "resolved")[::7])
+
+
+def test_a_caught_up_session_is_drawn_as_caught_up_not_as_zero_of_zero():
+    rows = [{"session": "s1", "state": "optimistic", "probe_spent": False, "offered": 172, "judged": 172,
+             "resolved": 3, "outcome": "worked"},
+            {"session": "s2", "state": "funded", "probe_spent": False, "offered": 0, "judged": 0, "resolved": 0,
+             "outcome": "caught-up"},
+            {"session": "s3", "state": "defunded", "probe_spent": False, "offered": 0, "judged": 0, "resolved": 0,
+             "outcome": "defunded"}]
+    svg = throttle_chart("alias", rows)
+    assert re.findall(r'<text class="count"[^>]*>([^<]*)</text>', svg) == ["3/172"]  # no "0/0"
+    assert re.findall(r'<text class="idle"[^>]*>([^<]*)</text>', svg) == ["✓ caught-up", "defunded"]
+    assert ">nothing left to ask</text>" in svg and "✓ caught-up: nothing left to ask" in svg
+    assert "s2: funded, caught-up, offered 0" in svg  # the strip's tooltip says it too
+
+
+# What a person sees at 1280 px, as Chromium laid it out (added to a copy of the page; the report has no script):
+# the page's width, ids that wrapped, cells that overflow, words broken inside (a line that ends in a text node
+# after anything but a space, a hyphen or a '/'), and the charts' and bars' rendered sizes.
+LOOK = """<script>
+const out = {viewport: window.innerWidth, page: document.documentElement.scrollWidth,
+  content: document.querySelector("h2").getBoundingClientRect().width, split: [], overflow: [], broken: [],
+  charts: [], resolved: [], hidden: []};
+for (const el of document.querySelectorAll(".id")) if (el.getClientRects().length !== 1) out.split.push(el.textContent);
+for (const cell of document.querySelectorAll("td, th"))
+  if (cell.scrollWidth > cell.clientWidth + 1) out.overflow.push(cell.textContent.slice(0, 60));
+const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+const range = document.createRange();
+for (let node = walk.nextNode(); node; node = walk.nextNode()) {
+  if (node.parentElement.closest("svg")) continue;
+  let last = null;
+  for (let i = 0; i < node.length; i++) {
+    range.setStart(node, i); range.setEnd(node, i + 1);
+    const rect = range.getClientRects()[0];
+    if (!rect || rect.width === 0) continue;
+    if (last && rect.top > last.top + 2 && !/[\\s\\/-]/.test(node.data.slice(last.i, i + 1)))
+      out.broken.push(node.data.slice(Math.max(0, i - 12), i) + "|" + node.data.slice(i, i + 12));
+    last = {top: rect.top, i};
+  }
+}
+for (const svg of document.querySelectorAll("svg[aria-label^='throttle']")) {
+  out.charts.push(Math.round(svg.getBoundingClientRect().width));
+  const bars = k => [...svg.querySelectorAll("rect." + k)].map(r => r.getBoundingClientRect());
+  for (const r of bars("resolved")) if (r.height > 0) out.resolved.push(r.height);
+  for (const o of bars("offered")) for (const j of bars("judged"))
+    if (o.height > 0 && Math.min(o.right, j.right) - Math.max(o.left, j.left) > 0.5) out.hidden.push([o.left, j.left]);
+}
+document.body.dataset.look = JSON.stringify(out);
+</script>"""
+
+
+@pytest.mark.browser
+def test_the_demo_report_reads_whole_at_1280_pixels_in_chromium(tmp_path):
+    repo = make_repo(tmp_path / "demo")
+    shutil.copytree(DEMO / "facts", repo.root / "facts", dirs_exist_ok=True)
+    shutil.copy(DEMO / "knomit-judge.toml", repo.root / "knomit-judge.toml")
+    repo.commit("demo corpus")
+    judge = f"scripted:{DEMO / 'judge-replies.jsonl'}"
+    review(repo.root, ReviewOptions(judge=judge))
+    assert all(p.state == "caught-up" for n, p in review(repo.root, ReviewOptions(judge=judge)).passes.items()
+               if n != "exact")
+    [discovery] = git(repo.root, "log", "--format=%H", "--grep=^Knomit-Pass: discovery$").split()
+    [proposed] = git(repo.root, "show", "--format=", "--name-only", "--diff-filter=A", discovery, "--",
+                     "facts").split()
+
+    page = tmp_path / "look.html"
+    page.write_text(render(repo.root).replace("</body>", LOOK + "</body>"), encoding="utf-8")
+    dom = chromium_dom(page, tmp_path, "--window-size=1280,900")
+    look = json.loads(html.unescape(re.search(r'data-look="([^"]*)"', dom).group(1)))
+    text = Rendered()
+    text.feed(dom.split("<script>")[0])
+    shown = " ".join("".join(text.text).split())  # a <wbr> adds no space: paths read as one word
+
+    # the page fits the window, and nothing in it is cut or broken inside a word, an id or a sha
+    assert look["viewport"] == 1280 and look["page"] <= 1280, look
+    assert look["split"] == [] and look["overflow"] == [] and look["broken"] == [], look
+    # the three throttle charts use the page's width; resolved is a bar one sees; offered is not behind judged
+    assert len(look["charts"]) == 3 and min(look["charts"]) >= 0.97 * look["content"], look
+    assert look["resolved"] and min(look["resolved"]) >= 20 and look["hidden"] == [], look
+    # the second session, caught-up in every judged pass, is drawn as such, never as "0/0"
+    assert re.findall(r'<text class="idle"[^>]*>([^<]*)</text>', dom) == ["✓ caught-up"] * 3 and "0/0" not in shown
+    decisions = shown.split("Applied decisions")[1].split("Inbox")[0]
+    assert f"proposed {proposed}" in decisions  # the discovery row names the new fact
+    assert re.search(r"merged facts/\S+\.md into facts/\S+\.md", decisions)
+    assert re.search(r"retracted facts/\S+\.md; kept facts/\S+\.md", decisions)
+    assert re.search(r"retracted facts/\S+\.md, an exact duplicate of facts/\S+\.md", decisions)
+    assert "retired" not in decisions
+    assert shown.lower().count("no labels") == 1
+    assert "No calibration of this corpus yet." in shown

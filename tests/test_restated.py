@@ -57,7 +57,7 @@ def test_a_retired_spelling_used_again_is_merged_without_a_call(tmp_path, judge_
     head = repo.log()
     dry = review(repo.root, ReviewOptions(passes=("alias",), dry_run=True)).passes["alias"]
     assert dry.offered == 0 and any("would be restated without a call" in n for n in dry.notes), dry.line()
-    assert repo.log() == head and repo.status() == ""  # a dry run writes nothing
+    assert repo.log() == head and repo.status() == ""  # a dry run commits nothing
     alias, calls = session(repo, judge_env)
     assert calls == 0
     assert alias.state == "worked" and alias.resolved == alias.applied == 1

@@ -38,7 +38,7 @@ def test_every_session_is_recorded_with_counts_cost_and_commits(tmp_path, judge_
     # a model with no price now exits 2 (test_spend); a reply without usage still makes the cost unknown
     judge_env.responder = lambda req, n: text(DEFAULT_REPLY, usage=False)
     second = review(repo.root, ReviewOptions(passes=("alias",)))
-    review(repo.root, ReviewOptions(dry_run=True))  # a dry run writes nothing, so records no session
+    review(repo.root, ReviewOptions(dry_run=True))  # a dry run records no session
 
     rows = stored_sessions(repo)
     assert [r["id"] for r in rows] == [first.session, second.session]

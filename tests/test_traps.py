@@ -74,7 +74,8 @@ def test_a_knomit_retraction_by_deletion_keeps_every_ref_adds_the_count_and_reve
     before = {p: (root / p).read_bytes() for p in (KEEP, LOSE, INCIDENT)}
     replies = tmp_path / "replies.jsonl"
     replies.write_text(json.dumps({"pass": "prune", "a": KEEP, "b": LOSE, "reply": {
-        "decision": "retract", "rationale": "The second states the same pool starvation in other words."}}) + "\n")
+        "decision": "retract", "redundant": "B",
+        "rationale": "The second states the same pool starvation in other words."}}) + "\n")
 
     out = run("review", root, "--pass", "prune", "--judge", f"scripted:{replies}", "--json")
 
@@ -244,7 +245,8 @@ def test_a_knomit_deletion_that_cannot_delete_is_abandoned_with_the_survivor_res
     immutable(root / LOSE)
     replies = tmp_path / "replies.jsonl"
     replies.write_text(json.dumps({"pass": "prune", "a": KEEP, "b": LOSE, "reply": {
-        "decision": "retract", "rationale": "The second states the same pool starvation in other words."}}) + "\n")
+        "decision": "retract", "redundant": "B",
+        "rationale": "The second states the same pool starvation in other words."}}) + "\n")
 
     out = run("review", root, "--pass", "prune", "--judge", f"scripted:{replies}", "--json")
 
@@ -257,7 +259,8 @@ def test_a_knomit_deletion_that_cannot_delete_is_abandoned_with_the_survivor_res
 
 # --- 5. a read-only corpus -----------------------------------------------------------------------
 
-def test_a_lock_that_cannot_be_made_is_exit_2_not_a_traceback(corpus_repo):
+def test_a_lock_that_cannot_be_made_is_exit_2_not_a_traceback(corpus_repo, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-FAKEKEY-0123456789")  # a key, so the lock is what fails
     (corpus_repo.root / ".git/knomit-judge.lock").mkdir()  # something in the way, which root cannot bypass
     out = run("review", corpus_repo.root)
     assert out.exit_code == 2
@@ -280,7 +283,8 @@ def test_a_read_only_file_system_is_exit_2_and_a_dry_run_still_works(corpus_repo
         command = " ".join(["mount --bind \"$1\" \"$1\" && mount -o remount,ro,bind \"$1\" \"$1\" || exit 99;",
                             "shift; exec \"$@\""])
         return subprocess.run(["unshare", "-m", "sh", "-c", command, "sh", str(root), sys.executable, "-c", CLI_MAIN,
-                               *args], capture_output=True, text=True, env=CHILD_ENV, timeout=120)
+                               *args], capture_output=True, text=True, timeout=120,
+                              env={**CHILD_ENV, "ANTHROPIC_API_KEY": "sk-ant-test-FAKEKEY"})  # the mount is what fails
 
     probe = read_only("--help")
     if probe.returncode:

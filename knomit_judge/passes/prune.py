@@ -119,13 +119,39 @@ class PrunePass:
         return lambda s, fp, score: Candidate(self.name, s, fp, score, PairOrders(facts[s["a"]], facts[s["b"]], limit))
 
     def parse(self, text: str):
-        obj = reply_object(text, {"decision": ((str,), True), "rationale": ((str,), False)})
+        """(decision, rationale, payload); a retract's payload names the redundant side as shown: {"redundant": "A"}.
+
+        As the forced tool's schema says: `redundant` is required with retract and absent otherwise, so a
+        retract that does not say which fact it retires is unparsed, never left to the fixed rules.
+        """
+        obj = reply_object(text, {"decision": ((str,), True), "redundant": ((str,), False),
+                                  "rationale": ((str,), False)})
         decision, rationale = obj["decision"], one_sentence(obj.get("rationale"))
         if decision not in ("distinct", "merge", "retract"):
             raise Unparsed(f"'decision' is {decision!r}, not distinct/merge/retract")
+        if decision == "retract" and obj.get("redundant") not in ("A", "B"):
+            raise Unparsed("'retract' without 'redundant': \"A\" or \"B\"" if "redundant" not in obj
+                           else f"'redundant' is {obj['redundant']!r}, not A/B")
+        if decision != "retract" and "redundant" in obj:
+            raise Unparsed(f"'redundant' with '{decision}': it goes with retract only")
         if decision != "distinct" and not rationale:
             return "distinct", f"'{decision}' without a rationale: recorded as distinct", None
-        return decision, rationale, None
+        return decision, rationale, {"redundant": obj["redundant"]} if decision == "retract" else None
+
+    def in_subject_terms(self, answer: str, payload: dict | None, subject: dict, position: int):
+        """A reply's payload and vote with the redundant side named by its path: order 0 shows subject a as
+        fact A, order 1 shows it as fact B. Two orders agree on a retract only when they retire the same fact."""
+        if answer != "retract":
+            return payload, answer
+        shown = (subject["a"], subject["b"]) if position == 0 else (subject["b"], subject["a"])
+        path = shown[0] if payload["redundant"] == "A" else shown[1]
+        return {"redundant": path}, f"retract {path}"
+
+    def outdated(self, verdict) -> bool:
+        """A stored retract that does not name its redundant fact (prune@1): never applied by the fixed rules,
+        which could retire the fact that contains the other; the question is asked again instead."""
+        named = (verdict.payload or {}).get("redundant")
+        return verdict.answer == "retract" and named not in (verdict.subject.get("a"), verdict.subject.get("b"))
 
     def still_holds(self, verdict, corpus) -> bool:
         a, b = (corpus.facts.get(verdict.subject[k]) for k in ("a", "b"))
@@ -133,16 +159,27 @@ class PrunePass:
             fingerprint(a.content_id, b.content_id) == verdict.fingerprint
 
     def change(self, verdict, ctx) -> Change:
+        """A merge: the fixed rules choose the survivor. A retract: the fact the judge named as redundant is
+        retired, whatever those rules say, and the one containing it keeps its whole body."""
         corpus = ctx.corpus
         a, b = corpus.facts[verdict.subject["a"]], corpus.facts[verdict.subject["b"]]
-        keep = fact_survivor([a, b], corpus)
-        lose = b if keep is a else a
         merge = verdict.answer == "merge"
+        if merge:
+            keep = fact_survivor([a, b], corpus)
+            lose = b if keep is a else a
+        else:
+            if self.outdated(verdict):  # decide() never gets here with one (review asks it again)
+                raise ValueError(f"verdict {verdict.id}: a retract that names no redundant fact is never applied")
+            lose = a if verdict.payload["redundant"] == a.path else b
+            keep = b if lose is a else a
         carried: list[str] = []
         writes = retire(corpus, lose, keep, verdict.id, absorb=merge, carried=carried)
-        subject = f"prune: merge {lose.path} into {keep.path}" if merge else \
-            f"prune: retract {lose.path} (redundant with {keep.path})"
-        body = (f"The judge read both facts' titles, bodies, motifs and sources.\n"
-                f"{keep.path} survives by the fixed rules: {why_survives(keep, lose, corpus)}."
-                + carried_body(keep.path, carried))
-        return Change(writes, subject, body)
+        if merge:
+            subject = f"prune: merge {lose.path} into {keep.path}"
+            why = f"{keep.path} survives by the fixed rules: {why_survives(keep, lose, corpus)}."
+        else:
+            subject = f"prune: retract {lose.path} (contained in {keep.path})"
+            why = (f"The judge named {lose.path} as redundant, wholly contained in {keep.path}, "
+                   "which keeps its whole body.")
+        body = "The judge read both facts' titles, bodies, motifs and sources.\n" + why
+        return Change(writes, subject, body + carried_body(keep.path, carried))

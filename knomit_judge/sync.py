@@ -1,0 +1,475 @@
+"""A shared remote: the remote branch merged before a session, the session's commits pushed after it.
+
+The reviewer is one writer among many. Before it reads the corpus a session fetches `[git] branch`
+from `[git] remote` and merges it; after its last commit it pushes, and when the push is rejected
+because the remote moved on it fetches, merges and pushes again, PUSH_ATTEMPTS times at most. It never
+force-pushes, so every update of the remote branch is a fast-forward.
+
+On a conflict the writer's side of each conflicting hunk wins and both sides' other hunks stay; a file
+one side deleted and the other changed follows the writer too. The journal's files take both sides'
+lines (a union: verdicts only accumulate). The decisions whose change a writer overrode are named by
+verdict id in the merge commit (a Knomit-Overridden trailer each) and in the session's JSON; their
+verdicts stay, so a standing alias yes is restated without a call and a changed fact is asked again.
+A merge that cannot complete (a binary file, a file against a folder) is aborted, never left half-done:
+the state is `broken` with the paths and the reason, the local commits stay, the next session retries.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .config import Config
+from .corpus import atomic_write, parse_fact
+from .errors import BadFact, ConfigError
+from .gitops import GIT_ENV, GitFailed, dirty_paths, is_ours, run_git, trailer_values
+from .layout import matches
+
+log = logging.getLogger(__name__)
+
+PUSH_ATTEMPTS = 3  # a push rejected this often in one session waits for the next session
+NET_TIMEOUT_S = 300.0  # a fetch or push that takes longer counts as an unreachable remote
+OVERRIDDEN = "Knomit-Overridden"
+STATE_FILE = "knomit-sync.json"  # in .git: this clone's last sync, for the metrics and `status`
+PUSHED = "knomit-judge: pushed"  # the reflog message of the remote-tracking ref after our push
+STATES = ("synced", "unreachable", "unpushed", "broken")
+TEXT_MODES = ("100644", "100755")
+
+
+class Unmergeable(Exception):
+    def __init__(self, path: str, reason: str):
+        super().__init__(f"{path}: {reason}")
+        self.path, self.reason = path, reason
+
+
+@dataclass
+class SyncReport:
+    """What a session did with the remote; its line goes with the pass lines, its JSON with the session's."""
+
+    remote: str
+    branch: str
+    state: str = "synced"
+    merged: int = 0  # remote commits this session merged in
+    merges: list[str] = field(default_factory=list)  # merge commits made
+    pushed: int = 0  # local commits the push put on the remote
+    unpushed: int = 0  # local commits not on the remote when the session ended
+    overridden: list[dict] = field(default_factory=list)  # {"verdict": id, "paths": [...]} a writer's edit won over
+    paths: list[str] = field(default_factory=list)  # broken: what stopped the merge or the push
+    error: str = ""  # one line: why unreachable, unpushed or broken
+    notes: list[str] = field(default_factory=list)
+
+    def fail(self, state: str, error: str, paths: list[str] | None = None) -> None:
+        self.state, self.error = state, " ".join(error.split())
+        self.paths = list(paths or [])
+        log.warning("sync with %s/%s: %s: %s", self.remote, self.branch, state, self.error)
+
+    def line(self) -> str:
+        head = (f"sync {self.remote}/{self.branch}: {self.state} - merged {self.merged} remote commit(s), "
+                f"pushed {self.pushed}, unpushed {self.unpushed}, overridden {len(self.overridden)}")
+        tail = [f"error: {self.error}"] * bool(self.error)
+        if self.paths:
+            tail.append("paths: " + ", ".join(self.paths))
+        if self.overridden:
+            tail.append("overridden by writers: " + ", ".join(o["verdict"] for o in self.overridden))
+        return head + "".join(f"; {t}" for t in [*tail, *self.notes])
+
+    def json(self) -> dict:
+        return {"remote": self.remote, "branch": self.branch, "state": self.state, "merged": self.merged,
+                "merges": self.merges, "pushed": self.pushed, "unpushed": self.unpushed,
+                "overridden": self.overridden, "paths": self.paths, "error": self.error, "notes": self.notes}
+
+
+class Remote:
+    """`[git] remote` and `branch` of one corpus: pull before a session, push after it."""
+
+    def __init__(self, repo, config: Config):
+        self.repo = repo
+        self.root = Path(repo.working_tree_dir)
+        self.name, self.branch = config.git.remote, config.git.branch
+        self.tracking = f"refs/remotes/{self.name}/{self.branch}"
+        self.fact_globs = tuple(config.corpus.paths)
+        self.motif_keys = tuple(config.corpus.motif_keys)
+        self.report = SyncReport(self.name, self.branch)
+
+    @classmethod
+    def of(cls, repo, config: Config) -> "Remote | None":
+        """The corpus's remote, checked now (an unknown name exits 2 before anything runs); None if unset."""
+        if not config.git.remote:
+            return None
+        if config.git.remote not in run_git(repo, "remote").split():
+            raise ConfigError(f"git.remote: {config.git.remote!r} is not a remote of {repo.working_tree_dir} "
+                              f"(add it with `git remote add {config.git.remote} URL`)")
+        return cls(repo, config)
+
+    # --- the two ends of a session -------------------------------------------------------------
+
+    def pull(self) -> bool:
+        """Fetch the remote branch and merge it into HEAD; True when HEAD moved."""
+        try:
+            return self._fetch() and self._merge()
+        except GitFailed as e:  # a local git failure (a lock, a full disk): named, the session goes on locally
+            self._abort()
+            self.report.fail("broken", f"git failed: {_last(e.raw)}")
+            return False
+
+    def push(self) -> None:
+        """Push HEAD to the remote branch; on a rejection fetch, merge and push again (never forced)."""
+        r = self.report
+        try:
+            self._push()
+        except GitFailed as e:
+            self._abort()
+            r.fail("broken", f"git failed: {_last(e.raw)}")
+        finally:
+            try:
+                r.unpushed = self.unpushed()
+            except GitFailed:
+                pass
+
+    def _push(self) -> None:
+        r = self.report
+        if r.state in ("unreachable", "broken"):
+            return  # said why at the start; the commits stay and the next session tries again
+        for _ in range(PUSH_ATTEMPTS):
+            ahead = self.unpushed()
+            if not ahead:
+                return
+            if broken := self._broken_facts():
+                r.fail("broken", "not pushed: these facts parse on the remote and not here", broken)
+                return
+            try:
+                self._net("push", "--quiet", self.name, f"HEAD:refs/heads/{self.branch}")
+            except GitFailed as e:
+                if not _rejected(e.raw):  # refused by the remote (a hook, a permission), or not reached
+                    r.fail("unpushed" if "remote rejected" in e.raw else "unreachable", _last(e.raw))
+                    return
+                log.info("push to %s/%s rejected: the remote moved on; merging it again", self.name, self.branch)
+                if not self._fetch():
+                    return
+                self._merge()
+                if r.state == "broken":
+                    return
+                continue
+            # the remote-tracking ref and its reflog say when the last push went out (metrics read it)
+            run_git(self.repo, "update-ref", "-m", PUSHED, self.tracking, "HEAD")
+            r.pushed += ahead
+            return
+        r.fail("unpushed", f"the push was rejected {PUSH_ATTEMPTS} times (the remote kept moving); "
+                           "the next session tries again")
+
+    # --- fetch and merge ---------------------------------------------------------------------------
+
+    def _fetch(self) -> bool:
+        try:
+            self._net("fetch", "--quiet", "--no-tags", self.name, f"+refs/heads/{self.branch}:{self.tracking}")
+        except GitFailed as e:
+            if "couldn't find remote ref" in e.raw.lower():  # a new branch: the first push makes it
+                self.report.notes.append(f"{self.name} has no branch {self.branch} yet")
+                return False
+            self.report.fail("unreachable", _last(e.raw))
+            return False
+        return True
+
+    def _merge(self) -> bool:
+        """Merge the fetched branch into HEAD, the writers' hunks winning; False when nothing moved."""
+        head, theirs = self._rev("HEAD"), self._rev(self.tracking)
+        if theirs is None or self._is_ancestor(theirs, head):
+            return False
+        if dirty := dirty_paths(self.repo):
+            self.report.notes.append(f"work tree has {len(dirty)} uncommitted change(s) (e.g. {dirty[0]}): "
+                                     f"{self.name}/{self.branch} is not merged")
+            return False
+        count = int(run_git(self.repo, "rev-list", "--count", f"HEAD..{theirs}").strip())
+        if self._is_ancestor(head, theirs):
+            try:
+                run_git(self.repo, "merge", "--ff-only", "-q", theirs)
+            except GitFailed as e:  # an untracked file in the way, say: nothing was changed
+                self.report.fail("broken", f"the fast-forward to {self.name}/{self.branch} failed: {_last(e.raw)}")
+                return False
+            self.report.merged += count
+            return True
+        base = run_git(self.repo, "merge-base", "HEAD", theirs).strip()
+        done = subprocess.run(["git", "merge", "--no-ff", "--no-commit", theirs], cwd=self.root, capture_output=True,
+                              env={**os.environ, **GIT_ENV})
+        said = (done.stdout + done.stderr).decode("utf-8", "replace")
+        if done.returncode and not self._merging():  # refused before it began (an untracked file in the way, say)
+            self.report.fail("broken", f"the merge of {self.name}/{self.branch} did not start: {_last(said)}")
+            return False
+        try:
+            if way := re.search(r"CONFLICT \((?:file/directory|directory/file)\).*? of (.+?) from ", said):
+                raise Unmergeable(way[1], "a file against a folder: resolve it by hand and commit")
+            lost = self._resolve()
+            lost |= self._unbroken(theirs)
+            overridden = self._decisions(base, lost)
+            run_git(self.repo, "commit", "-q", "-F", "-", input=self._message(count, lost, overridden).encode())
+        except (Unmergeable, GitFailed) as e:
+            self._abort()
+            path, reason = (e.path, e.reason) if isinstance(e, Unmergeable) else (".", _last(e.raw))
+            self.report.fail("broken", f"the merge of {self.name}/{self.branch} was aborted: {reason}; "
+                                       "the local commits stay and the next session tries again", [path])
+            return False
+        except BaseException:
+            self._abort()  # whatever went wrong, never a merge left in progress
+            raise
+        self.report.merged += count
+        self.report.merges.append(self._rev("HEAD"))
+        self.report.overridden += [{"verdict": vid, "paths": paths} for vid, paths in overridden.items()]
+        return True
+
+    def _resolve(self) -> set[str]:
+        """Settle every conflicted path; returns the paths where the writer's side replaced ours."""
+        stages: dict[str, dict[int, tuple[str, str]]] = {}
+        for entry in run_git(self.repo, "ls-files", "-u", "-z").split("\0"):
+            if entry:
+                info, path = entry.split("\t", 1)
+                mode, sha, stage = info.split()
+                stages.setdefault(path, {})[int(stage)] = (mode, sha)
+        lost = set()
+        for path, s in sorted(stages.items()):
+            if (self.root / path).is_dir() or 2 not in s and 3 not in s or set(s) in ({2}, {3}):
+                raise Unmergeable(path, "a file against a folder (or a rename against a change): "
+                                        "resolve it by hand and commit")
+            if any(mode not in TEXT_MODES for mode, _ in s.values()):
+                raise Unmergeable(path, "a symlink or submodule changed on both sides")
+            if 2 in s and 3 in s:
+                blobs = [self._blob(s[n][1]) if n in s else b"" for n in (2, 1, 3)]
+                if any(b"\0" in b[:8000] for b in blobs):
+                    raise Unmergeable(path, "a binary file changed on both sides")
+                union = is_ours(path)  # the journal: both sides' lines, verdicts only accumulate
+                merged, conflicts = self._merge_file(path, blobs, "--union" if union else "--theirs")
+                self._stage(path, s[3][0], merged)
+                if conflicts and not union:
+                    lost.add(path)
+            elif 3 in s:  # we deleted (or moved) it, the writer changed it: the writer's file stays
+                self._stage(path, *s[3])
+                lost.add(path)
+            elif is_ours(path):  # the writer deleted a journal file we added to: our lines are kept
+                self._stage(path, *s[2])
+            else:  # the writer deleted what we changed: deleted
+                run_git(self.repo, "rm", "-q", "--cached", "--", path)
+                (self.root / path).unlink(missing_ok=True)
+                lost.add(path)
+        if run_git(self.repo, "ls-files", "-u"):
+            raise Unmergeable(".", "conflicts remain after resolving")
+        return lost
+
+    def _unbroken(self, theirs: str) -> set[str]:
+        """A fact the merge of both sides' hunks left unparseable takes the writer's file whole."""
+        taken = set()
+        for path in self._changed("HEAD", None):
+            merged = self._show(f":{path}")
+            if merged is not None and not self._parses(path, merged):
+                if self._show(f"{theirs}:{path}") is not None:
+                    self._git("checkout", theirs, "--", path)
+                else:  # the writer deleted it
+                    self._git("rm", "-q", "-f", "--", path)
+                taken.add(path)
+                self.report.notes.append(f"{path}: the merged hunks did not parse; the writer's file is kept whole")
+        return taken
+
+    def _decisions(self, base: str, paths: set[str]) -> dict[str, list[str]]:
+        """verdict id -> the paths of its decision a writer's side replaced, for our commits since `base`."""
+        if not paths:
+            return {}
+        out: dict[str, list[str]] = {}
+        log_text = run_git(self.repo, "-c", "core.quotePath=false", "log", "--name-only", "--no-merges",
+                           "--format=%x00%(trailers:key=Knomit-Verdict,valueonly,separator=%x01)", f"{base}..HEAD")
+        for record in log_text.split("\0")[1:]:
+            head, _, names = record.partition("\n")
+            touched = sorted(paths & {n for n in names.splitlines() if n})
+            for vid in filter(None, (v.strip() for v in head.split("\x01"))):
+                if touched:
+                    out.setdefault(vid, touched)
+        return out
+
+    def _message(self, count: int, lost: set[str], overridden: dict[str, list[str]]) -> str:
+        subject = f"sync: merge {self.name}/{self.branch} ({count} commit(s))"
+        body = [f"Writers' side kept where both sides changed the same lines: {', '.join(sorted(lost))}."] \
+            if lost else []
+        for vid, paths in overridden.items():
+            body.append(f"Overridden: {vid} in {', '.join(paths)}; its verdict stands (an alias is restated, a "
+                        "changed fact is asked again).")
+        trailers = "".join(f"{OVERRIDDEN}: {vid}\n" for vid in overridden)
+        return subject + "\n\n" + ("\n".join(body) + "\n\n" if body else "") + trailers
+
+    # --- what the metrics and the push read ------------------------------------------------------
+
+    def save(self) -> None:
+        """Keep this session's report for the metrics file and `status` (a per-clone fact: in .git)."""
+        record = {**self.report.json(), "at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        try:
+            atomic_write(Path(self.repo.git_dir) / STATE_FILE, json.dumps(record))
+        except OSError as e:
+            log.warning("could not keep the sync state: %s", e)
+
+    def figures(self, sessions_ended: list[str]) -> dict:
+        """What the metrics file and `status --json` say of the remote; `sessions_ended`: ISO times, any order."""
+        try:
+            last = json.loads((Path(self.repo.git_dir) / STATE_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            last = {}
+        oldest = self.oldest_unpushed_at()
+        waited = 0 if oldest is None else \
+            sum(datetime.fromisoformat(t) >= datetime.fromisoformat(oldest) for t in sessions_ended)
+        return {"remote": self.name, "branch": self.branch, "state": last.get("state"), "error": last.get("error"),
+                "last_sync_at": last.get("at"), "last_push_at": self.last_push_at(),
+                "unpushed_commits": self.unpushed(), "unpushed_sessions": waited,
+                "overridden_decisions": self.overridden_total()}
+
+    def unpushed(self) -> int:
+        """Local commits not on the remote branch as last fetched or pushed."""
+        if self._rev("HEAD") is None:
+            return 0
+        since = [f"^{self.tracking}"] if self._rev(self.tracking) else []
+        return int(run_git(self.repo, "rev-list", "--count", "HEAD", *since).strip())
+
+    def last_push_at(self) -> str | None:
+        """When a push last updated the remote branch from this clone (the remote-tracking ref's reflog)."""
+        try:
+            out = run_git(self.repo, "reflog", "show", "--date=unix", "--format=%gd%x01%gs", self.tracking, "--")
+        except GitFailed:
+            return None  # no such ref, or no reflog: never pushed from here
+        for entry in out.splitlines():
+            at, _, what = entry.partition("\x01")
+            if what == PUSHED or what.startswith("update by push"):
+                stamp = int(at.rpartition("@{")[2].rstrip("}"))
+                return datetime.fromtimestamp(stamp, timezone.utc).isoformat(timespec="seconds")
+        return None
+
+    def oldest_unpushed_at(self) -> str | None:
+        """When the oldest local commit not on the remote was made, or None when everything went out."""
+        if not self.unpushed():
+            return None
+        since = [f"^{self.tracking}"] if self._rev(self.tracking) else []
+        stamps = run_git(self.repo, "log", "--format=%ct", "HEAD", *since).split()
+        return datetime.fromtimestamp(min(map(int, stamps)), timezone.utc).isoformat(timespec="seconds")
+
+    def overridden_total(self) -> int:
+        """Decisions overridden by writers, over the whole history (every clone's merges)."""
+        return len(trailer_values(self.repo, OVERRIDDEN))
+
+    def _broken_facts(self) -> list[str]:
+        """Facts the push would break: they parse on the remote branch and not at HEAD."""
+        if self._rev(self.tracking) is None:
+            return []
+        out = []
+        for path in self._changed(self.tracking, "HEAD"):
+            now_text, then = self._show(f"HEAD:{path}"), self._show(f"{self.tracking}:{path}")
+            if now_text is not None and not self._parses(path, now_text) and then is not None and \
+                    self._parses(path, then):
+                out.append(path)
+        return out
+
+    # --- git -----------------------------------------------------------------------------------
+
+    def _net(self, *args: str) -> None:
+        """A fetch or push: no prompt for a password (nobody is there to answer), and a time limit."""
+        env = {**os.environ, **GIT_ENV, "GIT_TERMINAL_PROMPT": "0"}
+        try:
+            done = subprocess.run(["git", *args], cwd=self.root, capture_output=True, env=env,
+                                  timeout=NET_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise GitFailed(["git", *args], -1, f"git {args[0]} timed out after {NET_TIMEOUT_S:.0f} s") from None
+        if done.returncode:
+            raise GitFailed(["git", *args], done.returncode, done.stderr.decode("utf-8", "replace"))
+
+    def _git(self, *args: str) -> str:
+        return run_git(self.repo, *args)
+
+    def _rev(self, rev: str) -> str | None:
+        try:
+            return run_git(self.repo, "rev-parse", "--verify", "-q", f"{rev}^{{commit}}").strip() or None
+        except GitFailed:
+            return None
+
+    def _is_ancestor(self, a: str, b: str) -> bool:
+        try:
+            run_git(self.repo, "merge-base", "--is-ancestor", a, b)
+            return True
+        except GitFailed:
+            return False
+
+    def _merging(self) -> bool:
+        return (Path(self.repo.git_dir) / "MERGE_HEAD").exists()
+
+    def _abort(self) -> None:
+        if self._merging():
+            run_git(self.repo, "merge", "--abort")
+
+    def _blob(self, sha: str) -> bytes:
+        return subprocess.run(["git", "cat-file", "blob", sha], cwd=self.root, capture_output=True,
+                              check=True).stdout
+
+    def _show(self, spec: str) -> bytes | None:
+        done = subprocess.run(["git", "cat-file", "blob", spec], cwd=self.root, capture_output=True)
+        return done.stdout if done.returncode == 0 else None
+
+    def _changed(self, a: str, b: str | None) -> list[str]:
+        """Fact paths that differ between two trees (b None: the index)."""
+        args = ["diff", "--name-only", "-z", "--no-renames", *(["--cached", a] if b is None else [a, b])]
+        return [p for p in run_git(self.repo, *args).split("\0") if p and matches(p, self.fact_globs)]
+
+    def _parses(self, path: str, data: bytes) -> bool:
+        try:
+            parse_fact(path, data.decode("utf-8"), self.motif_keys)
+            return True
+        except (BadFact, UnicodeDecodeError):
+            return False
+
+    def _merge_file(self, path: str, blobs: list[bytes], favour: str) -> tuple[bytes, int]:
+        """git merge-file of ours, base, theirs: the merged bytes (`favour` settling conflicts) and the conflicts."""
+        with tempfile.TemporaryDirectory(dir=self.repo.git_dir, prefix="knomit-merge-") as tmp:
+            names = []
+            for name, data in zip(("ours", "base", "theirs"), blobs):
+                (Path(tmp) / name).write_bytes(data)
+                names.append(str(Path(tmp) / name))
+            plain = subprocess.run(["git", "merge-file", "-p", *names], capture_output=True)
+            settled = subprocess.run(["git", "merge-file", "-p", favour, *names], capture_output=True)
+        if plain.returncode < 0 or settled.returncode != 0:
+            raise Unmergeable(path, "git merge-file failed: " + _last(settled.stderr.decode("utf-8", "replace")))
+        return settled.stdout, plain.returncode
+
+    def _stage(self, path: str, mode: str, content: bytes | str) -> None:
+        """Put one resolved file in the index at stage 0 and in the work tree (content: bytes, or a blob sha)."""
+        sha = content if isinstance(content, str) else \
+            run_git(self.repo, "hash-object", "-w", "--stdin", input=content).strip()
+        run_git(self.repo, "update-index", "--add", "--cacheinfo", f"{mode},{sha},{path}")
+        run_git(self.repo, "checkout", "--", path)
+
+
+def changed_since_last_session(repo, facts: set[str]) -> tuple[set[str], str] | None:
+    """The facts git changed since the newest session's journal commit in HEAD's history, and when that
+    commit was made (None: no session in the history).
+
+    What a db with no session of its own (a fresh clone, an ephemeral runner) takes as fresh: the writers'
+    edits since whichever machine reviewed last.
+    """
+    try:
+        found = run_git(repo, "log", "-1", "--format=%H %ct", "--grep=^Knomit-Session: ", "HEAD").split()
+        if not found:
+            return None
+        changed = run_git(repo, "diff", "--name-only", "-z", "--no-renames", found[0], "HEAD").split("\0")
+    except GitFailed:
+        return None
+    at = datetime.fromtimestamp(int(found[1]), timezone.utc).isoformat(timespec="milliseconds")
+    return {p for p in changed if p in facts}, at
+
+
+def _rejected(stderr: str) -> bool:
+    """A push refused because the remote has commits we lack (not a network or permission failure)."""
+    s = stderr.lower()
+    # "failed to update ref" / "cannot lock ref": another push won the race after ours read the remote's refs
+    return "[rejected]" in s and ("fetch first" in s or "non-fast-forward" in s) or "stale info" in s or \
+        "failed to update ref" in s or "cannot lock ref" in s
+
+
+def _last(stderr: str) -> str:
+    lines = [l.strip() for l in stderr.strip().splitlines() if l.strip()]
+    return lines[-1] if lines else "git failed"
