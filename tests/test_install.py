@@ -116,7 +116,7 @@ def test_the_installed_tool_reviews_a_corpus_outside_the_clone(installed, tmp_pa
 
     dry = run(installed, tmp_path, "review", "kb", "--dry-run", "--pass", "alias")
     assert dry.returncode == 0, dry.stderr
-    assert dry.stdout.splitlines()[-1].startswith("dry run: would ask ")
+    assert dry.stdout.splitlines()[0].startswith("dry run: would ask ")
 
     def judge(request, n):
         return text(json.dumps(SAME) if all(f'"spelling": "{m}"' in request.prompt for m in PLANTED) else DEFAULT_REPLY)
