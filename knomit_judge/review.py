@@ -462,7 +462,8 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
 async def describe(ctx: Context, r: PassResult, result: SessionResult) -> None:
     """The describe step: a line for each spelling that lacks one for its carriers as they are now, then
     ctx.lines for the alias pass. Skipped (the alias pass then nominates from the embeddings alone) when
-    describe.enabled is false, without an API key, or with a scripted judge whose file holds no lines.
+    describe.enabled is false, or with a scripted judge whose file holds no lines (without a key no session
+    starts: review checks it first).
     Run before each alias round: a merge rewrites carriers, and a changed carrier set needs a new line.
     """
     model = model_of(ctx.options.judge, ctx.config)
@@ -473,13 +474,8 @@ async def describe(ctx: Context, r: PassResult, result: SessionResult) -> None:
     if why:
         ctx.lines = {}
     if not why and todo and not ctx.options.dry_run:
-        try:
-            judge = ctx.judge
-        except KnomitError as e:  # no key: the alias pass works from the embeddings (and asks nothing without one)
-            why = str(e)
-        else:
-            if isinstance(judge.backend, ScriptedBackend) and not judge.backend.lines:
-                why = "the scripted replies file holds no describe lines"
+        if isinstance(ctx.judge.backend, ScriptedBackend) and not ctx.judge.backend.lines:
+            why = "the scripted replies file holds no describe lines"
     if why:
         r.state, r.notes = "skipped", [why]
         return

@@ -236,14 +236,19 @@ def test_a_failed_describe_request_leaves_the_alias_pass_working_from_embeddings
     assert stored_lines(corpus_repo.root) == {}  # asked again next session
 
 
-def test_without_a_key_the_step_is_skipped_and_the_pass_works_as_before(corpus_repo, judge_env, monkeypatch):
+def test_a_scripted_file_without_lines_skips_the_step_and_the_pass_works_as_before(corpus_repo, judge_env,
+                                                                                   tmp_path):
+    # (without a key a session stops with exit 2 before anything, issue 31: test_first_contact)
+    replies = tmp_path / "no-lines.jsonl"
+    replies.write_text("", encoding="utf-8")
     write_config(corpus_repo, "[describe]\nenabled = false\n")
-    review(corpus_repo.root, ReviewOptions(passes=("alias",)))  # every question answered, no line
+    first = review(corpus_repo.root, ReviewOptions(passes=("alias",), judge=f"scripted:{replies}"))
     write_config(corpus_repo, "")
-    monkeypatch.delenv("ANTHROPIC_API_KEY")
-    out = review(corpus_repo.root, ReviewOptions(passes=("alias",)))
-    assert out.passes["describe"].state == "skipped" and "no API key" in out.passes["describe"].notes[0]
-    assert out.passes["alias"].state == "caught-up" and judge_env.describe_requests == []
+    out = review(corpus_repo.root, ReviewOptions(passes=("alias",), judge=f"scripted:{replies}"))
+    assert out.passes["describe"].state == "skipped"
+    assert out.passes["describe"].notes == ["the scripted replies file holds no describe lines"]
+    assert first.passes["alias"].judged > 0 and out.passes["alias"].state == "caught-up"
+    assert judge_env.describe_requests == []
 
 
 def test_a_dry_run_says_what_the_lines_would_cost_and_writes_nothing(corpus_repo, judge_env):
