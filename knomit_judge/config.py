@@ -51,7 +51,7 @@ class ShortlistConfig:
 @dataclass
 class DescribeConfig:
     # One line per motif spelling, written by the model from its carriers, nominates alias candidates
-    # (passes/describe.py). Off, or without a key, the alias pass nominates from the embeddings alone.
+    # (passes/describe.py). Off, the alias pass nominates from the embeddings alone.
     enabled: bool = True
     batch: int = 85  # spellings per request
     carriers: int = 3  # carriers shown per spelling
