@@ -337,7 +337,7 @@ mode = "sync"            # "batch": submit offered questions as one Message Batc
 k = 5                    # nearest neighbours per motif / fact
 
 [describe]               # one line per motif spelling, by judge.model, nominates alias candidates (docs/candidates.md)
-enabled = true           # false, no API key, or the scripted judge without describe lines: embeddings alone
+enabled = true           # false, or the scripted judge without describe lines: the embeddings alone
 batch = 85               # spellings per request
 carriers = 3             # carriers shown per spelling
 body_chars = 600         # characters of each carrier's body shown

@@ -148,8 +148,7 @@ def heading_title(body: str) -> tuple[str, str] | None:
     """(title, rest) from the first `#` heading: the first non-blank line if it is one (knomit's rule),
     else the first `# ` line further down; None when the body has no heading."""
     lines = body.strip().split("\n")
-    at = 0 if lines and lines[0].startswith("#") else \
-        next((i for i, ln in enumerate(lines) if ln.startswith("# ")), None)
+    at = _heading_at(lines)
     if at is None:
         return None
     title = lines[at].lstrip("#").strip()
@@ -159,12 +158,17 @@ def heading_title(body: str) -> tuple[str, str] | None:
     return title, rest
 
 
-def empty_heading(body: str) -> str | None:
-    """The line heading_title would take the title from when that line holds only '#' marks, else None."""
-    lines = body.strip().split("\n")
-    at = 0 if lines and lines[0].startswith("#") else \
+def _heading_at(lines: list[str]) -> int | None:
+    """The line the title is taken from: the first if it is a heading (knomit's rule), else the first `# ` line."""
+    return 0 if lines and lines[0].startswith("#") else \
         next((i for i, ln in enumerate(lines) if ln.startswith("# ")), None)
-    return lines[at] if at is not None and not lines[at].lstrip("#").strip() else None
+
+
+def empty_heading(body: str) -> int | None:
+    """The line of `body.strip()` heading_title would take the title from, when it holds only '#' marks."""
+    lines = body.strip().split("\n")
+    at = _heading_at(lines)
+    return at if at is not None and not lines[at].lstrip("#").strip() else None
 
 
 def parse_fact(path: str, text: str, motif_keys=DEFAULT_MOTIF_KEYS) -> Fact:
@@ -202,10 +206,11 @@ def parse_fact(path: str, text: str, motif_keys=DEFAULT_MOTIF_KEYS) -> Fact:
         title, body = heading
     else:
         body_line = text[:m.end()].count("\n") + 1
-        if empty := empty_heading(body):  # the heading is there, with nothing after its '#'
-            at = next((i for i, ln in enumerate(text[m.end():].split("\n")) if ln.strip() == empty.strip()), 0)
+        if (at := empty_heading(body)) is not None:  # the heading is there, with nothing after its '#'
+            raw = text[m.end():]
+            blank = raw[:len(raw) - len(raw.lstrip())].count("\n")  # the lines body.strip() took off its start
             raise BadFact(path, "no title: the '# ' heading is empty (write the title after the '#'), and there "
-                                "is no 'title' key", body_line + at)
+                                "is no 'title' key", body_line + blank + at)
         raise BadFact(path, "no title: neither a 'title' key nor a '# ' heading as the first line of the body",
                       body_line)
     motifs: list[str] = []

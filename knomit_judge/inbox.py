@@ -24,10 +24,9 @@ from pathlib import Path
 
 import git
 
-from .errors import BadFact
-
 from .config import load_config
 from .corpus import load_corpus
+from .errors import BadFact
 from .gitops import OWN_DIR, open_repo
 from .labels import latest, read_labels
 from .passes import JUDGED_PASSES, subject_names

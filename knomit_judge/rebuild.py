@@ -227,6 +227,15 @@ def _examples(items) -> str:
     return ", ".join(str(i) for i in items[:EXAMPLES]) + (", ..." if len(items) > EXAMPLES else "")
 
 
+def _one_sided(table: str, want: dict, have: dict, result: CheckResult, name=lambda k: k) -> None:
+    """The rows only one side holds: the db's own (`have`) against the journal's (`want`), by key."""
+    if only := sorted(set(have) - set(want)):
+        result.differ(table, f"{len(only)} in the db but not in the journal: {_examples(map(name, only))}")
+    if only := sorted(set(want) - set(have)):
+        result.differ(table, f"{len(only)} in the journal but not in the db "
+                             f"(the next session imports them): {_examples(map(name, only))}")
+
+
 def _verdicts(root, repo, kept: Store, fresh: Store, result: CheckResult) -> None:
     """The verdict rows as the journal and git give them, against the db's."""
     sync_journal(root, fresh, keep_marks=False)
@@ -234,11 +243,7 @@ def _verdicts(root, repo, kept: Store, fresh: Store, result: CheckResult) -> Non
     want = {r["id"]: r for r in fresh.db["verdicts"].rows}
     have = {r["id"]: r for r in kept.db["verdicts"].rows}
     result.compared["verdicts"] = len(want)
-    if only := sorted(set(have) - set(want)):
-        result.differ("verdicts", f"{len(only)} in the db but not in the journal: {_examples(only)}")
-    if only := sorted(set(want) - set(have)):
-        result.differ("verdicts", f"{len(only)} in the journal but not in the db "
-                                  f"(the next session imports them): {_examples(only)}")
+    _one_sided("verdicts", want, have, result)
     for vid in sorted(set(want) & set(have)):
         changed = [k for k in want[vid] if want[vid][k] != have[vid].get(k)]
         if changed:
@@ -252,11 +257,7 @@ def _lines(kept: Store, fresh: Store, result: CheckResult) -> None:
     want = {tuple(r[k] for k in key): r["line"] for r in fresh.db["lines"].rows}
     have = {tuple(r[k] for k in key): r["line"] for r in kept.db["lines"].rows}
     result.compared["lines"] = len(want)
-    if only := sorted(set(have) - set(want)):
-        result.differ("lines", f"{len(only)} in the db but not in the journal: {_examples(k[0] for k in only)}")
-    if only := sorted(set(want) - set(have)):
-        result.differ("lines", f"{len(only)} in the journal but not in the db (the next session imports them): "
-                               f"{_examples(k[0] for k in only)}")
+    _one_sided("lines", want, have, result, name=lambda k: k[0])
     if changed := sorted(k for k in set(want) & set(have) if want[k] != have[k]):
         result.differ("lines", f"{len(changed)} read differently from the journal: {_examples(k[0] for k in changed)}")
 

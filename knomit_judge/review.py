@@ -416,8 +416,8 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
         await describe(ctx, result.passes[DESCRIBE], result)
     with gc_paused():  # millions of small objects at 100k facts; see shortlist.gc_paused
         candidates = CandidateLists(ctx.store).candidates(p, ctx)  # read back when nothing it depends on changed
-    again = asked_again(p, ctx)
-    answered = ctx.store.answered(p.name, ctx.kind) - again
+    yeses = ctx.store.unapplied_yes(p.name, ctx.kind)  # read once a round: asked again, or applied below
+    answered = ctx.store.answered(p.name, ctx.kind) - asked_again(p, ctx, yeses)
     # not asked now: refused by the API under this prompt version, or in a Message Batch not yet collected
     refused = ctx.store.refused(p.name, p.prompt.id) - answered
     busy = ctx.batches.busy(p.name) - answered
@@ -441,7 +441,7 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
         r.next_probe_in = t.next_probe_in
         note_skipped(p, ctx, r, fps, refused, busy)
     # yes verdicts not yet applied (dirty tree, or a killed session rolled back): apply without asking again
-    unapplied = {v.fingerprint: v for v in ctx.store.unapplied_yes(p.name, ctx.kind) if not outdated(p, v)}
+    unapplied = {v.fingerprint: v for v in yeses if not outdated(p, v)}
     pending = [unapplied[fp] for fp in fps if fp in unapplied]
     r.fresh = max(r.fresh, sum(c.fresh for c in rest))
     if ctx.options.dry_run:  # no verdict comes back to move the balance: what it holds now is what is offered
@@ -470,14 +470,13 @@ async def describe(ctx: Context, r: PassResult, result: SessionResult) -> None:
     ctx.lines, todo = current(ctx.store, ctx.corpus, ctx.config, model)
     if not r.candidates:  # as the session found them; a later round asks again for carriers a merge rewrote
         r.candidates, r.cached = len(ctx.lines) + len(todo), len(ctx.lines)
-    why = "" if ctx.config.describe.enabled else "describe.enabled is false"
-    if why:
+    if not ctx.config.describe.enabled:
         ctx.lines = {}
-    if not why and todo and not ctx.options.dry_run:
-        if isinstance(ctx.judge.backend, ScriptedBackend) and not ctx.judge.backend.lines:
-            why = "the scripted replies file holds no describe lines"
-    if why:
-        r.state, r.notes = "skipped", [why]
+        r.state, r.notes = "skipped", ["describe.enabled is false"]
+        return
+    if todo and not ctx.options.dry_run and isinstance(ctx.judge.backend, ScriptedBackend) \
+            and not ctx.judge.backend.lines:
+        r.state, r.notes = "skipped", ["the scripted replies file holds no describe lines"]
         return
     if not todo:
         r.state = r.state if r.state == "worked" else "caught-up"
@@ -498,7 +497,7 @@ async def describe(ctx: Context, r: PassResult, result: SessionResult) -> None:
         return
     done = await write_lines(todo, ctx.judge, ctx.config, ctx.store, ctx.journal, ctx.session,
                              lambda next_usd: ctx.caps.reached(ctx.spent(), next_usd))
-    ctx.lines = current(ctx.store, ctx.corpus, ctx.config, model)[0]
+    ctx.lines.update(current(ctx.store, ctx.corpus, ctx.config, model, [s.spelling for s in todo])[0])
     r.offered += len(todo) - done.waiting
     r.written += done.written
     r.judge_calls += done.calls
@@ -525,11 +524,11 @@ def outdated(p, v: Verdict) -> bool:
     return hasattr(p, "outdated") and p.outdated(v)
 
 
-def asked_again(p, ctx: Context) -> set[str]:
-    """Fingerprints whose latest verdict is an unapplied yes the pass no longer applies: asked again under
-    the current prompt (a prune@1 retract, which left the survivor to the fixed rules), never applied."""
+def asked_again(p, ctx: Context, yeses: list[Verdict]) -> set[str]:
+    """Fingerprints whose latest verdict is an unapplied yes (of `yeses`) the pass no longer applies: asked
+    again under the current prompt (a prune@1 retract, which left the survivor to the fixed rules), never applied."""
     out = set()
-    for v in ctx.store.unapplied_yes(p.name, ctx.kind):
+    for v in yeses:
         if outdated(p, v) and ctx.store.verdict_for(p.name, v.fingerprint).id == v.id:
             out.add(v.fingerprint)
     return out

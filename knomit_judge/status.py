@@ -37,13 +37,19 @@ class PassResult:
 
     def describe_line(self) -> str:
         """The describe step's line (passes/describe.py): what the alias pass's line signal cost this session."""
-        cost = "incomplete" if self.cost_usd is None else f"${self.cost_usd:.4f}"
-        counts = (f"lines written {self.written}, {cost} - spellings {self.candidates}, with a line already "
+        counts = (f"lines written {self.written}, {self._cost()} - spellings {self.candidates}, with a line already "
                   f"{self.cached}, asked {self.offered}, judge calls {self.judge_calls}")
-        notes = list(self.notes)
+        return f"{self.name}: {self.state} - {counts}" + self._notes()
+
+    def _cost(self) -> str:
+        return "incomplete" if self.cost_usd is None else f"${self.cost_usd:.4f}"
+
+    def _notes(self) -> str:
+        """The line's tail: the first error, the probation, then the notes."""
+        notes = [self.probation] * bool(self.probation) + list(self.notes)
         if self.first_error:
             notes.insert(0, f"first error: {self.first_error}")
-        return f"{self.name}: {self.state} - {counts}" + "".join(f"; {n}" for n in notes)
+        return "".join(f"; {n}" for n in notes)
 
     def settle(self, held: bool, dry_run: bool = False) -> None:
         """Name the state from the counts; `held` means candidates waited behind the budget."""
@@ -66,7 +72,6 @@ class PassResult:
     def line(self) -> str:
         if self.name == "describe":
             return self.describe_line()
-        cost = "incomplete" if self.cost_usd is None else f"${self.cost_usd:.4f}"
         state = self.state
         if state == "defunded" and self.next_probe_in:
             state += f" (next probe in {self.next_probe_in} session{'s' if self.next_probe_in != 1 else ''})"
@@ -74,12 +79,9 @@ class PassResult:
                   f"resolved {self.resolved}, declined {self.declined}, cached {self.cached}, waiting {self.waiting}, "
                   f"unavailable {self.unavailable}, unparsed {self.unparsed}, refused {self.refused}, "
                   f"judge calls {self.judge_calls}, "
-                  f"cost {cost}")
+                  f"cost {self._cost()}")
         tail = f" [{self.throttle}]" if self.throttle else ""
-        notes = [self.probation] * bool(self.probation) + list(self.notes)
-        if self.first_error:
-            notes.insert(0, f"first error: {self.first_error}")
-        return f"{self.name}: {state} - {counts}{tail}" + "".join(f"; {n}" for n in notes)
+        return f"{self.name}: {state} - {counts}{tail}" + self._notes()
 
     def json(self) -> dict:
         d = asdict(self)

@@ -226,22 +226,21 @@ class Store:
         return out
 
     # describe lines (durable, bought; see passes/describe.py) ------------------
-    def put_line(self, line) -> None:
+    _LINE_COLUMNS = ("spelling", "carriers", "model", "prompt", "line", "judge", "session", "cost_usd", "created_at")
+
+    def _insert_lines(self, verb: str, lines) -> None:
+        sql = (f"INSERT OR {verb} INTO lines ({', '.join(self._LINE_COLUMNS)}) "
+               f"VALUES ({', '.join('?' * len(self._LINE_COLUMNS))})")
         with self.db.atomic():
-            self.db.execute("INSERT OR REPLACE INTO lines (spelling, carriers, model, prompt, line, judge, session, "
-                            "cost_usd, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            [line.spelling, line.carriers, line.model, line.prompt, line.line, line.judge,
-                             line.session, line.cost_usd, line.created_at])
+            self.db.conn.executemany(sql, [tuple(getattr(x, c) for c in self._LINE_COLUMNS) for x in lines])
+
+    def put_line(self, line) -> None:
+        self._insert_lines("REPLACE", [line])
 
     def import_lines(self, lines) -> int:
         """Journalled lines the db lacks (a lost db, a fresh clone): added, never replacing one it holds."""
         before = self.db.execute("SELECT count(*) FROM lines").fetchone()[0]
-        with self.db.atomic():
-            self.db.conn.executemany(
-                "INSERT OR IGNORE INTO lines (spelling, carriers, model, prompt, line, judge, session, cost_usd, "
-                "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(x.spelling, x.carriers, x.model, x.prompt, x.line, x.judge, x.session, x.cost_usd, x.created_at)
-                 for x in lines])
+        self._insert_lines("IGNORE", lines)
         return self.db.execute("SELECT count(*) FROM lines").fetchone()[0] - before
 
     def lines(self, model: str, prompt: str) -> dict[tuple[str, str], str]:

@@ -267,9 +267,9 @@ class Remote:
             merged = self._show(f":{path}")
             if merged is not None and not self._parses(path, merged):
                 if self._show(f"{theirs}:{path}") is not None:
-                    self._git("checkout", theirs, "--", path)
+                    run_git(self.repo, "checkout", theirs, "--", path)
                 else:  # the writer deleted it
-                    self._git("rm", "-q", "-f", "--", path)
+                    run_git(self.repo, "rm", "-q", "-f", "--", path)
                 taken.add(path)
                 self.report.notes.append(f"{path}: the merged hunks did not parse; the writer's file is kept whole")
         return taken
@@ -379,9 +379,6 @@ class Remote:
             raise GitFailed(["git", *args], -1, f"git {args[0]} timed out after {NET_TIMEOUT_S:.0f} s") from None
         if done.returncode:
             raise GitFailed(["git", *args], done.returncode, done.stderr.decode("utf-8", "replace"))
-
-    def _git(self, *args: str) -> str:
-        return run_git(self.repo, *args)
 
     def _rev(self, rev: str) -> str | None:
         try:

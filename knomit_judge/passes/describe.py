@@ -167,6 +167,7 @@ async def write_lines(todo: list[Shown], judge, config, store, journal, session:
     pending = [request(b, cfg.body_chars) for b in batches(todo, cfg.batch)]
     queue = list(reversed(pending))
     in_flight: list[float] = []
+    by_name = {s.spelling: s for s in todo}
 
     async def one(req: Request, bound: float) -> None:
         try:
@@ -195,7 +196,6 @@ async def write_lines(todo: list[Shown], judge, config, store, journal, session:
             out.failed.append(f"unparsed: {e.args[0]}")
             return
         share = None if cost is None else round(cost / max(1, len(lines)), 9)
-        by_name = {s.spelling: s for s in todo}
         for name in req.spellings:
             if name not in lines:  # kept as asked without a line, so not asked again until its key changes
                 out.missing.append(name)
