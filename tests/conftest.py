@@ -137,6 +137,15 @@ def make_repo(root: Path, facts: dict[str, str] | None = None) -> CorpusRepo:
     return repo
 
 
+def demo_repo(root: Path, extra_config: str = "") -> CorpusRepo:
+    """A real git corpus holding corpus-fixtures/demo (its facts and its knomit-judge.toml), committed."""
+    repo = make_repo(root)
+    shutil.copytree(DEMO / "facts", repo.root / "facts", dirs_exist_ok=True)
+    repo.write("knomit-judge.toml", (DEMO / "knomit-judge.toml").read_text(encoding="utf-8") + extra_config)
+    repo.commit("demo corpus")
+    return repo
+
+
 # Three motifs, two of them one mechanism spelled twice, with carriers that say so.
 SMALL = {
     "facts/ops/f1.md": fact_text("A penalty that blocks its own recovery latches the system off",

@@ -1,18 +1,13 @@
 """The demo corpus: one of each decision on the first review, caught-up at 0 calls on the second."""
 
-import shutil
-
-from conftest import DEMO, git, make_repo
+from conftest import DEMO, demo_repo, git
 
 from knomit_judge.corpus import load_corpus
 from knomit_judge.review import ReviewOptions, review
 
 
 def test_demo_shows_each_decision_then_is_caught_up(tmp_path):
-    repo = make_repo(tmp_path / "demo")
-    shutil.copytree(DEMO / "facts", repo.root / "facts", dirs_exist_ok=True)
-    shutil.copy(DEMO / "knomit-judge.toml", repo.root / "knomit-judge.toml")
-    repo.commit("demo corpus")
+    repo = demo_repo(tmp_path / "demo")
     judge = f"scripted:{DEMO / 'judge-replies.jsonl'}"
 
     first = review(repo.root, ReviewOptions(judge=judge))

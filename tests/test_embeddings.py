@@ -162,12 +162,8 @@ def test_loading_the_encoder_writes_nothing_in_home_and_turns_onnxruntime_teleme
 
 def test_the_run_that_exports_the_model_logs_each_decision_once(tmp_path):
     """The exporters give the root logger a stderr handler of its own; left there, every line printed twice."""
-    import shutil
-    from conftest import DEMO, make_repo
-    repo = make_repo(tmp_path / "demo")
-    shutil.copytree(DEMO / "facts", repo.root / "facts", dirs_exist_ok=True)
-    shutil.copy(DEMO / "knomit-judge.toml", repo.root / "knomit-judge.toml")
-    repo.commit("demo corpus")
+    from conftest import DEMO, demo_repo
+    repo = demo_repo(tmp_path / "demo")
     env = {**os.environ, CACHE_ENV: str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}  # a cache with no export yet
     done = subprocess.run([sys.executable, "-c", "from knomit_judge.cli import main; main()", "review", str(repo.root),
                            "--judge", f"scripted:{DEMO / 'judge-replies.jsonl'}"],

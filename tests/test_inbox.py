@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 from click.testing import CliRunner
 
-from conftest import DEMO, SAME, make_repo, tree_digest
+from conftest import DEMO, SAME, demo_repo, tree_digest
 from messages_server import text
 
 from knomit_judge.cli import cli
@@ -83,11 +82,7 @@ def test_the_sample_is_fixed_by_the_session_id_not_by_order():
 
 
 def test_a_proposal_comes_before_the_sample_and_the_sample_is_the_configured_share(tmp_path):
-    repo = make_repo(tmp_path / "demo")
-    shutil.copytree(DEMO / "facts", repo.root / "facts", dirs_exist_ok=True)
-    shutil.copy(DEMO / "knomit-judge.toml", repo.root / "knomit-judge.toml")
-    repo.write("knomit-judge.toml", repo.read("knomit-judge.toml") + "\n[calibration]\nsample_rate = 0.5\n")
-    repo.commit("demo corpus")
+    repo = demo_repo(tmp_path / "demo", "\n[calibration]\nsample_rate = 0.5\n")
     review(repo.root, ReviewOptions(judge=f"scripted:{DEMO / 'judge-replies.jsonl'}"))
     items = inbox(repo.root)["items"]
     kinds = [i.kind for i in items]

@@ -7,14 +7,13 @@ import itertools
 import json
 import math
 import re
-import shutil
 from html.parser import HTMLParser
 
 import pytest
 from click.testing import CliRunner
 
 from browser import chromium_dom
-from conftest import DEMO, git, make_repo, scripted
+from conftest import DEMO, demo_repo, git, scripted
 
 from knomit_judge.cli import cli
 from knomit_judge.report import render, throttle_chart
@@ -288,10 +287,7 @@ document.body.dataset.look = JSON.stringify(out);
 
 @pytest.mark.browser
 def test_the_demo_report_reads_whole_at_1280_pixels_in_chromium(tmp_path):
-    repo = make_repo(tmp_path / "demo")
-    shutil.copytree(DEMO / "facts", repo.root / "facts", dirs_exist_ok=True)
-    shutil.copy(DEMO / "knomit-judge.toml", repo.root / "knomit-judge.toml")
-    repo.commit("demo corpus")
+    repo = demo_repo(tmp_path / "demo")
     judge = f"scripted:{DEMO / 'judge-replies.jsonl'}"
     review(repo.root, ReviewOptions(judge=judge))
     assert all(p.state == "caught-up" for n, p in review(repo.root, ReviewOptions(judge=judge)).passes.items()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 import subprocess
 import sys
@@ -17,7 +16,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from conftest import DEMO, SAME, SMALL, fact_text, git, make_repo, scripted, tree_digest
+from conftest import DEMO, SAME, SMALL, demo_repo, fact_text, git, make_repo, scripted, tree_digest
 from knomit_format import knomit_parse
 from test_layouts import INCIDENT, KEEP, LOSE, REPO_ID, knomit_kb, use_entities
 
@@ -108,10 +107,7 @@ def umask_002():
 
 
 def test_rewritten_files_keep_their_mode_and_new_ones_get_the_umasks(tmp_path, umask_002):
-    repo = make_repo(tmp_path / "demo")
-    shutil.copytree(DEMO / "facts", repo.root / "facts", dirs_exist_ok=True)
-    shutil.copy(DEMO / "knomit-judge.toml", repo.root / "knomit-judge.toml")
-    repo.commit("demo corpus")
+    repo = demo_repo(tmp_path / "demo")
     for path in (repo.root / "facts").rglob("*.md"):
         path.chmod(0o640)  # a KB shared with one group; git does not track this, so it must not change
 
