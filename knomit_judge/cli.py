@@ -17,6 +17,7 @@ from .encoders import MODEL_NAME
 from .errors import KnomitError
 from .migrations import migration_set
 from .passes import JUDGED_PASSES
+from .passes.describe import PASS as DESCRIBE
 from .prompts import load_prompt, prompt_names
 
 corpus_arg = click.argument("corpus", type=click.Path(file_okay=False, path_type=Path), default=".", required=False)
@@ -77,7 +78,7 @@ def version_lines() -> list[str]:
 def check_install() -> None:
     """The files the package ships (migrations, each pass's prompt) are there: else exit 2 before any work."""
     migration_set()
-    for name in JUDGED_PASSES:
+    for name in (*JUDGED_PASSES, DESCRIBE):
         load_prompt(name)
 
 

@@ -53,6 +53,8 @@ class DescribeConfig:
     # One line per motif spelling, written by the model from its carriers, nominates alias candidates
     # (passes/describe.py). Off, the alias pass nominates from the embeddings alone.
     enabled: bool = True
+    # A line only chooses what the judge looks at, so a cheaper model writes it; "" = judge.model.
+    model: str = "claude-haiku-4-5"
     batch: int = 85  # spellings per request
     carriers: int = 3  # carriers shown per spelling
     body_chars: int = 600  # of each carrier's body
@@ -155,11 +157,17 @@ class Config:
         best = max((name for name in self.prices if model.startswith(name + "-")), key=len, default=None)
         return self.prices[best] if best else None
 
-    def require_price(self, model: str) -> Price:
+    def require_prices(self) -> None:
+        """Every model a session may pay for has a price (judge.model, and describe.model when lines are on)."""
+        self.require_price(self.judge.model)
+        if self.describe.enabled and self.describe.model:
+            self.require_price(self.describe.model, "describe.model")
+
+    def require_price(self, model: str, key: str = "judge.model") -> Price:
         """The model's price, or a configuration error naming the key to set: an unknown price never counts as $0."""
         price = self.price(model)
         if price is None:
-            raise ConfigError(f'judge.model {model!r} has no price, so no dollar cap could hold: set '
+            raise ConfigError(f'{key} {model!r} has no price, so no dollar cap could hold: set '
                               f'[prices."{model}"] input_per_mtok and output_per_mtok (USD per million tokens) '
                               f"in {CONFIG_FILE}")
         return price
@@ -336,8 +344,9 @@ mode = "sync"            # "batch": submit offered questions as one Message Batc
 [shortlist]
 k = 5                    # nearest neighbours per motif / fact
 
-[describe]               # one line per motif spelling, by judge.model, nominates alias candidates (docs/candidates.md)
+[describe]               # one line per motif spelling nominates alias candidates (docs/candidates.md)
 enabled = true           # false, or the scripted judge without describe lines: the embeddings alone
+model = "claude-haiku-4-5"  # writes the lines; "" = judge.model
 batch = 85               # spellings per request
 carriers = 3             # carriers shown per spelling
 body_chars = 600         # characters of each carrier's body shown

@@ -27,7 +27,7 @@ def run_daemon(root: Path | str, cron: str | None = None, judge: str = "anthropi
     expr = cron or config.schedule.cron
     trigger = cron_trigger(expr, "--cron" if cron else "schedule.cron")
     if judge == "anthropic":
-        config.require_price(config.judge.model)  # every session would exit 2: say so now, not once a day
+        config.require_prices()  # every session would exit 2: say so now, not once a day
         require_key()
 
     stop = stop or threading.Event()

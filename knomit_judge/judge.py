@@ -346,10 +346,11 @@ class Judge:
                 out.append(Ask(pos, n, user, cache_key(self.model, p.prompt.id, p.prompt.system, user, n, self.tool(p))))
         return out
 
-    def cost(self, tokens_in, tokens_out, batch: bool = False) -> float | None:
+    def cost(self, tokens_in, tokens_out, batch: bool = False, model: str | None = None) -> float | None:
+        """What a call cost, at the price of `model` (default: the judge's)."""
         if isinstance(self.backend, ScriptedBackend):
             return 0.0  # recorded replies cost nothing
-        price = self.config.price(self.model)
+        price = self.config.price(model or self.model)
         if price is None or tokens_in is None or tokens_out is None:
             return None
         usd = tokens_in * price.input_per_mtok / 1e6 + tokens_out * price.output_per_mtok / 1e6

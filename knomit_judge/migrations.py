@@ -19,6 +19,8 @@ SET_NAME = "knomit_judge"
 # Every table the code reads or writes: a db without one of them was migrated from an incomplete set of files.
 TABLES = frozenset({"verdicts", "replies", "embeddings", "files", "sessions", "throttle", "calibrations", "refusals",
                     "batches", "batch_requests", "neighbour_sets", "candidate_lists", "journal_marks", "lines"})
+# Columns a later migration adds to a table an earlier one made: without them the set was incomplete too.
+COLUMNS = {"lines": frozenset({"facts"})}
 _FILE = re.compile(r"[0-9]{4}_\w+\.sql")
 
 
@@ -52,3 +54,7 @@ def migrate(db: sqlite_utils.Database) -> None:
     if missing := sorted(TABLES - set(db.table_names())):
         raise MissingResource(f"the db's schema is incomplete (no table {', '.join(missing)}): the migrations in the "
                               f"installed package ({MIGRATIONS_DIR}) are incomplete")
+    for table, columns in COLUMNS.items():
+        if missing := sorted(columns - set(db[table].columns_dict)):
+            raise MissingResource(f"the db's schema is incomplete (table {table} has no column {', '.join(missing)}): "
+                                  f"the migrations in the installed package ({MIGRATIONS_DIR}) are incomplete")

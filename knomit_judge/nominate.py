@@ -26,6 +26,11 @@ Signals (each a strength in 0..1 for any pair):
   line      the spelling's name and its describe line (one sentence the model wrote from its carriers saying
             what it names, passes/describe.py), embedded together; only spellings with a line are nominated by
             it and have its strength (a pair without it is scored by the other signals, as before lines existed)
+  named     the line of an identifier (a spelling with a number in it) names the other, a name of two or more
+            words sharing no word with it (RFC 9421: "the internet standard defining HTTP message
+            signatures"). It nominates; for a pair
+            the line signal nominates too, its strength is the line cosine and stands alone like string and
+            acronym: the names alone cannot see such a pair, and averaged with them it ranks in the hundreds
   gloss     what the carriers say about this spelling: of its carriers' sentences (each carrier's title
             and the first 5 sentences of its body), the 3 nearest to its name's embedding, averaged, plus
             the name's own vector. Two paraphrases that share no word are told apart by what their
@@ -35,7 +40,8 @@ Signals (each a strength in 0..1 for any pair):
             nearest glosses and counts a quarter in the score.
 
 The rank of a pair:
-  score = max(string, acronym, weighted mean(name, carriers, words, content / 4, gloss / 4)) x (1 - COTAG x overlap)
+  score = max(string, acronym, named, weighted mean(name, carriers, words, content / 4, gloss / 4, line))
+          x (1 - COTAG x overlap)
           x (1/2 if only numbers differ)
   overlap = carriers of both / carriers of the smaller side
 Two spellings of one thing rarely sit on the same fact, while distinct facets (numbered clauses,
@@ -63,7 +69,7 @@ import numpy as np
 from .corpus import fact_text
 from .shortlist import top_k
 
-SIGNALS = ("name", "string", "acronym", "carriers", "content", "words", "gloss", "line")
+SIGNALS = ("name", "string", "acronym", "carriers", "content", "words", "gloss", "line", "named")
 # averaged into one evidence; string and acronym stand alone
 SEMANTIC = ("name", "carriers", "words", "content", "gloss", "line")
 # A semantic signal's weight in the mean (1 unless set). Whole-fact embeddings mostly say what a fact is
@@ -288,7 +294,7 @@ def score(strengths: dict[str, float], overlap: float, only_numbers: bool) -> fl
     """The one rank of a pair (see the module docstring); semantic signals absent from `strengths` are left out."""
     weights = [(strengths[s], WEIGHTS.get(s, 1.0)) for s in SEMANTIC if s in strengths]
     semantic = sum(v * w for v, w in weights) / max(1e-9, sum(w for _, w in weights))
-    evidence = max(strengths["string"], strengths["acronym"], semantic)
+    evidence = max(strengths["string"], strengths["acronym"], strengths.get("named", 0.0), semantic)
     return evidence * (1 - COTAG * overlap) * (0.5 if only_numbers else 1.0)
 
 
@@ -462,6 +468,41 @@ def _best(partners, strength, k: int) -> list[int]:
     return [j for s, j in sorted(scored)[:k] if s < 0]
 
 
+NAMED_MIN_WORDS = 2  # a one-word spelling (OAuth, issuer) is named by too many lines to mean anything
+
+
+def _phrase(words) -> tuple[str, ...]:
+    return tuple(_stem(w) for w in words)
+
+
+def named_pairs(spellings: list[str], parsed: list[Spelling], lines: dict[int, str]) -> set[tuple[int, int]]:
+    """Pairs where the line of an identifier names another spelling that shares no word with it: "RFC 9421:
+    the internet standard defining HTTP message signatures" names HTTP Message Signatures.
+
+    An identifier is a spelling with a number in it (RFC 9421, ASI08, CVE-2025-1234): its words say nothing
+    of what it names, so only what the model knows of the field joins it to its name. A line of any other
+    spelling names related things as often as the thing itself (a product's line names its vendor). The
+    named spelling has two or more words as written. Phrases are looked up by their words, so the cost
+    grows with the lines' length, never with the square of the vocabulary."""
+    index: dict[tuple[str, ...], list[int]] = {}
+    for j, sp in enumerate(parsed):
+        if len(_CHUNK.findall(spellings[j])) >= NAMED_MIN_WORDS:
+            index.setdefault(_phrase(sp.words), []).append(j)
+    longest = max((len(k) for k in index), default=0)
+    out = set()
+    for i, line in lines.items():
+        if not parsed[i].has_digits:
+            continue
+        words = _phrase(_words(line))
+        own = set(parsed[i].words)
+        for n in range(NAMED_MIN_WORDS, longest + 1):
+            for start in range(len(words) - n + 1):
+                for j in index.get(words[start:start + n], ()):
+                    if j != i and own.isdisjoint(parsed[j].words):
+                        out.add((min(i, j), max(i, j)))
+    return out
+
+
 def line_text(spelling: Spelling, line: str) -> str:
     """What the line signal embeds: the name as words, then the line."""
     return f"{' '.join(spelling.words)}: {line}"
@@ -502,6 +543,9 @@ def nominate(motifs: list[str], corpus, embedder, k: int, lines: dict[str, str] 
                     add(i, j, signal)
                 else:  # the line vectors are of the described spellings only
                     add(rows[i], rows[j], signal)
+    named = named_pairs(motifs, parsed, {i: lines[motifs[i]] for i in described})
+    for i, j in named:
+        add(i, j, "named")
     string, acronym = _lexical(parsed, k)
     for signal, best in (("string", string), ("acronym", acronym)):
         for i, partners in best.items():
@@ -528,6 +572,10 @@ def nominate(motifs: list[str], corpus, embedder, k: int, lines: dict[str, str] 
                      "words": word_alignment(a.words, b.words, weight, vector, family), "gloss": gs}
         if i in has_line and j in has_line:
             strengths["line"] = ls
+            if (i, j) in named and "line" in nominated[(i, j)]:
+                # standing alone, like string and acronym, at what the lines share; only for a pair that is
+                # also among the nearest by line: a line names many things besides what its spelling is
+                strengths["named"] = ls
         shared = len(carriers[i] & carriers[j])
         overlap = shared / max(1, min(len(carriers[i]), len(carriers[j])))
         only_numbers = numbers_only(a, b)

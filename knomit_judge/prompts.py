@@ -47,11 +47,18 @@ def cut(body: str, limit: int) -> str:
 
     The cut is part of the prompt (hence of the reply-cache key), so no fact can make a prompt too long.
     """
+    shown = kept(body, limit)
+    return body if shown == body else shown + "\n" + MARKER.format(len(body) - len(shown))
+
+
+MARKER = "[… {} characters not shown]"
+
+
+def kept(body: str, limit: int) -> str:
+    """The part of a body cut() shows, without its marker (whose count moves with any edit further down)."""
     if len(body) <= limit:
         return body
-    marker = "[… {} characters not shown]"
-    keep = max(0, limit - len(marker.format(len(body))) - 1)
-    return body[:keep] + "\n" + marker.format(len(body) - keep)
+    return body[:max(0, limit - len(MARKER.format(len(body))) - 1)]
 
 
 def quote(evidence) -> str:

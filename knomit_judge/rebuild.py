@@ -26,7 +26,7 @@ from .errors import CorpusLocked
 from .gitops import Lock, open_repo, shared_lock
 from .neighbours import DEPTH, Memory
 from .passes import subject_names
-from .passes.describe import current
+from .passes.describe import current, describe_model
 from .passes.exact import DuplicateGroups
 from .passes.registry import all_passes
 from .recovery import recover, sync_git, sync_journal
@@ -125,7 +125,7 @@ class Derivation:
     def __init__(self, corpus, store: Store, config):
         self.store = store
         # the lines a session of the real judge nominates with (a scripted session's lists are its own)
-        lines = current(store, corpus, config, config.judge.model)[0] if config.describe.enabled else {}
+        lines = current(store, corpus, config, describe_model(config))[0] if config.describe.enabled else {}
         self.ctx = SimpleNamespace(corpus=corpus, embedder=_Embedder(store), config=config, lines=lines)
         self.memory = _Recorder(store)
         self.lists: dict[str, list[tuple]] = {}

@@ -23,7 +23,7 @@ from .gitops import Applier, Lock, dirty_paths, open_repo, shared_lock
 from .judge import Judge, ScriptedBackend, judge_kind, make_backend, swap_sampled
 from . import metrics
 from .passes import JUDGED_PASSES, Candidate
-from .passes.describe import PASS as DESCRIBE, batches, current, model_of, request, write_lines
+from .passes.describe import PASS as DESCRIBE, batches, current, describe_model, model_of, request, write_lines
 from .passes.exact import DuplicateGroups, exact_change, exact_verdict
 from .passes.registry import all_passes
 from .recovery import recover, sync_git, sync_journal
@@ -187,7 +187,7 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
     elif not options.dry_run:
         # Whatever ends a session with exit 2 is checked here, before recovery or exact duplicates change the
         # corpus: no price (no cap that holds), no key. A key the API refuses is known only at the first call.
-        config.require_price(config.judge.model)
+        config.require_prices()
         require_key()
     if options.dry_run:
         # Dry run: an in-memory copy of the db, no lock, no recovery. Of what it computes only the derived
@@ -202,10 +202,11 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
         if note := other_judge(store, root, options):
             result.notes.insert(0, note)
         result.spend = summarise(store, config).json()
-        model = config.judge.model
-        if options.judge == "anthropic" and config.price(model) is None:
-            result.notes.append(f'no price for {model}: a real session exits 2 until [prices."{model}"] '
-                                "input_per_mtok and output_per_mtok are set")
+        models = [config.judge.model] + ([describe_model(config)] if config.describe.enabled else [])
+        for model in dict.fromkeys(models):
+            if options.judge == "anthropic" and config.price(model) is None:
+                result.notes.append(f'no price for {model}: a real session exits 2 until [prices."{model}"] '
+                                    "input_per_mtok and output_per_mtok are set")
         return result
     metrics_path = metrics.textfile(root, repo, config, options.metrics_file)  # a bad path exits 2 now
     remote = Remote.of(repo, config)  # an unknown remote exits 2 now
@@ -484,7 +485,7 @@ async def describe(ctx: Context, r: PassResult, result: SessionResult) -> None:
     if ctx.options.dry_run:
         requests = [request(b, ctx.config.describe.body_chars) for b in batches(todo, ctx.config.describe.batch)]
         scripted = ctx.options.judge.startswith("scripted:")
-        price = None if scripted else ctx.config.price(ctx.config.judge.model)
+        price = None if scripted else ctx.config.price(describe_model(ctx.config))
         # about a token per 4 prompt characters, and 50 tokens a line
         estimate = 0.0 if scripted else None if price is None else sum(
             (len(q.system) + len(q.user)) / 4 * price.input_per_mtok / 1e6

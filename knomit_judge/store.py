@@ -226,13 +226,15 @@ class Store:
         return out
 
     # describe lines (durable, bought; see passes/describe.py) ------------------
-    _LINE_COLUMNS = ("spelling", "carriers", "model", "prompt", "line", "judge", "session", "cost_usd", "created_at")
+    _LINE_COLUMNS = ("spelling", "carriers", "model", "prompt", "line", "judge", "session", "cost_usd", "created_at",
+                     "facts")
 
     def _insert_lines(self, verb: str, lines) -> None:
         sql = (f"INSERT OR {verb} INTO lines ({', '.join(self._LINE_COLUMNS)}) "
                f"VALUES ({', '.join('?' * len(self._LINE_COLUMNS))})")
         with self.db.atomic():
-            self.db.conn.executemany(sql, [tuple(getattr(x, c) for c in self._LINE_COLUMNS) for x in lines])
+            self.db.conn.executemany(sql, [tuple(json.dumps(list(x.facts)) if c == "facts" else getattr(x, c)
+                                                 for c in self._LINE_COLUMNS) for x in lines])
 
     def put_line(self, line) -> None:
         self._insert_lines("REPLACE", [line])
@@ -247,6 +249,15 @@ class Store:
         """(spelling, carriers fingerprint) -> line, of one model and prompt version."""
         return {(r[0], r[1]): r[2] for r in self.db.execute(
             "SELECT spelling, carriers, line FROM lines WHERE model = ? AND prompt = ?", [model, prompt])}
+
+    def line_facts(self, model: str, prompt: str) -> dict[str, tuple[str, ...]]:
+        """spelling -> the facts its latest line (of one model and prompt version) was written from."""
+        out = {}
+        for spelling, facts in self.db.execute(
+                "SELECT spelling, facts FROM lines WHERE model = ? AND prompt = ? ORDER BY created_at, rowid",
+                [model, prompt]):
+            out[spelling] = tuple(json.loads(facts or "[]"))
+        return out
 
     # journal marks (derived; see verdicts.JournalMarks) -----------------------
     def journal_marks(self) -> JournalMarks:

@@ -73,12 +73,14 @@ class AnthropicBackend:
         base = min(self.config.backoff_max_s, self.config.backoff_s * 2 ** (attempt - 1))
         return base * (0.5 + random.random() / 2)
 
-    def params(self, system: str, user: str, tool: dict | None, max_tokens: int | None = None) -> dict:
+    def params(self, system: str, user: str, tool: dict | None, max_tokens: int | None = None,
+               model: str | None = None) -> dict:
         """The body of one Messages request (also one Message Batch request's params).
 
-        `max_tokens`: a reply longer than a verdict's (a describe request's lines), else judge.max_tokens.
+        `max_tokens`: a reply longer than a verdict's (a describe request's lines), else judge.max_tokens;
+        `model`: another than the judge's (describe.model writes the lines).
         """
-        body = {"model": self.model, "max_tokens": max_tokens or self.config.max_tokens, "system": system,
+        body = {"model": model or self.model, "max_tokens": max_tokens or self.config.max_tokens, "system": system,
                 "messages": [{"role": "user", "content": user}]}
         if tool:
             body["tools"] = [tool]
@@ -86,7 +88,7 @@ class AnthropicBackend:
         return body
 
     async def complete(self, system: str, user: str, subject: dict, position: int, tool: dict | None = None,
-                       max_tokens: int | None = None) -> Completion:
+                       max_tokens: int | None = None, model: str | None = None) -> Completion:
         import anthropic
         last = "no attempt"
         for attempt in range(1, self.config.max_attempts + 1):
@@ -94,7 +96,7 @@ class AnthropicBackend:
             shared = False  # the server asked every worker to wait: the limiter logs that once
             try:
                 raw = await self.client.messages.with_raw_response.create(
-                    **self.params(system, user, tool, max_tokens))
+                    **self.params(system, user, tool, max_tokens, model))
                 self.limiter.observe(raw.headers)
                 msg = await raw.parse()
             except anthropic.APIStatusError as e:

@@ -109,6 +109,52 @@ def test_a_line_nominates_a_pair_no_embedding_of_names_or_carriers_reaches_and_d
         store.close()
 
 
+# Standards by number and by name: no name embedding puts an RFC number beside what it defines.
+STANDARDS = {f"facts/s/f{i}.md": fact_text(title, [spelling], body=body) for i, (spelling, title, body) in enumerate([
+    ("RFC 9421", "Agents sign requests per RFC 9421", "The gateway checks the signature base and its covered components."),
+    ("HTTP Message Signatures", "Signed requests prove which agent sent them", "Each request carries a Signature header."),
+    ("RFC 6585", "RFC 6585 gives clients a code for being throttled", "The server answers 429 with a Retry-After."),
+    ("token bucket", "Refill at a fixed rate up to a cap", "Bursts drain the bucket and then wait."),
+    ("circuit breaker", "Stop calling a failing dependency", "After five errors calls fail fast for a minute."),
+    ("HTTP caching", "Responses carry their freshness", "Cache-Control max-age lets a proxy answer."),
+])}
+STANDARD_LINES = {
+    "RFC 9421": "The internet standard defining HTTP message signatures, so a receiver can verify who sent a request.",
+    "HTTP Message Signatures": "A standard for signing parts of an HTTP request so the receiver can verify its sender.",
+    "RFC 6585": "The internet standard adding HTTP status codes, including one telling a client it is rate limited.",
+    "token bucket": "A rate limiter that refills allowance at a fixed rate and lets bursts spend what has built up.",
+    "circuit breaker": "After repeated failures calls to a dependency fail at once for a while, giving it time to recover.",
+    "HTTP caching": "Responses say how long they stay fresh, so intermediaries answer repeated requests themselves.",
+}
+
+
+def test_a_line_that_names_another_spelling_ranks_the_pair_first(tmp_path):
+    root = tmp_path / "standards"
+    make_repo(root, STANDARDS)
+    corpus = load_corpus(root)
+    store = Store(tmp_path / "e.db")
+    try:
+        embedder = Embedder(store)
+        motifs = sorted(corpus.carriers)
+        pair = {"RFC 9421", "HTTP Message Signatures"}
+        before = nominate(motifs, corpus, embedder, 1)
+        rank = lambda ns: next((r for r, n in enumerate(ns) if {n.a, n.b} == pair), None)  # noqa: E731
+        after = nominate(motifs, corpus, embedder, 1, STANDARD_LINES)
+        assert rank(after) == 0, [(n.a, n.b, round(n.score, 2)) for n in after[:3]]
+        found = after[0]
+        assert "named" in found.nominated_by and found.signals["named"] == found.score == found.signals["line"]
+        without = next((n.score for n in before if {n.a, n.b} == pair), 0.0)
+        assert found.score > without + 0.1  # standing alone, not averaged with what the names say
+        # "HTTP caching" shares a word with nothing the RFC 6585 line names as a phrase: no named pair there
+        assert all("named" not in n.signals for n in after if "RFC 6585" in (n.a, n.b))
+        # a line that names a spelling its own name shares a word with adds nothing: the string signals see those
+        lines = dict(STANDARD_LINES, **{"HTTP caching": "Like HTTP message signatures, but for caching."})
+        assert not any("named" in n.signals and "HTTP caching" in (n.a, n.b)
+                       for n in nominate(motifs, corpus, embedder, 1, lines))
+    finally:
+        store.close()
+
+
 # -- the requests ----------------------------------------------------------------------------------------
 def test_a_request_shows_each_spelling_with_at_most_three_carriers_each_carrier_once_and_cut(tmp_path):
     long_body = "word " * 400
@@ -191,8 +237,9 @@ def test_real_judge_lines_cost_is_counted_shown_and_restored_by_rebuild_without_
     assert req.body["tool_choice"] == {"type": "tool", "name": "describe_reply"}
     assert req.body["max_tokens"] > 400  # room for a line per spelling
     assert "Queue growth amplifies latency under load" in json.dumps(evidence_of(req))
+    assert req.body["model"] == "claude-haiku-4-5"  # describe.model: the lines' own, cheaper model
     d = out["passes"]["describe"]
-    usd = (1000 * 3.0 + 200 * 15.0) / 1e6  # claude-sonnet-4-5's price
+    usd = (1000 * 1.0 + 200 * 5.0) / 1e6  # claude-haiku-4-5's price, not the judge's
     assert d["written"] == 3 and d["judge_calls"] == 1 and d["cost_usd"] == pytest.approx(usd)
     assert out["cost_usd"] == pytest.approx(out["passes"]["alias"]["cost_usd"] + usd)  # the session's cost holds it
     st = json.loads(CliRunner().invoke(cli, ["status", str(corpus_repo.root), "--json"]).stdout)
@@ -273,3 +320,58 @@ def test_rebuild_check_names_a_line_the_journal_lacks(corpus_repo, tmp_path):
         store.close()
     r = runner.invoke(cli, ["rebuild", "--check", str(corpus_repo.root)])
     assert r.exit_code == 1 and "differs: lines: 1 read differently from the journal: self-locking-penalty" in r.output
+
+
+# -- what buys a line again ------------------------------------------------------------------------------
+LONG = "The limiter blocks the probe that would lift the limit. " * 20  # longer than body_chars
+
+
+def test_a_new_carrier_or_an_edit_below_the_shown_part_buys_no_line_and_a_lost_carrier_does(corpus_repo, judge_env):
+    corpus_repo.fact("facts/ops/f2.md", "Rate limiting that disables the health check keeps the service down",
+                     motifs=["penalty-blocks-own-recovery"], body=LONG)
+    corpus_repo.commit()
+    judge_env.describer = describer()
+    review(corpus_repo.root, ReviewOptions(passes=("alias",)))
+    (first,) = judge_env.describe_requests
+    assert {f["title"] for f in evidence_of(first)["facts"]} >= {
+        "A penalty that blocks its own recovery latches the system off",
+        "Rate limiting that disables the health check keeps the service down"}
+    # a new carrier sorting first by path, and an edit past the part of f2's body the model was shown
+    corpus_repo.fact("facts/ops/f0.md", "A lockout that hides its own unlock signal never lifts",
+                     motifs=["penalty-blocks-own-recovery"], body="The ban silences the report that would end it.")
+    corpus_repo.fact("facts/ops/f2.md", "Rate limiting that disables the health check keeps the service down",
+                     motifs=["penalty-blocks-own-recovery"], body=LONG + "A later note, far below the cut.")
+    corpus_repo.commit()
+    out = review(corpus_repo.root, ReviewOptions(passes=("alias",)))
+    assert out.passes["describe"].state == "caught-up" and len(judge_env.describe_requests) == 1
+    # a carrier it was written from stops carrying it: written again, from the one left and the next by path
+    corpus_repo.fact("facts/ops/f1.md", "A penalty that blocks its own recovery latches the system off",
+                     motifs=["unrelated-now"], body="When the throttle defunds, it stops collecting evidence.")
+    corpus_repo.commit()
+    out = review(corpus_repo.root, ReviewOptions(passes=("alias",)))
+    again = judge_env.describe_requests[1]
+    asked = {s["spelling"]: s["facts"] for s in evidence_of(again)["spellings"]}
+    titles = {f["id"]: f["title"] for f in evidence_of(again)["facts"]}
+    assert [titles[i] for i in asked["penalty-blocks-own-recovery"]] == [
+        "Rate limiting that disables the health check keeps the service down",
+        "A lockout that hides its own unlock signal never lifts"]
+    assert out.passes["describe"].written >= 1
+    # an edit inside the shown part of a carrier is a new key
+    corpus_repo.fact("facts/ops/f2.md", "Rate limiting that disables the health check keeps the service down",
+                     motifs=["penalty-blocks-own-recovery"], body="Now said first. " + LONG)
+    corpus_repo.commit()
+    review(corpus_repo.root, ReviewOptions(passes=("alias",)))
+    assert [s["spelling"] for s in evidence_of(judge_env.describe_requests[2])["spellings"]] == [
+        "penalty-blocks-own-recovery"]
+
+
+def test_describe_model_empty_is_the_judges_and_one_without_a_price_exits_2_before_anything(corpus_repo, judge_env):
+    write_config(corpus_repo, '[describe]\nmodel = ""\n')
+    judge_env.describer = describer()
+    review(corpus_repo.root, ReviewOptions(passes=("alias",)))
+    assert judge_env.describe_requests[0].body["model"] == "claude-sonnet-4-5"
+    write_config(corpus_repo, '[describe]\nmodel = "claude-unpriced-9"\n')
+    head = corpus_repo.log("%H")[0]
+    r = CliRunner().invoke(cli, ["-q", "review", str(corpus_repo.root), "--json"])
+    assert r.exit_code == 2 and "describe.model 'claude-unpriced-9' has no price" in r.output
+    assert corpus_repo.log("%H")[0] == head and len(judge_env.describe_requests) == 1

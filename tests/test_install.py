@@ -166,3 +166,15 @@ def test_an_install_missing_one_migration_or_one_prompt_says_which(installed, tm
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "schema is incomplete (no table journal_marks)" in done.stderr
     assert "database at" not in done.stdout and "committed" not in done.stdout
+
+
+def test_an_install_missing_the_describe_prompt_or_the_last_migration_says_which(installed, tmp_path):
+    target = broken_copy(installed, tmp_path, "prompts/describe.md")
+    done = run(target, tmp_path, "--version")
+    assert done.returncode == 2 and done.stderr.startswith("knomit-judge: prompt describe.md not found")
+    last = sorted(p.name for p in (REPO / "migrations").glob("*.sql"))[-1]
+    target = broken_copy(installed, tmp_path / "second", f"migrations/{last}")
+    (tmp_path / "kb").mkdir()
+    done = run(target, tmp_path, "init", "kb", "--create")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "schema is incomplete (table lines has no column facts)" in done.stderr

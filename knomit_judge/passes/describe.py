@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import Refused, Unavailable, Unparsed
-from ..prompts import cut, load_prompt
+from ..prompts import cut, kept, load_prompt
 from ..verdicts import now
 from .base import one_sentence, reply_object
 
@@ -46,14 +46,24 @@ class Shown:
 
 
 def carriers_fingerprint(facts, body_chars: int) -> str:
-    """Of what the model is shown of the carriers: each one's title and cut body. Not the content id, which
-    also covers the front matter: a merge that rewrites a carrier's motifs must not buy its lines again."""
-    shown = sorted([f.title, cut(f.body, body_chars)] for f in facts)
+    """Of what the model is shown of the carriers: each one's title and the part of its body shown. Not the
+    content id, which also covers the front matter (a merge that rewrites a carrier's motifs must not buy its
+    lines again), nor the cut's marker, whose count of characters not shown moves with any edit below it."""
+    shown = sorted([f.title, kept(f.body, body_chars)] for f in facts)
     return hashlib.sha256(json.dumps(shown, ensure_ascii=False).encode()).hexdigest()[:24]
 
 
-def shown(spelling: str, corpus, carriers: int, body_chars: int = 600) -> Shown:
-    facts = tuple(f for f in corpus.carrier_facts(spelling) if f.active)[:carriers]
+def shown(spelling: str, corpus, carriers: int, body_chars: int = 600, before: tuple[str, ...] = ()) -> Shown:
+    """The carriers a line of `spelling` is written from: the ones its last line was written from (`before`,
+    paths) while every one of them still carries it, so a new carrier does not buy the line again; else the
+    ones that still do, then the others in path order, up to `carriers`."""
+    active = [f for f in corpus.carrier_facts(spelling) if f.active]
+    by_path = {f.path: f for f in active}
+    if before and all(p in by_path for p in before):
+        facts = tuple(by_path[p] for p in before)
+    else:
+        kept_facts = [by_path[p] for p in before if p in by_path]
+        facts = tuple(kept_facts + [f for f in active if f.path not in before])[:carriers]
     return Shown(spelling, facts, carriers_fingerprint(facts, body_chars))
 
 
@@ -121,16 +131,21 @@ class Written:
     held: str = ""  # which cap
 
 
-def upper_bound(req: Request, judge) -> float:
+def upper_bound(req: Request, judge, model: str) -> float:
     """The most one request can cost: a token per prompt byte (never fewer bytes than tokens), max_tokens out."""
-    return judge.cost(len(req.system.encode()) + len(req.user.encode()), req.max_tokens) or 0.0
+    return judge.cost(len(req.system.encode()) + len(req.user.encode()), req.max_tokens, model=model) or 0.0
 
 
 def model_of(judge_spec: str, config) -> str:
     """The model whose lines a session with this --judge reads and writes (as Judge.model names it)."""
     if judge_spec.startswith("scripted:"):
         return f"scripted:{Path(judge_spec.removeprefix('scripted:')).name}"
-    return config.judge.model
+    return describe_model(config)
+
+
+def describe_model(config) -> str:
+    """The model that writes lines: describe.model, or the judge's when that is empty."""
+    return config.describe.model or config.judge.model
 
 
 def current(store, corpus, config, model: str, spellings=None) -> tuple[dict[str, str], list[Shown]]:
@@ -139,10 +154,10 @@ def current(store, corpus, config, model: str, spellings=None) -> tuple[dict[str
     A spelling with no active carrier needs none (nothing is nominated for it), and one asked whose reply
     gave it no line is not asked again until its key changes: each is in neither.
     """
-    stored = store.lines(model, prompt().id)
+    stored, before = store.lines(model, prompt().id), store.line_facts(model, prompt().id)
     have, todo = {}, []
     for m in sorted(corpus.carriers if spellings is None else spellings):
-        s = shown(m, corpus, config.describe.carriers, config.describe.body_chars)
+        s = shown(m, corpus, config.describe.carriers, config.describe.body_chars, before.get(m, ()))
         if not s.facts:
             continue
         line = stored.get((m, s.carriers))
@@ -164,6 +179,7 @@ async def write_lines(todo: list[Shown], judge, config, store, journal, session:
     out = Written()
     backend = judge.backend
     scripted = not getattr(backend, "uses_tools", False)
+    model = judge.model if scripted else describe_model(config)
     pending = [request(b, cfg.body_chars) for b in batches(todo, cfg.batch)]
     queue = list(reversed(pending))
     in_flight: list[float] = []
@@ -176,7 +192,7 @@ async def write_lines(todo: list[Shown], judge, config, store, journal, session:
             else:
                 async with judge.semaphore:
                     done = await backend.complete(req.system, req.user, {"spellings": list(req.spellings)}, 0,
-                                                  tool=req.tool, max_tokens=req.max_tokens)
+                                                  tool=req.tool, max_tokens=req.max_tokens, model=model)
         except (Unavailable, Refused) as e:
             out.calls += 1
             judge.ledger(PASS).add(1, e.args[1] if len(e.args) > 1 else 1, None, None, 0.0)
@@ -185,7 +201,7 @@ async def write_lines(todo: list[Shown], judge, config, store, journal, session:
         except asyncio.CancelledError:
             judge.ledger(PASS).add(1, 1, None, None, None, bound)  # cut off: may still have been billed
             raise
-        cost = judge.cost(done.tokens_in, done.tokens_out)
+        cost = judge.cost(done.tokens_in, done.tokens_out, model=model)
         judge.ledger(PASS).add(1, done.attempts, done.tokens_in, done.tokens_out, cost, bound)
         out.calls += 1
         out.cost_usd = None if cost is None or out.cost_usd is None else out.cost_usd + cost
@@ -199,8 +215,8 @@ async def write_lines(todo: list[Shown], judge, config, store, journal, session:
         for name in req.spellings:
             if name not in lines:  # kept as asked without a line, so not asked again until its key changes
                 out.missing.append(name)
-            record = Line(name, by_name[name].carriers, judge.model, prompt().id, lines.get(name, ""), judge.kind,
-                          session, share if name in lines else 0.0)
+            record = Line(name, by_name[name].carriers, model, prompt().id, lines.get(name, ""), judge.kind,
+                          session, share if name in lines else 0.0, facts=tuple(f.path for f in by_name[name].facts))
             journal.append(PASS, record.journal_line())  # first: the journal is the durable copy
             store.put_line(record)
             out.written += name in lines
@@ -208,7 +224,7 @@ async def write_lines(todo: list[Shown], judge, config, store, journal, session:
     async def worker() -> None:
         while queue:
             req = queue[-1]
-            bound = 0.0 if scripted else upper_bound(req, judge)
+            bound = 0.0 if scripted else upper_bound(req, judge, model)
             if why := hold(bound + sum(in_flight)):
                 out.held = out.held or why
                 return
@@ -237,6 +253,7 @@ class Line:
     session: str | None = None
     cost_usd: float | None = 0.0
     created_at: str = ""
+    facts: tuple[str, ...] = ()  # the paths of the carriers it was written from, in the order shown
 
     def __post_init__(self):
         if not self.created_at:
@@ -245,7 +262,7 @@ class Line:
     def journal_line(self) -> dict:
         return {"type": "line", "spelling": self.spelling, "carriers": self.carriers, "model": self.model,
                 "prompt": self.prompt, "line": self.line, "judge": self.judge, "session": self.session,
-                "cost_usd": self.cost_usd, "created_at": self.created_at}
+                "cost_usd": self.cost_usd, "created_at": self.created_at, "facts": list(self.facts)}
 
     @classmethod
     def from_record(cls, record: dict) -> "Line | None":
@@ -253,6 +270,8 @@ class Line:
         keys = ("spelling", "carriers", "model", "prompt", "line")
         if not all(isinstance(record.get(k), str) and (record[k] or k == "line") for k in keys):
             return None
+        facts = record.get("facts")
+        facts = tuple(facts) if isinstance(facts, list) and all(isinstance(p, str) for p in facts) else ()
         return cls(*(record[k] for k in keys), judge=str(record.get("judge") or "anthropic"),
                    session=record.get("session"), cost_usd=record.get("cost_usd"),
-                   created_at=str(record.get("created_at") or ""))
+                   created_at=str(record.get("created_at") or ""), facts=facts)
