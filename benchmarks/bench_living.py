@@ -550,6 +550,7 @@ def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_ke
                   f"  ({row.seconds:.0f}s)", flush=True)
         at = days[-1].session_at + timedelta(days=extra + 1)
         check = rebuild_check(rp, at)
+        carried = set(load_corpus(rp.view, layout=load_config(rp.view).corpus).carriers)
         status = cli("status", str(rp.root), "--json", env=rp.env, at=at)
         flips = find_key(json.loads(status.stdout), "flip") if status.returncode == 0 else None
         shared = rp.remote.report(rp.root) if rp.remote else None
@@ -574,9 +575,12 @@ def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_ke
     watch = {}
     for a, b in WATCH:
         pair = frozenset((a, b))
-        watch[f"{a} / {b}"] = {"asked": pair in judge.alias_pairs, "labelled_same": judge.spellings.same(a, b)}
+        one = not ({a, b} <= carried)  # one spelling replaced the other (or both are gone) by the end
+        watch[f"{a} / {b}"] = {"asked": pair in judge.alias_pairs, "labelled_same": judge.spellings.same(a, b),
+                               "merged": one}
         print(f"  {a} / {b}: {'asked' if pair in judge.alias_pairs else 'never asked'} of the judge; the labels say "
-              f"{'same' if judge.spellings.same(a, b) else 'not same'}")
+              f"{'same' if judge.spellings.same(a, b) else 'not same'}; at the end "
+              + ("one spelling carries both" if one else "both still carried"))
     out["watch_pairs"] = watch
     if shared is not None:
         out["remote"] = shared
