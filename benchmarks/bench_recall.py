@@ -135,7 +135,7 @@ def signal_report(corpus, truth: dict, embedder: Embedder, k: int, lines: dict |
     true = {frozenset(p) for p in truth["alias_pairs"]}
     traps = {frozenset(p) for p in truth["traps"]}
     noms = nominate(list(corpus.carriers), corpus, embedder, k, lines)
-    lists = {s: sorted((n for n in noms if s in n.nominated_by), key=lambda n: -n.signals[s]) for s in SIGNALS}
+    lists = {s: sorted((n for n in noms if s in n.nominated_by), key=lambda n: -n.signals.get(s, 0.0)) for s in SIGNALS}
     lists["combined"] = noms
     out = {}
     for name, ranked in lists.items():
