@@ -28,9 +28,9 @@ Signals (each a strength in 0..1 for any pair):
             it and have its strength (a pair without it is scored by the other signals, as before lines existed)
   named     the line of an identifier (a spelling with a number in it) names the other, a name of two or more
             words sharing no word with it (RFC 9421: "the internet standard defining HTTP message
-            signatures"). It nominates; for a pair
-            the line signal nominates too, its strength is the line cosine and stands alone like string and
-            acronym: the names alone cannot see such a pair, and averaged with them it ranks in the hundreds
+            signatures"). It nominates; for a pair the line signal nominates too, its strength is the line
+            cosine and stands alone like string and acronym: the names alone cannot see such a pair, and
+            averaged with them it ranks in the hundreds
   gloss     what the carriers say about this spelling: of its carriers' sentences (each carrier's title
             and the first 5 sentences of its body), the 3 nearest to its name's embedding, averaged, plus
             the name's own vector. Two paraphrases that share no word are told apart by what their

@@ -60,7 +60,7 @@ def shown(spelling: str, corpus, carriers: int, body_chars: int = 600, before: t
     active = [f for f in corpus.carrier_facts(spelling) if f.active]
     by_path = {f.path: f for f in active}
     if before and all(p in by_path for p in before):
-        facts = tuple(by_path[p] for p in before)
+        facts = tuple(by_path[p] for p in before)[:carriers]
     else:
         kept_facts = [by_path[p] for p in before if p in by_path]
         facts = tuple(kept_facts + [f for f in active if f.path not in before])[:carriers]
