@@ -69,7 +69,19 @@ def status(root: Path | str, limit: int = 10) -> dict:
     return {"last_session": sessions[0] if sessions else None, "throttle": throttle, "judge": judge,
             "sessions": sessions, "unfinished": unfinished, "precision": {n: p.json() for n, p in precisions.items()},
             "spend": spend.json(), "metrics": metrics, "lines": lines,
-            "text": render(sessions, throttle, unfinished, judge, [*precision.lines(precisions), *spend.lines()])}
+            "text": render(sessions, throttle, unfinished, judge,
+                           [*sync_lines(metrics.get("sync")), *precision.lines(precisions), *spend.lines()])}
+
+
+def sync_lines(sync: dict | None) -> list[str]:
+    """The shared remote as `status` prints it ([git] remote; none when sessions stay local)."""
+    if not sync:
+        return []
+    said = sync["state"] or "no sync yet"
+    return [f"sync {sync['remote']}/{sync['branch']}: {said}" + (f" - {sync['error']}" if sync.get("error") else "")
+            + f"; last push {sync['last_push_at'] or 'never from here'}; unpushed {sync['unpushed_commits']} "
+            f"commit(s) over {sync['unpushed_sessions']} session(s); decisions a writer overrode "
+            f"{sync['overridden_decisions']}"]
 
 
 def lines_figures(store, sessions: list[dict]) -> dict:

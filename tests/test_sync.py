@@ -300,6 +300,10 @@ def test_unreachable_remote_is_named_and_loses_no_commit(tmp_path, path_remote, 
     assert lines.exit_code == 0 and "Traceback" not in lines.output
     assert lines.stdout.splitlines()[0].startswith("sync origin/main: unreachable - ")
     assert gauges(metrics)[("knomit_judge_unpushed_sessions", None)] == 2  # KnomitJudgeUnpushed fires
+    said = CliRunner().invoke(cli, ["status", str(reviewer)]).stdout  # the plain text says it too
+    line = next(x for x in said.splitlines() if x.startswith("sync origin/main: "))
+    assert line.startswith("sync origin/main: unreachable - ") and "last push never from here" in line
+    assert f"unpushed {unpushed} commit(s) over 2 session(s)" in line
 
     git(reviewer, "remote", "set-url", "origin", str(path_remote))  # back: the next session pushes them
     out = CliRunner().invoke(cli, ["review", str(reviewer), "--json", "--metrics-file", str(metrics)])
