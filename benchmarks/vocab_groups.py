@@ -129,8 +129,7 @@ def score(reply: Path, k: int) -> None:
           f"{sorted(tuple(sorted(p)) for p in added)}")
     print(f"union: {len(shortlist | pairs)} pairs, {len((shortlist | pairs) & true)}/{len(true)} true")
     for model in ("claude-haiku-4-5", "claude-sonnet-4-5"):
-        p = PRICES[model]
-        usd = tokens_in * p.input_per_mtok / 1e6 + tokens_out * p.output_per_mtok / 1e6
+        usd = PRICES[model].usd(tokens_in, tokens_out)
         print(f"one call: {tokens_in} tokens in, {tokens_out} out: ${usd:.4f} at {model}")
 
 

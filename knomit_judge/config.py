@@ -42,6 +42,10 @@ class Price:
     output_per_mtok: float
     batch_discount: float = 0.5  # Message Batches bill this share less than the same calls made one by one
 
+    def usd(self, tokens_in: float, tokens_out: float) -> float:
+        """What a call of these token counts costs, one by one (a batch takes batch_discount off)."""
+        return tokens_in * self.input_per_mtok / 1e6 + tokens_out * self.output_per_mtok / 1e6
+
 
 @dataclass
 class ShortlistConfig:

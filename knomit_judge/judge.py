@@ -353,7 +353,7 @@ class Judge:
         price = self.config.price(model or self.model)
         if price is None or tokens_in is None or tokens_out is None:
             return None
-        usd = tokens_in * price.input_per_mtok / 1e6 + tokens_out * price.output_per_mtok / 1e6
+        usd = price.usd(tokens_in, tokens_out)
         return usd * (1 - price.batch_discount) if batch else usd
 
     def unknown_call_usd(self, prompt_bytes: int | None = None, batch: bool = False) -> float:

@@ -488,8 +488,7 @@ async def describe(ctx: Context, r: PassResult, result: SessionResult) -> None:
         price = None if scripted else ctx.config.price(describe_model(ctx.config))
         # about a token per 4 prompt characters, and 50 tokens a line
         estimate = 0.0 if scripted else None if price is None else sum(
-            (len(q.system) + len(q.user)) / 4 * price.input_per_mtok / 1e6
-            + 50 * len(q.spellings) * price.output_per_mtok / 1e6 for q in requests)
+            price.usd((len(q.system) + len(q.user)) / 4, 50 * len(q.spellings)) for q in requests)
         result.estimates[DESCRIBE] = {"questions": 0, "calls": len(requests),
                                       "estimate_usd": None if estimate is None else round(estimate, 6)}
         r.state, r.offered = "would-offer", len(todo)
@@ -498,7 +497,7 @@ async def describe(ctx: Context, r: PassResult, result: SessionResult) -> None:
         return
     done = await write_lines(todo, ctx.judge, ctx.config, ctx.store, ctx.journal, ctx.session,
                              lambda next_usd: ctx.caps.reached(ctx.spent(), next_usd))
-    ctx.lines.update(current(ctx.store, ctx.corpus, ctx.config, model, [s.spelling for s in todo])[0])
+    ctx.lines.update(done.lines)
     r.offered += len(todo) - done.waiting
     r.written += done.written
     r.judge_calls += done.calls
@@ -697,7 +696,7 @@ def plan_dry(ctx: Context, p, r: PassResult, offer: list[Candidate], result: Ses
     # recorded replies cost nothing, and nor does asking nothing; a model with no price is unknown
     estimate = 0.0 if ctx.options.judge.startswith("scripted:") or not calls else None
     if price:
-        estimate = calls * (per_call_in * price.input_per_mtok + 60 * price.output_per_mtok) / 1e6
+        estimate = calls * price.usd(per_call_in, 60)
         if ctx.batches.submitting:
             estimate *= 1 - price.batch_discount  # one Message Batch: the batch price
     result.estimates[p.name] = {"questions": len(offer), "calls": calls,

@@ -245,19 +245,16 @@ class Store:
         self._insert_lines("IGNORE", lines)
         return self.db.execute("SELECT count(*) FROM lines").fetchone()[0] - before
 
-    def lines(self, model: str, prompt: str) -> dict[tuple[str, str], str]:
-        """(spelling, carriers fingerprint) -> line, of one model and prompt version."""
-        return {(r[0], r[1]): r[2] for r in self.db.execute(
-            "SELECT spelling, carriers, line FROM lines WHERE model = ? AND prompt = ?", [model, prompt])}
-
-    def line_facts(self, model: str, prompt: str) -> dict[str, tuple[str, ...]]:
-        """spelling -> the facts its latest line (of one model and prompt version) was written from."""
-        out = {}
-        for spelling, facts in self.db.execute(
-                "SELECT spelling, facts FROM lines WHERE model = ? AND prompt = ? ORDER BY created_at, rowid",
-                [model, prompt]):
-            out[spelling] = tuple(json.loads(facts or "[]"))
-        return out
+    def lines(self, model: str, prompt: str) -> tuple[dict[tuple[str, str], str], dict[str, tuple[str, ...]]]:
+        """Of one model and prompt version: (spelling, carriers fingerprint) -> line, and spelling -> the facts
+        its latest line was written from."""
+        lines, facts = {}, {}
+        for spelling, carriers, line, shown in self.db.execute(
+                "SELECT spelling, carriers, line, facts FROM lines WHERE model = ? AND prompt = ? "
+                "ORDER BY created_at, rowid", [model, prompt]):
+            lines[(spelling, carriers)] = line
+            facts[spelling] = tuple(json.loads(shown or "[]"))
+        return lines, facts
 
     # journal marks (derived; see verdicts.JournalMarks) -----------------------
     def journal_marks(self) -> JournalMarks:

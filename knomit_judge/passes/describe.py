@@ -121,7 +121,7 @@ def parse(text: str, spellings) -> dict[str, str]:
 class Written:
     """What one run of the describe step did (review's `describe` line reports it: `lines written N, $X`)."""
 
-    written: int = 0
+    lines: dict = field(default_factory=dict)  # spelling -> the line written for it now
     calls: int = 0
     cost_usd: float | None = 0.0
     charged_usd: float = 0.0  # what the dollar caps count (an unknown cost at its bound)
@@ -129,6 +129,10 @@ class Written:
     failed: list = field(default_factory=list)  # why a request gave nothing (unavailable, unparsed, refused)
     waiting: int = 0  # spellings left without a line because a dollar cap was reached
     held: str = ""  # which cap
+
+    @property
+    def written(self) -> int:
+        return len(self.lines)
 
 
 def upper_bound(req: Request, judge, model: str) -> float:
@@ -148,15 +152,15 @@ def describe_model(config) -> str:
     return config.describe.model or config.judge.model
 
 
-def current(store, corpus, config, model: str, spellings=None) -> tuple[dict[str, str], list[Shown]]:
+def current(store, corpus, config, model: str) -> tuple[dict[str, str], list[Shown]]:
     """The stored lines of the spellings as they are now (spelling -> line), and the spellings never asked.
 
     A spelling with no active carrier needs none (nothing is nominated for it), and one asked whose reply
     gave it no line is not asked again until its key changes: each is in neither.
     """
-    stored, before = store.lines(model, prompt().id), store.line_facts(model, prompt().id)
+    stored, before = store.lines(model, prompt().id)
     have, todo = {}, []
-    for m in sorted(corpus.carriers if spellings is None else spellings):
+    for m in sorted(corpus.carriers):
         s = shown(m, corpus, config.describe.carriers, config.describe.body_chars, before.get(m, ()))
         if not s.facts:
             continue
@@ -219,7 +223,7 @@ async def write_lines(todo: list[Shown], judge, config, store, journal, session:
                           session, share if name in lines else 0.0, facts=tuple(f.path for f in by_name[name].facts))
             journal.append(PASS, record.journal_line())  # first: the journal is the durable copy
             store.put_line(record)
-            out.written += name in lines
+        out.lines.update(lines)
 
     async def worker() -> None:
         while queue:
