@@ -40,7 +40,7 @@ Signals (each a strength in 0..1 for any pair):
             nearest glosses and counts a quarter in the score.
 
 The rank of a pair:
-  score = max(string, acronym, named, weighted mean(name, carriers, words, content / 4, gloss / 4, line))
+  score = max(string, acronym, named, weighted mean(name, carriers, words, content / 4, gloss / 4, line x 2))
           x (1 - COTAG x overlap)
           x (1/2 if only numbers differ)
   overlap = carriers of both / carriers of the smaller side
@@ -78,7 +78,9 @@ SEMANTIC = ("name", "carriers", "words", "content", "gloss", "line")
 # quarter it breaks ties (30%) and still nominates (docs/benchmarks.md, alias candidates on knomit's motifs).
 # gloss at a quarter too: on the sample its weight moved the median true pair from 27% of the list (0) to 25%
 # (0.25), 23% (0.5) and 22% (1), but on the generated motif shape above 0.25 it ranked worse than without gloss.
-WEIGHTS: dict[str, float] = {"content": 0.25, "gloss": 0.25}
+# line at twice: the model's line ranks true pairs better than any other signal alone, and on the sample every
+# weight chosen with a labelled group held out was 2 or more (2 the lowest; benchmarks/line_weight.py).
+WEIGHTS: dict[str, float] = {"content": 0.25, "gloss": 0.25, "line": 2.0}
 # gloss nominates: on the labelled knomit sample it lifts recall at k=5 from 25 to 27 of 42 true pairs
 # (docs/benchmarks.md, the gloss signal).
 # the embedding signals that nominate each motif's k nearest

@@ -131,6 +131,18 @@ def test_the_score_ranks_shared_carriers_and_number_only_differences_low():
     assert score(variant, 0.0, False) > score(strong, 1.0, False) > score(strong, 1.0, True) > 0
 
 
+def test_a_line_counts_as_much_as_two_name_signals():
+    # two spellings whose lines say one thing rank above two whose names look alike but whose lines differ
+    base = {"string": 0.0, "acronym": 0.0, "carriers": 0.5, "words": 0.5, "content": 0.5, "gloss": 0.5}
+    lines_agree = {**base, "name": 0.3, "line": 0.8}
+    names_agree = {**base, "name": 0.8, "line": 0.3}
+    assert score(lines_agree, 0.0, False) > score(names_agree, 0.0, False)
+    # (0.3 + 0.5 + 0.5 + 0.5/4 + 0.5/4 + 2 x 0.8) / 5.5: the line at twice a name signal's weight
+    assert score(lines_agree, 0.0, False) == pytest.approx(3.15 / 5.5)
+    # a pair without lines is scored as before lines existed
+    assert score(base | {"name": 0.3}, 0.0, False) == pytest.approx(1.55 / 3.5)
+
+
 def test_each_variant_class_is_shortlisted(tmp_path):
     repo = variant_corpus(tmp_path)
     ctx, store = context(repo.root)
