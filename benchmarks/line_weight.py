@@ -9,6 +9,7 @@ ranked again at each weight of the line signal (nominate.WEIGHTS["line"]; the ot
 figures per weight:
 
 - the ranks of the 42 true pairs, and how many are in the first SESSION (about what a first session asks);
+  and how many of the 43 hard negatives are there too (what a real judge could merge wrongly);
 - with --sessions (the default): 3 review sessions, default config, a perfect scripted judge (as
   bench_recall --shape motifs): groups unified and questions per unified group. Issue 30's target is
   >= 12 of 19 groups at <= 15 questions per group.
@@ -46,9 +47,10 @@ K = 5
 SESSION = 150  # about what the first session asks on the sample (140 to 157 at these weights)
 
 
-def ranked(nominations, truth: dict, weight: float) -> list[tuple[int, str]]:
-    """(rank, one spelling) of each true pair in the list scored with the line signal at `weight` (rank 1 = first)."""
-    true = {frozenset(p) for p in truth["alias_pairs"]}
+def ranked(nominations, truth: dict, weight: float, kind: str = "alias_pairs") -> list[tuple[int, str]]:
+    """(rank, one spelling) of each true pair (kind "traps": each hard negative) in the list scored with the line
+    signal at `weight` (rank 1 = first)."""
+    true = {frozenset(p) for p in truth[kind]}
     shipped = nominating.WEIGHTS.get("line")
     nominating.WEIGHTS["line"] = weight
     try:
@@ -112,10 +114,12 @@ def main(argv=None) -> int:
         print(f"sample: {len(corpus.carriers)} spellings, {len(nominations)} candidates at k={K}, "
               f"{len(truth['alias_pairs'])} true pairs in {len(truth['alias_groups'])} groups; the line weight shipped: "
               f"{out['shipped']}", file=sys.stderr)
-        print(f"{'line weight':>11} {'in first ' + str(SESSION):>13} {'median rank':>11}  3 sessions, perfect judge")
+        print(f"{'line weight':>11} {'in first ' + str(SESSION):>13} {'median rank':>11} {'hard negatives':>14}"
+              f"  3 sessions, perfect judge")
         shipped = nominating.WEIGHTS.get("line")
         for w in weights:
             row = figures([r for r, _ in ranked(nominations, truth, w)])
+            row["hard_negatives_in_first"] = sum(r <= SESSION for r, _ in ranked(nominations, truth, w, "traps"))
             text = ""
             if args.sessions:
                 nominating.WEIGHTS["line"] = w
@@ -128,7 +132,8 @@ def main(argv=None) -> int:
                 text = (f"{run['unified']}/{run['groups']} groups unified, {run['questions']} questions, "
                         f"{run['per_unified']} per unified group")
             out["weights"][w] = row
-            print(f"{w:>11} {row['in_first']:>13} {row['median']:>11}  {text}", flush=True)
+            print(f"{w:>11} {row['in_first']:>13} {row['median']:>11} {row['hard_negatives_in_first']:>14}  {text}",
+                  flush=True)
         chosen, ranks = held_out(nominations, truth, weights)
         out["held_out"] = {"chosen": chosen, **figures(ranks)}
         print(f"held out (each group ranked at the weight the other 18 choose): {out['held_out']['in_first']} in the "
