@@ -37,7 +37,6 @@ import itertools
 import json
 import os
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -48,7 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from bench_recall import DESCRIBED, SAMPLE, _layout, label_truth, recorded_lines, shared_data  # noqa: E402
+from bench_recall import DESCRIBED, _layout, extract_sample, label_truth, recorded_lines, shared_data  # noqa: E402
 
 from knomit_judge.corpus import load_corpus  # noqa: E402
 from knomit_judge.embeddings import Embedder  # noqa: E402
@@ -260,9 +259,7 @@ def main(argv=None) -> int:
         return 1
     truth = label_truth()
     with tempfile.TemporaryDirectory(prefix="knomit-alias-ceiling-") as tmp:
-        root = Path(tmp) / "sample"
-        with tarfile.open(data / SAMPLE) as tar:
-            tar.extractall(root, filter="data")
+        root = extract_sample(Path(tmp) / "sample")
         corpus = load_corpus(root, layout=_layout(root))
         store = Store(Path(args.cache) if args.cache else Path(tmp) / "embeddings.db")
         try:

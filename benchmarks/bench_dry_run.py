@@ -19,13 +19,12 @@ import os
 import sqlite3
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_recall import SAMPLE, shared_data  # noqa: E402
+from bench_recall import extract_sample, shared_data  # noqa: E402
 
 CLI = [sys.executable, "-c", "from knomit_judge.cli import main; main()"]
 BOUGHT = ("verdicts", "replies", "sessions", "throttle")
@@ -64,9 +63,7 @@ def main(argv=None) -> int:
         print("../shared/data absent: nothing to measure", file=sys.stderr)
         return 1
     with tempfile.TemporaryDirectory(prefix="knomit-dry-run-") as tmp:
-        root = Path(tmp) / "sample"
-        with tarfile.open(data / SAMPLE) as tar:
-            tar.extractall(root, filter="data")
+        root = extract_sample(Path(tmp) / "sample")
         git(root, "init", "-q", "-b", "main")
         git(root, "add", "-A")
         git(root, "commit", "-q", "-m", "sample")

@@ -200,6 +200,15 @@ SAMPLE = "knomit-kb-sample.tar.gz"
 SESSIONS = 3
 
 
+def extract_sample(root: Path) -> Path:
+    """The knomit sample extracted to `root` (shared_data() must have found it); returns `root`."""
+    import tarfile
+
+    with tarfile.open(shared_data() / SAMPLE) as tar:
+        tar.extractall(root, filter="data")
+    return root
+
+
 def shared_data() -> Path | None:
     """../shared/data beside the repository (or beside the worktrees' folder, or $KNOMIT_SHARED/data), or None."""
     for base in ([Path(os.environ["KNOMIT_SHARED"]).parent] if os.environ.get("KNOMIT_SHARED") else []) + \
@@ -275,15 +284,7 @@ def motifs(seeds: list[int], ks: list[int], tmp: Path, embedder: Embedder, n: in
     if data is None:
         print("\nknomit sample: ../shared/data absent, skipped")
     else:
-        import tarfile
-
-        def extract(name: str) -> Path:
-            root = tmp / name
-            with tarfile.open(data / SAMPLE) as tar:
-                tar.extractall(root, filter="data")
-            return root
-
-        root = extract("knomit-sample")
+        root = extract_sample(tmp / "knomit-sample")
         truth = label_truth()
         lines = recorded_lines()
         corpus = load_corpus(root, layout=_layout(root))
@@ -308,7 +309,7 @@ def motifs(seeds: list[int], ks: list[int], tmp: Path, embedder: Embedder, n: in
                 out.setdefault(f"sample{tag}", {})[k] = {
                     name: {x: r[x] for x in ("recall", "first", "median_share", "questions", "ranks")}
                     for name, r in report.items()}
-            where = root if not tag else extract("knomit-sample-lines")
+            where = root if not tag else extract_sample(tmp / "knomit-sample-lines")
             replies = perfect_replies(truth, tmp / f"sample{tag}.replies.jsonl", DESCRIBED if tag else None)
             run = sessions(where, truth, replies)
             for line in run["lines"]:

@@ -25,7 +25,6 @@ import json
 import os
 import shutil
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 
@@ -33,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from bench_recall import SAMPLE, _layout, shared_data  # noqa: E402
+from bench_recall import _layout, extract_sample  # noqa: E402
 
 from knomit_judge.config import Config, CorpusConfig  # noqa: E402
 from knomit_judge.corpus import load_corpus  # noqa: E402
@@ -75,10 +74,7 @@ def write(out: Path, label: str, items: list, config: Config) -> list[dict]:
 
 
 def sample_items(tmp: Path, config: Config) -> list:
-    data = shared_data()
-    root = tmp / "sample"
-    with tarfile.open(data / SAMPLE) as tar:
-        tar.extractall(root, filter="data")
+    root = extract_sample(tmp / "sample")
     corpus = load_corpus(root, layout=_layout(root))
     return [shown(m, corpus, config.describe.carriers) for m in sorted(corpus.carriers)]
 

@@ -27,16 +27,16 @@ import json
 import os
 import statistics
 import sys
-import tarfile
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from bench_recall import (DESCRIBED, SAMPLE, _layout, label_truth, perfect_replies, recorded_lines,  # noqa: E402
-                          sessions, shared_data)
+from bench_recall import (DESCRIBED, _layout, extract_sample, label_truth, perfect_replies,  # noqa: E402
+                          recorded_lines, sessions, shared_data)
 
 from knomit_judge import nominate as nominating  # noqa: E402
 from knomit_judge.corpus import load_corpus  # noqa: E402
@@ -47,33 +47,44 @@ K = 5
 SESSION = 150  # about what the first session asks on the sample (140 to 157 at these weights)
 
 
-def ranked(nominations, truth: dict, weight: float, kind: str = "alias_pairs") -> list[tuple[int, str]]:
-    """(rank, one spelling) of each true pair (kind "traps": each hard negative) in the list scored with the line
-    signal at `weight` (rank 1 = first)."""
-    true = {frozenset(p) for p in truth[kind]}
-    shipped = nominating.WEIGHTS.get("line")
+@contextmanager
+def line_weight(weight: float):
+    """nominate.WEIGHTS["line"] at `weight` inside the block (the score and a session's nominations read it)."""
+    shipped = dict(nominating.WEIGHTS)
     nominating.WEIGHTS["line"] = weight
     try:
-        order = sorted(nominations, key=lambda n: (-nominating.score(n.signals, n.overlap, n.numbers_only), n.a, n.b))
+        yield
     finally:
-        nominating.WEIGHTS["line"] = shipped
-    return [(r, n.a) for r, n in enumerate(order, 1) if frozenset((n.a, n.b)) in true]
+        nominating.WEIGHTS.clear()
+        nominating.WEIGHTS.update(shipped)
 
 
-def held_out(nominations, truth: dict, weights: list[float]) -> tuple[list[float], list[int]]:
+def ranks_at(nominations, weight: float) -> dict[frozenset, int]:
+    """Every candidate pair's rank (1 = first) in the list scored with the line signal at `weight`."""
+    with line_weight(weight):
+        order = sorted(nominations, key=lambda n: (-nominating.score(n.signals, n.overlap, n.numbers_only), n.a, n.b))
+    return {frozenset((n.a, n.b)): r for r, n in enumerate(order, 1)}
+
+
+def of(rank: dict[frozenset, int], pairs) -> list[int]:
+    """The ranks of those of `pairs` that are candidates, lowest first."""
+    return sorted(rank[p] for p in map(frozenset, pairs) if p in rank)
+
+
+def held_out(rank_by_weight: dict[float, dict], truth: dict) -> tuple[list[float], list[int]]:
     """Per labelled group: the weight best for the other groups' pairs, and this group's ranks at it."""
-    group_of = {s: g for g, spellings in enumerate(truth["alias_groups"]) for s in spellings}
-    by_weight = {w: [(r, group_of[a]) for r, a in ranked(nominations, truth, w)] for w in weights}
+    groups = truth["alias_groups"]
+    pairs = [[(a, b) for i, a in enumerate(g) for b in g[i + 1:]] for g in groups]
 
     def merit(w: float, g: int) -> tuple:
-        ranks = [r for r, group in by_weight[w] if group != g]
+        ranks = of(rank_by_weight[w], [p for h, group in enumerate(pairs) if h != g for p in group])
         return sum(r <= SESSION for r in ranks), -statistics.median(ranks)
 
     chosen, ranks = [], []
-    for g in range(len(truth["alias_groups"])):
-        w = max(weights, key=lambda x: merit(x, g))  # max keeps the first (lowest) weight of equals
+    for g in range(len(groups)):
+        w = max(rank_by_weight, key=lambda x: merit(x, g))  # max keeps the first (lowest) weight of equals
         chosen.append(w)
-        ranks += [r for r, group in by_weight[w] if group == g]
+        ranks += of(rank_by_weight[w], pairs[g])
     return chosen, sorted(ranks)
 
 
@@ -90,21 +101,15 @@ def main(argv=None) -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     weights = [float(w) for w in args.weights.split(",")]
-    data, lines = shared_data(), recorded_lines()
-    if data is None or lines is None:
+    lines = recorded_lines()
+    if shared_data() is None or lines is None:
         print("../shared/data or the recorded lines absent: nothing to measure", file=sys.stderr)
         return 1
     truth = label_truth()
     out: dict = {"shipped": nominating.WEIGHTS.get("line", 1.0), "session": SESSION, "weights": {}}
     with tempfile.TemporaryDirectory(prefix="knomit-line-weight-") as tmp:
         tmp = Path(tmp)
-
-        def extract(name: str) -> Path:
-            with tarfile.open(data / SAMPLE) as tar:
-                tar.extractall(tmp / name, filter="data")
-            return tmp / name
-
-        root = extract("sample")
+        root = extract_sample(tmp / "sample")
         corpus = load_corpus(root, layout=_layout(root))
         store = Store(tmp / "embeddings.db")
         try:
@@ -116,25 +121,22 @@ def main(argv=None) -> int:
               f"{out['shipped']}", file=sys.stderr)
         print(f"{'line weight':>11} {'in first ' + str(SESSION):>13} {'median rank':>11} {'hard negatives':>14}"
               f"  3 sessions, perfect judge")
-        shipped = nominating.WEIGHTS.get("line")
+        rank_by_weight = {w: ranks_at(nominations, w) for w in sorted(weights)}
         for w in weights:
-            row = figures([r for r, _ in ranked(nominations, truth, w)])
-            row["hard_negatives_in_first"] = sum(r <= SESSION for r, _ in ranked(nominations, truth, w, "traps"))
+            row = figures(of(rank_by_weight[w], truth["alias_pairs"]))
+            row["hard_negatives_in_first"] = sum(r <= SESSION for r in of(rank_by_weight[w], truth["traps"]))
             text = ""
             if args.sessions:
-                nominating.WEIGHTS["line"] = w
-                try:
-                    where = extract(f"sessions-{w}")
+                with line_weight(w):
+                    where = extract_sample(tmp / f"sessions-{w}")
                     run = sessions(where, truth, perfect_replies(truth, tmp / f"replies-{w}.jsonl", DESCRIBED))
-                finally:
-                    nominating.WEIGHTS["line"] = shipped
                 row["sessions"] = {x: run[x] for x in ("groups", "unified", "questions", "per_unified")}
                 text = (f"{run['unified']}/{run['groups']} groups unified, {run['questions']} questions, "
                         f"{run['per_unified']} per unified group")
             out["weights"][w] = row
             print(f"{w:>11} {row['in_first']:>13} {row['median']:>11} {row['hard_negatives_in_first']:>14}  {text}",
                   flush=True)
-        chosen, ranks = held_out(nominations, truth, weights)
+        chosen, ranks = held_out(rank_by_weight, truth)
         out["held_out"] = {"chosen": chosen, **figures(ranks)}
         print(f"held out (each group ranked at the weight the other 18 choose): {out['held_out']['in_first']} in the "
               f"first {SESSION}, median rank {out['held_out']['median']}; weights chosen per group: {chosen}")
