@@ -21,7 +21,9 @@ real SDK, against a loopback Messages API judge (tests/messages_server.py) that 
   discovery: no;
   describe (one line per spelling): the recorded lines of benchmarks/data/aekb-describe-replies.jsonl, a
          model's (benchmarks/data/describe-replies.md), priced like any call; --no-lines: no line at all.
-Usage is the prompt's characters / 4 plus the forced tool's overhead, priced as claude-sonnet-4-5.
+Usage is the prompt's characters / 4 plus the reply contract's overhead, priced at list prices for the default
+models (claude-sonnet-5-5 judges, claude-haiku-5-5 writes the lines); the same calls are then priced for each
+current model as the judge, with and without the thinking judge.effort is expected to spend (models.py).
 The corpus reviews entity spellings (`[corpus] motif_keys = ["motifs", "entities"]`, as init suggests
 for a knomit KB); every other key is the default `init` writes.
 
@@ -76,8 +78,8 @@ if not BUNDLE.exists():  # a worktree sits one level deeper than the clone
     BUNDLE = Path("/work/shared/data/aekb-history.bundle")
 AGENT = "origin/agent/mindev.local-8ef0cd32"
 ALIASES = ROOT / "benchmarks" / "data" / "aekb-entity-aliases.tsv"
-MODEL = "claude-sonnet-4-5"
-TOOL_OVERHEAD = 313  # input tokens the API adds for a forced tool (tool_choice "tool")
+TOOL_OVERHEAD = 313  # input tokens the API adds for the reply contract (a forced tool; a schema, about as many)
+JUDGES = ("claude-haiku-5-5", "claude-sonnet-5-5", "claude-opus-5-5", "claude-sonnet-4-6")  # current, 2026-12-05
 QUIET = 3  # a day on which the writer added or edited at most this many facts is a quiet day
 
 
@@ -136,6 +138,7 @@ class LabelJudge:
     asked: dict = field(default_factory=lambda: defaultdict(int))
     questions: set = field(default_factory=set)  # this session's distinct questions that reached the judge
     lines: dict = field(default_factory=dict)
+    usage: list = field(default_factory=list)  # (pass, tokens in, tokens out) of every call answered
     alias_pairs: set = field(default_factory=set)  # every alias pair asked, as a frozenset of its two spellings
     described: int = 0  # spellings asked for a line
 
@@ -145,8 +148,13 @@ class LabelJudge:
         self.asked["describe"] += 1
         self.described += len(asked)
         answer = {"lines": [{"spelling": s, "mechanism": self.lines[s]} for s in asked if s in self.lines]}
+        return self.reply("describe", req, answer)
+
+    def reply(self, kind: str, req, answer: dict):
         chars = len(req.system) + len(req.prompt) + len(json.dumps(req.body.get("tools") or []))
-        return tool(answer, input_tokens=chars // 4 + TOOL_OVERHEAD, output_tokens=len(json.dumps(answer)) // 4 + 30)
+        usage = (chars // 4 + TOOL_OVERHEAD, len(json.dumps(answer)) // 4 + 30)
+        self.usage.append((kind, *usage))
+        return tool(answer, input_tokens=usage[0], output_tokens=usage[1])
 
     def refresh(self, corpus: Path) -> None:
         titles = defaultdict(set)
@@ -177,9 +185,7 @@ class LabelJudge:
         self.asked[kind] += 1
         # one question, whichever order it is asked in: calls per question is what one order saves
         self.questions.add((kind, frozenset(json.dumps(v, sort_keys=True) for v in ev.values())))
-        answer = self.answer(kind, ev)
-        chars = len(req.system) + len(req.prompt) + len(json.dumps(body.get("tools") or []))
-        return tool(answer, input_tokens=chars // 4 + TOOL_OVERHEAD, output_tokens=len(json.dumps(answer)) // 4 + 30)
+        return self.reply(kind, req, self.answer(kind, ev))
 
 
 # -- the replay ------------------------------------------------------------------------------------------
@@ -497,6 +503,26 @@ def retired(path: Path) -> bool:
     return re.search(r"^status:\s*retracted\s*$", front, re.M) is not None
 
 
+def by_model(usage: list) -> list[dict]:
+    """The replay's calls priced with each current model as the judge: by pass, without and with thinking."""
+    from knomit_judge.config import Config
+    from knomit_judge.models import THINKING_EXPECTED
+    config = Config()
+    out = []
+    for model in JUDGES:
+        per, thinking = defaultdict(float), 0.0
+        for kind, tin, tout in usage:
+            price = config.price(config.describe.model if kind == "describe" else model)
+            per[kind] += price.usd(tin, tout)
+            # every current model but Sonnet 4.6 thinks unless told not to; describe requests think at the same effort
+            if kind == "describe" or model != "claude-sonnet-4-6":
+                thinking += price.usd(tin, tout + THINKING_EXPECTED["low"]) - price.usd(tin, tout)
+        total = sum(per.values())
+        out.append({"judge": model, "usd": round(total, 4), "usd_thinking": round(total + thinking, 4),
+                    "by_pass": {k: round(v, 4) for k, v in sorted(per.items())}})
+    return out
+
+
 def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_keys, keep: Path | None,
            settings: list[str] = (), remote: bool = False, fresh_every: int = 3) -> dict:
     """Run the whole replay; print a row per session and the totals; return the figures."""
@@ -652,6 +678,7 @@ def totals(rows: list[Row], n_days: int, pairs: dict, appeared: dict, merged_at:
            "quiet_day_max_usd": quiet_max, "quiet_days": [r.day for r in quiet], "rebuild_check": check,
            "flip_rate": flips, "calls_by_pass": by_pass,
            "rows": [r.__dict__ for r in rows]}
+    out["by_model"] = by_model(judge.usage)
     print("\ntotal:")
     print(f"  ${known:.2f}" if known is not None else "  $ incomplete", f"over {n_days} sessions; {questions} questions "
           f"judged, {asked} asked of the judge in {calls} calls ({out['calls_per_question'] or 0:.2f} calls per question "
@@ -681,6 +708,11 @@ def totals(rows: list[Row], n_days: int, pairs: dict, appeared: dict, merged_at:
     print(f"  quiet days (writer touched <= {QUIET} facts, and the unchanged sessions): max ${quiet_max:.2f}")
     print(f"  flip rate in `status --json`: {flips or 'not reported'}")
     print(f"  rebuild --check: {check}", flush=True)
+    print("  the same calls at list prices, by judge model (lines by claude-haiku-5-5), by pass; thinking at judge.effort "
+          "low as assumed (models.THINKING_EXPECTED), not measured:")
+    for m in out["by_model"]:
+        passes = ", ".join(f"{k} ${v:.2f}" for k, v in m["by_pass"].items())
+        print(f"    {m['judge']:<18} ${m['usd']:.2f} ({passes}); with thinking ${m['usd_thinking']:.2f}", flush=True)
     return out
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 
 from .errors import ConfigError, JudgeRefused, Refused, Unavailable, Unparsed
-from .transport import STOPS_SESSION, AnthropicBackend, completion, error_message, status_retryable
+from .transport import REFUSAL, STOPS_SESSION, AnthropicBackend, completion, error_message, status_retryable
 from .verdicts import now
 
 log = logging.getLogger(__name__)
@@ -175,6 +175,9 @@ class Batches:
             done.batch = True
             cost = judge.cost(done.tokens_in, done.tokens_out, batch=True)
             ledger.add(1, 1, done.tokens_in, done.tokens_out, cost, judge.unknown_call_usd(batch=True))
+            if done.stop_reason == "refusal":
+                judge.fresh[key] = Refused(f"batch request: {REFUSAL}", 1)
+                return "refused"
             try:
                 p.parse(done.text)
             except Unparsed:
@@ -211,7 +214,8 @@ class Batches:
             params = backend.params(p.prompt.system, ask.user, judge.tool(p))
             self.gathered[ask.key] = BatchRequest(ask.key, p.name, candidate.fingerprint, p.prompt.id, params,
                                                   ask.position)
-            cost = judge.cost((len(p.prompt.system) + len(ask.user)) // 4, REPLY_TOKENS, batch=True)
+            cost = judge.cost((len(p.prompt.system) + len(ask.user)) // 4, judge.expected_out() or REPLY_TOKENS,
+                              batch=True)
             self.estimated_usd += cost or 0.0
             added += 1
         if added:

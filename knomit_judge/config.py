@@ -17,7 +17,10 @@ CONFIG_FILE = "knomit-judge.toml"
 
 @dataclass
 class JudgeConfig:
-    model: str = "claude-sonnet-4-5"
+    model: str = "claude-sonnet-5-5"
+    # How hard a thinking model thinks (output_config.effort, where the model takes it): low for a yes/no verdict
+    # on short evidence (docs/choices.md). Thinking tokens are billed as output.
+    effort: str = "low"
     concurrency: int = 4
     timeout_s: float = 600.0
     max_attempts: int = 3
@@ -34,6 +37,7 @@ class JudgeConfig:
 
 
 MODES = ("sync", "batch")
+EFFORTS = ("low", "medium", "high", "xhigh", "max")
 
 
 @dataclass
@@ -41,10 +45,21 @@ class Price:
     input_per_mtok: float
     output_per_mtok: float
     batch_discount: float = 0.5  # Message Batches bill this share less than the same calls made one by one
+    # A prompt-size tier (Haiku 5.5's): a prompt of more than tier_tokens input tokens bills the whole call at
+    # the *_above prices. 0 = one price whatever the prompt's size.
+    tier_tokens: int = 0
+    input_per_mtok_above: float = 0.0
+    output_per_mtok_above: float = 0.0
 
     def usd(self, tokens_in: float, tokens_out: float) -> float:
-        """What a call of these token counts costs, one by one (a batch takes batch_discount off)."""
-        return tokens_in * self.input_per_mtok / 1e6 + tokens_out * self.output_per_mtok / 1e6
+        """What a call of these token counts costs, one by one (a batch takes batch_discount off).
+
+        tokens_out is the output as the API reports it, thinking included: thinking is billed as output.
+        """
+        above = bool(self.tier_tokens) and tokens_in > self.tier_tokens
+        rate_in = self.input_per_mtok_above if above else self.input_per_mtok
+        rate_out = self.output_per_mtok_above if above else self.output_per_mtok
+        return tokens_in * rate_in / 1e6 + tokens_out * rate_out / 1e6
 
 
 @dataclass
@@ -57,8 +72,8 @@ class DescribeConfig:
     # One line per motif spelling, written by the model from its carriers, nominates alias candidates
     # (passes/describe.py). Off, the alias pass nominates from the embeddings alone.
     enabled: bool = True
-    # A line only chooses what the judge looks at, so a cheaper model writes it; "" = judge.model.
-    model: str = "claude-haiku-4-5"
+    # A line only chooses what the judge looks at, so the cheapest current model writes it; "" = judge.model.
+    model: str = "claude-haiku-5-5"
     batch: int = 85  # spellings per request
     carriers: int = 3  # carriers shown per spelling
     body_chars: int = 600  # of each carrier's body
@@ -128,15 +143,20 @@ class CalibrationConfig:
     min_precision: float = 0.7
 
 
-# USD per million tokens; overridable with [prices."MODEL"].
+# List prices in USD per million tokens, input / output, read from the model pages on platform.claude.com on
+# 2026-12-05 (docs/real-api.md); overridable with [prices."MODEL"]. Batch: 50% off on every model listed.
+# Only models that can be called today: a retired model (claude-sonnet-4-5 since 2026-11-30, and the 4.1 and
+# earlier generations) has no price, so no session plans to pay it.
 DEFAULT_PRICES = {
+    "claude-haiku-5-5": Price(0.10, 0.50, tier_tokens=100_000, input_per_mtok_above=0.50, output_per_mtok_above=2.50),
+    "claude-sonnet-5-5": Price(2.0, 10.0),
+    "claude-opus-5-5": Price(4.0, 20.0),
+    "claude-fable-5-1": Price(10.0, 50.0),
+    "claude-opus-5": Price(5.0, 25.0),
+    "claude-sonnet-5": Price(2.0, 10.0),
+    "claude-sonnet-4-6": Price(3.0, 15.0),
     "claude-opus-4-5": Price(5.0, 25.0),
-    "claude-opus-4-1": Price(15.0, 75.0),
-    "claude-opus-4": Price(15.0, 75.0),
-    "claude-sonnet-4-5": Price(3.0, 15.0),
-    "claude-sonnet-4": Price(3.0, 15.0),
     "claude-haiku-4-5": Price(1.0, 5.0),
-    "claude-3-5-haiku": Price(0.8, 4.0),
 }
 
 
@@ -161,11 +181,17 @@ class Config:
         best = max((name for name in self.prices if model.startswith(name + "-")), key=len, default=None)
         return self.prices[best] if best else None
 
-    def require_prices(self) -> None:
-        """Every model a session may pay for has a price (judge.model, and describe.model when lines are on)."""
-        self.require_price(self.judge.model)
+    def models(self) -> dict[str, str]:
+        """Every model a session may call, by the key that names it (judge.model, and describe.model with lines on)."""
+        named = {"judge.model": self.judge.model}
         if self.describe.enabled and self.describe.model:
-            self.require_price(self.describe.model, "describe.model")
+            named["describe.model"] = self.describe.model
+        return named
+
+    def require_prices(self) -> None:
+        """Every model a session may pay for has a price."""
+        for key, model in self.models().items():
+            self.require_price(model, key)
 
     def require_price(self, model: str, key: str = "judge.model") -> Price:
         """The model's price, or a configuration error naming the key to set: an unknown price never counts as $0."""
@@ -214,7 +240,7 @@ _BOUNDS = {
     "corpus.max_fact_bytes": (1, None),
     "calibration.sample_rate": (0, 1), "calibration.min_precision": (0, 1),
 }
-_CHOICES = {"corpus.retract": RETRACT_MODES}
+_CHOICES = {"corpus.retract": RETRACT_MODES, "judge.effort": EFFORTS}
 # what `git check-ref-format --branch` would accept, less its rarer refusals (those fail at the push)
 _BRANCH = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)[A-Za-z0-9._/-]+(?<![./])$")
 _REMOTE = re.compile(r"^(?!-)[A-Za-z0-9._-]+$")  # a remote's name, not a URL: its URL and credentials stay in git
@@ -254,7 +280,7 @@ def _check(key: str, value, typ: type):
     if key == "judge.model" and not value.strip():
         raise ConfigError(f"{key}: must name a model, got {value!r}")
     # a negative price makes every estimate negative, and a cost cap then never stops a session
-    if key.startswith("prices.") and typ is float and value < 0:
+    if key.startswith("prices.") and typ in (float, int) and value < 0:
         raise ConfigError(f"{key}: {value!r} must not be negative (USD per million tokens)")
     lo, hi = _BOUNDS.get(key, (None, None))
     if (lo is not None and value < lo) or (hi is not None and value > hi):
@@ -325,7 +351,8 @@ DEFAULT_TOML = """\
 # KNOMIT_JUDGE_MODEL overrides judge.model; ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL are read by the SDK.
 
 [judge]
-model = "claude-sonnet-4-5"
+model = "claude-sonnet-5-5"   # a current model; `knomit-judge review` checks its lifecycle every session
+effort = "low"           # how hard a thinking model thinks: low, medium, high, xhigh or max (docs/choices.md)
 concurrency = 4          # judge calls in flight at once
 timeout_s = 600          # per judgment, retries included
 max_attempts = 3         # per call, on rate limits, overload, 5xx and connection errors
@@ -334,23 +361,24 @@ min_agreement = 0.67     # below it the judge is undecided and the default answe
 position_swap = true     # a pair whose first order is not the default is asked in its second; a split is the default
 swap_sample = 0.1        # share of default-first pairs asked in both orders anyway: measures the flip rate
 max_cost_usd = 5.0       # per session; the rest waits for the next one
-max_tokens = 400         # per reply
+max_tokens = 400         # per answer; a thinking model gets room for its thinking on top (docs/real-api.md)
 backoff_s = 1.0          # first retry wait, doubling with jitter
 backoff_max_s = 60.0     # longest retry wait
 max_evidence_chars = 8000  # per fact body shown to prune and discovery; the rest is cut with a marker
 mode = "sync"            # "batch": submit offered questions as one Message Batch (half price), collected next session
 
-# [prices."claude-sonnet-4-5"]   # USD per million tokens; current models ship with prices
-# input_per_mtok = 3.0
-# output_per_mtok = 15.0
+# [prices."claude-sonnet-5-5"]   # USD per million tokens; current models ship with prices
+# input_per_mtok = 2.0
+# output_per_mtok = 10.0
 # batch_discount = 0.5         # Message Batches cost this share less
+# tier_tokens = 0              # a prompt over this many tokens bills at the *_above prices (0: one price)
 
 [shortlist]
 k = 5                    # nearest neighbours per motif / fact
 
 [describe]               # one line per motif spelling nominates alias candidates (docs/candidates.md)
 enabled = true           # false, or the scripted judge without describe lines: the embeddings alone
-model = "claude-haiku-4-5"  # writes the lines; "" = judge.model
+model = "claude-haiku-5-5"  # writes the lines (the cheapest current model); "" = judge.model
 batch = 85               # spellings per request
 carriers = 3             # carriers shown per spelling
 body_chars = 600         # characters of each carrier's body shown

@@ -10,6 +10,7 @@ from .config import load_config
 from .corpus import CorpusReport
 from .gitops import open_repo
 from .metrics import figures
+from .models import status_lines as model_lines
 from .passes import JUDGED_PASSES
 from .passes.registry import all_passes
 from .spend import summarise
@@ -69,8 +70,10 @@ def status(root: Path | str, limit: int = 10) -> dict:
     return {"last_session": sessions[0] if sessions else None, "throttle": throttle, "judge": judge,
             "sessions": sessions, "unfinished": unfinished, "precision": {n: p.json() for n, p in precisions.items()},
             "spend": spend.json(), "metrics": metrics, "lines": lines,
+            "models": metrics["models"],
             "text": render(sessions, throttle, unfinished, judge,
-                           [*sync_lines(metrics.get("sync")), *precision.lines(precisions), *spend.lines()])}
+                           [*sync_lines(metrics.get("sync")), *model_lines(metrics["models"]),
+                            *precision.lines(precisions), *spend.lines()])}
 
 
 def sync_lines(sync: dict | None) -> list[str]:

@@ -1,8 +1,8 @@
 """The judge client: bounded, timed, retried, sampled, position-swapped, cached, and costed.
 
 A backend turns one prompt into one reply text (the Anthropic Messages API, asked
-through one forced tool whose schema is the reply contract, or recorded replies for
-the demo and tests). The Judge turns a candidate into an Outcome: a verdict's answer,
+in the dialect each model accepts for a reply in the contract's schema (models.py), or
+recorded replies for the demo and tests). The Judge turns a candidate into an Outcome: a verdict's answer,
 or *unavailable* / *unparsed* / *refused*, which are never verdicts.
 """
 
@@ -184,9 +184,10 @@ def judge_kind(spec: str) -> str:
     return ScriptedBackend.kind if spec.startswith("scripted:") else "anthropic"
 
 
-def make_backend(spec: str, config: Config):
+def make_backend(spec: str, config: Config, lineup=None):
+    """The backend --judge names; `lineup` (models.py) says how the anthropic one asks each model."""
     if spec == "anthropic":
-        return AnthropicBackend(config)
+        return AnthropicBackend(config, lineup=lineup)
     if spec.startswith("scripted:"):
         return ScriptedBackend(Path(spec.removeprefix("scripted:")))
     raise ConfigError(f"--judge: expected 'anthropic' or 'scripted:FILE', got {spec!r}")
@@ -232,6 +233,7 @@ class Outcome:
     error: str = ""
     by_position: list = field(default_factory=list)  # each order's majority answer, in order asked
     orders: int = 0  # orders asked: 1, or 2 when the first was not the default or the question was swap-sampled
+    truncated: bool = False  # a reply stopped at max_tokens before its answer: remembered like a refusal
 
 
 def swap_sampled(fingerprint: str, share: float) -> bool:
@@ -265,6 +267,9 @@ def cache_key(model: str, prompt_id: str, system: str, user: str, sample: int, t
     if tool:  # a tool-use request is a different request: its replies never mix with text-only ones
         key += "|tool=" + json.dumps(tool, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+REPLY_TOKENS = 60  # output tokens of a verdict's answer, about (estimates; max_tokens bounds it)
 
 
 @dataclass
@@ -306,8 +311,13 @@ class Judge:
         return getattr(self.backend, "kind", "anthropic")
 
     def tool(self, p) -> dict | None:
-        """The forced reply tool, on backends that speak the real API."""
+        """The reply contract as a tool ({name, input_schema}), on backends that speak the real API."""
         return p.prompt.tool if getattr(self.backend, "uses_tools", False) else None
+
+    def shape(self, p) -> dict | None:
+        """What of a request depends on the reply contract in the judge model's dialect (in the cache key)."""
+        tool = self.tool(p)
+        return self.backend.shape(tool) if tool else None
 
     def orders(self, candidate) -> int:
         """How many orders this question has to ask: 2 for pairs with judge.position_swap, else 1."""
@@ -343,7 +353,7 @@ class Judge:
                 continue
             user = p.prompt.render(evidence)
             for n in range(cfg.samples):
-                out.append(Ask(pos, n, user, cache_key(self.model, p.prompt.id, p.prompt.system, user, n, self.tool(p))))
+                out.append(Ask(pos, n, user, cache_key(self.model, p.prompt.id, p.prompt.system, user, n, self.shape(p))))
         return out
 
     def cost(self, tokens_in, tokens_out, batch: bool = False, model: str | None = None) -> float | None:
@@ -367,7 +377,13 @@ class Judge:
             return 0.0
         cfg = self.config.judge
         tokens_in = prompt_bytes if prompt_bytes is not None else 8 * cfg.max_evidence_chars + 4000
-        return self.cost(tokens_in, cfg.max_tokens, batch=batch) or 0.0
+        return self.cost(tokens_in, self.backend.dialect().max_tokens(cfg.max_tokens), batch=batch) or 0.0
+
+    def expected_out(self) -> int:
+        """Output tokens a verdict call is expected to bill (thinking included): for estimates before measuring."""
+        if isinstance(self.backend, ScriptedBackend):
+            return 0
+        return self.backend.dialect().expected_out(REPLY_TOKENS)
 
     def ledger(self, pass_name: str) -> Ledger:
         return self.ledgers.setdefault(pass_name, Ledger())
@@ -393,9 +409,13 @@ class Judge:
                 try:
                     done = await self.backend.complete(p.prompt.system, ask.user, subject, ask.position, **kwargs)
                 except (Unavailable, Refused) as e:
-                    self.ledger(p.name).add(1, _attempts(e), None, None, 0.0)  # an error reply is not billed
+                    billed = e.args[2] if len(e.args) > 2 else None  # a refusal the model gave: a 200, billed
+                    cost = self.cost(billed.tokens_in, billed.tokens_out) if billed else 0.0  # an error reply: not
+                    self.ledger(p.name).add(1, _attempts(e), billed and billed.tokens_in, billed and billed.tokens_out,
+                                            cost, self.unknown_call_usd(_bytes(p, ask)))
                     out.attempts += _attempts(e)
                     out.calls += 1
+                    out.cost_usd = None if cost is None or out.cost_usd is None else out.cost_usd + cost
                     raise
                 except asyncio.CancelledError:
                     # a call cut off by the time limit may still have been billed: its cost is unknown
@@ -413,7 +433,14 @@ class Judge:
         out.tokens_out += done.tokens_out or 0
         out.cost_usd = None if cost is None or out.cost_usd is None else out.cost_usd + cost
         out.replies.append(done.text)
-        sample = read_sample(p, done.text, subject, ask.position)  # raises Unparsed
+        try:
+            sample = read_sample(p, done.text, subject, ask.position)
+        except Unparsed:
+            if done.stop_reason == "max_tokens":  # thinking or the answer used the room up: say so, never retry
+                out.truncated = True
+                raise Unparsed(f"the reply stopped at max_tokens before a whole answer (output {done.tokens_out} "
+                               "tokens, thinking included); not asked again until the question changes") from None
+            raise
         # written right after each parse: a killed session resumes without paying for this reply again
         self.store.cache_reply(ask.key, self.model, p.prompt.id, done.text, done.tokens_in, done.tokens_out, self.kind,
                                ask.position)
@@ -428,14 +455,17 @@ class Judge:
         """
         cfg = self.config.judge
         out = Outcome(kind="verdict")
-        jobs = self.first_asks(p, candidate)
+        first = self.first_asks(p, candidate)
+        # the first order alone first, even for the swap sample: a question the model refuses costs one call
+        jobs = [a for a in first if a.position == 0]
         try:
             async with asyncio.timeout(cfg.timeout_s) as limit:
                 # the time limit stands still while a call waits on the shared rate limiter
                 token = question_clock.set(QuestionClock(limit))
                 try:
                     results = await self._gather(p, candidate, jobs, out)
-                    if not _failed(results, out) and self._second_needed(p, candidate, jobs, results):
+                    if not _failed(results, out) and (len(first) > len(jobs)
+                                                      or self._second_needed(p, candidate, jobs, results)):
                         more = self.asks(p, candidate, positions=(1,))
                         jobs, results = jobs + more, results + await self._gather(p, candidate, more, out)
                 finally:

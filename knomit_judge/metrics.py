@@ -20,6 +20,7 @@ from .corpus import atomic_write
 from .errors import ConfigError
 from .passes import JUDGED_PASSES
 from .gitops import open_repo
+from .models import kept as models_kept
 from .spend import Spend, summarise
 from .sync import STATES as SYNC_STATES, Remote
 from .status import STATES
@@ -30,6 +31,7 @@ log = logging.getLogger(__name__)
 PASS_STATES = (*STATES, "aborted")  # aborted: the session stopped on an error or a signal (review.aborted)
 THROTTLE_STATES = ("optimistic", "funded", "unproven", "defunded", "unthrottled")
 CORPUS_STATES = ("read", "broken")
+LIFECYCLES = ("active", "deprecated", "retired")
 FAILED = ("broken", "aborted")  # a pass that did not do its work this session
 SCAN_SESSIONS = 1000  # sessions read back to find a pass's last success; older than that counts as none
 
@@ -119,6 +121,7 @@ def figures(root: Path, store, config: Config, judge: str = "anthropic", now: da
                                                 "ORDER BY started_at DESC LIMIT ?", [SCAN_SESSIONS])]
         sync = Remote(open_repo(root), config).figures(ended)
     return {**({"sync": sync} if sync else {}),
+            "models": models_kept(config, store),
             "corpus": {"path": str(root), "state": corpus["state"] if corpus else None,
                        "files": corpus["files"] if corpus else None, "read": corpus["read"] if corpus else None,
                        "skipped": corpus["skipped"] if corpus else None},
@@ -250,6 +253,16 @@ def render(fig: dict) -> str:
                     [(_labels(corpus=corpus), sync["last_push_at"])])
         for name, help_text, key in _SYNC_GAUGES:
             _family(out, name, help_text, [(_labels(corpus=corpus), sync[key])])
+    models = fig.get("models") or []
+    if any(m["lifecycle"] for m in models):
+        _family(out, "knomit_judge_model_lifecycle",
+                "Each model the config names, as the Models API last said: 1 for its lifecycle stage.",
+                [(_labels(corpus=corpus, key=m["key"], model=m["model"], lifecycle=s), int(m["lifecycle"] == s))
+                 for m in models if m["lifecycle"] for s in sorted({*LIFECYCLES, m["lifecycle"]})])
+    if retiring := [m for m in models if m["retires_at"]]:
+        _family(out, "knomit_judge_model_retires_timestamp_seconds",
+                "When a model the config names is scheduled to retire (Unix time); absent while none is.",
+                [(_labels(corpus=corpus, key=m["key"], model=m["model"]), m["retires_at"]) for m in retiring])
     return "\n".join(out) + "\n"
 
 

@@ -20,8 +20,9 @@ from .embeddings import Embedder
 from .freshness import fresh_first, fresh_names, new_names, owed_to_fresh
 from .errors import BadFact, KnomitError
 from .gitops import Applier, Lock, dirty_paths, open_repo, shared_lock
-from .judge import Judge, ScriptedBackend, judge_kind, make_backend, swap_sampled
+from .judge import REPLY_TOKENS, Judge, ScriptedBackend, judge_kind, make_backend, swap_sampled
 from . import metrics
+from .models import Lineup, has_key, lineup as read_lineup, require_callable
 from .passes import JUDGED_PASSES, Candidate
 from .passes.describe import PASS as DESCRIBE, batches, current, describe_model, model_of, request, write_lines
 from .passes.exact import DuplicateGroups, exact_change, exact_verdict
@@ -144,12 +145,13 @@ class Context:
     no_line: list[str] = field(default_factory=list)  # spellings asked this session whose reply gave no line
     asked: int = 0  # questions that came back from the judge this session
     in_flight: int = 0  # questions with the judge now
+    lineup: Lineup = field(default_factory=Lineup)  # the models' lifecycles and dialects, read before the session
     _judge: Judge | None = None
 
     @property
     def judge(self) -> Judge:
         if self._judge is None:  # made when a question needs it: a caught-up session never loads the SDK
-            self._judge = Judge(make_backend(self.options.judge, self.config), self.store, self.config)
+            self._judge = Judge(make_backend(self.options.judge, self.config, self.lineup), self.store, self.config)
         return self._judge
 
     @property
@@ -185,17 +187,20 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
         # a bad --judge or replies file fails here, before a session starts and stores anything
         make_backend(options.judge, config)
     elif not options.dry_run:
-        # Whatever ends a session with exit 2 is checked here, before recovery or exact duplicates change the
-        # corpus: no price (no cap that holds), no key. A key the API refuses is known only at the first call.
-        config.require_prices()
+        # Whatever ends a session with exit 2 is checked before recovery or exact duplicates change the corpus:
+        # no key here; a retired or unknown model, and no price (no cap that holds), once the lock is held.
+        # A key the API refuses is known only at the first call.
         require_key()
     if options.dry_run:
         # Dry run: an in-memory copy of the db, no lock, no recovery. Of what it computes only the derived
         # caches (embeddings, neighbour and candidate lists) reach the db file: never a verdict, reply,
         # session or throttle row, nor a byte of the corpus or git.
         store = Store.read_only(root)
+        models = read_lineup(config, store, offline=not has_key()) if options.judge == "anthropic" else Lineup()
         with remembered(Memory(store)):
-            result = asyncio.run(_session(root, repo, config, store, options, []))
+            result = asyncio.run(_session(root, repo, config, store, options, list(models.notes), models))
+        if models.problem:  # what the session would do: stop before it starts
+            result.notes.insert(0, f"a real session exits 2: {models.problem}")
         with shared_lock(repo) as holder:  # a session running now writes the db: its own derived state will do
             if holder is None:
                 store.keep_derived()
@@ -214,12 +219,16 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
         store = Store.for_corpus(root)
         ran, result = False, None
         try:
+            # a retired or unknown model exits 2 here: before recovery, a merge or an exact duplicate changes anything
+            models = require_callable(config, store) if options.judge == "anthropic" else Lineup()
+            if options.judge == "anthropic":
+                config.require_prices()
             notes = recover(root, repo, store, lock, keep_marks=True)
             if remote:
                 pull(remote, root, repo, store)
             with remembered(Memory(store)):  # neighbour lists are searched again only where vectors changed
                 ran = True
-                result = asyncio.run(_session(root, repo, config, store, options, notes))
+                result = asyncio.run(_session(root, repo, config, store, options, [*models.notes, *notes], models))
             if remote:
                 remote.push()  # after the session's last commit, its journal's
                 remote.save()
@@ -260,7 +269,7 @@ def pull(remote: Remote, root: Path, repo, store: Store) -> None:
         sync_git(repo, store)
 
 
-async def _session(root, repo, config, store, options, notes) -> SessionResult:
+async def _session(root, repo, config, store, options, notes, models: Lineup) -> SessionResult:
     result = SessionResult(session=new_session_id(), dry_run=options.dry_run, notes=list(notes))
     with gc_paused():  # 100k facts, their tuples and index rows: the collector would rescan them over and over
         index = FileIndex(store)
@@ -277,6 +286,7 @@ async def _session(root, repo, config, store, options, notes) -> SessionResult:
                   options, result.session, clean=not dirty, commits=result.commits, problems=result.problems)
     ctx.batches = Batches(store, result.session, batch_mode(options.batch, config, options.judge))
     ctx.index = index
+    ctx.lineup = models
     ctx.caps = Caps.for_session(store, config)
     if not options.dry_run:
         store.start_session(result.session)
@@ -647,7 +657,8 @@ async def judge_all(p, offer: list[Candidate], ctx: Context, r: PassResult, paid
                 else:
                     setattr(r, out.kind, getattr(r, out.kind) + 1)
                     r.first_error = r.first_error or f"{out.kind}: {out.error}"
-                    if out.kind == "refused":  # remembered: not asked again until the fingerprint or prompt changes
+                    if out.kind == "refused" or out.truncated:  # remembered: not asked again until the fingerprint
+                        # or prompt changes (a refusal, or a reply that ran out at max_tokens: never a paid loop)
                         ctx.store.add_refusal(p.name, c.fingerprint, ctx.judge.model, p.prompt.id, c.subject,
                                               out.error, ctx.session)
             finally:  # the balance moves as each verdict comes back, not at the session's end
@@ -695,8 +706,8 @@ def plan_dry(ctx: Context, p, r: PassResult, offer: list[Candidate], result: Ses
     per_call_in = chars / max(len(offer), 1) / 4  # ~4 characters a token
     # recorded replies cost nothing, and nor does asking nothing; a model with no price is unknown
     estimate = 0.0 if ctx.options.judge.startswith("scripted:") or not calls else None
-    if price:
-        estimate = calls * price.usd(per_call_in, 60)
+    if price:  # the answer, and thinking at judge.effort where the model thinks (docs/real-api.md)
+        estimate = calls * price.usd(per_call_in, ctx.lineup.dialect(cfg.model, cfg.effort).expected_out(REPLY_TOKENS))
         if ctx.batches.submitting:
             estimate *= 1 - price.batch_discount  # one Message Batch: the batch price
     result.estimates[p.name] = {"questions": len(offer), "calls": calls,

@@ -16,6 +16,7 @@ import sqlite_utils
 from .corpus import Fact, content_id, fact_from_record
 from .errors import CorpusUnwritable
 from .migrations import migrate
+from .models import info_from_json, info_json
 from .verdicts import MECHANICAL, JournalMarks, Verdict, now
 
 log = logging.getLogger(__name__)
@@ -24,6 +25,8 @@ DB_PATH = ".knomit/judge.db"
 # model and the code, so they hold nothing a session bought or decided. The file index is not among them:
 # its changed_at times say what is fresh.
 DERIVED = ("embeddings", "neighbour_sets", "candidate_lists")
+# What the Models API said of a model (models.py) is derived too, from the API rather than the corpus: a dry run
+# keeps it the same way, and a lost row is read again.
 
 
 class Store:
@@ -105,6 +108,15 @@ class Store:
             return 0
         finally:
             conn.close()
+
+    # models (derived; see models.py): what the Models API said, kept a day ----------
+    def model_info(self, model: str):
+        row = self.db.execute("SELECT info FROM models WHERE id = ?", [model]).fetchone()
+        return info_from_json(row[0]) if row else None
+
+    def put_model_info(self, info) -> None:
+        self.db["models"].upsert({"id": info.id, "info": info_json(info), "fetched_at": info.fetched_at}, pk="id")
+        self._derive("put_model_info", info)
 
     # verdicts -----------------------------------------------------------------
     def add_verdict(self, v: Verdict) -> None:

@@ -8,13 +8,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import random
 from dataclasses import dataclass
 
 from .config import Config
 from .errors import ConfigError, JudgeRefused, Refused, Unavailable
 from .limiter import RateLimiter
+from .models import Dialect, Lineup, has_key
 
 log = logging.getLogger(__name__)
 
@@ -23,8 +23,8 @@ NO_KEY = "judge: no API key (set ANTHROPIC_API_KEY)"
 
 
 def require_key() -> None:
-    """Exit 2 before a session changes anything, not at its first question: the SDK reads these two."""
-    if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
+    """Exit 2 before a session changes anything, not at its first question."""
+    if not has_key():
         raise ConfigError(NO_KEY)
 
 
@@ -36,6 +36,10 @@ class Completion:
     attempts: int = 1
     request_id: str | None = None
     batch: bool = False  # a Message Batch result: billed at the batch price, already in the ledger
+    stop_reason: str | None = None  # "max_tokens": cut off, the answer may be partial; "refusal": no answer
+
+
+REFUSAL = "the model declined to answer (stop_reason refusal)"
 
 
 def status_retryable(code: int) -> bool:
@@ -49,13 +53,14 @@ STOPS_SESSION = (401, 403, 404)
 class AnthropicBackend:
     """The Messages API through anthropic.AsyncAnthropic; retries are ours, counted (SDK max_retries=0).
 
-    The verdict is asked for through one forced tool whose input schema is the pass's reply contract;
-    every call of the session goes through one shared RateLimiter.
+    The verdict is asked for in the dialect its model accepts (models.py: structured outputs, a forced tool
+    with thinking off, or a plain request), from the capabilities the session's Lineup read; every call of
+    the session goes through one shared RateLimiter.
     """
 
-    uses_tools = True
+    uses_tools = True  # asks for the reply contract (a scripted backend answers from a file)
 
-    def __init__(self, config: Config, client: anthropic.AsyncAnthropic | None = None):
+    def __init__(self, config: Config, client: anthropic.AsyncAnthropic | None = None, lineup: Lineup | None = None):
         import anthropic  # here, not at the top: it is 1.7 s of start-up a caught-up session never needs
         self.config = config.judge
         self.model = config.judge.model
@@ -67,7 +72,16 @@ class AnthropicBackend:
         if not (self.client.api_key or self.client.auth_token):
             # the SDK would only say so at the first request, as a TypeError
             raise ConfigError(NO_KEY)
+        self.lineup = lineup or Lineup()  # no lineup read: every model in the plain dialect
+        self.effort = config.judge.effort
         self.limiter = RateLimiter(config.judge.concurrency, config.judge.max_tokens, config.judge.backoff_max_s)
+
+    def dialect(self, model: str | None = None) -> Dialect:
+        return self.lineup.dialect(model or self.model, self.effort)
+
+    def shape(self, tool: dict | None, model: str | None = None) -> dict | None:
+        """What of a request depends on its reply contract in this model's dialect (part of the cache key)."""
+        return self.dialect(model).shape(tool)
 
     def _wait(self, attempt: int) -> float:
         base = min(self.config.backoff_max_s, self.config.backoff_s * 2 ** (attempt - 1))
@@ -80,12 +94,11 @@ class AnthropicBackend:
         `max_tokens`: a reply longer than a verdict's (a describe request's lines), else judge.max_tokens;
         `model`: another than the judge's (describe.model writes the lines).
         """
-        body = {"model": model or self.model, "max_tokens": max_tokens or self.config.max_tokens, "system": system,
-                "messages": [{"role": "user", "content": user}]}
-        if tool:
-            body["tools"] = [tool]
-            body["tool_choice"] = {"type": "tool", "name": tool["name"]}
-        return body
+        d = self.dialect(model)
+        # never temperature, top_p, top_k nor an assistant prefill: the 5.5 models refuse them
+        body = {"model": model or self.model, "max_tokens": d.max_tokens(max_tokens or self.config.max_tokens),
+                "system": system, "messages": [{"role": "user", "content": user}]}
+        return d.params(body, tool)
 
     async def complete(self, system: str, user: str, subject: dict, position: int, tool: dict | None = None,
                        max_tokens: int | None = None, model: str | None = None) -> Completion:
@@ -119,6 +132,8 @@ class AnthropicBackend:
                 done = completion(msg, tool)
                 if done is not None:
                     done.attempts, done.request_id = attempt, raw.request_id
+                    if done.stop_reason == "refusal":  # billed, and about this question: never asked again here
+                        raise Refused(f"{REFUSAL} (request {raw.request_id})", attempt, done)
                     return done
                 last = "malformed response: a 200 whose body is not a Message"
             # info, not a warning: the pass's line names the first error, and `-q` must silence retries
@@ -130,13 +145,18 @@ class AnthropicBackend:
 
 
 def completion(msg, tool: dict | None) -> Completion | None:
-    """A Message as a Completion: the forced tool's input as JSON text, else its text blocks; None if malformed."""
+    """A Message as a Completion: the forced tool's input as JSON text, else its text blocks; None if malformed.
+
+    Read by block type: thinking blocks are skipped, never taken for the answer. The output tokens are the API's,
+    thinking included (it is billed as output).
+    """
     import anthropic
     content = getattr(msg, "content", None) if isinstance(msg, anthropic.types.Message) else None
     if not isinstance(content, list):
         return None
     usage = getattr(msg, "usage", None)
-    tokens = dict(tokens_in=getattr(usage, "input_tokens", None), tokens_out=getattr(usage, "output_tokens", None))
+    tokens = dict(tokens_in=getattr(usage, "input_tokens", None), tokens_out=getattr(usage, "output_tokens", None),
+                  stop_reason=getattr(msg, "stop_reason", None))
     if tool:
         for block in content:
             if getattr(block, "type", "") == "tool_use" and getattr(block, "name", "") == tool["name"]:

@@ -24,6 +24,12 @@ __all__ = [
     "hang",
     "prompt_text",
     "ratelimit",
+    "refusal",
+    "reply_name",
+    "cut_off",
+    "Model",
+    "TODAY",
+    "OF_2025",
     "serve_forever_cli",
     "status",
     "text",
@@ -44,6 +50,76 @@ ERROR_TYPES = {
     529: "overloaded_error",
 }
 
+EFFORTS = ("low", "medium", "high", "xhigh", "max")
+
+
+@dataclass
+class Model:
+    """One model as the Models API lists it, and how its Messages endpoint treats a request.
+
+    `thinks` (thinking when `thinking` is omitted), `forced_tool` (tool_choice tool/any accepted with thinking
+    off) and `sampling` (temperature/top_p/top_k and an assistant prefill accepted) are the request rules the
+    model pages and migration guides state; the Models API does not list them.
+    """
+
+    id: str
+    line: str | None
+    lifecycle: str = "active"
+    retires_at: str | None = None
+    structured: bool = True
+    thinking: tuple[str, ...] = ("adaptive", "disabled")  # accepted thinking.type values
+    efforts: tuple[str, ...] = EFFORTS[:4]
+    thinks: bool = True
+    forced_tool: bool = True
+    sampling: bool = False
+    created_at: str = "2026-10-07T00:00:00Z"
+
+    def info(self, capabilities: bool = True) -> dict:
+        """The Models API's ModelInfo of this model (a 2025 server lists no lifecycle nor capabilities)."""
+        out = {"type": "model", "id": self.id, "display_name": self.id, "created_at": self.created_at}
+        if not capabilities:
+            return out
+        yes = lambda b: {"supported": bool(b)}  # noqa: E731
+        types = ("adaptive", "enabled", "disabled", "between_tools")
+        return {**out, "lifecycle": self.lifecycle, "line": self.line, "retires_at": self.retires_at,
+                "deprecated_at": None if self.lifecycle == "active" else "2026-06-01T00:00:00Z",
+                "max_input_tokens": 1_000_000, "max_tokens": 128_000,
+                "capabilities": {
+                    "batch": yes(True), "citations": yes(True), "code_execution": yes(False),
+                    "context_management": {"supported": False, "clear_thinking_20251015": None,
+                                           "clear_tool_uses_20250919": None, "compact_20260112": None},
+                    "effort": {"supported": bool(self.efforts), **{e: yes(e in self.efforts) for e in EFFORTS}},
+                    "image_input": yes(True), "pdf_input": yes(True), "server_tools": {"supported": False},
+                    "structured_outputs": yes(self.structured),
+                    "thinking": {"supported": any(t in self.thinking for t in ("adaptive", "enabled")),
+                                 "types": {t: yes(t in self.thinking) for t in types}}}}
+
+
+# The models of today (December 2026), as their model pages describe them.
+TODAY = (
+    Model("claude-haiku-5-5", "haiku"),
+    Model("claude-sonnet-5-5", "sonnet", thinking=("adaptive", "between_tools"), forced_tool=False),
+    Model("claude-opus-5-5", "opus", thinking=("adaptive",), forced_tool=False),
+    Model("claude-sonnet-4-6", "sonnet", thinking=("adaptive", "enabled", "disabled"), efforts=EFFORTS[:3] + ("max",),
+          thinks=False, sampling=True, created_at="2026-02-17T00:00:00Z"),
+    Model("claude-haiku-4-5", "haiku", lifecycle="deprecated", retires_at="2027-02-15T00:00:00Z", structured=False,
+          thinking=("enabled", "disabled"), efforts=(), thinks=False, sampling=True, created_at="2025-10-01T00:00:00Z"),
+    Model("claude-sonnet-4-5", "sonnet", lifecycle="retired", retires_at="2026-11-30T00:00:00Z", structured=False,
+          thinking=("enabled", "disabled"), efforts=(), thinks=False, sampling=True, created_at="2025-09-29T00:00:00Z"),
+    # a model the API lists and the shipped price table does not: the tests of "no price, exit 2"
+    Model("claude-unpriced-9", None, created_at="2026-01-01T00:00:00Z"),
+)
+# The API of 2025: the models of then, no thinking unless asked, a forced tool always accepted, and a Models API
+# that lists no lifecycle nor capabilities.
+OF_2025 = (
+    Model("claude-sonnet-4-5", "sonnet", structured=False, thinking=("enabled", "disabled"), efforts=(), thinks=False,
+          sampling=True),
+    Model("claude-haiku-4-5", "haiku", structured=False, thinking=("enabled", "disabled"), efforts=(), thinks=False,
+          sampling=True),
+)
+# JSON Schema keywords structured outputs do not take (the parser enforces what they would have said)
+UNSUPPORTED_SCHEMA = ("if", "then", "else", "not", "allOf", "oneOf", "minimum", "maximum", "minLength", "maxLength")
+
 
 @dataclass
 class Request:
@@ -55,6 +131,7 @@ class Request:
     prompt: str
     system: str
     at: float = 0.0  # time.monotonic() when it arrived
+    thinking: tuple[int, str] | None = None  # (tokens, text) when the model thinks before answering
 
 
 @dataclass
@@ -99,9 +176,22 @@ def _json_reply(code: int, payload: dict, headers: dict[str, str] | None = None)
     return Reply(code, json.dumps(payload).encode(), {"content-type": "application/json", **(headers or {})})
 
 
+def _forced(body: Any) -> str | None:
+    """The tool a request forces (tool_choice of type tool, or any: its first tool), else None."""
+    choice = (body.get("tool_choice") or {}) if isinstance(body, dict) else {}
+    if choice.get("type") == "tool":
+        return choice.get("name")
+    if choice.get("type") == "any":
+        return ((body.get("tools") or [{}])[0]).get("name")
+    return None
+
+
 def _message(req: Request, content: list, stop_reason: str, input_tokens: int, output_tokens: int, usage: bool,
              model: str | None) -> dict:
     body = req.body if isinstance(req.body, dict) else {}
+    if req.thinking is not None:  # the model thought first: a thinking block, its tokens billed as output
+        content = [{"type": "thinking", "thinking": req.thinking[1], "signature": "sig"}, *content]
+        output_tokens += req.thinking[0]
     message = {
         "id": f"msg_{req.n:04d}",
         "type": "message",
@@ -129,15 +219,39 @@ def text(s: str, input_tokens: int = 100, output_tokens: int = 20, usage: bool =
 
 def tool(answer: Any, input_tokens: int = 100, output_tokens: int = 20, name: str | None = None,
          headers: dict[str, str] | None = None) -> Action:
-    """A 200 Message calling the tool the request forced (or `name`) with `answer` as its input."""
+    """A 200 Message answering `answer`: the forced tool's input (as `name` if given) when the request forces one,
+    else a text block of its JSON (structured outputs, a plain request)."""
 
     def run(req: Request, stop: threading.Event) -> Reply:
-        body = req.body if isinstance(req.body, dict) else {}
-        forced = (body.get("tool_choice") or {}).get("name") or "reply"
+        forced = _forced(req.body)
+        if forced is None:  # structured outputs or a plain request: the answer is the text
+            content = [{"type": "text", "text": json.dumps(answer)}]
+            return _json_reply(200, _message(req, content, "end_turn", input_tokens, output_tokens, True, None), headers)
         content = [{"type": "tool_use", "id": f"toolu_{req.n:04d}", "name": name or forced, "input": answer}]
         return _json_reply(200, _message(req, content, "tool_use", input_tokens, output_tokens, True, None), headers)
 
     return Action(f"tool({json.dumps(answer)[:30]})", run)
+
+
+def refusal(input_tokens: int = 100, output_tokens: int = 5) -> Action:
+    """A 200 Message a classifier stopped: `stop_reason: "refusal"` and no answer (billed as usual)."""
+
+    def run(req: Request, stop: threading.Event) -> Reply:
+        return _json_reply(200, _message(req, [], "refusal", input_tokens, output_tokens, True, None))
+
+    return Action("refusal", run)
+
+
+def cut_off(partial: str = '{"same": tr', input_tokens: int = 100) -> Action:
+    """A 200 Message that ran out at max_tokens before its answer was whole (stop_reason max_tokens)."""
+
+    def run(req: Request, stop: threading.Event) -> Reply:
+        body = req.body if isinstance(req.body, dict) else {}
+        content = [{"type": "text", "text": partial}] if partial else []
+        return _json_reply(200, _message(req, content, "max_tokens", input_tokens, int(body.get("max_tokens") or 0),
+                                         True, None))
+
+    return Action("cut_off", run)
 
 
 def ratelimit(kind: str = "requests", remaining: int = 0, reset_in: float = 1.0) -> dict[str, str]:
@@ -221,8 +335,13 @@ class _Handler(BaseHTTPRequestHandler):
         """Keep test output quiet."""
 
     def do_GET(self) -> None:
-        """GET /v1/messages/batches/{id} and its results; nothing else."""
-        m = re.fullmatch(r"/v1/messages/batches/([\w-]+)(/results)?", self.path.split("?")[0].rstrip("/"))
+        """GET /v1/models[/{id}], /v1/messages/batches/{id} and its results; nothing else."""
+        path, _, query = self.path.partition("?")
+        if path.rstrip("/") == "/v1/models" or path.startswith("/v1/models/"):
+            self._send(self.server.owner._models_get(path.rstrip("/").removeprefix("/v1/models").strip("/"), query),
+                       "req_models")
+            return
+        m = re.fullmatch(r"/v1/messages/batches/([\w-]+)(/results)?", path.rstrip("/"))
         if not m:
             self._send(_error_reply(404, f"no route {self.path}"), "req_unrouted")
             return
@@ -289,8 +408,16 @@ class MessagesServer:
     `max_body` makes any larger request body a 400 "prompt is too long", as the real API does.
     """
 
-    def __init__(self, responder: Callable[[Request, int], Action] = default_responder) -> None:
+    def __init__(self, responder: Callable[[Request, int], Action] = default_responder, era: str = "today") -> None:
         self.responder = responder
+        # The API of `era`: "today" (the Models API with lifecycles and capabilities, models that think, the
+        # request rules of the 5.5 models) or "2025" (the models and rules of then). `models` is the catalogue.
+        self.era = era
+        self.models: dict[str, Model] = {m.id: m for m in (TODAY if era == "today" else OF_2025)}
+        self.thinking_tokens = 0  # output tokens a thinking model spends before its answer (billed as output)
+        self.model_faults: deque = deque()  # what the next Models API calls get instead: an HTTP status, or "hang"
+        self.model_calls: list[str] = []  # Models API paths asked, in order
+        self.rejected: list[tuple[int, str]] = []  # (request n, why) of every Messages request refused as invalid
         self.max_body: int | None = None
         self.batch_outcome: Callable[[int, dict], str | None] = lambda n, params: None
         self.batches: dict[str, Batch] = {}
@@ -302,7 +429,7 @@ class MessagesServer:
         self.describer: Callable[[Request, int], Action] = \
             lambda req, n: tool({"lines": []}, input_tokens=0, output_tokens=0)
         self.describe_requests: list[Request] = []
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entered: _admit holds it while _invalid records a rejection
         self._requests: list[Request] = []
         self._queue: deque[Action] = deque()
         self._stop = threading.Event()
@@ -355,11 +482,13 @@ class MessagesServer:
     def _admit(self, body: Any, headers: dict[str, str], size: int = 0) -> tuple[Request, Action]:
         """Record a request and choose its action, under the lock so `n` is unique."""
         ok = isinstance(body, dict)
-        if ok and (body.get("tool_choice") or {}).get("name") == "describe_reply":
+        if ok and _is_describe(body):
             with self._lock:
                 req = Request(len(self.describe_requests), body, headers, prompt_text(body),
                               _blocks_text(body.get("system")), time.monotonic())
                 self.describe_requests.append(req)
+            if invalid := self._invalid(req):
+                return req, invalid
             return req, self.describer(req, req.n)
         with self._lock:
             req = Request(len(self._requests), body, headers, prompt_text(body),
@@ -368,12 +497,74 @@ class MessagesServer:
             if not ok:
                 # A malformed request is the client's bug; don't spend a scripted action on it.
                 return req, status(400, message="request body is not a JSON object")
+            if invalid := self._invalid(req):
+                return req, invalid
             if self.max_body is not None and size > self.max_body:
                 return req, status(400, message=f"prompt is too long: {size // 4} tokens > {self.max_body // 4} maximum")
             action = self._queue.popleft() if self._queue else None
         # The responder runs outside the lock so it may read server.requests.
         return req, action or self.responder(req, req.n)
 
+
+    # -- what a model accepts ---------------------------------------------------------------------------
+    def _invalid(self, req: Request) -> Action | None:
+        """The 404 or 400 the API of this era gives the request, or None; decides whether the model thinks first.
+
+        Recorded in `rejected`, so a test can say that no request of a session was refused.
+        """
+        body = req.body
+        model = self.models.get(body.get("model"))
+        why = None
+        code = 400
+        thinking = (body.get("thinking") or {}).get("type")
+        output = body.get("output_config") or {}
+        forced = _forced(body)
+        if model is None or model.lifecycle == "retired":
+            code, why = 404, f"model: {body.get('model')}"
+        elif not model.sampling and any(k in body for k in ("temperature", "top_p", "top_k")):
+            why = f"temperature, top_p and top_k are not supported on {model.id}"
+        elif not model.sampling and (body.get("messages") or [{}])[-1].get("role") == "assistant":
+            why = f"assistant message prefill is not supported on {model.id}"
+        elif thinking is not None and thinking not in model.thinking:
+            why = f"thinking.type: {thinking!r} is not supported on {model.id}"
+        elif "effort" in output and output["effort"] not in model.efforts:
+            why = f"output_config.effort: {output['effort']!r} is not supported on {model.id}"
+        elif "format" in output and not model.structured:
+            why = f"output_config.format: structured outputs are not supported on {model.id}"
+        elif "format" in output and (bad := _schema_fault(output["format"].get("schema"))):
+            why = f"output_config.format.schema: {bad}"
+        thinks = thinking in ("adaptive", "enabled") or (thinking is None and model is not None and model.thinks)
+        if why is None and forced and thinks:
+            why = "Thinking may not be enabled when tool_choice forces tool use."
+        elif why is None and forced and not model.forced_tool:
+            why = f"tool_choice: forced tool use is not supported on {model.id}"
+        if why is not None:
+            with self._lock:
+                self.rejected.append((req.n, why))
+            return status(code, message=why)
+        req.thinking = (self.thinking_tokens, "Weighing the evidence.") if thinks else None
+        return None
+
+    def _models_get(self, model_id: str, query: str) -> Reply:
+        """GET /v1/models/{id} (a retired model too) and GET /v1/models (active and deprecated, newest first)."""
+        with self._lock:
+            self.model_calls.append(model_id or f"list?{query}")
+            fault = self.model_faults.popleft() if self.model_faults else None
+        if fault == "hang":
+            return None if self._stop.wait(60) else _error_reply(500, "hung")
+        if fault is not None:
+            return _error_reply(fault, "scripted Models API failure")
+        listed = self.era == "today"
+        if model_id:
+            model = self.models.get(model_id)
+            if model is None:
+                return _error_reply(404, f"model: {model_id}")
+            return _json_reply(200, model.info(listed))
+        asked = re.findall(r"lifecycle(?:%5B%5D|\[\])?=(\w+)", query) or ["active", "deprecated"]
+        data = [m.info(listed) for m in sorted(self.models.values(), key=lambda m: m.created_at, reverse=True)
+                if not listed or m.lifecycle in asked]
+        return _json_reply(200, {"data": data, "has_more": False, "first_id": data[0]["id"] if data else None,
+                                 "last_id": data[-1]["id"] if data else None})
 
     # -- Message Batches ----------------------------------------------------------------------------
     def _batch_json(self, batch: Batch) -> dict:
@@ -441,6 +632,46 @@ class MessagesServer:
         if reply.status == 200:
             return {"type": "succeeded", "message": body}
         return {"type": "errored", "error": body}
+
+
+CONTRACTS = {"same": "alias_reply", "decision": "prune_reply", "entails": "discovery_reply", "lines": "describe_reply"}
+
+
+def reply_name(body: Any) -> str | None:
+    """Which reply contract a request asks for, whatever its dialect: the forced tool's name, else the contract
+    its structured output's schema is ("alias_reply" ...), else None (a plain request)."""
+    if forced := _forced(body):
+        return forced
+    schema = (((body.get("output_config") or {}).get("format") or {}).get("schema") or {}) if isinstance(body, dict) \
+        else {}
+    return next((name for key, name in CONTRACTS.items() if key in (schema.get("properties") or {})), None)
+
+
+def _is_describe(body: dict) -> bool:
+    """A describe request (one line per spelling): its forced tool, or the `lines` of its structured output."""
+    if (body.get("tool_choice") or {}).get("name") == "describe_reply":
+        return True
+    if any(t.get("name") == "describe_reply" for t in body.get("tools") or [] if isinstance(t, dict)):
+        return True
+    schema = ((body.get("output_config") or {}).get("format") or {}).get("schema") or {}
+    if "lines" in (schema.get("properties") or {}):
+        return True
+    return "one sentence saying what it names" in _blocks_text(body.get("system"))
+
+
+def _schema_fault(schema: Any, where: str = "") -> str | None:
+    """What structured outputs would refuse in a schema: a keyword they do not take, an open object."""
+    if isinstance(schema, list):
+        return next((f for i, x in enumerate(schema) if (f := _schema_fault(x, f"{where}[{i}]"))), None)
+    if not isinstance(schema, dict):
+        return None
+    if bad := [k for k in UNSUPPORTED_SCHEMA if k in schema]:
+        return f"{where or 'schema'}: keyword {bad[0]!r} is not supported"
+    types = schema.get("type")
+    if (types == "object" or (isinstance(types, list) and "object" in types)) and \
+            schema.get("additionalProperties") is not False:
+        return f"{where or 'schema'}: objects must set additionalProperties to false"
+    return next((f for k, v in schema.items() if (f := _schema_fault(v, f"{where}.{k}"))), None)
 
 
 def serve_forever_cli(argv: list[str] | None = None) -> None:

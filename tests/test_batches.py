@@ -19,14 +19,14 @@ import sqlite_utils
 from click.testing import CliRunner
 
 from conftest import REPO, SAME, SMALL, CorpusRepo, make_repo, write_config
-from messages_server import tool
+from messages_server import reply_name, tool
 
 from knomit_judge.cli import cli
 from knomit_judge.rebuild import rebuild
 
 FIRST, SECOND = "penalty-blocks-own-recovery", "self-locking-penalty"
 DIFFERENT = {"same": False, "mechanism": ""}
-SYNC_USD = (1000 * 3.0 + 100 * 15.0) / 1e6  # one call at claude-sonnet-4-5 prices, 1000 tokens in, 100 out
+SYNC_USD = (1000 * 2.0 + 100 * 10.0) / 1e6  # one call at claude-sonnet-5-5 prices, 1000 tokens in, 100 out
 
 
 NO = {"prune_reply": {"decision": "distinct", "rationale": "Two claims."},
@@ -39,7 +39,7 @@ def judge(req, n):
     1000 tokens in, 100 out per call.
     """
     same = f'"spelling": "{FIRST}"' in req.prompt and f'"spelling": "{SECOND}"' in req.prompt
-    answer = NO.get(req.body["tool_choice"]["name"]) or (SAME if same else DIFFERENT)
+    answer = NO.get(reply_name(req.body)) or (SAME if same else DIFFERENT)
     return tool(answer, input_tokens=1000, output_tokens=100)
 
 
@@ -111,7 +111,9 @@ def test_batch_submitted_waited_on_then_collected_and_applied(repo, judge_env):
     [line] = [x for x in submitted.stdout.splitlines() if x.startswith("alias:")]
     assert line.startswith("alias: batched - candidates 3, offered 3, judged 0") and "judge calls 0" in line
     assert judge_env.calls == 0  # nothing asked one by one
-    assert all(r["params"]["tool_choice"] == {"type": "tool", "name": "alias_reply"} for r in batch.requests)
+    # in the judge model's dialect, as a request made one by one would be (structured outputs on claude-sonnet-5-5)
+    assert all(reply_name(r["params"]) == "alias_reply" and r["params"]["output_config"]["effort"] == "low"
+               for r in batch.requests)
     assert [r["status"] for r in db(repo)["batches"].rows] == ["submitted"]
     assert db(repo)["batch_requests"].count == 6
 

@@ -20,7 +20,7 @@ from knomit_judge.store import Store
 
 CALIBRATION = REPO / "corpus-fixtures" / "calibration"
 LABELS = CALIBRATION / "labels.jsonl"
-PRICE_PER_CALL = 100 * 3.0 / 1e6 + 20 * 15.0 / 1e6  # the server's usage at claude-sonnet-4-5's price
+PRICE_PER_CALL = 100 * 2.0 / 1e6 + 20 * 10.0 / 1e6  # the server's usage at claude-sonnet-5-5's price
 
 # The known errors of the loopback judge below, by question (pairs in label order).
 ALIAS_WRONG = {("bullwhip-effect", "demand-amplification-upstream"),  # true, answered different

@@ -55,7 +55,7 @@ def test_alias_merge_commits_with_trailers_and_second_run_is_free(corpus_repo, j
     trailers = dict(line.split(": ", 1) for line in parsed.splitlines())
     assert trailers["Knomit-Pass"] == "alias"
     assert trailers["Knomit-Verdict"].startswith("v")
-    assert trailers["Knomit-Judge"] == "claude-sonnet-4-5 / alias@2"
+    assert trailers["Knomit-Judge"] == "claude-sonnet-5-5 / alias@2"
     assert trailers["Knomit-Rationale"] == SAME["mechanism"]
     assert corpus_repo.status() == ""
 

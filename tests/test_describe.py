@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import fact_text, git, make_repo, write_config
-from messages_server import status as http_status, tool
+from messages_server import reply_name, status as http_status, tool
 
 from knomit_judge.cli import cli
 from knomit_judge.config import Config
@@ -234,12 +234,12 @@ def test_real_judge_lines_cost_is_counted_shown_and_restored_by_rebuild_without_
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     (req,) = judge_env.describe_requests
-    assert req.body["tool_choice"] == {"type": "tool", "name": "describe_reply"}
+    assert reply_name(req.body) == "describe_reply"  # the lines' contract, as structured outputs on claude-haiku-5-5
     assert req.body["max_tokens"] > 400  # room for a line per spelling
     assert "Queue growth amplifies latency under load" in json.dumps(evidence_of(req))
-    assert req.body["model"] == "claude-haiku-4-5"  # describe.model: the lines' own, cheaper model
+    assert req.body["model"] == "claude-haiku-5-5"  # describe.model: the lines' own, cheaper model
     d = out["passes"]["describe"]
-    usd = (1000 * 1.0 + 200 * 5.0) / 1e6  # claude-haiku-4-5's price, not the judge's
+    usd = (1000 * 0.10 + 200 * 0.50) / 1e6  # claude-haiku-5-5's price, not the judge's
     assert d["written"] == 3 and d["judge_calls"] == 1 and d["cost_usd"] == pytest.approx(usd)
     assert out["cost_usd"] == pytest.approx(out["passes"]["alias"]["cost_usd"] + usd)  # the session's cost holds it
     st = json.loads(CliRunner().invoke(cli, ["status", str(corpus_repo.root), "--json"]).stdout)
@@ -369,7 +369,7 @@ def test_describe_model_empty_is_the_judges_and_one_without_a_price_exits_2_befo
     write_config(corpus_repo, '[describe]\nmodel = ""\n')
     judge_env.describer = describer()
     review(corpus_repo.root, ReviewOptions(passes=("alias",)))
-    assert judge_env.describe_requests[0].body["model"] == "claude-sonnet-4-5"
+    assert judge_env.describe_requests[0].body["model"] == "claude-sonnet-5-5"
     write_config(corpus_repo, '[describe]\nmodel = "claude-unpriced-9"\n')
     head = corpus_repo.log("%H")[0]
     r = CliRunner().invoke(cli, ["-q", "review", str(corpus_repo.root), "--json"])

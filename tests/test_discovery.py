@@ -64,7 +64,7 @@ def test_yes_writes_a_linked_fact_never_edits_a_match_and_is_not_asked_twice(tmp
     assert disc.state == "worked" and disc.applied == 1 and disc.judge_calls > 0
     [t] = assert_four_trailers(repo.root, "discovery")
     vid = t["Knomit-Verdict"]
-    assert t["Knomit-Judge"] == "claude-sonnet-4-5 / discovery@1" and t["Knomit-Rationale"] == YES["rationale"]
+    assert t["Knomit-Judge"] == "claude-sonnet-5-5 / discovery@1" and t["Knomit-Rationale"] == YES["rationale"]
     path = "facts/discovered/a-metrics-outage-blocks-the-very-rollback-that-would-end-it.md"
     sha = git(repo.root, "log", "--format=%H", f"--grep=Knomit-Verdict: {vid}").strip()
     assert git(repo.root, "show", "--name-only", "--format=", sha).split() == [".knomit/verdicts/discovery.jsonl", path]

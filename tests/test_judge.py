@@ -15,11 +15,12 @@ import sqlite_utils
 from click.testing import CliRunner
 
 from conftest import SAME, CorpusRepo, copy_of, write_config
-from messages_server import Action, delay, garbage, hang, status, text, tool
+from messages_server import Action, Model, delay, garbage, hang, status, text, tool
 
 from knomit_judge.cli import cli
 from knomit_judge.history import status as get_status
 from knomit_judge.judge import cache_key, swap_sampled
+from knomit_judge.models import format_schema
 from knomit_judge.prompts import load_prompt
 from knomit_judge.review import ReviewOptions, review
 from knomit_judge.store import Store
@@ -95,8 +96,8 @@ def test_a_200_text_reply_is_one_attempt_with_tokens_and_cost(pair_repo, judge_e
     assert (r.judged, r.resolved, r.judge_calls, r.attempts) == (1, 1, 2, 2)
     [v] = stored(pair_repo)
     assert (v.tokens_in, v.tokens_out, v.attempts) == (2000, 200, 2)
-    # claude-sonnet-4-5 ships at $3 / $15 per million tokens
-    assert v.cost_usd == pytest.approx(2 * (1000 * 3 + 100 * 15) / 1e6)
+    # claude-sonnet-5-5 ships at $2 / $10 per million tokens
+    assert v.cost_usd == pytest.approx(2 * (1000 * 2 + 100 * 10) / 1e6)
     assert r.cost_usd == pytest.approx(v.cost_usd)
 
 
@@ -329,10 +330,12 @@ def test_only_parsed_replies_are_cached(pair_repo, judge_env):
     assert row["text"] == DIFFERENT and row["prompt"] == "alias@2"
     parsed, garbled = judge_env.requests
     prompt = load_prompt("alias")
-    # the forced reply tool is part of the request, hence of the key
-    assert parsed.body["tools"] == [prompt.tool]
-    assert row["key"] == cache_key("claude-sonnet-4-5", prompt.id, prompt.system, parsed.prompt, 0, prompt.tool)
-    assert row["key"] != cache_key("claude-sonnet-4-5", prompt.id, prompt.system, parsed.prompt, 0)
+    # the reply contract in the model's dialect (structured outputs here) is part of the request, hence of the key
+    shape = {"format": format_schema(prompt.reply_schema)}
+    assert parsed.body["output_config"]["format"]["schema"] == shape["format"]
+    assert row["key"] == cache_key("claude-sonnet-5-5", prompt.id, prompt.system, parsed.prompt, 0, shape)
+    assert row["key"] != cache_key("claude-sonnet-5-5", prompt.id, prompt.system, parsed.prompt, 0)
+    assert row["key"] != cache_key("claude-sonnet-5-5", prompt.id, prompt.system, parsed.prompt, 0, prompt.tool)
     judge_env.responder = lambda req, n: text(DIFFERENT)
     r = session(pair_repo, swap_sample=1.0).passes["alias"]
     assert (r.judged, r.judge_calls) == (1, 1)
@@ -364,6 +367,8 @@ def test_concurrency_cap_holds_at_the_server(small_repo, judge_env):
 
 def test_cost_cap_holds_the_rest_back_with_a_note(small_repo, judge_env, monkeypatch):
     monkeypatch.setenv("KNOMIT_JUDGE_MODEL", "claude-test")
+    judge_env.models["claude-test"] = Model("claude-test", "sonnet", structured=False, thinking=("disabled",),
+                                            efforts=(), thinks=False)  # a model the Models API lists
     judge_env.responder = lambda req, n: text(DIFFERENT, input_tokens=100, output_tokens=0)
     configure(small_repo, '[prices."claude-test"]\ninput_per_mtok = 1000.0\noutput_per_mtok = 0.0',
               model="claude-sonnet-4-5", concurrency=1, max_cost_usd=0.05)
@@ -391,8 +396,9 @@ def test_dry_run_estimates_questions_calls_and_cost_and_calls_nothing(small_repo
 # -- forced tool use on the real API path --------------------------------------------------------
 
 def test_the_verdict_is_asked_through_one_forced_tool_whose_schema_is_the_contract(pair_repo, judge_env):
+    """On a model without structured outputs that can think with thinking off (claude-haiku-4-5): models.py."""
     judge_env.responder = lambda req, n: tool(SAME)
-    r = session(pair_repo).passes["alias"]
+    r = session(pair_repo, model="claude-haiku-4-5").passes["alias"]
     assert (r.judged, r.resolved, r.unparsed) == (1, 1, 0)
     prompt = load_prompt("alias")
     for req in judge_env.requests:
@@ -412,5 +418,5 @@ def test_the_verdict_is_asked_through_one_forced_tool_whose_schema_is_the_contra
 ], ids=["wrong-type", "extra-key", "other-tool", "text-only"])
 def test_tool_replies_are_parsed_as_strictly_as_text(pair_repo, judge_env, reply, kind):
     judge_env.responder = lambda req, n: reply
-    r = session(pair_repo, position_swap=False).passes["alias"]
+    r = session(pair_repo, position_swap=False, model="claude-haiku-4-5").passes["alias"]  # the forced-tool dialect
     assert (r.judged, r.unparsed) == ((1, 0) if kind == "verdict" else (0, 1))

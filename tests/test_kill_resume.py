@@ -21,6 +21,7 @@ from conftest import REPO, fact_text, git, make_repo, write_config
 from messages_server import delay, held, text
 
 from knomit_judge.judge import cache_key
+from knomit_judge.models import format_schema
 from knomit_judge.prompts import load_prompt
 from knomit_judge.rebuild import rebuild
 from knomit_judge.review import ReviewOptions, review
@@ -84,7 +85,9 @@ def signal_after(proc, server, calls: int, sig, released: threading.Event) -> tu
 
 def key(request) -> str:
     prompt = load_prompt("alias")
-    return cache_key("claude-sonnet-4-5", prompt.id, prompt.system, request.prompt, 0, prompt.tool)
+    # the reply contract as structured outputs take it: claude-sonnet-5-5's dialect (models.py)
+    return cache_key("claude-sonnet-5-5", prompt.id, prompt.system, request.prompt, 0,
+                     {"format": format_schema(prompt.reply_schema)})
 
 
 def db(repo) -> sqlite_utils.Database:

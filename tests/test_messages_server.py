@@ -22,7 +22,7 @@ def ask(url: str, prompt: str | list = "same thing?", timeout: float = 5.0, **cr
         client = anthropic.AsyncAnthropic(base_url=url, api_key="sk-test-key", max_retries=0, timeout=timeout)
         try:
             return await client.messages.create(
-                model="claude-test-1", max_tokens=64, messages=[{"role": "user", "content": prompt}], **create_kw
+                model="claude-sonnet-4-6", max_tokens=64, messages=[{"role": "user", "content": prompt}], **create_kw
             )
         finally:
             await client.close()
@@ -42,7 +42,7 @@ def test_text_reply_content_usage_and_request_record(server):
     msg = ask(server.url, prompt=[{"type": "text", "text": "note A"}, {"type": "text", "text": " vs note B"}], system="judge")
     assert msg.content[0].text == '{"same": true}'
     assert (msg.usage.input_tokens, msg.usage.output_tokens) == (321, 7)
-    assert msg.model == "claude-test-1"  # echoed from the request
+    assert msg.model == "claude-sonnet-4-6"  # echoed from the request
     assert msg._request_id == "req_0"
     [req] = server.requests
     assert (req.prompt, req.system) == ("note A vs note B", "judge")

@@ -66,7 +66,8 @@ def status_json(repo) -> dict:
 
 
 def test_a_review_writes_a_metrics_file_the_prometheus_parser_reads_back(many, judge_env, tmp_path):
-    write_config(many, JUDGE + "max_cost_usd = 0.0025\n")  # 4 questions, then the rest waits
+    # 4 questions at claude-sonnet-4-6's $3 / $15, then the rest waits
+    write_config(many, JUDGE + 'model = "claude-sonnet-4-6"\nmax_cost_usd = 0.0025\n')
     prom = tmp_path / "textfile" / "knomit-judge.prom"
     prom.parent.mkdir()
     before = time.time()

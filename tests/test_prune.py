@@ -126,7 +126,7 @@ def test_merge_absorbs_relinks_and_keeps_unknown_keys(tmp_path, judge_env):
     assert prune.state == "worked" and prune.applied == 1 and prune.judge_calls == judge_env.calls > 0
     [t] = assert_four_trailers(repo.root, "prune")
     vid = t["Knomit-Verdict"]
-    assert t["Knomit-Judge"] == "claude-sonnet-4-5 / prune@2" and t["Knomit-Rationale"] == MERGE["rationale"]
+    assert t["Knomit-Judge"] == "claude-sonnet-5-5 / prune@2" and t["Knomit-Rationale"] == MERGE["rationale"]
     assert git(repo.root, "log", "-1", "--format=%s", f"--grep={vid}") == f"prune: merge {LOSE} into {KEEP}\n"
 
     keep, lose = (parse_fact(p, repo.read(p)) for p in (KEEP, LOSE))

@@ -87,6 +87,9 @@ def unchanged_but_provenance(before: str, after: str) -> None:
 def test_the_contained_fact_is_retired_though_the_fixed_rules_would_keep_it(tmp_path, judge_env, narrow, broad,
                                                                             as_tool):
     repo = contained_corpus(tmp_path, narrow, broad)
+    if as_tool:  # a model asked through the forced tool (no structured outputs, thinking off: models.py)
+        repo.write("knomit-judge.toml", '[judge]\nmodel = "claude-haiku-4-5"\n')
+        repo.commit("config")
     before = repo.read(broad)
     judge_env.responder = names({"redundant": NARROW_TITLE}, as_tool)
 

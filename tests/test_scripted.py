@@ -102,7 +102,7 @@ def test_scripted_noes_do_not_bind_the_real_judge(corpus_repo, tmp_path, judge_e
     assert real.throttle == "optimistic"  # ... with a budget the scripted noes did not spend
     assert real.applied == 1 and "motifs: [penalty-blocks-own-recovery]" in corpus_repo.read("facts/ops/f3.md")
     kinds = {(r["model"].split(":")[0], r["judge"]) for r in verdict_rows(corpus_repo)}
-    assert kinds == {("scripted", "scripted"), ("claude-sonnet-4-5", "anthropic")}
+    assert kinds == {("scripted", "scripted"), ("claude-sonnet-5-5", "anthropic")}
 
 
 def test_real_verdicts_do_not_bind_the_scripted_judge(corpus_repo, tmp_path, judge_env):

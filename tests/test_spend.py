@@ -27,8 +27,9 @@ from knomit_judge.spend import Caps, summarise
 from knomit_judge.store import Store
 
 # One call per question, one at a time, no throttle: every question offered is one call of known cost.
-JUDGE = THROTTLE_JUDGE + "concurrency = 1\n"
-CALL_USD = (100 * 3.0 + 20 * 15.0) / 1e6  # the server's default usage at claude-sonnet-4-5's price
+# claude-sonnet-4-6: a current model that does not think unless asked, so a call's cost is the server's usage
+JUDGE = THROTTLE_JUDGE + "concurrency = 1\nmodel = \"claude-sonnet-4-6\"\n"
+CALL_USD = (100 * 3.0 + 20 * 15.0) / 1e6  # the server's default usage at claude-sonnet-4-6's price
 
 
 @pytest.fixture

@@ -136,8 +136,11 @@ class Written:
 
 
 def upper_bound(req: Request, judge, model: str) -> float:
-    """The most one request can cost: a token per prompt byte (never fewer bytes than tokens), max_tokens out."""
-    return judge.cost(len(req.system.encode()) + len(req.user.encode()), req.max_tokens, model=model) or 0.0
+    """The most one request can cost: a token per prompt byte (never fewer bytes than tokens), max_tokens out
+    (with the room for thinking the model's dialect gives it)."""
+    dialect = getattr(judge.backend, "dialect", None)
+    out = dialect(model).max_tokens(req.max_tokens) if dialect else req.max_tokens
+    return judge.cost(len(req.system.encode()) + len(req.user.encode()), out, model=model) or 0.0
 
 
 def model_of(judge_spec: str, config) -> str:

@@ -1,0 +1,352 @@
+"""The models a session calls: their lifecycle and capabilities from the Models API, and the dialect each accepts.
+
+Each session reads every model its config names (`GET /v1/models/{id}`), kept a day in the db's `models` table
+(derived state: a lost row is read again, never bought). A retired or unknown model stops the session before
+anything changes, naming the newest active model of its line; a deprecated one works, and its retirement date
+goes into the session's notes, `status` and the metrics. A Models API that does not answer never stops a
+session: it goes on with what it knew.
+
+The request is built from the capabilities, never from the model's name (docs/real-api.md):
+- structured outputs (`output_config.format`) where the model has them: they hold with thinking on;
+- else a forced tool, with thinking turned off, where the model accepts `thinking: disabled`;
+- else a plain request whose text reply the strict parser reads (what every model accepts).
+`output_config.effort` only where the model lists the level; never temperature, top_p, top_k nor a prefill.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta, timezone
+
+from .config import EFFORTS, Config
+from .errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+KEEP = timedelta(days=1)  # how long a model's lifecycle and capabilities are taken as read
+TIMEOUT_S = 20.0  # the Models API is one small GET: a session does not wait longer for it
+# Output tokens a thinking model is given for its thinking, over the answer's judge.max_tokens, by effort; and
+# what the dry run and the caps expect it to spend before a session has measured it (docs/real-api.md).
+THINKING_ROOM = {"low": 4_000, "medium": 8_000, "high": 16_000, "xhigh": 32_000, "max": 64_000}
+THINKING_EXPECTED = {"low": 300, "medium": 1_000, "high": 2_500, "xhigh": 5_000, "max": 10_000}
+
+
+@dataclass
+class ModelInfo:
+    """What the Models API says of one model. `capabilities` False: it listed none (an API of 2025)."""
+
+    id: str
+    lifecycle: str  # active | deprecated | retired
+    line: str | None = None
+    retires_at: str | None = None  # ISO 8601 UTC, when a retirement is scheduled
+    structured: bool = False
+    thinking: list[str] = field(default_factory=list)  # accepted thinking.type values
+    efforts: list[str] = field(default_factory=list)  # accepted output_config.effort levels
+    max_tokens: int | None = None
+    capabilities: bool = True
+    fetched_at: str = ""
+
+    @classmethod
+    def of(cls, m) -> "ModelInfo":
+        """From the SDK's ModelInfo (built from whatever JSON came back, so read defensively)."""
+        caps = getattr(m, "capabilities", None)
+        ok = lambda c: bool(getattr(c, "supported", False))  # noqa: E731
+        thinking = getattr(getattr(caps, "thinking", None), "types", None)
+        effort = getattr(caps, "effort", None)
+        retires = getattr(m, "retires_at", None)
+        return cls(id=m.id, lifecycle=getattr(m, "lifecycle", None) or "active", line=getattr(m, "line", None),
+                   retires_at=retires.isoformat() if isinstance(retires, datetime) else retires,
+                   structured=ok(getattr(caps, "structured_outputs", None)),
+                   thinking=[t for t in ("adaptive", "enabled", "disabled", "between_tools")
+                             if ok(getattr(thinking, t, None))],
+                   efforts=[e for e in EFFORTS if ok(effort) and ok(getattr(effort, e, None))],
+                   max_tokens=getattr(m, "max_tokens", None), capabilities=caps is not None,
+                   fetched_at=now().isoformat())
+
+    @property
+    def thinks(self) -> bool:
+        """Whether a request may come back with thinking: the model can think and we cannot turn it off for sure."""
+        return not self.capabilities or any(t in self.thinking for t in ("adaptive", "enabled"))
+
+    def retires(self) -> datetime | None:
+        return _when(self.retires_at)
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How one model is asked for a verdict: where the answer comes back, thinking, effort, room for both."""
+
+    reply: str  # "format": structured outputs; "tool": a forced tool with thinking off; "text": a plain request
+    thinking: str | None = None  # thinking.type sent, or None (the model's own default)
+    effort: str | None = None  # output_config.effort sent, or None
+    thinks: bool = True  # whether the reply may spend thinking tokens (max_tokens and estimates allow for it)
+    max_tokens_cap: int | None = None
+
+    def max_tokens(self, answer: int) -> int:
+        """The request's max_tokens: the answer's, plus room for thinking at this effort when the model may think."""
+        total = answer + (THINKING_ROOM[self.effort or "high"] if self.thinks else 0)
+        return min(total, self.max_tokens_cap) if self.max_tokens_cap else total
+
+    def expected_out(self, answer: int) -> int:
+        """Output tokens a call is expected to bill: the answer's, and thinking at this effort (an assumption)."""
+        return answer + (THINKING_EXPECTED[self.effort or "high"] if self.thinks else 0)
+
+    def shape(self, contract: dict | None) -> dict | None:
+        """What of the request depends on the reply contract (it goes into the reply-cache key)."""
+        if contract is None or self.reply == "text":
+            return None
+        if self.reply == "tool":
+            return contract  # the forced tool, as keyed before dialects existed
+        return {"format": format_schema(contract["input_schema"])}
+
+    def params(self, body: dict, contract: dict | None) -> dict:
+        """The Messages request `body` in this dialect, asking for `contract` ({name, input_schema}) if given."""
+        output = {}
+        if contract is not None and self.reply == "tool":
+            body["tools"] = [contract]
+            body["tool_choice"] = {"type": "tool", "name": contract["name"]}
+        elif contract is not None and self.reply == "format":
+            output["format"] = {"type": "json_schema", "schema": format_schema(contract["input_schema"])}
+        if self.effort:
+            output["effort"] = self.effort
+        if output:
+            body["output_config"] = output
+        if self.thinking:
+            body["thinking"] = {"type": self.thinking}
+        return body
+
+
+PLAIN = Dialect("text")  # nothing known of the model: no optional parameter, the text reply parsed strictly
+
+
+def dialect(info: ModelInfo | None, effort: str) -> Dialect:
+    """The dialect a model accepts, from its capabilities (None: not known, so the plain request)."""
+    if info is None or not info.capabilities:
+        return PLAIN
+    level = nearest(effort, info.efforts)
+    if info.structured:
+        return Dialect("format", None, level, info.thinks, info.max_tokens)
+    if "disabled" in info.thinking:  # a tool can be forced only while the model does not think
+        return Dialect("tool", "disabled", level, False, info.max_tokens)
+    return Dialect("text", None, level, info.thinks, info.max_tokens)
+
+
+def nearest(effort: str, levels: list[str]) -> str | None:
+    """`effort` if the model takes it, else the nearest level it takes (the lower on a tie); None if it takes none."""
+    if not levels:
+        return None
+    want = EFFORTS.index(effort)
+    return min(levels, key=lambda e: (abs(EFFORTS.index(e) - want), EFFORTS.index(e)))
+
+
+_UNSUPPORTED = ("if", "then", "else", "not", "allOf", "oneOf")
+
+
+def format_schema(schema):
+    """A reply contract as structured outputs take it: without the keywords they refuse (if/then/else: the
+    parser still enforces what they say), every object closed."""
+    if isinstance(schema, list):
+        return [format_schema(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: format_schema(v) for k, v in schema.items() if k not in _UNSUPPORTED}
+    kind = out.get("type")
+    if kind == "object" or (isinstance(kind, list) and "object" in kind):
+        out["additionalProperties"] = False
+    return out
+
+
+# -- the Models API, read each session -------------------------------------------------------------------------
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _when(iso: str | None) -> datetime | None:
+    if not iso:
+        return None
+    try:
+        t = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+
+
+class ModelsUnknown(Exception):
+    """The Models API does not know this model (404)."""
+
+
+@dataclass
+class Lineup:
+    """The models a session calls, as read this session: their info, dialects, and what to say of them."""
+
+    infos: dict[str, ModelInfo | None] = field(default_factory=dict)  # model -> info (None: never read)
+    keys: dict[str, str] = field(default_factory=dict)  # config key -> model
+    notes: list[str] = field(default_factory=list)
+    problem: str | None = None  # a retired or unknown model: the session must not start
+
+    def dialect(self, model: str, effort: str) -> Dialect:
+        return dialect(self.infos.get(model), effort)
+
+    def json(self) -> list[dict]:
+        out = []
+        for key, model in self.keys.items():
+            info = self.infos.get(model)
+            out.append({"key": key, "model": model, "lifecycle": info.lifecycle if info else None,
+                        "retires_at": info.retires_at if info else None, "line": info.line if info else None,
+                        "read_at": info.fetched_at if info else None})
+        return out
+
+
+class Catalogue:
+    """The Models API behind one sync client, with the db's `models` table as its day-long memory."""
+
+    def __init__(self, store, client=None, offline: bool = False):
+        self.store = store
+        self.client = client
+        self.failed: str | None = "not asked: no API key" if offline else None  # why the API did not answer
+
+    def _client(self):
+        if self.client is None:
+            import anthropic  # only for a session that calls the API
+            self.client = anthropic.Anthropic(max_retries=1, timeout=TIMEOUT_S)
+        return self.client
+
+    def info(self, model: str, fresh: bool = False) -> ModelInfo | None:
+        """The model's info: as kept when read less than a day ago (unless `fresh`), else read now; when the API
+        does not answer, as last kept (however old), or None. Raises ModelsUnknown on a 404."""
+        kept = self.store.model_info(model)
+        if kept is not None and not fresh and now() - (_when(kept.fetched_at) or now() - KEEP) < KEEP:
+            return kept
+        if self.failed:
+            return kept
+        import anthropic
+        try:
+            read = ModelInfo.of(self._client().models.retrieve(model))
+        except anthropic.NotFoundError:
+            raise ModelsUnknown(model) from None
+        except (anthropic.APIError, ValueError) as e:  # down, timed out, refused, or a body that is no model
+            self.failed = _why(e)
+            return kept
+        self.store.put_model_info(read)
+        return read
+
+    def newest_active(self, line: str | None) -> str | None:
+        """The newest active model of `line` as the Models API lists it (newest first), or None."""
+        if line is None or self.failed:
+            return None
+        import anthropic
+        try:
+            for m in self._client().models.list(limit=100):
+                if getattr(m, "line", None) == line and getattr(m, "lifecycle", None) == "active":
+                    return m.id
+        except (anthropic.APIError, ValueError) as e:
+            self.failed = _why(e)
+        return None
+
+
+def _why(e: Exception) -> str:
+    code = getattr(e, "status_code", None)
+    return f"HTTP {code}" if code else type(e).__name__
+
+
+def has_key() -> bool:
+    """Whether the SDK has a credential to send (it reads these two itself)."""
+    return bool(os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"))
+
+
+def lineup(config: Config, store, client=None, offline: bool = False) -> Lineup:
+    """Read every model the config names; a retired or unknown one is the Lineup's `problem` (exit 2).
+
+    `offline` (a dry run without a key): only what the db kept is read."""
+    out = Lineup(keys=config.models())
+    catalogue = Catalogue(store, client, offline)
+    for key, model in out.keys.items():
+        if model in out.infos:
+            continue
+        try:
+            info = catalogue.info(model)
+        except ModelsUnknown:
+            out.infos[model] = None
+            out.problem = out.problem or (f"{key} {model!r} is unknown to the Models API: no request naming it can "
+                                          f"succeed; {_replacement(catalogue, None, config)}")
+            continue
+        out.infos[model] = info
+        if info is None:
+            continue
+        if info.lifecycle == "retired":
+            day = info.retires().date().isoformat() if info.retires() else "a date the API did not give"
+            out.problem = out.problem or (
+                f"{key} {model!r} is retired (since {day}): no request naming it can succeed; "
+                f"{_replacement(catalogue, info.line, config)}")
+        elif info.lifecycle == "deprecated":
+            out.notes.append(deprecation_note(key, info, catalogue.newest_active(info.line)))
+    if catalogue.failed and not offline:  # a dry run without a key plans from what was kept, as it says nothing
+        known = [m for m, i in out.infos.items() if i is not None]
+        out.notes.append(f"the Models API did not answer ({catalogue.failed}): going on with what was known "
+                         + (f"of {', '.join(known)}" if known else "(nothing: each model is asked in the plain "
+                                                                    "dialect every model accepts)"))
+    return out
+
+
+def deprecation_note(key: str, info: ModelInfo, replacement: str | None) -> str:
+    when = info.retires()
+    days = f" ({(when - now()).days} days from now)" if when and when > now() else " (overdue)" if when else ""
+    day = when.date().isoformat() if when else "no date scheduled yet"
+    return (f"{key} {info.id!r} is deprecated: it retires on {day}{days}"
+            + (f"; the newest active {info.line} is {replacement!r}" if replacement else "")
+            + "; set it in knomit-judge.toml before then (docs/real-api.md)")
+
+
+def _replacement(catalogue: Catalogue, line: str | None, config: Config) -> str:
+    newest = catalogue.newest_active(line)
+    if newest:
+        return f"the newest active {line} model is {newest!r}: set it in knomit-judge.toml (docs/real-api.md)"
+    return "name a current model in knomit-judge.toml (docs/real-api.md lists them)"
+
+
+def require_callable(config: Config, store, client=None) -> Lineup:
+    """The lineup, or ConfigError (exit 2) for a retired or unknown model: called before a session changes
+    anything."""
+    found = lineup(config, store, client)
+    if found.problem:
+        raise ConfigError(found.problem)
+    return found
+
+
+def kept(config: Config, store) -> list[dict]:
+    """Each model the config names as the last read kept it (no API call): for `status` and the metrics."""
+    out = []
+    for key, model in config.models().items():
+        info = store.model_info(model)
+        out.append({"key": key, "model": model, "lifecycle": info.lifecycle if info else None,
+                    "retires_at": info.retires_at if info else None, "line": info.line if info else None,
+                    "read_at": info.fetched_at if info else None})
+    return out
+
+
+def status_lines(models: list[dict]) -> list[str]:
+    """`status`'s line per model: its lifecycle, and the day it retires when one is scheduled."""
+    lines = []
+    for m in models:
+        if m["lifecycle"] is None:
+            lines.append(f"{m['key']} {m['model']}: lifecycle not read yet (the next session reads it)")
+            continue
+        when = _when(m["retires_at"])
+        tail = f", retires on {when.date().isoformat()} ({(when - now()).days} days)" if when else ""
+        lines.append(f"{m['key']} {m['model']}: {m['lifecycle']}{tail} (read {m['read_at'][:10]})")
+    return lines
+
+
+def info_json(info: ModelInfo) -> str:
+    return json.dumps(asdict(info), sort_keys=True)
+
+
+def info_from_json(text: str) -> ModelInfo | None:
+    try:
+        data = json.loads(text)
+        return ModelInfo(**{k: v for k, v in data.items() if k in ModelInfo.__dataclass_fields__})
+    except (ValueError, TypeError):
+        return None
