@@ -1,6 +1,6 @@
 """A session's exact duplicates (same normalised title and body): retracted mechanically before any judged
-pass, whatever the throttle says, one commit per group (passes/exact.py holds the groups, the verdict and the
-change)."""
+pass, whatever the throttle says, one commit per group; or, in a dry run, named with the fact each group keeps,
+so the dry run says what the session would do (passes/exact.py holds the groups, the verdict and the change)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from .candidate_lists import CandidateLists
 from .decisions import applied, keep
 from .passes.exact import DuplicateGroups, exact_change, exact_verdict
 from .status import PassResult
+from .survivors import fact_survivor
 
 
 def run_exact(ctx, result) -> PassResult:
@@ -24,7 +25,10 @@ def run_exact(ctx, result) -> PassResult:
             r.cached += 1
             continue
         r.offered += 1
-        if ctx.options.dry_run or not ctx.clean:
+        if not ctx.clean:
+            continue
+        if ctx.options.dry_run:
+            plan_exact(ctx, group, fp, result)
             continue
         verdict = unapplied.get(fp)
         if verdict is None:
@@ -34,7 +38,20 @@ def run_exact(ctx, result) -> PassResult:
             r.resolved += 1
         if applied(ctx, r, "exact", verdict, exact_change(group, verdict, ctx.corpus)):
             r.applied += 1
-    if r.offered and not r.applied and not ctx.options.dry_run:
+    if r.offered and not ctx.clean:
         r.notes.append(f"{r.offered} group(s) wait for a clean work tree")
+    if ctx.options.dry_run and r.offered and ctx.clean:  # what the session would retract, never "caught-up"
+        r.state = "would-offer"
+        r.notes.insert(0, f"would retract the exact duplicates of {r.offered} group(s) without a judge call")
+        return r
     r.state = "worked" if r.applied else ("nothing-qualified" if not groups else "caught-up")
     return r
+
+
+def plan_exact(ctx, group: list, fingerprint: str, result) -> None:
+    """A dry run's entry for one group of exact duplicates: which fact the session keeps and which it retracts."""
+    keep_fact = fact_survivor(group, ctx.corpus)
+    result.plan.setdefault("exact", []).append({
+        "subject": {"group": sorted(f.path for f in group)}, "score": 1.0, "fingerprint": fingerprint,
+        "evidence": {"survivor": keep_fact.path, "retract": sorted(f.path for f in group if f is not keep_fact),
+                     "why": "same normalised title and body"}})

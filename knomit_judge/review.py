@@ -97,8 +97,12 @@ class SessionResult:
         calls = sum(e["calls"] for e in asked.values())
         lines = self.estimates.get(DESCRIBE)
         usd = "unknown (no price for the model)" if self.estimate_usd is None else f"about ${self.estimate_usd:.4f}"
+        exact = self.passes.get("exact")
+        retract = sum(len(i["evidence"]["retract"]) for i in self.plan.get("exact", []))
         return (f"dry run: would ask {questions} question(s) = {calls} call(s)"
                 + (f", and {lines['calls']} describe request(s) for lines" if lines else "")
+                + (f", retract {retract} exact duplicate(s) in {exact.offered} group(s) without a call"
+                   if retract and exact else "")
                 + f", {usd}; no judge call was made and nothing was written but derived caches")
 
     def json(self) -> dict:
