@@ -215,6 +215,10 @@ def _plan_lines(result, evidence: bool) -> list[str]:
     out = []
     for name, items in result.plan.items():
         for item in items:
+            if name == "exact":  # mechanical: nothing is offered to a judge
+                out.append(f"would retract exact {', '.join(item['evidence']['retract'])}, keeping "
+                           f"{item['evidence']['survivor']}")
+                continue
             out.append(f"would offer {name} {json.dumps(item['subject'], ensure_ascii=False)} "
                        f"(similarity {item['score']:.3f})")
             if evidence:

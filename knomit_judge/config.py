@@ -77,6 +77,9 @@ class DescribeConfig:
     batch: int = 85  # spellings per request
     carriers: int = 3  # carriers shown per spelling
     body_chars: int = 600  # of each carrier's body
+    # Requests that may give a spelling no line (left out, a bad item, a reply that is not the contract's JSON,
+    # a refusal) before it waits for its key to change: a bad reply is paid for a bounded number of times.
+    max_tries: int = 3
 
 
 @dataclass
@@ -229,7 +232,7 @@ _BOUNDS = {
     # optimistic_cap and unproven_allowance of 0 would latch a pass off: no offers, so never the verdicts
     # that move it to another state. Every off-state must still generate the evidence its way back reads.
     "shortlist.k": (1, None), "describe.batch": (1, None), "describe.carriers": (1, None),
-    "describe.body_chars": (100, None), "budget.optimistic_cap": (1, None), "budget.window": (1, None),
+    "describe.body_chars": (100, None), "describe.max_tries": (1, None), "budget.optimistic_cap": (1, None), "budget.window": (1, None),
     "budget.patience": (1, None), "budget.probe_every": (1, None), "budget.unproven_allowance": (1, None),
     # 0 would latch a defunded pass off: a probe that resolved something would leave it at zero.
     "budget.questions_per_resolution": (1, None),
@@ -382,6 +385,7 @@ model = "claude-haiku-5-5"  # writes the lines (the cheapest current model); "" 
 batch = 85               # spellings per request
 carriers = 3             # carriers shown per spelling
 body_chars = 600         # characters of each carrier's body shown
+max_tries = 3            # requests that may give a spelling no line; then it waits until its carriers change
 
 [budget]                 # per pass: a balance of questions; docs/configuration.md says why these values
 enabled = true           # false: no throttle (backfills, benchmarks); the line says unthrottled

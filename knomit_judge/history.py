@@ -88,16 +88,20 @@ def sync_lines(sync: dict | None) -> list[str]:
 
 
 def lines_figures(store, sessions: list[dict]) -> dict:
-    """The describe lines (passes/describe.py): what the last session that ran the step wrote and paid, and
-    how many the db holds."""
+    """The describe lines (passes/describe.py): what the last session that ran the step wrote and paid, how
+    many spellings it left without a line, and how many lines the db holds (a spelling asked and given none
+    is not one of them)."""
     last = next((s["passes"]["describe"] for s in sessions if "describe" in s["passes"]), None)
-    stored = store.db.execute("SELECT count(*), total(cost_usd) FROM lines").fetchone()
+    stored = store.db.execute("SELECT count(*), total(cost_usd) FROM lines WHERE line != ''").fetchone()
     out = {"stored": stored[0], "stored_cost_usd": round(stored[1], 6)}
     if last is None:
-        return {**out, "written": None, "cost_usd": None, "text": "lines: no session has run the describe step"}
+        return {**out, "written": None, "cost_usd": None, "missing": None,
+                "text": "lines: no session has run the describe step"}
     cost = "incomplete" if last.get("cost_usd") is None else f"${last['cost_usd']:.4f}"
+    missing = last.get("missing", 0)
     return {**out, "written": last.get("written", 0), "cost_usd": last.get("cost_usd"), "state": last.get("state"),
-            "text": f"lines written {last.get('written', 0)}, {cost}"}
+            "missing": missing,
+            "text": f"lines written {last.get('written', 0)}, {cost}" + (f", missing {missing}" if missing else "")}
 
 
 def render(sessions: list[dict], throttle: dict, unfinished: int = 0, judge: str = "anthropic",

@@ -19,6 +19,7 @@ from .config import Config
 from .corpus import atomic_write
 from .errors import ConfigError
 from .passes import JUDGED_PASSES
+from .passes.describe import PASS as DESCRIBE
 from .gitops import open_repo
 from .models import kept as models_kept
 from .spend import Spend, summarise
@@ -65,15 +66,17 @@ def textfile(root: Path, repo, config: Config, override: Path | None = None) -> 
 
 
 def pass_history(store, limit: int = SCAN_SESSIONS) -> dict[str, dict]:
-    """Per judged pass: its last session's counts and end, its last success, and its run of failed sessions."""
+    """Per judged pass and the describe step: its last session's counts and end, its last success, and its
+    run of failed sessions."""
     out: dict[str, dict] = {}
-    open_runs = set(JUDGED_PASSES)  # passes whose run of failures (newest first) is still unbroken
+    names = (*JUDGED_PASSES, DESCRIBE)
+    open_runs = set(names)  # passes whose run of failures (newest first) is still unbroken
     cur = store.db.execute("SELECT id, ended_at, passes FROM sessions WHERE ended_at IS NOT NULL "
                            "ORDER BY started_at DESC, rowid DESC LIMIT ?", [limit])
     try:
         for sid, ended, passes in cur:
             for name, counts in json.loads(passes).items():
-                if name not in JUDGED_PASSES:
+                if name not in names:
                     continue
                 h = out.setdefault(name, {"session": sid, "counts": counts, "ended_at": ended,
                                           "last_success_at": None, "failed_sessions": 0})
@@ -114,6 +117,13 @@ def figures(root: Path, store, config: Config, judge: str = "anthropic", now: da
             "last_success_at": h["last_success_at"] if h else None,
             "failed_sessions": h["failed_sessions"] if h else None,
         }
+    h = history.get(DESCRIBE)  # the describe step: no throttle, no verdicts; its spellings and lines
+    counts = h["counts"] if h else {}
+    describe = {"state": counts.get("state"),
+                **{k: counts.get(k, 0) if h else None for k in ("candidates", "offered", "waiting", "written", "missing")},
+                "session_cost_usd": counts.get("charged_usd", counts.get("cost_usd")) if h else None,
+                **{k: h[k] if h else None for k in ("last_success_at", "failed_sessions")},
+                "last_session_at": h["ended_at"] if h else None}
     corpus = last[0]["corpus"] if last and last[0].get("corpus") else None
     sync = None
     if config.git.remote:  # read from git and this clone's last sync: the remote's own figures
@@ -126,7 +136,7 @@ def figures(root: Path, store, config: Config, judge: str = "anthropic", now: da
                        "files": corpus["files"] if corpus else None, "read": corpus["read"] if corpus else None,
                        "skipped": corpus["skipped"] if corpus else None},
             "last_session_at": last[0]["ended_at"] if last else None,
-            "passes": passes,
+            "passes": passes, "describe": describe,
             "spend": {"today_usd": spend.today_usd, "last_30_days_usd": spend.last_30_days_usd,
                       "month_to_date_usd": spend.month_to_date_usd,
                       "month_projection_usd": spend.month_projection_usd,
@@ -160,6 +170,12 @@ _PASS_GAUGES = [
     ("knomit_judge_pass_failed_sessions",
      "Sessions in a row, up to the last, in which the pass was broken or aborted (0: the last one was not).",
      "failed_sessions"),
+]
+_DESCRIBE_GAUGES = [
+    ("knomit_judge_describe_missing_lines",
+     "Motif spellings left without a describe line by the step's last session: to ask again, or waiting after "
+     "describe.max_tries requests gave none.", "missing"),
+    ("knomit_judge_describe_written_lines", "Describe lines written in the step's last session.", "written"),
 ]
 _SPEND_GAUGES = [
     ("knomit_judge_today_cost_usd", "What every session today (UTC) spent, in USD.", "today_usd"),
@@ -220,6 +236,9 @@ def render(fig: dict) -> str:
     out: list[str] = []
     passes = fig["passes"]
     ran = {n: p for n, p in passes.items() if p["state"] is not None}  # a pass never run has no last session
+    describe = fig.get("describe") or {}
+    if describe.get("state") is not None:  # the describe step, labelled as a pass: one alert rule covers it too
+        ran[DESCRIBE] = describe
     _family(out, "knomit_judge_pass_state", "The pass's state in its last session: 1 for the current one.",
             [(_labels(corpus=corpus, **{"pass": n}, state=s), int(p["state"] == s))
              for n, p in ran.items() for s in sorted({*PASS_STATES, p["state"]})])
@@ -229,7 +248,12 @@ def render(fig: dict) -> str:
     for name, help_text, key in _PASS_GAUGES:
         samples = [(_labels(corpus=corpus, **{"pass": n}), p[key]) for n, p in passes.items()
                    if key == "allowance" or p[key] is not None]  # an allowance of None is +Inf: unlimited
+        if describe.get(key) is not None:  # the step has the series that mean something for it
+            samples.append((_labels(corpus=corpus, **{"pass": DESCRIBE}), describe[key]))
         _family(out, name, help_text, samples)
+    for name, help_text, key in _DESCRIBE_GAUGES:
+        if describe.get(key) is not None:
+            _family(out, name, help_text, [(_labels(corpus=corpus), describe[key])])
     c = fig["corpus"]
     if c["state"] is not None:
         _family(out, "knomit_judge_corpus_state", "What the last session made of the corpus: 1 for the current state.",

@@ -125,7 +125,7 @@ class Derivation:
     def __init__(self, corpus, store: Store, config):
         self.store = store
         # the lines a session of the real judge nominates with (a scripted session's lists are its own)
-        lines = current(store, corpus, config, describe_model(config))[0] if config.describe.enabled else {}
+        lines = current(store, corpus, config, describe_model(config)).lines if config.describe.enabled else {}
         self.ctx = SimpleNamespace(corpus=corpus, embedder=_Embedder(store), config=config, lines=lines)
         self.memory = _Recorder(store)
         self.lists: dict[str, list[tuple]] = {}

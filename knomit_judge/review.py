@@ -15,17 +15,18 @@ from .batches import Batches, batch_mode
 from .candidate_lists import CandidateLists
 from .config import Config, load_config
 from .corpus import Corpus, CorpusReport, corpus_report, load_corpus
-from .decisions import applied, decide, keep, restatable, restate
+from .decisions import decide, keep, restatable, restate
 from .embeddings import Embedder
 from .freshness import fresh_first, fresh_names, new_names, owed_to_fresh
 from .errors import BadFact, KnomitError
 from .gitops import Applier, Lock, dirty_paths, open_repo, shared_lock
 from .judge import REPLY_TOKENS, Judge, ScriptedBackend, judge_kind, make_backend, swap_sampled
+from .duplicates import run_exact
+from .lines import describe
 from . import metrics
 from .models import Lineup, has_key, lineup as read_lineup, require_callable
 from .passes import JUDGED_PASSES, Candidate
-from .passes.describe import PASS as DESCRIBE, batches, current, describe_model, model_of, request, write_lines
-from .passes.exact import DuplicateGroups, exact_change, exact_verdict
+from .passes.describe import PASS as DESCRIBE, describe_model
 from .passes.registry import all_passes
 from .recovery import recover, sync_git, sync_journal
 from .neighbours import Memory
@@ -97,8 +98,12 @@ class SessionResult:
         calls = sum(e["calls"] for e in asked.values())
         lines = self.estimates.get(DESCRIBE)
         usd = "unknown (no price for the model)" if self.estimate_usd is None else f"about ${self.estimate_usd:.4f}"
+        exact = self.passes.get("exact")
+        retract = sum(len(i["evidence"]["retract"]) for i in self.plan.get("exact", []))
         return (f"dry run: would ask {questions} question(s) = {calls} call(s)"
                 + (f", and {lines['calls']} describe request(s) for lines" if lines else "")
+                + (f", retract {retract} exact duplicate(s) in {exact.offered} group(s) without a call"
+                   if retract and exact else "")
                 + f", {usd}; no judge call was made and nothing was written but derived caches")
 
     def json(self) -> dict:
@@ -143,6 +148,7 @@ class Context:
     caps: Caps | None = None  # the session's dollar caps, with what the day and month spent before it
     lines: dict[str, str] = field(default_factory=dict)  # spelling -> its describe line (passes/describe.py)
     no_line: list[str] = field(default_factory=list)  # spellings asked this session whose reply gave no line
+    described: set = field(default_factory=set)  # (spelling, carriers) asked for a line this session: not again
     asked: int = 0  # questions that came back from the judge this session
     in_flight: int = 0  # questions with the judge now
     lineup: Lineup = field(default_factory=Lineup)  # the models' lifecycles and dialects, read before the session
@@ -296,7 +302,7 @@ async def _session(root, repo, config, store, options, notes, models: Lineup) ->
             for name in ("exact", *(n for n in JUDGED_PASSES if n in options.passes)):
                 result.passes[name] = PassResult(name, state="broken", notes=["no fact read: see the corpus line"])
             return result
-        result.passes["exact"] = run_exact(ctx)
+        result.passes["exact"] = run_exact(ctx, result)
         passes = [p for name, p in all_passes().items() if name in options.passes]
         # before collecting: questions in a batch still running count as spent, and collected ones are
         # judged as paid below, so the balance charges each batched question once
@@ -378,40 +384,11 @@ def aborted(result: SessionResult, options: ReviewOptions, error: BaseException)
         why = "aborted: interrupted"  # SIGTERM or Ctrl-C
     else:
         why = f"aborted: {error}" if isinstance(error, KnomitError) else f"aborted: {type(error).__name__}: {error}"
-    for name in options.passes:
+    # the describe step too: a session that stopped is no success of its step, whatever it did before
+    for name in (*options.passes, *([DESCRIBE] if DESCRIBE in result.passes else ())):
         r = result.passes.setdefault(name, PassResult(name))
         r.state = "aborted"
         r.notes.append(why)
-
-
-def run_exact(ctx: Context) -> PassResult:
-    """Exact duplicates are retracted mechanically, before any judged pass, whatever the throttle says."""
-    r = PassResult("exact", throttle="never budgeted")
-    kept = CandidateLists(ctx.store).candidates(DuplicateGroups(), ctx)  # read back when no fact changed
-    groups = [[ctx.corpus.facts[path] for path in c.subject["group"]] for c in kept]  # as read, before any retraction
-    r.candidates = len(groups)
-    answered = ctx.store.answered("exact")
-    # a retraction refused as it was applied (a file it cannot write) is tried again, not taken as answered
-    unapplied = {v.fingerprint: v for v in ctx.store.unapplied_yes("exact")}
-    for group, fp in zip(groups, kept.fingerprints):
-        if fp in answered and fp not in unapplied:  # a reverted exact retraction stays a "no"
-            r.cached += 1
-            continue
-        r.offered += 1
-        if ctx.options.dry_run or not ctx.clean:
-            continue
-        verdict = unapplied.get(fp)
-        if verdict is None:
-            verdict = exact_verdict(group, ctx.session)
-            keep(ctx, verdict)
-            r.judged += 1
-            r.resolved += 1
-        if applied(ctx, r, "exact", verdict, exact_change(group, verdict, ctx.corpus)):
-            r.applied += 1
-    if r.offered and not r.applied and not ctx.options.dry_run:
-        r.notes.append(f"{r.offered} group(s) wait for a clean work tree")
-    r.state = "worked" if r.applied else ("nothing-qualified" if not groups else "caught-up")
-    return r
 
 
 async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, first: bool) -> None:
@@ -468,65 +445,6 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
     fresh = await judge_all(p, offer, ctx, r, paid, owed)
     r.waiting += len(offer) - (r.offered - before)  # held back by the cost cap or a stop
     decide(p, ctx, r, pending + fresh)
-
-
-async def describe(ctx: Context, r: PassResult, result: SessionResult) -> None:
-    """The describe step: a line for each spelling that lacks one for its carriers as they are now, then
-    ctx.lines for the alias pass. Skipped (the alias pass then nominates from the embeddings alone) when
-    describe.enabled is false, or with a scripted judge whose file holds no lines (without a key no session
-    starts: review checks it first).
-    Run before each alias round: a merge rewrites carriers, and a changed carrier set needs a new line.
-    """
-    model = model_of(ctx.options.judge, ctx.config)
-    ctx.lines, todo = current(ctx.store, ctx.corpus, ctx.config, model)
-    if not r.candidates:  # as the session found them; a later round asks again for carriers a merge rewrote
-        r.candidates, r.cached = len(ctx.lines) + len(todo), len(ctx.lines)
-    if not ctx.config.describe.enabled:
-        ctx.lines = {}
-        r.state, r.notes = "skipped", ["describe.enabled is false"]
-        return
-    if todo and not ctx.options.dry_run and isinstance(ctx.judge.backend, ScriptedBackend) \
-            and not ctx.judge.backend.lines:
-        r.state, r.notes = "skipped", ["the scripted replies file holds no describe lines"]
-        return
-    if not todo:
-        r.state = r.state if r.state == "worked" else "caught-up"
-        return
-    if ctx.options.dry_run:
-        requests = [request(b, ctx.config.describe.body_chars) for b in batches(todo, ctx.config.describe.batch)]
-        scripted = ctx.options.judge.startswith("scripted:")
-        price = None if scripted else ctx.config.price(describe_model(ctx.config))
-        # about a token per 4 prompt characters, and 50 tokens a line
-        estimate = 0.0 if scripted else None if price is None else sum(
-            price.usd((len(q.system) + len(q.user)) / 4, 50 * len(q.spellings)) for q in requests)
-        result.estimates[DESCRIBE] = {"questions": 0, "calls": len(requests),
-                                      "estimate_usd": None if estimate is None else round(estimate, 6)}
-        r.state, r.offered = "would-offer", len(todo)
-        r.notes = [f"would write lines for {len(todo)} spelling(s) in {len(requests)} request(s)"
-                   + (f", about ${estimate:.4f}" if estimate is not None else "")]
-        return
-    done = await write_lines(todo, ctx.judge, ctx.config, ctx.store, ctx.journal, ctx.session,
-                             lambda next_usd: ctx.caps.reached(ctx.spent(), next_usd))
-    ctx.lines.update(done.lines)
-    r.offered += len(todo) - done.waiting
-    r.written += done.written
-    r.judge_calls += done.calls
-    r.cost_usd = None if done.cost_usd is None or r.cost_usd is None else round(r.cost_usd + done.cost_usd, 6)
-    r.charged_usd = round(r.charged_usd + done.charged_usd, 6)
-    r.waiting = done.waiting
-    r.unavailable += sum(f.startswith("unavailable") for f in done.failed)
-    r.unparsed += sum(f.startswith("unparsed") for f in done.failed)
-    r.refused += sum(f.startswith("refused") for f in done.failed)
-    r.first_error = r.first_error or (done.failed[0] if done.failed else "")
-    if done.missing:  # one note for the session, over its rounds
-        ctx.no_line.extend(done.missing)
-        r.notes = [n for n in r.notes if "got no line" not in n]
-        r.notes.append(f"{len(ctx.no_line)} spelling(s) got no line (e.g. {', '.join(ctx.no_line[:3])})"
-                       + (": the scripted replies file does not describe them"
-                          if isinstance(ctx.judge.backend, ScriptedBackend) else ""))
-    if done.waiting:
-        r.notes.append(f"{done.held}: {done.waiting} spelling(s) wait")
-    r.state = "worked" if r.written else "failed" if done.failed else "caught-up"
 
 
 def outdated(p, v: Verdict) -> bool:

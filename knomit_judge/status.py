@@ -34,11 +34,14 @@ class PassResult:
     next_probe_in: int | None = None
     probation: str = ""  # set while people's labels hold the pass's decisions (precision.py)
     written: int = 0  # describe: lines written this session
+    missing: int = 0  # describe: spellings with an active carrier and no line at the session's end
 
     def describe_line(self) -> str:
         """The describe step's line (passes/describe.py): what the alias pass's line signal cost this session."""
         counts = (f"lines written {self.written}, {self._cost()} - spellings {self.candidates}, with a line already "
-                  f"{self.cached}, asked {self.offered}, judge calls {self.judge_calls}")
+                  f"{self.cached}, asked {self.offered}, missing {self.missing}, judge calls {self.judge_calls}"
+                  + "".join(f", {k} {getattr(self, k)}" for k in ("unavailable", "unparsed", "refused")
+                            if getattr(self, k)))
         return f"{self.name}: {self.state} - {counts}" + self._notes()
 
     def _cost(self) -> str:

@@ -239,27 +239,32 @@ class Store:
 
     # describe lines (durable, bought; see passes/describe.py) ------------------
     _LINE_COLUMNS = ("spelling", "carriers", "model", "prompt", "line", "judge", "session", "cost_usd", "created_at",
-                     "facts")
+                     "facts", "tries", "why")
 
-    def _insert_lines(self, verb: str, lines) -> None:
-        sql = (f"INSERT OR {verb} INTO lines ({', '.join(self._LINE_COLUMNS)}) "
-               f"VALUES ({', '.join('?' * len(self._LINE_COLUMNS))})")
+    def _insert_lines(self, sql: str, lines) -> None:
         with self.db.atomic():
             self.db.conn.executemany(sql, [tuple(json.dumps(list(x.facts)) if c == "facts" else getattr(x, c)
                                                  for c in self._LINE_COLUMNS) for x in lines])
 
     def put_line(self, line) -> None:
-        self._insert_lines("REPLACE", [line])
+        self._insert_lines(f"INSERT OR REPLACE INTO lines ({', '.join(self._LINE_COLUMNS)}) "
+                           f"VALUES ({', '.join('?' * len(self._LINE_COLUMNS))})", [line])
 
     def import_lines(self, lines) -> int:
-        """Journalled lines the db lacks (a lost db, a fresh clone): added, never replacing one it holds."""
+        """Journalled lines the db lacks (a lost db, a fresh clone, another clone's pushed journal): added. A line
+        the db holds is never replaced; a key the db holds as asked without a line takes the journal's line,
+        or its later count of requests that gave none."""
         before = self.db.execute("SELECT count(*) FROM lines").fetchone()[0]
-        self._insert_lines("IGNORE", lines)
+        self._insert_lines(
+            f"INSERT INTO lines ({', '.join(self._LINE_COLUMNS)}) VALUES ({', '.join('?' * len(self._LINE_COLUMNS))}) "
+            "ON CONFLICT (spelling, carriers, model, prompt) DO UPDATE SET "
+            + ", ".join(f"{c} = excluded.{c}" for c in self._LINE_COLUMNS[4:])
+            + " WHERE lines.line = '' AND (excluded.line != '' OR excluded.tries > lines.tries)", lines)
         return self.db.execute("SELECT count(*) FROM lines").fetchone()[0] - before
 
     def lines(self, model: str, prompt: str) -> tuple[dict[tuple[str, str], str], dict[str, tuple[str, ...]]]:
-        """Of one model and prompt version: (spelling, carriers fingerprint) -> line, and spelling -> the facts
-        its latest line was written from."""
+        """Of one model and prompt version: (spelling, carriers fingerprint) -> line ("" when asked and given
+        none), and spelling -> the facts its latest line was written from."""
         lines, facts = {}, {}
         for spelling, carriers, line, shown in self.db.execute(
                 "SELECT spelling, carriers, line, facts FROM lines WHERE model = ? AND prompt = ? "
@@ -267,6 +272,13 @@ class Store:
             lines[(spelling, carriers)] = line
             facts[spelling] = tuple(json.loads(shown or "[]"))
         return lines, facts
+
+    def no_lines(self, model: str, prompt: str) -> dict[tuple[str, str], tuple[int, str]]:
+        """Of one model and prompt version, the keys asked and given no line: (spelling, carriers) -> (how many
+        requests gave none, why the last did)."""
+        return {(s, c): (tries, why) for s, c, tries, why in self.db.execute(
+            "SELECT spelling, carriers, tries, why FROM lines WHERE model = ? AND prompt = ? AND line = ''",
+            [model, prompt])}
 
     # journal marks (derived; see verdicts.JournalMarks) -----------------------
     def journal_marks(self) -> JournalMarks:

@@ -278,7 +278,7 @@ def test_a_failed_describe_request_leaves_the_alias_pass_working_from_embeddings
     write_config(corpus_repo, "[judge]\nbackoff_s = 0.0\nmax_attempts = 1\n")
     judge_env.describer = lambda req, n: http_status(500)
     out = review(corpus_repo.root, ReviewOptions(passes=("alias",)))
-    assert out.passes["describe"].state == "failed" and out.passes["describe"].unavailable == 1
+    assert out.passes["describe"].state == "broken" and out.passes["describe"].unavailable == 1
     assert out.passes["alias"].candidates == 3 and out.passes["alias"].judged == 3
     assert stored_lines(corpus_repo.root) == {}  # asked again next session
 
@@ -330,7 +330,7 @@ def test_a_new_carrier_or_an_edit_below_the_shown_part_buys_no_line_and_a_lost_c
     corpus_repo.fact("facts/ops/f2.md", "Rate limiting that disables the health check keeps the service down",
                      motifs=["penalty-blocks-own-recovery"], body=LONG)
     corpus_repo.commit()
-    judge_env.describer = describer()
+    judge_env.describer = describer({**LINES, "unrelated-now": "A spelling with nothing in common with the others."})
     review(corpus_repo.root, ReviewOptions(passes=("alias",)))
     (first,) = judge_env.describe_requests
     assert {f["title"] for f in evidence_of(first)["facts"]} >= {

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import socket
+
+from click.testing import CliRunner
 
 from conftest import FAST, fact_text, git, make_repo, write_config
 from messages_server import status
 from test_prune import assert_four_trailers, responder
 
+from knomit_judge.cli import cli
 from knomit_judge.corpus import load_corpus, parse_fact
 from knomit_judge.review import ReviewOptions, review
 
@@ -106,3 +110,27 @@ def test_exact_runs_while_prune_is_defunded_and_judge_returns_500(tmp_path, judg
     assert t["Knomit-Rationale"] == "same normalised title and body"
     assert "survivor: facts/a.md" in repo.read("facts/z-copy.md")  # the older path survives
     assert not second.broken
+
+
+def test_a_dry_run_names_the_exact_duplicates_the_session_then_retracts(tmp_path, judge_env):
+    repo = duplicates_corpus(tmp_path)
+    write_config(repo, FAST)
+    r = CliRunner().invoke(cli, ["-q", "review", str(repo.root), "--pass", "prune", "--dry-run", "--json"])
+    dry = json.loads(r.stdout)
+    assert dry["passes"]["exact"]["state"] == "would-offer" and dry["passes"]["exact"]["offered"] == 2
+    plan = {tuple(i["evidence"]["retract"]): i["evidence"]["survivor"] for i in dry["plan"]["exact"]}
+    assert plan == {("facts/retry/waves-again.md", "facts/retry/waves.md"): "facts/retry/waves-copy.md",
+                    ("facts/cache/url.md",): "facts/cache/url-dup.md"}
+    out = CliRunner().invoke(cli, ["-q", "review", str(repo.root), "--pass", "prune", "--dry-run"]).stdout
+    assert "retract 3 exact duplicate(s) in 2 group(s) without a call" in out.splitlines()[0]
+    assert "would retract exact facts/cache/url.md, keeping facts/cache/url-dup.md" in out
+    assert "exact: would-offer" in out and "exact: caught-up" not in out
+
+    real = json.loads(CliRunner().invoke(cli, ["-q", "review", str(repo.root), "--pass", "prune", "--json"]).stdout)
+    assert real["passes"]["exact"]["state"] == "worked" and real["passes"]["exact"]["applied"] == 2
+    facts = load_corpus(repo.root).facts
+    assert {p for p, f in facts.items() if not f.active} == {p for retract in plan for p in retract}
+    # and once they are retracted, the dry run says there is nothing to do
+    again = json.loads(CliRunner().invoke(cli, ["-q", "review", str(repo.root), "--pass", "prune", "--dry-run",
+                                                "--json"]).stdout)
+    assert again["passes"]["exact"]["state"] == "nothing-qualified" and "exact" not in again["plan"]

@@ -104,17 +104,45 @@ def request(batch: list[Shown], body_chars: int) -> Request:
 
 
 def parse(text: str, spellings) -> dict[str, str]:
-    """The reply's lines for the spellings asked (others are ignored); Unparsed when it breaks the contract."""
+    """The reply's lines for the spellings asked (others are ignored); Unparsed when it breaks the contract as a
+    whole (read_reply says why each spelling asked got no line)."""
+    return read_reply(text, spellings)[0]
+
+
+def read_reply(text: str, spellings) -> tuple[dict[str, str], dict[str, str]]:
+    """The reply's lines for the spellings asked, and why each other spelling asked got none.
+
+    Unparsed only when the reply as a whole breaks the contract (not one JSON object holding a `lines` list):
+    then no spelling got a line. A bad item (not an object, no `mechanism` string, empty text) loses only its
+    own spelling's line. An item naming a spelling that was not asked is ignored, unless it differs from one
+    asked only in case and no other asked spelling folds to the same: then it is that spelling's line.
+    """
     obj = reply_object(text, {"lines": ((list,), True)})
-    asked, out = set(spellings), {}
+    asked = list(dict.fromkeys(spellings))
+    wanted = set(asked)
+    folded: dict[str, list[str]] = {}
+    for name in asked:
+        folded.setdefault(name.casefold(), []).append(name)
+    out, why = {}, {}
     for item in obj["lines"]:
-        if not (isinstance(item, dict) and isinstance(item.get("spelling"), str)
-                and isinstance(item.get("mechanism"), str)):
-            raise Unparsed("each of 'lines' must be an object with 'spelling' and 'mechanism' strings")
-        line = one_sentence(item["mechanism"])
-        if item["spelling"] in asked and line and item["spelling"] not in out:
-            out[item["spelling"]] = line
-    return out
+        name = item.get("spelling") if isinstance(item, dict) else None
+        if not isinstance(name, str):
+            continue  # whose line it was cannot be told: its spelling is left without one below
+        if name not in wanted:
+            same = folded.get(name.strip().casefold(), [])
+            if len(same) != 1:
+                continue  # not asked, or which of two asked spellings it means cannot be told
+            name = same[0]  # said in another case than asked
+        if name in out:
+            continue
+        mechanism = item.get("mechanism")
+        line = one_sentence(mechanism) if isinstance(mechanism, str) else ""
+        if line:
+            out[name] = line
+        else:
+            why.setdefault(name, "its line was empty" if isinstance(mechanism, str)
+                           else "its item had no 'mechanism' string")
+    return out, {name: why.get(name, "the reply left it out") for name in asked if name not in out}
 
 
 @dataclass
@@ -125,8 +153,9 @@ class Written:
     calls: int = 0
     cost_usd: float | None = 0.0
     charged_usd: float = 0.0  # what the dollar caps count (an unknown cost at its bound)
-    missing: list = field(default_factory=list)  # spellings asked whose reply gave no line
+    missing: list = field(default_factory=list)  # spellings asked whose reply gave no line (or that was refused)
     failed: list = field(default_factory=list)  # why a request gave nothing (unavailable, unparsed, refused)
+    given_up: list = field(default_factory=list)  # spellings asked describe.max_tries times now without a line
     waiting: int = 0  # spellings left without a line because a dollar cap was reached
     held: str = ""  # which cap
 
@@ -155,35 +184,69 @@ def describe_model(config) -> str:
     return config.describe.model or config.judge.model
 
 
-def current(store, corpus, config, model: str) -> tuple[dict[str, str], list[Shown]]:
-    """The stored lines of the spellings as they are now (spelling -> line), and the spellings never asked.
+@dataclass
+class Current:
+    """The spellings with an active carrier as the corpus is now, as the describe step finds them."""
 
-    A spelling with no active carrier needs none (nothing is nominated for it), and one asked whose reply
-    gave it no line is not asked again until its key changes: each is in neither.
+    lines: dict  # spelling -> its stored line for its key
+    todo: list  # Shown: never asked for its key, or asked fewer than describe.max_tries times and given no line
+    tries: dict  # (spelling, carriers) -> requests that gave it no line so far (only those asked without one)
+    held: dict  # spelling -> why: given no line by describe.max_tries requests; waits for its key to change
+    later: list  # spellings asked this session and given no line: asked again by the next session
+
+    @property
+    def spellings(self) -> int:
+        return len(self.lines) + len(self.todo) + len(self.held) + len(self.later)
+
+    @property
+    def missing(self) -> int:
+        """Spellings with no line: to ask, asked again later, or waiting for their key to change."""
+        return len(self.todo) + len(self.held) + len(self.later)
+
+
+def current(store, corpus, config, model: str, asked: frozenset = frozenset()) -> Current:
+    """The stored lines of the spellings as they are now, and the spellings to ask.
+
+    A spelling with no active carrier needs none (nothing is nominated for it). One asked whose replies gave it
+    no line is asked again, up to describe.max_tries requests for its key, then waits until the key changes;
+    a key in `asked` (asked this session) is asked again by the next session, not this one.
     """
     stored, before = store.lines(model, prompt().id)
-    have, todo = {}, []
+    misses = store.no_lines(model, prompt().id)
+    out = Current({}, [], {}, {}, [])
     for m in sorted(corpus.carriers):
         s = shown(m, corpus, config.describe.carriers, config.describe.body_chars, before.get(m, ()))
         if not s.facts:
             continue
         line = stored.get((m, s.carriers))
-        if line is None:
-            todo.append(s)
-        elif line:  # "": asked, and the reply gave it no line
-            have[m] = line
-    return have, todo
+        tries, why = misses.get((m, s.carriers), (0, ""))
+        if line:
+            out.lines[m] = line
+        elif (m, s.carriers) in asked:
+            out.later.append(m)
+        elif tries >= config.describe.max_tries:
+            out.held[m] = why
+        else:
+            out.todo.append(s)
+            if tries:
+                out.tries[(m, s.carriers)] = tries
+    return out
 
 
-async def write_lines(todo: list[Shown], judge, config, store, journal, session: str, hold) -> Written:
+async def write_lines(todo: list[Shown], judge, config, store, journal, session: str, hold,
+                      tries: dict | None = None) -> Written:
     """Ask for the lines `todo` lacks, `judge.concurrency` requests at a time, while `hold(next_usd)` says
-    no dollar cap is reached (it names the cap that is).
+    no dollar cap is reached (it names the cap that is). `tries`: (spelling, carriers) -> requests that gave
+    that key no line before (Current.tries).
 
-    Each line is journalled before it is stored (the journal is the durable copy). A request that fails
-    leaves its spellings without a line this session: the pass works from the other signals.
+    Each line is journalled before it is stored (the journal is the durable copy). A spelling a request gave
+    no line is kept so too, with one more try and why: a reply that left it out or gave a bad item for it, a
+    reply that broke the contract as a whole, or a request the API refused for its content. An unavailable
+    request (the API or the network failed) counts no try: its spellings are asked again next session.
     """
     cfg = config.describe
     out = Written()
+    tries = tries or {}
     backend = judge.backend
     scripted = not getattr(backend, "uses_tools", False)
     model = judge.model if scripted else describe_model(config)
@@ -191,6 +254,24 @@ async def write_lines(todo: list[Shown], judge, config, store, journal, session:
     queue = list(reversed(pending))
     in_flight: list[float] = []
     by_name = {s.spelling: s for s in todo}
+
+    def keep(req: Request, lines: dict[str, str], why: dict[str, str], share) -> None:
+        for name in req.spellings:
+            key = (name, by_name[name].carriers)
+            line = lines.get(name, "")
+            # a recorded file answers the same every time: a spelling it does not describe is not asked again
+            n = 1 if line else cfg.max_tries if scripted else tries.get(key, 0) + 1
+            record = Line(name, key[1], model, prompt().id, line, judge.kind, session, share if line else 0.0,
+                          facts=tuple(f.path for f in by_name[name].facts), tries=n,
+                          why="" if line else "the scripted replies file does not describe it" if scripted
+                          else why.get(name, ""))
+            journal.append(PASS, record.journal_line())  # first: the journal is the durable copy
+            store.put_line(record)
+            if not line:
+                out.missing.append(name)
+                if n >= cfg.max_tries:
+                    out.given_up.append(name)
+        out.lines.update(lines)
 
     async def one(req: Request, bound: float) -> None:
         try:
@@ -204,6 +285,8 @@ async def write_lines(todo: list[Shown], judge, config, store, journal, session:
             out.calls += 1
             judge.ledger(PASS).add(1, e.args[1] if len(e.args) > 1 else 1, None, None, 0.0)
             out.failed.append(f"{type(e).__name__.lower()}: {e.args[0]}")
+            if isinstance(e, Refused):  # about the request's content: asked again it would be refused again
+                keep(req, {}, dict.fromkeys(req.spellings, f"refused: {e.args[0]}"), 0.0)
             return
         except asyncio.CancelledError:
             judge.ledger(PASS).add(1, 1, None, None, None, bound)  # cut off: may still have been billed
@@ -214,19 +297,13 @@ async def write_lines(todo: list[Shown], judge, config, store, journal, session:
         out.cost_usd = None if cost is None or out.cost_usd is None else out.cost_usd + cost
         out.charged_usd += bound if cost is None else cost
         try:
-            lines = parse(done.text, req.spellings)
+            lines, why = read_reply(done.text, req.spellings)
         except Unparsed as e:
             out.failed.append(f"unparsed: {e.args[0]}")
+            keep(req, {}, dict.fromkeys(req.spellings, f"unparsed: {e.args[0]}"), 0.0)
             return
         share = None if cost is None else round(cost / max(1, len(lines)), 9)
-        for name in req.spellings:
-            if name not in lines:  # kept as asked without a line, so not asked again until its key changes
-                out.missing.append(name)
-            record = Line(name, by_name[name].carriers, model, prompt().id, lines.get(name, ""), judge.kind,
-                          session, share if name in lines else 0.0, facts=tuple(f.path for f in by_name[name].facts))
-            journal.append(PASS, record.journal_line())  # first: the journal is the durable copy
-            store.put_line(record)
-        out.lines.update(lines)
+        keep(req, lines, why, share)
 
     async def worker() -> None:
         while queue:
@@ -261,6 +338,8 @@ class Line:
     cost_usd: float | None = 0.0
     created_at: str = ""
     facts: tuple[str, ...] = ()  # the paths of the carriers it was written from, in the order shown
+    tries: int = 1  # with no line: how many requests gave its key none (it waits at describe.max_tries)
+    why: str = ""  # with no line: why the last request gave none
 
     def __post_init__(self):
         if not self.created_at:
@@ -269,7 +348,8 @@ class Line:
     def journal_line(self) -> dict:
         return {"type": "line", "spelling": self.spelling, "carriers": self.carriers, "model": self.model,
                 "prompt": self.prompt, "line": self.line, "judge": self.judge, "session": self.session,
-                "cost_usd": self.cost_usd, "created_at": self.created_at, "facts": list(self.facts)}
+                "cost_usd": self.cost_usd, "created_at": self.created_at, "facts": list(self.facts),
+                **({"tries": self.tries, "why": self.why} if not self.line else {})}
 
     @classmethod
     def from_record(cls, record: dict) -> "Line | None":
@@ -279,6 +359,9 @@ class Line:
             return None
         facts = record.get("facts")
         facts = tuple(facts) if isinstance(facts, list) and all(isinstance(p, str) for p in facts) else ()
+        tries = record.get("tries")  # absent: a line, or an empty one journalled before tries were counted
+        tries = tries if isinstance(tries, int) and not isinstance(tries, bool) and tries >= 1 else 1
         return cls(*(record[k] for k in keys), judge=str(record.get("judge") or "anthropic"),
                    session=record.get("session"), cost_usd=record.get("cost_usd"),
-                   created_at=str(record.get("created_at") or ""), facts=facts)
+                   created_at=str(record.get("created_at") or ""), facts=facts, tries=tries,
+                   why=str(record.get("why") or ""))

@@ -1,0 +1,57 @@
+"""A session's exact duplicates (same normalised title and body): retracted mechanically before any judged
+pass, whatever the throttle says, one commit per group; or, in a dry run, named with the fact each group keeps,
+so the dry run says what the session would do (passes/exact.py holds the groups, the verdict and the change)."""
+
+from __future__ import annotations
+
+from .candidate_lists import CandidateLists
+from .decisions import applied, keep
+from .passes.exact import DuplicateGroups, exact_change, exact_verdict
+from .status import PassResult
+from .survivors import fact_survivor
+
+
+def run_exact(ctx, result) -> PassResult:
+    """Exact duplicates are retracted mechanically, before any judged pass, whatever the throttle says."""
+    r = PassResult("exact", throttle="never budgeted")
+    kept = CandidateLists(ctx.store).candidates(DuplicateGroups(), ctx)  # read back when no fact changed
+    groups = [[ctx.corpus.facts[path] for path in c.subject["group"]] for c in kept]  # as read, before any retraction
+    r.candidates = len(groups)
+    answered = ctx.store.answered("exact")
+    # a retraction refused as it was applied (a file it cannot write) is tried again, not taken as answered
+    unapplied = {v.fingerprint: v for v in ctx.store.unapplied_yes("exact")}
+    for group, fp in zip(groups, kept.fingerprints):
+        if fp in answered and fp not in unapplied:  # a reverted exact retraction stays a "no"
+            r.cached += 1
+            continue
+        r.offered += 1
+        if not ctx.clean:
+            continue
+        if ctx.options.dry_run:
+            plan_exact(ctx, group, fp, result)
+            continue
+        verdict = unapplied.get(fp)
+        if verdict is None:
+            verdict = exact_verdict(group, ctx.session)
+            keep(ctx, verdict)
+            r.judged += 1
+            r.resolved += 1
+        if applied(ctx, r, "exact", verdict, exact_change(group, verdict, ctx.corpus)):
+            r.applied += 1
+    if r.offered and not ctx.clean:
+        r.notes.append(f"{r.offered} group(s) wait for a clean work tree")
+    if ctx.options.dry_run and r.offered and ctx.clean:  # what the session would retract, never "caught-up"
+        r.state = "would-offer"
+        r.notes.insert(0, f"would retract the exact duplicates of {r.offered} group(s) without a judge call")
+        return r
+    r.state = "worked" if r.applied else ("nothing-qualified" if not groups else "caught-up")
+    return r
+
+
+def plan_exact(ctx, group: list, fingerprint: str, result) -> None:
+    """A dry run's entry for one group of exact duplicates: which fact the session keeps and which it retracts."""
+    keep_fact = fact_survivor(group, ctx.corpus)
+    result.plan.setdefault("exact", []).append({
+        "subject": {"group": sorted(f.path for f in group)}, "score": 1.0, "fingerprint": fingerprint,
+        "evidence": {"survivor": keep_fact.path, "retract": sorted(f.path for f in group if f is not keep_fact),
+                     "why": "same normalised title and body"}})
