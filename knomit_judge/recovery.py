@@ -8,6 +8,7 @@ from pathlib import Path
 from .gitops import Applier, Lock, applied_commits, open_repo, trailer_values
 from .passes.describe import Line
 from .store import Store
+from .sync import recover_merge
 from .verdicts import Journal
 
 log = logging.getLogger(__name__)
@@ -19,7 +20,8 @@ def recover(root: Path, repo, store: Store, lock: Lock | None = None, keep_marks
     1. A decision half-applied by a killed session is rolled back to HEAD (its
        verdict is in the journal, so the next pass applies it again); a revert
        half-done is rolled back with its journal line. Git lock files the kill
-       left are removed.
+       left are removed. A merge of the remote branch the session started ([git] remote) is finished or
+       undone; a merge a person started is left alone.
     2. Journal lines the db lacks (a lost db, or a kill between the two writes)
        are imported: the journal is written first and is the durable copy.
     3. Which verdicts were applied or reverted is read back from the commit trailers.
@@ -34,6 +36,8 @@ def recover(root: Path, repo, store: Store, lock: Lock | None = None, keep_marks
     if message:
         log.warning("%s", message)
         notes.append(message)
+    if merged := recover_merge(repo):  # a merge of the remote branch a kill left in progress: ours only
+        notes.append(merged)
     imported = sync_journal(root, store, keep_marks)
     if imported:
         notes.append(f"imported {imported} verdict(s) from the journal")

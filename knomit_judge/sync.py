@@ -29,7 +29,7 @@ from pathlib import Path
 from .config import Config
 from .corpus import atomic_write, parse_fact
 from .errors import BadFact, ConfigError
-from .gitops import GIT_ENV, GitFailed, dirty_paths, is_ours, run_git, trailer_values
+from .gitops import Applier, GIT_ENV, GitFailed, dirty_paths, is_ours, merge_in_progress, run_git, trailer_values
 from .layout import matches
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,9 @@ NET_TIMEOUT_S = 300.0  # a fetch or push that takes longer counts as an unreacha
 OVERRIDDEN = "Knomit-Overridden"
 STATE_FILE = "knomit-sync.json"  # in .git: this clone's last sync, for the metrics and `status`
 PUSHED = "knomit-judge: pushed"  # the reflog message of the remote-tracking ref after our push
-STATES = ("synced", "unreachable", "unpushed", "broken")
+MERGE_MARK = "knomit-merge.json"  # in .git: written before our merge starts, gone once it is done or undone
+# skipped: not on the configured branch (nor one that tracks it), or a person's merge in progress
+STATES = ("synced", "unreachable", "unpushed", "broken", "skipped")
 TEXT_MODES = ("100644", "100755")
 
 
@@ -70,7 +72,19 @@ class SyncReport:
         self.paths = list(paths or [])
         log.warning("sync with %s/%s: %s: %s", self.remote, self.branch, state, self.error)
 
+    def skip(self, why: str) -> None:
+        self.state, self.error = "skipped", why
+        log.warning("sync: skipped - %s", why)
+
+    def note(self, text: str) -> None:
+        """A note, said once however often the push loop meets it."""
+        if text not in self.notes:
+            self.notes.append(text)
+
     def line(self) -> str:
+        if self.state == "skipped":
+            return (f"sync {self.remote}/{self.branch}: skipped - {self.error}; reviewed locally, pushed nothing, "
+                    f"unpushed {self.unpushed}" + "".join(f"; {t}" for t in self.notes))
         head = (f"sync {self.remote}/{self.branch}: {self.state} - merged {self.merged} remote commit(s), "
                 f"pushed {self.pushed}, unpushed {self.unpushed}, overridden {len(self.overridden)}")
         tail = [f"error: {self.error}"] * bool(self.error)
@@ -97,6 +111,8 @@ class Remote:
         self.fact_globs = tuple(config.corpus.paths)
         self.motif_keys = tuple(config.corpus.motif_keys)
         self.report = SyncReport(self.name, self.branch)
+        self.mark = Path(repo.git_dir) / MERGE_MARK
+        self.blocked = ""  # why the remote branch could not be merged in now (a dirty work tree)
 
     @classmethod
     def of(cls, repo, config: Config) -> "Remote | None":
@@ -112,6 +128,9 @@ class Remote:
 
     def pull(self) -> bool:
         """Fetch the remote branch and merge it into HEAD; True when HEAD moved."""
+        if why := self._off_branch():
+            self.report.skip(why)
+            return False
         try:
             return self._fetch() and self._merge()
         except GitFailed as e:  # a local git failure (a lock, a full disk): named, the session goes on locally
@@ -133,9 +152,25 @@ class Remote:
             except GitFailed:
                 pass
 
+    def _off_branch(self) -> str | None:
+        """Why HEAD must not be synced: not the configured branch nor one tracking it, or a person's merge."""
+        if merging := merge_in_progress(self.repo):
+            return merging
+        try:
+            current = run_git(self.repo, "symbolic-ref", "-q", "--short", "HEAD").strip()
+        except GitFailed:
+            head = self._rev("HEAD")
+            return f"detached HEAD{f' at {head[:10]}' if head else ''}, not {self.branch}"
+        if current == self.branch:
+            return None
+        upstream = run_git(self.repo, "for-each-ref", "--format=%(upstream)", f"refs/heads/{current}").strip()
+        if upstream == self.tracking:
+            return None
+        return f"on branch {current}, not {self.branch}"
+
     def _push(self) -> None:
         r = self.report
-        if r.state in ("unreachable", "broken"):
+        if r.state in ("unreachable", "broken", "skipped"):
             return  # said why at the start; the commits stay and the next session tries again
         for _ in range(PUSH_ATTEMPTS):
             ahead = self.unpushed()
@@ -148,13 +183,17 @@ class Remote:
                 self._net("push", "--quiet", self.name, f"HEAD:refs/heads/{self.branch}")
             except GitFailed as e:
                 if not _rejected(e.raw):  # refused by the remote (a hook, a permission), or not reached
-                    r.fail("unpushed" if "remote rejected" in e.raw else "unreachable", _last(e.raw))
+                    r.fail("unpushed" if "remote rejected" in e.raw else "unreachable", _cause(e.raw, self.name))
                     return
                 log.info("push to %s/%s rejected: the remote moved on; merging it again", self.name, self.branch)
                 if not self._fetch():
                     return
                 self._merge()
                 if r.state == "broken":
+                    return
+                if self.blocked:  # the remote did move, and its commits cannot come in now: not a race lost
+                    r.fail("unpushed", f"the push was rejected: {self.name}/{self.branch} has commits this clone "
+                                       f"lacks, and {self.blocked}; the next session tries again")
                     return
                 continue
             # the remote-tracking ref and its reflog say when the last push went out (metrics read it)
@@ -167,14 +206,21 @@ class Remote:
     # --- fetch and merge ---------------------------------------------------------------------------
 
     def _fetch(self) -> bool:
+        before = self._rev(self.tracking)
         try:
             self._net("fetch", "--quiet", "--no-tags", self.name, f"+refs/heads/{self.branch}:{self.tracking}")
         except GitFailed as e:
-            if "couldn't find remote ref" in e.raw.lower():  # a new branch: the first push makes it
-                self.report.notes.append(f"{self.name} has no branch {self.branch} yet")
+            if "couldn't find remote ref" in e.raw.lower():  # a new branch: the push makes it
+                if before:  # deleted on the remote, or a new remote: a stale tracking ref would say "all pushed"
+                    run_git(self.repo, "update-ref", "-d", self.tracking)
+                self.report.note(f"{self.name} has no branch {self.branch}: the push creates it")
                 return False
-            self.report.fail("unreachable", _last(e.raw))
+            self.report.fail("unreachable", _cause(e.raw, self.name))
             return False
+        after = self._rev(self.tracking)
+        if before and after and not self._is_ancestor(before, after):
+            self.report.note(f"{self.name}/{self.branch} was rewritten (force-pushed): {before[:10]}, fetched "
+                             f"before, is no longer in its history; merged as it is now")
         return True
 
     def _merge(self) -> bool:
@@ -182,17 +228,20 @@ class Remote:
         head, theirs = self._rev("HEAD"), self._rev(self.tracking)
         if theirs is None or self._is_ancestor(theirs, head):
             return False
-        if dirty := dirty_paths(self.repo):
-            self.report.notes.append(f"work tree has {len(dirty)} uncommitted change(s) (e.g. {dirty[0]}): "
-                                     f"{self.name}/{self.branch} is not merged")
+        if dirty := dirty_paths(self.repo, self.fact_globs):
+            self.blocked = f"the work tree has {len(dirty)} uncommitted change(s) (e.g. {dirty[0]})"
+            self.report.note(f"{self.blocked}: {self.name}/{self.branch} is not merged")
             return False
+        self._intend(head, theirs)  # a kill from here on is finished or undone by the next start (recover_merge)
         count = int(run_git(self.repo, "rev-list", "--count", f"HEAD..{theirs}").strip())
         if self._is_ancestor(head, theirs):
             try:
                 run_git(self.repo, "merge", "--ff-only", "-q", theirs)
             except GitFailed as e:  # an untracked file in the way, say: nothing was changed
-                self.report.fail("broken", f"the fast-forward to {self.name}/{self.branch} failed: {_last(e.raw)}")
+                self.mark.unlink(missing_ok=True)
+                self.report.fail("broken", f"the fast-forward to {self.name}/{self.branch} failed: {_cause(e.raw)}")
                 return False
+            self.mark.unlink(missing_ok=True)
             self.report.merged += count
             return True
         base = run_git(self.repo, "merge-base", "HEAD", theirs).strip()
@@ -200,7 +249,8 @@ class Remote:
                               env={**os.environ, **GIT_ENV})
         said = (done.stdout + done.stderr).decode("utf-8", "replace")
         if done.returncode and not self._merging():  # refused before it began (an untracked file in the way, say)
-            self.report.fail("broken", f"the merge of {self.name}/{self.branch} did not start: {_last(said)}")
+            self.mark.unlink(missing_ok=True)
+            self.report.fail("broken", f"the merge of {self.name}/{self.branch} did not start: {_cause(said)}")
             return False
         try:
             if way := re.search(r"CONFLICT \((?:file/directory|directory/file)\).*? of (.+?) from ", said):
@@ -209,6 +259,7 @@ class Remote:
             lost |= self._unbroken(theirs)
             overridden = self._decisions(base, lost)
             run_git(self.repo, "commit", "-q", "-F", "-", input=self._message(count, lost, overridden).encode())
+            self.mark.unlink(missing_ok=True)
         except (Unmergeable, GitFailed) as e:
             self._abort()
             path, reason = (e.path, e.reason) if isinstance(e, Unmergeable) else (".", _last(e.raw))
@@ -309,6 +360,13 @@ class Remote:
         except OSError as e:
             log.warning("could not keep the sync state: %s", e)
 
+    def last(self) -> dict | None:
+        """The last session's sync as it saved it (SyncReport.json() and `at`), or None before any."""
+        try:
+            return json.loads((Path(self.repo.git_dir) / STATE_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
     def figures(self, sessions_ended: list[str]) -> dict:
         """What the metrics file and `status --json` say of the remote; `sessions_ended`: ISO times, any order."""
         try:
@@ -399,6 +457,12 @@ class Remote:
     def _abort(self) -> None:
         if self._merging():
             run_git(self.repo, "merge", "--abort")
+        self.mark.unlink(missing_ok=True)
+
+    def _intend(self, head: str, theirs: str) -> None:
+        """Say, before a merge starts, that this tool started it: recovery then knows it may undo it."""
+        atomic_write(self.mark, json.dumps({"head": head, "theirs": theirs, "remote": self.name,
+                                            "branch": self.branch}))
 
     def _blob(self, sha: str) -> bytes:
         return subprocess.run(["git", "cat-file", "blob", sha], cwd=self.root, capture_output=True,
@@ -465,6 +529,82 @@ def _rejected(stderr: str) -> bool:
     # "failed to update ref" / "cannot lock ref": another push won the race after ours read the remote's refs
     return "[rejected]" in s and ("fetch first" in s or "non-fast-forward" in s) or "stale info" in s or \
         "failed to update ref" in s or "cannot lock ref" in s
+
+
+def recover_merge(repo) -> str | None:
+    """Finish or undo a merge a killed session started (its MERGE_MARK says so); a message, or None.
+
+    Landed (HEAD moved off the marked head): only git's merge state files are left to remove. Not landed:
+    the merge is aborted and the paths it may have touched are put back as HEAD has them (the work tree was
+    clean when it started). Either way the next pull merges again. A merge without our mark is a person's:
+    never touched here.
+    """
+    gitdir = Path(repo.git_dir)
+    mark = gitdir / MERGE_MARK
+    if not mark.exists():
+        return None
+    try:
+        intent = json.loads(mark.read_text(encoding="utf-8"))
+        head, theirs = str(intent["head"]), str(intent["theirs"])
+    except (OSError, ValueError, KeyError, TypeError):
+        mark.unlink(missing_ok=True)
+        return None
+    notes = Applier(repo)._clear_git_locks()
+    try:
+        merge_head = (gitdir / "MERGE_HEAD").read_text(encoding="utf-8").split()[0]
+    except (OSError, IndexError):
+        merge_head = None
+    now = run_git(repo, "rev-parse", "-q", "--verify", "HEAD").strip()
+    if merge_head not in (None, theirs):  # not the merge we marked: a person's, left as it is
+        mark.unlink()
+        return None
+    if now != head:
+        for name in ("MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "AUTO_MERGE"):
+            (gitdir / name).unlink(missing_ok=True)
+        what = f"the last session was killed as its merge of {theirs[:10]} landed: finished"
+    else:
+        if merge_head:
+            try:
+                run_git(repo, "merge", "--abort")
+            except GitFailed:
+                pass  # the paths are put back below either way
+        for name in ("MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "AUTO_MERGE"):
+            (gitdir / name).unlink(missing_ok=True)
+        changed = [p for p in run_git(repo, "diff", "--name-only", "-z", "--no-renames", head, theirs).split("\0")
+                   if p and not is_ours(p)]
+        present = set(run_git(repo, "ls-tree", "-r", "-z", "--name-only", head, "--", *changed).split("\0")) \
+            if changed else set()
+        root = Path(repo.working_tree_dir)
+        for path in changed:
+            if path in present:
+                run_git(repo, "reset", "-q", head, "--", path)
+                run_git(repo, "checkout", head, "--", path)
+            else:  # a file the merge brought in
+                run_git(repo, "rm", "-q", "--cached", "--ignore-unmatch", "--", path)
+                (root / path).unlink(missing_ok=True)
+        ours = [p for p in run_git(repo, "diff", "--name-only", "-z", "--cached", head).split("\0") if p]
+        if ours:  # journal files the merge staged: back to HEAD in the index, their lines kept on disk
+            run_git(repo, "reset", "-q", head, "--", *ours)
+        what = (f"the last session was killed while merging {theirs[:10]}: undone, HEAD and the work tree as "
+                "they were; this session merges again")
+    mark.unlink()
+    log.warning("%s", what)
+    return "; ".join([what, *notes])
+
+
+def _cause(stderr: str, remote: str = "") -> str:
+    """The line of git's stderr that names the cause, with what the remote said (a hook's reason) kept.
+
+    git ends most failures with advice ("and the repository exists."), so its last line is rarely the cause.
+    """
+    lines = [l.strip() for l in stderr.strip().splitlines() if l.strip()]
+    said = [l[len("remote:"):].strip() for l in lines if l.startswith("remote:") and l[len("remote:"):].strip()]
+    rejected = next((l for l in lines if "[remote rejected]" in l or "[rejected]" in l), None)
+    fatal = next((l for l in lines if l.startswith(("fatal:", "error:"))), None)
+    head = rejected or (fatal.split(":", 1)[1].strip() if fatal else _last(stderr))
+    if remote and not rejected and fatal:
+        head = f"{remote}: {head}"
+    return head + (f"; the remote said: {' / '.join(said)}" if said else "")
 
 
 def _last(stderr: str) -> str:
