@@ -31,12 +31,14 @@ from .corpus import atomic_write, parse_fact
 from .errors import BadFact, ConfigError
 from .gitops import Applier, GIT_ENV, GitFailed, dirty_paths, is_ours, merge_in_progress, run_git, trailer_values
 from .layout import matches
+from .verdicts import Journal
 
 log = logging.getLogger(__name__)
 
 PUSH_ATTEMPTS = 3  # a push rejected this often in one session waits for the next session
 NET_TIMEOUT_S = 300.0  # a fetch or push that takes longer counts as an unreachable remote
 OVERRIDDEN = "Knomit-Overridden"
+SAME = "Knomit-Same-Decision"  # "<ours> as <theirs>": both sides applied one decision; theirs is the copy kept
 STATE_FILE = "knomit-sync.json"  # in .git: this clone's last sync, for the metrics and `status`
 PUSHED = "knomit-judge: pushed"  # the reflog message of the remote-tracking ref after our push
 MERGE_MARK = "knomit-merge.json"  # in .git: written before our merge starts, gone once it is done or undone
@@ -63,6 +65,7 @@ class SyncReport:
     pushed: int = 0  # local commits the push put on the remote
     unpushed: int = 0  # local commits not on the remote when the session ended
     overridden: list[dict] = field(default_factory=list)  # {"verdict": id, "paths": [...]} a writer's edit won over
+    same: list[dict] = field(default_factory=list)  # {"verdict": ours, "as": theirs}: one decision both sides applied
     paths: list[str] = field(default_factory=list)  # broken: what stopped the merge or the push
     error: str = ""  # one line: why unreachable, unpushed or broken
     notes: list[str] = field(default_factory=list)
@@ -97,7 +100,8 @@ class SyncReport:
     def json(self) -> dict:
         return {"remote": self.remote, "branch": self.branch, "state": self.state, "merged": self.merged,
                 "merges": self.merges, "pushed": self.pushed, "unpushed": self.unpushed,
-                "overridden": self.overridden, "paths": self.paths, "error": self.error, "notes": self.notes}
+                "overridden": self.overridden, "same": self.same, "paths": self.paths, "error": self.error,
+                "notes": self.notes}
 
 
 class Remote:
@@ -257,8 +261,10 @@ class Remote:
                 raise Unmergeable(way[1], "a file against a folder: resolve it by hand and commit")
             lost = self._resolve()
             lost |= self._unbroken(theirs)
-            overridden = self._decisions(base, lost)
-            run_git(self.repo, "commit", "-q", "-F", "-", input=self._message(count, lost, overridden).encode())
+            twins = self._twins(base, theirs)
+            overridden = {vid: paths for vid, paths in self._decisions(base, lost).items() if vid not in twins}
+            run_git(self.repo, "commit", "-q", "-F", "-",
+                    input=self._message(count, lost, overridden, twins).encode())
             self.mark.unlink(missing_ok=True)
         except (Unmergeable, GitFailed) as e:
             self._abort()
@@ -272,6 +278,7 @@ class Remote:
         self.report.merged += count
         self.report.merges.append(self._rev("HEAD"))
         self.report.overridden += [{"verdict": vid, "paths": paths} for vid, paths in overridden.items()]
+        self.report.same += [{"verdict": ours, "as": other} for ours, other in twins.items()]
         return True
 
     def _resolve(self) -> set[str]:
@@ -340,14 +347,39 @@ class Remote:
                     out.setdefault(vid, touched)
         return out
 
-    def _message(self, count: int, lost: set[str], overridden: dict[str, list[str]]) -> str:
+    def _twins(self, base: str, theirs: str) -> dict[str, str]:
+        """Our decisions since `base` that the incoming side applied too (same pass, fingerprint and answer):
+        verdict id -> the incoming verdict's id. Two reviewers at once both decide a question; the merge keeps
+        one change, and ours is the same decision, never one a writer overrode."""
+        ours, incoming = self._applied(f"{base}..HEAD"), self._applied(f"{base}..{theirs}")
+        if not ours or not incoming:
+            return {}
+        question = {}
+        for record in Journal(self.root).records(types=("verdict",)):  # the merged journal: both sides' lines
+            if record.get("id") in ours or record.get("id") in incoming:
+                question[record["id"]] = (record.get("pass"), record.get("fingerprint"), record.get("answer"))
+        theirs_by_question = {question[v]: v for v in incoming if v in question}
+        return {v: theirs_by_question[question[v]] for v in ours
+                if v in question and question[v] in theirs_by_question}
+
+    def _applied(self, revs: str) -> list[str]:
+        """The verdict ids of the decision commits in a range."""
+        out = run_git(self.repo, "log", "--no-merges",
+                      "--format=%(trailers:key=Knomit-Verdict,valueonly,separator=%x00)%x00", revs)
+        return [v.strip() for v in out.split("\0") if v.strip()]
+
+    def _message(self, count: int, lost: set[str], overridden: dict[str, list[str]],
+                 twins: dict[str, str] | None = None) -> str:
         subject = f"sync: merge {self.name}/{self.branch} ({count} commit(s))"
         body = [f"Writers' side kept where both sides changed the same lines: {', '.join(sorted(lost))}."] \
             if lost else []
         for vid, paths in overridden.items():
             body.append(f"Overridden: {vid} in {', '.join(paths)}; its verdict stands (an alias is restated, a "
                         "changed fact is asked again).")
-        trailers = "".join(f"{OVERRIDDEN}: {vid}\n" for vid in overridden)
+        for ours, other in (twins or {}).items():
+            body.append(f"Same decision: {ours} is {other}, applied on both sides; one change is kept.")
+        trailers = "".join(f"{OVERRIDDEN}: {vid}\n" for vid in overridden) + \
+            "".join(f"{SAME}: {ours} as {other}\n" for ours, other in (twins or {}).items())
         return subject + "\n\n" + ("\n".join(body) + "\n\n" if body else "") + trailers
 
     # --- what the metrics and the push read ------------------------------------------------------
