@@ -8,7 +8,7 @@ from pathlib import Path
 from .gitops import Applier, Lock, applied_commits, open_repo, trailer_values
 from .passes.describe import Line
 from .store import Store
-from .sync import recover_merge
+from .sync import clear_ref_locks, recover_merge
 from .verdicts import Journal
 
 log = logging.getLogger(__name__)
@@ -38,6 +38,8 @@ def recover(root: Path, repo, store: Store, lock: Lock | None = None, keep_marks
         notes.append(message)
     if merged := recover_merge(repo):  # a merge of the remote branch a kill left in progress: ours only
         notes.append(merged)
+    if lock is not None and lock.stale:  # killed mid-fetch or mid-push: its ref lock would block every sync
+        notes += clear_ref_locks(repo)
     imported = sync_journal(root, store, keep_marks)
     if imported:
         notes.append(f"imported {imported} verdict(s) from the journal")

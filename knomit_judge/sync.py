@@ -22,6 +22,7 @@ import os
 import re
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,7 +30,7 @@ from pathlib import Path
 from .config import Config
 from .corpus import atomic_write, parse_fact
 from .errors import BadFact, ConfigError
-from .gitops import Applier, GIT_ENV, GitFailed, dirty_paths, is_ours, merge_in_progress, run_git, trailer_values
+from .gitops import LOCK_WAIT_S, Applier, GIT_ENV, GitFailed, dirty_paths, is_ours, merge_in_progress, run_git, trailer_values
 from .layout import matches
 from .verdicts import Journal
 
@@ -622,6 +623,23 @@ def recover_merge(repo) -> str | None:
     mark.unlink()
     log.warning("%s", what)
     return "; ".join([what, *notes])
+
+
+def clear_ref_locks(repo) -> list[str]:
+    """Remove the lock files a killed fetch or push left on remote-tracking refs (called only when the last
+    session died holding the corpus lock). Each is given LOCK_WAIT_S to go away first: an orphaned git child
+    may still be finishing. Left in place, `cannot lock ref` would make every later sync `unreachable`."""
+    refs = Path(repo.git_dir) / "refs" / "remotes"
+    locks = list(refs.rglob("*.lock")) if refs.is_dir() else []
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while any(p.exists() for p in locks) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    notes = []
+    for p in locks:
+        if p.exists():
+            p.unlink(missing_ok=True)
+            notes.append(f"removed the stale {p.relative_to(repo.git_dir)} a killed fetch or push left")
+    return notes
 
 
 def _cause(stderr: str, remote: str = "") -> str:
