@@ -729,7 +729,8 @@ def sync_kills(work: Path, log=print, steps=tuple(SYNC_STEPS)) -> Report:
             report.trials += 1
             report.strategies[f"sync:{step}"] += 1
             report.interrupted.update(left or ["nothing-left"])
-            line = f"sync kill at {step:<13} left {'+'.join(left) or 'no merge state'}; next session {sync.get('state')}"
+            line = (f"sync kill at {step:<13} left {'+'.join(left) or 'no merge state'}; "
+                    f"next session {sync.get('state')}")
             report.lines.append(line)
             log(line)
             for b in bad:

@@ -37,6 +37,7 @@ LOCAL_ENV = ("GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAM
              "GIT_INDEX_FILE", "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE", "GIT_PREFIX",
              "GIT_INTERNAL_SUPER_PREFIX", "GIT_SHALLOW_FILE", "GIT_COMMON_DIR")
 TMP_GLOB = ".knomit-*.tmp"  # atomic_write's temp files, left behind only by a kill
+MERGE_MARK = "knomit-merge.json"  # in .git: written before a sync's merge starts, gone once it is done or undone
 LOCK_WAIT_S = 2.0  # how long a git lock file may take to go away before it counts as stale
 
 

@@ -1,6 +1,8 @@
 """A shared remote: the remote branch merged before a session, the session's commits pushed after it.
 
-The reviewer is one writer among many. Before it reads the corpus a session fetches `[git] branch`
+The reviewer is one writer among many, and syncs only from the configured branch (or one tracking it): on
+another branch, a detached HEAD or during a person's merge it reviews locally and pushes nothing (`skipped`).
+Before it reads the corpus a session fetches `[git] branch`
 from `[git] remote` and merges it; after its last commit it pushes, and when the push is rejected
 because the remote moved on it fetches, merges and pushes again, PUSH_ATTEMPTS times at most. It never
 force-pushes, so every update of the remote branch is a fast-forward.
@@ -12,6 +14,9 @@ verdict id in the merge commit (a Knomit-Overridden trailer each) and in the ses
 verdicts stay, so a standing alias yes is restated without a call and a changed fact is asked again.
 A merge that cannot complete (a binary file, a file against a folder) is aborted, never left half-done:
 the state is `broken` with the paths and the reason, the local commits stay, the next session retries.
+A merge is marked (gitops.MERGE_MARK) before it starts, so a kill half-way is finished or undone by the next
+start (recovery.recover_merge). A decision both sides applied (two reviewers at once) is one decision: the
+merge keeps the incoming change and names ours as the same (Knomit-Same-Decision), not overridden.
 """
 
 from __future__ import annotations
@@ -22,7 +27,6 @@ import os
 import re
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,7 +34,7 @@ from pathlib import Path
 from .config import Config
 from .corpus import atomic_write, parse_fact
 from .errors import BadFact, ConfigError
-from .gitops import LOCK_WAIT_S, Applier, GIT_ENV, GitFailed, dirty_paths, is_ours, merge_in_progress, run_git, trailer_values
+from .gitops import GIT_ENV, MERGE_MARK, GitFailed, dirty_paths, is_ours, merge_in_progress, run_git, trailer_values
 from .layout import matches
 from .verdicts import Journal
 
@@ -42,7 +46,6 @@ OVERRIDDEN = "Knomit-Overridden"
 SAME = "Knomit-Same-Decision"  # "<ours> as <theirs>": both sides applied one decision; theirs is the copy kept
 STATE_FILE = "knomit-sync.json"  # in .git: this clone's last sync, for the metrics and `status`
 PUSHED = "knomit-judge: pushed"  # the reflog message of the remote-tracking ref after our push
-MERGE_MARK = "knomit-merge.json"  # in .git: written before our merge starts, gone once it is done or undone
 # skipped: not on the configured branch (nor one that tracks it), or a person's merge in progress
 STATES = ("synced", "unreachable", "unpushed", "broken", "skipped")
 TEXT_MODES = ("100644", "100755")
@@ -562,84 +565,6 @@ def _rejected(stderr: str) -> bool:
     # "failed to update ref" / "cannot lock ref": another push won the race after ours read the remote's refs
     return "[rejected]" in s and ("fetch first" in s or "non-fast-forward" in s) or "stale info" in s or \
         "failed to update ref" in s or "cannot lock ref" in s
-
-
-def recover_merge(repo) -> str | None:
-    """Finish or undo a merge a killed session started (its MERGE_MARK says so); a message, or None.
-
-    Landed (HEAD moved off the marked head): only git's merge state files are left to remove. Not landed:
-    the merge is aborted and the paths it may have touched are put back as HEAD has them (the work tree was
-    clean when it started). Either way the next pull merges again. A merge without our mark is a person's:
-    never touched here.
-    """
-    gitdir = Path(repo.git_dir)
-    mark = gitdir / MERGE_MARK
-    if not mark.exists():
-        return None
-    try:
-        intent = json.loads(mark.read_text(encoding="utf-8"))
-        head, theirs = str(intent["head"]), str(intent["theirs"])
-    except (OSError, ValueError, KeyError, TypeError):
-        mark.unlink(missing_ok=True)
-        return None
-    notes = Applier(repo)._clear_git_locks()
-    try:
-        merge_head = (gitdir / "MERGE_HEAD").read_text(encoding="utf-8").split()[0]
-    except (OSError, IndexError):
-        merge_head = None
-    now = run_git(repo, "rev-parse", "-q", "--verify", "HEAD").strip()
-    if merge_head not in (None, theirs):  # not the merge we marked: a person's, left as it is
-        mark.unlink()
-        return None
-    if now != head:
-        for name in ("MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "AUTO_MERGE"):
-            (gitdir / name).unlink(missing_ok=True)
-        what = f"the last session was killed as its merge of {theirs[:10]} landed: finished"
-    else:
-        if merge_head:
-            try:
-                run_git(repo, "merge", "--abort")
-            except GitFailed:
-                pass  # the paths are put back below either way
-        for name in ("MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "AUTO_MERGE"):
-            (gitdir / name).unlink(missing_ok=True)
-        changed = [p for p in run_git(repo, "diff", "--name-only", "-z", "--no-renames", head, theirs).split("\0")
-                   if p and not is_ours(p)]
-        present = set(run_git(repo, "ls-tree", "-r", "-z", "--name-only", head, "--", *changed).split("\0")) \
-            if changed else set()
-        root = Path(repo.working_tree_dir)
-        for path in changed:
-            if path in present:
-                run_git(repo, "reset", "-q", head, "--", path)
-                run_git(repo, "checkout", head, "--", path)
-            else:  # a file the merge brought in
-                run_git(repo, "rm", "-q", "--cached", "--ignore-unmatch", "--", path)
-                (root / path).unlink(missing_ok=True)
-        ours = [p for p in run_git(repo, "diff", "--name-only", "-z", "--cached", head).split("\0") if p]
-        if ours:  # journal files the merge staged: back to HEAD in the index, their lines kept on disk
-            run_git(repo, "reset", "-q", head, "--", *ours)
-        what = (f"the last session was killed while merging {theirs[:10]}: undone, HEAD and the work tree as "
-                "they were; this session merges again")
-    mark.unlink()
-    log.warning("%s", what)
-    return "; ".join([what, *notes])
-
-
-def clear_ref_locks(repo) -> list[str]:
-    """Remove the lock files a killed fetch or push left on remote-tracking refs (called only when the last
-    session died holding the corpus lock). Each is given LOCK_WAIT_S to go away first: an orphaned git child
-    may still be finishing. Left in place, `cannot lock ref` would make every later sync `unreachable`."""
-    refs = Path(repo.git_dir) / "refs" / "remotes"
-    locks = list(refs.rglob("*.lock")) if refs.is_dir() else []
-    deadline = time.monotonic() + LOCK_WAIT_S
-    while any(p.exists() for p in locks) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    notes = []
-    for p in locks:
-        if p.exists():
-            p.unlink(missing_ok=True)
-            notes.append(f"removed the stale {p.relative_to(repo.git_dir)} a killed fetch or push left")
-    return notes
 
 
 def _cause(stderr: str, remote: str = "") -> str:

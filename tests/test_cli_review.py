@@ -187,7 +187,8 @@ def test_dirty_tree_judges_and_stores_but_applies_nothing(corpus_repo, judge_env
     judge_env.responder = alias_responder()
     corpus_repo.write("notes.txt", "notes\n")
     corpus_repo.commit("notes")
-    corpus_repo.write("notes.txt", "work in progress\n")  # an unstaged edit (an untracked file outside the facts would not block)
+    corpus_repo.write("notes.txt", "work in progress\n")  # an unstaged edit (an untracked file outside the facts
+    # would not block: docs/unattended.md)
     result, out = review_json(corpus_repo.root)
     assert out["passes"]["alias"]["resolved"] == 1 and out["passes"]["alias"]["applied"] == 0
     assert any("uncommitted" in n for n in out["notes"])

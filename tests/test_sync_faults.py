@@ -85,8 +85,8 @@ def hook(root: Path, name: str, body: str) -> Path:
 
 
 def cli_session(root: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", "from knomit_judge.cli import main; main()", "-q", "review", "--json",
-                             str(root)], cwd=root, start_new_session=True, stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-c", "from knomit_judge.cli import main; main()", "-q", "review",
+                             "--json", str(root)], cwd=root, start_new_session=True, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(REPO)})
 
 
