@@ -7,8 +7,9 @@ import logging
 import time
 from pathlib import Path
 
-from .gitops import LOCK_WAIT_S, MERGE_MARK, Applier, GitFailed, Lock, applied_commits, is_ours, open_repo, \
-    run_git, trailer_values
+from .errors import KnomitError
+from .gitops import LOCK_WAIT_S, MERGE_MARK, Applier, GitFailed, Lock, _last_line, applied_commits, is_ours, \
+    open_repo, run_git, trailer_values
 from .passes.describe import Line
 from .store import Store
 from .verdicts import Journal
@@ -117,13 +118,43 @@ def recover_merge(repo) -> str | None:
         return None
     notes = Applier(repo)._clear_git_locks()
     try:
+        what = _settle_merge(repo, gitdir, head, theirs)
+    except GitFailed as e:
+        raise KnomitError(f"could not finish or undo the merge the last session left ({_last_line(e)}); "
+                          f"{mark} is kept and the next start tries again") from None
+    mark.unlink()
+    if not what:  # not the merge we marked: a person's, left as it is
+        return None
+    log.warning("%s", what)
+    return "; ".join([what, *notes])
+
+
+def clear_ref_locks(repo) -> list[str]:
+    """Remove the lock files a killed fetch or push left on remote-tracking refs (called only when the last
+    session died holding the corpus lock). Each is given LOCK_WAIT_S to go away first: an orphaned git child
+    may still be finishing. Left in place, `cannot lock ref` would make every later sync `unreachable`."""
+    refs = Path(repo.git_dir) / "refs" / "remotes"
+    locks = list(refs.rglob("*.lock")) if refs.is_dir() else []
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while any(p.exists() for p in locks) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    notes = []
+    for p in locks:
+        if p.exists():
+            p.unlink(missing_ok=True)
+            notes.append(f"removed the stale {p.relative_to(repo.git_dir)} a killed fetch or push left")
+    return notes
+
+
+def _settle_merge(repo, gitdir: Path, head: str, theirs: str) -> str:
+    """recover_merge's work once the mark is read: finish a merge that landed, else undo it."""
+    try:
         merge_head = (gitdir / "MERGE_HEAD").read_text(encoding="utf-8").split()[0]
     except (OSError, IndexError):
         merge_head = None
     now = run_git(repo, "rev-parse", "-q", "--verify", "HEAD").strip()
     if merge_head not in (None, theirs):  # not the merge we marked: a person's, left as it is
-        mark.unlink()
-        return None
+        return ""
     if now != head:
         for name in ("MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "AUTO_MERGE"):
             (gitdir / name).unlink(missing_ok=True)
@@ -153,23 +184,4 @@ def recover_merge(repo) -> str | None:
             run_git(repo, "reset", "-q", head, "--", *ours)
         what = (f"the last session was killed while merging {theirs[:10]}: undone, HEAD and the work tree as "
                 "they were; this session merges again")
-    mark.unlink()
-    log.warning("%s", what)
-    return "; ".join([what, *notes])
-
-
-def clear_ref_locks(repo) -> list[str]:
-    """Remove the lock files a killed fetch or push left on remote-tracking refs (called only when the last
-    session died holding the corpus lock). Each is given LOCK_WAIT_S to go away first: an orphaned git child
-    may still be finishing. Left in place, `cannot lock ref` would make every later sync `unreachable`."""
-    refs = Path(repo.git_dir) / "refs" / "remotes"
-    locks = list(refs.rglob("*.lock")) if refs.is_dir() else []
-    deadline = time.monotonic() + LOCK_WAIT_S
-    while any(p.exists() for p in locks) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    notes = []
-    for p in locks:
-        if p.exists():
-            p.unlink(missing_ok=True)
-            notes.append(f"removed the stale {p.relative_to(repo.git_dir)} a killed fetch or push left")
-    return notes
+    return what
