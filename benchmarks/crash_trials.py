@@ -25,6 +25,12 @@ every restart it checks:
 - no question answered before a kill reached the judge again (no prompt whose
   reply was stored is sent twice, and no fingerprint has two verdicts).
 
+With --sync, the trials are kills at every step of the sync with a shared remote ([git] remote): a session
+is killed by a hook that sleeps at that step (while fetching, while merging, as the merge commit lands,
+mid-fast-forward, while pushing, as the remote takes the push), then the next session runs to the end and
+must leave no merge in progress, a clean tree, the checks above passing, and the remote holding every
+commit: the reviewer's, the writer's and its own.
+
 Sessions are forked from a "zygote" process that has imported knomit_judge and
 loaded the embedding model once, so a trial costs the session, not the ~7 s
 start-up; the forked child is a real separate process running the CLI's own
@@ -627,6 +633,115 @@ def planted_outcomes(root: Path, batches: list[bool]) -> list[str]:
     return bad
 
 
+# -- kills during the sync with a shared remote -------------------------------------------------------
+
+SYNC = '\n[git]\nremote = "origin"\nbranch = "main"\n'
+# step -> (the hook, where: "clone" or "remote", its body's condition); the hook says it was reached, then sleeps
+SYNC_STEPS = {
+    "fetch": ("reference-transaction", "clone", '[ "$1" = prepared ] && grep -q " refs/remotes/origin/main$"'),
+    "merge": ("prepare-commit-msg", "clone", "[ -f .git/MERGE_HEAD ]"),
+    "merge-landed": ("reference-transaction", "clone",
+                     '[ "$1" = committed ] && [ -f .git/MERGE_HEAD ] && grep -q " refs/heads/main$"'),
+    "fast-forward": ("reference-transaction", "clone", '[ "$1" = prepared ] && [ -f .git/knomit-merge.json ] && '
+                                                       '[ ! -f .git/MERGE_HEAD ] && grep -q " refs/heads/main$"'),
+    "push": ("pre-push", "clone", "true"),
+    "pushed": ("post-receive", "remote", "true"),
+}
+
+
+def sync_kills(work: Path, log=print, steps=tuple(SYNC_STEPS)) -> Report:
+    """Kill a session at each step of its sync; the next session must recover, merge and push everything."""
+    from messages_server import MessagesServer
+    report = Report()
+    server = MessagesServer().start()
+    env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "sk-ant-test-crash-0000",
+           "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(REPO)}
+    env.pop("KNOMIT_JUDGE_MODEL", None)
+    zygote = Zygote(env)
+    try:
+        seed, remote, root, writer = work / "seed", work / "kb.git", work / "reviewer", work / "writer"
+        (work / "logs").mkdir(parents=True, exist_ok=True)
+        build_corpus(seed, small=True)
+        (seed / "knomit-judge.toml").write_text(CONFIG + SYNC, encoding="utf-8")
+        git(seed, "commit", "-q", "-am", "config: the shared remote")
+        git(work, "clone", "-q", "--bare", str(seed), str(remote))
+        git(work, "clone", "-q", str(remote), str(root))
+        git(work, "clone", "-q", str(remote), str(writer))
+        server.responder = responder(planted_rules(root), 0.01)
+        zygote.ready()
+        for n, step in enumerate(steps):
+            git(writer, "pull", "-q", "--no-rebase", "origin", "main")
+            (writer / "facts" / "writer").mkdir(parents=True, exist_ok=True)
+            (writer / "facts" / "writer" / f"w{n}.md").write_text(
+                f"---\ntitle: {quoted(f'Writer note {n}: a {WORDS[n]} outlives its reason')}\nmotifs: [writer-{n}]\n"
+                f"confidence: 0.5\nsources: [writer-{n}]\n---\nThe {WORDS[n]} stays after the cause is gone.\n")
+            git(writer, "add", "-A")
+            git(writer, "commit", "-q", "-m", f"writer: note {n}")
+            git(writer, "push", "-q", "origin", "HEAD:main")
+            theirs = git(writer, "rev-parse", "HEAD").strip()
+            if step != "fast-forward":  # a local commit makes the merge a real one
+                git(root, "add", "--", *write_batch(root, 100 + n, discovery=False))
+                git(root, "commit", "-q", "-m", f"user: batch {100 + n}")
+            mine = git(root, "rev-parse", "HEAD").strip()
+            name, where, when = SYNC_STEPS[step]
+            flag = work / f"reached-{step}"
+            hook = (root / ".git" if where == "clone" else remote) / "hooks" / name
+            hook.parent.mkdir(exist_ok=True)
+            hook.write_text(f'#!/bin/sh\nif {when}; then touch "{flag}"; sleep 120; fi\nexit 0\n')
+            hook.chmod(0o755)
+            pid = zygote.spawn(["review", str(root), "--json"], work / "logs" / f"{step}.out",
+                               work / "logs" / f"{step}.err")
+            deadline, status = time.monotonic() + 120, None
+            while not flag.exists() and time.monotonic() < deadline and status is None:
+                status = zygote.exited(timeout=0.05)
+            bad = []
+            if status is None:
+                os.killpg(pid, signal.SIGKILL)
+                zygote.exited(timeout=30)
+            else:
+                bad.append(f"the session ended before the kill at {step}")
+            hook.unlink()
+            deadline = time.monotonic() + 15  # orphaned git children finish, as before a later cron run
+            while time.monotonic() < deadline:
+                try:
+                    os.killpg(pid, 0)
+                except ProcessLookupError:
+                    break
+                time.sleep(0.01)
+            left = [x for x in ("MERGE_HEAD", "knomit-merge.json") if (root / ".git" / x).exists()]
+            pid = zygote.spawn(["review", str(root), "--json"], work / "logs" / f"{step}-next.out",
+                               work / "logs" / f"{step}-next.err")
+            status = zygote.exited(timeout=600)
+            out = (work / "logs" / f"{step}-next.out").read_text()
+            sync = json.loads(out).get("sync", {}) if out.startswith("{") else {}
+            if os.waitstatus_to_exitcode(status) != 0 or sync.get("state") != "synced" or sync.get("unpushed"):
+                bad.append(f"next session: exit {os.waitstatus_to_exitcode(status)}, sync {sync}: "
+                           + (work / "logs" / f"{step}-next.err").read_text()[-400:])
+            bad += [f".git/{x} left behind" for x in ("MERGE_HEAD", "knomit-merge.json")
+                    if (root / ".git" / x).exists()]
+            bad += check(root)
+            head = git(root, "rev-parse", "HEAD").strip()
+            if git(remote, "rev-parse", "main").strip() != head:
+                bad.append("the remote does not hold the reviewer's HEAD")
+            for sha in (mine, theirs):
+                if subprocess.run(["git", "merge-base", "--is-ancestor", sha, "main"], cwd=remote).returncode:
+                    bad.append(f"commit {sha[:10]} lost")
+            report.trials += 1
+            report.strategies[f"sync:{step}"] += 1
+            report.interrupted.update(left or ["nothing-left"])
+            line = (f"sync kill at {step:<13} left {'+'.join(left) or 'no merge state'}; "
+                    f"next session {sync.get('state')}")
+            report.lines.append(line)
+            log(line)
+            for b in bad:
+                log(f"  INCONSISTENT: {b}")
+            report.inconsistencies += [f"sync {step}: {b}" for b in bad]
+    finally:
+        zygote.close()
+        server.close()
+    return report
+
+
 def run_trials(work: Path, trials: int, seed: int, small: bool = True, delay_s: float = 0.2, log=print) -> Report:
     start = time.monotonic()
     t = Trials(work, seed, small, delay_s, log)
@@ -649,6 +764,7 @@ def main(argv=None) -> int:
     parser.add_argument("--small", action="store_true", help="the planted subset of the demo corpus")
     parser.add_argument("--delay", type=float, default=0.2, help="seconds the judge takes per call")
     parser.add_argument("--keep", type=Path, help="work in this directory and keep it")
+    parser.add_argument("--sync", action="store_true", help="kill at every step of the sync with a shared remote")
     parser.add_argument("--zygote", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.zygote:
@@ -659,7 +775,7 @@ def main(argv=None) -> int:
         shutil.rmtree(work, ignore_errors=True)
     start = time.monotonic()
     try:
-        report = run_trials(work, args.trials, args.seed, args.small, args.delay)
+        report = sync_kills(work) if args.sync else run_trials(work, args.trials, args.seed, args.small, args.delay)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

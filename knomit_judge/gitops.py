@@ -17,6 +17,7 @@ from pathlib import Path
 import git
 
 from .corpus import atomic_write, file_mode
+from .layout import matches
 from .errors import BadFact, CorpusLocked, CorpusUnwritable, DecisionRefused, KnomitError, NotACorpus
 from .verdicts import append_line, encode_line, line_id, now
 
@@ -36,6 +37,7 @@ LOCAL_ENV = ("GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAM
              "GIT_INDEX_FILE", "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE", "GIT_PREFIX",
              "GIT_INTERNAL_SUPER_PREFIX", "GIT_SHALLOW_FILE", "GIT_COMMON_DIR")
 TMP_GLOB = ".knomit-*.tmp"  # atomic_write's temp files, left behind only by a kill
+MERGE_MARK = "knomit-merge.json"  # in .git: written before a sync's merge starts, gone once it is done or undone
 LOCK_WAIT_S = 2.0  # how long a git lock file may take to go away before it counts as stale
 
 
@@ -104,8 +106,13 @@ def _last_line(e: git.GitCommandError) -> str:
     return lines[-1].strip() if lines else str(e)
 
 
-def dirty_paths(repo: git.Repo) -> list[str]:
-    """Changed or untracked paths other than ours, i.e. work of someone else's we must not mix into a commit."""
+def dirty_paths(repo: git.Repo, untracked_globs=None) -> list[str]:
+    """Changed or untracked paths other than ours, i.e. work of someone else's we must not mix into a commit.
+
+    `untracked_globs` (the corpus's fact paths): an untracked file counts only when it matches one. The tool
+    commits only files it wrote, so an untracked `out.txt` cannot be mixed in; an untracked fact can, since
+    the corpus reader reads it and a decision may rewrite it (docs/unattended.md).
+    """
     # --no-optional-locks: a status must not refresh .git/index (dry runs write nothing)
     out = repo.git.execute(["git", "--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=all"])
     paths, entries = [], out.split("\0")
@@ -118,9 +125,23 @@ def dirty_paths(repo: git.Repo) -> list[str]:
         code, path = entry[:2], entry[3:]
         if code[0] in "RC":
             i += 1  # the rename's source path follows
-        if not is_ours(path):
-            paths.append(path)
+        if is_ours(path) or code == "??" and untracked_globs is not None and not matches(path, untracked_globs):
+            continue
+        paths.append(path)
     return paths
+
+
+def merge_in_progress(repo: git.Repo) -> str | None:
+    """A merge left in progress (.git/MERGE_HEAD), named; None when there is none.
+
+    Called after recovery, which finishes or undoes a merge a session started: one left now is a person's.
+    """
+    try:
+        sha = (Path(repo.git_dir) / "MERGE_HEAD").read_text(encoding="utf-8").split()[0]
+    except (OSError, IndexError):
+        return None
+    return (f"a merge of {sha[:10]} that knomit-judge did not start is in progress (.git/MERGE_HEAD): "
+            "left alone until it is committed or aborted")
 
 
 @dataclass
@@ -291,6 +312,9 @@ class Applier:
         """Commit our own files (the journal) if they changed; None if there was nothing to commit."""
         paths = [p for p in paths if (self.root / p).exists()]
         if not paths or self.pending.exists():  # an unfinished decision's intent must reach the next start
+            return None
+        if merging := merge_in_progress(self.repo):  # `git add` would stage the journal into that merge
+            log.warning("journal not committed: %s", merging)
             return None
         # The intent rolls nothing back (journal lines are kept); it tells the next start that any
         # git lock file left behind is ours.

@@ -16,6 +16,7 @@ from .passes.registry import all_passes
 from .spend import summarise
 from .status import PassResult
 from .store import Store
+from .sync import Remote
 from .throttle import ThrottleState, assess
 
 
@@ -67,7 +68,11 @@ def status(root: Path | str, limit: int = 10) -> dict:
     finally:
         store.close()
     precisions = precision.by_pass(root, config.calibration)  # from the labels journal: no db needed
-    return {"last_session": sessions[0] if sessions else None, "throttle": throttle, "judge": judge,
+    last = dict(sessions[0]) if sessions else None
+    if last is not None:  # what the last session did with the remote, its overridden decisions named
+        remote = Remote(open_repo(root), config) if config.git.remote else None
+        last["sync"] = remote.last() if remote else None
+    return {"last_session": last, "throttle": throttle, "judge": judge,
             "sessions": sessions, "unfinished": unfinished, "precision": {n: p.json() for n, p in precisions.items()},
             "spend": spend.json(), "metrics": metrics, "lines": lines,
             "models": metrics["models"],

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import time
 from pathlib import Path
 
-from .gitops import Applier, Lock, applied_commits, open_repo, trailer_values
+from .errors import KnomitError
+from .gitops import LOCK_WAIT_S, MERGE_MARK, Applier, GitFailed, Lock, _last_line, applied_commits, is_ours, \
+    open_repo, run_git, trailer_values
 from .passes.describe import Line
 from .store import Store
 from .verdicts import Journal
@@ -19,7 +23,8 @@ def recover(root: Path, repo, store: Store, lock: Lock | None = None, keep_marks
     1. A decision half-applied by a killed session is rolled back to HEAD (its
        verdict is in the journal, so the next pass applies it again); a revert
        half-done is rolled back with its journal line. Git lock files the kill
-       left are removed.
+       left are removed. A merge of the remote branch the session started ([git] remote) is finished or
+       undone; a merge a person started is left alone.
     2. Journal lines the db lacks (a lost db, or a kill between the two writes)
        are imported: the journal is written first and is the durable copy.
     3. Which verdicts were applied or reverted is read back from the commit trailers.
@@ -34,6 +39,10 @@ def recover(root: Path, repo, store: Store, lock: Lock | None = None, keep_marks
     if message:
         log.warning("%s", message)
         notes.append(message)
+    if merged := recover_merge(repo):  # a merge of the remote branch a kill left in progress: ours only
+        notes.append(merged)
+    if lock is not None and lock.stale:  # killed mid-fetch or mid-push: its ref lock would block every sync
+        notes += clear_ref_locks(repo)
     imported = sync_journal(root, store, keep_marks)
     if imported:
         notes.append(f"imported {imported} verdict(s) from the journal")
@@ -87,3 +96,92 @@ def sync_git(repo, store: Store) -> None:
 
 def _reverted(store: Store) -> set[str]:
     return {r[0] for r in store.db.execute("SELECT id FROM verdicts WHERE reverted = 1")}
+
+
+def recover_merge(repo) -> str | None:
+    """Finish or undo a merge a killed session started (its MERGE_MARK says so); a message, or None.
+
+    Landed (HEAD moved off the marked head): only git's merge state files are left to remove. Not landed:
+    the merge is aborted and the paths it may have touched are put back as HEAD has them (the work tree was
+    clean when it started). Either way the next pull merges again. A merge without our mark is a person's:
+    never touched here.
+    """
+    gitdir = Path(repo.git_dir)
+    mark = gitdir / MERGE_MARK
+    if not mark.exists():
+        return None
+    try:
+        intent = json.loads(mark.read_text(encoding="utf-8"))
+        head, theirs = str(intent["head"]), str(intent["theirs"])
+    except (OSError, ValueError, KeyError, TypeError):
+        mark.unlink(missing_ok=True)
+        return None
+    notes = Applier(repo)._clear_git_locks()
+    try:
+        what = _settle_merge(repo, gitdir, head, theirs)
+    except GitFailed as e:
+        raise KnomitError(f"could not finish or undo the merge the last session left ({_last_line(e)}); "
+                          f"{mark} is kept and the next start tries again") from None
+    mark.unlink()
+    if not what:  # not the merge we marked: a person's, left as it is
+        return None
+    log.warning("%s", what)
+    return "; ".join([what, *notes])
+
+
+def clear_ref_locks(repo) -> list[str]:
+    """Remove the lock files a killed fetch or push left on remote-tracking refs (called only when the last
+    session died holding the corpus lock). Each is given LOCK_WAIT_S to go away first: an orphaned git child
+    may still be finishing. Left in place, `cannot lock ref` would make every later sync `unreachable`."""
+    refs = Path(repo.git_dir) / "refs" / "remotes"
+    locks = list(refs.rglob("*.lock")) if refs.is_dir() else []
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while any(p.exists() for p in locks) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    notes = []
+    for p in locks:
+        if p.exists():
+            p.unlink(missing_ok=True)
+            notes.append(f"removed the stale {p.relative_to(repo.git_dir)} a killed fetch or push left")
+    return notes
+
+
+def _settle_merge(repo, gitdir: Path, head: str, theirs: str) -> str:
+    """recover_merge's work once the mark is read: finish a merge that landed, else undo it."""
+    try:
+        merge_head = (gitdir / "MERGE_HEAD").read_text(encoding="utf-8").split()[0]
+    except (OSError, IndexError):
+        merge_head = None
+    now = run_git(repo, "rev-parse", "-q", "--verify", "HEAD").strip()
+    if merge_head not in (None, theirs):  # not the merge we marked: a person's, left as it is
+        return ""
+    if now != head:
+        for name in ("MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "AUTO_MERGE"):
+            (gitdir / name).unlink(missing_ok=True)
+        what = f"the last session was killed as its merge of {theirs[:10]} landed: finished"
+    else:
+        if merge_head:
+            try:
+                run_git(repo, "merge", "--abort")
+            except GitFailed:
+                pass  # the paths are put back below either way
+        for name in ("MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "AUTO_MERGE"):
+            (gitdir / name).unlink(missing_ok=True)
+        changed = [p for p in run_git(repo, "diff", "--name-only", "-z", "--no-renames", head, theirs).split("\0")
+                   if p and not is_ours(p)]
+        present = set(run_git(repo, "ls-tree", "-r", "-z", "--name-only", head, "--", *changed).split("\0")) \
+            if changed else set()
+        root = Path(repo.working_tree_dir)
+        for path in changed:
+            if path in present:
+                run_git(repo, "reset", "-q", head, "--", path)
+                run_git(repo, "checkout", head, "--", path)
+            else:  # a file the merge brought in
+                run_git(repo, "rm", "-q", "--cached", "--ignore-unmatch", "--", path)
+                (root / path).unlink(missing_ok=True)
+        ours = [p for p in run_git(repo, "diff", "--name-only", "-z", "--cached", head).split("\0") if p]
+        if ours:  # journal files the merge staged: back to HEAD in the index, their lines kept on disk
+            run_git(repo, "reset", "-q", head, "--", *ours)
+        what = (f"the last session was killed while merging {theirs[:10]}: undone, HEAD and the work tree as "
+                "they were; this session merges again")
+    return what

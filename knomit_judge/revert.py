@@ -37,17 +37,37 @@ def revert(verdict_id: str, root: Path | str, reason: str = "reverted by hand") 
                 raise NotRevertible(f"commit {v.commit_sha[:10]} of verdict {verdict_id} is not in this branch")
             if dirty_paths(repo):
                 raise NotRevertible("the work tree has uncommitted changes; commit or stash them first")
-            writes = restored_files(repo, v.commit_sha)
+            twins = same_decision(store, v)
+            try:
+                commit_sha, writes = v.commit_sha, restored_files(repo, v.commit_sha)
+            except NotRevertible:
+                # two reviewers applied this decision at once and the merge kept the other copy: undo that one
+                kept = next((t for t in twins if _in_history(repo, t.commit_sha)), None)
+                if kept is None:
+                    raise
+                commit_sha, writes = kept.commit_sha, restored_files(repo, kept.commit_sha)
             journal = Journal(root)
+            undone = [v, *twins]
             msg = message(f"revert {v.pass_name}: {verdict_id}", f"Restores {len(writes)} file(s) as they were "
-                          f"before {v.commit_sha[:10]}.\nReason: {reason}",
+                          f"before {commit_sha[:10]}.\nReason: {reason}",
                           {"Knomit-Pass": "revert", "Knomit-Reverts": v.id})
+            msg += "".join(f"Knomit-Reverts: {t.id}\n" for t in twins)  # the same decision, applied twice
             sha = Applier(repo).commit(writes, [], msg, v.id, trailer="Knomit-Reverts", appends={
-                journal.relpath(v.pass_name): {"type": "revert", "verdict": v.id, "reason": reason, "at": now()}})
-            store.mark_reverted(v.id, reason)
+                journal.relpath(v.pass_name): [{"type": "revert", "verdict": u.id, "reason": reason, "at": now()}
+                                               for u in undone]})
+            for u in undone:
+                store.mark_reverted(u.id, reason)
             return sha
         finally:
             store.close()
+
+
+def same_decision(store: Store, v) -> list:
+    """Other applied, unreverted verdicts on the same question with the same answer: the copies two reviewers
+    at once both applied (sync.py records them as one decision)."""
+    rows = store.db.execute("SELECT id FROM verdicts WHERE pass = ? AND fingerprint = ? AND answer = ? AND id != ? "
+                            "AND commit_sha IS NOT NULL AND reverted = 0", [v.pass_name, v.fingerprint, v.answer, v.id])
+    return [store.verdict(r[0]) for r in rows]
 
 
 def restored_files(repo, sha: str) -> dict[str, str | None]:

@@ -19,7 +19,7 @@ from .decisions import decide, keep, restatable, restate
 from .embeddings import Embedder
 from .freshness import fresh_first, fresh_names, new_names, owed_to_fresh
 from .errors import BadFact, KnomitError
-from .gitops import Applier, Lock, dirty_paths, open_repo, shared_lock
+from .gitops import Applier, Lock, dirty_paths, merge_in_progress, open_repo, shared_lock
 from .judge import REPLY_TOKENS, Judge, ScriptedBackend, judge_kind, make_backend, swap_sampled
 from .duplicates import run_exact
 from .lines import describe
@@ -284,8 +284,11 @@ async def _session(root, repo, config, store, options, notes, models: Lineup) ->
     for problem in corpus.problems:
         log.warning("skipped %s", problem)
     result.corpus = corpus_report(corpus)
-    dirty = dirty_paths(repo)
-    if dirty:
+    dirty = dirty_paths(repo, config.corpus.paths)  # an untracked file outside the fact paths is not ours to mind
+    if merging := merge_in_progress(repo):  # a person's (recovery settled ours): a commit now would finish it
+        dirty = [merging]
+        result.notes.append(f"{merging}: judging and storing, applying nothing")
+    elif dirty:
         result.notes.append(f"work tree has {len(dirty)} uncommitted change(s) (e.g. {dirty[0]}): "
                             "judging and storing, applying nothing")
     ctx = Context(root, config, store, corpus, Embedder(store), Journal(root), None if options.dry_run else Applier(repo),

@@ -1,6 +1,8 @@
 """A shared remote: the remote branch merged before a session, the session's commits pushed after it.
 
-The reviewer is one writer among many. Before it reads the corpus a session fetches `[git] branch`
+The reviewer is one writer among many, and syncs only from the configured branch (or one tracking it): on
+another branch, a detached HEAD or during a person's merge it reviews locally and pushes nothing (`skipped`).
+Before it reads the corpus a session fetches `[git] branch`
 from `[git] remote` and merges it; after its last commit it pushes, and when the push is rejected
 because the remote moved on it fetches, merges and pushes again, PUSH_ATTEMPTS times at most. It never
 force-pushes, so every update of the remote branch is a fast-forward.
@@ -12,6 +14,9 @@ verdict id in the merge commit (a Knomit-Overridden trailer each) and in the ses
 verdicts stay, so a standing alias yes is restated without a call and a changed fact is asked again.
 A merge that cannot complete (a binary file, a file against a folder) is aborted, never left half-done:
 the state is `broken` with the paths and the reason, the local commits stay, the next session retries.
+A merge is marked (gitops.MERGE_MARK) before it starts, so a kill half-way is finished or undone by the next
+start (recovery.recover_merge). A decision both sides applied (two reviewers at once) is one decision: the
+merge keeps the incoming change and names ours as the same (Knomit-Same-Decision), not overridden.
 """
 
 from __future__ import annotations
@@ -29,17 +34,20 @@ from pathlib import Path
 from .config import Config
 from .corpus import atomic_write, parse_fact
 from .errors import BadFact, ConfigError
-from .gitops import GIT_ENV, GitFailed, dirty_paths, is_ours, run_git, trailer_values
+from .gitops import GIT_ENV, MERGE_MARK, GitFailed, dirty_paths, is_ours, merge_in_progress, run_git, trailer_values
 from .layout import matches
+from .verdicts import Journal
 
 log = logging.getLogger(__name__)
 
 PUSH_ATTEMPTS = 3  # a push rejected this often in one session waits for the next session
 NET_TIMEOUT_S = 300.0  # a fetch or push that takes longer counts as an unreachable remote
 OVERRIDDEN = "Knomit-Overridden"
+SAME = "Knomit-Same-Decision"  # "<ours> as <theirs>": both sides applied one decision; theirs is the copy kept
 STATE_FILE = "knomit-sync.json"  # in .git: this clone's last sync, for the metrics and `status`
 PUSHED = "knomit-judge: pushed"  # the reflog message of the remote-tracking ref after our push
-STATES = ("synced", "unreachable", "unpushed", "broken")
+# skipped: not on the configured branch (nor one that tracks it), or a person's merge in progress
+STATES = ("synced", "unreachable", "unpushed", "broken", "skipped")
 TEXT_MODES = ("100644", "100755")
 
 
@@ -61,6 +69,7 @@ class SyncReport:
     pushed: int = 0  # local commits the push put on the remote
     unpushed: int = 0  # local commits not on the remote when the session ended
     overridden: list[dict] = field(default_factory=list)  # {"verdict": id, "paths": [...]} a writer's edit won over
+    same: list[dict] = field(default_factory=list)  # {"verdict": ours, "as": theirs}: one decision both sides applied
     paths: list[str] = field(default_factory=list)  # broken: what stopped the merge or the push
     error: str = ""  # one line: why unreachable, unpushed or broken
     notes: list[str] = field(default_factory=list)
@@ -70,7 +79,19 @@ class SyncReport:
         self.paths = list(paths or [])
         log.warning("sync with %s/%s: %s: %s", self.remote, self.branch, state, self.error)
 
+    def skip(self, why: str) -> None:
+        self.state, self.error = "skipped", why
+        log.warning("sync: skipped - %s", why)
+
+    def note(self, text: str) -> None:
+        """A note, said once however often the push loop meets it."""
+        if text not in self.notes:
+            self.notes.append(text)
+
     def line(self) -> str:
+        if self.state == "skipped":
+            return (f"sync {self.remote}/{self.branch}: skipped - {self.error}; reviewed locally, pushed nothing, "
+                    f"unpushed {self.unpushed}" + "".join(f"; {t}" for t in self.notes))
         head = (f"sync {self.remote}/{self.branch}: {self.state} - merged {self.merged} remote commit(s), "
                 f"pushed {self.pushed}, unpushed {self.unpushed}, overridden {len(self.overridden)}")
         tail = [f"error: {self.error}"] * bool(self.error)
@@ -83,7 +104,8 @@ class SyncReport:
     def json(self) -> dict:
         return {"remote": self.remote, "branch": self.branch, "state": self.state, "merged": self.merged,
                 "merges": self.merges, "pushed": self.pushed, "unpushed": self.unpushed,
-                "overridden": self.overridden, "paths": self.paths, "error": self.error, "notes": self.notes}
+                "overridden": self.overridden, "same": self.same, "paths": self.paths, "error": self.error,
+                "notes": self.notes}
 
 
 class Remote:
@@ -97,6 +119,8 @@ class Remote:
         self.fact_globs = tuple(config.corpus.paths)
         self.motif_keys = tuple(config.corpus.motif_keys)
         self.report = SyncReport(self.name, self.branch)
+        self.mark = Path(repo.git_dir) / MERGE_MARK
+        self.blocked = ""  # why the remote branch could not be merged in now (a dirty work tree)
 
     @classmethod
     def of(cls, repo, config: Config) -> "Remote | None":
@@ -112,6 +136,9 @@ class Remote:
 
     def pull(self) -> bool:
         """Fetch the remote branch and merge it into HEAD; True when HEAD moved."""
+        if why := self._off_branch():
+            self.report.skip(why)
+            return False
         try:
             return self._fetch() and self._merge()
         except GitFailed as e:  # a local git failure (a lock, a full disk): named, the session goes on locally
@@ -133,9 +160,25 @@ class Remote:
             except GitFailed:
                 pass
 
+    def _off_branch(self) -> str | None:
+        """Why HEAD must not be synced: not the configured branch nor one tracking it, or a person's merge."""
+        if merging := merge_in_progress(self.repo):
+            return merging
+        try:
+            current = run_git(self.repo, "symbolic-ref", "-q", "--short", "HEAD").strip()
+        except GitFailed:
+            head = self._rev("HEAD")
+            return f"detached HEAD{f' at {head[:10]}' if head else ''}, not {self.branch}"
+        if current == self.branch:
+            return None
+        upstream = run_git(self.repo, "for-each-ref", "--format=%(upstream)", f"refs/heads/{current}").strip()
+        if upstream == self.tracking:
+            return None
+        return f"on branch {current}, not {self.branch}"
+
     def _push(self) -> None:
         r = self.report
-        if r.state in ("unreachable", "broken"):
+        if r.state in ("unreachable", "broken", "skipped"):
             return  # said why at the start; the commits stay and the next session tries again
         for _ in range(PUSH_ATTEMPTS):
             ahead = self.unpushed()
@@ -148,13 +191,17 @@ class Remote:
                 self._net("push", "--quiet", self.name, f"HEAD:refs/heads/{self.branch}")
             except GitFailed as e:
                 if not _rejected(e.raw):  # refused by the remote (a hook, a permission), or not reached
-                    r.fail("unpushed" if "remote rejected" in e.raw else "unreachable", _last(e.raw))
+                    r.fail("unpushed" if "remote rejected" in e.raw else "unreachable", _cause(e.raw, self.name))
                     return
                 log.info("push to %s/%s rejected: the remote moved on; merging it again", self.name, self.branch)
                 if not self._fetch():
                     return
                 self._merge()
                 if r.state == "broken":
+                    return
+                if self.blocked:  # the remote did move, and its commits cannot come in now: not a race lost
+                    r.fail("unpushed", f"the push was rejected: {self.name}/{self.branch} has commits this clone "
+                                       f"lacks, and {self.blocked}; the next session tries again")
                     return
                 continue
             # the remote-tracking ref and its reflog say when the last push went out (metrics read it)
@@ -167,14 +214,21 @@ class Remote:
     # --- fetch and merge ---------------------------------------------------------------------------
 
     def _fetch(self) -> bool:
+        before = self._rev(self.tracking)
         try:
             self._net("fetch", "--quiet", "--no-tags", self.name, f"+refs/heads/{self.branch}:{self.tracking}")
         except GitFailed as e:
-            if "couldn't find remote ref" in e.raw.lower():  # a new branch: the first push makes it
-                self.report.notes.append(f"{self.name} has no branch {self.branch} yet")
+            if "couldn't find remote ref" in e.raw.lower():  # a new branch: the push makes it
+                if before:  # deleted on the remote, or a new remote: a stale tracking ref would say "all pushed"
+                    run_git(self.repo, "update-ref", "-d", self.tracking)
+                self.report.note(f"{self.name} has no branch {self.branch}: the push creates it")
                 return False
-            self.report.fail("unreachable", _last(e.raw))
+            self.report.fail("unreachable", _cause(e.raw, self.name))
             return False
+        after = self._rev(self.tracking)
+        if before and after and not self._is_ancestor(before, after):
+            self.report.note(f"{self.name}/{self.branch} was rewritten (force-pushed): {before[:10]}, fetched "
+                             f"before, is no longer in its history; merged as it is now")
         return True
 
     def _merge(self) -> bool:
@@ -182,17 +236,20 @@ class Remote:
         head, theirs = self._rev("HEAD"), self._rev(self.tracking)
         if theirs is None or self._is_ancestor(theirs, head):
             return False
-        if dirty := dirty_paths(self.repo):
-            self.report.notes.append(f"work tree has {len(dirty)} uncommitted change(s) (e.g. {dirty[0]}): "
-                                     f"{self.name}/{self.branch} is not merged")
+        if dirty := dirty_paths(self.repo, self.fact_globs):
+            self.blocked = f"the work tree has {len(dirty)} uncommitted change(s) (e.g. {dirty[0]})"
+            self.report.note(f"{self.blocked}: {self.name}/{self.branch} is not merged")
             return False
+        self._intend(head, theirs)  # a kill from here on is finished or undone by the next start (recover_merge)
         count = int(run_git(self.repo, "rev-list", "--count", f"HEAD..{theirs}").strip())
         if self._is_ancestor(head, theirs):
             try:
                 run_git(self.repo, "merge", "--ff-only", "-q", theirs)
             except GitFailed as e:  # an untracked file in the way, say: nothing was changed
-                self.report.fail("broken", f"the fast-forward to {self.name}/{self.branch} failed: {_last(e.raw)}")
+                self.mark.unlink(missing_ok=True)
+                self.report.fail("broken", f"the fast-forward to {self.name}/{self.branch} failed: {_cause(e.raw)}")
                 return False
+            self.mark.unlink(missing_ok=True)
             self.report.merged += count
             return True
         base = run_git(self.repo, "merge-base", "HEAD", theirs).strip()
@@ -200,15 +257,19 @@ class Remote:
                               env={**os.environ, **GIT_ENV})
         said = (done.stdout + done.stderr).decode("utf-8", "replace")
         if done.returncode and not self._merging():  # refused before it began (an untracked file in the way, say)
-            self.report.fail("broken", f"the merge of {self.name}/{self.branch} did not start: {_last(said)}")
+            self.mark.unlink(missing_ok=True)
+            self.report.fail("broken", f"the merge of {self.name}/{self.branch} did not start: {_cause(said)}")
             return False
         try:
             if way := re.search(r"CONFLICT \((?:file/directory|directory/file)\).*? of (.+?) from ", said):
                 raise Unmergeable(way[1], "a file against a folder: resolve it by hand and commit")
             lost = self._resolve()
             lost |= self._unbroken(theirs)
-            overridden = self._decisions(base, lost)
-            run_git(self.repo, "commit", "-q", "-F", "-", input=self._message(count, lost, overridden).encode())
+            twins = self._twins(base, theirs)
+            overridden = {vid: paths for vid, paths in self._decisions(base, lost).items() if vid not in twins}
+            run_git(self.repo, "commit", "-q", "-F", "-",
+                    input=self._message(count, lost, overridden, twins).encode())
+            self.mark.unlink(missing_ok=True)
         except (Unmergeable, GitFailed) as e:
             self._abort()
             path, reason = (e.path, e.reason) if isinstance(e, Unmergeable) else (".", _last(e.raw))
@@ -221,6 +282,7 @@ class Remote:
         self.report.merged += count
         self.report.merges.append(self._rev("HEAD"))
         self.report.overridden += [{"verdict": vid, "paths": paths} for vid, paths in overridden.items()]
+        self.report.same += [{"verdict": ours, "as": other} for ours, other in twins.items()]
         return True
 
     def _resolve(self) -> set[str]:
@@ -289,14 +351,39 @@ class Remote:
                     out.setdefault(vid, touched)
         return out
 
-    def _message(self, count: int, lost: set[str], overridden: dict[str, list[str]]) -> str:
+    def _twins(self, base: str, theirs: str) -> dict[str, str]:
+        """Our decisions since `base` that the incoming side applied too (same pass, fingerprint and answer):
+        verdict id -> the incoming verdict's id. Two reviewers at once both decide a question; the merge keeps
+        one change, and ours is the same decision, never one a writer overrode."""
+        ours, incoming = self._applied(f"{base}..HEAD"), self._applied(f"{base}..{theirs}")
+        if not ours or not incoming:
+            return {}
+        question = {}
+        for record in Journal(self.root).records(types=("verdict",)):  # the merged journal: both sides' lines
+            if record.get("id") in ours or record.get("id") in incoming:
+                question[record["id"]] = (record.get("pass"), record.get("fingerprint"), record.get("answer"))
+        theirs_by_question = {question[v]: v for v in incoming if v in question}
+        return {v: theirs_by_question[question[v]] for v in ours
+                if v in question and question[v] in theirs_by_question}
+
+    def _applied(self, revs: str) -> list[str]:
+        """The verdict ids of the decision commits in a range."""
+        out = run_git(self.repo, "log", "--no-merges",
+                      "--format=%(trailers:key=Knomit-Verdict,valueonly,separator=%x00)%x00", revs)
+        return [v.strip() for v in out.split("\0") if v.strip()]
+
+    def _message(self, count: int, lost: set[str], overridden: dict[str, list[str]],
+                 twins: dict[str, str] | None = None) -> str:
         subject = f"sync: merge {self.name}/{self.branch} ({count} commit(s))"
         body = [f"Writers' side kept where both sides changed the same lines: {', '.join(sorted(lost))}."] \
             if lost else []
         for vid, paths in overridden.items():
             body.append(f"Overridden: {vid} in {', '.join(paths)}; its verdict stands (an alias is restated, a "
                         "changed fact is asked again).")
-        trailers = "".join(f"{OVERRIDDEN}: {vid}\n" for vid in overridden)
+        for ours, other in (twins or {}).items():
+            body.append(f"Same decision: {ours} is {other}, applied on both sides; one change is kept.")
+        trailers = "".join(f"{OVERRIDDEN}: {vid}\n" for vid in overridden) + \
+            "".join(f"{SAME}: {ours} as {other}\n" for ours, other in (twins or {}).items())
         return subject + "\n\n" + ("\n".join(body) + "\n\n" if body else "") + trailers
 
     # --- what the metrics and the push read ------------------------------------------------------
@@ -308,6 +395,13 @@ class Remote:
             atomic_write(Path(self.repo.git_dir) / STATE_FILE, json.dumps(record))
         except OSError as e:
             log.warning("could not keep the sync state: %s", e)
+
+    def last(self) -> dict | None:
+        """The last session's sync as it saved it (SyncReport.json() and `at`), or None before any."""
+        try:
+            return json.loads((Path(self.repo.git_dir) / STATE_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
 
     def figures(self, sessions_ended: list[str]) -> dict:
         """What the metrics file and `status --json` say of the remote; `sessions_ended`: ISO times, any order."""
@@ -399,6 +493,12 @@ class Remote:
     def _abort(self) -> None:
         if self._merging():
             run_git(self.repo, "merge", "--abort")
+        self.mark.unlink(missing_ok=True)
+
+    def _intend(self, head: str, theirs: str) -> None:
+        """Say, before a merge starts, that this tool started it: recovery then knows it may undo it."""
+        atomic_write(self.mark, json.dumps({"head": head, "theirs": theirs, "remote": self.name,
+                                            "branch": self.branch}))
 
     def _blob(self, sha: str) -> bytes:
         return subprocess.run(["git", "cat-file", "blob", sha], cwd=self.root, capture_output=True,
@@ -465,6 +565,21 @@ def _rejected(stderr: str) -> bool:
     # "failed to update ref" / "cannot lock ref": another push won the race after ours read the remote's refs
     return "[rejected]" in s and ("fetch first" in s or "non-fast-forward" in s) or "stale info" in s or \
         "failed to update ref" in s or "cannot lock ref" in s
+
+
+def _cause(stderr: str, remote: str = "") -> str:
+    """The line of git's stderr that names the cause, with what the remote said (a hook's reason) kept.
+
+    git ends most failures with advice ("and the repository exists."), so its last line is rarely the cause.
+    """
+    lines = [l.strip() for l in stderr.strip().splitlines() if l.strip()]
+    said = [l[len("remote:"):].strip() for l in lines if l.startswith("remote:") and l[len("remote:"):].strip()]
+    rejected = next((l for l in lines if "[remote rejected]" in l or "[rejected]" in l), None)
+    fatal = next((l for l in lines if l.startswith(("fatal:", "error:"))), None)
+    head = rejected or (fatal.split(":", 1)[1].strip() if fatal else _last(stderr))
+    if remote and not rejected and fatal:
+        head = f"{remote}: {head}"
+    return head + (f"; the remote said: {' / '.join(said)}" if said else "")
 
 
 def _last(stderr: str) -> str:

@@ -1,5 +1,7 @@
 """Crash trials: review sessions SIGKILLed at 20 random instants (fixed seed); nothing lost or half-applied after any restart.
 
+With a shared remote, a session killed at every step of its sync, and the next one recovering.
+
 The machinery (and the 200-trial version) is benchmarks/crash_trials.py; see its docstring for
 what each trial does and checks.
 """
@@ -11,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
-from crash_trials import check, run_trials  # noqa: E402
+from crash_trials import SYNC_STEPS, check, run_trials, sync_kills  # noqa: E402
 
 
 def test_sigkill_at_20_instants_leaves_corpus_journal_and_db_consistent(tmp_path):
@@ -35,3 +37,12 @@ def test_sigkill_at_20_instants_leaves_corpus_journal_and_db_consistent(tmp_path
     journal.write_bytes(b"".join(journal.read_bytes().splitlines(keepends=True)[1:]))  # a verdict lost
     found = "\n".join(check(root))
     assert "git status" in found and "fact does not parse" in found and "missing from the journal" in found
+
+
+def test_sigkill_at_every_step_of_the_sync_is_recovered_by_the_next_session(tmp_path):
+    lines: list[str] = []
+    report = sync_kills(tmp_path / "sync", log=lines.append)
+    assert report.inconsistencies == [], "\n".join(lines + report.inconsistencies)
+    assert report.trials == len(SYNC_STEPS) == 6
+    # the kills landed mid-merge: a merge in progress, and a fast-forward half-done, each recovered
+    assert report.interrupted["MERGE_HEAD"] == 2 and report.interrupted["knomit-merge.json"] == 3, "\n".join(lines)

@@ -254,6 +254,20 @@ def test_two_reviewers_at_once(tmp_path, served, mode):
                   for n in ("f1", "f2", "f3"))
     assert f1.sources == ("s1", "s2") and f2.status == "retracted" and f3.motifs == ("penalty-blocks-own-recovery",)
     assert git(bare, "show", "main:facts/ops/f2.md").count("status:") == 1
+    if mode == "sync":
+        # the second copy of each decision is recorded as the same decision, never as one a writer overrode
+        history = git(bare, "log", "--format=%B", "main")
+        assert "Knomit-Overridden:" not in history and "Knomit-Same-Decision:" in history, history
+        # and `revert` undoes it, whichever machine's verdict id it is given (each copy's machine has both)
+        from knomit_judge.revert import revert
+        for m in machines:
+            git(m, "pull", "-q", "--no-rebase", "origin", "main")
+        same = [line.split(": ", 1)[1].split(" as ") for line in history.splitlines()
+                if line.startswith("Knomit-Same-Decision: ")]
+        for ours, theirs in same:
+            assert revert(ours, machines[0])  # exits 0: the kept copy's change is undone
+        reverts = git(machines[0], "log", "--format=%(trailers:key=Knomit-Reverts,valueonly)")
+        assert same and all(ours in reverts and theirs in reverts for ours, theirs in same), (same, reverts)
 
 
 @pytest.fixture
