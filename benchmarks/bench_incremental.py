@@ -165,6 +165,7 @@ def main(argv=None) -> int:
         server.responder = TruthJudge(root, replies)
         os.environ.update(ANTHROPIC_BASE_URL=server.url, ANTHROPIC_API_KEY="sk-ant-bench-FAKE")
         os.environ.pop("KNOMIT_JUDGE_MODEL", None)
+        os.environ["KNOMIT_JUDGE_FIRST_READER"] = ""  # one reader: the figures are the judge model's
         rows: list[dict] = []
 
         print("1. review until a session applies nothing")

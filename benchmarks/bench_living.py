@@ -80,6 +80,10 @@ AGENT = "origin/agent/mindev.local-8ef0cd32"
 ALIASES = ROOT / "benchmarks" / "data" / "aekb-entity-aliases.tsv"
 TOOL_OVERHEAD = 313  # input tokens the API adds for the reply contract (a forced tool; a schema, about as many)
 JUDGES = ("claude-haiku-5-5", "claude-sonnet-5-5", "claude-opus-5-5", "claude-sonnet-4-6")  # current, 2026-12-05
+FIRST_READER = "claude-haiku-5-5"  # judge.first_reader's default
+DEFAULTS = {"alias": {"same": False, "mechanism": ""}, "prune": {"decision": "distinct", "rationale": "They make "
+            "different claims."}, "discovery": {"entails": False, "fact": None, "rationale": "Nothing new follows "
+            "from the group."}}
 QUIET = 3  # a day on which the writer added or edited at most this many facts is a quiet day
 
 
@@ -138,7 +142,10 @@ class LabelJudge:
     asked: dict = field(default_factory=lambda: defaultdict(int))
     questions: set = field(default_factory=set)  # this session's distinct questions that reached the judge
     lines: dict = field(default_factory=dict)
-    usage: list = field(default_factory=list)  # (pass, tokens in, tokens out) of every call answered
+    usage: list = field(default_factory=list)  # (pass, model, tokens in, tokens out) of every call answered
+    first_misses: bool = False  # the first reader answers the default on every 2nd true prune and 3rd true alias pair
+    true_seen: dict = field(default_factory=lambda: defaultdict(int))  # true pairs the first reader was asked, by pass
+    missed: list = field(default_factory=list)  # (pass, subject) the first reader answered the default on
     alias_pairs: set = field(default_factory=set)  # every alias pair asked, as a frozenset of its two spellings
     described: int = 0  # spellings asked for a line
 
@@ -153,7 +160,7 @@ class LabelJudge:
     def reply(self, kind: str, req, answer: dict):
         chars = len(req.system) + len(req.prompt) + len(json.dumps(req.body.get("tools") or []))
         usage = (chars // 4 + TOOL_OVERHEAD, len(json.dumps(answer)) // 4 + 30)
-        self.usage.append((kind, *usage))
+        self.usage.append((kind, req.body.get("model"), *usage))
         return tool(answer, input_tokens=usage[0], output_tokens=usage[1])
 
     def refresh(self, corpus: Path) -> None:
@@ -185,7 +192,13 @@ class LabelJudge:
         self.asked[kind] += 1
         # one question, whichever order it is asked in: calls per question is what one order saves
         self.questions.add((kind, frozenset(json.dumps(v, sort_keys=True) for v in ev.values())))
-        return self.reply(kind, req, self.answer(kind, ev))
+        answer = self.answer(kind, ev)
+        if self.first_misses and req.body.get("model") == FIRST_READER and answer != DEFAULTS[kind]:
+            self.true_seen[kind] += 1  # a worse first reader: the default on every 2nd prune, 3rd alias true pair
+            if self.true_seen[kind] % {"alias": 3, "prune": 2}.get(kind, 10 ** 9) == 0:
+                self.missed.append((kind, sorted(json.dumps(v, sort_keys=True)[:60] for v in ev.values())))
+                answer = DEFAULTS[kind]
+        return self.reply(kind, req, answer)
 
 
 # -- the replay ------------------------------------------------------------------------------------------
@@ -503,19 +516,31 @@ def retired(path: Path) -> bool:
     return re.search(r"^status:\s*retracted\s*$", front, re.M) is not None
 
 
+def as_run(usage: list) -> dict:
+    """The replay's calls at list prices as they were made: dollars by pass and model."""
+    from knomit_judge.config import Config
+    config = Config()
+    out = defaultdict(float)
+    for kind, model, tin, tout in usage:
+        out[f"{kind} {model}"] += config.price(model).usd(tin, tout)
+    return {k: round(v, 4) for k, v in sorted(out.items())}
+
+
 def by_model(usage: list) -> list[dict]:
-    """The replay's calls priced with each current model as the judge: by pass, without and with thinking."""
+    """The replay's calls priced with each current model as the judge (first-reader and describe calls at their
+    own model's price): by pass, without and with thinking."""
     from knomit_judge.config import Config
     from knomit_judge.models import THINKING_EXPECTED
     config = Config()
     out = []
     for model in JUDGES:
         per, thinking = defaultdict(float), 0.0
-        for kind, tin, tout in usage:
-            price = config.price(config.describe.model if kind == "describe" else model)
+        for kind, asked, tin, tout in usage:
+            own = kind == "describe" or asked == FIRST_READER
+            price = config.price(asked if own else model)
             per[kind] += price.usd(tin, tout)
             # every current model but Sonnet 4.6 thinks unless told not to; describe requests think at the same effort
-            if kind == "describe" or model != "claude-sonnet-4-6":
+            if own or model != "claude-sonnet-4-6":
                 thinking += price.usd(tin, tout + THINKING_EXPECTED["low"]) - price.usd(tin, tout)
         total = sum(per.values())
         out.append({"judge": model, "usd": round(total, 4), "usd_thinking": round(total + thinking, 4),
@@ -608,6 +633,18 @@ def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_ke
               f"{'same' if judge.spellings.same(a, b) else 'not same'}; at the end "
               + ("one spelling carries both" if one else "both still carried"))
     out["watch_pairs"] = watch
+    out["as_run"] = as_run(judge.usage)
+    print("  as run, at list prices, by pass and model: "
+          + ", ".join(f"{k} ${v:.2f}" for k, v in out["as_run"].items()))
+    if judge.first_misses:
+        out["first_reader_missed"] = len(judge.missed)
+        print(f"  the first reader answered the default on {len(judge.missed)} true pair(s) (--first-misses)")
+    out["by_model"] = by_model(judge.usage)
+    print("  the same calls at list prices, by judge model (lines by claude-haiku-5-5), by pass; thinking at judge.effort "
+          "low as assumed (models.THINKING_EXPECTED), not measured:")
+    for m in out["by_model"]:
+        passes = ", ".join(f"{k} ${v:.2f}" for k, v in m["by_pass"].items())
+        print(f"    {m['judge']:<18} ${m['usd']:.2f} ({passes}); with thinking ${m['usd_thinking']:.2f}", flush=True)
     if shared is not None:
         out["remote"] = shared
         print(f"  remote: {shared['branch_updates']} updates of the served branch, {shared['non_fast_forward']} not a "
@@ -678,7 +715,6 @@ def totals(rows: list[Row], n_days: int, pairs: dict, appeared: dict, merged_at:
            "quiet_day_max_usd": quiet_max, "quiet_days": [r.day for r in quiet], "rebuild_check": check,
            "flip_rate": flips, "calls_by_pass": by_pass,
            "rows": [r.__dict__ for r in rows]}
-    out["by_model"] = by_model(judge.usage)
     print("\ntotal:")
     print(f"  ${known:.2f}" if known is not None else "  $ incomplete", f"over {n_days} sessions; {questions} questions "
           f"judged, {asked} asked of the judge in {calls} calls ({out['calls_per_question'] or 0:.2f} calls per question "
@@ -708,11 +744,6 @@ def totals(rows: list[Row], n_days: int, pairs: dict, appeared: dict, merged_at:
     print(f"  quiet days (writer touched <= {QUIET} facts, and the unchanged sessions): max ${quiet_max:.2f}")
     print(f"  flip rate in `status --json`: {flips or 'not reported'}")
     print(f"  rebuild --check: {check}", flush=True)
-    print("  the same calls at list prices, by judge model (lines by claude-haiku-5-5), by pass; thinking at judge.effort "
-          "low as assumed (models.THINKING_EXPECTED), not measured:")
-    for m in out["by_model"]:
-        passes = ", ".join(f"{k} ${v:.2f}" for k, v in m["by_pass"].items())
-        print(f"    {m['judge']:<18} ${m['usd']:.2f} ({passes}); with thinking ${m['usd_thinking']:.2f}", flush=True)
     return out
 
 
@@ -848,7 +879,12 @@ def main(argv=None) -> int:
                     help="--remote: the reviewer runs in a fresh clone every N-th day (0: always its kept clone)")
     ap.add_argument("--set", action="append", default=[], metavar="'KEY = VALUE'",
                     help="replace the line init wrote for KEY (e.g. 'questions_per_resolution = 20'); repeatable")
+    ap.add_argument("--first-misses", action="store_true",
+                    help="a worse first reader: the default on every 2nd true prune and every 3rd true alias pair")
+    ap.add_argument("--no-first-reader", action="store_true", help="judge.first_reader = \"\": the judge model alone")
     args = ap.parse_args(argv)
+    if args.no_first_reader:
+        os.environ["KNOMIT_JUDGE_FIRST_READER"] = ""
     work = Path(tempfile.mkdtemp(prefix="knomit-living-src-"))
     try:
         if args.synthetic:
@@ -862,7 +898,8 @@ def main(argv=None) -> int:
                 print(f"skipped: {args.bundle} not found (the real history lives in ../shared/data)")
                 return 0
             days, pairs = real_days(args.bundle, work, args.days)
-            judge = LabelJudge(Spellings(read_alias_labels(ALIASES)), {frozenset(p) for p in pairs.values()})
+            judge = LabelJudge(Spellings(read_alias_labels(ALIASES)), {frozenset(p) for p in pairs.values()},
+                               first_misses=args.first_misses)
             if args.no_lines:  # as before lines existed: no describe step at all
                 args.set.append("describe.enabled = false")
             if not args.no_lines and args.lines.is_file():

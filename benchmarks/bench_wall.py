@@ -96,6 +96,7 @@ def main(argv=None) -> int:
         server.responder = latency
         os.environ.update(ANTHROPIC_BASE_URL=server.url, ANTHROPIC_API_KEY="sk-ant-bench-FAKE")
         os.environ.pop("KNOMIT_JUDGE_MODEL", None)
+        os.environ["KNOMIT_JUDGE_FIRST_READER"] = ""  # one reader: the figures are the judge model's
 
         start = time.perf_counter()
         result = review(root, ReviewOptions(passes=("prune",), judge="anthropic"))

@@ -465,6 +465,7 @@ class Trials:
                     "ANTHROPIC_API_KEY": "sk-ant-test-crash-0000", "HF_HUB_OFFLINE": "1",
                     "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(REPO)}
         self.env.pop("KNOMIT_JUDGE_MODEL", None)
+        self.env["KNOMIT_JUDGE_FIRST_READER"] = ""  # one reader: the trials count the judge model's calls
         self.zygote = Zygote(self.env)  # loads the model while the corpus is built
         build_corpus(self.root, small)
         self.server.responder = responder(planted_rules(self.root), delay_s)
@@ -657,6 +658,7 @@ def sync_kills(work: Path, log=print, steps=tuple(SYNC_STEPS)) -> Report:
     env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "sk-ant-test-crash-0000",
            "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(REPO)}
     env.pop("KNOMIT_JUDGE_MODEL", None)
+    env["KNOMIT_JUDGE_FIRST_READER"] = ""
     zygote = Zygote(env)
     try:
         seed, remote, root, writer = work / "seed", work / "kb.git", work / "reviewer", work / "writer"

@@ -21,6 +21,7 @@ from .config import Config, load_config
 from .corpus import load_corpus
 from .errors import KnomitError, Unparsed
 from .gitops import open_repo
+from .models import require_callable
 from .judge import Judge, make_backend, read_sample
 from .jsonl import read_jsonl
 from . import labels as journal_labels  # a module: calibrate has its own read_labels (a JSONL file) and latest
@@ -223,7 +224,9 @@ def calibrate(labels_path: Path | str, root: Path | str = ".", judge_spec: str =
         config.require_price(config.judge.model)  # judge.max_cost_usd holds here too, so the price must be known
     store = Store.for_corpus(root)
     try:
-        judge = Judge(make_backend(judge_spec, config), store, config)
+        # the models' lifecycle and dialects, as a session reads them (a retired model exits 2 here too)
+        lineup = require_callable(config, store) if judge_spec == "anthropic" else None
+        judge = Judge(make_backend(judge_spec, config, lineup), store, config)
         asyncio.run(_answer(questions, passes, judge, store, config))
         result = {
             "labels": str(labels_path), "corpus": str(root), "judge": judge.model, "created_at": now(),
@@ -234,6 +237,7 @@ def calibrate(labels_path: Path | str, root: Path | str = ".", judge_spec: str =
             "skipped": skipped, "questions": [q.json() for q in questions],
         }
         result["overall"] = overall(questions)
+        result["first_reader"] = first_reader_score(store)
         with store.db.atomic():
             store.db["calibrations"].insert({"created_at": result["created_at"], "labels": str(labels_path),
                                              "model": judge.model, "result": json.dumps(result, ensure_ascii=False)})
@@ -276,6 +280,7 @@ def calibrate_journal(root: Path | str = ".") -> dict:
     result["overall"] = overall(questions)
     store = Store.for_corpus(root)
     try:
+        result["first_reader"] = first_reader_score(store)
         with store.db.atomic():
             store.db["calibrations"].insert({"created_at": result["created_at"], "labels": result["labels"],
                                              "model": result["judge"],
@@ -283,6 +288,21 @@ def calibrate_journal(root: Path | str = ".") -> dict:
     finally:
         store.close()
     return result
+
+
+def first_reader_score(store) -> dict:
+    """The first reader scored against the judge model over every audit and confirmation kept (asking.py):
+    its no's the judge model read again and how many it missed; its yeses and how many the judge model shared."""
+    out = {}
+    for name, kinds in store.audit_totals().items():
+        audits, confirms = kinds.get("audit", {}), kinds.get("confirm", {})
+        n, missed = sum(audits.values()), audits.get(True, 0)
+        out[name] = {"audits": n, "misses": missed, "miss_rate": round(missed / n, 4) if n else None,
+                     "yeses": sum(confirms.values())}
+    for name, confirmed in store.db.execute("SELECT pass, count(*) FROM audits WHERE kind = 'confirm' "
+                                            "AND strong_answer = first_answer GROUP BY pass"):
+        out[name]["confirmed"] = confirmed
+    return out
 
 
 def overall(questions: list[Question]) -> dict:
@@ -345,6 +365,10 @@ def lines(result: dict) -> list[str]:
         out.append(f"{name:<10} {s['n']:>3} {_num(s['precision']):>9} {_num(s['recall']):>6} "
                    f"{_num(s['agreement']):>9} {_num(s['kappa']):>6} {flips:>13} {s['judge_calls']:>5} "
                    f"{_cost(s['cost_usd']):>10}")
+    for name, f in (result.get("first_reader") or {}).items():
+        out.append(f"first reader on {name}: {f['audits']} audits of its no's, {f['misses']} missed "
+                   f"(miss rate {_num(f['miss_rate'])}); {f.get('confirmed', 0)} of its {f['yeses']} yeses confirmed "
+                   "by the judge model")
     o = result["overall"]
     out.append(f"{'all':<10} {o['n']:>3} {_num(o['precision']):>9} {_num(o['recall']):>6} {_num(o['agreement']):>9}")
     out.append("precision and recall are of yes (prune: merge or retract); agreement and kappa are over "

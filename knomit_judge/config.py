@@ -21,6 +21,12 @@ class JudgeConfig:
     # How hard a thinking model thinks (output_config.effort, where the model takes it): low for a yes/no verdict
     # on short evidence (docs/choices.md). Thinking tokens are billed as output.
     effort: str = "low"
+    # The cheapest current model reads every offered question first, in one order; its no is a verdict, its yes
+    # goes to `model`, whose agreeing yes is the one that acts (asking.py). "" = off: `model` reads alone.
+    first_reader: str = "claude-haiku-5-5"
+    # Of each pass's first reads in a session, this share (and at least 2) of its no's are read again by `model`,
+    # highest ranked first: a yes there is a miss, counted, and the pass reads alone after too many (asking.py).
+    audit_share: float = 0.1
     concurrency: int = 4
     timeout_s: float = 600.0
     max_attempts: int = 3
@@ -187,6 +193,8 @@ class Config:
     def models(self) -> dict[str, str]:
         """Every model a session may call, by the key that names it (judge.model, and describe.model with lines on)."""
         named = {"judge.model": self.judge.model}
+        if self.judge.first_reader and self.judge.first_reader != self.judge.model:
+            named["judge.first_reader"] = self.judge.first_reader
         if self.describe.enabled and self.describe.model:
             named["describe.model"] = self.describe.model
         return named
@@ -226,6 +234,7 @@ _SECTION_TYPES = {
 _BOUNDS = {
     "judge.concurrency": (1, None), "judge.timeout_s": (0.001, None), "judge.max_attempts": (1, None),
     "judge.samples": (1, None), "judge.min_agreement": (0, 1), "judge.swap_sample": (0, 1),
+    "judge.audit_share": (0, 1),
     "judge.max_cost_usd": (0, None),
     "judge.max_tokens": (1, None), "judge.backoff_s": (0, None), "judge.backoff_max_s": (0, None),
     "judge.max_evidence_chars": (200, None),
@@ -345,17 +354,22 @@ def load_config(corpus: Path, environ=os.environ) -> Config:
     config = parse_config(data)
     if environ.get("KNOMIT_JUDGE_MODEL"):
         config.judge.model = environ["KNOMIT_JUDGE_MODEL"]
+    if "KNOMIT_JUDGE_FIRST_READER" in environ:  # "" turns the first reader off, as judge.first_reader = "" does
+        config.judge.first_reader = environ["KNOMIT_JUDGE_FIRST_READER"].strip()
     return config
 
 
 DEFAULT_TOML = """\
 # knomit-judge configuration. Every key is optional; the values below are the defaults.
 # An unknown key, a wrong type or an out-of-range value is an error naming the key (exit 2).
-# KNOMIT_JUDGE_MODEL overrides judge.model; ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL are read by the SDK.
+# KNOMIT_JUDGE_MODEL overrides judge.model, KNOMIT_JUDGE_FIRST_READER judge.first_reader;
+# ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL are read by the SDK.
 
 [judge]
 model = "claude-sonnet-5-5"   # a current model; `knomit-judge review` checks its lifecycle every session
 effort = "low"           # how hard a thinking model thinks: low, medium, high, xhigh or max (docs/choices.md)
+first_reader = "claude-haiku-5-5"  # reads every question first; its yes goes to `model`, which decides; "" = off
+audit_share = 0.1        # of a pass's first reads, this share of its no's (at least 2) is read again by `model`
 concurrency = 4          # judge calls in flight at once
 timeout_s = 600          # per judgment, retries included
 max_attempts = 3         # per call, on rate limits, overload, 5xx and connection errors

@@ -294,8 +294,9 @@ def _attempts(e: Exception) -> int:
 class Judge:
     """Asks a pass's question with samples and position swap, through the reply cache, under one semaphore."""
 
-    def __init__(self, backend, store, config: Config):
+    def __init__(self, backend, store, config: Config, model: str | None = None):
         self.backend, self.store, self.config = backend, store, config
+        self._model = model  # another model than the backend's (the first reader): see reader()
         self.semaphore = asyncio.Semaphore(config.judge.concurrency)
         self.ledgers: dict[str, Ledger] = {}
         # Message Batch results collected this session, by cache key: a Completion, or the error to raise
@@ -303,7 +304,14 @@ class Judge:
 
     @property
     def model(self) -> str:
-        return self.backend.model
+        return self._model or self.backend.model
+
+    def reader(self, model: str) -> "Judge":
+        """This judge asking `model` instead: the same backend, store, semaphore, ledgers and batch results."""
+        other = Judge.__new__(Judge)
+        other.__dict__.update(self.__dict__)
+        other._model = model
+        return other
 
     @property
     def kind(self) -> str:
@@ -317,7 +325,7 @@ class Judge:
     def shape(self, p) -> dict | None:
         """What of a request depends on the reply contract in the judge model's dialect (in the cache key)."""
         tool = self.tool(p)
-        return self.backend.shape(tool) if tool else None
+        return self.backend.shape(tool, self.model) if tool else None
 
     def orders(self, candidate) -> int:
         """How many orders this question has to ask: 2 for pairs with judge.position_swap, else 1."""
@@ -377,13 +385,13 @@ class Judge:
             return 0.0
         cfg = self.config.judge
         tokens_in = prompt_bytes if prompt_bytes is not None else 8 * cfg.max_evidence_chars + 4000
-        return self.cost(tokens_in, self.backend.dialect().max_tokens(cfg.max_tokens), batch=batch) or 0.0
+        return self.cost(tokens_in, self.backend.dialect(self.model).max_tokens(cfg.max_tokens), batch=batch) or 0.0
 
     def expected_out(self) -> int:
         """Output tokens a verdict call is expected to bill (thinking included): for estimates before measuring."""
         if isinstance(self.backend, ScriptedBackend):
             return 0
-        return self.backend.dialect().expected_out(REPLY_TOKENS)
+        return self.backend.dialect(self.model).expected_out(REPLY_TOKENS)
 
     def ledger(self, pass_name: str) -> Ledger:
         return self.ledgers.setdefault(pass_name, Ledger())
@@ -405,7 +413,8 @@ class Judge:
             done = fresh
         else:
             async with self.semaphore:
-                kwargs = {"pass_name": p.name} if isinstance(self.backend, ScriptedBackend) else {"tool": self.tool(p)}
+                kwargs = {"pass_name": p.name} if isinstance(self.backend, ScriptedBackend) else \
+                    {"tool": self.tool(p), "model": self.model}
                 try:
                     done = await self.backend.complete(p.prompt.system, ask.user, subject, ask.position, **kwargs)
                 except (Unavailable, Refused) as e:
@@ -446,7 +455,7 @@ class Judge:
                                ask.position)
         return sample
 
-    async def ask(self, p, candidate) -> Outcome:
+    async def ask(self, p, candidate, one_order: bool = False) -> Outcome:
         """Judge one candidate; never raises for an API fault or a bad reply (JudgeRefused aside).
 
         The first order is asked; the second only when the first did not give the default (a split can
@@ -458,14 +467,16 @@ class Judge:
         first = self.first_asks(p, candidate)
         # the first order alone first, even for the swap sample: a question the model refuses costs one call
         jobs = [a for a in first if a.position == 0]
+        if one_order:  # the first reader: one order, its answer a vote for the judge model to confirm or not
+            first = jobs
         try:
             async with asyncio.timeout(cfg.timeout_s) as limit:
                 # the time limit stands still while a call waits on the shared rate limiter
                 token = question_clock.set(QuestionClock(limit))
                 try:
                     results = await self._gather(p, candidate, jobs, out)
-                    if not _failed(results, out) and (len(first) > len(jobs)
-                                                      or self._second_needed(p, candidate, jobs, results)):
+                    if not _failed(results, out) and not one_order and (
+                            len(first) > len(jobs) or self._second_needed(p, candidate, jobs, results)):
                         more = self.asks(p, candidate, positions=(1,))
                         jobs, results = jobs + more, results + await self._gather(p, candidate, more, out)
                 finally:

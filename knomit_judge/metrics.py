@@ -108,7 +108,8 @@ def figures(root: Path, store, config: Config, judge: str = "anthropic", now: da
         passes[name] = {
             "state": counts.get("state"), "throttle": t.state,
             # a pass no session has run yet has no last session: its counts are None, not 0
-            **{k: counts.get(k, 0) if h else None for k in ("candidates", "offered", "judged", "resolved", "waiting")},
+            **{k: counts.get(k, 0) if h else None for k in ("candidates", "offered", "judged", "resolved", "waiting",
+                                                            "first_reads", "audits", "misses")},
             "allowance": t.allowance,  # None: unlimited (the dollar caps still hold)
             "session_cost_usd": charged if h else None,
             "today_cost_usd": spend.per_pass[name]["today_usd"],
@@ -170,6 +171,11 @@ _PASS_GAUGES = [
     ("knomit_judge_pass_failed_sessions",
      "Sessions in a row, up to the last, in which the pass was broken or aborted (0: the last one was not).",
      "failed_sessions"),
+    ("knomit_judge_pass_first_reads", "Questions the first reader read in the pass's last session.", "first_reads"),
+    ("knomit_judge_pass_audits",
+     "First-reader no's the judge model read again in the pass's last session (asking.py).", "audits"),
+    ("knomit_judge_pass_misses",
+     "Audits in the pass's last session where the judge model said yes to a first-reader no.", "misses"),
 ]
 _DESCRIBE_GAUGES = [
     ("knomit_judge_describe_missing_lines",

@@ -15,17 +15,18 @@ from .batches import Batches, batch_mode
 from .candidate_lists import CandidateLists
 from .config import Config, load_config
 from .corpus import Corpus, CorpusReport, corpus_report, load_corpus
-from .decisions import decide, keep, restatable, restate
+from .decisions import decide, restatable, restate
 from .embeddings import Embedder
 from .freshness import fresh_first, fresh_names, new_names, owed_to_fresh
 from .errors import BadFact, KnomitError
 from .gitops import Applier, Lock, dirty_paths, merge_in_progress, open_repo, shared_lock
-from .judge import REPLY_TOKENS, Judge, ScriptedBackend, judge_kind, make_backend, swap_sampled
+from .asking import FirstReader, first_reader, judge_all, note_skipped, plan_dry, reader_notes, submit_batch
+from .judge import Judge, ScriptedBackend, judge_kind, make_backend
 from .duplicates import run_exact
 from .lines import describe
 from . import metrics
 from .models import Lineup, has_key, lineup as read_lineup, require_callable
-from .passes import JUDGED_PASSES, Candidate
+from .passes import JUDGED_PASSES
 from .passes.describe import PASS as DESCRIBE, describe_model
 from .passes.registry import all_passes
 from .recovery import recover, sync_git, sync_journal
@@ -147,6 +148,7 @@ class Context:
     new: dict[str, set] = field(default_factory=dict)  # pass -> the fresh names the writer brought: owed a question
     caps: Caps | None = None  # the session's dollar caps, with what the day and month spent before it
     lines: dict[str, str] = field(default_factory=dict)  # spelling -> its describe line (passes/describe.py)
+    readers: dict[str, FirstReader] = field(default_factory=dict)  # pass -> who reads its questions first
     no_line: list[str] = field(default_factory=list)  # spellings asked this session whose reply gave no line
     described: set = field(default_factory=set)  # (spelling, carriers) asked for a line this session: not again
     asked: int = 0  # questions that came back from the judge this session
@@ -408,7 +410,9 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
     with gc_paused():  # millions of small objects at 100k facts; see shortlist.gc_paused
         candidates = CandidateLists(ctx.store).candidates(p, ctx)  # read back when nothing it depends on changed
     yeses = ctx.store.unapplied_yes(p.name, ctx.kind)  # read once a round: asked again, or applied below
-    answered = ctx.store.answered(p.name, ctx.kind) - asked_again(p, ctx, yeses)
+    reader = ctx.readers.setdefault(p.name, first_reader(ctx, p))
+    # a suspended first reader's standing no's are asked again of the judge model
+    answered = ctx.store.answered(p.name, ctx.kind) - asked_again(p, ctx, yeses) - reader.standing
     # not asked now: refused by the API under this prompt version, or in a Message Batch not yet collected
     refused = ctx.store.refused(p.name, p.prompt.id) - answered
     busy = ctx.batches.busy(p.name) - answered
@@ -445,7 +449,7 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
     offer = [c for c in waiting if c.fingerprint in paid] + rest
     r.waiting = len(waiting) - len(offer)
     before = r.offered
-    fresh = await judge_all(p, offer, ctx, r, paid, owed)
+    fresh = await judge_all(p, offer, ctx, r, paid, owed, reader)
     r.waiting += len(offer) - (r.offered - before)  # held back by the cost cap or a stop
     decide(p, ctx, r, pending + fresh)
 
@@ -465,18 +469,6 @@ def asked_again(p, ctx: Context, yeses: list[Verdict]) -> set[str]:
     return out
 
 
-def note_skipped(p, ctx: Context, r: PassResult, fingerprints: list[str], refused: set, busy: set) -> None:
-    """Say which candidates were not asked because the API refused them, or a batch holds them."""
-    fps = set(fingerprints)
-    if fps & refused:
-        r.notes.append(f"{len(fps & refused)} question(s) refused by the API in an earlier session: "
-                       f"not asked again until their facts or the {p.name} prompt change")
-    for batch_id, in_batch in ctx.batches.waiting(p.name).items():
-        if in_batch & fps & busy:
-            r.batched += len(in_batch & fps & busy)
-            r.notes.append(f"waiting on batch {batch_id}, {ctx.batches.requests_in(batch_id, p.name)} requests")
-
-
 def finish_pass(p, ctx: Context, r: PassResult, t) -> None:
     """Name the pass's state, take its spend from the ledger, and record the throttle's session."""
     r.settle(held=r.waiting > 0, dry_run=ctx.options.dry_run)
@@ -484,6 +476,7 @@ def finish_pass(p, ctx: Context, r: PassResult, t) -> None:
             not any("wait" in n for n in r.notes):
         r.notes.append(f"balance spent: {r.waiting} candidate(s) wait until resolutions refill it")
     charge(ctx, r)
+    reader_notes(r, ctx.readers.get(p.name))
     if r.cost_usd is None:
         r.notes.append("cost incomplete: a call reported no usage or its model has no price")
     if not ctx.options.dry_run:
@@ -497,144 +490,3 @@ def charge(ctx: Context, r: PassResult) -> None:
     if ledger:
         r.judge_calls, r.attempts, r.cost_usd = ledger.calls, ledger.attempts, ledger.cost_usd
         r.charged_usd = round(ledger.charged_usd, 6)
-
-
-async def judge_all(p, offer: list[Candidate], ctx: Context, r: PassResult, paid: set = frozenset(),
-                    owed: set = frozenset()) -> list[Verdict]:
-    """Stream candidates through a bounded queue to `concurrency` workers; store each verdict as it comes.
-
-    In batch mode a question that needs a call is gathered for the session's Message Batch instead;
-    `paid` questions (batch results collected this session) are judged whatever the cost cap says;
-    `owed` ones (owed to fresh facts) whatever the balance says, still under the cost caps.
-    """
-    cfg = ctx.config.judge
-    queue: asyncio.Queue = asyncio.Queue(maxsize=2 * cfg.concurrency)
-    yes: list[tuple[float, Verdict]] = []
-    stop = ctx.options.stop
-    before = r.offered
-    held: list[str] = []
-
-    def hold(c: Candidate | None = None) -> str | None:
-        """Why nothing new may be offered now, if so."""
-        if stop is not None and stop.is_set():
-            return "stopping"
-        if (why := ctx.caps.reached(ctx.spent(), ctx.next_usd())) and (c is None or c.fingerprint not in paid):
-            return why  # session, day or month: the rest waits
-        return None
-
-    allowance = ctx.allowances[p.name]
-
-    async def produce():
-        for c in offer:
-            if hold(c):
-                break
-            # paid questions were charged when their batch was submitted; the rest take one from the balance,
-            # waiting while questions in flight may still resolve something and deposit more
-            if c.fingerprint in owed:
-                allowance.owe(c.fingerprint)
-            elif c.fingerprint not in paid and not await allowance.take(c.fingerprint):
-                break
-            await queue.put(c)
-        # Not in a `finally`: once cancelled the workers are gone, and a put into a full queue never returns.
-        for _ in range(cfg.concurrency):
-            await queue.put(None)
-
-    async def work():
-        while (c := await queue.get()) is not None:
-            budgeted = c.fingerprint not in paid
-            # checked again here, not only at put: the queue holds candidates not yet paid for
-            if reason := hold(c):
-                held.append(reason)
-                if budgeted:
-                    allowance.settle(c.fingerprint, asked=False)
-                continue
-            r.offered += 1
-            resolved = False
-            try:
-                if ctx.batches.submitting and ctx.batches.gather(ctx.judge, p, c):
-                    r.batched += 1  # asked in the session's Message Batch; the next session collects the answer
-                    continue
-                ctx.in_flight += 1  # what is with the judge counts toward the caps' next question
-                try:
-                    out = await ctx.judge.ask(p, c)
-                finally:
-                    ctx.in_flight -= 1
-                ctx.asked += 1
-                if out.kind == "verdict":
-                    v = Verdict(pass_name=p.name, fingerprint=c.fingerprint, subject=c.subject, answer=out.answer,
-                                is_yes=out.answer in p.yes, rationale=out.rationale, model=ctx.judge.model,
-                                prompt=p.prompt.id, attempts=out.attempts, calls=out.calls, agreement=out.agreement,
-                                tokens_in=out.tokens_in, tokens_out=out.tokens_out, cost_usd=out.cost_usd,
-                                replies=out.replies, payload=out.payload, session=ctx.session, judge=ctx.judge.kind,
-                                orders=out.orders, by_position=out.by_position)
-                    keep(ctx, v)
-                    r.judged += 1
-                    if v.is_yes:
-                        resolved = True
-                        r.resolved += 1
-                        yes.append((c.score, v))
-                    else:
-                        r.declined += 1
-                else:
-                    setattr(r, out.kind, getattr(r, out.kind) + 1)
-                    r.first_error = r.first_error or f"{out.kind}: {out.error}"
-                    if out.kind == "refused" or out.truncated:  # remembered: not asked again until the fingerprint
-                        # or prompt changes (a refusal, or a reply that ran out at max_tokens: never a paid loop)
-                        ctx.store.add_refusal(p.name, c.fingerprint, ctx.judge.model, p.prompt.id, c.subject,
-                                              out.error, ctx.session)
-            finally:  # the balance moves as each verdict comes back, not at the session's end
-                if budgeted:
-                    allowance.settle(c.fingerprint, asked=True, resolved=resolved)
-                elif resolved:
-                    allowance.deposit(1)
-
-    tasks = [asyncio.ensure_future(produce()), *(asyncio.ensure_future(work()) for _ in range(cfg.concurrency))]
-    try:
-        await asyncio.gather(*tasks)
-    finally:
-        # A refused key in one worker stops all of them, before the session's own cleanup runs.
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-    reason = hold() or (held[0] if held else None)
-    if reason and len(offer) > r.offered - before:
-        waiting = len(offer) - (r.offered - before)
-        r.notes.append(f"{reason}: {waiting} candidate(s) wait" + (" for the next session" * (reason == "stopping")))
-    return [v for _, v in sorted(yes, key=lambda sv: -sv[0])]
-
-
-async def submit_batch(ctx: Context, result: SessionResult) -> None:
-    """Submit the questions gathered this session as a Message Batch, stored in the db before returning."""
-    for batch_id, per_pass, error in await ctx.batches.submit(ctx.judge):
-        for name, fps in per_pass.items():
-            r = result.passes[name]
-            if batch_id:
-                r.notes.append(f"batch {batch_id}: {ctx.batches.requests_in(batch_id, name)} requests submitted")
-            else:  # not submitted: as unavailable as a call that failed; asked again next session
-                r.batched -= len(fps)
-                r.unavailable += len(fps)
-                r.first_error = r.first_error or f"unavailable: {error}"
-
-
-def plan_dry(ctx: Context, p, r: PassResult, offer: list[Candidate], result: SessionResult) -> None:
-    """What a real session would offer, with its evidence and an estimate of calls and cost."""
-    cfg = ctx.config.judge
-    # the first order of each, both for the swap sample; a first answer that is not the default adds its second
-    calls = cfg.samples * sum(1 + (cfg.position_swap and len(c.orders) == 2
-                                   and swap_sampled(c.fingerprint, cfg.swap_sample)) for c in offer)
-    chars = sum(len(p.prompt.system) + len(p.prompt.render(c.orders[0])) for c in offer)
-    price = ctx.config.price(cfg.model) if not ctx.options.judge.startswith("scripted:") else None
-    per_call_in = chars / max(len(offer), 1) / 4  # ~4 characters a token
-    # recorded replies cost nothing, and nor does asking nothing; a model with no price is unknown
-    estimate = 0.0 if ctx.options.judge.startswith("scripted:") or not calls else None
-    if price:  # the answer, and thinking at judge.effort where the model thinks (docs/real-api.md)
-        estimate = calls * price.usd(per_call_in, ctx.lineup.dialect(cfg.model, cfg.effort).expected_out(REPLY_TOKENS))
-        if ctx.batches.submitting:
-            estimate *= 1 - price.batch_discount  # one Message Batch: the batch price
-    result.estimates[p.name] = {"questions": len(offer), "calls": calls,
-                                "estimate_usd": None if estimate is None else round(estimate, 6)}
-    r.offered = len(offer)
-    r.notes.append(f"would ask {len(offer)} question(s) = {calls} call(s)"
-                   + (f", about ${estimate:.4f}" if estimate is not None else "")
-                   + (" at batch prices" if ctx.batches.submitting else ""))
-    result.plan[p.name] = [{"subject": c.subject, "score": round(c.score, 4), "evidence": c.orders[0]} for c in offer]

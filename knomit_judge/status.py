@@ -34,6 +34,14 @@ class PassResult:
     next_probe_in: int | None = None
     probation: str = ""  # set while people's labels hold the pass's decisions (precision.py)
     written: int = 0  # describe: lines written this session
+    # the first reader (asking.py): its model, questions it read, its yeses the judge model confirmed or not,
+    # and its no's the judge model read again (audits) and answered yes (misses)
+    first_reader: str = ""
+    first_reads: int = 0
+    first_confirmed: int = 0
+    first_unconfirmed: int = 0
+    audits: int = 0
+    misses: int = 0
     missing: int = 0  # describe: spellings with an active carrier and no line at the session's end
 
     def describe_line(self) -> str:

@@ -165,6 +165,37 @@ class Store:
         where, args = of_judge("pass = ?", [pass_name], judge)
         return {r[0] for r in self.db.execute(f"SELECT DISTINCT fingerprint FROM verdicts WHERE {where}", args)}
 
+    def read_first_only(self, pass_name: str, judge: str, first_model: str) -> set[str]:
+        """Fingerprints whose latest verdict is the first reader's (asking.py): answered by it alone."""
+        where, args = of_judge("pass = ?", [pass_name], judge)
+        return {fp for fp, model in self.db.execute(
+            f"SELECT fingerprint, model FROM verdicts v WHERE {where} AND created_at = (SELECT max(created_at) FROM "
+            "verdicts w WHERE w.pass = v.pass AND w.fingerprint = v.fingerprint AND w.judge = v.judge)",
+            args) if model == first_model}
+
+    # audits (asking.py): the judge model's second reading of the first reader's answers -------------------
+    def add_audit(self, pass_name: str, fp: str, session: str, kind: str, first_model: str, strong_model: str,
+                  first_answer: str, strong_answer: str, miss: bool, score: float | None) -> None:
+        self.db["audits"].insert({"pass": pass_name, "fingerprint": fp, "session": session, "kind": kind,
+                                  "first_model": first_model, "strong_model": strong_model,
+                                  "first_answer": first_answer, "strong_answer": strong_answer, "miss": int(miss),
+                                  "score": score, "created_at": now()})
+
+    def recent_audits(self, pass_name: str, limit: int) -> list[bool]:
+        """The pass's last `limit` audits of a first-reader no, newest first, as miss or not."""
+        return [bool(r[0]) for r in self.db.execute(
+            "SELECT miss FROM audits WHERE pass = ? AND kind = 'audit' ORDER BY created_at DESC, rowid DESC LIMIT ?",
+            [pass_name, limit])]
+
+    def audit_totals(self, pass_name: str | None = None) -> dict:
+        """Every audit and confirmation kept: counts by pass (calibrate scores the first reader with them)."""
+        out = {}
+        for name, kind, miss, n in self.db.execute(
+                "SELECT pass, kind, miss, count(*) FROM audits GROUP BY pass, kind, miss"):
+            if pass_name is None or name == pass_name:
+                out.setdefault(name, {}).setdefault(kind, {})[bool(miss)] = n
+        return out
+
     def verdicts(self, pass_name: str | None = None) -> list[Verdict]:
         where, args = ("pass = ?", [pass_name]) if pass_name else (None, None)
         return [Verdict.from_row(r) for r in self.db["verdicts"].rows_where(where, args, order_by="created_at, rowid")]

@@ -228,6 +228,9 @@ def judge_env(messages_server, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_BASE_URL", messages_server.url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-FAKEKEY-0123456789")
     monkeypatch.delenv("KNOMIT_JUDGE_MODEL", raising=False)
+    # one reader, the judge model, as every test of the questions was written for; tests/test_first_reader.py
+    # and the default-config tests of tests/test_models.py read with the first reader
+    monkeypatch.setenv("KNOMIT_JUDGE_FIRST_READER", "")
     return messages_server
 
 

@@ -214,6 +214,7 @@ def test_a_killed_daemon_batch_is_collected_by_the_next_session_without_resubmit
     env = {**os.environ, "ANTHROPIC_BASE_URL": judge_env.url, "ANTHROPIC_API_KEY": "sk-ant-test-FAKEKEY",
            "HF_HUB_OFFLINE": "1"}
     env.pop("KNOMIT_JUDGE_MODEL", None)
+    env["KNOMIT_JUDGE_FIRST_READER"] = ""  # the judge model reads alone, as these tests count its calls
     daemon = subprocess.Popen([sys.executable, "-c", "from knomit_judge.cli import main; main()", "daemon",
                                str(repo.root), "--cron", "* * * * * *"],
                               cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

@@ -105,6 +105,7 @@ def test_sigterm_stops_the_daemon_after_the_current_judgment(tmp_path, judge_env
     env = {**os.environ, "ANTHROPIC_BASE_URL": judge_env.url, "ANTHROPIC_API_KEY": "sk-ant-test-FAKEKEY-0123456789",
            "HF_HUB_OFFLINE": "1"}
     env.pop("KNOMIT_JUDGE_MODEL", None)
+    env["KNOMIT_JUDGE_FIRST_READER"] = ""  # the judge model reads alone, as these tests count its calls
     proc = subprocess.Popen([str(KNOMIT_JUDGE), "daemon", str(repo.root), "--cron", "*/1 * * * * *"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

@@ -50,6 +50,7 @@ def start(repo, server, sigint=signal.SIG_DFL) -> subprocess.Popen:
     env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "sk-ant-test-FAKEKEY",
            "HF_HUB_OFFLINE": "1"}
     env.pop("KNOMIT_JUDGE_MODEL", None)
+    env["KNOMIT_JUDGE_FIRST_READER"] = ""  # the judge model reads alone, as these tests count its calls
     return subprocess.Popen([sys.executable, "-c", "from knomit_judge.cli import main; main()", "-q",
                              "review", str(repo.root), "--pass", "alias", "--json"],
                             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

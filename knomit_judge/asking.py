@@ -1,0 +1,280 @@
+"""Asking: which model reads a question, in which order, when the judge model reads it again, the audits of the
+first reader, and what goes into a Message Batch. The session's spine (review.py) calls judge_all.
+
+Two readers (DESIGN "The judge client"). The first reader (judge.first_reader, the cheapest current model) reads
+every offered question in one order. Its no is a verdict like any other (fingerprinted, journalled, its model
+recorded); its yes acts on nothing: the question goes to judge.model, asked as always (one order, the second only
+after a yes, both must agree), and only that agreeing yes is applied. Each session, each pass's highest-ranked
+first-reader no's (at least AUDIT_MIN, and judge.audit_share of its first reads) are read again by judge.model:
+a yes there is a miss, counted, and the question goes on as that yes. A pass whose last AUDIT_WINDOW audits hold
+MISS_BOUND misses reads with judge.model alone, and its standing first-reader no's become askable again, highest
+ranked first, within the balance; those readings are audits too, so the window fills again and the suspension
+lifts once the misses fall below the bound (docs/choices.md). The scripted judge, and questions gathered for a
+Message Batch, are read by one reader.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from dataclasses import dataclass, field
+
+from .decisions import keep
+from .judge import REPLY_TOKENS, Outcome, swap_sampled
+from .passes import Candidate
+from .status import PassResult
+from .verdicts import Verdict
+
+AUDIT_MIN = 2  # audits of first-reader no's per pass and session, at least
+AUDIT_WINDOW = 20  # the audits the suspension rule looks back on
+MISS_BOUND = 2  # misses in that window that suspend the first reader for the pass
+
+
+@dataclass
+class FirstReader:
+    """The first reader of one pass in this session: whether it reads, and what it did."""
+
+    model: str | None  # None: the judge model reads alone
+    suspended: str = ""  # why it does not read this session ("2 misses in the last 20 audits")
+    standing: set = field(default_factory=set)  # while suspended: its no's waiting for the judge model
+
+    @property
+    def reads(self) -> bool:
+        return bool(self.model) and not self.suspended
+
+
+def first_reader(ctx, p) -> FirstReader:
+    """Who reads the pass's questions first this session, from the config and the pass's recent audits."""
+    cfg = ctx.config.judge
+    model = cfg.first_reader if cfg.first_reader and cfg.first_reader != cfg.model else None
+    if model is None or ctx.kind != "anthropic" or ctx.batches.submitting:
+        return FirstReader(None)
+    misses = sum(ctx.store.recent_audits(p.name, AUDIT_WINDOW))
+    seen = len(ctx.store.recent_audits(p.name, AUDIT_WINDOW))
+    if misses >= MISS_BOUND:
+        return FirstReader(model, f"{misses} misses in the last {seen} audits",
+                           ctx.store.read_first_only(p.name, ctx.kind, model))
+    return FirstReader(model)
+
+
+def reader_notes(r: PassResult, reader: FirstReader | None) -> None:
+    """What the first reader did in the pass this session, on the pass's line."""
+    if reader is None or not reader.model:
+        return
+    r.first_reader = reader.model
+    if reader.suspended:
+        r.notes.append(f"first reader suspended: {reader.suspended}; {reader.model} reads nothing, "
+                       f"{len(reader.standing)} of its no's are askable again")
+    if r.first_reads or r.audits:
+        r.notes.append(f"first reads {r.first_reads} ({reader.model}): yes confirmed {r.first_confirmed}, "
+                       f"not {r.first_unconfirmed}; audits {r.audits}, misses {r.misses}")
+
+
+def audit_due(r: PassResult, share: float) -> bool:
+    """Whether the next first-reader no is audited: the first AUDIT_MIN of the session, then `share` of the reads
+    (questions come best first, so the highest-ranked no's are the ones read again)."""
+    return r.audits < max(AUDIT_MIN, math.ceil(share * r.first_reads))
+
+
+async def read(p, c: Candidate, ctx, r: PassResult, reader: FirstReader) -> tuple[Outcome, str]:
+    """Ask one question as the readers share it; returns the outcome that stands and the model that gave it."""
+    strong = ctx.judge
+    if not reader.reads:
+        out = await strong.ask(p, c)
+        if reader.standing and c.fingerprint in reader.standing and out.kind == "verdict":
+            miss = out.answer != p.default  # a standing first-reader no the judge model now reads: an audit
+            ctx.store.add_audit(p.name, c.fingerprint, ctx.session, "audit", reader.model, strong.model, p.default,
+                                out.answer, miss, c.score)
+            r.audits += 1
+            r.misses += miss
+        return out, strong.model
+    first = strong.reader(reader.model)
+    out = await first.ask(p, c, one_order=True)
+    r.first_reads += out.kind == "verdict"
+    if out.kind != "verdict":
+        return out, first.model
+    if out.answer == p.default:
+        if not audit_due(r, ctx.config.judge.audit_share):
+            return out, first.model
+        r.audits += 1
+        again = await strong.ask(p, c)
+        if again.kind != "verdict":
+            return out, first.model  # the audit could not be read: the first reader's no stands
+        miss = again.answer != p.default
+        r.misses += miss
+        ctx.store.add_audit(p.name, c.fingerprint, ctx.session, "audit", first.model, strong.model, out.answer,
+                            again.answer, miss, c.score)
+        return again, strong.model
+    again = await strong.ask(p, c)  # a first yes acts on nothing: the judge model decides
+    if again.kind == "verdict":
+        confirmed = again.answer == out.answer
+        r.first_confirmed += confirmed
+        r.first_unconfirmed += not confirmed
+        ctx.store.add_audit(p.name, c.fingerprint, ctx.session, "confirm", first.model, strong.model, out.answer,
+                            again.answer, False, c.score)
+    return again, strong.model
+
+
+def note_skipped(p, ctx, r: PassResult, fingerprints: list[str], refused: set, busy: set) -> None:
+    """Say which candidates were not asked because the API refused them, or a batch holds them."""
+    fps = set(fingerprints)
+    if fps & refused:
+        r.notes.append(f"{len(fps & refused)} question(s) refused by the API in an earlier session: "
+                       f"not asked again until their facts or the {p.name} prompt change")
+    for batch_id, in_batch in ctx.batches.waiting(p.name).items():
+        if in_batch & fps & busy:
+            r.batched += len(in_batch & fps & busy)
+            r.notes.append(f"waiting on batch {batch_id}, {ctx.batches.requests_in(batch_id, p.name)} requests")
+
+
+async def judge_all(p, offer: list[Candidate], ctx, r: PassResult, paid: set = frozenset(),
+                    owed: set = frozenset(), reader: FirstReader | None = None) -> list[Verdict]:
+    """Stream candidates through a bounded queue to `concurrency` workers; store each verdict as it comes.
+
+    In batch mode a question that needs a call is gathered for the session's Message Batch instead;
+    `paid` questions (batch results collected this session) are judged whatever the cost cap says;
+    `owed` ones (owed to fresh facts) whatever the balance says, still under the cost caps.
+    """
+    cfg = ctx.config.judge
+    queue: asyncio.Queue = asyncio.Queue(maxsize=2 * cfg.concurrency)
+    yes: list[tuple[float, Verdict]] = []
+    stop = ctx.options.stop
+    before = r.offered
+    held: list[str] = []
+
+    def hold(c: Candidate | None = None) -> str | None:
+        """Why nothing new may be offered now, if so."""
+        if stop is not None and stop.is_set():
+            return "stopping"
+        if (why := ctx.caps.reached(ctx.spent(), ctx.next_usd())) and (c is None or c.fingerprint not in paid):
+            return why  # session, day or month: the rest waits
+        return None
+
+    allowance = ctx.allowances[p.name]
+
+    async def produce():
+        for c in offer:
+            if hold(c):
+                break
+            # paid questions were charged when their batch was submitted; the rest take one from the balance,
+            # waiting while questions in flight may still resolve something and deposit more
+            if c.fingerprint in owed:
+                allowance.owe(c.fingerprint)
+            elif c.fingerprint not in paid and not await allowance.take(c.fingerprint):
+                break
+            await queue.put(c)
+        # Not in a `finally`: once cancelled the workers are gone, and a put into a full queue never returns.
+        for _ in range(cfg.concurrency):
+            await queue.put(None)
+
+    async def work():
+        while (c := await queue.get()) is not None:
+            budgeted = c.fingerprint not in paid
+            # checked again here, not only at put: the queue holds candidates not yet paid for
+            if reason := hold(c):
+                held.append(reason)
+                if budgeted:
+                    allowance.settle(c.fingerprint, asked=False)
+                continue
+            r.offered += 1
+            resolved = False
+            try:
+                if ctx.batches.submitting and ctx.batches.gather(ctx.judge, p, c):
+                    r.batched += 1  # asked in the session's Message Batch; the next session collects the answer
+                    continue
+                ctx.in_flight += 1  # what is with the judge counts toward the caps' next question
+                try:
+                    out, model = await read(p, c, ctx, r, reader or FirstReader(None))
+                finally:
+                    ctx.in_flight -= 1
+                ctx.asked += 1
+                if out.kind == "verdict":
+                    v = Verdict(pass_name=p.name, fingerprint=c.fingerprint, subject=c.subject, answer=out.answer,
+                                is_yes=out.answer in p.yes, rationale=out.rationale, model=model,
+                                prompt=p.prompt.id, attempts=out.attempts, calls=out.calls, agreement=out.agreement,
+                                tokens_in=out.tokens_in, tokens_out=out.tokens_out, cost_usd=out.cost_usd,
+                                replies=out.replies, payload=out.payload, session=ctx.session, judge=ctx.judge.kind,
+                                orders=out.orders, by_position=out.by_position)
+                    keep(ctx, v)
+                    r.judged += 1
+                    if v.is_yes:
+                        resolved = True
+                        r.resolved += 1
+                        yes.append((c.score, v))
+                    else:
+                        r.declined += 1
+                else:
+                    setattr(r, out.kind, getattr(r, out.kind) + 1)
+                    r.first_error = r.first_error or f"{out.kind}: {out.error}"
+                    if out.kind == "refused" or out.truncated:  # remembered: not asked again until the fingerprint
+                        # or prompt changes (a refusal, or a reply that ran out at max_tokens: never a paid loop)
+                        ctx.store.add_refusal(p.name, c.fingerprint, model, p.prompt.id, c.subject,
+                                              out.error, ctx.session)
+            finally:  # the balance moves as each verdict comes back, not at the session's end
+                if budgeted:
+                    allowance.settle(c.fingerprint, asked=True, resolved=resolved)
+                elif resolved:
+                    allowance.deposit(1)
+
+    tasks = [asyncio.ensure_future(produce()), *(asyncio.ensure_future(work()) for _ in range(cfg.concurrency))]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        # A refused key in one worker stops all of them, before the session's own cleanup runs.
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    reason = hold() or (held[0] if held else None)
+    if reason and len(offer) > r.offered - before:
+        waiting = len(offer) - (r.offered - before)
+        r.notes.append(f"{reason}: {waiting} candidate(s) wait" + (" for the next session" * (reason == "stopping")))
+    return [v for _, v in sorted(yes, key=lambda sv: -sv[0])]
+
+
+async def submit_batch(ctx, result) -> None:
+    """Submit the questions gathered this session as a Message Batch, stored in the db before returning."""
+    for batch_id, per_pass, error in await ctx.batches.submit(ctx.judge):
+        for name, fps in per_pass.items():
+            r = result.passes[name]
+            if batch_id:
+                r.notes.append(f"batch {batch_id}: {ctx.batches.requests_in(batch_id, name)} requests submitted")
+            else:  # not submitted: as unavailable as a call that failed; asked again next session
+                r.batched -= len(fps)
+                r.unavailable += len(fps)
+                r.first_error = r.first_error or f"unavailable: {error}"
+
+
+def plan_dry(ctx, p, r: PassResult, offer: list[Candidate], result) -> None:
+    """What a real session would offer, with its evidence and an estimate of calls and cost (both readers)."""
+    cfg = ctx.config.judge
+    scripted = ctx.options.judge.startswith("scripted:")
+    reader = ctx.readers.get(p.name) or FirstReader(None)
+    chars = sum(len(p.prompt.system) + len(p.prompt.render(c.orders[0])) for c in offer)
+    per_call_in = chars / max(len(offer), 1) / 4  # ~4 characters a token
+
+    def usd(model: str, calls: int) -> float | None:
+        """`calls` of `model`: the answer, and thinking at judge.effort where it thinks (docs/real-api.md)."""
+        price = ctx.config.price(model)
+        if price is None:
+            return None
+        out = calls * price.usd(per_call_in, ctx.lineup.dialect(model, cfg.effort).expected_out(REPLY_TOKENS))
+        return out * (1 - price.batch_discount) if ctx.batches.submitting else out  # one batch: the batch price
+
+    if reader.reads:  # one order each by the first reader; its top no's audited by the judge model
+        first, strong = len(offer), min(len(offer), max(AUDIT_MIN, math.ceil(cfg.audit_share * len(offer))))
+        parts = [usd(reader.model, first), usd(cfg.model, strong)]
+        how = f" ({first} by {reader.model}, {strong} audits; a first yes adds the judge model's reading)"
+    else:  # the first order of each, both for the swap sample; a first answer not the default adds its second
+        first, strong = 0, cfg.samples * sum(1 + (cfg.position_swap and len(c.orders) == 2
+                                                  and swap_sampled(c.fingerprint, cfg.swap_sample)) for c in offer)
+        parts, how = [usd(cfg.model, strong)], ""
+    calls = first + strong
+    # recorded replies cost nothing, and nor does asking nothing; a model with no price is unknown
+    estimate = 0.0 if scripted or not calls else None if None in parts else sum(parts)
+    result.estimates[p.name] = {"questions": len(offer), "calls": calls,
+                                "estimate_usd": None if estimate is None else round(estimate, 6)}
+    r.offered = len(offer)
+    r.notes.append(f"would ask {len(offer)} question(s) = {calls} call(s)" + how
+                   + (f", about ${estimate:.4f}" if estimate is not None else "")
+                   + (" at batch prices" if ctx.batches.submitting else ""))
+    result.plan[p.name] = [{"subject": c.subject, "score": round(c.score, 4), "evidence": c.orders[0]} for c in offer]

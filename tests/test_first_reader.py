@@ -1,0 +1,137 @@
+"""The first reader through the real SDK: the cheapest model reads every question, the judge model decides the
+yeses, audits the first reader's top no's, counts its misses, and reads alone while they are too many.
+
+The loopback answers by model: the judge model (claude-sonnet-5-5) from the truth the test plants, the first
+reader (claude-haiku-5-5) the same, except the default on chosen true pairs: a first reader that reads worse.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import SMALL, fact_text, git, make_repo, write_config
+from messages_server import tool
+
+from knomit_judge.cli import cli
+from knomit_judge.store import Store
+
+FIRST, STRONG = "claude-haiku-5-5", "claude-sonnet-5-5"
+YES = {"same": True, "mechanism": "Both name one mechanism."}
+NO = {"same": False, "mechanism": ""}
+PENALTY = frozenset(("penalty-blocks-own-recovery", "self-locking-penalty"))
+RETRY = frozenset(("retry-storm-amplification", "retry-amplification-cascade"))
+RETRY_FACTS = {
+    "facts/retry/storm.md": fact_text("Clients that retry an overloaded server multiply its load",
+                                      ["retry-storm-amplification"], 0.7, ["r1"],
+                                      "Each timeout brings a retry, which deepens the overload that caused it."),
+    "facts/retry/cascade.md": fact_text("Retries of slow requests amplify an overload into a cascade",
+                                        ["retry-amplification-cascade"], 0.6, ["r2"],
+                                        "Retrying clients add load exactly when the server is slowest."),
+}
+OTHERS = {f"facts/m/f{i}.md": fact_text(f"Mechanism {i}: a feedback loop of kind {i}", [f"loop-kind-{i}"])
+          for i in range(24)}
+
+
+class Readers:
+    """The loopback's two models: both know `true`; the first reader answers the default on `missed`."""
+
+    def __init__(self, true=(PENALTY, RETRY), missed=(PENALTY, RETRY)):
+        self.true, self.missed = set(true), set(missed)
+        self.asked: list[tuple[str, frozenset]] = []
+
+    def __call__(self, req, n):
+        e = json.loads(re.search(r"<evidence>\n(.*)\n</evidence>", req.prompt, re.S).group(1))
+        pair = frozenset((e["motif_a"]["spelling"], e["motif_b"]["spelling"]))
+        model = req.body["model"]
+        self.asked.append((model, pair))
+        if model == FIRST and pair in self.missed:
+            return tool(NO)
+        return tool(YES if pair in self.true else NO)
+
+
+@pytest.fixture
+def corpus(tmp_path, judge_env, monkeypatch):
+    monkeypatch.delenv("KNOMIT_JUDGE_FIRST_READER")  # the default: claude-haiku-5-5 reads first
+    repo = make_repo(tmp_path / "c", {**SMALL, **RETRY_FACTS, **OTHERS})
+    # one worker: questions come back in rank order, so the audits are the top no's, as with a quiet API
+    write_config(repo, "[judge]\nconcurrency = 1\nbackoff_s = 0.0\nswap_sample = 0.0\n[budget]\nenabled = false\n"
+                       "[describe]\nenabled = false\n")
+    return repo
+
+
+def alias(repo) -> dict:
+    result = CliRunner().invoke(cli, ["review", str(repo.root), "--pass", "alias", "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)["passes"]["alias"]
+
+
+def merged(repo) -> list[str]:
+    return git(repo.root, "log", "--grep=^alias: merge", "--format=%s").splitlines()
+
+
+def test_the_first_reader_reads_everything_once_and_the_judge_model_decides_every_yes(corpus, judge_env):
+    readers = Readers(missed=())  # a first reader that reads as well as the judge model
+    judge_env.responder = readers
+    r = alias(corpus)
+    assert judge_env.rejected == []
+    first = [p for m, p in readers.asked if m == FIRST]
+    strong = [p for m, p in readers.asked if m == STRONG]
+    assert len(first) == r["first_reads"]  # one order each (a pair whose carriers a merge changed is a new question)
+    assert r["first_confirmed"] == 2 and r["first_unconfirmed"] == 0  # both true pairs, confirmed
+    assert strong.count(PENALTY) == 2 and strong.count(RETRY) == 2  # the judge model's two orders, agreeing
+    assert r["audits"] >= 2 and r["misses"] == 0
+    assert len(strong) == 4 + r["audits"]  # the judge model read only the yeses and the audits
+    assert len(merged(corpus)) == 2
+    store = Store.for_corpus(corpus.root)
+    models = {v.model for v in store.verdicts("alias") if not v.is_yes}
+    assert models == {FIRST, STRONG}  # a first no stands as a verdict of its model; an audited one, the judge's
+    assert all(v.model == STRONG for v in store.verdicts("alias") if v.is_yes)  # only the judge's yes acts
+    store.close()
+    # both readers are paid for: the line's cost is every call's, at each model's price
+    assert r["cost_usd"] == pytest.approx(len(first) * (100 * 0.10 + 20 * 0.50) / 1e6
+                                          + len(strong) * (100 * 2.0 + 20 * 10.0) / 1e6)
+    again = alias(corpus)
+    assert again["judge_calls"] == 0 and again["state"] == "caught-up"  # a stable corpus costs nothing
+
+
+def test_an_audit_finds_what_the_first_reader_missed_counts_it_and_the_pair_merges(corpus, judge_env):
+    readers = Readers(missed=(PENALTY,))
+    judge_env.responder = readers
+    r = alias(corpus)
+    assert r["misses"] == 1 and r["audits"] >= 2
+    assert any("penalty-blocks-own-recovery" in s and "self-locking-penalty" in s for s in merged(corpus))
+    assert f"first reads {r['first_reads']} ({FIRST}): yes confirmed 1, not 0; audits {r['audits']}, misses 1" \
+        in " ".join(r["notes"])
+    status = json.loads(CliRunner().invoke(cli, ["status", str(corpus.root), "--json"]).stdout)
+    assert status["last_session"]["passes"]["alias"]["misses"] == 1
+    assert status["metrics"]["passes"]["alias"]["misses"] == 1
+    cal = CliRunner().invoke(cli, ["calibrate", "--journal", str(corpus.root), "--json"])
+    scored = json.loads(cal.stdout)["first_reader"]["alias"]  # the first reader scored against the judge model
+    assert (scored["audits"], scored["misses"], scored["yeses"], scored["confirmed"]) == (r["audits"], 1, 1, 1)
+    text = CliRunner().invoke(cli, ["calibrate", "--journal", str(corpus.root)]).stdout
+    assert f"first reader on alias: {r['audits']} audits of its no's, 1 missed" in text
+
+
+def test_too_many_misses_suspend_the_first_reader_and_enough_agreeing_audits_lift_it(corpus, judge_env):
+    readers = Readers()  # both true pairs missed: both found by the audits, two misses
+    judge_env.responder = readers
+    first = alias(corpus)
+    assert first["misses"] == 2 and len(merged(corpus)) == 2
+
+    readers.asked.clear()
+    second = alias(corpus)  # suspended: the judge model reads alone, the standing first no's again
+    assert any(n.startswith(f"first reader suspended: 2 misses in the last {first['audits']} audits")
+               for n in second["notes"]), second["notes"]
+    assert readers.asked and {m for m, _ in readers.asked} == {STRONG}
+    assert second["audits"] == len(readers.asked) >= 19 and second["misses"] == 0
+
+    corpus.fact("facts/m/new.md", "Mechanism 99: a feedback loop of a new kind", motifs=["loop-kind-new"])
+    corpus.commit("a new spelling")
+    readers.asked.clear()
+    third = alias(corpus)  # the last 20 audits hold no miss: the first reader reads again
+    assert not any("suspended" in n for n in third["notes"])
+    assert third["first_reads"] > 0 and {m for m, _ in readers.asked} >= {FIRST}
