@@ -177,4 +177,4 @@ def test_an_install_missing_the_describe_prompt_or_the_last_migration_says_which
     (tmp_path / "kb").mkdir()
     done = run(target, tmp_path, "init", "kb", "--create")
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert "schema is incomplete (table lines has no column facts)" in done.stderr
+    assert "schema is incomplete (table lines has no column tries, why)" in done.stderr
