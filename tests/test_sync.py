@@ -293,6 +293,12 @@ def test_unreachable_remote_is_named_and_loses_no_commit(tmp_path, path_remote, 
                                                          "knomit_judge_last_push", "knomit_judge_overridden"))}
 
     judge_env.responder = respond
+    import re
+    from messages_server import tool
+    # a line for every spelling: a spelling given none is asked again next session, and its journal commit
+    # would be one more unpushed commit (issue 39)
+    judge_env.describer = lambda req, n: tool({"lines": [{"spelling": s, "mechanism": f"What {s} names."}
+                                                         for s in re.findall(r'"spelling": "([^"]+)"', req.prompt)]})
     reviewer = clone(str(path_remote), tmp_path / "reviewer", "sync")
     git(reviewer, "remote", "set-url", "origin", f"git://127.0.0.1:{free_port()}/gone.git")
     metrics = tmp_path / "kj.prom"

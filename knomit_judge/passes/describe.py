@@ -9,6 +9,11 @@ and journalled in .knomit/verdicts/describe.jsonl, so `rebuild` and a fresh clon
 call. It is written again only when that key changes. Many spellings go in one request
 (`describe.batch`), each with up to `describe.carriers` carriers, a carrier shown once per request as its
 title and the first `describe.body_chars` characters of its body.
+
+A spelling a request gave no line (a bad item loses only its own; a reply that is not the contract's JSON, or
+a request refused for its content, loses all of its spellings') is kept too, as an empty line with a count of
+tries and why: asked again until describe.max_tries requests gave it none, then not until its key changes,
+so a reply that keeps breaking the contract is paid a bounded number of times (issue 39).
 """
 
 from __future__ import annotations
@@ -155,7 +160,6 @@ class Written:
     charged_usd: float = 0.0  # what the dollar caps count (an unknown cost at its bound)
     missing: list = field(default_factory=list)  # spellings asked whose reply gave no line (or that was refused)
     failed: list = field(default_factory=list)  # why a request gave nothing (unavailable, unparsed, refused)
-    given_up: list = field(default_factory=list)  # spellings asked describe.max_tries times now without a line
     waiting: int = 0  # spellings left without a line because a dollar cap was reached
     held: str = ""  # which cap
 
@@ -269,8 +273,6 @@ async def write_lines(todo: list[Shown], judge, config, store, journal, session:
             store.put_line(record)
             if not line:
                 out.missing.append(name)
-                if n >= cfg.max_tries:
-                    out.given_up.append(name)
         out.lines.update(lines)
 
     async def one(req: Request, bound: float) -> None:
