@@ -15,6 +15,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 os.environ["HF_HUB_OFFLINE"] = "1"
+# One reader, the judge model, as the tests of the questions count its calls (and their subprocesses inherit it);
+# tests/test_first_reader.py, the default-config test of tests/test_models.py and the installed wheel's review
+# (tests/test_install.py) read with the first reader, as a user's session does.
+os.environ["KNOMIT_JUDGE_FIRST_READER"] = ""
 
 from messages_server import MessagesServer  # noqa: E402
 # a browser test that skips where KNOMIT_REQUIRE_BROWSER is set (CI) fails instead: tests/browser.py

@@ -67,7 +67,9 @@ def alias(repo, *args):
     return review(repo, "--pass", "alias", *args)
 
 
-def test_a_fresh_corpus_with_no_model_named_runs_on_todays_api_and_merges_the_planted_aliases(tmp_path, judge_env):
+def test_a_fresh_corpus_with_no_model_named_runs_on_todays_api_and_merges_the_planted_aliases(tmp_path, judge_env,
+                                                                                               monkeypatch):
+    monkeypatch.delenv("KNOMIT_JUDGE_FIRST_READER")  # the defaults, the first reader's included
     repo = demo_repo(tmp_path / "demo")
     assert invoke("-q", "init", repo.root).exit_code == 0
     git(repo.root, "add", "-A")
@@ -78,7 +80,8 @@ def test_a_fresh_corpus_with_no_model_named_runs_on_todays_api_and_merges_the_pl
     assert judge_env.rejected == []  # not one request the API of today refuses
     questions, lines = judge_env.requests, judge_env.describe_requests
     assert questions and lines
-    assert {r.body["model"] for r in questions} == {"claude-sonnet-5-5"}  # judge.model's default
+    # judge.first_reader's default reads every question; judge.model's decides the yeses and audits the top no's
+    assert {r.body["model"] for r in questions} == {"claude-haiku-5-5", "claude-sonnet-5-5"}
     assert {r.body["model"] for r in lines} == {"claude-haiku-5-5"}  # describe.model's: the cheapest current one
     for r in questions + lines:
         # structured outputs (they hold while the model thinks), at judge.effort; no forced tool, no sampling
@@ -86,7 +89,7 @@ def test_a_fresh_corpus_with_no_model_named_runs_on_todays_api_and_merges_the_pl
         assert r.body["output_config"]["effort"] == "low"
         assert not {"tools", "tool_choice", "temperature", "top_p", "top_k", "thinking"} & set(r.body)
         assert r.body["max_tokens"] > 400  # room for thinking over the answer's 400
-    assert set(judge_env.model_calls) >= {"claude-sonnet-5-5", "claude-haiku-5-5"}
+    assert set(judge_env.model_calls) >= {"claude-sonnet-5-5", "claude-haiku-5-5"}  # each model's lifecycle read
     merged = git(repo.root, "log", "--grep=^alias: merge", "--format=%s").splitlines()
     assert len(merged) == len(PLANTED) == 3
     for a, b in PLANTED:
