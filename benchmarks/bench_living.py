@@ -562,6 +562,7 @@ def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_ke
     live_again: set[str] = set()  # merged pairs the writer brought back
     merged_again: dict[str, int] = defaultdict(int)
     rp = None
+    ever: set = set()
     try:
         rp = Replay(tmp, judge, server, motif_keys, settings, remote, fresh_every)
         print(f"{'day':<11} {'facts':>5} {'new/ed':>6} {'questions':>9} {'asked':>5} {'calls':>6} {'$':>8}  states "
@@ -582,6 +583,7 @@ def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_ke
             live_again.update(back)
             live = {k: v for k, v in pairs.items() if k in appeared and (k not in merged_at or k in live_again)}
             row = rp.session(label, changed, live, at, i)
+            ever.update(load_corpus(rp.view, layout=load_config(rp.view).corpus).carriers)  # spellings seen carried
             for name in row.merged:
                 if name in live_again:
                     live_again.discard(name)
@@ -633,6 +635,15 @@ def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_ke
               f"{'same' if judge.spellings.same(a, b) else 'not same'}; at the end "
               + ("one spelling carries both" if one else "both still carried"))
     out["watch_pairs"] = watch
+    groups = {}
+    for spelling in list(judge.spellings.parent):
+        groups.setdefault(judge.spellings.find(spelling), set()).add(spelling)
+    present = [g for g in groups.values() if len(g & ever) >= 2]  # labelled groups two of whose spellings were carried
+    unified = [g for g in present if len(g & carried) <= 1]
+    out["alias_groups"] = {"present": len(present), "unified": len(unified)}
+    print(f"  labelled alias groups with two spellings carried at some point: {len(present)}; one spelling (or none) "
+          f"carries each at the end: {len(unified)}"
+          + "".join(f"\n    not unified: {sorted(g & carried)}" for g in present if g not in unified))
     out["as_run"] = as_run(judge.usage)
     print("  as run, at list prices, by pass and model: "
           + ", ".join(f"{k} ${v:.2f}" for k, v in out["as_run"].items()))

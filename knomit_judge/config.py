@@ -26,7 +26,7 @@ class JudgeConfig:
     first_reader: str = "claude-haiku-5-5"
     # Of each pass's first reads in a session, this share (and at least 2) of its no's are read again by `model`,
     # highest ranked first: a yes there is a miss, counted, and the pass reads alone after too many (asking.py).
-    audit_share: float = 0.1
+    audit_share: float = 0.05
     concurrency: int = 4
     timeout_s: float = 600.0
     max_attempts: int = 3
@@ -369,7 +369,7 @@ DEFAULT_TOML = """\
 model = "claude-sonnet-5-5"   # a current model; `knomit-judge review` checks its lifecycle every session
 effort = "low"           # how hard a thinking model thinks: low, medium, high, xhigh or max (docs/choices.md)
 first_reader = "claude-haiku-5-5"  # reads every question first; its yes goes to `model`, which decides; "" = off
-audit_share = 0.1        # of a pass's first reads, this share of its no's (at least 2) is read again by `model`
+audit_share = 0.05       # of a pass's first reads, this share of its no's (at least 2) is read again by `model`
 concurrency = 4          # judge calls in flight at once
 timeout_s = 600          # per judgment, retries included
 max_attempts = 3         # per call, on rate limits, overload, 5xx and connection errors
