@@ -196,7 +196,9 @@ class LabelJudge:
         if self.first_misses and req.body.get("model") == FIRST_READER and answer != DEFAULTS[kind]:
             self.true_seen[kind] += 1  # a worse first reader: the default on every 2nd prune, 3rd alias true pair
             if self.true_seen[kind] % {"alias": 3, "prune": 2}.get(kind, 10 ** 9) == 0:
-                self.missed.append((kind, sorted(json.dumps(v, sort_keys=True)[:60] for v in ev.values())))
+                names = [ev[k]["spelling" if kind == "alias" else "title"] for k in
+                         (("motif_a", "motif_b") if kind == "alias" else ("fact_a", "fact_b"))]
+                self.missed.append(f"{kind}: {names[0]} / {names[1]}")
                 answer = DEFAULTS[kind]
         return self.reply(kind, req, answer)
 
@@ -649,7 +651,8 @@ def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_ke
           + ", ".join(f"{k} ${v:.2f}" for k, v in out["as_run"].items()))
     if judge.first_misses:
         out["first_reader_missed"] = len(judge.missed)
-        print(f"  the first reader answered the default on {len(judge.missed)} true pair(s) (--first-misses)")
+        print(f"  the first reader answered the default on {len(judge.missed)} true pair(s) (--first-misses):"
+              + "".join(f"\n    {m}" for m in judge.missed))
     out["by_model"] = by_model(judge.usage)
     print("  the same calls at list prices, by judge model (lines by claude-haiku-5-5), by pass; thinking at judge.effort "
           "low as assumed (models.THINKING_EXPECTED), not measured:")

@@ -135,3 +135,19 @@ def test_too_many_misses_suspend_the_first_reader_and_enough_agreeing_audits_lif
     third = alias(corpus)  # the last 20 audits hold no miss: the first reader reads again
     assert not any("suspended" in n for n in third["notes"])
     assert third["first_reads"] > 0 and {m for m, _ in readers.asked} >= {FIRST}
+
+
+def test_the_dry_run_prices_both_readers(corpus, judge_env):
+    out = json.loads(CliRunner().invoke(cli, ["review", str(corpus.root), "--pass", "alias", "--dry-run",
+                                              "--json"]).stdout)
+    alias = out["passes"]["alias"]
+    n = alias["offered"]
+    audits = max(2, -(-n * 5 // 100))  # judge.audit_share 0.05 of the first reads, at least 2
+    note = next(x for x in alias["notes"] if x.startswith("would ask"))
+    assert note.startswith(f"would ask {n} question(s) = {n + audits} call(s) ({n} by {FIRST}, {audits} audits")
+    est = out["estimate_usd"] - out["passes"]["describe"]["estimate_usd"]
+    cheap = CliRunner().invoke(cli, ["review", str(corpus.root), "--pass", "alias", "--dry-run", "--json"],
+                               env={"KNOMIT_JUDGE_FIRST_READER": ""}).stdout
+    alone = json.loads(cheap)["passes"]["alias"]["estimate_usd"]
+    assert 0 < est < alone / 3  # the first reader's reads cost a twentieth; the audits are a few judge-model reads
+    assert judge_env.calls == 0
