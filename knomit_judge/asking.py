@@ -4,9 +4,9 @@ first reader, and what goes into a Message Batch. The session's spine (review.py
 Two readers (DESIGN "The judge client"). The first reader (judge.first_reader, the cheapest current model) reads
 every offered question in one order. Its no is a verdict like any other (fingerprinted, journalled, its model
 recorded); its yes acts on nothing: the question goes to judge.model, asked as always (one order, the second only
-after a yes, both must agree), and only that agreeing yes is applied. Each session, each pass's highest-ranked
-first-reader no's (at least AUDIT_MIN, and judge.audit_share of its first reads) are read again by judge.model:
-a yes there is a miss, counted, and the question goes on as that yes. A pass whose last AUDIT_WINDOW audits hold
+after a yes, both must agree), and only that agreeing yes is applied. Once a pass has read, its highest-ranked
+first-reader no's by the candidate's score (at least AUDIT_MIN a session, and judge.audit_share of its first
+reads) are read again by judge.model: a yes there is a miss, counted, and the question goes on as that yes. A pass whose last AUDIT_WINDOW audits hold
 MISS_BOUND misses reads with judge.model alone, and its standing first-reader no's become askable again, highest
 ranked first, within the balance; those readings are audits too, so the window fills again and the suspension
 lifts once the misses fall below the bound (docs/choices.md). The scripted judge, and questions gathered for a
@@ -37,6 +37,7 @@ class FirstReader:
     model: str | None  # None: the judge model reads alone
     suspended: str = ""  # why it does not read this session ("2 misses in the last 20 audits")
     standing: set = field(default_factory=set)  # while suspended: its no's waiting for the judge model
+    pending: list = field(default_factory=list)  # this round's no's, of which the top-ranked are audited
 
     @property
     def reads(self) -> bool:
@@ -70,12 +71,6 @@ def reader_notes(r: PassResult, reader: FirstReader | None) -> None:
                        f"not {r.first_unconfirmed}; audits {r.audits}, misses {r.misses}")
 
 
-def audit_due(r: PassResult, share: float) -> bool:
-    """Whether the next first-reader no is audited: the first AUDIT_MIN of the session, then `share` of the reads
-    (questions come best first, so the highest-ranked no's are the ones read again)."""
-    return r.audits < max(AUDIT_MIN, math.ceil(share * r.first_reads))
-
-
 async def read(p, c: Candidate, ctx, r: PassResult, reader: FirstReader) -> tuple[Outcome, str]:
     """Ask one question as the readers share it; returns the outcome that stands and the model that gave it."""
     strong = ctx.judge
@@ -94,17 +89,8 @@ async def read(p, c: Candidate, ctx, r: PassResult, reader: FirstReader) -> tupl
     if out.kind != "verdict":
         return out, first.model
     if out.answer == p.default:
-        if not audit_due(r, ctx.config.judge.audit_share):
-            return out, first.model
-        r.audits += 1
-        again = await strong.ask(p, c)
-        if again.kind != "verdict":
-            return out, first.model  # the audit could not be read: the first reader's no stands
-        miss = again.answer != p.default
-        r.misses += miss
-        ctx.store.add_audit(p.name, c.fingerprint, ctx.session, "audit", first.model, strong.model, out.answer,
-                            again.answer, miss, c.score)
-        return again, strong.model
+        reader.pending.append(c)  # a candidate for this session's audits, chosen by rank once the pass has read
+        return out, first.model
     again = await strong.ask(p, c)  # a first yes acts on nothing: the judge model decides
     if again.kind == "verdict":
         confirmed = again.answer == out.answer
@@ -113,6 +99,46 @@ async def read(p, c: Candidate, ctx, r: PassResult, reader: FirstReader) -> tupl
         ctx.store.add_audit(p.name, c.fingerprint, ctx.session, "confirm", first.model, strong.model, out.answer,
                             again.answer, False, c.score)
     return again, strong.model
+
+
+async def audit(p, ctx, r: PassResult, reader: FirstReader, hold) -> list[tuple[float, Verdict]]:
+    """The judge model reads again the highest-ranked first-reader no's of this round (by the candidate's score),
+    as many as the session owes: a yes is a miss, kept as the judge model's verdict and returned to be applied.
+    `hold()` names a cap reached or a stop: the audits not read then wait, their no's standing."""
+    due = max(AUDIT_MIN, math.ceil(ctx.config.judge.audit_share * r.first_reads)) - r.audits
+    picks = sorted(reader.pending, key=lambda c: -c.score)[:max(0, due)]
+    reader.pending = []  # the rest stand as the first reader's verdicts
+    strong, found = ctx.judge, []
+
+    async def one(c: Candidate) -> None:
+        if hold():
+            return
+        out = await strong.ask(p, c)
+        if out.kind != "verdict":
+            return  # not read: the first reader's no stands
+        miss = out.answer != p.default
+        r.audits += 1
+        r.misses += miss
+        ctx.store.add_audit(p.name, c.fingerprint, ctx.session, "audit", reader.model, strong.model, p.default,
+                            out.answer, miss, c.score)
+        v = verdict_of(p, c, out, strong.model, ctx)
+        keep(ctx, v)  # after the first reader's no: the latest verdict on the question is the judge model's
+        if v.is_yes:
+            r.declined -= 1
+            r.resolved += 1
+            found.append((c.score, v))
+
+    await asyncio.gather(*(one(c) for c in picks))
+    return found
+
+
+def verdict_of(p, c: Candidate, out: Outcome, model: str, ctx) -> Verdict:
+    """The verdict of an outcome the model `model` gave on candidate `c`."""
+    return Verdict(pass_name=p.name, fingerprint=c.fingerprint, subject=c.subject, answer=out.answer,
+                   is_yes=out.answer in p.yes, rationale=out.rationale, model=model, prompt=p.prompt.id,
+                   attempts=out.attempts, calls=out.calls, agreement=out.agreement, tokens_in=out.tokens_in,
+                   tokens_out=out.tokens_out, cost_usd=out.cost_usd, replies=out.replies, payload=out.payload,
+                   session=ctx.session, judge=ctx.judge.kind, orders=out.orders, by_position=out.by_position)
 
 
 def note_skipped(p, ctx, r: PassResult, fingerprints: list[str], refused: set, busy: set) -> None:
@@ -189,12 +215,7 @@ async def judge_all(p, offer: list[Candidate], ctx, r: PassResult, paid: set = f
                     ctx.in_flight -= 1
                 ctx.asked += 1
                 if out.kind == "verdict":
-                    v = Verdict(pass_name=p.name, fingerprint=c.fingerprint, subject=c.subject, answer=out.answer,
-                                is_yes=out.answer in p.yes, rationale=out.rationale, model=model,
-                                prompt=p.prompt.id, attempts=out.attempts, calls=out.calls, agreement=out.agreement,
-                                tokens_in=out.tokens_in, tokens_out=out.tokens_out, cost_usd=out.cost_usd,
-                                replies=out.replies, payload=out.payload, session=ctx.session, judge=ctx.judge.kind,
-                                orders=out.orders, by_position=out.by_position)
+                    v = verdict_of(p, c, out, model, ctx)
                     keep(ctx, v)
                     r.judged += 1
                     if v.is_yes:
@@ -224,6 +245,10 @@ async def judge_all(p, offer: list[Candidate], ctx, r: PassResult, paid: set = f
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+    if reader is not None and reader.pending:
+        found = await audit(p, ctx, r, reader, hold)
+        yes.extend(found)
+        allowance.deposit(len(found))  # a miss the audit found resolved a question the balance already paid
     reason = hold() or (held[0] if held else None)
     if reason and len(offer) > r.offered - before:
         waiting = len(offer) - (r.offered - before)
