@@ -38,7 +38,6 @@ class FirstReader:
     suspended: str = ""  # why it does not read this session ("2 misses in the last 20 audits")
     standing: set = field(default_factory=set)  # while suspended: its no's waiting for the judge model
     pending: list = field(default_factory=list)  # this round's no's, of which the top-ranked are audited
-    pool: list = field(default_factory=list)  # its no's of earlier sessions still on the shortlist, never audited
 
     @property
     def reads(self) -> bool:
@@ -107,10 +106,8 @@ async def audit(p, ctx, r: PassResult, reader: FirstReader, hold) -> list[tuple[
     as many as the session owes: a yes is a miss, kept as the judge model's verdict and returned to be applied.
     `hold()` names a cap reached or a stop: the audits not read then wait, their no's standing."""
     due = max(AUDIT_MIN, math.ceil(ctx.config.judge.audit_share * r.first_reads)) - r.audits
-    # this round's no's and the standing ones never audited: the audits walk down the list session after session
-    among = {c.fingerprint: c for c in [*reader.pool, *reader.pending]}
-    picks = sorted(among.values(), key=lambda c: -c.score)[:max(0, due)]
-    reader.pending, reader.pool = [], []  # the rest stand as the first reader's verdicts
+    picks = sorted(reader.pending, key=lambda c: -c.score)[:max(0, due)]
+    reader.pending = []  # the rest stand as the first reader's verdicts
     strong, found = ctx.judge, []
 
     async def one(c: Candidate) -> None:
@@ -248,7 +245,7 @@ async def judge_all(p, offer: list[Candidate], ctx, r: PassResult, paid: set = f
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-    if reader is not None and reader.pending:  # a pass that read nothing audits nothing: a stable corpus costs 0
+    if reader is not None and reader.pending:
         found = await audit(p, ctx, r, reader, hold)
         yes.extend(found)
         allowance.deposit(len(found))  # a miss the audit found resolved a question the balance already paid

@@ -419,9 +419,6 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
     fps = candidates.fingerprints  # compared without making the candidates: most are answered
     waiting = fresh_first([candidates[i] for i, fp in enumerate(fps) if fp not in answered and fp not in refused
                            and fp not in busy and fp not in restating], ctx.fresh.get(p.name, set()))
-    if reader.reads and first:  # its standing no's, never audited, compete with this session's for the audits
-        standing = ctx.store.read_first_only(p.name, ctx.kind, reader.model)
-        reader.pool = [candidates[i] for i, fp in enumerate(fps) if fp in standing]
     seen = ctx.seen.setdefault(p.name, set())
     seen.update(fps)
     r.candidates = len(seen)  # distinct questions met this session, over all rounds
