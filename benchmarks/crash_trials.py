@@ -275,6 +275,17 @@ def zygote_main() -> None:
         out.flush()
 
 
+def wait_gone(pid: int) -> None:
+    """Orphaned git children of a killed session finish before the restart (as a later cron run would)."""
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.01)
+
+
 class Zygote:
     def __init__(self, env: dict):
         self.proc = subprocess.Popen([sys.executable, __file__, "--zygote"], stdin=subprocess.PIPE,
@@ -489,7 +500,7 @@ class Trials:
         t0 = time.monotonic()
         status = self._kill_when(strategy, pid, calls, t0, whole_group)
         killed_at = time.monotonic() - t0
-        self._wait_gone(pid)
+        wait_gone(pid)
         asked = self.server.requests[calls:]
         mid = killed_mid(self.root, len(asked)) if status is None else ["completed"]
         self.report.trials += 1
@@ -565,16 +576,6 @@ class Trials:
         os.killpg(pid, signal.SIGKILL)
         self.zygote.exited(timeout=30)
         return None
-
-    def _wait_gone(self, pid: int) -> None:
-        """Orphaned git children of a killed session finish before the restart (as a later cron run would)."""
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            try:
-                os.killpg(pid, 0)
-            except ProcessLookupError:
-                return
-            time.sleep(0.01)
 
     def finish(self) -> None:
         """Run sessions to completion until one asks nothing; then the real executable, then the checks."""
@@ -703,13 +704,7 @@ def sync_kills(work: Path, log=print, steps=tuple(SYNC_STEPS)) -> Report:
             else:
                 bad.append(f"the session ended before the kill at {step}")
             hook.unlink()
-            deadline = time.monotonic() + 15  # orphaned git children finish, as before a later cron run
-            while time.monotonic() < deadline:
-                try:
-                    os.killpg(pid, 0)
-                except ProcessLookupError:
-                    break
-                time.sleep(0.01)
+            wait_gone(pid)
             left = [x for x in ("MERGE_HEAD", "knomit-merge.json") if (root / ".git" / x).exists()]
             pid = zygote.spawn(["review", str(root), "--json"], work / "logs" / f"{step}-next.out",
                                work / "logs" / f"{step}-next.err")

@@ -46,14 +46,12 @@ class FirstReader:
 
 def first_reader(ctx, p) -> FirstReader:
     """Who reads the pass's questions first this session, from the config and the pass's recent audits."""
-    cfg = ctx.config.judge
-    model = cfg.first_reader if cfg.first_reader and cfg.first_reader != cfg.model else None
+    model = ctx.config.models().get("judge.first_reader")  # none when off, or the judge model itself
     if model is None or ctx.kind != "anthropic" or ctx.batches.submitting:
         return FirstReader(None)
-    misses = sum(ctx.store.recent_audits(p.name, AUDIT_WINDOW))
-    seen = len(ctx.store.recent_audits(p.name, AUDIT_WINDOW))
-    if misses >= MISS_BOUND:
-        return FirstReader(model, f"{misses} misses in the last {seen} audits",
+    recent = ctx.store.recent_audits(p.name, AUDIT_WINDOW)
+    if sum(recent) >= MISS_BOUND:
+        return FirstReader(model, f"{sum(recent)} misses in the last {len(recent)} audits",
                            ctx.store.read_first_only(p.name, ctx.kind, model))
     return FirstReader(model)
 

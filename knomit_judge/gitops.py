@@ -405,16 +405,21 @@ class Applier:
         names = ["index.lock", "knomit-index.lock", "HEAD.lock", "packed-refs.lock"]
         if not self.repo.head.is_detached:
             names.append(f"{self.repo.head.reference.path}.lock")
-        locks = [gitdir / n for n in names]
-        deadline = time.monotonic() + LOCK_WAIT_S
-        while any(p.exists() for p in locks) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        notes = []
-        for p in locks:
-            if p.exists():
-                p.unlink(missing_ok=True)
-                notes.append(f"removed the stale {p.relative_to(gitdir)} a killed git command left")
-        return notes
+        return remove_stale_locks([gitdir / n for n in names], gitdir, "a killed git command")
+
+
+def remove_stale_locks(locks: list[Path], gitdir: Path, left_by: str) -> list[str]:
+    """Remove git lock files with no live owner, naming each: a git still running (an orphan of a killed session)
+    is given LOCK_WAIT_S to finish first, so a lock that outlives that is stale."""
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while any(p.exists() for p in locks) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    notes = []
+    for p in locks:
+        if p.exists():
+            p.unlink(missing_ok=True)
+            notes.append(f"removed the stale {p.relative_to(gitdir)} {left_by} left")
+    return notes
 
 
 def _snapshot(path: Path) -> tuple[bytes | None, int | None]:

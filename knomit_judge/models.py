@@ -190,15 +190,6 @@ class Lineup:
     def dialect(self, model: str, effort: str) -> Dialect:
         return dialect(self.infos.get(model), effort)
 
-    def json(self) -> list[dict]:
-        out = []
-        for key, model in self.keys.items():
-            info = self.infos.get(model)
-            out.append({"key": key, "model": model, "lifecycle": info.lifecycle if info else None,
-                        "retires_at": info.retires_at if info else None, "line": info.line if info else None,
-                        "read_at": info.fetched_at if info else None})
-        return out
-
 
 class Catalogue:
     """The Models API behind one sync client, with the db's `models` table as its day-long memory."""
@@ -271,7 +262,7 @@ def lineup(config: Config, store, client=None, offline: bool = False) -> Lineup:
         except ModelsUnknown:
             out.infos[model] = None
             out.problem = out.problem or (f"{key} {model!r} is unknown to the Models API: no request naming it can "
-                                          f"succeed; {_replacement(catalogue, None, config)}")
+                                          f"succeed; {_replacement(catalogue, None)}")
             continue
         out.infos[model] = info
         if info is None:
@@ -280,7 +271,7 @@ def lineup(config: Config, store, client=None, offline: bool = False) -> Lineup:
             day = info.retires().date().isoformat() if info.retires() else "a date the API did not give"
             out.problem = out.problem or (
                 f"{key} {model!r} is retired (since {day}): no request naming it can succeed; "
-                f"{_replacement(catalogue, info.line, config)}")
+                f"{_replacement(catalogue, info.line)}")
         elif info.lifecycle == "deprecated":
             out.notes.append(deprecation_note(key, info, catalogue.newest_active(info.line)))
     if catalogue.failed and not offline:  # a dry run without a key plans from what was kept, as it says nothing
@@ -300,7 +291,7 @@ def deprecation_note(key: str, info: ModelInfo, replacement: str | None) -> str:
             + "; set it in knomit-judge.toml before then (docs/real-api.md)")
 
 
-def _replacement(catalogue: Catalogue, line: str | None, config: Config) -> str:
+def _replacement(catalogue: Catalogue, line: str | None) -> str:
     newest = catalogue.newest_active(line)
     if newest:
         return f"the newest active {line} model is {newest!r}: set it in knomit-judge.toml (docs/real-api.md)"

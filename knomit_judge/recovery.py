@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from pathlib import Path
 
 from .errors import KnomitError
-from .gitops import LOCK_WAIT_S, MERGE_MARK, Applier, GitFailed, Lock, _last_line, applied_commits, is_ours, \
-    open_repo, run_git, trailer_values
+from .gitops import MERGE_MARK, Applier, GitFailed, Lock, _last_line, applied_commits, is_ours, open_repo, \
+    remove_stale_locks, run_git, trailer_values
 from .passes.describe import Line
 from .store import Store
 from .verdicts import Journal
@@ -135,15 +134,7 @@ def clear_ref_locks(repo) -> list[str]:
     may still be finishing. Left in place, `cannot lock ref` would make every later sync `unreachable`."""
     refs = Path(repo.git_dir) / "refs" / "remotes"
     locks = list(refs.rglob("*.lock")) if refs.is_dir() else []
-    deadline = time.monotonic() + LOCK_WAIT_S
-    while any(p.exists() for p in locks) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    notes = []
-    for p in locks:
-        if p.exists():
-            p.unlink(missing_ok=True)
-            notes.append(f"removed the stale {p.relative_to(repo.git_dir)} a killed fetch or push left")
-    return notes
+    return remove_stale_locks(locks, Path(repo.git_dir), "a killed fetch or push")
 
 
 def _settle_merge(repo, gitdir: Path, head: str, theirs: str) -> str:
