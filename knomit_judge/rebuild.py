@@ -50,6 +50,8 @@ def rebuild(root: Path | str) -> dict:
     with Lock(repo) as lock:
         store = Store.for_corpus(root)
         try:
+            # What the vectors were keyed by, to say when this install keys them otherwise (encoders.cache_key)
+            was = {r[0] for r in store.db.execute("SELECT DISTINCT model FROM embeddings")}
             for table in ("files", "embeddings", "neighbour_sets", "candidate_lists",
                           "journal_marks"):  # journal_marks emptied: the whole journal is read again
                 store.db.execute(f"DELETE FROM {table}")
@@ -65,6 +67,9 @@ def rebuild(root: Path | str) -> dict:
             derived.run()  # embeds, searches and keeps exactly what a review would
             for problem in corpus.problems:
                 log.warning("skipped %s", problem)
+            if was and derived.ctx.embedder.model_name not in was:
+                log.info("embeddings: the cache key is new (%s; the db held %s): every text was embedded again",
+                         derived.ctx.embedder.model_name, ", ".join(sorted(was)))
             for note in notes:
                 log.info("%s", note)
             return {"verdicts": store.db["verdicts"].count, "facts": len(corpus.facts),

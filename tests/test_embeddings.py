@@ -13,7 +13,8 @@ import pytest
 
 from knomit_judge import embeddings
 from knomit_judge.embeddings import Embedder
-from knomit_judge.encoders import BACKENDS, CACHE_ENV, cache_dir, cache_key, exported, load_encoder
+from knomit_judge.encoders import (BACKEND_ENV, BACKENDS, CACHE_ENV, cache_dir, cache_key, exported, int8_files,
+                                   int8_tag, load_encoder, shipped)
 from knomit_judge.store import Store
 
 TEXTS = [
@@ -49,6 +50,17 @@ def test_fp32_onnx_equals_pytorch_to_the_last_digits():
     np.testing.assert_allclose(a, b, atol=1e-4)
 
 
+def test_the_shipped_int8_model_is_the_export_byte_for_byte_so_both_share_one_key():
+    """`make install` writes the int8 model the wheel ships (encoders.ship): this clone's is what an export makes."""
+    folder = shipped()
+    assert folder is not None, "run `make install`: it writes knomit_judge/data/model"
+    assert int8_files() == (folder / "model-int8.onnx", folder / "tokenizer.json")  # the shipped files come first
+    export = exported("onnx-int8")
+    assert export.read_bytes() == (folder / "model-int8.onnx").read_bytes()
+    assert int8_tag(export, folder / "tokenizer.json") == int8_tag(*int8_files())
+    assert cache_key("onnx-int8").startswith("all-MiniLM-L6-v2+onnx-int8/v2-")
+
+
 def test_the_export_is_made_once_and_reused():
     first = exported("onnx-int8")
     stamp = first.stat().st_mtime_ns
@@ -61,7 +73,7 @@ def test_an_export_that_fails_falls_back_to_pytorch_under_its_key(tmp_path, monk
     blocker.write_text("a file where the cache directory should be")
     monkeypatch.setenv(CACHE_ENV, str(blocker / "cache"))
     store = Store(tmp_path / "judge.db")
-    embedder = Embedder(store, backend="onnx-int8")
+    embedder = Embedder(store, backend="onnx")  # fp32 is always exported (int8 ships in the package)
     with caplog.at_level(logging.WARNING):
         vectors = embedder.embed(TEXTS)
     assert embedder.backend == "torch" and embedder.model_name == cache_key("torch")
@@ -164,7 +176,8 @@ def test_the_run_that_exports_the_model_logs_each_decision_once(tmp_path):
     """The exporters give the root logger a stderr handler of its own; left there, every line printed twice."""
     from conftest import DEMO, demo_repo
     repo = demo_repo(tmp_path / "demo")
-    env = {**os.environ, CACHE_ENV: str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}  # a cache with no export yet
+    env = {**os.environ, CACHE_ENV: str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1",  # a cache with no export yet
+           BACKEND_ENV: "onnx"}  # fp32: always exported (int8 ships in the package)
     done = subprocess.run([sys.executable, "-c", "from knomit_judge.cli import main; main()", "review", str(repo.root),
                            "--judge", f"scripted:{DEMO / 'judge-replies.jsonl'}"],
                           capture_output=True, text=True, env=env, timeout=600)

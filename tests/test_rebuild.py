@@ -359,3 +359,26 @@ def test_after_random_session_histories_the_kept_state_equals_a_fresh_rebuild(tm
     assert kept_lists(history.root) == kept
     # each kind of change really happened in this history (a seed that stops exercising one fails here)
     assert {"merge", "retract", "alias", "discovery", *WRITER} <= history.done, sorted(history.done)
+
+
+def test_rebuild_says_when_the_embedding_cache_key_is_new_and_keeps_only_the_new_one(corpus_repo):
+    """An install that keys its vectors otherwise (the int8 model shipped in the wheel, issue #45) embeds again."""
+    rebuild(corpus_repo.root)
+    old = "all-MiniLM-L6-v2+onnx-int8/v2-c937e091"  # the key of a torch export before the model shipped
+    store = Store.for_corpus(corpus_repo.root)
+    texts = store.db["embeddings"].count
+    store.db.execute("UPDATE embeddings SET model = ?", [old])
+    store.db.conn.commit()
+    store.close()
+    done = CliRunner().invoke(cli, ["rebuild", str(corpus_repo.root)], catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+    store = Store.for_corpus(corpus_repo.root)
+    new = Embedder(store).model_name  # what a session of this install keys its vectors by
+    assert new != old
+    assert f"embeddings: the cache key is new ({new}; the db held {old}): every text was embedded again" \
+        in done.stderr
+    assert [tuple(r) for r in store.db.execute("SELECT model, count(*) FROM embeddings GROUP BY model")] == \
+        [(new, texts)]
+    store.close()
+    again = CliRunner().invoke(cli, ["rebuild", str(corpus_repo.root)], catch_exceptions=False)
+    assert again.exit_code == 0 and "cache key is new" not in again.stderr  # same key: nothing to say
