@@ -13,7 +13,8 @@ import time
 
 import numpy as np
 
-from .encoders import DIM, MODEL_NAME, cache_key, keyed_backend, load_encoder, load_model, wanted_backend  # noqa: F401  (re-exported)
+from .encoders import (DIM, MODEL_NAME, cache_key, keyed_backend, load_encoder, load_model,  # noqa: F401  (re-exported)
+                       wanted_backend)
 
 SHOW_PROGRESS_AFTER_S = 3.0  # a progress bar only when embedding will take longer than this
 log = logging.getLogger(__name__)

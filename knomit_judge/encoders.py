@@ -55,7 +55,7 @@ VECTORS_VERSION = 2
 DIM = 384
 MAX_TOKENS = 256  # the model's max_seq_length: longer texts are cut, as sentence-transformers does
 INT8, TOKENIZER = "model-int8.onnx", "tokenizer.json"  # the files of the shipped model
-SHIPPED = resources.files("knomit_judge") / "data" / "model"  # written by `make install` and `make dist`
+SHIPPED = resources.files("knomit_judge") / "data" / "model"  # written by `make install` (ship), put in the wheel
 TORCH_EXTRA = "knomit-judge[torch]"
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ def has_torch() -> bool:
 
 
 def shipped() -> Path | None:
-    """The folder of the int8 model shipped in the package, or None where it is not (a clone before `make install`)."""
+    """The folder of the int8 model shipped in the package; None where it is not (a clone before `make install`)."""
     folder = Path(str(SHIPPED))
     return folder if (folder / INT8).is_file() and (folder / TOKENIZER).is_file() else None
 
@@ -123,7 +123,7 @@ def model_sources() -> str:
 
 
 def ship(folder: Path) -> Path:
-    """Write the int8 model and its tokenizer into `folder` (the package's data/model), exported once as a session would."""
+    """Write the int8 model and its tokenizer into `folder` (the package's data/model), exported as a session would."""
     model, tokenizer = exported("onnx-int8"), model_path() / TOKENIZER
     folder.mkdir(parents=True, exist_ok=True)
     for src in (model, tokenizer):
@@ -150,8 +150,8 @@ def wanted_backend() -> str:
     """The backend asked for: KNOMIT_JUDGE_EMBEDDING_BACKEND, else the measured default if onnxruntime is there."""
     name = os.environ.get(BACKEND_ENV, "").strip() or DEFAULT_BACKEND
     if name not in BACKENDS:
-        name = "torch" if has_torch() else DEFAULT_BACKEND
-        log.warning("%s=%r is not one of %s; using %s", BACKEND_ENV, os.environ[BACKEND_ENV], ", ".join(BACKENDS), name)
+        asked, name = name, "torch" if has_torch() else DEFAULT_BACKEND
+        log.warning("%s=%r is not one of %s; using %s", BACKEND_ENV, asked, ", ".join(BACKENDS), name)
     if name != DEFAULT_BACKEND and not has_torch():  # PyTorch, and the fp32 export, need the weights and torch
         log.warning("%s=%s needs %s; using %s", BACKEND_ENV, name, TORCH_EXTRA, DEFAULT_BACKEND)
         return DEFAULT_BACKEND
@@ -193,7 +193,7 @@ def _versions(*names: str) -> str:
 
 @functools.cache
 def int8_tag(model: Path, tokenizer: Path) -> str:
-    """Names the int8 model by what decides its vectors: its bytes, its tokenizer's, and the ONNX Runtime that runs it."""
+    """Names the int8 model by what decides its vectors: its bytes, its tokenizer's, and the ONNX Runtime running it."""
     digest = hashlib.sha256()
     for path in (model, tokenizer):
         digest.update(hashlib.sha256(path.read_bytes()).digest())
