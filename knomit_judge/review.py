@@ -94,6 +94,9 @@ class SessionResult:
 
     def summary(self) -> str:
         """A dry run's first line: what a real session would ask and cost, above the plan it lists."""
+        if self.corpus is not None and self.corpus.state == "broken":  # said first: a $0.0000 would read as fine
+            return ("dry run: broken: no fact read (see the corpus line), so a real session asks nothing and exits 1; "
+                    "no judge call was made and nothing was written but derived caches")
         asked = {n: e for n, e in self.estimates.items() if n != DESCRIBE}
         questions = sum(e["questions"] for e in asked.values())
         calls = sum(e["calls"] for e in asked.values())
