@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .batches import Batches, batch_mode
 from .candidate_lists import CandidateLists
-from .config import Config, load_config
+from .config import Config, load_config, retired_model
 from .corpus import Corpus, CorpusReport, corpus_report, load_corpus
 from .decisions import decide, restatable, restate
 from .embeddings import Embedder
@@ -223,7 +223,10 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
         result.spend = summarise(store, config).json()
         models = [config.judge.model] + ([describe_model(config)] if config.describe.enabled else [])
         for model in dict.fromkeys(models):
-            if options.judge == "anthropic" and config.price(model) is None:
+            if options.judge == "anthropic" and config.price(model) is None and (retired := retired_model(model)):
+                result.notes.append(f"{model} is {retired}; a real session exits 2 until a current model is set "
+                                    "(knomit-judge.toml or KNOMIT_JUDGE_MODEL)")
+            elif options.judge == "anthropic" and config.price(model) is None:
                 result.notes.append(f'no price for {model}: a real session exits 2 until [prices."{model}"] '
                                     "input_per_mtok and output_per_mtok are set")
         return result
