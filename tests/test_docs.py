@@ -150,3 +150,8 @@ def test_no_figure_is_given_at_a_retired_models_prices_as_current(page):
                 near = flat[max(0, m.start() - 250):m.end() + 150]
                 assert not retired_model(m.group(1)) or re.search(r"\b(retired|then|[Bb]efore)\b", near), \
                     f"{page.name}: {near}"
+
+
+def test_the_readme_says_how_long_make_test_takes():
+    """A newcomer who runs the suite knows what to expect of it (measured, on how many cores)."""
+    assert re.search(r"\$ make test .*: about \d+ minutes on \d+ cores", README)
