@@ -165,6 +165,8 @@ async def audit_one(p, c: Candidate, ctx, r: PassResult, first_model: str, found
 def audits_due(p, ctx, candidates, answered: set) -> list[Candidate]:
     """The answered candidates whose audit a batch bought and this session collected: a batch result for it
     came in, and the latest verdict is still a first reader's no (another model's than the judge model)."""
+    if not ctx.batches.collected.get(p.name):
+        return []  # most sessions: no batch came in, and the candidate list is not walked
     fps = ctx.batches.take_paid(p.name, answered & set(candidates.fingerprints))
     out = []
     for i, fp in enumerate(candidates.fingerprints):
