@@ -216,3 +216,21 @@ def test_a_dry_run_batch_with_the_first_reader_is_at_most_half_the_synchronous_e
     assert "at batch prices;" in batch_line and "at batch prices" not in sync_line
     assert f"by {FIRST}" in CliRunner().invoke(cli, ["-q", "review", str(repo.root), "--dry-run", "--batch"]).stdout
     assert judge_env.calls == 0 and judge_env.batch_calls == []
+
+
+def test_a_miss_an_audit_in_a_batch_finds_is_applied_in_a_later_collection(corpus, judge_env):
+    """The first reader answers no on a true pair; the batched audit of its top no's reads it with the judge
+    model, whose yes (both orders, each in its own batch) is a miss, applied as one read at once would be."""
+    judge_env.responder = Readers(missed=(RETRY,))
+    outs = []
+    for _ in range(4):
+        result = CliRunner().invoke(cli, ["review", str(corpus.root), "--pass", "alias", "--batch", "--json"])
+        assert result.exit_code == 0, result.output
+        outs.append(json.loads(result.stdout)["passes"]["alias"])
+        judge_env.end_batches()
+    assert outs[1]["audits_batched"] >= 2  # the audits of the first reader's top no's, RETRY's among them
+    assert sum(o["misses"] for o in outs) == 1 and sum(o["resolved"] for o in outs) == 2
+    assert len(merged(corpus)) == 2 and judge_env.calls == 0
+    db = sqlite_utils.Database(corpus.root / ".knomit" / "judge.db")
+    [miss] = list(db.execute("SELECT first_model, strong_model, strong_answer FROM audits WHERE miss = 1"))
+    assert miss == (FIRST, STRONG, "same")
