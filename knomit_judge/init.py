@@ -127,7 +127,8 @@ def detect_notes(root: Path) -> tuple[Detected | None, str]:
         return None, (f"looked for Markdown with front matter under any folder: found none; the closest folder of "
                       f"Markdown is {folder}/ ({files} file(s), most without front matter); facts go under facts/, "
                       "or set [corpus] paths")
-    _, files, folder, fronted, sampled, keys = max(notes, key=lambda s: (s[0], s[1]))
+    # our own facts/ first, whatever else holds notes; else the folder with the most notes
+    _, files, folder, fronted, sampled, keys = max(notes, key=lambda s: (s[2] == "facts", s[0], s[1]))
     # the most common tag key; in a tie the more specific name (TAG_KEYS' order)
     key = max(keys, key=lambda k: (keys[k], -TAG_KEYS.index(k))) if keys else DEFAULT_MOTIF_KEYS[0]
     paths = (f"{folder}/**/*.md",)

@@ -157,3 +157,16 @@ def test_init_that_finds_no_notes_says_what_it_looked_for_and_the_closest_folder
     first = dry.stdout.splitlines()[0]
     assert "broken" in first and "$" not in first and "would ask" not in first, dry.stdout
     assert "docs/" in dry.stdout
+
+
+def test_init_keeps_our_own_facts_layout_over_a_larger_folder_of_notes(tmp_path):
+    root = tmp_path / "kb"
+    (root / "facts").mkdir(parents=True)
+    (root / "notes").mkdir()
+    (root / "facts" / "a.md").write_text(fact_text("A fact"), encoding="utf-8")
+    for i in range(3):
+        (root / "notes" / f"n{i}.md").write_text(note(f"Note {i}", ["t"], "Body."), encoding="utf-8")
+    result = invoke("init", root)
+    assert result.exit_code == 0, result.output
+    assert "detected" not in result.stdout and "found 1 fact file(s)" in result.stdout
+    assert 'paths = ["facts/**/*.md"]' in (root / "knomit-judge.toml").read_text(encoding="utf-8")
