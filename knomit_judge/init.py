@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 import git
 import yaml
@@ -95,6 +96,20 @@ def check_target(root: Path, create: bool) -> None:
         raise NotACorpus(f"{root}: no such directory (check the path, or pass --create to make it)")
 
 
+class Folder(NamedTuple):
+    """A top-level folder of Markdown, as detect_notes sampled it."""
+
+    name: str
+    files: int  # Markdown files in it (of the first _LOOK in the corpus)
+    fronted: int  # of those sampled, how many have front matter
+    sampled: int
+    keys: dict[str, int]  # TAG_KEYS found as lists in the sampled front matter, and in how many files
+
+    @property
+    def notes(self) -> bool:
+        return self.fronted * 2 > self.sampled  # most of the sampled files have front matter
+
+
 def detect_notes(root: Path) -> tuple[Detected | None, str]:
     """A folder of notes: the top-level folder holding the most Markdown files with front matter (most of those
     sampled), and the list key of theirs that holds tags or motifs. (None, what was looked for and the closest
@@ -102,14 +117,14 @@ def detect_notes(root: Path) -> tuple[Detected | None, str]:
 
     Only folders: Markdown at the top of a repository is its README and friends far more often than notes.
     """
-    folders: dict[str, list[str]] = {}
+    by_folder: dict[str, list[str]] = {}
     for n, path in enumerate(fact_paths(root, ("**/*.md",))):
         if n >= _LOOK:
             break
         if "/" in path:
-            folders.setdefault(path.split("/")[0], []).append(path)
-    seen = []  # (files with front matter, files, folder, key counts) per folder
-    for folder, paths in folders.items():
+            by_folder.setdefault(path.split("/")[0], []).append(path)
+    seen = []
+    for name, paths in by_folder.items():
         sample = paths[:_SAMPLE]
         metas = [m for m in (_front(root / p) for p in sample) if m]
         keys: dict[str, int] = {}
@@ -117,28 +132,29 @@ def detect_notes(root: Path) -> tuple[Detected | None, str]:
             for key in TAG_KEYS:
                 if isinstance(meta.get(key), list):
                     keys[key] = keys.get(key, 0) + 1
-        seen.append((len(metas) * len(paths) // len(sample), len(paths), folder, len(metas), len(sample), keys))
-    notes = [s for s in seen if s[3] * 2 > s[4]]  # most of the sampled files have front matter
+        seen.append(Folder(name, len(paths), len(metas), len(sample), keys))
+    notes = [f for f in seen if f.notes]
     if not notes:
         if not seen:
             return None, ("looked for Markdown with front matter under any folder: found no Markdown file in a "
                           "folder; facts go under facts/")
-        _, files, folder, _, _, _ = max(seen, key=lambda s: (s[1], s[0]))
+        closest = max(seen, key=lambda f: (f.files, f.fronted))
         return None, (f"looked for Markdown with front matter under any folder: found none; the closest folder of "
-                      f"Markdown is {folder}/ ({files} file(s), most without front matter); facts go under facts/, "
-                      "or set [corpus] paths")
-    # our own facts/ first, whatever else holds notes; else the folder with the most notes
-    _, files, folder, fronted, sampled, keys = max(notes, key=lambda s: (s[2] == "facts", s[0], s[1]))
+                      f"Markdown is {closest.name}/ ({closest.files} file(s), most without front matter); facts go "
+                      "under facts/, or set [corpus] paths")
+    # our own facts/ first, whatever else holds notes; else the folder with the most notes (estimated from the sample)
+    best = max(notes, key=lambda f: (f.name == "facts", f.fronted * f.files // f.sampled, f.files))
     # the most common tag key; in a tie the more specific name (TAG_KEYS' order)
+    keys = best.keys
     key = max(keys, key=lambda k: (keys[k], -TAG_KEYS.index(k))) if keys else DEFAULT_MOTIF_KEYS[0]
-    paths = (f"{folder}/**/*.md",)
+    paths = (f"{best.name}/**/*.md",)
     if paths == tuple(DEFAULT_PATHS) and (key,) == tuple(DEFAULT_MOTIF_KEYS):
         return None, ""  # our own layout: the defaults read it
     tags = f"`{key}:` lists in {keys[key]} of them" if keys else \
         f"no list key of {', '.join(TAG_KEYS)} in them (motifs read from `{key}:` once notes carry it)"
     return Detected("notes", paths, (key,), "status",
-                    f"{files} Markdown file(s) under {folder}/, {fronted} of {sampled} sampled with front matter, "
-                    f"{tags}"), ""
+                    f"{best.files} Markdown file(s) under {best.name}/, {best.fronted} of {best.sampled} sampled "
+                    f"with front matter, {tags}"), ""
 
 
 def _front(path: Path) -> dict:
