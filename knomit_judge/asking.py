@@ -9,8 +9,12 @@ first-reader no's by the candidate's score (at least AUDIT_MIN a session, and ju
 reads) are read again by judge.model: a yes there is a miss, counted, and the question goes on as that yes. A pass whose last AUDIT_WINDOW audits hold
 MISS_BOUND misses reads with judge.model alone, and its standing first-reader no's become askable again, highest
 ranked first, within the balance; those readings are audits too, so the window fills again and the suspension
-lifts once the misses fall below the bound (docs/choices.md). The scripted judge, and questions gathered for a
-Message Batch, are read by one reader.
+lifts once the misses fall below the bound (docs/choices.md). The scripted judge reads alone.
+
+A Message Batch keeps the readers: a batch session gathers the first reader's one order into its batch, at the
+first reader's batch price; once that reply is in (a later session collects it), a yes gathers the judge
+model's reading, and the audits of the no's gather theirs, into that session's batch, read in the next
+collection (collected_audits).
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ class FirstReader:
 def first_reader(ctx, p) -> FirstReader:
     """Who reads the pass's questions first this session, from the config and the pass's recent audits."""
     model = ctx.config.models().get("judge.first_reader")  # none when off, or the judge model itself
-    if model is None or ctx.kind != "anthropic" or ctx.batches.submitting:
+    if model is None or ctx.kind != "anthropic":
         return FirstReader(None)
     recent = ctx.store.recent_audits(p.name, AUDIT_WINDOW)
     if sum(recent) >= MISS_BOUND:
@@ -64,15 +68,28 @@ def reader_notes(r: PassResult, reader: FirstReader | None) -> None:
     if reader.suspended:
         r.notes.append(f"first reader suspended: {reader.suspended}; {reader.model} reads nothing, "
                        f"{len(reader.standing)} of its no's are askable again")
-    if r.first_reads or r.audits:
+    if r.first_reads or r.audits or r.audits_batched:
         r.notes.append(f"first reads {r.first_reads} ({reader.model}): yes confirmed {r.first_confirmed}, "
-                       f"not {r.first_unconfirmed}; audits {r.audits}, misses {r.misses}")
+                       f"not {r.first_unconfirmed}; audits {r.audits}, misses {r.misses}"
+                       + (f"; {r.audits_batched} audit(s) in the batch" if r.audits_batched else ""))
+
+
+BATCHED = "batched"  # an Outcome's kind: the question's next request went into this session's Message Batch
+
+
+def gathered(ctx, judge, p, c: Candidate, one_order: bool = False) -> bool:
+    """In a batch session, whether the question's next request by `judge` went into the batch (none was
+    needed: its reply is in the cache or came in this session, and is read from there without a call)."""
+    return ctx.batches.submitting and ctx.batches.gather(judge, p, c, one_order) > 0
 
 
 async def read(p, c: Candidate, ctx, r: PassResult, reader: FirstReader) -> tuple[Outcome, str]:
-    """Ask one question as the readers share it; returns the outcome that stands and the model that gave it."""
+    """Ask one question as the readers share it; returns the outcome that stands and the model that gave it
+    (an Outcome of kind BATCHED: the reading it needs next waits in this session's Message Batch)."""
     strong = ctx.judge
     if not reader.reads:
+        if gathered(ctx, strong, p, c):
+            return Outcome(kind=BATCHED), strong.model
         out = await strong.ask(p, c)
         if reader.standing and c.fingerprint in reader.standing and out.kind == "verdict":
             miss = out.answer != p.default  # a standing first-reader no the judge model now reads: an audit
@@ -82,6 +99,8 @@ async def read(p, c: Candidate, ctx, r: PassResult, reader: FirstReader) -> tupl
             r.misses += miss
         return out, strong.model
     first = strong.reader(reader.model)
+    if gathered(ctx, first, p, c, one_order=True):
+        return Outcome(kind=BATCHED), first.model
     out = await first.ask(p, c, one_order=True)
     r.first_reads += out.kind == "verdict"
     if out.kind != "verdict":
@@ -89,6 +108,8 @@ async def read(p, c: Candidate, ctx, r: PassResult, reader: FirstReader) -> tupl
     if out.answer == p.default:
         reader.pending.append(c)  # a candidate for this session's audits, chosen by rank once the pass has read
         return out, first.model
+    if gathered(ctx, strong, p, c):  # the judge model reads the first yes in the next collection
+        return Outcome(kind=BATCHED), strong.model
     again = await strong.ask(p, c)  # a first yes acts on nothing: the judge model decides
     if again.kind == "verdict":
         confirmed = again.answer == out.answer
@@ -103,31 +124,74 @@ async def audit(p, ctx, r: PassResult, reader: FirstReader, hold) -> list[tuple[
     """The judge model reads again the highest-ranked first-reader no's of this round (by the candidate's score),
     as many as the session owes: a yes is a miss, kept as the judge model's verdict and returned to be applied.
     `hold()` names a cap reached or a stop: the audits not read then wait, their no's standing."""
-    due = max(AUDIT_MIN, math.ceil(ctx.config.judge.audit_share * r.first_reads)) - r.audits
+    due = max(AUDIT_MIN, math.ceil(ctx.config.judge.audit_share * r.first_reads)) - r.audits - r.audits_batched
     picks = sorted(reader.pending, key=lambda c: -c.score)[:max(0, due)]
     reader.pending = []  # the rest stand as the first reader's verdicts
-    strong, found = ctx.judge, []
+    found: list[tuple[float, Verdict]] = []
 
     async def one(c: Candidate) -> None:
         if hold():
             return
-        out = await strong.ask(p, c)
-        if out.kind != "verdict":
-            return  # not read: the first reader's no stands
-        miss = out.answer != p.default
-        r.audits += 1
-        r.misses += miss
-        ctx.store.add_audit(p.name, c.fingerprint, ctx.session, "audit", reader.model, strong.model, p.default,
-                            out.answer, miss, c.score)
-        v = verdict_of(p, c, out, strong.model, ctx)
-        keep(ctx, v)  # after the first reader's no: the latest verdict on the question is the judge model's
-        if v.is_yes:
-            r.declined -= 1
-            r.resolved += 1
-            found.append((c.score, v))
+        if gathered(ctx, ctx.judge, p, c):  # read in the next collection (collected_audits); its no stands till then
+            r.audits_batched += 1
+            return
+        await audit_one(p, c, ctx, r, reader.model, found, this_session=True)
 
     await asyncio.gather(*(one(c) for c in picks))
     return found
+
+
+async def audit_one(p, c: Candidate, ctx, r: PassResult, first_model: str, found: list, this_session: bool) -> None:
+    """The judge model's reading of a first-reader no: an audit, and a miss when it is not the default.
+
+    `this_session`: the no was counted declined in this session's counts, and a miss moves it to resolved."""
+    strong = ctx.judge
+    out = await strong.ask(p, c)
+    if out.kind != "verdict":
+        return  # not read: the first reader's no stands
+    miss = out.answer != p.default
+    r.audits += 1
+    r.misses += miss
+    ctx.store.add_audit(p.name, c.fingerprint, ctx.session, "audit", first_model, strong.model, p.default,
+                        out.answer, miss, c.score)
+    v = verdict_of(p, c, out, strong.model, ctx)
+    keep(ctx, v)  # after the first reader's no: the latest verdict on the question is the judge model's
+    if v.is_yes:
+        r.declined -= this_session
+        r.resolved += 1
+        found.append((c.score, v))
+
+
+def audits_due(p, ctx, candidates, answered: set) -> list[Candidate]:
+    """The answered candidates whose audit a batch bought and this session collected: a batch result for it
+    came in, and the latest verdict is still a first reader's no (another model's than the judge model)."""
+    if not ctx.batches.collected.get(p.name):
+        return []  # most sessions: no batch came in, and the candidate list is not walked
+    fps = ctx.batches.take_paid(p.name, answered & set(candidates.fingerprints))
+    out = []
+    for i, fp in enumerate(candidates.fingerprints):
+        if fp in fps:
+            v = ctx.store.verdict_for(p.name, fp)
+            if v is not None and not v.is_yes and v.model != ctx.judge.model:
+                out.append(candidates[i])
+    return out
+
+
+async def collected_audits(p, ctx, r: PassResult, due: list[Candidate]) -> list[Verdict]:
+    """Read the audits a batch bought (audits_due): a miss is returned to be applied, and deposits into the
+    balance as audit() does. A second order the judge model still needs goes into this session's batch."""
+    found: list[tuple[float, Verdict]] = []
+
+    async def one(c: Candidate) -> None:
+        if gathered(ctx, ctx.judge, p, c):
+            r.audits_batched += 1
+            return
+        v = ctx.store.verdict_for(p.name, c.fingerprint)
+        await audit_one(p, c, ctx, r, v.model, found, this_session=False)
+
+    await asyncio.gather(*(one(c) for c in due))
+    ctx.allowances[p.name].deposit(len(found))
+    return [v for _, v in sorted(found, key=lambda sv: -sv[0])]
 
 
 def verdict_of(p, c: Candidate, out: Outcome, model: str, ctx) -> Verdict:
@@ -203,14 +267,14 @@ async def judge_all(p, offer: list[Candidate], ctx, r: PassResult, paid: set = f
             r.offered += 1
             resolved = False
             try:
-                if ctx.batches.submitting and ctx.batches.gather(ctx.judge, p, c):
-                    r.batched += 1  # asked in the session's Message Batch; the next session collects the answer
-                    continue
                 ctx.in_flight += 1  # what is with the judge counts toward the caps' next question
                 try:
                     out, model = await read(p, c, ctx, r, reader or FirstReader(None))
                 finally:
                     ctx.in_flight -= 1
+                if out.kind == BATCHED:
+                    r.batched += 1  # asked in the session's Message Batch; the next session collects the answer
+                    continue
                 ctx.asked += 1
                 if out.kind == "verdict":
                     v = verdict_of(p, c, out, model, ctx)

@@ -1,7 +1,8 @@
 """Message Batches: a session's offered questions bought at the batch price, collected by a later session.
 
 `review --batch` (or `[judge] mode = "batch"`) gathers the requests its offered questions need now (each
-sample of the first order, and of the second for questions in the swap sample) and submits them as
+sample of the first order, and of the second for questions in the swap sample; with a first reader, its one
+order, the judge model reading its yeses and the audits once that reply is in) and submits them as
 one Message Batch after its rounds, storing the batch id and its requests in the db before it returns. Every later session (batch mode or not, and the daemon)
 first collects finished batches: each result goes where a synchronous reply would (parsed, into the
 reply cache, then judged, journalled and applied as usual), so the decisions land in that session.
@@ -41,6 +42,7 @@ class BatchRequest:
     prompt: str
     params: dict
     position: int = 0  # which order of the question this request asks
+    model: str = ""  # the model asked: the judge model, or the first reader
 
 
 @dataclass
@@ -121,19 +123,20 @@ class Batches:
 
     async def _take(self, client, row: dict, judge, passes: dict) -> None:
         import anthropic
-        requests = {r[0]: (r[1], r[2]) for r in self.store.db.execute(
-            "SELECT custom_id, pass, fingerprint FROM batch_requests WHERE batch_id = ?", [row["id"]])}
+        requests = {r[0]: (r[1], r[2], r[3]) for r in self.store.db.execute(
+            "SELECT custom_id, pass, fingerprint, model FROM batch_requests WHERE batch_id = ?", [row["id"]])}
         kinds: dict[str, int] = {}
         try:
             results = await client.messages.batches.results(row["id"])
             async for entry in results:
                 if entry.custom_id not in requests:
                     continue
-                pass_name, fp = requests[entry.custom_id]
+                pass_name, fp, model = requests[entry.custom_id]
                 p = passes.get(pass_name)
                 if p is None:
                     continue
-                kind = self._result(entry, p, judge)
+                # priced and cached as the model it asked (NULL: before 0022, the judge model alone)
+                kind = self._result(entry, p, judge.reader(model) if model and model != judge.model else judge)
                 kinds[kind] = kinds.get(kind, 0) + 1
                 self.collected.setdefault(pass_name, set()).add(fp)
         except anthropic.NotFoundError:
@@ -200,20 +203,23 @@ class Batches:
         return result.type  # expired, canceled
 
     # -- submitting -----------------------------------------------------------------------------------
-    def gather(self, judge, p, candidate) -> int:
+    def gather(self, judge, p, candidate, one_order: bool = False) -> int:
         """Add the requests a question needs now and has no reply for to this session's batch; returns how many.
 
+        `judge` may be the first reader (Judge.reader), which asks the first order only (`one_order`).
         A result collected this session (judge.fresh) is a reply, even one that failed: the question is
         judged from it, not asked again.
         """
         backend = judge.backend
         added = 0
         for ask in judge.needed_asks(p, candidate):
+            if one_order and ask.position != 0:
+                continue
             if ask.key in self.gathered or ask.key in judge.fresh or judge.store.cached_reply(ask.key, judge.kind):
                 continue
-            params = backend.params(p.prompt.system, ask.user, judge.tool(p))
+            params = backend.params(p.prompt.system, ask.user, judge.tool(p), model=judge.model)
             self.gathered[ask.key] = BatchRequest(ask.key, p.name, candidate.fingerprint, p.prompt.id, params,
-                                                  ask.position)
+                                                  ask.position, judge.model)
             cost = judge.cost((len(p.prompt.system) + len(ask.user)) // 4, judge.expected_out() or REPLY_TOKENS,
                               batch=True)
             self.estimated_usd += cost or 0.0
@@ -274,7 +280,7 @@ class Batches:
                                              "requests": len(chunk), "status": "submitted", "submitted_at": now()})
             self.store.db["batch_requests"].insert_all(
                 ({"batch_id": batch.id, "custom_id": r.custom_id, "pass": r.pass_name, "fingerprint": r.fingerprint,
-                  "prompt": r.prompt, "position": r.position} for r in chunk), batch_size=500)
+                  "prompt": r.prompt, "position": r.position, "model": r.model} for r in chunk), batch_size=500)
         return batch.id
 
 

@@ -68,11 +68,24 @@ def _json_error(ctx, message: str, exit_code: int) -> None:
 
 
 def version_lines() -> list[str]:
-    """What a bug report needs: the package's version, every shipped prompt's version, the embedding model."""
+    """What a bug report needs: the package's version, every shipped prompt's version, the embedding model, and
+    the judge model and first reader a review here would use."""
     from importlib.metadata import version
     return [f"knomit-judge {version('knomit-judge')}",
             "prompts " + " ".join(load_prompt(name).id for name in prompt_names()),
-            f"embedding model {MODEL_NAME} ({model_sources()})"]
+            f"embedding model {MODEL_NAME} ({model_sources()})",
+            judge_line()]
+
+
+def judge_line() -> str:
+    """The judge model and first reader as a review in the current directory reads them (its knomit-judge.toml
+    and the environment); the shipped defaults when that file does not load, so --version never fails on it."""
+    from .config import Config, load_config
+    try:
+        judge = load_config(Path.cwd()).judge
+    except KnomitError:
+        judge = Config().judge
+    return f"judge model {judge.model}, first reader {judge.first_reader or 'off'}"
 
 
 def check_install() -> None:

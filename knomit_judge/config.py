@@ -169,6 +169,32 @@ DEFAULT_PRICES = {
 }
 
 
+# Models retired, with the day where it is known and the current model of their line: what a plan names them by
+# when no Models API can be asked (a dry run without a key), instead of "no price". An exact id or a dated one
+# (claude-sonnet-4-5-20250929) matches, never a longer family name (claude-opus-4 is not claude-opus-4-5).
+RETIRED_MODELS = {
+    "claude-sonnet-4-5": ("2026-11-30", "claude-sonnet-5-5"),
+    "claude-opus-4-1": (None, "claude-opus-5-5"),
+    "claude-opus-4": (None, "claude-opus-5-5"),
+    "claude-sonnet-4": (None, "claude-sonnet-5-5"),
+    "claude-3-7-sonnet": (None, "claude-sonnet-5-5"),
+    "claude-3-5-sonnet": (None, "claude-sonnet-5-5"),
+    "claude-3-5-haiku": (None, "claude-haiku-5-5"),
+    "claude-3-opus": (None, "claude-opus-5-5"),
+    "claude-3-haiku": (None, "claude-haiku-5-5"),
+}
+
+
+def retired_model(model: str) -> str | None:
+    """How a retired model is named from RETIRED_MODELS ("retired (since ...); ..."), or None."""
+    name = next((n for n in RETIRED_MODELS if model == n or re.fullmatch(re.escape(n) + r"-\d{8}", model)), None)
+    if name is None:
+        return None
+    day, current = RETIRED_MODELS[name]
+    return (f"retired{f' (since {day})' if day else ''}: no request naming it can succeed; "
+            f"its line's current model is {current!r}")
+
+
 @dataclass
 class Config:
     judge: JudgeConfig = field(default_factory=JudgeConfig)
@@ -207,6 +233,8 @@ class Config:
     def require_price(self, model: str, key: str = "judge.model") -> Price:
         """The model's price, or a configuration error naming the key to set: an unknown price never counts as $0."""
         price = self.price(model)
+        if price is None and (retired := retired_model(model)):
+            raise ConfigError(f"{key} {model!r} is {retired}: set it in {CONFIG_FILE} (docs/real-api.md)")
         if price is None:
             raise ConfigError(f'{key} {model!r} has no price, so no dollar cap could hold: set '
                               f'[prices."{model}"] input_per_mtok and output_per_mtok (USD per million tokens) '

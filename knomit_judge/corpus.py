@@ -437,6 +437,15 @@ def provenance(keep: Fact, lose: Fact) -> dict:
     return absorbed(keep, lose, motif_keys=(), keys=PROVENANCE_KEYS)
 
 
+def copy_provenance(keep: Fact, copy: Fact) -> dict:
+    """provenance() for an exact duplicate: a literal copy is the same evidence, so a `sources` count is not
+    added to (2 + 2 would claim four sources for two); citations the survivor lacks are still taken in."""
+    changes = provenance(keep, copy)
+    if isinstance(changes.get("sources"), int) and not isinstance(changes["sources"], bool):
+        del changes["sources"]
+    return changes
+
+
 def carried_over(keep: Fact, changes: dict) -> list[str]:
     """What `changes` add to `keep`'s front matter, one line a key, for a commit body."""
     mine, lines = front_matter(keep.text), []

@@ -1,6 +1,7 @@
 """A session's exact duplicates (same normalised title and body): retracted mechanically before any judged
 pass, whatever the throttle says, one commit per group; or, in a dry run, named with the fact each group keeps,
-so the dry run says what the session would do (passes/exact.py holds the groups, the verdict and the change)."""
+so the dry run says what the session would do, and plans the judged passes without the copies it would retract
+(passes/exact.py holds the groups, the verdict and the change)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from .candidate_lists import CandidateLists
 from .decisions import applied, keep
 from .passes.exact import DuplicateGroups, exact_change, exact_verdict
 from .status import PassResult
-from .survivors import fact_survivor
+from .survivors import first_seen
 
 
 def run_exact(ctx, result) -> PassResult:
@@ -49,8 +50,14 @@ def run_exact(ctx, result) -> PassResult:
 
 
 def plan_exact(ctx, group: list, fingerprint: str, result) -> None:
-    """A dry run's entry for one group of exact duplicates: which fact the session keeps and which it retracts."""
-    keep_fact = fact_survivor(group, ctx.corpus)
+    """A dry run's entry for one group of exact duplicates: which fact the session keeps and which it retracts.
+
+    The retraction is taken into the in-memory corpus (never a file): the judged passes then plan on the corpus
+    the session would give them, not on pairs and groups holding a copy the session retracts first.
+    """
+    keep_fact = first_seen(group, ctx.corpus)
+    for path, text in exact_change(group, exact_verdict(group, ctx.session), ctx.corpus).writes.items():
+        ctx.corpus.put(path, text)
     result.plan.setdefault("exact", []).append({
         "subject": {"group": sorted(f.path for f in group)}, "score": 1.0, "fingerprint": fingerprint,
         "evidence": {"survivor": keep_fact.path, "retract": sorted(f.path for f in group if f is not keep_fact),

@@ -62,6 +62,9 @@ def status(root: Path | str, limit: int = 10) -> dict:
                               "probe_due": t.probe, "next_probe_in": t.probe_in, "text": upcoming(t),
                               "flips": flips, "flip_measured": measured,
                               "flip_rate": round(flips / measured, 4) if measured else None}
+        # after a scripted session (the demo, a test), a plain `review` still starts from the real judge's own
+        plain = {} if judge == "anthropic" else \
+            {name: upcoming(assess(store, name, config.budget, "anthropic")) for name in JUDGED_PASSES}
         spend = summarise(store, config)
         metrics = figures(root, store, config, judge, spend=spend)  # what the metrics file holds, same figures
         lines = lines_figures(store, sessions)
@@ -77,8 +80,16 @@ def status(root: Path | str, limit: int = 10) -> dict:
             "spend": spend.json(), "metrics": metrics, "lines": lines,
             "models": metrics["models"],
             "text": render(sessions, throttle, unfinished, judge,
-                           [*sync_lines(metrics.get("sync")), *model_lines(metrics["models"]),
+                           [*plain_lines(plain), *sync_lines(metrics.get("sync")), *model_lines(metrics["models"]),
                             *precision.lines(precisions), *spend.lines()])}
+
+
+def plain_lines(plain: dict[str, str]) -> list[str]:
+    """The throttle a plain `review` (the anthropic judge) would start from, when the last judge was another."""
+    if not plain:
+        return []
+    return ["throttle for the next plain review (anthropic judge; its own verdicts only):",
+            *(f"  {name}: {text}" for name, text in plain.items())]
 
 
 def sync_lines(sync: dict | None) -> list[str]:

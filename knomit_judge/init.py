@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 import git
+import yaml
 
 from .config import CONFIG_FILE, DEFAULT_TOML, load_config
+from .corpus import DEFAULT_MOTIF_KEYS, front_matter
 from .errors import NotACorpus
 from .gitops import dirty_paths, enclosing_top, run_git
-from .layout import Detected, detect_knomit, fact_paths
+from .layout import DEFAULT_PATHS, Detected, detect_knomit, fact_paths
 from .store import DB_PATH, Store
 
 IGNORE_LINE = ".knomit/judge.db*"
+# front-matter list keys that hold a note's tags or motifs, most specific first
+TAG_KEYS = ("motifs", "tags", "keywords", "topics", "categories")
+_LOOK = 5000  # Markdown files looked at to find a folder of notes
+_SAMPLE = 50  # files read per folder to see front matter and its keys
 
 
 def init_corpus(root: Path | str, create: bool = False) -> list[str]:
@@ -35,17 +42,22 @@ def init_corpus(root: Path | str, create: bool = False) -> list[str]:
         said.append(f"initialised a git repository in {root}")
     config = root / CONFIG_FILE
     found = detect_knomit(root)
+    looked = ""
+    if not found:
+        found, looked = detect_notes(root)
     if found:
         said.append(f"detected a {found.kind} KB: {found.evidence}")
+    elif looked:
+        said.append(looked)
     if not config.exists():
         config.write_text(config_text(found), encoding="utf-8")
         said.append(f"wrote {CONFIG_FILE}" + (f" with [corpus] {corpus_settings(found)}" if found else ""))
-        if found:  # the alias pass then reviews motif spellings only: say how to review entity spellings too
+        if found and found.kind == "knomit":  # alias reviews motif spellings only: say how to review entities too
             said.append('alias reviews the spellings under motifs; to merge entity spellings as well '
                         '(Postgres / PostgreSQL), set [corpus] motif_keys = ["motifs", "entities"]')
     elif found and load_config(root).corpus.paths != list(found.paths):
-        said.append(f"kept the existing {CONFIG_FILE}; its [corpus] paths do not look at kb/ "
-                    f"(for this KB: {corpus_settings(found)})")
+        said.append(f"kept the existing {CONFIG_FILE}; its [corpus] paths do not look at "
+                    f"{', '.join(found.paths)} (for this KB: {corpus_settings(found)})")
     load_config(root)  # an existing file must be valid
     ignore = root / ".gitignore"
     lines = ignore.read_text(encoding="utf-8").splitlines() if ignore.exists() else []
@@ -82,6 +94,80 @@ def check_target(root: Path, create: bool) -> None:
                          f"repository (to make {top} the corpus: knomit-judge init {top})")
     if not root.exists() and not create:
         raise NotACorpus(f"{root}: no such directory (check the path, or pass --create to make it)")
+
+
+class Folder(NamedTuple):
+    """A top-level folder of Markdown, as detect_notes sampled it."""
+
+    name: str
+    files: int  # Markdown files in it (of the first _LOOK in the corpus)
+    fronted: int  # of those sampled, how many have front matter
+    sampled: int
+    keys: dict[str, int]  # TAG_KEYS found as lists in the sampled front matter, and in how many files
+
+    @property
+    def notes(self) -> bool:
+        return self.fronted * 2 > self.sampled  # most of the sampled files have front matter
+
+
+def detect_notes(root: Path) -> tuple[Detected | None, str]:
+    """A folder of notes: the top-level folder holding the most Markdown files with front matter (most of those
+    sampled), and the list key of theirs that holds tags or motifs. (None, what was looked for and the closest
+    folder of Markdown) when there is none; (None, "") for our own facts/ layout, which the defaults already read.
+
+    Only folders: Markdown at the top of a repository is its README and friends far more often than notes.
+    """
+    by_folder: dict[str, list[str]] = {}
+    for n, path in enumerate(fact_paths(root, ("**/*.md",))):
+        if n >= _LOOK:
+            break
+        if "/" in path:
+            by_folder.setdefault(path.split("/")[0], []).append(path)
+    seen = []
+    for name, paths in by_folder.items():
+        sample = paths[:_SAMPLE]
+        metas = [m for m in (_front(root / p) for p in sample) if m]
+        keys: dict[str, int] = {}
+        for meta in metas:
+            for key in TAG_KEYS:
+                if isinstance(meta.get(key), list):
+                    keys[key] = keys.get(key, 0) + 1
+        seen.append(Folder(name, len(paths), len(metas), len(sample), keys))
+    notes = [f for f in seen if f.notes]
+    if not notes:
+        if not seen:
+            return None, ("looked for Markdown with front matter under any folder: found no Markdown file in a "
+                          "folder; facts go under facts/")
+        closest = max(seen, key=lambda f: (f.files, f.fronted))
+        return None, (f"looked for Markdown with front matter under any folder: found none; the closest folder of "
+                      f"Markdown is {closest.name}/ ({closest.files} file(s), most without front matter); facts go "
+                      "under facts/, or set [corpus] paths")
+    # our own facts/ first, whatever else holds notes; else the folder with the most notes (estimated from the sample)
+    best = max(notes, key=lambda f: (f.name == "facts", f.fronted * f.files // f.sampled, f.files))
+    # the most common tag key; in a tie the more specific name (TAG_KEYS' order)
+    keys = best.keys
+    key = max(keys, key=lambda k: (keys[k], -TAG_KEYS.index(k))) if keys else DEFAULT_MOTIF_KEYS[0]
+    paths = (f"{best.name}/**/*.md",)
+    if paths == tuple(DEFAULT_PATHS) and (key,) == tuple(DEFAULT_MOTIF_KEYS):
+        return None, ""  # our own layout: the defaults read it
+    tags = f"`{key}:` lists in {keys[key]} of them" if keys else \
+        f"no list key of {', '.join(TAG_KEYS)} in them (motifs read from `{key}:` once notes carry it)"
+    return Detected("notes", paths, (key,), "status",
+                    f"{best.files} Markdown file(s) under {best.name}/, {best.fronted} of {best.sampled} sampled "
+                    f"with front matter, {tags}"), ""
+
+
+def _front(path: Path) -> dict:
+    """A file's front matter, read from its head; {} when it has none or cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(65536).decode("utf-8", "replace").replace("\r\n", "\n")
+    except OSError:
+        return {}
+    try:
+        return front_matter(head)
+    except yaml.YAMLError:  # a note whose YAML does not parse is simply not front matter here
+        return {}
 
 
 def found_facts(repo, root: Path) -> list[str]:

@@ -300,13 +300,19 @@ def flips_section(store) -> str:
             + table(["pass", "flip rate", "flips", "measured"], rows, {1, 2, 3}))
 
 
-def calibration_section(result: dict | None) -> str:
+DEMO_CORPUS = (".demo", "knomit-demo")  # where `make demo` reviews (the Makefile's DEMO), by its last two parts
+
+
+def calibration_section(result: dict | None, demo: bool = False) -> str:
+    """The calibration's table, or where one would be; `demo`: this is `make demo`'s corpus, which has one beside it."""
     if not result:
-        # a calibration is kept in the db of the corpus it ran on (make demo calibrates a corpus of its own)
+        # a calibration is kept in the db of the corpus it ran on (make demo calibrates a corpus of its own, which
+        # only the demo's report names: a user's corpus has nothing to do with it)
         return ("<p class=muted>No calibration of this corpus yet. <code>knomit-judge calibrate LABELS CORPUS</code> "
                 "keeps its result in the db of CORPUS, the corpus whose facts the labels name, and that corpus's "
-                "report shows it (<code>make demo</code> calibrates its own corpus, "
-                "<code>.demo/knomit-calibration</code>, and writes its report beside this one).</p>")
+                "report shows it" + (" (<code>make demo</code> calibrates its own corpus, "
+                                     "<code>.demo/knomit-calibration</code>, and writes its report beside this one)"
+                                     if demo else "") + ".</p>")
     rows = []
     for name, s in result["passes"].items():
         flips = f"{num(s['flip_rate'])} ({s['flips']}/{s['flip_measured']})" if s["flip_measured"] else "–"
@@ -340,7 +346,7 @@ def render(root: Path | str) -> str:
         charts += flips_section(store)
         verdicts = store.verdicts()
         decisions = decisions_section(verdicts, written_facts(repo, verdicts, load_config(root).corpus.paths))
-        calibration = calibration_section(latest(store))
+        calibration = calibration_section(latest(store), demo=(root.parent.name, root.name) == DEMO_CORPUS)
     finally:
         store.close()
     people = labels_sections(root)

@@ -13,14 +13,15 @@ from pathlib import Path
 
 from .batches import Batches, batch_mode
 from .candidate_lists import CandidateLists
-from .config import Config, load_config
+from .config import Config, load_config, retired_model
 from .corpus import Corpus, CorpusReport, corpus_report, load_corpus
 from .decisions import decide, restatable, restate
 from .embeddings import Embedder
 from .freshness import fresh_first, fresh_names, new_names, owed_to_fresh
 from .errors import BadFact, KnomitError
 from .gitops import Applier, Lock, dirty_paths, merge_in_progress, open_repo, shared_lock
-from .asking import FirstReader, first_reader, judge_all, note_skipped, plan_dry, reader_notes, submit_batch
+from .asking import (FirstReader, audits_due, collected_audits, first_reader, judge_all, note_skipped, plan_dry,
+                     reader_notes, submit_batch)
 from .judge import Judge, ScriptedBackend, judge_kind, make_backend
 from .duplicates import run_exact
 from .lines import describe
@@ -65,6 +66,7 @@ class SessionResult:
     plan: dict[str, list[dict]] = field(default_factory=dict)  # dry run: what would be offered, with evidence
     estimates: dict[str, dict] = field(default_factory=dict)  # dry run: questions, calls and estimate_usd per pass
     batches: list[dict] = field(default_factory=list)  # Message Batches submitted, waiting or collected
+    batch_prices: bool = False  # a batch session: its dry-run estimate is at batch prices (not in --json)
     embedded: int = 0  # texts embedded this session (0 when nothing changed: the model is not even loaded)
     parsed: int = 0  # fact files parsed this session (unchanged ones come from the file index)
     corpus: CorpusReport | None = None  # what was read: no fact read is broken, never a silent zero
@@ -94,6 +96,9 @@ class SessionResult:
 
     def summary(self) -> str:
         """A dry run's first line: what a real session would ask and cost, above the plan it lists."""
+        if self.corpus is not None and self.corpus.state == "broken":  # said first: a $0.0000 would read as fine
+            return ("dry run: broken: no fact read (see the corpus line), so a real session asks nothing and exits 1; "
+                    "no judge call was made and nothing was written but derived caches")
         asked = {n: e for n, e in self.estimates.items() if n != DESCRIBE}
         questions = sum(e["questions"] for e in asked.values())
         calls = sum(e["calls"] for e in asked.values())
@@ -105,7 +110,8 @@ class SessionResult:
                 + (f", and {lines['calls']} describe request(s) for lines" if lines else "")
                 + (f", retract {retract} exact duplicate(s) in {exact.offered} group(s) without a call"
                    if retract and exact else "")
-                + f", {usd}; no judge call was made and nothing was written but derived caches")
+                + f", {usd}" + " at batch prices" * self.batch_prices
+                + "; no judge call was made and nothing was written but derived caches")
 
     def json(self) -> dict:
         passes = {name: r.json() for name, r in self.passes.items()}
@@ -217,7 +223,10 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
         result.spend = summarise(store, config).json()
         models = [config.judge.model] + ([describe_model(config)] if config.describe.enabled else [])
         for model in dict.fromkeys(models):
-            if options.judge == "anthropic" and config.price(model) is None:
+            if options.judge == "anthropic" and config.price(model) is None and (retired := retired_model(model)):
+                result.notes.append(f"{model} is {retired}; a real session exits 2 until a current model is set "
+                                    "(knomit-judge.toml or KNOMIT_JUDGE_MODEL)")
+            elif options.judge == "anthropic" and config.price(model) is None:
                 result.notes.append(f'no price for {model}: a real session exits 2 until [prices."{model}"] '
                                     "input_per_mtok and output_per_mtok are set")
         return result
@@ -296,6 +305,7 @@ async def _session(root, repo, config, store, options, notes, models: Lineup) ->
     ctx = Context(root, config, store, corpus, Embedder(store), Journal(root), None if options.dry_run else Applier(repo),
                   options, result.session, clean=not dirty, commits=result.commits, problems=result.problems)
     ctx.batches = Batches(store, result.session, batch_mode(options.batch, config, options.judge))
+    result.batch_prices = ctx.batches.submitting
     ctx.index = index
     ctx.lineup = models
     ctx.caps = Caps.for_session(store, config)
@@ -449,7 +459,9 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
     offer = [c for c in waiting if c.fingerprint in paid] + rest
     r.waiting = len(waiting) - len(offer)
     before = r.offered
-    fresh = await judge_all(p, offer, ctx, r, paid, owed, reader)
+    # audits a batch bought of questions the first reader answered no: read now, a miss applied with the rest
+    audited = await collected_audits(p, ctx, r, audits_due(p, ctx, candidates, answered))
+    fresh = await judge_all(p, offer, ctx, r, paid, owed, reader) + audited
     r.waiting += len(offer) - (r.offered - before)  # held back by the cost cap or a stop
     decide(p, ctx, r, pending + fresh)
 

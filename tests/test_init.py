@@ -106,3 +106,67 @@ def _replies(tmp_path):
                                 "reply": {"same": True, "mechanism": "A penalty removes the signal to lift it."}})
                     + "\n", encoding="utf-8")
     return path
+
+
+def note(title: str, tags: list[str], body: str) -> str:
+    """A note as a notes app writes it: front matter with `tags:`, no motifs key."""
+    return f"---\ntitle: {json.dumps(title)}\ntags: {json.dumps(tags)}\n---\n{body}\n"
+
+
+def test_init_detects_a_folder_of_notes_with_tags_and_a_dry_run_reads_them(tmp_path):
+    root = tmp_path / "kb"
+    (root / "notes" / "perf").mkdir(parents=True)
+    (root / "docs").mkdir()
+    (root / "notes" / "retries.md").write_text(note("Retries without jitter arrive in waves", ["retry", "load"],
+                                                    "Clients synchronise."), encoding="utf-8")
+    (root / "notes" / "perf" / "cache.md").write_text(note("Full-URL cache keys miss", ["cache"], "Tracking params."),
+                                                      encoding="utf-8")
+    (root / "docs" / "readme.md").write_text("# Not a note\n", encoding="utf-8")  # no front matter: not chosen
+    (root / "README.md").write_text("---\ntags: [x]\n---\nthe repository's own page\n", encoding="utf-8")
+
+    result = invoke("init", root)
+    assert result.exit_code == 0, result.output
+    assert ("detected a notes KB: 2 Markdown file(s) under notes/, 2 of 2 sampled with front matter, "
+            "`tags:` lists in 2 of them") in result.stdout
+    assert 'with [corpus] paths = ["notes/**/*.md"], motif_keys = ["tags"], retract = "status"' in result.stdout
+    assert "found 2 fact file(s): committing them with the configuration" in result.stdout
+    config = __import__("tomllib").loads((root / "knomit-judge.toml").read_text(encoding="utf-8"))
+    assert config["corpus"]["paths"] == ["notes/**/*.md"] and config["corpus"]["motif_keys"] == ["tags"]
+    assert not (root / "facts").exists()
+
+    dry = json.loads(invoke("-q", "review", root, "--dry-run", "--json", "--judge",
+                            f"scripted:{_replies(tmp_path)}").stdout)
+    assert dry["corpus"]["state"] == "read" and dry["corpus"]["read"] == 2
+
+
+def test_init_that_finds_no_notes_says_what_it_looked_for_and_the_closest_folder(tmp_path):
+    root = tmp_path / "kb"
+    (root / "docs").mkdir(parents=True)
+    (root / "docs" / "a.md").write_text("# Plain Markdown, no front matter\n", encoding="utf-8")
+    (root / "docs" / "b.md").write_text("# Another\n", encoding="utf-8")
+
+    result = invoke("init", root)
+    assert result.exit_code == 0, result.output
+    assert ("looked for Markdown with front matter under any folder: found none; the closest folder of Markdown "
+            "is docs/ (2 file(s), most without front matter); facts go under facts/, or set [corpus] paths"
+            in result.stdout)
+    assert "found no fact files" in result.stdout
+
+    # the next dry run says broken before any figure: no "would ask 0 question(s) ... $0.0000" first
+    dry = invoke("-q", "review", root, "--dry-run", "--judge", f"scripted:{_replies(tmp_path)}")
+    first = dry.stdout.splitlines()[0]
+    assert "broken" in first and "$" not in first and "would ask" not in first, dry.stdout
+    assert "docs/" in dry.stdout
+
+
+def test_init_keeps_our_own_facts_layout_over_a_larger_folder_of_notes(tmp_path):
+    root = tmp_path / "kb"
+    (root / "facts").mkdir(parents=True)
+    (root / "notes").mkdir()
+    (root / "facts" / "a.md").write_text(fact_text("A fact"), encoding="utf-8")
+    for i in range(3):
+        (root / "notes" / f"n{i}.md").write_text(note(f"Note {i}", ["t"], "Body."), encoding="utf-8")
+    result = invoke("init", root)
+    assert result.exit_code == 0, result.output
+    assert "detected" not in result.stdout and "found 1 fact file(s)" in result.stdout
+    assert 'paths = ["facts/**/*.md"]' in (root / "knomit-judge.toml").read_text(encoding="utf-8")

@@ -95,3 +95,20 @@ def test_the_readme_has_examples_that_run():
     blocks = sh_blocks((REPO / "README.md").read_text(encoding="utf-8"))
     assert blocks and blocks[0].startswith(". .venv/bin/activate")
     assert any("knomit-judge init" in b for b in blocks)
+
+
+def test_the_readmes_dry_run_example_keeps_every_pass_line(after_make_demo, tmp_path):
+    """The KB example's filter keeps the summary and every pass's line (a `sed -n 1,6p` cut discovery's)."""
+    top = tmp_path / "newcomer"
+    shutil.copytree(after_make_demo, top, symlinks=True)
+    [line] = [x for b in sh_blocks((REPO / "README.md").read_text(encoding="utf-8")) for x in b.splitlines()
+              if "--dry-run |" in x]
+    script = f'. .venv/bin/activate\nKB=~/my-kb\nknomit-judge -q init "$KB" >/dev/null\n{line}\n'
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=top / "clone",
+                          env=newcomer_env(top / "home"), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+    shown = done.stdout.splitlines()
+    assert shown[0].startswith("dry run: would ask")
+    for name in ("corpus", "exact", "alias", "describe", "prune", "discovery"):
+        assert any(x.startswith(f"{name}: ") for x in shown), (name, shown)
+    assert not any(x.startswith("would offer") for x in shown)

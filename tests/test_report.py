@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from browser import chromium_dom
-from conftest import DEMO, demo_repo, git, scripted
+from conftest import DEMO, demo_repo, git, make_repo, scripted
 
 from knomit_judge.cli import cli
 from knomit_judge.report import render, throttle_chart
@@ -92,7 +92,14 @@ def test_report_of_a_fresh_corpus_says_what_is_missing(empty_repo):
     # where a calibration would be: in the db of the corpus it ran on (make demo calibrates a corpus of its own)
     calibration = page.split("<h2>Calibration</h2>")[1]
     assert "No calibration of this corpus yet." in calibration
-    assert "keeps its result in the db of CORPUS" in calibration and ".demo/knomit-calibration" in calibration
+    assert "keeps its result in the db of CORPUS" in calibration
+    assert "make demo" not in page and ".demo/knomit-calibration" not in page  # not the demo: not its corpus
+
+
+def test_only_the_demos_report_names_the_demos_calibration_corpus(tmp_path):
+    repo = make_repo(tmp_path / ".demo" / "knomit-demo")
+    calibration = render(repo.root).split("<h2>Calibration</h2>")[1]
+    assert "<code>make demo</code> calibrates its own corpus, <code>.demo/knomit-calibration</code>" in calibration
 
 
 def test_report_to_a_missing_directory_is_a_clear_error(corpus_repo, tmp_path):

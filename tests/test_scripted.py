@@ -155,9 +155,13 @@ def test_status_shows_the_throttle_of_the_judge_that_answered_last(tmp_path, jud
     shown = invoke("status", repo.root).stdout.splitlines()
     throttle = shown[shown.index("throttle for the next session (scripted judge):") + 1]
     assert throttle.startswith("  alias: defunded")
+    # a plain review is not that session: it starts from the real judge's own verdicts (none yet: optimistic)
+    plain = shown[shown.index("throttle for the next plain review (anthropic judge; its own verdicts only):") + 1]
+    assert plain.startswith("  alias: optimistic")
     real = review(repo.root, ReviewOptions(passes=("alias",))).passes["alias"]
     data = json.loads(invoke("status", repo.root, "--json").stdout)
     assert data["judge"] == "anthropic" and "throttle for the next session:" in data["text"]
+    assert not any(line.startswith("throttle for the next plain review") for line in data["text"])
     kinds = [r["judge"] for r in verdict_rows(repo)]
     assert kinds.count("scripted") > 0 and kinds.count("anthropic") == real.judged
     assert data["throttle"]["alias"]["why"].startswith(f"balance 0: {real.judged} asked, ")  # its own verdicts only

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..corpus import exact_key
-from ..survivors import fact_survivor, why_survives
+from ..survivors import first_seen, why_first
 from ..verdicts import MECHANICAL, Verdict, group_fingerprint
 from .base import Candidate, Change
 from .prune import carried_body, retire
@@ -40,15 +40,16 @@ def exact_verdict(group, session: str) -> Verdict:
 
 
 def exact_change(group, verdict: Verdict, corpus) -> Change:
-    keep = fact_survivor(group, corpus)
+    """Retract every copy in favour of the fact git saw first; a copy adds no `sources` count (copy_provenance)."""
+    keep = first_seen(group, corpus)
     writes: dict[str, str] = {}
     carried: list[str] = []
     for lose in group:
         if lose is not keep:
-            retire(corpus, lose, keep, verdict.id, absorb=False, writes=writes, carried=carried)
+            retire(corpus, lose, keep, verdict.id, absorb=False, writes=writes, carried=carried, copy=True)
     losers = [f for f in group if f is not keep]
     return Change(writes, f"exact: retract {len(losers)} exact duplicate(s) of {keep.path}",
-                  f"Same normalised title and body: retracted without a judge call; {keep.path} survives by\n"
-                  "the fixed rules over each of them:\n"
-                  + "\n".join(f"- {f.path}: {why_survives(keep, f, corpus)}" for f in losers)
+                  f"Same normalised title and body: retracted without a judge call; {keep.path} survives as the\n"
+                  "original (the fact git first saw), and a copy adds no evidence:\n"
+                  + "\n".join(f"- {f.path}: {why_first(keep, f, corpus)}" for f in losers)
                   + carried_body(keep.path, carried))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..config import JudgeConfig
-from ..corpus import absorbed, carried_over, fact_text, provenance, relinked_changes, retracted, rewrite
+from ..corpus import absorbed, carried_over, copy_provenance, fact_text, provenance, relinked_changes, retracted, rewrite
 from ..errors import Unparsed
 from ..prompts import cut, load_prompt
 from ..shortlist import neighbour_pairs
@@ -21,12 +21,13 @@ def fact_evidence(fact, max_chars: int = JudgeConfig.max_evidence_chars) -> dict
 
 
 def retire(corpus, loser, survivor, verdict_id: str, absorb: bool, writes: dict | None = None,
-           carried: list[str] | None = None) -> dict[str, str | None]:
+           carried: list[str] | None = None, copy: bool = False) -> dict[str, str | None]:
     """The writes that retract `loser` in favour of `survivor` and relink facts that linked to it.
 
     The survivor takes in everything of the loser's on a merge (`absorb`), and on a retraction its
     sources, refs and links, never its motifs: a retraction must not leave a citation only in git
-    history. `carried` gets one line for each key taken in, for the commit body.
+    history. `carried` gets one line for each key taken in, for the commit body. A `copy` (an exact
+    duplicate) adds nothing to a `sources` count: see copy_provenance.
     `writes` holds earlier rewrites of the same decision, which these build on (None: a file this
     decision deletes). Only keys whose value changes are rewritten, so every other line of every
     file stays byte-for-byte. The retraction is written as the corpus's layout says: a
@@ -40,7 +41,8 @@ def retire(corpus, loser, survivor, verdict_id: str, absorb: bool, writes: dict 
             writes[fact.path] = rewrite(fact.text, changes)
 
     keep = current(survivor)
-    changes = absorbed(keep, loser, corpus.motif_keys) if absorb else provenance(keep, loser)
+    changes = absorbed(keep, loser, corpus.motif_keys) if absorb else \
+        copy_provenance(keep, loser) if copy else provenance(keep, loser)
     put(keep, changes)
     if carried is not None and changes:
         carried.extend(f"- from {loser.path}: {line}" for line in carried_over(keep, changes))
