@@ -21,7 +21,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 
-from .config import EFFORTS, Config
+from .config import CONFIG_FILE, EFFORTS, Config
 from .errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,10 @@ class ModelInfo:
 
     @classmethod
     def of(cls, m) -> "ModelInfo":
-        """From the SDK's ModelInfo (built from whatever JSON came back, so read defensively)."""
+        """From the SDK's ModelInfo (built from whatever JSON came back, so read defensively); NotAModel when the
+        answer names no model (a proxy's HTML page comes back as a str, `{}` as a ModelInfo without an id)."""
+        if not isinstance(getattr(m, "id", None), str) or not m.id:
+            raise NotAModel("a page of text" if isinstance(m, str) else "no model id in the answer")
         caps = getattr(m, "capabilities", None)
         ok = lambda c: bool(getattr(c, "supported", False))  # noqa: E731
         thinking = getattr(getattr(caps, "thinking", None), "types", None)
@@ -178,6 +181,10 @@ class ModelsUnknown(Exception):
     """The Models API does not know this model (404)."""
 
 
+class NotAModel(ValueError):
+    """A 200 from the Models API that is not a model: taken as no answer."""
+
+
 @dataclass
 class Lineup:
     """The models a session calls, as read this session: their info, dialects, and what to say of them."""
@@ -186,9 +193,55 @@ class Lineup:
     keys: dict[str, str] = field(default_factory=dict)  # config key -> model
     notes: list[str] = field(default_factory=list)
     problem: str | None = None  # a retired or unknown model: the session must not start
+    catalogue: "Catalogue | None" = field(default=None, repr=False, compare=False)  # None: nothing to read again
+    config: Config | None = field(default=None, repr=False, compare=False)
+    confirmed: bool = False  # every model read from the Models API this session (confirm())
 
     def dialect(self, model: str, effort: str) -> Dialect:
         return dialect(self.infos.get(model), effort)
+
+    def read(self, key: str, model: str, fresh: bool = False) -> str | None:
+        """Read one model into `infos`; the problem that stops a session (retired, unknown), or None."""
+        try:
+            info = self.catalogue.info(model, fresh)
+        except ModelsUnknown:
+            self.infos[model] = None
+            return (f"{key} {model!r} is unknown to the Models API: no request naming it can succeed; "
+                    f"{self._replacement(key, None)}")
+        self.infos[model] = info
+        if info is not None and info.lifecycle == "retired":
+            day = info.retires().date().isoformat() if info.retires() else "a date the API did not give"
+            return (f"{key} {model!r} is retired (since {day}): no request naming it can succeed; "
+                    f"{self._replacement(key, info.line)}")
+        return None
+
+    def _replacement(self, key: str, line: str | None) -> str:
+        where = self.config.where(key) if self.config else CONFIG_FILE
+        newest = self.catalogue.newest_active(line)
+        if newest:
+            return f"the newest active {line} model is {newest!r}: set it in {where} (docs/real-api.md)"
+        return f"name a current model in {where} (docs/real-api.md lists them)"
+
+    def confirm(self) -> None:
+        """Before a session's first change: each model kept from an earlier read is read again now (one free GET),
+        so a retirement since then stops the session before it changes anything (ConfigError, exit 2). A Models
+        API that does not answer changes nothing: only an answer that says a model is gone stops a session."""
+        if self.confirmed or self.catalogue is None:
+            return
+        self.confirmed = True
+        for key, model in self.keys.items():
+            if model not in self.catalogue.read_now and (problem := self.read(key, model, fresh=True)):
+                self.problem = problem
+                raise ConfigError(problem)
+
+    def gone(self, model: str | None) -> str | None:
+        """After Messages answered 404 naming `model`: read it again at once; what to say if it is retired or
+        unknown (the kept row now says so, for `status` and the next session), else None."""
+        key = next((k for k, m in self.keys.items() if m == model), None)
+        if key is None or self.catalogue is None:
+            return None
+        self.problem = self.read(key, model, fresh=True) or self.problem
+        return self.problem
 
 
 class Catalogue:
@@ -198,6 +251,7 @@ class Catalogue:
         self.store = store
         self.client = client
         self.failed: str | None = "not asked: no API key" if offline else None  # why the API did not answer
+        self.read_now: set[str] = set()  # models the Models API answered for in this session
 
     def _client(self):
         if self.client is None:
@@ -209,7 +263,8 @@ class Catalogue:
         """The model's info: as kept when read less than a day ago (unless `fresh`), else read now; when the API
         does not answer, as last kept (however old), or None. Raises ModelsUnknown on a 404."""
         kept = self.store.model_info(model)
-        if kept is not None and not fresh and now() - (_when(kept.fetched_at) or now() - KEEP) < KEEP:
+        if kept is not None and not fresh and now() - (_when(kept.fetched_at) or now() - KEEP) < KEEP \
+                and not (kept.retires() and kept.retires() <= now()):  # a retirement day passed: read it again
             return kept
         if self.failed:
             return kept
@@ -221,25 +276,41 @@ class Catalogue:
         except (anthropic.APIError, ValueError) as e:  # down, timed out, refused, or a body that is no model
             self.failed = _why(e)
             return kept
+        read.id = model  # kept under the name the config gives, which is what the next session looks up
         self.store.put_model_info(read)
+        self.read_now.add(model)
         return read
 
     def newest_active(self, line: str | None) -> str | None:
-        """The newest active model of `line` as the Models API lists it (newest first), or None."""
+        """The newest active model of `line` by created_at (whatever order the API lists them in), or None."""
         if line is None or self.failed:
             return None
         import anthropic
         try:
-            for m in self._client().models.list(limit=100):
-                if getattr(m, "line", None) == line and getattr(m, "lifecycle", None) == "active":
-                    return m.id
-        except (anthropic.APIError, ValueError) as e:
+            found = [m for m in self._client().models.list(limit=100)
+                     if getattr(m, "line", None) == line and getattr(m, "lifecycle", None) == "active"
+                     and isinstance(getattr(m, "id", None), str)]
+        except (anthropic.APIError, ValueError, AttributeError, TypeError) as e:  # AttributeError: a page of text
             self.failed = _why(e)
-        return None
+            return None
+        return max(found, key=_created).id if found else None
+
+
+def _created(m) -> datetime:
+    """When a listed model was created (the SDK's datetime, or its text), the oldest possible when unknown."""
+    c = getattr(m, "created_at", None)
+    when = c if isinstance(c, datetime) else _when(c) if isinstance(c, str) else None
+    if when is None:
+        return datetime.min.replace(tzinfo=timezone.utc)
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 
 
 def _why(e: Exception) -> str:
     code = getattr(e, "status_code", None)
+    if isinstance(e, NotAModel):
+        return f"not a model: {e}"
+    if isinstance(e, (AttributeError, TypeError)):
+        return "not a model list"
     return f"HTTP {code}" if code else type(e).__name__
 
 
@@ -252,28 +323,16 @@ def lineup(config: Config, store, client=None, offline: bool = False) -> Lineup:
     """Read every model the config names; a retired or unknown one is the Lineup's `problem` (exit 2).
 
     `offline` (a dry run without a key): only what the db kept is read."""
-    out = Lineup(keys=config.models())
     catalogue = Catalogue(store, client, offline)
+    out = Lineup(keys=config.models(), catalogue=catalogue, config=config)
     for key, model in out.keys.items():
         if model in out.infos:
             continue
-        try:
-            info = catalogue.info(model)
-        except ModelsUnknown:
-            out.infos[model] = None
-            out.problem = out.problem or (f"{key} {model!r} is unknown to the Models API: no request naming it can "
-                                          f"succeed; {_replacement(catalogue, None)}")
-            continue
-        out.infos[model] = info
-        if info is None:
-            continue
-        if info.lifecycle == "retired":
-            day = info.retires().date().isoformat() if info.retires() else "a date the API did not give"
-            out.problem = out.problem or (
-                f"{key} {model!r} is retired (since {day}): no request naming it can succeed; "
-                f"{_replacement(catalogue, info.line)}")
-        elif info.lifecycle == "deprecated":
-            out.notes.append(deprecation_note(key, info, catalogue.newest_active(info.line)))
+        problem = out.read(key, model)
+        out.problem = out.problem or problem  # the first one found is what the session says
+        info = out.infos[model]
+        if info is not None and info.lifecycle == "deprecated":
+            out.notes.append(deprecation_note(key, info, catalogue.newest_active(info.line), config.where(key)))
     if catalogue.failed and not offline:  # a dry run without a key plans from what was kept, as it says nothing
         known = [m for m, i in out.infos.items() if i is not None]
         out.notes.append(f"the Models API did not answer ({catalogue.failed}): going on with what was known "
@@ -282,20 +341,13 @@ def lineup(config: Config, store, client=None, offline: bool = False) -> Lineup:
     return out
 
 
-def deprecation_note(key: str, info: ModelInfo, replacement: str | None) -> str:
+def deprecation_note(key: str, info: ModelInfo, replacement: str | None, where: str = CONFIG_FILE) -> str:
     when = info.retires()
     days = f" ({(when - now()).days} days from now)" if when and when > now() else " (overdue)" if when else ""
     day = when.date().isoformat() if when else "no date scheduled yet"
     return (f"{key} {info.id!r} is deprecated: it retires on {day}{days}"
             + (f"; the newest active {info.line} is {replacement!r}" if replacement else "")
-            + "; set it in knomit-judge.toml before then (docs/real-api.md)")
-
-
-def _replacement(catalogue: Catalogue, line: str | None) -> str:
-    newest = catalogue.newest_active(line)
-    if newest:
-        return f"the newest active {line} model is {newest!r}: set it in knomit-judge.toml (docs/real-api.md)"
-    return "name a current model in knomit-judge.toml (docs/real-api.md lists them)"
+            + f"; set it in {where} before then (docs/real-api.md)")
 
 
 def require_callable(config: Config, store, client=None) -> Lineup:

@@ -18,7 +18,7 @@ from .corpus import Corpus, CorpusReport, corpus_report, load_corpus
 from .decisions import decide, restatable, restate
 from .embeddings import Embedder
 from .freshness import fresh_first, fresh_names, new_names, owed_to_fresh
-from .errors import BadFact, KnomitError
+from .errors import BadFact, ConfigError, JudgeRefused, KnomitError
 from .gitops import Applier, Lock, dirty_paths, merge_in_progress, open_repo, shared_lock
 from .asking import FirstReader, first_reader, judge_all, note_skipped, plan_dry, reader_notes, submit_batch
 from .judge import Judge, ScriptedBackend, judge_kind, make_backend
@@ -233,6 +233,7 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
                 config.require_prices()
             notes = recover(root, repo, store, lock, keep_marks=True)
             if remote:
+                models.confirm()  # a merge is a change: a model retired since it was last read stops us first
                 pull(remote, root, repo, store)
             with remembered(Memory(store)):  # neighbour lists are searched again only where vectors changed
                 ran = True
@@ -359,19 +360,24 @@ async def _session(root, repo, config, store, options, notes, models: Lineup) ->
                 log.warning("%s", note)
                 result.notes.append(note)
     except BaseException as e:  # an error, or a signal's cancellation: recorded as such, then re-raised
+        # a 404 naming a model: read it again at once, and say "retired" (one cause) when the API says so
+        gone = models.gone(e.model) if isinstance(e, JudgeRefused) and e.model else None
         if not options.dry_run:
-            aborted(result, options, e)
+            aborted(result, options, ConfigError(gone) if gone else e)
             for r in result.passes.values():
                 charge(ctx, r)
+        if gone:
+            raise ConfigError(gone) from None
         raise
     finally:
         result.batches = ctx.batches.reports
         result.embedded, result.parsed = ctx.embedder.computed, index.parsed
         if not options.dry_run:
             index.save()
-            sha = ctx.applier.commit_paths([ctx.journal.relpath(p) for p in ("exact", *JUDGED_PASSES, DESCRIBE)],
-                                           f"journal: verdicts of session {result.session}\n\n"
-                                           f"Knomit-Session: {result.session}\n")
+            # a model found retired stops before its journal is committed: the lines wait for the next session
+            paths = [ctx.journal.relpath(p) for p in ("exact", *JUDGED_PASSES, DESCRIBE)]
+            sha = None if models.problem else ctx.applier.commit_paths(
+                paths, f"journal: verdicts of session {result.session}\n\nKnomit-Session: {result.session}\n")
             if sha:
                 result.commits.append(sha)
             store.end_session(result.session, {n: r.json() for n, r in result.passes.items()},

@@ -1,0 +1,119 @@
+"""The model layer under faults, through the real SDK and the loopback of the API of 2026-12 (issue #44).
+
+1. a Models API answer that is not a model (a proxy's HTML page, `{}`) is "did not answer": the session goes on;
+2. a model that retires between two sessions stops the second before it changes anything, saying "retired";
+3. a reply with no text (only a thinking block) is remembered like a cut reply: never bought again;
+4. a model that thinks only when asked is given no room for thinking, and estimated so;
+5. messages name where a setting came from, check retirement before price, give one cause, and name the newest
+   active model of the line by created_at;
+6. the dry run names every model it cannot price, warns of a first reader dearer than the judge model, and says
+   its estimate is a lower bound.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import fact_text, git, make_repo, tree_digest, write_config
+from messages_server import Action, _json_reply, _message, cut_off, tool
+from test_exact import duplicates_corpus
+from test_models import YES, alias, demo_judge, invoke, pair_repo, review  # noqa: F401 (pair_repo: a fixture)
+
+from knomit_judge.cli import cli
+from knomit_judge.store import Store
+
+NO_LINES = "[describe]\nenabled = false\n"
+
+
+def head(repo) -> str:
+    return git(repo.root, "rev-parse", "HEAD").strip()
+
+
+# -- 1. a Models API answer that is not a model ---------------------------------------------------------------
+@pytest.mark.parametrize("fault", ["html", "{}"])
+def test_a_models_api_answer_that_is_no_model_is_no_answer_and_the_session_goes_on(pair_repo, judge_env, fault):
+    write_config(pair_repo, NO_LINES + "[judge]\nposition_swap = false\n")
+    judge_env.model_faults.extend([fault] * 20)
+    judge_env.responder = lambda req, n: tool(YES)
+    result = alias(pair_repo, "--json")
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output
+    out = json.loads(result.stdout)
+    assert any("the Models API did not answer (not a model" in n for n in out["notes"]), out["notes"]
+    assert out["passes"]["alias"]["resolved"] == 1 and judge_env.calls == 1
+    store = Store.for_corpus(pair_repo.root)
+    assert store.db["models"].count == 0  # nothing kept of an answer that was no model
+    store.close()
+
+
+# -- 2. a retirement between sessions -------------------------------------------------------------------------
+def test_a_model_retired_since_the_last_session_stops_the_next_before_any_commit(tmp_path, judge_env):
+    repo = make_repo(tmp_path / "c", {"facts/a.md": fact_text("Retries in waves overload the origin", ["waves"]),
+                                      "facts/b.md": fact_text("Cache keys miss on tracking parameters", ["keys"])})
+    write_config(repo, NO_LINES)
+    judge_env.responder = demo_judge  # every pass's default answer
+    first = review(repo)
+    assert first.exit_code == 0, first.output  # the model read as active, and kept a day
+    assert judge_env.model_calls.count("claude-sonnet-5-5") == 1
+    judge_env.retire("claude-sonnet-5-5")
+    shutil.copy(repo.root / "facts/a.md", repo.root / "facts/a-copy.md")  # a new exact duplicate
+    repo.commit("a copy")
+    before, calls = head(repo), judge_env.calls
+    second = review(repo)
+    assert second.exit_code == 2, second.output
+    assert "judge.model 'claude-sonnet-5-5' is retired" in second.output
+    assert "the newest active sonnet model is 'claude-sonnet-4-6'" in second.output
+    assert "Traceback" not in second.output
+    assert head(repo) == before and git(repo.root, "status", "--porcelain") == ""  # no retraction, no journal
+    assert judge_env.calls == calls  # not a call paid to learn it
+    status = json.loads(invoke("status", repo.root, "--json").stdout)
+    [judge] = [m for m in status["models"] if m["key"] == "judge.model"]
+    assert judge["lifecycle"] == "retired"
+
+
+def test_a_404_naming_the_model_reads_the_models_api_at_once_and_says_retired(pair_repo, judge_env):
+    write_config(pair_repo, NO_LINES + "[judge]\nposition_swap = false\n")
+    assert alias(pair_repo).exit_code == 0  # reads the model as active; the judge says no
+    pair_repo.fact("facts/ops/f5.md", "A sanction that blocks self repair keeps the host fenced",
+                   motifs=["self-locking-sanction"])
+    pair_repo.commit("a new spelling: a question for the judge, and nothing to change before it")
+    judge_env.retire("claude-sonnet-5-5")
+    before = head(pair_repo)
+    result = alias(pair_repo)
+    assert result.exit_code == 2, result.output
+    assert "judge.model 'claude-sonnet-5-5' is retired" in result.output
+    assert "check ANTHROPIC_API_KEY" not in result.output  # one cause: the retirement
+    assert judge_env.model_calls.count("claude-sonnet-5-5") == 2  # read again at once after the 404
+    assert head(pair_repo) == before
+    calls = judge_env.calls
+    again = alias(pair_repo)  # the row now says retired: the next session pays nothing to learn it
+    assert again.exit_code == 2 and "is retired" in again.output and judge_env.calls == calls
+
+
+def test_a_kept_row_whose_retirement_day_has_passed_is_read_again_at_once(pair_repo, judge_env):
+    write_config(pair_repo, NO_LINES + '[judge]\nmodel = "claude-haiku-4-5"\n')
+    assert alias(pair_repo).exit_code == 0
+    store = Store.for_corpus(pair_repo.root)
+    with store.db.conn:  # kept an hour ago, deprecated with a retirement day already past
+        store.db.execute("UPDATE models SET info = json_set(info, '$.retires_at', '2026-12-01T00:00:00+00:00')")
+    store.close()
+    judge_env.retire("claude-haiku-4-5")
+    result = alias(pair_repo)
+    assert result.exit_code == 2 and "judge.model 'claude-haiku-4-5' is retired" in result.output
+    assert judge_env.model_calls.count("claude-haiku-4-5") == 2
+
+
+def test_a_judge_that_is_down_still_gets_its_exact_duplicates_retracted(tmp_path, judge_env):
+    repo = duplicates_corpus(tmp_path)
+    write_config(repo, NO_LINES + "[judge]\nmax_attempts = 1\nbackoff_s = 0.0\n")
+    judge_env.model_faults.extend([503] * 20)  # the Models API down too: nothing says the model is gone
+    judge_env.responder = lambda req, n: Action("down", lambda r, s: _json_reply(500, {"type": "error", "error": {
+        "type": "api_error", "message": "down"}}))
+    before = head(repo)
+    result = review(repo, "--json")
+    assert result.exit_code in (0, 1), result.output
+    assert any(s.startswith("exact:") for s in git(repo.root, "log", "--format=%s", f"{before}..").splitlines())
