@@ -27,6 +27,7 @@ __all__ = [
     "refusal",
     "reply_name",
     "cut_off",
+    "thinking_only",
     "Model",
     "TODAY",
     "OF_2025",
@@ -255,6 +256,16 @@ def cut_off(partial: str = '{"same": tr', input_tokens: int = 100) -> Action:
                                          True, None))
 
     return Action("cut_off", run)
+
+
+def thinking_only(input_tokens: int = 100, output_tokens: int = 20, thought: str = "Weighing the evidence.") -> Action:
+    """A 200 Message whose only content block is a thinking block: no text, no tool input (billed as usual)."""
+
+    def run(req: Request, stop: threading.Event) -> Reply:
+        req.thinking = (req.thinking or (0, thought))[0], thought  # whether or not the model thinks by default
+        return _json_reply(200, _message(req, [], "end_turn", input_tokens, output_tokens, True, None))
+
+    return Action("thinking_only", run)
 
 
 def ratelimit(kind: str = "requests", remaining: int = 0, reset_in: float = 1.0) -> dict[str, str]:

@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import fact_text, git, make_repo, tree_digest, write_config
-from messages_server import Action, _json_reply, _message, cut_off, tool
+from messages_server import Action, _json_reply, thinking_only, tool
 from test_exact import duplicates_corpus
 from test_models import YES, alias, demo_judge, invoke, pair_repo, review  # noqa: F401 (pair_repo: a fixture)
 
@@ -117,3 +117,22 @@ def test_a_judge_that_is_down_still_gets_its_exact_duplicates_retracted(tmp_path
     result = review(repo, "--json")
     assert result.exit_code in (0, 1), result.output
     assert any(s.startswith("exact:") for s in git(repo.root, "log", "--format=%s", f"{before}..").splitlines())
+
+
+# -- 3. a reply with no text ----------------------------------------------------------------------------------
+def test_a_reply_that_is_only_a_thinking_block_is_remembered_and_not_bought_again(pair_repo, judge_env):
+    write_config(pair_repo, NO_LINES + "[judge]\nposition_swap = false\n")
+    judge_env.responder = lambda req, n: thinking_only()
+    first = json.loads(alias(pair_repo, "--json").stdout)["passes"]["alias"]
+    assert (first["unparsed"], first["judge_calls"], first["state"]) == (1, 1, "broken")
+    assert "held no text to read" in first["first_error"] and "not asked again" in first["first_error"]
+    assert first["cost_usd"] > 0  # billed: which is why it must not be bought again
+    calls = judge_env.calls
+    second = json.loads(alias(pair_repo, "--json").stdout)["passes"]["alias"]
+    assert judge_env.calls == calls and second["judge_calls"] == 0 and second["cost_usd"] == 0
+    pair_repo.fact("facts/ops/f1.md", "A penalty that blocks its own recovery latches the whole system off",
+                   motifs=["penalty-blocks-own-recovery"])
+    pair_repo.commit("the question changes")
+    judge_env.responder = lambda req, n: tool(YES)
+    third = json.loads(alias(pair_repo, "--json").stdout)["passes"]["alias"]
+    assert third["judge_calls"] >= 1 and third["resolved"] == 1  # asked again once its facts changed
