@@ -71,8 +71,11 @@ class ModelInfo:
 
     @property
     def thinks(self) -> bool:
-        """Whether a request may come back with thinking: the model can think and we cannot turn it off for sure."""
-        return not self.capabilities or any(t in self.thinking for t in ("adaptive", "enabled"))
+        """Whether a request that omits `thinking` may come back with thinking. A model that lists adaptive thinking
+        may think on its own (the 5.5 models do; claude-sonnet-4-6 does not, and is counted as if it might: a
+        bound, not a bill); one that lists only `enabled` thinks only when a request asks with a budget, which
+        ours never does; a model the API told us nothing about might."""
+        return not self.capabilities or "adaptive" in self.thinking
 
     def retires(self) -> datetime | None:
         return _when(self.retires_at)
@@ -85,17 +88,20 @@ class Dialect:
     reply: str  # "format": structured outputs; "tool": a forced tool with thinking off; "text": a plain request
     thinking: str | None = None  # thinking.type sent, or None (the model's own default)
     effort: str | None = None  # output_config.effort sent, or None
-    thinks: bool = True  # whether the reply may spend thinking tokens (max_tokens and estimates allow for it)
+    thinks: bool = True  # whether this request may spend thinking tokens (max_tokens and estimates allow for it)
     max_tokens_cap: int | None = None
+    # The effort thinking is counted at where none is sent (the model lists no level): judge.effort, never an
+    # assumed "high" (docs/choices.md)
+    counted: str = "low"
 
     def max_tokens(self, answer: int) -> int:
-        """The request's max_tokens: the answer's, plus room for thinking at this effort when the model may think."""
-        total = answer + (THINKING_ROOM[self.effort or "high"] if self.thinks else 0)
+        """The request's max_tokens: the answer's, plus room for thinking at this effort when it may think."""
+        total = answer + (THINKING_ROOM[self.effort or self.counted] if self.thinks else 0)
         return min(total, self.max_tokens_cap) if self.max_tokens_cap else total
 
     def expected_out(self, answer: int) -> int:
         """Output tokens a call is expected to bill: the answer's, and thinking at this effort (an assumption)."""
-        return answer + (THINKING_EXPECTED[self.effort or "high"] if self.thinks else 0)
+        return answer + (THINKING_EXPECTED[self.effort or self.counted] if self.thinks else 0)
 
     def shape(self, contract: dict | None) -> dict | None:
         """What of the request depends on the reply contract (it goes into the reply-cache key)."""
@@ -122,19 +128,18 @@ class Dialect:
         return body
 
 
-PLAIN = Dialect("text")  # nothing known of the model: no optional parameter, the text reply parsed strictly
-
-
 def dialect(info: ModelInfo | None, effort: str) -> Dialect:
-    """The dialect a model accepts, from its capabilities (None: not known, so the plain request)."""
+    """The dialect a model accepts, from its capabilities (None: not known, so the plain request: no optional
+    parameter, the text reply parsed strictly). Whether the request thinks follows what it sends: thinking
+    `disabled` never does; omitted, the model's default (ModelInfo.thinks)."""
     if info is None or not info.capabilities:
-        return PLAIN
+        return Dialect("text", counted=effort)
     level = nearest(effort, info.efforts)
     if info.structured:
-        return Dialect("format", None, level, info.thinks, info.max_tokens)
+        return Dialect("format", None, level, info.thinks, info.max_tokens, effort)
     if "disabled" in info.thinking:  # a tool can be forced only while the model does not think
-        return Dialect("tool", "disabled", level, False, info.max_tokens)
-    return Dialect("text", None, level, info.thinks, info.max_tokens)
+        return Dialect("tool", "disabled", level, False, info.max_tokens, effort)
+    return Dialect("text", None, level, info.thinks, info.max_tokens, effort)
 
 
 def nearest(effort: str, levels: list[str]) -> str | None:

@@ -108,8 +108,9 @@ TODAY = (
     Model("claude-sonnet-4-5", "sonnet", lifecycle="retired", retires_at="2026-11-30T00:00:00Z", structured=False,
           thinking=("enabled", "disabled"), efforts=(), thinks=False, sampling=True, created_at="2025-09-29T00:00:00Z"),
     # thinking only when asked (thinking.type enabled with a budget), as every model before adaptive thinking
-    Model("claude-opus-4-5", "opus", thinking=("enabled", "disabled"), efforts=EFFORTS[:3], thinks=False,
-          sampling=True, created_at="2025-11-24T00:00:00Z"),
+    Model("claude-opus-4-5", "opus", lifecycle="deprecated", retires_at="2027-01-22T00:00:00Z",
+          thinking=("enabled", "disabled"), efforts=EFFORTS[:3], thinks=False, sampling=True,
+          created_at="2025-11-24T00:00:00Z"),
     # a model the API lists and the shipped price table does not: the tests of "no price, exit 2"
     Model("claude-unpriced-9", None, created_at="2026-01-01T00:00:00Z"),
 )

@@ -136,3 +136,35 @@ def test_a_reply_that_is_only_a_thinking_block_is_remembered_and_not_bought_agai
     judge_env.responder = lambda req, n: tool(YES)
     third = json.loads(alias(pair_repo, "--json").stdout)["passes"]["alias"]
     assert third["judge_calls"] >= 1 and third["resolved"] == 1  # asked again once its facts changed
+
+
+# -- 4. thinking counted where it happens ---------------------------------------------------------------------
+def measured(answer: dict):
+    """A reply billed as the dry run estimates a call: the prompt's characters / 4 in, 60 tokens out."""
+    def respond(req, n):
+        return tool(answer, input_tokens=(len(req.system) + len(req.prompt)) // 4, output_tokens=60)
+    return respond
+
+
+def test_a_model_that_thinks_only_when_asked_gets_no_thinking_room_and_is_estimated_so(tmp_path, judge_env):
+    from conftest import TEMPLATES
+    repo = make_repo(tmp_path / "c", TEMPLATES["many"])
+    write_config(repo, NO_LINES + '[judge]\nmodel = "claude-opus-4-5"\nposition_swap = false\n'
+                                  '[budget]\noptimistic_cap = 100\n')
+    judge_env.responder = measured({"same": False, "mechanism": ""})
+    dry = json.loads(alias(repo, "--dry-run", "--json").stdout)
+    estimate = dry["passes"]["alias"]["estimate_usd"]
+    out = json.loads(alias(repo, "--json").stdout)["passes"]["alias"]
+    assert judge_env.rejected == [] and out["judge_calls"] == dry["passes"]["alias"]["offered"] > 0
+    for req in judge_env.requests:  # thinking is off unless asked, and we do not ask: no room for it
+        assert req.body["max_tokens"] == 400 and "thinking" not in req.body and req.thinking is None
+    assert estimate == pytest.approx(out["cost_usd"], rel=0.25)  # not 7.9 times what the session spends
+
+
+def test_an_effort_the_model_does_not_list_is_not_counted_as_high():
+    from knomit_judge.models import ModelInfo, dialect
+    adaptive_no_levels = ModelInfo("m", "active", structured=True, thinking=["adaptive"], efforts=[])
+    d = dialect(adaptive_no_levels, "low")
+    assert d.effort is None and d.max_tokens(400) == 400 + 4_000 and d.expected_out(60) == 60 + 300
+    unknown = dialect(None, "medium")  # nothing known: the plain request, its thinking counted at judge.effort
+    assert unknown.max_tokens(400) == 400 + 8_000
