@@ -220,12 +220,13 @@ def calibrate(labels_path: Path | str, root: Path | str = ".", judge_spec: str =
         label = entry["label"] if entry["pass"] == "prune" else ("yes" if entry["label"] else "no")
         redundant = entry.get("redundant") and entry["a" if entry["redundant"] == "A" else "b"]
         questions.append(Question(n, entry["pass"], c.subject, label, c, redundant=redundant))
-    if judge_spec == "anthropic":
-        config.require_price(config.judge.model)  # judge.max_cost_usd holds here too, so the price must be known
     store = Store.for_corpus(root)
     try:
-        # the models' lifecycle and dialects, as a session reads them (a retired model exits 2 here too)
+        # the models' lifecycle and dialects, as a session reads them (a retired model exits 2 here too, said as
+        # retired: before the price, which a retired model does not have)
         lineup = require_callable(config, store) if judge_spec == "anthropic" else None
+        if judge_spec == "anthropic":
+            config.require_price(config.judge.model)  # judge.max_cost_usd holds here too: the price must be known
         judge = Judge(make_backend(judge_spec, config, lineup), store, config)
         asyncio.run(_answer(questions, passes, judge, store, config))
         result = {

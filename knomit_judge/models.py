@@ -201,6 +201,8 @@ class Lineup:
     catalogue: "Catalogue | None" = field(default=None, repr=False, compare=False)  # None: nothing to read again
     config: Config | None = field(default=None, repr=False, compare=False)
     confirmed: bool = False  # every model read from the Models API this session (confirm())
+    stopping: set = field(default_factory=set)  # the models a problem names (retired or unknown): said once, so
+    # no other cause (a price) is said of them
 
     def dialect(self, model: str, effort: str) -> Dialect:
         return dialect(self.infos.get(model), effort)
@@ -211,10 +213,12 @@ class Lineup:
             info = self.catalogue.info(model, fresh)
         except ModelsUnknown:
             self.infos[model] = None
+            self.stopping.add(model)
             return (f"{key} {model!r} is unknown to the Models API: no request naming it can succeed; "
                     f"{self._replacement(key, None)}")
         self.infos[model] = info
         if info is not None and info.lifecycle == "retired":
+            self.stopping.add(model)
             day = info.retires().date().isoformat() if info.retires() else "a date the API did not give"
             return (f"{key} {model!r} is retired (since {day}): no request naming it can succeed; "
                     f"{self._replacement(key, info.line)}")
@@ -338,12 +342,28 @@ def lineup(config: Config, store, client=None, offline: bool = False) -> Lineup:
         info = out.infos[model]
         if info is not None and info.lifecycle == "deprecated":
             out.notes.append(deprecation_note(key, info, catalogue.newest_active(info.line), config.where(key)))
+    if note := dearer_reader(config):
+        out.notes.append(note)
     if catalogue.failed and not offline:  # a dry run without a key plans from what was kept, as it says nothing
         known = [m for m, i in out.infos.items() if i is not None]
         out.notes.append(f"the Models API did not answer ({catalogue.failed}): going on with what was known "
                          + (f"of {', '.join(known)}" if known else "(nothing: each model is asked in the plain "
                                                                     "dialect every model accepts)"))
     return out
+
+
+def dearer_reader(config: Config) -> str | None:
+    """A first reader that costs more than the judge model it reads for, said naming both: it exists to save the
+    judge model's reading, so there it only adds cost. Compared on a call of 1,000 tokens in and 100 out."""
+    reader = config.models().get("judge.first_reader")
+    mine, theirs = (config.price(reader) if reader else None), config.price(config.judge.model)
+    if mine is None or theirs is None or mine.usd(1_000, 100) <= theirs.usd(1_000, 100):
+        return None
+    return (f"judge.first_reader {reader!r} costs more than judge.model {config.judge.model!r} "
+            f"(${mine.input_per_mtok:g} / ${mine.output_per_mtok:g} against ${theirs.input_per_mtok:g} / "
+            f"${theirs.output_per_mtok:g} per million tokens in / out): it reads every question first to save the "
+            f"judge model's reading, so here it only adds cost; name a cheaper first reader, or \"\" to read with "
+            f"{config.judge.model!r} alone, in {config.where('judge.first_reader')}")
 
 
 def deprecation_note(key: str, info: ModelInfo, replacement: str | None, where: str = CONFIG_FILE) -> str:
@@ -361,6 +381,14 @@ def require_callable(config: Config, store, client=None) -> Lineup:
     found = lineup(config, store, client)
     if found.problem:
         raise ConfigError(found.problem)
+    return found
+
+
+def require_usable(config: Config, store, client=None) -> Lineup:
+    """The lineup, or ConfigError (exit 2): a retired or unknown model first, then a model with no price, so a
+    retired model (which has no price) is named for what it is, one cause."""
+    found = require_callable(config, store, client)
+    config.require_prices()
     return found
 
 

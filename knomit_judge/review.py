@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .batches import Batches, batch_mode
 from .candidate_lists import CandidateLists
-from .config import Config, load_config
+from .config import CONFIG_FILE, Config, load_config
 from .corpus import Corpus, CorpusReport, corpus_report, load_corpus
 from .decisions import decide, restatable, restate
 from .embeddings import Embedder
@@ -25,7 +25,7 @@ from .judge import Judge, ScriptedBackend, judge_kind, make_backend
 from .duplicates import run_exact
 from .lines import describe
 from . import metrics
-from .models import Lineup, has_key, lineup as read_lineup, require_callable
+from .models import Lineup, has_key, lineup as read_lineup, require_usable
 from .passes import JUDGED_PASSES
 from .passes.describe import PASS as DESCRIBE, describe_model
 from .passes.registry import all_passes
@@ -71,6 +71,8 @@ class SessionResult:
     spend: dict | None = None  # spend.Spend.json() after the session: today, 7 and 30 days, per pass, projection
     metrics_error: str | None = None  # the metrics file could not be written after the session: exit 1
     sync: SyncReport | None = None  # [git] remote set: what was merged before the session and pushed after
+    unpriced: list[str] = field(default_factory=list)  # dry run: "key 'model'" of each model with no price
+    stops: bool = False  # dry run: a real session would exit 2 on a retired or unknown model (see the notes)
 
     @property
     def broken(self) -> bool:
@@ -98,7 +100,13 @@ class SessionResult:
         questions = sum(e["questions"] for e in asked.values())
         calls = sum(e["calls"] for e in asked.values())
         lines = self.estimates.get(DESCRIBE)
-        usd = "unknown (no price for the model)" if self.estimate_usd is None else f"about ${self.estimate_usd:.4f}"
+        if self.estimate_usd is not None:
+            usd = f"about ${self.estimate_usd:.4f}"
+        elif self.unpriced:  # named, with what a real session does about it
+            usd = (f"unknown (no price for the model): {', '.join(self.unpriced)} "
+                   f"{'has' if len(self.unpriced) == 1 else 'have'} none, so a real session exits 2")
+        else:
+            usd = "unknown (a real session exits 2 before it asks: see the notes)" if self.stops else "unknown"
         exact = self.passes.get("exact")
         retract = sum(len(i["evidence"]["retract"]) for i in self.plan.get("exact", []))
         return (f"dry run: would ask {questions} question(s) = {calls} call(s)"
@@ -209,17 +217,19 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
             result = asyncio.run(_session(root, repo, config, store, options, list(models.notes), models))
         if models.problem:  # what the session would do: stop before it starts
             result.notes.insert(0, f"a real session exits 2: {models.problem}")
+            result.stops = True
         with shared_lock(repo) as holder:  # a session running now writes the db: its own derived state will do
             if holder is None:
                 store.keep_derived()
         if note := other_judge(store, root, options):
             result.notes.insert(0, note)
         result.spend = summarise(store, config).json()
-        models = [config.judge.model] + ([describe_model(config)] if config.describe.enabled else [])
-        for model in dict.fromkeys(models):
-            if options.judge == "anthropic" and config.price(model) is None:
-                result.notes.append(f'no price for {model}: a real session exits 2 until [prices."{model}"] '
-                                    "input_per_mtok and output_per_mtok are set")
+        if options.judge == "anthropic":
+            unpriced(config, models, result)
+        if any(e["calls"] for e in result.estimates.values()):
+            result.notes.append(f"the estimate covers the first round only: a real session asks, in up to "
+                                f"{MAX_ROUNDS - 1} more rounds, the questions its applied decisions make, so it is "
+                                "a lower bound")
         return result
     metrics_path = metrics.textfile(root, repo, config, options.metrics_file)  # a bad path exits 2 now
     remote = Remote.of(repo, config)  # an unknown remote exits 2 now
@@ -228,9 +238,7 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
         ran, result = False, None
         try:
             # a retired or unknown model exits 2 here: before recovery, a merge or an exact duplicate changes anything
-            models = require_callable(config, store) if options.judge == "anthropic" else Lineup()
-            if options.judge == "anthropic":
-                config.require_prices()
+            models = require_usable(config, store) if options.judge == "anthropic" else Lineup()
             notes = recover(root, repo, store, lock, keep_marks=True)
             if remote:
                 models.confirm()  # a merge is a change: a model retired since it was last read stops us first
@@ -251,6 +259,21 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
                     result.metrics_error = error
                     result.notes.append(error)
             store.close()
+
+
+def unpriced(config: Config, models: Lineup, result: SessionResult) -> None:
+    """A dry run names every model it could not price, and what a real session would do (exit 2); a model the
+    Models API says is gone is named for that alone (one cause)."""
+    keys = {**config.models(), **({"describe.model": describe_model(config)} if config.describe.enabled else {})}
+    said = set(models.stopping)
+    for key, model in keys.items():
+        if model in said or config.price(model) is not None:
+            continue
+        said.add(model)  # once, under the first key that names it
+        result.unpriced.append(f"{key} {model!r}")
+        result.notes.append(f'no price for {key} {model!r}: a real session exits 2 until [prices."{model}"] '
+                            f"input_per_mtok and output_per_mtok are set in {CONFIG_FILE}, or a priced model is "
+                            f"named in {config.where(key)}")
 
 
 def other_judge(store: Store, root: Path, options: ReviewOptions) -> str | None:

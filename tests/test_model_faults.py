@@ -168,3 +168,70 @@ def test_an_effort_the_model_does_not_list_is_not_counted_as_high():
     assert d.effort is None and d.max_tokens(400) == 400 + 4_000 and d.expected_out(60) == 60 + 300
     unknown = dialect(None, "medium")  # nothing known: the plain request, its thinking counted at judge.effort
     assert unknown.max_tokens(400) == 400 + 8_000
+
+
+# -- 5. messages: where a setting came from, retirement before price, one cause, the newest of the line ---------
+def test_a_retired_model_set_in_the_environment_is_said_to_be_set_there(pair_repo, judge_env, monkeypatch):
+    write_config(pair_repo, NO_LINES + '[judge]\nmodel = "claude-sonnet-5-5"\n')  # a correct file
+    monkeypatch.setenv("KNOMIT_JUDGE_MODEL", "claude-sonnet-4-5")
+    result = alias(pair_repo)
+    assert result.exit_code == 2 and "judge.model 'claude-sonnet-4-5' is retired" in result.output
+    assert "set it in the environment (KNOMIT_JUDGE_MODEL" in result.output
+    assert "knomit-judge.toml (docs" not in result.output and "set it in knomit-judge.toml" not in result.output
+
+
+def test_calibrate_with_a_retired_model_says_retired_not_no_price(pair_repo, judge_env, tmp_path):
+    write_config(pair_repo, NO_LINES + '[judge]\nmodel = "claude-sonnet-4-5"\n')  # retired, so unpriced too
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(json.dumps({"pass": "alias", "a": "penalty-blocks-own-recovery", "b": "self-locking-penalty",
+                                  "label": True}) + "\n")
+    result = CliRunner().invoke(cli, ["-q", "calibrate", str(labels), str(pair_repo.root)])
+    assert result.exit_code == 2 and "judge.model 'claude-sonnet-4-5' is retired" in result.output
+    assert "no price" not in result.output and judge_env.calls == 0
+
+
+def test_a_dry_run_with_a_retired_model_gives_one_cause(pair_repo, judge_env):
+    write_config(pair_repo, NO_LINES + '[judge]\nmodel = "claude-sonnet-4-5"\n')
+    result = alias(pair_repo, "--dry-run")
+    assert "a real session exits 2: judge.model 'claude-sonnet-4-5' is retired" in result.output
+    assert "no price" not in result.output
+    assert "unknown (a real session exits 2 before it asks" in result.stdout.splitlines()[0]
+
+
+def test_the_replacement_named_is_the_newest_active_model_of_its_line_by_created_at(pair_repo, judge_env):
+    judge_env.newest_first = False  # the listing in catalogue order, the older sonnet first
+    judge_env.models = {m: judge_env.models[m] for m in sorted(judge_env.models, key=lambda m: m != "claude-sonnet-4-6")}
+    write_config(pair_repo, NO_LINES + '[judge]\nmodel = "claude-sonnet-4-5"\n')
+    result = alias(pair_repo)
+    assert result.exit_code == 2 and "the newest active sonnet model is 'claude-sonnet-5-5'" in result.output
+
+
+# -- 6. the dry run's money -----------------------------------------------------------------------------------
+def test_a_dry_run_without_a_key_names_an_unpriced_first_reader_and_what_a_session_would_do(pair_repo, judge_env,
+                                                                                           monkeypatch):
+    write_config(pair_repo, NO_LINES)
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    monkeypatch.setenv("KNOMIT_JUDGE_FIRST_READER", "claude-unpriced-9")
+    result = alias(pair_repo, "--dry-run")
+    assert result.exit_code == 0, result.output
+    first = result.stdout.splitlines()[0]
+    assert "unknown (no price for the model): judge.first_reader 'claude-unpriced-9' has none, so a real session " \
+           "exits 2" in first
+    assert "note: no price for judge.first_reader 'claude-unpriced-9': a real session exits 2" in result.stdout
+    assert "KNOMIT_JUDGE_FIRST_READER" in result.stdout  # where it was set
+    assert judge_env.calls == 0
+
+
+def test_a_first_reader_dearer_than_the_judge_model_is_warned_of_naming_both(pair_repo, judge_env, monkeypatch):
+    write_config(pair_repo, NO_LINES + '[judge]\nmodel = "claude-haiku-5-5"\n')
+    monkeypatch.setenv("KNOMIT_JUDGE_FIRST_READER", "claude-opus-5-5")
+    out = json.loads(alias(pair_repo, "--dry-run", "--json").stdout)
+    assert any("judge.first_reader 'claude-opus-5-5' costs more than judge.model 'claude-haiku-5-5'" in n
+               for n in out["notes"]), out["notes"]
+
+
+def test_the_dry_run_says_its_estimate_is_the_first_round_and_a_lower_bound(pair_repo, judge_env):
+    write_config(pair_repo, NO_LINES)
+    out = json.loads(alias(pair_repo, "--dry-run", "--json").stdout)
+    assert out["estimate_usd"] > 0
+    assert any("covers the first round only" in n and "lower bound" in n for n in out["notes"]), out["notes"]
