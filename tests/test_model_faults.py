@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import fact_text, git, make_repo, tree_digest, write_config
-from messages_server import Action, _json_reply, thinking_only, tool
+from messages_server import Action, _json_reply, text, thinking_only, tool
 from test_exact import duplicates_corpus
 from test_models import YES, alias, demo_judge, invoke, pair_repo, review  # noqa: F401 (pair_repo: a fixture)
 
@@ -159,6 +159,16 @@ def test_a_model_that_thinks_only_when_asked_gets_no_thinking_room_and_is_estima
     for req in judge_env.requests:  # thinking is off unless asked, and we do not ask: no room for it
         assert req.body["max_tokens"] == 400 and "thinking" not in req.body and req.thinking is None
     assert estimate == pytest.approx(out["cost_usd"], rel=0.25)  # not 7.9 times what the session spends
+
+
+def test_the_caps_bound_of_a_call_of_unknown_cost_counts_no_thinking_where_there_is_none(pair_repo, judge_env):
+    write_config(pair_repo, NO_LINES + '[judge]\nmodel = "claude-opus-4-5"\nposition_swap = false\n')
+    judge_env.responder = lambda req, n: text(json.dumps({"same": False, "mechanism": ""}), usage=False)
+    out = json.loads(alias(pair_repo, "--json").stdout)["passes"]["alias"]
+    [req] = judge_env.requests
+    assert out["cost_usd"] is None  # unknown: counted at its bound, a token a prompt byte in and max_tokens out
+    prompt_bytes = len(req.system.encode()) + len(req.prompt.encode())
+    assert out["charged_usd"] == pytest.approx((prompt_bytes * 5.0 + 400 * 25.0) / 1e6, abs=1e-6)
 
 
 def test_an_effort_the_model_does_not_list_is_not_counted_as_high():
