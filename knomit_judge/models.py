@@ -201,7 +201,7 @@ class Lineup:
     catalogue: "Catalogue | None" = field(default=None, repr=False, compare=False)  # None: nothing to read again
     config: Config | None = field(default=None, repr=False, compare=False)
     confirmed: bool = False  # every model read from the Models API this session (confirm())
-    stopping: set = field(default_factory=set)  # the models a problem names (retired or unknown): said once, so
+    stopping: set[str] = field(default_factory=set)  # the models a problem names (retired, unknown): said once, so
     # no other cause (a price) is said of them
 
     def dialect(self, model: str, effort: str) -> Dialect:

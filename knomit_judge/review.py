@@ -227,9 +227,7 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
         if options.judge == "anthropic":
             unpriced(config, models, result)
         if any(e["calls"] for e in result.estimates.values()):
-            result.notes.append(f"the estimate covers the first round only: a real session asks, in up to "
-                                f"{MAX_ROUNDS - 1} more rounds, the questions its applied decisions make, so it is "
-                                "a lower bound")
+            result.notes.append(lower_bound(store, result, options.passes))
         return result
     metrics_path = metrics.textfile(root, repo, config, options.metrics_file)  # a bad path exits 2 now
     remote = Remote.of(repo, config)  # an unknown remote exits 2 now
@@ -259,6 +257,22 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
                     result.metrics_error = error
                     result.notes.append(error)
             store.close()
+
+
+def lower_bound(store: Store, result: SessionResult, passes: tuple[str, ...], sessions: int = 20) -> str:
+    """What a dry run says of its estimate: the first round's only, so a lower bound; and, from the last sessions
+    that recorded their first round, how many questions they asked over all rounds for each of it."""
+    said = (f"the estimate covers the first round only: a real session asks, in up to {MAX_ROUNDS - 1} more "
+            "rounds, the questions its applied decisions make, so it is a lower bound")
+    counted = [s["passes"][n] for s in store.sessions(sessions) for n in passes
+               if s["passes"].get(n, {}).get("first_round")]  # sessions before it was recorded say nothing
+    first, total = sum(c["first_round"] for c in counted), sum(c["offered"] for c in counted)
+    if not first:
+        return said
+    usd = result.estimate_usd
+    return (said + f"; the last sessions asked {total / first:.2f} question(s) over all rounds for each one of "
+            f"their first round ({total} for {first})"
+            + (f": at that rate about ${usd * total / first:.4f}" if usd is not None else ""))
 
 
 def unpriced(config: Config, models: Lineup, result: SessionResult) -> None:
@@ -365,6 +379,8 @@ async def _session(root, repo, config, store, options, notes, models: Lineup) ->
                 before = result.passes[p.name].applied
                 await run_round(p, ctx, result, result.passes[p.name], throttles[p.name], first=round_no == 0)
                 applied += result.passes[p.name].applied - before
+                if round_no == 0:  # what a dry run's estimate covers: a later dry run says how far it falls short
+                    result.passes[p.name].first_round = result.passes[p.name].offered
             if not applied:
                 break
         if options.stop is not None and options.stop.is_set():

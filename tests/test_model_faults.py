@@ -245,3 +245,25 @@ def test_the_dry_run_says_its_estimate_is_the_first_round_and_a_lower_bound(pair
     out = json.loads(alias(pair_repo, "--dry-run", "--json").stdout)
     assert out["estimate_usd"] > 0
     assert any("covers the first round only" in n and "lower bound" in n for n in out["notes"]), out["notes"]
+
+
+def test_the_dry_run_gives_the_last_sessions_questions_over_all_rounds_per_first_round_question(tmp_path, judge_env):
+    from conftest import SMALL
+    repo = make_repo(tmp_path / "c", SMALL)
+    write_config(repo, NO_LINES + "[judge]\nposition_swap = false\n")
+    planted = lambda req: "self-locking-penalty" in req.prompt and "penalty-blocks-own-recovery" in req.prompt  # noqa
+    judge_env.responder = lambda req, n: tool(YES) if planted(req) else demo_judge(req, n)
+    first = json.loads(review(repo, "--pass", "alias", "--json").stdout)["passes"]["alias"]
+    assert first["resolved"] == 1  # a merge: its carriers changed, so a later round had new questions to ask
+    store = Store.for_corpus(repo.root)
+    [stored] = store.sessions(1)
+    store.close()
+    asked, in_round_one = stored["passes"]["alias"]["offered"], stored["passes"]["alias"]["first_round"]
+    assert asked > in_round_one >= 1
+    repo.fact("facts/ops/f9.md", "Backpressure that stops the metrics feed keeps the breaker open",
+              motifs=["signal-starving-breaker"])
+    repo.commit("a new spelling")
+    dry = json.loads(review(repo, "--pass", "alias", "--dry-run", "--json").stdout)
+    [note] = [n for n in dry["notes"] if "covers the first round only" in n]
+    assert f"the last sessions asked {asked / in_round_one:.2f} question(s) over all rounds" in note
+    assert f"({asked} for {in_round_one})" in note
