@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .config import Config, load_config
 from .corpus import load_corpus
-from .errors import KnomitError, Unparsed
+from .errors import ConfigError, JudgeRefused, KnomitError, Unparsed
 from .gitops import open_repo
 from .models import require_callable
 from .judge import Judge, make_backend, read_sample
@@ -228,7 +228,12 @@ def calibrate(labels_path: Path | str, root: Path | str = ".", judge_spec: str =
         if judge_spec == "anthropic":
             config.require_price(config.judge.model)  # judge.max_cost_usd holds here too: the price must be known
         judge = Judge(make_backend(judge_spec, config, lineup), store, config)
-        asyncio.run(_answer(questions, passes, judge, store, config))
+        try:
+            asyncio.run(_answer(questions, passes, judge, store, config))
+        except JudgeRefused as e:  # a 404 naming the model: read it again, and say "retired" when it is
+            if gone := lineup and e.model and lineup.gone(e.model):
+                raise ConfigError(gone) from None
+            raise
         result = {
             "labels": str(labels_path), "corpus": str(root), "judge": judge.model, "created_at": now(),
             "prompts": {name: passes[name].prompt.id for name in JUDGED_PASSES},

@@ -200,6 +200,18 @@ def test_calibrate_with_a_retired_model_says_retired_not_no_price(pair_repo, jud
     assert "no price" not in result.output and judge_env.calls == 0
 
 
+def test_calibrate_after_a_retirement_since_the_model_was_read_says_retired(pair_repo, judge_env, tmp_path):
+    write_config(pair_repo, NO_LINES)
+    assert alias(pair_repo).exit_code == 0  # the model read as active, and kept a day
+    judge_env.retire("claude-sonnet-5-5")
+    labels = tmp_path / "labels.jsonl"  # a prune question: never asked, so calibrate calls the model
+    labels.write_text(json.dumps({"pass": "prune", "a": "facts/ops/f1.md", "b": "facts/ops/f3.md",
+                                  "label": "distinct"}) + "\n")
+    result = CliRunner().invoke(cli, ["-q", "calibrate", str(labels), str(pair_repo.root)])
+    assert result.exit_code == 2 and "judge.model 'claude-sonnet-5-5' is retired" in result.output
+    assert "check ANTHROPIC_API_KEY" not in result.output and "Traceback" not in result.output
+
+
 def test_a_dry_run_with_a_retired_model_gives_one_cause(pair_repo, judge_env):
     write_config(pair_repo, NO_LINES + '[judge]\nmodel = "claude-sonnet-4-5"\n')
     result = alias(pair_repo, "--dry-run")
