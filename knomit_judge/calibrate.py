@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .config import Config, load_config
 from .corpus import load_corpus
-from .errors import KnomitError, Unparsed
+from .errors import ConfigError, JudgeRefused, KnomitError, Unparsed
 from .gitops import open_repo
 from .models import require_callable
 from .judge import Judge, make_backend, read_sample
@@ -220,14 +220,20 @@ def calibrate(labels_path: Path | str, root: Path | str = ".", judge_spec: str =
         label = entry["label"] if entry["pass"] == "prune" else ("yes" if entry["label"] else "no")
         redundant = entry.get("redundant") and entry["a" if entry["redundant"] == "A" else "b"]
         questions.append(Question(n, entry["pass"], c.subject, label, c, redundant=redundant))
-    if judge_spec == "anthropic":
-        config.require_price(config.judge.model)  # judge.max_cost_usd holds here too, so the price must be known
     store = Store.for_corpus(root)
     try:
-        # the models' lifecycle and dialects, as a session reads them (a retired model exits 2 here too)
+        # the models' lifecycle and dialects, as a session reads them (a retired model exits 2 here too, said as
+        # retired: before the price, which a retired model does not have)
         lineup = require_callable(config, store) if judge_spec == "anthropic" else None
+        if judge_spec == "anthropic":
+            config.require_price(config.judge.model)  # judge.max_cost_usd holds here too: the price must be known
         judge = Judge(make_backend(judge_spec, config, lineup), store, config)
-        asyncio.run(_answer(questions, passes, judge, store, config))
+        try:
+            asyncio.run(_answer(questions, passes, judge, store, config))
+        except JudgeRefused as e:  # a 404 naming the model: read it again, and say "retired" when it is
+            if gone := lineup and e.model and lineup.gone(e.model):
+                raise ConfigError(gone) from None
+            raise
         result = {
             "labels": str(labels_path), "corpus": str(root), "judge": judge.model, "created_at": now(),
             "prompts": {name: passes[name].prompt.id for name in JUDGED_PASSES},

@@ -13,6 +13,7 @@ from .cron import cron_trigger
 from .errors import ConfigError
 
 CONFIG_FILE = "knomit-judge.toml"
+ENVIRONMENT = {"judge.model": "KNOMIT_JUDGE_MODEL", "judge.first_reader": "KNOMIT_JUDGE_FIRST_READER"}  # win over it
 
 
 @dataclass
@@ -209,6 +210,15 @@ class Config:
     git: GitConfig = field(default_factory=GitConfig)
     prices: dict[str, Price] = field(default_factory=lambda: dict(DEFAULT_PRICES))
 
+    def where(self, key: str, environ=os.environ) -> str:
+        """Where `key`'s value comes from: the environment variable that set it (load_config), else the file.
+        Read from the environment as it is, not kept on the Config, so a copy of the Config says the same."""
+        var = ENVIRONMENT.get(key)
+        section, name = key.split(".")
+        if var and environ.get(var, "").strip() and environ[var].strip() == getattr(getattr(self, section), name):
+            return f"the environment ({var}, which wins over {CONFIG_FILE})"
+        return CONFIG_FILE
+
     def price(self, model: str) -> Price | None:
         """The price of a model, matching dated ids (claude-sonnet-4-5-20250929) by prefix."""
         if model in self.prices:
@@ -234,11 +244,11 @@ class Config:
         """The model's price, or a configuration error naming the key to set: an unknown price never counts as $0."""
         price = self.price(model)
         if price is None and (retired := retired_model(model)):
-            raise ConfigError(f"{key} {model!r} is {retired}: set it in {CONFIG_FILE} (docs/real-api.md)")
+            raise ConfigError(f"{key} {model!r} is {retired}: set another in {self.where(key)} (docs/real-api.md)")
         if price is None:
             raise ConfigError(f'{key} {model!r} has no price, so no dollar cap could hold: set '
                               f'[prices."{model}"] input_per_mtok and output_per_mtok (USD per million tokens) '
-                              f"in {CONFIG_FILE}")
+                              f"in {CONFIG_FILE}, or name a priced model in {self.where(key)}")
         return price
 
 

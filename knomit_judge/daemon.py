@@ -12,8 +12,10 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from .config import load_config
 from .cron import cron_trigger
 from .errors import KnomitError
+from .models import require_usable
 from .gitops import open_repo
 from .review import ReviewOptions, review
+from .store import Store
 from .transport import require_key
 
 log = logging.getLogger(__name__)
@@ -27,8 +29,12 @@ def run_daemon(root: Path | str, cron: str | None = None, judge: str = "anthropi
     expr = cron or config.schedule.cron
     trigger = cron_trigger(expr, "--cron" if cron else "schedule.cron")
     if judge == "anthropic":
-        config.require_prices()  # every session would exit 2: say so now, not once a day
         require_key()
+        store = Store.for_corpus(root)
+        try:  # every session would exit 2: say so now, not once a day (a retirement before a missing price)
+            require_usable(config, store)
+        finally:
+            store.close()
 
     stop = stop or threading.Event()
     done = []

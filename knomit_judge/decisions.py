@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 
 def keep(ctx, verdict: Verdict) -> None:
     """Store a verdict: journal first (the durable copy in git), then the db, which recovery fills from it."""
+    ctx.lineup.confirm()  # the session's first change waits for the models' lifecycle, read this session
     ctx.journal.append(verdict.pass_name, verdict.journal_line())
     ctx.store.add_verdict(verdict)
 
@@ -32,6 +33,7 @@ def apply(ctx, pass_name: str, verdict: Verdict, change: Change) -> str:
     Every rewritten file is read back with the corpus reader first: a fact that would not parse is
     never committed (DecisionRefused).
     """
+    ctx.lineup.confirm()  # a retirement since the models were last read stops the session before this commit
     judge = f"{verdict.model} / {verdict.prompt}"
     msg = message(change.subject, change.body,
                   decision_trailers(Decision(pass_name, verdict.id, judge, verdict.rationale)))

@@ -28,6 +28,10 @@ class CorpusLocked(KnomitError):
 class JudgeRefused(KnomitError):
     """The judge API refused every request for a reason retrying cannot fix (bad key, permission, model)."""
 
+    def __init__(self, message: str, model: str | None = None):
+        super().__init__(message)
+        self.model = model  # a 404 that names the model asked: it may have retired since it was read
+
 
 class UnknownVerdict(KnomitError):
     """No stored verdict has that id."""

@@ -233,7 +233,7 @@ class Outcome:
     error: str = ""
     by_position: list = field(default_factory=list)  # each order's majority answer, in order asked
     orders: int = 0  # orders asked: 1, or 2 when the first was not the default or the question was swap-sampled
-    truncated: bool = False  # a reply stopped at max_tokens before its answer: remembered like a refusal
+    truncated: bool = False  # a reply cut at max_tokens, or with no text at all: remembered like a refusal
 
 
 def swap_sampled(fingerprint: str, share: float) -> bool:
@@ -445,10 +445,18 @@ class Judge:
         try:
             sample = read_sample(p, done.text, subject, ask.position)
         except Unparsed:
-            if done.stop_reason == "max_tokens":  # thinking or the answer used the room up: say so, never retry
+            # Bought and unreadable for a reason asking again would not change: remembered like a refusal, so it is
+            # never paid in a loop. Thinking or the answer used the room up; or the reply held no text at all
+            # (only a thinking block, an empty content list), whatever its stop_reason.
+            if done.stop_reason == "max_tokens":
                 out.truncated = True
                 raise Unparsed(f"the reply stopped at max_tokens before a whole answer (output {done.tokens_out} "
                                "tokens, thinking included); not asked again until the question changes") from None
+            if not done.text.strip():
+                out.truncated = True
+                raise Unparsed(f"the reply held no text to read (stop_reason {done.stop_reason}, output "
+                               f"{done.tokens_out} tokens: only thinking, or nothing); not asked again until the "
+                               "question changes") from None
             raise
         # written right after each parse: a killed session resumes without paying for this reply again
         self.store.cache_reply(ask.key, self.model, p.prompt.id, done.text, done.tokens_in, done.tokens_out, self.kind,

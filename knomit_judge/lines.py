@@ -51,6 +51,7 @@ async def describe(ctx, r: PassResult, result) -> None:
         plan(ctx, r, result, todo)
         return
     if todo:
+        ctx.lineup.confirm()  # its lines go into the journal: a change, after the models' lifecycle is read
         ctx.described.update((s.spelling, s.carriers) for s in todo)
         done = await write_lines(todo, ctx.judge, ctx.config, ctx.store, ctx.journal, ctx.session,
                                  lambda next_usd: ctx.caps.reached(ctx.spent(), next_usd), now.tries)

@@ -21,7 +21,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 
-from .config import EFFORTS, Config
+from .config import CONFIG_FILE, EFFORTS, Config
 from .errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,10 @@ class ModelInfo:
 
     @classmethod
     def of(cls, m) -> "ModelInfo":
-        """From the SDK's ModelInfo (built from whatever JSON came back, so read defensively)."""
+        """From the SDK's ModelInfo (built from whatever JSON came back, so read defensively); NotAModel when the
+        answer names no model (a proxy's HTML page comes back as a str, `{}` as a ModelInfo without an id)."""
+        if not isinstance(getattr(m, "id", None), str) or not m.id:
+            raise NotAModel("a page of text" if isinstance(m, str) else "no model id in the answer")
         caps = getattr(m, "capabilities", None)
         ok = lambda c: bool(getattr(c, "supported", False))  # noqa: E731
         thinking = getattr(getattr(caps, "thinking", None), "types", None)
@@ -68,8 +71,11 @@ class ModelInfo:
 
     @property
     def thinks(self) -> bool:
-        """Whether a request may come back with thinking: the model can think and we cannot turn it off for sure."""
-        return not self.capabilities or any(t in self.thinking for t in ("adaptive", "enabled"))
+        """Whether a request that omits `thinking` may come back with thinking. A model that lists adaptive thinking
+        may think on its own (the 5.5 models do; claude-sonnet-4-6 does not, and is counted as if it might: a
+        bound, not a bill); one that lists only `enabled` thinks only when a request asks with a budget, which
+        ours never does; a model the API told us nothing about might."""
+        return not self.capabilities or "adaptive" in self.thinking
 
     def retires(self) -> datetime | None:
         return _when(self.retires_at)
@@ -82,17 +88,20 @@ class Dialect:
     reply: str  # "format": structured outputs; "tool": a forced tool with thinking off; "text": a plain request
     thinking: str | None = None  # thinking.type sent, or None (the model's own default)
     effort: str | None = None  # output_config.effort sent, or None
-    thinks: bool = True  # whether the reply may spend thinking tokens (max_tokens and estimates allow for it)
+    thinks: bool = True  # whether this request may spend thinking tokens (max_tokens and estimates allow for it)
     max_tokens_cap: int | None = None
+    # The effort thinking is counted at where none is sent (the model lists no level): judge.effort, never an
+    # assumed "high" (docs/choices.md)
+    counted: str = "low"
 
     def max_tokens(self, answer: int) -> int:
-        """The request's max_tokens: the answer's, plus room for thinking at this effort when the model may think."""
-        total = answer + (THINKING_ROOM[self.effort or "high"] if self.thinks else 0)
+        """The request's max_tokens: the answer's, plus room for thinking at this effort when it may think."""
+        total = answer + (THINKING_ROOM[self.effort or self.counted] if self.thinks else 0)
         return min(total, self.max_tokens_cap) if self.max_tokens_cap else total
 
     def expected_out(self, answer: int) -> int:
         """Output tokens a call is expected to bill: the answer's, and thinking at this effort (an assumption)."""
-        return answer + (THINKING_EXPECTED[self.effort or "high"] if self.thinks else 0)
+        return answer + (THINKING_EXPECTED[self.effort or self.counted] if self.thinks else 0)
 
     def shape(self, contract: dict | None) -> dict | None:
         """What of the request depends on the reply contract (it goes into the reply-cache key)."""
@@ -119,19 +128,18 @@ class Dialect:
         return body
 
 
-PLAIN = Dialect("text")  # nothing known of the model: no optional parameter, the text reply parsed strictly
-
-
 def dialect(info: ModelInfo | None, effort: str) -> Dialect:
-    """The dialect a model accepts, from its capabilities (None: not known, so the plain request)."""
+    """The dialect a model accepts, from its capabilities (None: not known, so the plain request: no optional
+    parameter, the text reply parsed strictly). Whether the request thinks follows what it sends: thinking
+    `disabled` never does; omitted, the model's default (ModelInfo.thinks)."""
     if info is None or not info.capabilities:
-        return PLAIN
+        return Dialect("text", counted=effort)
     level = nearest(effort, info.efforts)
     if info.structured:
-        return Dialect("format", None, level, info.thinks, info.max_tokens)
+        return Dialect("format", None, level, info.thinks, info.max_tokens, effort)
     if "disabled" in info.thinking:  # a tool can be forced only while the model does not think
-        return Dialect("tool", "disabled", level, False, info.max_tokens)
-    return Dialect("text", None, level, info.thinks, info.max_tokens)
+        return Dialect("tool", "disabled", level, False, info.max_tokens, effort)
+    return Dialect("text", None, level, info.thinks, info.max_tokens, effort)
 
 
 def nearest(effort: str, levels: list[str]) -> str | None:
@@ -178,6 +186,10 @@ class ModelsUnknown(Exception):
     """The Models API does not know this model (404)."""
 
 
+class NotAModel(ValueError):
+    """A 200 from the Models API that is not a model: taken as no answer."""
+
+
 @dataclass
 class Lineup:
     """The models a session calls, as read this session: their info, dialects, and what to say of them."""
@@ -186,9 +198,59 @@ class Lineup:
     keys: dict[str, str] = field(default_factory=dict)  # config key -> model
     notes: list[str] = field(default_factory=list)
     problem: str | None = None  # a retired or unknown model: the session must not start
+    catalogue: "Catalogue | None" = field(default=None, repr=False, compare=False)  # None: nothing to read again
+    config: Config | None = field(default=None, repr=False, compare=False)
+    confirmed: bool = False  # every model read from the Models API this session (confirm())
+    stopping: set[str] = field(default_factory=set)  # the models a problem names (retired, unknown): said once, so
+    # no other cause (a price) is said of them
 
     def dialect(self, model: str, effort: str) -> Dialect:
         return dialect(self.infos.get(model), effort)
+
+    def read(self, key: str, model: str, fresh: bool = False) -> str | None:
+        """Read one model into `infos`; the problem that stops a session (retired, unknown), or None."""
+        try:
+            info = self.catalogue.info(model, fresh)
+        except ModelsUnknown:
+            self.infos[model] = None
+            self.stopping.add(model)
+            return (f"{key} {model!r} is unknown to the Models API: no request naming it can succeed; "
+                    f"{self._replacement(key, None)}")
+        self.infos[model] = info
+        if info is not None and info.lifecycle == "retired":
+            self.stopping.add(model)
+            day = info.retires().date().isoformat() if info.retires() else "a date the API did not give"
+            return (f"{key} {model!r} is retired (since {day}): no request naming it can succeed; "
+                    f"{self._replacement(key, info.line)}")
+        return None
+
+    def _replacement(self, key: str, line: str | None) -> str:
+        where = self.config.where(key) if self.config else CONFIG_FILE
+        newest = self.catalogue.newest_active(line)
+        if newest:
+            return f"the newest active {line} model is {newest!r}: set it in {where} (docs/real-api.md)"
+        return f"name a current model in {where} (docs/real-api.md lists them)"
+
+    def confirm(self) -> None:
+        """Before a session's first change: each model kept from an earlier read is read again now (one free GET),
+        so a retirement since then stops the session before it changes anything (ConfigError, exit 2). A Models
+        API that does not answer changes nothing: only an answer that says a model is gone stops a session."""
+        if self.confirmed or self.catalogue is None:
+            return
+        self.confirmed = True
+        for key, model in self.keys.items():
+            if model not in self.catalogue.read_now and (problem := self.read(key, model, fresh=True)):
+                self.problem = problem
+                raise ConfigError(problem)
+
+    def gone(self, model: str | None) -> str | None:
+        """After Messages answered 404 naming `model`: read it again at once; what to say if it is retired or
+        unknown (the kept row now says so, for `status` and the next session), else None."""
+        key = next((k for k, m in self.keys.items() if m == model), None)
+        if key is None or self.catalogue is None:
+            return None
+        self.problem = self.read(key, model, fresh=True) or self.problem
+        return self.problem
 
 
 class Catalogue:
@@ -198,6 +260,7 @@ class Catalogue:
         self.store = store
         self.client = client
         self.failed: str | None = "not asked: no API key" if offline else None  # why the API did not answer
+        self.read_now: set[str] = set()  # models the Models API answered for in this session
 
     def _client(self):
         if self.client is None:
@@ -209,7 +272,8 @@ class Catalogue:
         """The model's info: as kept when read less than a day ago (unless `fresh`), else read now; when the API
         does not answer, as last kept (however old), or None. Raises ModelsUnknown on a 404."""
         kept = self.store.model_info(model)
-        if kept is not None and not fresh and now() - (_when(kept.fetched_at) or now() - KEEP) < KEEP:
+        if kept is not None and not fresh and now() - (_when(kept.fetched_at) or now() - KEEP) < KEEP \
+                and not (kept.retires() and kept.retires() <= now()):  # a retirement day passed: read it again
             return kept
         if self.failed:
             return kept
@@ -221,25 +285,41 @@ class Catalogue:
         except (anthropic.APIError, ValueError) as e:  # down, timed out, refused, or a body that is no model
             self.failed = _why(e)
             return kept
+        read.id = model  # kept under the name the config gives, which is what the next session looks up
         self.store.put_model_info(read)
+        self.read_now.add(model)
         return read
 
     def newest_active(self, line: str | None) -> str | None:
-        """The newest active model of `line` as the Models API lists it (newest first), or None."""
+        """The newest active model of `line` by created_at (whatever order the API lists them in), or None."""
         if line is None or self.failed:
             return None
         import anthropic
         try:
-            for m in self._client().models.list(limit=100):
-                if getattr(m, "line", None) == line and getattr(m, "lifecycle", None) == "active":
-                    return m.id
-        except (anthropic.APIError, ValueError) as e:
+            found = [m for m in self._client().models.list(limit=100)
+                     if getattr(m, "line", None) == line and getattr(m, "lifecycle", None) == "active"
+                     and isinstance(getattr(m, "id", None), str)]
+        except (anthropic.APIError, ValueError, AttributeError, TypeError) as e:  # AttributeError: a page of text
             self.failed = _why(e)
-        return None
+            return None
+        return max(found, key=_created).id if found else None
+
+
+def _created(m) -> datetime:
+    """When a listed model was created (the SDK's datetime, or its text), the oldest possible when unknown."""
+    c = getattr(m, "created_at", None)
+    when = c if isinstance(c, datetime) else _when(c) if isinstance(c, str) else None
+    if when is None:
+        return datetime.min.replace(tzinfo=timezone.utc)
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 
 
 def _why(e: Exception) -> str:
     code = getattr(e, "status_code", None)
+    if isinstance(e, NotAModel):
+        return f"not a model: {e}"
+    if isinstance(e, (AttributeError, TypeError)):
+        return "not a model list"
     return f"HTTP {code}" if code else type(e).__name__
 
 
@@ -252,28 +332,18 @@ def lineup(config: Config, store, client=None, offline: bool = False) -> Lineup:
     """Read every model the config names; a retired or unknown one is the Lineup's `problem` (exit 2).
 
     `offline` (a dry run without a key): only what the db kept is read."""
-    out = Lineup(keys=config.models())
     catalogue = Catalogue(store, client, offline)
+    out = Lineup(keys=config.models(), catalogue=catalogue, config=config)
     for key, model in out.keys.items():
         if model in out.infos:
             continue
-        try:
-            info = catalogue.info(model)
-        except ModelsUnknown:
-            out.infos[model] = None
-            out.problem = out.problem or (f"{key} {model!r} is unknown to the Models API: no request naming it can "
-                                          f"succeed; {_replacement(catalogue, None)}")
-            continue
-        out.infos[model] = info
-        if info is None:
-            continue
-        if info.lifecycle == "retired":
-            day = info.retires().date().isoformat() if info.retires() else "a date the API did not give"
-            out.problem = out.problem or (
-                f"{key} {model!r} is retired (since {day}): no request naming it can succeed; "
-                f"{_replacement(catalogue, info.line)}")
-        elif info.lifecycle == "deprecated":
-            out.notes.append(deprecation_note(key, info, catalogue.newest_active(info.line)))
+        problem = out.read(key, model)
+        out.problem = out.problem or problem  # the first one found is what the session says
+        info = out.infos[model]
+        if info is not None and info.lifecycle == "deprecated":
+            out.notes.append(deprecation_note(key, info, catalogue.newest_active(info.line), config.where(key)))
+    if note := dearer_reader(config):
+        out.notes.append(note)
     if catalogue.failed and not offline:  # a dry run without a key plans from what was kept, as it says nothing
         known = [m for m, i in out.infos.items() if i is not None]
         out.notes.append(f"the Models API did not answer ({catalogue.failed}): going on with what was known "
@@ -282,20 +352,27 @@ def lineup(config: Config, store, client=None, offline: bool = False) -> Lineup:
     return out
 
 
-def deprecation_note(key: str, info: ModelInfo, replacement: str | None) -> str:
+def dearer_reader(config: Config) -> str | None:
+    """A first reader that costs more than the judge model it reads for, said naming both: it exists to save the
+    judge model's reading, so there it only adds cost. Compared on a call of 1,000 tokens in and 100 out."""
+    reader = config.models().get("judge.first_reader")
+    mine, theirs = (config.price(reader) if reader else None), config.price(config.judge.model)
+    if mine is None or theirs is None or mine.usd(1_000, 100) <= theirs.usd(1_000, 100):
+        return None
+    return (f"judge.first_reader {reader!r} costs more than judge.model {config.judge.model!r} "
+            f"(${mine.input_per_mtok:g} / ${mine.output_per_mtok:g} against ${theirs.input_per_mtok:g} / "
+            f"${theirs.output_per_mtok:g} per million tokens in / out): it reads every question first to save the "
+            f"judge model's reading, so here it only adds cost; name a cheaper first reader, or \"\" to read with "
+            f"{config.judge.model!r} alone, in {config.where('judge.first_reader')}")
+
+
+def deprecation_note(key: str, info: ModelInfo, replacement: str | None, where: str = CONFIG_FILE) -> str:
     when = info.retires()
     days = f" ({(when - now()).days} days from now)" if when and when > now() else " (overdue)" if when else ""
     day = when.date().isoformat() if when else "no date scheduled yet"
     return (f"{key} {info.id!r} is deprecated: it retires on {day}{days}"
             + (f"; the newest active {info.line} is {replacement!r}" if replacement else "")
-            + "; set it in knomit-judge.toml before then (docs/real-api.md)")
-
-
-def _replacement(catalogue: Catalogue, line: str | None) -> str:
-    newest = catalogue.newest_active(line)
-    if newest:
-        return f"the newest active {line} model is {newest!r}: set it in knomit-judge.toml (docs/real-api.md)"
-    return "name a current model in knomit-judge.toml (docs/real-api.md lists them)"
+            + f"; set it in {where} before then (docs/real-api.md)")
 
 
 def require_callable(config: Config, store, client=None) -> Lineup:
@@ -304,6 +381,14 @@ def require_callable(config: Config, store, client=None) -> Lineup:
     found = lineup(config, store, client)
     if found.problem:
         raise ConfigError(found.problem)
+    return found
+
+
+def require_usable(config: Config, store, client=None) -> Lineup:
+    """The lineup, or ConfigError (exit 2): a retired or unknown model first, then a model with no price, so a
+    retired model (which has no price) is named for what it is, one cause."""
+    found = require_callable(config, store, client)
+    config.require_prices()
     return found
 
 

@@ -13,12 +13,12 @@ from pathlib import Path
 
 from .batches import Batches, batch_mode
 from .candidate_lists import CandidateLists
-from .config import Config, load_config, retired_model
+from .config import CONFIG_FILE, Config, load_config, retired_model
 from .corpus import Corpus, CorpusReport, corpus_report, load_corpus
 from .decisions import decide, restatable, restate
 from .embeddings import Embedder
 from .freshness import fresh_first, fresh_names, new_names, owed_to_fresh
-from .errors import BadFact, KnomitError
+from .errors import BadFact, ConfigError, JudgeRefused, KnomitError
 from .gitops import Applier, Lock, dirty_paths, merge_in_progress, open_repo, shared_lock
 from .asking import (FirstReader, audits_due, collected_audits, first_reader, judge_all, note_skipped, plan_dry,
                      reader_notes, submit_batch)
@@ -26,7 +26,7 @@ from .judge import Judge, ScriptedBackend, judge_kind, make_backend
 from .duplicates import run_exact
 from .lines import describe
 from . import metrics
-from .models import Lineup, has_key, lineup as read_lineup, require_callable
+from .models import Lineup, has_key, lineup as read_lineup, require_usable
 from .passes import JUDGED_PASSES
 from .passes.describe import PASS as DESCRIBE, describe_model
 from .passes.registry import all_passes
@@ -73,6 +73,8 @@ class SessionResult:
     spend: dict | None = None  # spend.Spend.json() after the session: today, 7 and 30 days, per pass, projection
     metrics_error: str | None = None  # the metrics file could not be written after the session: exit 1
     sync: SyncReport | None = None  # [git] remote set: what was merged before the session and pushed after
+    unpriced: list[str] = field(default_factory=list)  # dry run: "key 'model'" of each model with no price
+    stops: bool = False  # dry run: a real session would exit 2 on a retired or unknown model (see the notes)
 
     @property
     def broken(self) -> bool:
@@ -103,7 +105,13 @@ class SessionResult:
         questions = sum(e["questions"] for e in asked.values())
         calls = sum(e["calls"] for e in asked.values())
         lines = self.estimates.get(DESCRIBE)
-        usd = "unknown (no price for the model)" if self.estimate_usd is None else f"about ${self.estimate_usd:.4f}"
+        if self.estimate_usd is not None:
+            usd = f"about ${self.estimate_usd:.4f}"
+        elif self.unpriced:  # named, with what a real session does about it
+            usd = (f"unknown (no price for the model): {', '.join(self.unpriced)} "
+                   f"{'has' if len(self.unpriced) == 1 else 'have'} none, so a real session exits 2")
+        else:
+            usd = "unknown (a real session exits 2 before it asks: see the notes)" if self.stops else "unknown"
         exact = self.passes.get("exact")
         retract = sum(len(i["evidence"]["retract"]) for i in self.plan.get("exact", []))
         return (f"dry run: would ask {questions} question(s) = {calls} call(s)"
@@ -215,20 +223,17 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
             result = asyncio.run(_session(root, repo, config, store, options, list(models.notes), models))
         if models.problem:  # what the session would do: stop before it starts
             result.notes.insert(0, f"a real session exits 2: {models.problem}")
+            result.stops = True
         with shared_lock(repo) as holder:  # a session running now writes the db: its own derived state will do
             if holder is None:
                 store.keep_derived()
         if note := other_judge(store, root, options):
             result.notes.insert(0, note)
         result.spend = summarise(store, config).json()
-        models = [config.judge.model] + ([describe_model(config)] if config.describe.enabled else [])
-        for model in dict.fromkeys(models):
-            if options.judge == "anthropic" and config.price(model) is None and (retired := retired_model(model)):
-                result.notes.append(f"{model} is {retired}; a real session exits 2 until a current model is set "
-                                    "(knomit-judge.toml or KNOMIT_JUDGE_MODEL)")
-            elif options.judge == "anthropic" and config.price(model) is None:
-                result.notes.append(f'no price for {model}: a real session exits 2 until [prices."{model}"] '
-                                    "input_per_mtok and output_per_mtok are set")
+        if options.judge == "anthropic":
+            unpriced(config, models, result)
+        if any(e["calls"] for e in result.estimates.values()):
+            result.notes.append(lower_bound(store, result, options.passes))
         return result
     metrics_path = metrics.textfile(root, repo, config, options.metrics_file)  # a bad path exits 2 now
     remote = Remote.of(repo, config)  # an unknown remote exits 2 now
@@ -237,11 +242,10 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
         ran, result = False, None
         try:
             # a retired or unknown model exits 2 here: before recovery, a merge or an exact duplicate changes anything
-            models = require_callable(config, store) if options.judge == "anthropic" else Lineup()
-            if options.judge == "anthropic":
-                config.require_prices()
+            models = require_usable(config, store) if options.judge == "anthropic" else Lineup()
             notes = recover(root, repo, store, lock, keep_marks=True)
             if remote:
+                models.confirm()  # a merge is a change: a model retired since it was last read stops us first
                 pull(remote, root, repo, store)
             with remembered(Memory(store)):  # neighbour lists are searched again only where vectors changed
                 ran = True
@@ -259,6 +263,41 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
                     result.metrics_error = error
                     result.notes.append(error)
             store.close()
+
+
+def lower_bound(store: Store, result: SessionResult, passes: tuple[str, ...], sessions: int = 20) -> str:
+    """What a dry run says of its estimate: the first round's only, so a lower bound; and, from the last sessions
+    that recorded their first round, how many questions they asked over all rounds for each of it."""
+    said = (f"the estimate covers the first round only: a real session asks, in up to {MAX_ROUNDS - 1} more "
+            "rounds, the questions its applied decisions make, so it is a lower bound")
+    counted = [s["passes"][n] for s in store.sessions(sessions) for n in passes
+               if s["passes"].get(n, {}).get("first_round")]  # sessions before it was recorded say nothing
+    first, total = sum(c["first_round"] for c in counted), sum(c["offered"] for c in counted)
+    if not first:
+        return said
+    usd = result.estimate_usd
+    return (said + f"; the last sessions asked {total / first:.2f} question(s) over all rounds for each one of "
+            f"their first round ({total} for {first})"
+            + (f": at that rate about ${usd * total / first:.4f}" if usd is not None else ""))
+
+
+def unpriced(config: Config, models: Lineup, result: SessionResult) -> None:
+    """A dry run names every model it could not price, and what a real session would do (exit 2); a model the
+    Models API says is gone is named for that alone (one cause)."""
+    keys = {**config.models(), **({"describe.model": describe_model(config)} if config.describe.enabled else {})}
+    said = set(models.stopping)
+    for key, model in keys.items():
+        if model in said or config.price(model) is not None:
+            continue
+        said.add(model)  # once, under the first key that names it
+        result.unpriced.append(f"{key} {model!r}")
+        if retired := retired_model(model):  # known retired without asking the API (a dry run with no key)
+            result.notes.append(f"{key} {model!r} is {retired}; a real session exits 2 until a current model is "
+                                f"named in {config.where(key)}")
+            continue
+        result.notes.append(f'no price for {key} {model!r}: a real session exits 2 until [prices."{model}"] '
+                            f"input_per_mtok and output_per_mtok are set in {CONFIG_FILE}, or a priced model is "
+                            f"named in {config.where(key)}")
 
 
 def other_judge(store: Store, root: Path, options: ReviewOptions) -> str | None:
@@ -351,6 +390,8 @@ async def _session(root, repo, config, store, options, notes, models: Lineup) ->
                 before = result.passes[p.name].applied
                 await run_round(p, ctx, result, result.passes[p.name], throttles[p.name], first=round_no == 0)
                 applied += result.passes[p.name].applied - before
+                if round_no == 0:  # what a dry run's estimate covers: a later dry run says how far it falls short
+                    result.passes[p.name].first_round = result.passes[p.name].offered
             if not applied:
                 break
         if options.stop is not None and options.stop.is_set():
@@ -369,19 +410,24 @@ async def _session(root, repo, config, store, options, notes, models: Lineup) ->
                 log.warning("%s", note)
                 result.notes.append(note)
     except BaseException as e:  # an error, or a signal's cancellation: recorded as such, then re-raised
+        # a 404 naming a model: read it again at once, and say "retired" (one cause) when the API says so
+        gone = models.gone(e.model) if isinstance(e, JudgeRefused) and e.model else None
         if not options.dry_run:
-            aborted(result, options, e)
+            aborted(result, options, ConfigError(gone) if gone else e)
             for r in result.passes.values():
                 charge(ctx, r)
+        if gone:
+            raise ConfigError(gone) from None
         raise
     finally:
         result.batches = ctx.batches.reports
         result.embedded, result.parsed = ctx.embedder.computed, index.parsed
         if not options.dry_run:
             index.save()
-            sha = ctx.applier.commit_paths([ctx.journal.relpath(p) for p in ("exact", *JUDGED_PASSES, DESCRIBE)],
-                                           f"journal: verdicts of session {result.session}\n\n"
-                                           f"Knomit-Session: {result.session}\n")
+            # a model found retired stops before its journal is committed: the lines wait for the next session
+            paths = [ctx.journal.relpath(p) for p in ("exact", *JUDGED_PASSES, DESCRIBE)]
+            sha = None if models.problem else ctx.applier.commit_paths(
+                paths, f"journal: verdicts of session {result.session}\n\nKnomit-Session: {result.session}\n")
             if sha:
                 result.commits.append(sha)
             store.end_session(result.session, {n: r.json() for n, r in result.passes.items()},

@@ -24,6 +24,7 @@ class PassResult:
     applied: int = 0
     waiting: int = 0  # candidates the budget held back this session
     fresh: int = 0  # waiting questions touching a fact or spelling changed since the pass's last session
+    first_round: int = 0  # questions offered in the session's first round: all a dry run's estimate covers
     judge_calls: int = 0
     attempts: int = 0
     cost_usd: float | None = 0.0

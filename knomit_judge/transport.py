@@ -115,9 +115,11 @@ class AnthropicBackend:
             except anthropic.APIStatusError as e:
                 rid = getattr(e, "request_id", None) or e.response.headers.get("request-id")
                 if e.status_code in STOPS_SESSION:
+                    asked = model or self.model
                     raise JudgeRefused(
                         f"judge refused the request: HTTP {e.status_code} {error_message(e)} (request {rid}); "
-                        "check ANTHROPIC_API_KEY, the model name and ANTHROPIC_BASE_URL") from None
+                        "check ANTHROPIC_API_KEY, the model name and ANTHROPIC_BASE_URL",
+                        asked if e.status_code == 404 and asked in error_message(e) else None) from None
                 if not status_retryable(e.status_code):
                     # about this request's content (too long, too large): this question only
                     raise Refused(f"HTTP {e.status_code} {error_message(e)} (request {rid})", attempt) from None

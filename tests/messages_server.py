@@ -9,7 +9,7 @@ import threading
 import time
 from datetime import datetime, timedelta, timezone
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterable
 
@@ -27,6 +27,7 @@ __all__ = [
     "refusal",
     "reply_name",
     "cut_off",
+    "thinking_only",
     "Model",
     "TODAY",
     "OF_2025",
@@ -106,6 +107,10 @@ TODAY = (
           thinking=("enabled", "disabled"), efforts=(), thinks=False, sampling=True, created_at="2025-10-01T00:00:00Z"),
     Model("claude-sonnet-4-5", "sonnet", lifecycle="retired", retires_at="2026-11-30T00:00:00Z", structured=False,
           thinking=("enabled", "disabled"), efforts=(), thinks=False, sampling=True, created_at="2025-09-29T00:00:00Z"),
+    # thinking only when asked (thinking.type enabled with a budget), as every model before adaptive thinking
+    Model("claude-opus-4-5", "opus", lifecycle="deprecated", retires_at="2027-01-22T00:00:00Z",
+          thinking=("enabled", "disabled"), efforts=EFFORTS[:3], thinks=False, sampling=True,
+          created_at="2025-11-24T00:00:00Z"),
     # a model the API lists and the shipped price table does not: the tests of "no price, exit 2"
     Model("claude-unpriced-9", None, created_at="2026-01-01T00:00:00Z"),
 )
@@ -252,6 +257,16 @@ def cut_off(partial: str = '{"same": tr', input_tokens: int = 100) -> Action:
                                          True, None))
 
     return Action("cut_off", run)
+
+
+def thinking_only(input_tokens: int = 100, output_tokens: int = 20, thought: str = "Weighing the evidence.") -> Action:
+    """A 200 Message whose only content block is a thinking block: no text, no tool input (billed as usual)."""
+
+    def run(req: Request, stop: threading.Event) -> Reply:
+        req.thinking = (req.thinking or (0, thought))[0], thought  # whether or not the model thinks by default
+        return _json_reply(200, _message(req, [], "end_turn", input_tokens, output_tokens, True, None))
+
+    return Action("thinking_only", run)
 
 
 def ratelimit(kind: str = "requests", remaining: int = 0, reset_in: float = 1.0) -> dict[str, str]:
@@ -415,7 +430,10 @@ class MessagesServer:
         self.era = era
         self.models: dict[str, Model] = {m.id: m for m in (TODAY if era == "today" else OF_2025)}
         self.thinking_tokens = 0  # output tokens a thinking model spends before its answer (billed as output)
-        self.model_faults: deque = deque()  # what the next Models API calls get instead: an HTTP status, or "hang"
+        # what the next Models API calls get instead: an HTTP status, "hang", "html" (a proxy's 200 page) or "{}"
+        # (a 200 JSON object that is no model)
+        self.model_faults: deque = deque()
+        self.newest_first = True  # GET /v1/models lists by created_at, newest first; False: in catalogue order
         self.model_calls: list[str] = []  # Models API paths asked, in order
         self.rejected: list[tuple[int, str]] = []  # (request n, why) of every Messages request refused as invalid
         self.max_body: int | None = None
@@ -552,6 +570,10 @@ class MessagesServer:
             fault = self.model_faults.popleft() if self.model_faults else None
         if fault == "hang":
             return None if self._stop.wait(60) else _error_reply(500, "hung")
+        if fault == "html":
+            return Reply(200, b"<html><body>Sign in to the proxy</body></html>", {"content-type": "text/html"})
+        if fault == "{}":
+            return _json_reply(200, {})
         if fault is not None:
             return _error_reply(fault, "scripted Models API failure")
         listed = self.era == "today"
@@ -561,10 +583,17 @@ class MessagesServer:
                 return _error_reply(404, f"model: {model_id}")
             return _json_reply(200, model.info(listed))
         asked = re.findall(r"lifecycle(?:%5B%5D|\[\])?=(\w+)", query) or ["active", "deprecated"]
-        data = [m.info(listed) for m in sorted(self.models.values(), key=lambda m: m.created_at, reverse=True)
-                if not listed or m.lifecycle in asked]
+        order = sorted(self.models.values(), key=lambda m: m.created_at, reverse=True) if self.newest_first \
+            else list(self.models.values())
+        data = [m.info(listed) for m in order if not listed or m.lifecycle in asked]
         return _json_reply(200, {"data": data, "has_more": False, "first_id": data[0]["id"] if data else None,
                                  "last_id": data[-1]["id"] if data else None})
+
+    def retire(self, model_id: str, on: str = "2026-12-01T00:00:00Z") -> None:
+        """The model retires: the Models API says so, and Messages answers 404 `model: ...` from now on."""
+        with self._lock:
+            # a new entry, never the shared TODAY one: other tests' servers keep the model active
+            self.models[model_id] = replace(self.models[model_id], lifecycle="retired", retires_at=on)
 
     # -- Message Batches ----------------------------------------------------------------------------
     def _batch_json(self, batch: Batch) -> dict:

@@ -92,9 +92,10 @@ def test_a_retired_model_named_without_a_key_is_called_retired_not_unpriced(tmp_
     repo = make_repo(tmp_path / "c", SMALL)
     result = CliRunner().invoke(cli, ["-q", "review", str(repo.root), "--dry-run", "--pass", "alias"])
     assert result.exit_code == 0, result.output
-    assert ("claude-sonnet-4-5 is retired (since 2026-11-30): no request naming it can succeed; its line's current "
-            "model is 'claude-sonnet-5-5'; a real session exits 2") in result.stdout
-    assert "no price for claude-sonnet-4-5" not in result.stdout
+    assert ("judge.model 'claude-sonnet-4-5' is retired (since 2026-11-30): no request naming it can succeed; its "
+            "line's current model is 'claude-sonnet-5-5'; a real session exits 2 until a current model is named in "
+            "the environment (KNOMIT_JUDGE_MODEL") in result.stdout
+    assert "no price for judge.model 'claude-sonnet-4-5'" not in result.stdout
     # a dated id of it too; a current model whose name a retired one starts (claude-opus-4-5) is not retired
     assert retired_model("claude-sonnet-4-5-20250929") and retired_model("claude-opus-4-5") is None
     assert retired_model("claude-sonnet-5-5") is None
