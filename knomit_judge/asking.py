@@ -136,7 +136,8 @@ def verdict_of(p, c: Candidate, out: Outcome, model: str, ctx) -> Verdict:
                    is_yes=out.answer in p.yes, rationale=out.rationale, model=model, prompt=p.prompt.id,
                    attempts=out.attempts, calls=out.calls, agreement=out.agreement, tokens_in=out.tokens_in,
                    tokens_out=out.tokens_out, cost_usd=out.cost_usd, replies=out.replies, payload=out.payload,
-                   session=ctx.session, judge=ctx.judge.kind, orders=out.orders, by_position=out.by_position)
+                   session=ctx.session, judge=ctx.judge.kind, orders=out.orders, by_position=out.by_position,
+                   score=c.score)
 
 
 def note_skipped(p, ctx, r: PassResult, fingerprints: list[str], refused: set, busy: set) -> None:
@@ -184,6 +185,8 @@ async def judge_all(p, offer: list[Candidate], ctx, r: PassResult, paid: set = f
             # waiting while questions in flight may still resolve something and deposit more
             if c.fingerprint in owed:
                 allowance.owe(c.fingerprint)
+            elif c.fingerprint not in paid and not allowance.worth_asking(c.fingerprint, c.score):
+                continue  # not worth its reader's price (worth.py): it waits, and the next may be
             elif c.fingerprint not in paid and not await allowance.take(c.fingerprint):
                 break
             await queue.put(c)
