@@ -94,7 +94,7 @@ class BudgetConfig:
     # A pass's balance is money (docs/throttle.md): it opens at opening_usd, each read withdraws what it cost at
     # its reader's price, each resolution deposits usd_per_resolution (also what the worth rule values one at).
     opening_usd: float = 0.10
-    usd_per_resolution: float = 0.05
+    usd_per_resolution: float = 0.10
     probe_every: int = 5
     # Before the balance counted money: in judge-model questions, converted at QUESTION_TOKENS of judge.model.
     # 0 = not set (the USD keys hold); a file that sets them (every file init wrote before) means the same spend.
@@ -439,7 +439,7 @@ max_tries = 3            # requests that may give a spelling no line; then it wa
 [budget]                 # per pass: a balance of questions; docs/configuration.md says why these values
 enabled = true           # false: no throttle (backfills, benchmarks); the line says unthrottled
 opening_usd = 0.10       # the balance a pass opens with, in USD, before any verdict; each read withdraws its cost
-usd_per_resolution = 0.05  # what one resolved decision is worth to you: each deposits this, and a read is offered
+usd_per_resolution = 0.10  # what one resolved decision is worth to you: each deposits this, and a read is offered
                          # while its chance of resolving something times this is at least its price
 optimistic_cap = 0       # older files: the opening in judge-model questions (converted); 0 = opening_usd holds
 questions_per_resolution = 0   # older files: the deposit in judge-model questions; 0 = usd_per_resolution holds

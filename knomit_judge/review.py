@@ -417,6 +417,9 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
     reader = ctx.readers.setdefault(p.name, first_reader(ctx, p))
     allowance = ctx.allowances[p.name]
     allowance.reader = reader.model if reader.reads else ctx.config.judge.model  # whose price a read takes
+    if allowance.worth is not None:
+        allowance.read_price = allowance.worth.price(allowance.reader, ctx.config.judge.model, allowance.terms.price,
+                                                     ctx.config.judge.audit_share)
     # a suspended first reader's standing no's are asked again of the judge model
     answered = ctx.store.answered(p.name, ctx.kind) - asked_again(p, ctx, yeses) - reader.standing
     # not asked now: refused by the API under this prompt version, or in a Message Batch not yet collected

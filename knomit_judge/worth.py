@@ -16,7 +16,7 @@ from bisect import bisect_left, insort
 from .store import of_judge
 from .verdicts import MECHANICAL
 
-WINDOW = 400  # verdicts nearest in score that estimate the chance at a score
+WINDOW = 500  # verdicts nearest in score that estimate the chance at a score
 # A pass that has read nothing near a score expects one resolution in 10 reads there: it explores, and about a
 # resolution's worth of reads that all come back no (at the first reader's price) is what turns a score down.
 PRIOR_YES, PRIOR_READS = 1.0, 10.0
@@ -26,15 +26,27 @@ EXPLORE = 20  # a pass's first reads are asked whatever the rule says: before th
 class Worth:
     """The chance of resolving something, by score, from one pass's verdicts (and this session's reads)."""
 
-    def __init__(self, scored: list[tuple[float, bool]]):
+    def __init__(self, scored: list[tuple[float, bool]], costs: dict | None = None):
         self.scores = sorted(scored)  # (score, resolved), by score
+        self.costs = costs or {}  # model -> what one of its calls in this pass cost, on average (USD)
 
     @classmethod
     def of_pass(cls, store, pass_name: str, judge: str | None) -> "Worth":
         """From the pass's stored verdicts that kept a score (those before migration 0019 kept none)."""
         where, args = of_judge("pass = ? AND model != ? AND score IS NOT NULL", [pass_name, MECHANICAL], judge)
         rows = store.db.execute(f"SELECT score, is_yes AND NOT reverted FROM verdicts WHERE {where}", args)
-        return cls([(float(s), bool(r)) for s, r in rows])
+        where, args = of_judge("pass = ? AND model != ? AND cost_usd IS NOT NULL AND calls > 0",
+                               [pass_name, MECHANICAL], judge)
+        costs = store.db.execute(f"SELECT model, sum(cost_usd) / sum(calls) FROM verdicts WHERE {where} "
+                                 "GROUP BY model", args)
+        return cls([(float(s), bool(r)) for s, r in rows], {m: c for m, c in costs})
+
+    def price(self, reader: str, judge: str, nominal, audit_share: float) -> float:
+        """What a read costs the pass in fact: a call of `reader` as this pass's calls of it cost (its prompts'
+        size, not a typical question's), and, when the first reader reads, the share of a judge-model read its
+        no's are audited with. `nominal(model)` prices a model this pass has no call of yet."""
+        cost = lambda m: self.costs.get(m) or nominal(m)  # noqa: E731
+        return cost(reader) + (audit_share * cost(judge) if reader != judge else 0.0)
 
     def chance(self, score: float) -> float:
         """P(resolve | score): the WINDOW verdicts nearest `score`, shrunk toward the prior."""
