@@ -19,6 +19,7 @@ from knomit_judge.cli import cli
 from knomit_judge.config import QUESTION_TOKENS, Config, load_config
 from knomit_judge.history import status as get_status
 from knomit_judge.rebuild import rebuild
+from knomit_judge.report import render
 from knomit_judge.store import Store
 from knomit_judge.throttle import terms
 
@@ -66,6 +67,8 @@ def test_a_balance_in_money_moves_with_each_readers_price_and_rebuild_gives_it_b
     assert t["buys"] == {FIRST: int(expected / price(FIRST) + 1e-9), STRONG: int(expected / price(STRONG) + 1e-9)}
     assert f"buys {t['buys'][FIRST]} reads at {FIRST}, {t['buys'][STRONG]} at {STRONG}" in t["text"]
     assert t["balance"] == t["buys"][STRONG]  # `balance` keeps counting judge-model questions
+    page = render(repo.root)  # the report shows the same: the amount, and the reads it buys at each price
+    assert f"${expected:.4f}" in page and f"{t['buys'][FIRST]} at {FIRST}, {t['buys'][STRONG]} at {STRONG}" in page
 
     # a resolution deposits usd_per_resolution; the judge model's two agreeing orders withdraw at its price
     repo.fact("facts/t/new.md", "Retry storms multiply load", motifs=["retry-storm-amplified"], body="Retries.")
