@@ -93,8 +93,8 @@ class BudgetConfig:
     enabled: bool = True
     # A pass's balance is money (docs/throttle.md): it opens at opening_usd, each read withdraws what it cost at
     # its reader's price, each resolution deposits usd_per_resolution (also what the worth rule values one at).
-    opening_usd: float = 0.10
-    usd_per_resolution: float = 0.10
+    opening_usd: float = 0.05
+    usd_per_resolution: float = 0.04
     probe_every: int = 5
     # Before the balance counted money: in judge-model questions, converted at QUESTION_TOKENS of judge.model.
     # 0 = not set (the USD keys hold); a file that sets them (every file init wrote before) means the same spend.
@@ -178,7 +178,9 @@ DEFAULT_PRICES = {
 # A judge question's typical size, tokens in and out: what converts the old counts of questions to money and
 # back. The mean of claude-sonnet-5-5's reads on the replay of a real KB (docs/choices.md).
 QUESTION_TOKENS = (1500, 100)
-FALLBACK_QUESTION = 0.004  # USD: a question at claude-sonnet-5-5, for a judge.model with no price
+# The scripted judge has no price: its balance opens at 20 questions and deposits 8 a resolution, as it always
+# did (optimistic_cap / questions_per_resolution, when set, replace them).
+SCRIPTED_QUESTIONS = (20, 8)
 
 
 @dataclass
@@ -217,11 +219,10 @@ class Config:
                 b.questions_per_resolution * q if b.questions_per_resolution else b.usd_per_resolution)
 
     def budget_questions(self) -> tuple[int, int]:
-        """The balance in questions of a judge with no price (the scripted judge): the USD keys at judge.model's
-        question price, or the question keys as set."""
-        b, q = self.budget, self.question_usd()
-        convert = (lambda usd: max(1, round(usd / q))) if q else (lambda usd: max(1, round(usd / FALLBACK_QUESTION)))
-        return (b.optimistic_cap or convert(b.opening_usd), b.questions_per_resolution or convert(b.usd_per_resolution))
+        """The balance in questions of a judge with no price (the scripted judge): the question keys as set, else
+        the counts it always had."""
+        b = self.budget
+        return b.optimistic_cap or SCRIPTED_QUESTIONS[0], b.questions_per_resolution or SCRIPTED_QUESTIONS[1]
 
     def models(self) -> dict[str, str]:
         """Every model a session may call, by the key that names it (judge.model, and describe.model with lines on)."""
@@ -438,8 +439,8 @@ max_tries = 3            # requests that may give a spelling no line; then it wa
 
 [budget]                 # per pass: a balance of questions; docs/configuration.md says why these values
 enabled = true           # false: no throttle (backfills, benchmarks); the line says unthrottled
-opening_usd = 0.10       # the balance a pass opens with, in USD, before any verdict; each read withdraws its cost
-usd_per_resolution = 0.10  # what one resolved decision is worth to you: each deposits this, and a read is offered
+opening_usd = 0.05       # the balance a pass opens with, in USD, before any verdict; each read withdraws its cost
+usd_per_resolution = 0.04  # what one resolved decision is worth to you: each deposits this, and a read is offered
                          # while its chance of resolving something times this is at least its price
 optimistic_cap = 0       # older files: the opening in judge-model questions (converted); 0 = opening_usd holds
 questions_per_resolution = 0   # older files: the deposit in judge-model questions; 0 = usd_per_resolution holds

@@ -96,8 +96,8 @@ def test_a_review_writes_a_metrics_file_the_prometheus_parser_reads_back(many, j
     # a pass this session did not run has no last session to report, but its throttle and allowance
     assert not [k for k in samples if k[0] == "knomit_judge_pass_state" and dict(k[1])["pass"] == "prune"]
     assert value(samples, "knomit_judge_pass_throttle_state", **{"pass": "prune", "state": "optimistic"}) == 1
-    # the opening in money ($0.10), counted in questions of the judge model at its price
-    opening = int(0.10 / load_config(many.root).question_usd() + 1e-9)  # claude-sonnet-4-6: 16
+    # the opening in money, counted in questions of the judge model at its price
+    opening = int(0.05 / load_config(many.root).question_usd() + 1e-9)  # the opening, $0.05, at claude-sonnet-4-6: 8
     assert value(samples, "knomit_judge_pass_allowance_questions", **{"pass": "prune"}) == opening
     # the corpus
     assert value(samples, "knomit_judge_corpus_state", state="read") == 1

@@ -105,5 +105,5 @@ def test_an_old_config_counting_questions_loads_and_means_the_same_judge_model_s
     config = load_config(repo.root)
     assert (terms(config).opening, terms(config).deposit) == (0.1, 0.04)
     scripted = terms(config, "scripted")
-    assert (scripted.unit, scripted.opening, scripted.deposit) == ("questions", 25, 10)
+    assert (scripted.unit, scripted.opening, scripted.deposit) == ("questions", 20, 8)  # as it always counted
     assert scripted.price(STRONG) == scripted.price(FIRST) == 1.0  # no price: one question is one question
