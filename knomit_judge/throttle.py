@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from .config import Config
 from .store import of_judge
 from .verdicts import MECHANICAL
+from .worth import Worth
 
 EPS = 1e-9  # USD: what is left of a balance after reads that spent it exactly (float sums) counts as zero
 
@@ -58,6 +59,7 @@ class Terms:
         return self.prices.get(model, self.default) if self.unit == "usd" else 1.0
 
     def amount(self, x: float) -> str:
+        """An amount as the terms count it: `$0.0412` or `12 questions`."""
         return f"${x:.4f}" if self.unit == "usd" else f"{round(x)} questions"
 
 
@@ -83,7 +85,7 @@ class ThrottleState:
     balance: float | None = None  # the balance at the session's start, derived from the verdicts (None: unthrottled)
     probes: int = 0  # reads the probe may still take whatever the balance (1 for a due probe, 0 once taken)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.granted = self.allowance  # what the session started with; `allowance` moves as it asks
         self.probes = self.probes or int(self.probe)
 
@@ -214,7 +216,7 @@ class Allowance:
     The live figure is kept in `t.allowance`, which others read as "what this pass may still spend".
     """
 
-    def __init__(self, t: ThrottleState, terms: Terms, worth=None):
+    def __init__(self, t: ThrottleState, terms: Terms, worth: Worth | None = None) -> None:
         self.t, self.terms, self.worth = t, terms, worth
         self.reader: str | None = None  # the model that reads first this session (review sets it)
         self.read_price = 0.0  # what a read costs in fact, audits included: the worth rule's price (review sets it)

@@ -12,6 +12,7 @@ ceiling (throttle.py). docs/throttle.md and docs/choices.md say why these number
 from __future__ import annotations
 
 from bisect import bisect_left, insort
+from typing import Callable
 
 from .store import of_judge
 from .verdicts import MECHANICAL
@@ -26,7 +27,7 @@ EXPLORE = 20  # a pass's first reads are asked whatever the rule says: before th
 class Worth:
     """The chance of resolving something, by score, from one pass's verdicts (and this session's reads)."""
 
-    def __init__(self, scored: list[tuple[float, bool]], costs: dict | None = None):
+    def __init__(self, scored: list[tuple[float, bool]], costs: dict | None = None) -> None:
         self.scores = sorted(scored)  # (score, resolved), by score
         self.costs = costs or {}  # model -> what one of its calls in this pass cost, on average (USD)
 
@@ -41,11 +42,13 @@ class Worth:
                                  "GROUP BY model", args)
         return cls([(float(s), bool(r)) for s, r in rows], {m: c for m, c in costs})
 
-    def price(self, reader: str, judge: str, nominal, audit_share: float) -> float:
+    def price(self, reader: str, judge: str, nominal: Callable[[str], float], audit_share: float) -> float:
         """What a read costs the pass in fact: a call of `reader` as this pass's calls of it cost (its prompts'
         size, not a typical question's), and, when the first reader reads, the share of a judge-model read its
         no's are audited with. `nominal(model)` prices a model this pass has no call of yet."""
-        cost = lambda m: self.costs.get(m) or nominal(m)  # noqa: E731
+        def cost(model: str) -> float:
+            return self.costs.get(model) or nominal(model)
+
         return cost(reader) + (audit_share * cost(judge) if reader != judge else 0.0)
 
     def chance(self, score: float) -> float:

@@ -107,3 +107,21 @@ def test_an_old_config_counting_questions_loads_and_means_the_same_judge_model_s
     scripted = terms(config, "scripted")
     assert (scripted.unit, scripted.opening, scripted.deposit) == ("questions", 20, 8)  # as it always counted
     assert scripted.price(STRONG) == scripted.price(FIRST) == 1.0  # no price: one question is one question
+
+
+def test_reads_stop_when_they_are_not_worth_their_price_and_an_unchanged_corpus_then_costs_nothing(tmp_path,
+                                                                                                    judge_env):
+    # a resolution worth 8 judge-model questions: a read pays while 1 in 8 near its score resolves something
+    repo = motif_repo(tmp_path, "optimistic_cap = 100\nquestions_per_resolution = 8\n")
+    write_config(repo, QUIET + "[budget]\noptimistic_cap = 100\nquestions_per_resolution = 8\n")
+    judge_env.responder = lambda req, n: tool(NO, input_tokens=1500, output_tokens=100)  # a typical question's size
+    r = alias(repo.root)
+    # the first 20 reads are asked whatever the curve says; after 20 no's the chance (1 in 30) is below 1 in 8.
+    # Offers are decided as they are queued, so the few already queued (2 x concurrency, one with the judge) go on.
+    assert 20 <= r["judged"] <= 23 and r["candidates"] == 28 and r["waiting"] == 28 - r["judged"]
+    assert any(f"{r['waiting']} question(s) not worth their price" in n for n in r["notes"])
+    t = get_status(repo.root)["throttle"]["alias"]
+    # the balance is kept, not spent on reads that pay nothing
+    assert t["state"] == "unproven" and t["balance"] == 100 - r["judged"]
+    again = alias(repo.root)
+    assert again["judge_calls"] == 0 and again["judged"] == 0  # nothing came back, so nothing became worth a read
