@@ -204,7 +204,7 @@ async def judge_all(p, offer: list[Candidate], ctx, r: PassResult, paid: set = f
                     allowance.settle(c.fingerprint, asked=False)
                 continue
             r.offered += 1
-            resolved = False
+            resolved = judged = False
             try:
                 if ctx.batches.submitting and ctx.batches.gather(ctx.judge, p, c):
                     r.batched += 1  # asked in the session's Message Batch; the next session collects the answer
@@ -219,6 +219,7 @@ async def judge_all(p, offer: list[Candidate], ctx, r: PassResult, paid: set = f
                     v = verdict_of(p, c, out, model, ctx)
                     keep(ctx, v)
                     r.judged += 1
+                    judged = True
                     if v.is_yes:
                         resolved = True
                         r.resolved += 1
@@ -234,7 +235,7 @@ async def judge_all(p, offer: list[Candidate], ctx, r: PassResult, paid: set = f
                                               out.error, ctx.session)
             finally:  # the balance moves as each verdict comes back, not at the session's end
                 if budgeted:
-                    allowance.settle(c.fingerprint, asked=True, resolved=resolved)
+                    allowance.settle(c.fingerprint, asked=True, resolved=resolved, judged=judged)
                 elif resolved:
                     allowance.deposit(1)
 

@@ -270,8 +270,9 @@ class Allowance:
                 self.uncharged.add(fingerprint)
         self.in_flight += 1
 
-    def settle(self, fingerprint: str, asked: bool, resolved: bool = False) -> None:
-        """A reserved question is done: given back if it was never asked; a resolution deposits.
+    def settle(self, fingerprint: str, asked: bool, resolved: bool = False, judged: bool = True) -> None:
+        """A reserved question is done: given back if it was never asked; a resolution deposits; a verdict
+        (`judged`: not a refusal or a failed call) teaches the worth rule's curve.
 
         The probe, and an owed question asked at zero, take the derived balance nowhere below zero: one
         that resolved leaves the deposit less its price, as the verdicts will say next session.
@@ -288,7 +289,7 @@ class Allowance:
             elif resolved:
                 self.t.allowance += self.terms.deposit - self.price * free
         score = self.scores.pop(fingerprint, None)
-        if asked and score is not None:
+        if asked and judged and score is not None:
             self.worth.seen(score, resolved)
         self._settled.set()
 
