@@ -12,7 +12,7 @@ answers from labels only: alias `same` for two spellings of one group of benchma
 benchmarks/data/knomit-kb-describe-replies.jsonl. Usage is the prompt's characters / 4 plus the reply contract's
 overhead, priced at list prices (the shipped defaults: claude-haiku-5-5 reads first, claude-sonnet-5-5 decides).
 
-Printed: per session, calls and each pass's state and balance; in all: labelled groups unified (of 19), false
+Printed: per session, calls and each pass's state and resolutions; in all: labelled groups unified (of 19), false
 merges (an alias merge of two spellings the labels do not join, or any prune/discovery yes: the labels hold none),
 cost at list prices by pass and model, and calls per session.
 Targets (issue 42): >= 16 of 19 groups unified, <= $1.00 in all, 0 false merges.
@@ -87,12 +87,10 @@ def run(sessions: int, settings: list[str], tmp: Path) -> dict:
             passes = {k: v for k, v in out["passes"].items() if k != "describe"}
             rows.append({"session": n + 1, "calls": calls, "cost_usd": out.get("cost_usd"),
                          "states": {k: p.get("state") for k, p in passes.items()},
-                         "resolved": {k: p.get("resolved", 0) for k, p in passes.items()},
-                         "balance": {k: (p.get("balance") or {}) for k, p in passes.items()}})
+                         "resolved": {k: p.get("resolved", 0) for k, p in passes.items()}})
             print(f"  session {n + 1}: {calls} calls, ${out.get('cost_usd') or 0:.4f}; "
-                  + "; ".join(f"{k} {p.get('state')} resolved {p.get('resolved', 0)}"
-                              + (f" balance {json.dumps(p['balance'])}" if p.get("balance") else "")
-                              for k, p in passes.items()), flush=True)
+                  + "; ".join(f"{k} {p.get('state')} resolved {p.get('resolved', 0)}" for k, p in passes.items()),
+                  flush=True)
         carriers = load_corpus(root, layout=_layout(root)).carriers
         groups = truth["alias_groups"]
         unified = sum(sum(bool(carriers.get(s)) for s in g) == 1 for g in groups)
