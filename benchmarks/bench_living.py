@@ -262,6 +262,22 @@ def cli(*args: str, env: dict, at: datetime | None = None) -> subprocess.Complet
                           env={**env, **when})
 
 
+def apply_settings(text: str, settings) -> str:
+    """A knomit-judge.toml init wrote, with each `section.key = value` replacing the line init wrote for it."""
+    for setting in settings:
+        key, value = (x.strip() for x in setting.split("=", 1))
+        section, _, name = key.rpartition(".")  # `section.key = value`: within that section only
+        start = re.search(rf"^\[{re.escape(section)}\]", text, re.M) if section else None
+        lo = start.end() if start else 0
+        end = re.search(r"^\[", text[lo:], re.M) if start else None
+        hi = lo + end.start() if end else len(text)
+        part, n = re.subn(rf"^{re.escape(name)} = .*$", f"{name} = {value}", text[lo:hi], count=1, flags=re.M)
+        text = text[:lo] + part + text[hi:]
+        if not n:
+            raise SystemExit(f"--set {setting!r}: init wrote no line for {key!r}")
+    return text
+
+
 class Replay:
     """A scratch corpus: a `writer` branch taking each day's state, merged into the reviewed `main`."""
 
@@ -309,17 +325,7 @@ class Replay:
             if self.motif_keys:
                 text = re.sub(r"^motif_keys = \[[^\]]*\]", "motif_keys = " + json.dumps(self.motif_keys),
                               text, count=1, flags=re.M)
-            for setting in self.settings:  # `key = value`: the line init wrote for that key, replaced
-                key, value = (x.strip() for x in setting.split("=", 1))
-                section, _, name = key.rpartition(".")  # `section.key = value`: within that section only
-                start = re.search(rf"^\[{re.escape(section)}\]", text, re.M) if section else None
-                lo = start.end() if start else 0
-                end = re.search(r"^\[", text[lo:], re.M) if start else None
-                hi = lo + end.start() if end else len(text)
-                part, n = re.subn(rf"^{re.escape(name)} = .*$", f"{name} = {value}", text[lo:hi], count=1, flags=re.M)
-                text = text[:lo] + part + text[hi:]
-                if not n:
-                    raise SystemExit(f"--set {setting!r}: init wrote no line for {key!r}")
+            text = apply_settings(text, self.settings)
             toml.write_text(text)
             git(self.root, "commit", "-q", "-am", "bench: review entity spellings too")
         if self.remote:

@@ -200,7 +200,8 @@ def verdict_of(p, c: Candidate, out: Outcome, model: str, ctx) -> Verdict:
                    is_yes=out.answer in p.yes, rationale=out.rationale, model=model, prompt=p.prompt.id,
                    attempts=out.attempts, calls=out.calls, agreement=out.agreement, tokens_in=out.tokens_in,
                    tokens_out=out.tokens_out, cost_usd=out.cost_usd, replies=out.replies, payload=out.payload,
-                   session=ctx.session, judge=ctx.judge.kind, orders=out.orders, by_position=out.by_position)
+                   session=ctx.session, judge=ctx.judge.kind, orders=out.orders, by_position=out.by_position,
+                   score=c.score)
 
 
 def note_skipped(p, ctx, r: PassResult, fingerprints: list[str], refused: set, busy: set) -> None:
@@ -248,6 +249,8 @@ async def judge_all(p, offer: list[Candidate], ctx, r: PassResult, paid: set = f
             # waiting while questions in flight may still resolve something and deposit more
             if c.fingerprint in owed:
                 allowance.owe(c.fingerprint)
+            elif c.fingerprint not in paid and not allowance.worth_asking(c.fingerprint, c.score):
+                continue  # not worth its reader's price (worth.py): it waits, and the next may be
             elif c.fingerprint not in paid and not await allowance.take(c.fingerprint):
                 break
             await queue.put(c)
@@ -265,7 +268,7 @@ async def judge_all(p, offer: list[Candidate], ctx, r: PassResult, paid: set = f
                     allowance.settle(c.fingerprint, asked=False)
                 continue
             r.offered += 1
-            resolved = False
+            resolved = judged = False
             try:
                 ctx.in_flight += 1  # what is with the judge counts toward the caps' next question
                 try:
@@ -280,6 +283,7 @@ async def judge_all(p, offer: list[Candidate], ctx, r: PassResult, paid: set = f
                     v = verdict_of(p, c, out, model, ctx)
                     keep(ctx, v)
                     r.judged += 1
+                    judged = True
                     if v.is_yes:
                         resolved = True
                         r.resolved += 1
@@ -295,7 +299,7 @@ async def judge_all(p, offer: list[Candidate], ctx, r: PassResult, paid: set = f
                                               out.error, ctx.session)
             finally:  # the balance moves as each verdict comes back, not at the session's end
                 if budgeted:
-                    allowance.settle(c.fingerprint, asked=True, resolved=resolved)
+                    allowance.settle(c.fingerprint, asked=True, resolved=resolved, judged=judged)
                 elif resolved:
                     allowance.deposit(1)
 

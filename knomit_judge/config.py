@@ -92,9 +92,15 @@ class DescribeConfig:
 @dataclass
 class BudgetConfig:
     enabled: bool = True
-    optimistic_cap: int = 20
+    # A pass's balance is money (docs/throttle.md): it opens at opening_usd, each read withdraws what it cost at
+    # its reader's price, each resolution deposits usd_per_resolution (also what the worth rule values one at).
+    opening_usd: float = 0.05
+    usd_per_resolution: float = 0.04
     probe_every: int = 5
-    questions_per_resolution: int = 8
+    # Before the balance counted money: in judge-model questions, converted at QUESTION_TOKENS of judge.model.
+    # 0 = not set (the USD keys hold); a file that sets them (every file init wrote before) means the same spend.
+    optimistic_cap: int = 0
+    questions_per_resolution: int = 0
     fresh_per_change: int = 2  # questions owed to each fact or spelling changed since the pass's last session
     # Dollar caps over every session on the corpus, as users budget: a UTC day and a UTC calendar month.
     # A day holds one full session (judge.max_cost_usd), so the default daily schedule is never cut short,
@@ -195,6 +201,13 @@ def retired_model(model: str) -> str | None:
     return (f"retired{f' (since {day})' if day else ''}: no request naming it can succeed; "
             f"its line's current model is {current!r}")
 
+# A judge question's typical size, tokens in and out: what converts the old counts of questions to money and
+# back. The mean of claude-sonnet-5-5's reads on the replay of a real KB (docs/choices.md).
+QUESTION_TOKENS = (1500, 100)
+# The scripted judge has no price: its balance opens at 20 questions and deposits 8 a resolution, as it always
+# did (optimistic_cap / questions_per_resolution, when set, replace them).
+SCRIPTED_QUESTIONS = (20, 8)
+
 
 @dataclass
 class Config:
@@ -225,6 +238,26 @@ class Config:
             return self.prices[model]
         best = max((name for name in self.prices if model.startswith(name + "-")), key=len, default=None)
         return self.prices[best] if best else None
+
+    def question_usd(self, model: str | None = None) -> float | None:
+        """A typical question's price at `model` (judge.model): what converts a count of questions to money."""
+        price = self.price(model or self.judge.model)
+        return None if price is None else price.usd(*QUESTION_TOKENS)
+
+    def budget_usd(self) -> tuple[float, float] | None:
+        """The balance's opening and deposit in USD; optimistic_cap / questions_per_resolution, if set, converted
+        at judge.model's question price (None: judge.model has no price)."""
+        b, q = self.budget, self.question_usd()
+        if q is None:
+            return None
+        return (b.optimistic_cap * q if b.optimistic_cap else b.opening_usd,
+                b.questions_per_resolution * q if b.questions_per_resolution else b.usd_per_resolution)
+
+    def budget_questions(self) -> tuple[int, int]:
+        """The balance in questions of a judge with no price (the scripted judge): the question keys as set, else
+        the counts it always had."""
+        b = self.budget
+        return b.optimistic_cap or SCRIPTED_QUESTIONS[0], b.questions_per_resolution or SCRIPTED_QUESTIONS[1]
 
     def models(self) -> dict[str, str]:
         """Every model a session may call, by the key that names it (judge.model, and describe.model with lines on)."""
@@ -279,10 +312,12 @@ _BOUNDS = {
     # optimistic_cap and unproven_allowance of 0 would latch a pass off: no offers, so never the verdicts
     # that move it to another state. Every off-state must still generate the evidence its way back reads.
     "shortlist.k": (1, None), "describe.batch": (1, None), "describe.carriers": (1, None),
-    "describe.body_chars": (100, None), "describe.max_tries": (1, None), "budget.optimistic_cap": (1, None), "budget.window": (1, None),
+    "describe.body_chars": (100, None), "describe.max_tries": (1, None), "budget.window": (1, None),
     "budget.patience": (1, None), "budget.probe_every": (1, None), "budget.unproven_allowance": (1, None),
+    # 0 = not set: opening_usd and usd_per_resolution hold
+    "budget.optimistic_cap": (0, None), "budget.questions_per_resolution": (0, None),
     # 0 would latch a defunded pass off: a probe that resolved something would leave it at zero.
-    "budget.questions_per_resolution": (1, None),
+    "budget.opening_usd": (0, None), "budget.usd_per_resolution": (0.0001, None),
     "budget.fresh_per_change": (0, None),  # 0: a changed fact waits for its rank like any other question
     "budget.max_usd_per_day": (0, None), "budget.max_usd_per_month": (0, None),
     "discovery.confidence": (0, 1), "discovery.min_group": (2, None), "discovery.max_group": (2, None),
@@ -441,8 +476,11 @@ max_tries = 3            # requests that may give a spelling no line; then it wa
 
 [budget]                 # per pass: a balance of questions; docs/configuration.md says why these values
 enabled = true           # false: no throttle (backfills, benchmarks); the line says unthrottled
-optimistic_cap = 20      # the balance a pass opens with, before any verdict
-questions_per_resolution = 8   # what one resolved decision is worth to you, in questions: each deposits this
+opening_usd = 0.05       # the balance a pass opens with, in USD, before any verdict; each read withdraws its cost
+usd_per_resolution = 0.04  # what one resolved decision is worth to you: each deposits this, and a read is offered
+                         # while its chance of resolving something times this is at least its price
+optimistic_cap = 0       # older files: the opening in judge-model questions (converted); 0 = opening_usd holds
+questions_per_resolution = 0   # older files: the deposit in judge-model questions; 0 = usd_per_resolution holds
 probe_every = 5          # a defunded pass (balance 0) still asks one question every `probe_every` sessions
 fresh_per_change = 2     # a fact new or edited since the last session: its 2 nearest questions are asked then
 max_usd_per_day = 5.0    # not per pass: every session of a UTC day (counted on the day it started); the rest waits

@@ -17,7 +17,7 @@ from .spend import summarise
 from .status import PassResult
 from .store import Store
 from .sync import Remote
-from .throttle import ThrottleState, assess
+from .throttle import ThrottleState, assess, buys_text, shown, terms
 
 
 def upcoming(t: ThrottleState) -> str:
@@ -55,16 +55,19 @@ def status(root: Path | str, limit: int = 10) -> dict:
         # Verdicts bind only their own kind of judge: show the throttle of the judge that answered last.
         judge = store.latest_judge() or "anthropic"
         passes = all_passes()
+        money = terms(config, judge)
         for name in JUDGED_PASSES:
-            t = assess(store, name, config.budget, judge)
+            t = assess(store, name, money, judge)
             flips, measured = store.flips(name, passes[name].default, judge)
-            throttle[name] = {"state": t.state, "why": t.why, "allowance": t.allowance, "balance": t.balance,
-                              "probe_due": t.probe, "next_probe_in": t.probe_in, "text": upcoming(t),
+            bought = buys_text(t, money)
+            throttle[name] = {"state": t.state, "why": t.why, **shown(t, money),
+                              "probe_due": t.probe, "next_probe_in": t.probe_in,
+                              "text": upcoming(t) + (f"; {bought}" if bought else ""),
                               "flips": flips, "flip_measured": measured,
                               "flip_rate": round(flips / measured, 4) if measured else None}
         # after a scripted session (the demo, a test), a plain `review` still starts from the real judge's own
         plain = {} if judge == "anthropic" else \
-            {name: upcoming(assess(store, name, config.budget, "anthropic")) for name in JUDGED_PASSES}
+            {name: upcoming(assess(store, name, terms(config, "anthropic"), "anthropic")) for name in JUDGED_PASSES}
         spend = summarise(store, config)
         metrics = figures(root, store, config, judge, spend=spend)  # what the metrics file holds, same figures
         lines = lines_figures(store, sessions)

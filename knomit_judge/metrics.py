@@ -25,7 +25,7 @@ from .models import kept as models_kept
 from .spend import Spend, summarise
 from .sync import STATES as SYNC_STATES, Remote
 from .status import STATES
-from .throttle import assess
+from .throttle import assess, shown, terms
 
 log = logging.getLogger(__name__)
 
@@ -100,17 +100,20 @@ def figures(root: Path, store, config: Config, judge: str = "anthropic", now: da
     last = store.sessions(1)
     history = pass_history(store)
     passes = {}
+    money = terms(config, judge)
     for name in JUDGED_PASSES:
         h = history.get(name)
         counts = h["counts"] if h else {}
-        t = assess(store, name, config.budget, judge)
+        t = assess(store, name, money, judge)
         charged = counts.get("charged_usd", counts.get("cost_usd"))
         passes[name] = {
             "state": counts.get("state"), "throttle": t.state,
             # a pass no session has run yet has no last session: its counts are None, not 0
             **{k: counts.get(k, 0) if h else None for k in ("candidates", "offered", "judged", "resolved", "waiting",
                                                             "first_reads", "audits", "misses")},
-            "allowance": t.allowance,  # None: unlimited (the dollar caps still hold)
+            # allowance: None is unlimited (the dollar caps still hold); the balance in money, and the reads it buys
+            # at each reader's price
+            **shown(t, money),
             "session_cost_usd": charged if h else None,
             "today_cost_usd": spend.per_pass[name]["today_usd"],
             "last_30_days_cost_usd": spend.per_pass[name]["last_30_days_usd"],
@@ -158,6 +161,9 @@ _PASS_GAUGES = [
     ("knomit_judge_pass_allowance_questions",
      "Questions the throttle allows the pass's next session (+Inf: unlimited; the dollar caps still hold).",
      "allowance"),
+    ("knomit_judge_pass_balance_usd",
+     "The pass's balance for its next session, in USD (what it may still spend on reads; docs/throttle.md).",
+     "balance_usd"),
     ("knomit_judge_pass_session_cost_usd",
      "What the pass's last session counted against the dollar caps, in USD.", "session_cost_usd"),
     ("knomit_judge_pass_today_cost_usd", "What the pass spent today (UTC), in USD.", "today_cost_usd"),

@@ -20,7 +20,8 @@ SET_NAME = "knomit_judge"
 TABLES = frozenset({"verdicts", "replies", "embeddings", "files", "sessions", "throttle", "calibrations", "refusals",
                     "batches", "batch_requests", "neighbour_sets", "candidate_lists", "journal_marks", "lines", "models", "audits"})
 # Columns a later migration adds to a table an earlier one made: without them the set was incomplete too.
-COLUMNS = {"lines": frozenset({"facts", "tries", "why"}), "batch_requests": frozenset({"model"})}
+COLUMNS = {"lines": frozenset({"facts", "tries", "why"}), "batch_requests": frozenset({"model"}),
+           "verdicts": frozenset({"score"})}
 _FILE = re.compile(r"[0-9]{4}_\w+\.sql")
 
 

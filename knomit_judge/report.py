@@ -21,6 +21,7 @@ from .passes import JUDGED_PASSES
 from .passes.registry import all_passes
 from .precision import history, of_pass
 from .store import Store
+from .throttle import assess, shown, terms
 
 SESSIONS = 10
 HISTORY = 60  # throttle records per pass in the chart
@@ -300,6 +301,21 @@ def flips_section(store) -> str:
             + table(["pass", "flip rate", "flips", "measured"], rows, {1, 2, 3}))
 
 
+def balance_section(store, config) -> str:
+    """Each pass's balance for its next session: in money, and in the reads it buys at each reader's price."""
+    judge = store.latest_judge() or "anthropic"
+    money = terms(config, judge)
+    rows = []
+    for name in JUDGED_PASSES:
+        t = assess(store, name, money, judge)
+        figures = shown(t, money)
+        amount = "unlimited" if t.balance is None else money.amount(t.balance)
+        buys = ", ".join(f"{'–' if n is None else n} at {m}" for m, n in figures["buys"].items())
+        rows.append([e(name), e(t.state), e(amount), e(buys)])
+    return (f"<p>The balance each pass may still spend ({e(judge)} judge), and what it buys "
+            "(docs/throttle.md).</p>" + table(["pass", "state", "balance", "reads it buys"], rows, {2}))
+
+
 DEMO_CORPUS = (".demo", "knomit-demo")  # where `make demo` reviews (the Makefile's DEMO), by its last two parts
 
 
@@ -343,7 +359,7 @@ def render(root: Path | str) -> str:
     try:
         sessions = store.sessions(SESSIONS)
         charts = "".join(throttle_chart(n, list(reversed(store.throttle_history(n, HISTORY)))) for n in JUDGED_PASSES)
-        charts += flips_section(store)
+        charts = balance_section(store, load_config(root)) + charts + flips_section(store)
         verdicts = store.verdicts()
         decisions = decisions_section(verdicts, written_facts(repo, verdicts, load_config(root).corpus.paths))
         calibration = calibration_section(latest(store), demo=(root.parent.name, root.name) == DEMO_CORPUS)

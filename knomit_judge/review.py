@@ -37,7 +37,8 @@ from .spend import Caps, summarise
 from .status import PassResult, total_cost
 from .store import FileIndex, Store
 from .sync import Remote, SyncReport, changed_since_last_session
-from .throttle import Allowance, assess, record
+from .throttle import Allowance, assess, record, terms
+from .worth import Worth
 from .transport import require_key
 from .verdicts import Journal, Verdict
 
@@ -360,10 +361,13 @@ async def _session(root, repo, config, store, options, notes, models: Lineup) ->
         passes = [p for name, p in all_passes().items() if name in options.passes]
         # before collecting: questions in a batch still running count as spent, and collected ones are
         # judged as paid below, so the balance charges each batched question once
-        throttles = {p.name: assess(store, p.name, config.budget, ctx.kind) for p in passes}
+        money = terms(config, ctx.kind)
+        throttles = {p.name: assess(store, p.name, money, ctx.kind) for p in passes}
         in_git = False  # what changed since the last session in the history, for a db that has none of its own
         for p in passes:
-            ctx.allowances[p.name] = Allowance(throttles[p.name], config.budget.questions_per_resolution)
+            # the scripted judge has no price: its balance counts questions, and every question is worth one
+            worth = Worth.of_pass(store, p.name, ctx.kind) if money.unit == "usd" else None
+            ctx.allowances[p.name] = Allowance(throttles[p.name], money, worth)
             since = ctx.store.last_session(p.name, ctx.kind) if ctx.index is not None else (None, None)
             paths = None
             if since == (None, None) and config.git.remote:  # unset, a session is exactly as before the remote
@@ -467,6 +471,11 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
         candidates = CandidateLists(ctx.store).candidates(p, ctx)  # read back when nothing it depends on changed
     yeses = ctx.store.unapplied_yes(p.name, ctx.kind)  # read once a round: asked again, or applied below
     reader = ctx.readers.setdefault(p.name, first_reader(ctx, p))
+    allowance = ctx.allowances[p.name]
+    allowance.reader = reader.model if reader.reads else ctx.config.judge.model  # whose price a read takes
+    if allowance.worth is not None:
+        allowance.read_price = allowance.worth.price(allowance.reader, ctx.config.judge.model, allowance.terms.price,
+                                                     ctx.config.judge.audit_share)
     # a suspended first reader's standing no's are asked again of the judge model
     answered = ctx.store.answered(p.name, ctx.kind) - asked_again(p, ctx, yeses) - reader.standing
     # not asked now: refused by the API under this prompt version, or in a Message Batch not yet collected
@@ -496,7 +505,8 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
     pending = [unapplied[fp] for fp in fps if fp in unapplied]
     r.fresh = max(r.fresh, sum(c.fresh for c in rest))
     if ctx.options.dry_run:  # no verdict comes back to move the balance: what it holds now is what is offered
-        room = max(len(owed), t.allowance or 0)  # the owed withdraw from the balance, and are asked past it
+        # the owed withdraw from the balance, and are asked past it; the rest as many as the balance buys
+        room = max(len(owed), int((t.allowance or 0) / allowance.price + 1e-9), t.probes)
         offer = [c for c in waiting if c.fingerprint in paid] + (rest if t.allowance is None else rest[:room])
         r.waiting = len(waiting) - len(offer)
         plan_dry(ctx, p, r, offer, result)
@@ -530,9 +540,13 @@ def asked_again(p, ctx: Context, yeses: list[Verdict]) -> set[str]:
 def finish_pass(p, ctx: Context, r: PassResult, t) -> None:
     """Name the pass's state, take its spend from the ledger, and record the throttle's session."""
     r.settle(held=r.waiting > 0, dry_run=ctx.options.dry_run)
-    if r.waiting and r.state == "worked" and t.allowance is not None and t.allowance <= 0 and \
+    if r.waiting and r.state == "worked" and t.allowance is not None and t.allowance <= 1e-9 and \
             not any("wait" in n for n in r.notes):
         r.notes.append(f"balance spent: {r.waiting} candidate(s) wait until resolutions refill it")
+    unworthy = ctx.allowances[p.name].unworthy if p.name in ctx.allowances else 0
+    if unworthy and not ctx.options.dry_run:
+        r.notes.append(f"{unworthy} question(s) not worth their price at the pass's chance of resolving something "
+                       "by score: they wait")
     charge(ctx, r)
     reader_notes(r, ctx.readers.get(p.name))
     if r.cost_usd is None:

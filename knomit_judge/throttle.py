@@ -1,16 +1,20 @@
-"""The outcome-funded throttle: judge attention is an amount, a balance of questions earned by resolutions.
+"""The outcome-funded throttle: judge attention is an amount, a balance of money earned by resolutions.
 
-Each judged pass holds a balance of questions, derived from its stored verdicts (oldest first): it
-opens at `budget.optimistic_cap`, every verdict withdraws one question, every resolved verdict (a yes
-not reverted) deposits `budget.questions_per_resolution`, and it never goes below zero (a question
-asked at zero is the probe, which the balance does not charge). Nothing here can be reset by deleting
-a counter: the verdicts come back from the journal in git. Within a session the balance moves live
-(`Allowance`): each offer takes one, each resolution coming back deposits, so a session stops asking
-when its balance runs out, not when the dollar cap is hit.
+Each judged pass holds a balance, derived from its stored verdicts (oldest first): it opens at
+`budget.opening_usd`, every verdict withdraws what its calls cost at its model's price (a typical question's
+price, config.QUESTION_TOKENS, per call: a first-reader no costs a twentieth of a judge-model read), every
+resolved verdict (a yes not reverted) deposits `budget.usd_per_resolution`, and it never goes below zero (a
+question asked at zero is the probe, which the balance does not charge). A file that sets the older
+`optimistic_cap` / `questions_per_resolution` means them in judge-model questions, converted at that price.
+A judge with no price (the scripted one) keeps the balance in questions: one a verdict. Nothing here can be
+reset by deleting a counter: the verdicts come back from the journal in git. Within a session the balance
+moves live (`Allowance`): each offer takes its reader's price, each resolution coming back deposits, so a
+session stops asking when its balance runs out, not when the dollar cap is hit; and within the balance a
+question is offered only while it is worth its price (worth.py).
 
 The states name where the balance stands:
-- optimistic: no verdict yet; the balance is the opening cap.
-- unproven: verdicts, none resolved, and what is left of the opening cap is above zero.
+- optimistic: no verdict yet; the balance is the opening.
+- unproven: verdicts, none resolved, and what is left of the opening is above zero.
 - funded: the balance is above zero and holds deposits (a verdict of the pass resolved something).
 - defunded: the balance is zero; only the probe, every `probe_every` sessions.
 
@@ -23,24 +27,67 @@ balance holds (never below zero), so the state stays what the verdicts make it.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from .config import BudgetConfig
+from .config import Config
 from .store import of_judge
 from .verdicts import MECHANICAL
+from .worth import Worth
+
+EPS = 1e-9  # USD: what is left of a balance after reads that spent it exactly (float sums) counts as zero
+
+
+@dataclass
+class Terms:
+    """What a pass's balance is counted in, and at what rates: money at each reader's price, or questions."""
+
+    unit: str  # "usd" | "questions" (a judge with no price: the scripted one)
+    opening: float
+    deposit: float  # per resolution; also what one resolution is worth to the worth rule
+    prices: dict = field(default_factory=dict)  # model -> price of one call (usd); a model not here costs `default`
+    default: float = 1.0  # the judge model's price of one call: a retired or unpriced model's calls count at it
+    probe_every: int = 5
+    enabled: bool = True
+    readers: list = field(default_factory=list)  # the first reader (if any), then the judge model
+
+    @classmethod
+    def questions(cls, opening: int, deposit: int, probe_every: int = 5, enabled: bool = True) -> "Terms":
+        return cls("questions", opening, deposit, probe_every=probe_every, enabled=enabled, readers=["question"])
+
+    def price(self, model: str | None) -> float:
+        """What one call of `model` withdraws."""
+        return self.prices.get(model, self.default) if self.unit == "usd" else 1.0
+
+    def amount(self, x: float) -> str:
+        """An amount as the terms count it: `$0.0412` or `12 questions`."""
+        return f"${x:.4f}" if self.unit == "usd" else f"{round(x)} questions"
+
+
+def terms(config: Config, judge: str | None = "anthropic") -> Terms:
+    """The balance's terms for a kind of judge: the real one pays each model's price; the scripted one, questions."""
+    b = config.budget
+    usd = config.budget_usd()
+    if judge == "scripted" or usd is None:
+        return Terms.questions(*config.budget_questions(), probe_every=b.probe_every, enabled=b.enabled)
+    prices = {m: config.question_usd(m) for m in {config.judge.model, *config.models().values()}}
+    first = config.models().get("judge.first_reader")
+    return Terms("usd", usd[0], usd[1], {m: p for m, p in prices.items() if p is not None},
+                 config.question_usd(), b.probe_every, b.enabled, [*([first] if first else []), config.judge.model])
 
 
 @dataclass
 class ThrottleState:
     state: str  # optimistic | funded | unproven | defunded | unthrottled
-    allowance: int | None  # questions this pass may still ask this session (live); None = unlimited
+    allowance: float | None  # what this pass may still spend this session (live, in the terms' unit); None = unlimited
     probe: bool  # this session's one offer is the defunded pass's probe
     why: str
     next_probe_in: int | None = None  # sessions after this one until the probe, while defunded and not due
-    balance: int | None = None  # the balance at the session's start, derived from the verdicts (None: unthrottled)
+    balance: float | None = None  # the balance at the session's start, derived from the verdicts (None: unthrottled)
+    probes: int = 0  # reads the probe may still take whatever the balance (1 for a due probe, 0 once taken)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.granted = self.allowance  # what the session started with; `allowance` moves as it asks
+        self.probes = self.probes or int(self.probe)
 
     def probe_fresh(self, owed: int = 0) -> None:
         """Make this defunded session a probe: facts its questions touch changed since its last session.
@@ -50,8 +97,7 @@ class ThrottleState:
         pass that owes new facts their nearest questions, those `owed` questions: nothing more is granted,
         and a resolution among them deposits as a probe's would.
         """
-        grant = 0 if owed else 1
-        self.probe, self.allowance, self.granted, self.next_probe_in = True, grant, grant, None
+        self.probe, self.probes, self.next_probe_in = True, 0 if owed else 1, None
         self.why += (f"; facts changed since its last session: it asks the {owed} question(s) owed to them" if owed
                      else "; facts changed since its last session: it probes the best fresh question")
 
@@ -65,12 +111,13 @@ class ThrottleState:
 
 @dataclass
 class Balance:
-    """A pass's balance of questions as its stored verdicts make it."""
+    """A pass's balance as its stored verdicts make it."""
 
-    questions: int  # verdicts counted (each withdrew one)
-    resolved: int  # of them, resolved (each deposited questions_per_resolution)
-    balance: int  # what is left, never below zero
+    questions: int  # verdicts counted (each withdrew its price)
+    resolved: int  # of them, resolved (each deposited the deposit)
+    balance: float  # what is left, never below zero
     reserved: int = 0  # questions in Message Batches submitted and not yet collected: already spent
+    spent: float = 0.0  # what the verdicts withdrew in all
 
 
 def defunded_run(rows: list[dict]) -> int:
@@ -83,113 +130,173 @@ def defunded_run(rows: list[dict]) -> int:
     return count
 
 
-def balance(store, pass_name: str, cfg: BudgetConfig, judge: str | None = None) -> Balance:
-    """The pass's balance from its verdicts: the opening cap, -1 a verdict, +questions_per_resolution a resolution.
+def balance(store, pass_name: str, t: Terms, judge: str | None = None) -> Balance:
+    """The pass's balance from its verdicts: the opening, minus each verdict's price, plus a deposit a resolution.
 
-    Floored at zero after each verdict, computed in one query: a walk S_k = cap + sum(step) clamped at
+    Floored at zero after each verdict, computed in one query: a walk S_k = opening + sum(step) clamped at
     zero ends at S_n - min(0, min_k S_k) (the walk reflected at its lowest point), so 100k verdicts
-    take one sorted scan in sqlite, not a Python loop. A reverted yes resolved nothing.
+    take one sorted scan in sqlite, not a Python loop. A reverted yes resolved nothing. A verdict's price is
+    its calls at its model's price (usd), or one (questions); a verdict from the reply cache made no call.
     """
     # a restated yes (model `mechanical`, decisions.restate) asked nothing: it neither withdraws nor deposits
     where, args = of_judge("pass = ? AND model != ?", [pass_name, MECHANICAL], judge)
-    q = cfg.questions_per_resolution
-    n, resolved, low = store.db.execute(
-        "SELECT count(*), coalesce(sum(r), 0), min(s) FROM ("
-        f"  SELECT r, sum(? * r - 1) OVER (ORDER BY created_at, rid ROWS UNBOUNDED PRECEDING) AS s FROM ("
-        f"    SELECT (is_yes AND NOT reverted) AS r, created_at, rowid AS rid FROM verdicts WHERE {where}))",
-        [q, *args]).fetchone()
-    walk = cfg.optimistic_cap + q * resolved - n
-    low = 0 if low is None else cfg.optimistic_cap + low
+    if t.unit == "usd":
+        models = sorted(t.prices)
+        cost = ("calls * CASE model " + "".join(" WHEN ? THEN ?" for _ in models) + " ELSE ? END") if models \
+            else "calls * ?"
+        cost_args = [x for m in models for x in (m, t.prices[m])] + [t.default]
+    else:
+        cost, cost_args = "1", []
+    n, resolved, spent, low = store.db.execute(
+        "SELECT count(*), coalesce(sum(r), 0), coalesce(sum(c), 0), min(s) FROM ("
+        f"  SELECT r, c, sum(? * r - c) OVER (ORDER BY created_at, rid ROWS UNBOUNDED PRECEDING) AS s FROM ("
+        f"    SELECT (is_yes AND NOT reverted) AS r, {cost} AS c, created_at, rowid AS rid FROM verdicts "
+        f"WHERE {where}))", [t.deposit, *cost_args, *args]).fetchone()
+    walk = t.opening + t.deposit * resolved - spent
+    low = 0 if low is None else t.opening + low
     reserved = store.reserved_questions(pass_name, judge)
-    return Balance(n, resolved, max(0, walk - min(0, low) - reserved), reserved)
+    left = walk - min(0, low) - reserved * t.default
+    return Balance(n, resolved, left if left > EPS else 0.0, reserved, spent)
 
 
-def assess(store, pass_name: str, cfg: BudgetConfig, judge: str | None = None) -> ThrottleState:
+def assess(store, pass_name: str, t: Terms, judge: str | None = None) -> ThrottleState:
     """The throttle state of the pass's next session, from its verdicts and its earlier sessions' records.
 
     Given a judge kind, only that kind's verdicts and sessions count: a scripted judge's defaults must not
     defund the real judge (nor the real judge's spending fund a script).
     """
-    if not cfg.enabled:
+    if not t.enabled:
         return ThrottleState("unthrottled", None, False, "budget.enabled = false")
-    b = balance(store, pass_name, cfg, judge)
+    b = balance(store, pass_name, t, judge)
     held = f", {b.reserved} in a running batch" if b.reserved else ""
     if b.questions == 0 and not b.reserved:
-        why = f"no verdicts yet: a balance of {b.balance} questions (the opening cap)"
+        why = f"no verdicts yet: a balance of {t.amount(b.balance)} (the opening)"
         return ThrottleState("optimistic", b.balance, False, why, balance=b.balance)
+    terms_text = f"{b.resolved} resolved x {t.amount(t.deposit)}, opening {t.amount(t.opening)}{held}"
     if b.balance > 0:
         state = "funded" if b.resolved else "unproven"
-        why = (f"balance {b.balance} questions: {b.questions} asked, {b.resolved} resolved "
-               f"x {cfg.questions_per_resolution}, opening {cfg.optimistic_cap}{held}")
+        why = f"balance {t.amount(b.balance)}: {b.questions} asked for {t.amount(b.spent)}, {terms_text}"
         return ThrottleState(state, b.balance, False, why, balance=b.balance)
     # A due probe that was not spent (no candidate, or no verdict came back) leaves the run unbroken,
     # so the next session is due again: the probe is retried until it buys a verdict.
-    waited = defunded_run(store.throttle_rows(pass_name, cfg.probe_every, judge)) + 1  # this session included
-    why = (f"balance 0: {b.questions} asked, {b.resolved} resolved x {cfg.questions_per_resolution}, "
-           f"opening {cfg.optimistic_cap}{held}")
-    if waited >= cfg.probe_every:
-        return ThrottleState("defunded", 1, True, why, balance=0)
-    return ThrottleState("defunded", 0, False, why, next_probe_in=cfg.probe_every - waited, balance=0)
+    waited = defunded_run(store.throttle_rows(pass_name, t.probe_every, judge)) + 1  # this session included
+    why = f"balance 0: {b.questions} asked for {t.amount(b.spent)}, {terms_text}"
+    if waited >= t.probe_every:
+        return ThrottleState("defunded", 0.0, True, why, balance=0.0)
+    return ThrottleState("defunded", 0.0, False, why, next_probe_in=t.probe_every - waited, balance=0.0)
+
+
+def shown(state: ThrottleState, t: Terms) -> dict:
+    """The balance as status, the metrics and the report show it: in money, and in the reads it buys at each
+    reader's price. `balance` and `allowance` stay what they always were, counts of judge-model questions (None:
+    unthrottled; a due probe's allowance is its one question)."""
+    amount = state.balance
+    buys = {m: None if amount is None else int(amount / t.price(m) + EPS) for m in t.readers}
+    judge = t.readers[-1] if t.readers else None
+    live = state.allowance
+    return {"allowance": None if live is None else int(live / t.price(judge) + EPS) if live > EPS else state.probes,
+            "balance": None if amount is None else int(amount / t.price(judge) + EPS),
+            "balance_usd": round(amount, 6) if amount is not None and t.unit == "usd" else None, "buys": buys}
+
+
+def buys_text(state: ThrottleState, t: Terms) -> str:
+    """`$0.0712: 356 reads at claude-haiku-5-5, 17 at claude-sonnet-5-5` (empty when unthrottled)."""
+    if not state.balance:  # unthrottled, or nothing left to buy anything with
+        return ""
+    figures = shown(state, t)["buys"]
+    reads = ", ".join(f"{n} {'reads ' if i == 0 else ''}at {m}" for i, (m, n) in enumerate(figures.items()))
+    return f"balance {t.amount(state.balance)} buys {reads}" if t.unit == "usd" else ""
 
 
 class Allowance:
-    """A pass's balance as it moves during a session: an offer takes one, a resolution coming back deposits.
+    """A pass's balance as it moves during a session: an offer takes its reader's price, a resolution deposits.
 
     Offers wait while the balance is spent but questions are still in flight, since one of them may
     resolve something and deposit more; with nothing in flight and nothing left, the pass stops asking.
-    The live figure is kept in `t.allowance`, which others read as "questions this pass may still ask".
+    The live figure is kept in `t.allowance`, which others read as "what this pass may still spend".
     """
 
-    def __init__(self, t: ThrottleState, per_resolution: int):
-        self.t, self.per_resolution = t, per_resolution
+    def __init__(self, t: ThrottleState, terms: Terms, worth: Worth | None = None) -> None:
+        self.t, self.terms, self.worth = t, terms, worth
+        self.reader: str | None = None  # the model that reads first this session (review sets it)
+        self.read_price = 0.0  # what a read costs in fact, audits included: the worth rule's price (review sets it)
         self.in_flight = 0
+        self.taken: dict[str, float] = {}  # fingerprint -> what its offer took from the balance
         self.probe: str | None = None  # the fingerprint the probe was spent on
         self.uncharged: set[str] = set()  # owed questions asked at a balance of zero: they took nothing
+        self.unworthy = 0  # questions passed over this session: not worth their price
+        self.scores: dict[str, float] = {}  # fingerprint -> score of a question offered as worth its price
         self._settled = asyncio.Event()
 
+    @property
+    def price(self) -> float:
+        """What the next read takes: one call at the reader's price."""
+        return self.terms.price(self.reader)
+
+    def worth_asking(self, fingerprint: str, score: float) -> bool:
+        """Whether a question at `score` is worth its reader's price (worth.py); always, with no rule."""
+        if self.worth is None or self.t.allowance is None or (self.t.allowance <= EPS and self.t.probes):
+            return True  # no rule, unthrottled, or the defunded pass's probe: asked whatever its chance
+        if self.worth.worth(score, self.read_price, self.terms.deposit):
+            self.scores[fingerprint] = score
+            return True
+        self.unworthy += 1
+        return False
+
     async def take(self, fingerprint: str) -> bool:
-        """Reserve one question; False once the balance is spent and nothing in flight can refill it."""
-        while self.t.allowance is not None and self.t.allowance <= 0:
+        """Reserve one read; False once the balance is spent and nothing in flight can refill it."""
+        while self.t.allowance is not None and self.t.allowance <= EPS and not self.t.probes:
             if not self.in_flight:
                 return False
             self._settled.clear()
             await self._settled.wait()
-        if self.t.allowance is not None:
-            self.t.allowance -= 1
-        if self.t.probe and self.probe is None and self.t.granted:  # a probe of owed questions grants nothing more
+        if self.t.allowance is not None and self.t.allowance <= EPS:  # the probe: asked at zero, charged nothing
+            self.t.probes -= 1
             self.probe = fingerprint
+            self.uncharged.add(fingerprint)
+        elif self.t.allowance is not None:
+            self.taken[fingerprint] = self.price
+            self.t.allowance -= self.price
         self.in_flight += 1
         return True
 
     def owe(self, fingerprint: str) -> None:
-        """Take a question owed to a fresh fact: asked whatever is left, withdrawing one if the balance holds one."""
+        """Take a question owed to a fresh fact: asked whatever is left, withdrawing its price if the balance holds it."""
         if self.t.allowance is not None:
-            if self.t.allowance > 0:
-                self.t.allowance -= 1
+            if self.t.allowance > EPS:
+                self.taken[fingerprint] = self.price
+                self.t.allowance -= self.price
             else:
                 self.uncharged.add(fingerprint)
         self.in_flight += 1
 
-    def settle(self, fingerprint: str, asked: bool, resolved: bool = False) -> None:
-        """A reserved question is done: given back if it was never asked; a resolution deposits.
+    def settle(self, fingerprint: str, asked: bool, resolved: bool = False, judged: bool = True) -> None:
+        """A reserved question is done: given back if it was never asked; a resolution deposits; a verdict
+        (`judged`: not a refusal or a failed call) teaches the worth rule's curve.
 
         The probe, and an owed question asked at zero, take the derived balance nowhere below zero: one
-        that resolved leaves questions_per_resolution - 1, as the verdicts will say next session.
+        that resolved leaves the deposit less its price, as the verdicts will say next session.
         """
         self.in_flight -= 1
         if self.t.allowance is not None:
             free = fingerprint in self.uncharged
             self.uncharged.discard(fingerprint)
-            probe = fingerprint == self.probe
-            self.t.allowance += (not asked and not free) + (self.per_resolution - (probe or free)) * resolved
-            if probe and not asked:
-                self.probe = None  # not spent: the grant goes to the next question
+            took = self.taken.pop(fingerprint, 0.0)
+            if not asked:
+                self.t.allowance += took
+                if fingerprint == self.probe:
+                    self.probe, self.t.probes = None, self.t.probes + 1  # not spent: the grant goes to the next
+            elif resolved:
+                self.t.allowance += self.terms.deposit - self.price * free
+        score = self.scores.pop(fingerprint, None)
+        if asked and judged and score is not None:
+            self.worth.seen(score, resolved)
         self._settled.set()
 
     def deposit(self, resolutions: int) -> None:
         """Resolutions of questions the balance did not pay for now (paid batch results): their deposits."""
         if self.t.allowance is not None:
-            self.t.allowance += self.per_resolution * resolutions
+            self.t.allowance += self.terms.deposit * resolutions
         self._settled.set()
 
 

@@ -89,6 +89,7 @@ class Verdict:
     judge: str = ""  # anthropic | scripted | mechanical: a verdict binds only the kind of judge that gave it
     orders: int | None = None  # orders of the question asked (1 or 2); None: recorded before they were counted
     by_position: list = field(default_factory=list)  # each asked order's majority answer, first order first
+    score: float | None = None  # the candidate's score when asked: what the worth rule's curve is fitted on
 
     def __post_init__(self):
         self.judge = self.judge or judge_of(self.pass_name, self.model)

@@ -15,12 +15,12 @@ from messages_server import text
 from test_kill_resume import signal_after, slow_then_held, start
 from test_throttle import TOPICS, asked, motif_repo, session
 
-from knomit_judge.config import BudgetConfig, load_config
+from knomit_judge.config import load_config
 from knomit_judge.history import status as get_status
 from knomit_judge.rebuild import rebuild
 from knomit_judge.review import ReviewOptions, review
 from knomit_judge.store import Store
-from knomit_judge.throttle import assess, balance
+from knomit_judge.throttle import Terms, assess, balance
 from knomit_judge.verdicts import Verdict
 
 NO = json.dumps({"same": False, "mechanism": ""})
@@ -38,7 +38,7 @@ def add(store, answers: str, session: str = "s1") -> None:
 
 def test_balance_opens_at_the_cap_withdraws_per_question_deposits_per_resolution_and_never_goes_below_zero(db_path):
     store = Store(db_path)
-    cfg = BudgetConfig(optimistic_cap=3, questions_per_resolution=4)
+    cfg = Terms.questions(3, 4)  # a judge with no price: the balance counts questions
     b = balance(store, "alias", cfg)
     assert (b.questions, b.resolved, b.balance) == (0, 0, 3) and assess(store, "alias", cfg).state == "optimistic"
     add(store, "n")
@@ -56,7 +56,8 @@ def test_balance_opens_at_the_cap_withdraws_per_question_deposits_per_resolution
     # a reverted yes resolved nothing: its deposit is gone, and so is the last one's lift from zero
     store.mark_reverted(store.verdicts("alias")[-1].id, "wrong")
     assert balance(store, "alias", cfg).balance == 0
-    assert "balance 0: 11 asked, 1 resolved x 4, opening 3" in assess(store, "alias", cfg).why
+    assert "balance 0: 11 asked for 11 questions, 1 resolved x 4 questions, opening 3 questions" in \
+        assess(store, "alias", cfg).why
     store.close()
 
 
@@ -160,7 +161,8 @@ def test_an_unchanged_corpus_converges_to_caught_up_or_to_the_probe_alone(tmp_pa
     assert calls == [10, 0, 0, 1, 0, 0, 1]  # defunded: nothing but its probe
 
     rich = motif_repo(tmp_path / "rich", "")
-    write_config(rich, SERIAL + "\n[budget]\noptimistic_cap = 100\n")
+    # a resolution worth 100 questions: every read is worth its price however many no's came before (worth.py)
+    write_config(rich, SERIAL + "\n[budget]\noptimistic_cap = 100\nquestions_per_resolution = 100\n")
     results = [session(rich, judge_env) for _ in range(4)]
     first = results[0][0].passes["alias"]
     assert results[0][1] == first.candidates < 100 and first.waiting == 0

@@ -54,7 +54,8 @@ def snapshot(root) -> dict[str, bytes]:
 
 def test_yes_writes_a_linked_fact_never_edits_a_match_and_is_not_asked_twice(tmp_path, judge_env):
     repo = group_corpus(tmp_path)
-    write_config(repo, FAST)
+    # an opening of 25 judge-model questions (the default $0.05 is 12): every question fits in the first session
+    write_config(repo, FAST + "[budget]\nopening_usd = 0.1\n")
     before = snapshot(repo.root)
     judge_env.responder = responder(discovery={TITLES: YES})
 

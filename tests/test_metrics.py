@@ -27,6 +27,7 @@ from test_throttle import JUDGE as THROTTLE_JUDGE
 from messages_server import DEFAULT_REPLY, status, text
 
 from knomit_judge.cli import cli
+from knomit_judge.config import load_config
 from knomit_judge.metrics import _PASS_GAUGES, PASS_STATES, write_atomic
 
 REPO = Path(__file__).resolve().parent.parent
@@ -95,7 +96,9 @@ def test_a_review_writes_a_metrics_file_the_prometheus_parser_reads_back(many, j
     # a pass this session did not run has no last session to report, but its throttle and allowance
     assert not [k for k in samples if k[0] == "knomit_judge_pass_state" and dict(k[1])["pass"] == "prune"]
     assert value(samples, "knomit_judge_pass_throttle_state", **{"pass": "prune", "state": "optimistic"}) == 1
-    assert value(samples, "knomit_judge_pass_allowance_questions", **{"pass": "prune"}) == 20
+    # the opening in money, counted in questions of the judge model at its price
+    opening = int(0.05 / load_config(many.root).question_usd() + 1e-9)  # the opening, $0.05, at claude-sonnet-4-6: 8
+    assert value(samples, "knomit_judge_pass_allowance_questions", **{"pass": "prune"}) == opening
     # the corpus
     assert value(samples, "knomit_judge_corpus_state", state="read") == 1
     assert value(samples, "knomit_judge_corpus_state", state="broken") == 0

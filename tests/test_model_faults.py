@@ -150,7 +150,7 @@ def test_a_model_that_thinks_only_when_asked_gets_no_thinking_room_and_is_estima
     from conftest import TEMPLATES
     repo = make_repo(tmp_path / "c", TEMPLATES["many"])
     write_config(repo, NO_LINES + '[judge]\nmodel = "claude-opus-4-5"\nposition_swap = false\n'
-                                  '[budget]\noptimistic_cap = 100\n')
+                                  '[budget]\nenabled = false\n')  # every offer is read: estimate vs spend
     judge_env.responder = measured({"same": False, "mechanism": ""})
     dry = json.loads(alias(repo, "--dry-run", "--json").stdout)
     estimate = dry["passes"]["alias"]["estimate_usd"]

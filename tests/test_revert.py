@@ -80,7 +80,9 @@ def three_built(tmp_path_factory):
     repo = make_repo(root, THREE)
     # every question in one session; the loopback gives no describe line, and a spelling given none is not asked
     # again (issue 39: by default it is, up to 3 times, which would add a journal commit to a later session)
-    repo.write("knomit-judge.toml", FAST + "[budget]\noptimistic_cap = 1000\n\n[describe]\nmax_tries = 1\n")
+    # (a resolution worth 1000 questions: every read is worth its price, worth.py)
+    repo.write("knomit-judge.toml", FAST + "[budget]\noptimistic_cap = 1000\nquestions_per_resolution = 1000\n\n"
+                                         "[describe]\nmax_tries = 1\n")
     repo.commit("config")
     with MessagesServer(planted) as server, pytest.MonkeyPatch.context() as mp:
         mp.setenv("ANTHROPIC_BASE_URL", server.url)

@@ -164,4 +164,4 @@ def test_status_shows_the_throttle_of_the_judge_that_answered_last(tmp_path, jud
     assert not any(line.startswith("throttle for the next plain review") for line in data["text"])
     kinds = [r["judge"] for r in verdict_rows(repo)]
     assert kinds.count("scripted") > 0 and kinds.count("anthropic") == real.judged
-    assert data["throttle"]["alias"]["why"].startswith(f"balance 0: {real.judged} asked, ")  # its own verdicts only
+    assert data["throttle"]["alias"]["why"].startswith(f"balance 0: {real.judged} asked for ")  # its own verdicts only

@@ -65,8 +65,9 @@ def test_status_shows_lines_throttle_and_sessions_without_a_call_or_a_write(tmp_
     assert any(line.startswith("  alias: defunded (next probe in 2 sessions) - candidates ") for line in out)
     assert any(line.startswith("  exact: nothing-qualified - ") for line in out)
     throttle = out[out.index("throttle for the next session:") + 1:][:3]
-    assert throttle[0].startswith("  alias: defunded (next probe in 2 sessions) - balance 0: 2 asked, "
-                                  "0 resolved x 8, ")
+    # optimistic_cap = 2 judge-model questions, converted: the balance counts money
+    assert throttle[0].startswith("  alias: defunded (next probe in 2 sessions) - balance 0: 2 asked for $0.0080, "
+                                  "0 resolved x $0.0400, opening $0.0080")
     assert throttle[1].startswith("  prune: optimistic - no verdicts yet")
     assert throttle[2].startswith("  discovery: optimistic - no verdicts yet")
     table = out[out.index("last 2 session(s), newest first:") + 2:]
@@ -100,7 +101,8 @@ def test_status_of_a_corpus_never_reviewed_creates_no_db(tmp_path, judge_env):
     db.unlink()
     out = status_cli(repo.root).splitlines()
     assert out[0] == "no sessions yet"
-    assert "  alias: optimistic - no verdicts yet: a balance of 20 questions (the opening cap)" in out
+    assert "  alias: optimistic - no verdicts yet: a balance of $0.0500 (the opening); balance $0.0500 buys 12 reads " \
+        "at claude-sonnet-5-5" in out
     assert not db.exists() and judge_env.calls == 0
 
 
