@@ -42,6 +42,7 @@ class PassResult:
     first_unconfirmed: int = 0
     audits: int = 0
     misses: int = 0
+    handed_over: int = 0  # questions the first reader could not read (unavailable, refused): the judge model read them
     missing: int = 0  # describe: spellings with an active carrier and no line at the session's end
 
     def describe_line(self) -> str:
