@@ -65,7 +65,7 @@ def status(root: Path | str, limit: int = 10) -> dict:
         spend = summarise(store, config)
         metrics = figures(root, store, config, judge, spend=spend)  # what the metrics file holds, same figures
         lines = lines_figures(store, sessions)
-        readers = audits.first_readers(store, config, JUDGED_PASSES)
+        readers = metrics["first_reader"]
     finally:
         store.close()
     precisions = precision.by_pass(root, config.calibration)  # from the labels journal: no db needed

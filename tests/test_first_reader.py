@@ -14,8 +14,9 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import SMALL, fact_text, git, make_repo, write_config
-from messages_server import tool
+from messages_server import refusal, status, tool
 
+from knomit_judge.asking import DOWN_AFTER
 from knomit_judge.audits import WINDOW
 from knomit_judge.cli import cli
 from knomit_judge.store import Store
@@ -161,3 +162,81 @@ def test_the_dry_run_prices_both_readers(corpus, judge_env):
     alone = json.loads(cheap)["passes"]["alias"]["estimate_usd"]
     assert 0 < est < alone / 3  # the first reader's reads cost a twentieth; the audits are a few judge-model reads
     assert judge_env.calls == 0
+
+
+class Down(Readers):
+    """The first reader answers every call 529 overloaded (or, with `refuse`, refuses the pairs named)."""
+
+    def __init__(self, refuse=None, strong_down: bool = False, **kw):
+        super().__init__(missed=(), **kw)
+        self.refuse, self.strong_down = refuse, strong_down
+
+    def __call__(self, req, n):
+        model = req.body["model"]
+        e = json.loads(re.search(r"<evidence>\n(.*)\n</evidence>", req.prompt, re.S).group(1))
+        pair = frozenset((e["motif_a"]["spelling"], e["motif_b"]["spelling"]))
+        if model == FIRST and self.refuse is None:
+            self.asked.append((model, pair))
+            return status(529, message="Overloaded")
+        if model == FIRST and pair in self.refuse:
+            self.asked.append((model, pair))
+            return refusal()
+        if model == STRONG and self.strong_down:
+            self.asked.append((model, pair))
+            return status(529, message="Overloaded")
+        return super().__call__(req, n)
+
+
+def test_a_first_reader_answering_529_hands_every_question_to_the_judge_model_in_the_same_session(corpus, judge_env):
+    readers = Down()
+    judge_env.responder = readers
+    result = CliRunner().invoke(cli, ["review", str(corpus.root), "--pass", "alias", "--json"])
+    assert result.exit_code == 0, result.output
+    r = json.loads(result.stdout)["passes"]["alias"]
+    assert len(merged(corpus)) == 2  # both true pairs, read by the judge model
+    first = [p for m, p in readers.asked if m == FIRST]
+    # 3 attempts a call (judge.max_attempts), one worker: after DOWN_AFTER questions the first reader is left alone
+    assert len(first) == 3 * DOWN_AFTER
+    assert r["handed_over"] == r["offered"] and r["first_reads"] == 0
+    assert f"{r['offered']} question(s) handed to the judge model: {FIRST} unavailable {r['offered']}" in r["notes"]
+    assert r["state"] == "worked" and r["unavailable"] == 0
+    store = Store.for_corpus(corpus.root)
+    assert {v.model for v in store.verdicts("alias")} == {STRONG}  # every verdict the judge model's
+    store.close()
+
+
+def test_a_refusal_is_kept_per_model_and_never_stops_another_model(corpus, judge_env):
+    readers = Down(refuse={PENALTY}, strong_down=True)  # the judge model down: nothing is decided this session
+    judge_env.responder = readers
+    result = CliRunner().invoke(cli, ["review", str(corpus.root), "--pass", "alias", "--json"])
+    r = json.loads(result.stdout)["passes"]["alias"]
+    assert r["handed_over"] >= 1 and merged(corpus) == []
+    db = Store.for_corpus(corpus.root)
+    refusals = [(row["model"], row["fingerprint"]) for row in db.db["refusals"].rows]
+    db.close()
+    assert [m for m, _ in refusals] == [FIRST]  # the first reader's refusal, under its own name
+
+    readers = Down(refuse={PENALTY})  # the judge model back; the first reader still refuses the pair
+    judge_env.responder = readers
+    again = alias(corpus)
+    assert not any(m == FIRST and p == PENALTY for m, p in readers.asked)  # not asked again of the model that refused
+    assert any(m == STRONG and p == PENALTY for m, p in readers.asked)  # the judge model reads it
+    assert any("penalty-blocks-own-recovery" in s for s in merged(corpus))
+    assert again["handed_over"] >= 1 and any("handed to the judge model" in n and "refused" in n
+                                             for n in again["notes"])
+
+
+def test_rebuild_makes_the_same_audit_rows_with_their_inclusion_probabilities(corpus, judge_env):
+    judge_env.responder = Readers(missed=(PENALTY,))
+    alias(corpus)
+    cols = "pass, fingerprint, session, kind, first_model, strong_model, miss, score, verdict, pi, stratum, born"
+    store = Store.for_corpus(corpus.root)
+    before = sorted(map(tuple, store.db.execute(f"SELECT {cols} FROM audits")))
+    store.close()
+    assert before and all(row[9] is not None for row in before)  # every audit kept with its pi
+    assert any(row[10] == "top" and row[9] == 1.0 for row in before)
+    assert CliRunner().invoke(cli, ["rebuild", str(corpus.root)]).exit_code == 0
+    store = Store.for_corpus(corpus.root)
+    after = sorted(map(tuple, store.db.execute(f"SELECT {cols} FROM audits")))
+    store.close()
+    assert after == before
