@@ -43,6 +43,7 @@ class FirstReader:
     target: float = 0.0  # judge.first_reader_recall
     down: int = 0  # unavailable answers in a row this session
     handed: dict = field(default_factory=lambda: {"unavailable": 0, "refused": 0})  # questions handed over
+    drawn: audits.Draw = field(default_factory=audits.Draw)  # the session's draws so far, over its rounds
 
     @property
     def reads(self) -> bool:
@@ -163,12 +164,19 @@ async def audit(p, ctx, r: PassResult, reader: FirstReader, hold) -> list[tuple[
     pool = {c.fingerprint: c for c in reader.pool if c.fingerprint not in new and c.fingerprint in reader.standing}
     reader.pending, reader.pool = [], []
     cfg = ctx.config.judge
+    so_far = reader.drawn  # a later round of the session draws with what the earlier ones left
     d = audits.draw(ctx.session, p.name, [(fp, c.score) for fp, c in new.items()],
                     [(fp, c.score, reader.standing[fp]) for fp, c in pool.items()], r.first_reads, cfg.audit_share,
-                    reader.target, reader.estimate.confirmed, audits.fit(ctx.store, p.name, reader.model))
+                    reader.target, reader.estimate.confirmed, audits.fit(ctx.store, p.name, reader.model),
+                    spent=so_far.expected, tops=audits.TOP - so_far.tops)
     if not d.pi:
         return []
-    ctx.store.add_draw(ctx.session, p.name, reader.model, d.floor, d.new, d.standing, d.expected)
+    # the session's record: its lowest floor (each new no faced at least that), its no's, its pi summed
+    floor = min(so_far.floor, d.floor) if so_far.new and d.new else d.floor if d.new else so_far.floor
+    reader.drawn = audits.Draw(floor=floor, new=so_far.new + d.new, standing=d.standing,
+                               expected=so_far.expected + d.expected, tops=so_far.tops + d.tops)
+    ctx.store.add_draw(ctx.session, p.name, reader.model, reader.drawn.floor, reader.drawn.new, d.standing,
+                       reader.drawn.expected)
     strong, found, every = ctx.judge, [], {**pool, **new}
 
     async def one(fp: str) -> None:

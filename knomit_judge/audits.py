@@ -89,19 +89,22 @@ class Draw:
     expected: float = 0.0  # the sum of pi
     new: int = 0
     standing: int = 0
+    tops: int = 0  # no's given pi = 1 as the top of the list
 
 
 def draw(session: str, pass_name: str, new: list[tuple[str, float]], standing: list[tuple[str, float, str]],
-         reads: int, share: float, target: float, confirmed: int, fit: MissFit) -> Draw:
-    """Fix every no's pi, then draw. `new`: this session's first-reader no's (fingerprint, score); `standing`:
+         reads: int, share: float, target: float, confirmed: int, fit: MissFit, spent: float = 0.0,
+         tops: int = TOP) -> Draw:
+    """Fix every no's pi, then draw. `new`: this round's first-reader no's (fingerprint, score); `standing`:
     older no's the judge model has not read (fingerprint, score, session that read it), under the same rule
-    save the top and the floor, which each no meets once, in its own session."""
+    save the top and the floor, which each no meets once, in its own session. A session's later rounds draw
+    with what its earlier ones left: `spent` (their pi summed) and `tops` (top places left)."""
     d = Draw(new=len(new), standing=len(standing))
-    total = budget(reads, share)
-    if not new and not standing or total <= 0:
+    total = max(0.0, budget(reads, share) - spent)
+    if not new and (not standing or total <= 0):
         return d
     ranked = sorted(new, key=lambda fs: -fs[1])
-    top, rest = ranked[:TOP], ranked[TOP:]
+    top, rest = ranked[:max(0, tops)], ranked[max(0, tops):]
     room = max(0.0, total - len(top))
     d.floor = floor_rate(target, confirmed, room, len(rest)) if rest else 0.0
     targeted = max(0.0, room - d.floor * len(rest))
@@ -122,6 +125,7 @@ def draw(session: str, pass_name: str, new: list[tuple[str, float]], standing: l
             d.stratum[fp] = "target" if born == session else "pool"
     d.picked = sorted(d.stratum, key=lambda fp: -d.pi[fp])
     d.expected = round(sum(d.pi.values()), 6)
+    d.tops = len(top)
     return d
 
 

@@ -296,8 +296,8 @@ def first_reader_score(store) -> dict:
     its no's the judge model read again and how many it missed; its yeses and how many the judge model shared."""
     out = {}
     for name, kinds in store.audit_totals().items():
-        audits, confirms = kinds.get("audit", {}), kinds.get("confirm", {})
-        n, missed = sum(audits.values()), audits.get(True, 0)
+        read_again, confirms = kinds.get("audit", {}), kinds.get("confirm", {})
+        n, missed = sum(read_again.values()), read_again.get(True, 0)
         out[name] = {"audits": n, "misses": missed, "miss_rate": round(missed / n, 4) if n else None,
                      "yeses": sum(confirms.values())}
     for name, confirmed in store.db.execute("SELECT pass, count(*) FROM audits WHERE kind = 'confirm' "

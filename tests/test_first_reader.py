@@ -112,6 +112,7 @@ def test_an_audit_finds_what_the_first_reader_missed_counts_it_and_the_pair_merg
     assert status["last_session"]["passes"]["alias"]["misses"] == 1
     assert status["metrics"]["passes"]["alias"]["misses"] == 1
     cal = CliRunner().invoke(cli, ["calibrate", "--journal", str(corpus.root), "--json"])
+    assert cal.exit_code == 0, (cal.output, cal.exception)
     scored = json.loads(cal.stdout)["first_reader"]["alias"]  # the first reader scored against the judge model
     assert (scored["audits"], scored["misses"], scored["yeses"], scored["confirmed"]) == (r["audits"], 1, 1, 1)
     text = CliRunner().invoke(cli, ["calibrate", "--journal", str(corpus.root)]).stdout
