@@ -299,6 +299,7 @@ class Replay:
         self.state: dict = {}
         self.exits: list[int] = []  # each review's exit code
         self.handed: list[dict] = []  # each review's questions handed from the first reader, by pass
+        self.suspended: list[list] = []  # each review's passes whose first reader was suspended
         self.env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "sk-ant-bench-dummy",
                     "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
         self.env.pop("KNOMIT_JUDGE_MODEL", None)
@@ -406,6 +407,7 @@ class Replay:
         self.exits.append(r.returncode)
         out = json.loads(r.stdout)
         self.handed.append({k: p.get("handed_over", 0) for k, p in out["passes"].items() if p.get("handed_over")})
+        self.suspended.append([k for k, p in out["passes"].items() if p.get("first_reader_state") == "suspended"])
         if self.remote:
             self.remote.after(out.get("sync") or {}, label, root)
         passes = out["passes"]
@@ -631,7 +633,8 @@ def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_ke
             print(f"{label:<11} {row.facts:>5} {changed:>6} {row.questions:>9} {row.asked:>5} {row.calls:>6} {cost:>8}  "
                   f"{states:<34} {res:>8} {row.commits:>8}{merged_text(row.merged, '  merged ')}"
                   f"{merged_text(back, '  back ')}"
-                  f"  ({row.seconds:.0f}s)", flush=True)
+                  + (f"  first reader suspended: {'/'.join(rp.suspended[-1])}" if rp.suspended[-1] else "")
+                  + f"  ({row.seconds:.0f}s)", flush=True)
         at = days[-1].session_at + timedelta(days=extra + 1)
         check = rebuild_check(rp, at)
         carried = set(load_corpus(rp.view, layout=load_config(rp.view).corpus).carriers)

@@ -59,14 +59,17 @@ class FirstReader:
         return set(self.standing) if self.suspended else set()
 
 
-def first_reader(ctx, p) -> FirstReader:
-    """Who reads the pass's questions first this session, from the config and the window's audits."""
+def first_reader(ctx, p, fps: list[str]) -> FirstReader:
+    """Who reads the pass's questions first this session, from the config and the window's audits; `fps`, the
+    round's candidates, tell whether any of its no's still stand unread by the judge model."""
     model = ctx.config.models().get("judge.first_reader")  # none when off, or the judge model itself
     if model is None or ctx.kind != "anthropic" or ctx.batches.submitting:
         return FirstReader(None)
     target = ctx.config.judge.first_reader_recall
     est = audits.estimate(ctx.store, p.name, model)
-    return FirstReader(model, est.reason(target), ctx.store.read_first_only(p.name, ctx.kind, model),
+    standing = ctx.store.read_first_only(p.name, ctx.kind, model)
+    all_read = not any(fp in standing for fp in fps)  # a changed fingerprint is a new question: not owed a reading
+    return FirstReader(model, est.reason(target, all_read), standing,
                        refused=ctx.store.refused(p.name, p.prompt.id, model), estimate=est, target=target)
 
 
@@ -91,6 +94,7 @@ def reader_notes(r: PassResult, reader: FirstReader | None) -> None:
     if reader is None or not reader.model:
         return
     r.first_reader = reader.model
+    r.first_reader_state = reader.state
     if reader.suspended:
         r.notes.append(f"first reader suspended: {reader.suspended}; {reader.model} reads nothing, "
                        f"{len(reader.standing)} of its no's are askable again")

@@ -183,11 +183,20 @@ class Estimate:
     rejected_usd: float = 0.0  # what the judge model's readings of the rejected yeses cost
     floor_sample: int = 0  # no's in the window's uniform sample
 
-    def reason(self, target: float) -> str:
-        """Why the evidence suspends the first reader, or "" when it does not."""
+    @property
+    def read_recall(self) -> float | None:
+        """The recall over the no's the judge model has read: exact once it has read them all."""
+        return self.confirmed / (self.confirmed + self.misses) if self.confirmed + self.misses else None
+
+    def reason(self, target: float, all_read: bool = False) -> str:
+        """Why the evidence suspends the first reader, or "" when it does not. `all_read`: the judge model has read
+        every no of the window still standing, so the misses are counted, not estimated: the evidence clears when
+        the counted recall meets the target."""
         if self.recall is not None and self.misses and self.recall < target:
+            if all_read and self.read_recall is not None and self.read_recall >= target:
+                return ""
             return (f"estimated recall {self.recall:.2f} below the target {target:g} "
-                    f"({self.misses} miss(es) in {self.audits} audits over the last {WINDOW} sessions)")
+                    f"({self.misses} miss(es) in {self.audits} audits over its last {WINDOW} reading sessions)")
         if self.rejected >= REJECT_MIN and self.rejected >= REJECT_SHARE * (self.rejected + self.confirmed):
             return (f"the judge model rejected {self.rejected} of its {self.rejected + self.confirmed} yeses, "
                     f"${self.rejected_usd:.4f} spent on them")
@@ -201,7 +210,7 @@ class Estimate:
             f"recall ~{self.recall:.2f} (misses ~{self.misses_estimated:.1f})"
         low = "not enough audits to bound" if self.recall_low is None else \
             f"{CONFIDENCE:.0%} lower bound {self.recall_low:.2f}"
-        return f"first reader over the last {WINDOW} sessions: {est}, {low}, target {target:g}"
+        return f"first reader over its last {WINDOW} reading sessions: {est}, {low}, target {target:g}"
 
 
 def estimate_from(nos: list[tuple[str, str]], floors: dict, audits: list[dict], confirmed: int, pass_name: str,
@@ -242,14 +251,14 @@ def fit(store, pass_name: str, model: str) -> MissFit:
 
 
 def estimate(store, pass_name: str, model: str) -> Estimate:
-    """The estimate and bound for a pass's first reader over the pass's last WINDOW sessions."""
-    window = store.pass_sessions(pass_name, WINDOW)
+    """The estimate and bound for a pass's first reader over its last WINDOW reading sessions."""
+    window = store.reader_sessions(pass_name, model, WINDOW)
     if not window:
         return Estimate()
     floors = store.audit_floors(pass_name, model, window)
     nos = store.first_nos(pass_name, model, window)
     audits = store.audit_rows(pass_name, model, window)
-    confirms = [a for a in audits if a["kind"] == "confirm"]
+    confirms = [a for a in audits if a["kind"] == "confirm" and a["session"] in window]
     confirmed = sum(a["first_answer"] == a["strong_answer"] for a in confirms)
     rejected = [a for a in confirms if a["first_answer"] != a["strong_answer"]]
     return estimate_from(nos, floors, [a for a in audits if a["kind"] == "audit"], confirmed, pass_name,
@@ -264,8 +273,9 @@ def published(e: Estimate, model: str | None, state: str, target: float) -> dict
             "target": target}
 
 
-def first_readers(store, config, passes) -> dict:
-    """`status --json`'s first_reader object: each judged pass's first reader, its state and its window."""
+def first_readers(store, config, passes, states: dict | None = None) -> dict:
+    """`status --json`'s first_reader object: each judged pass's first reader, its state (as its last session
+    had it, in `states`, else from the evidence) and its window."""
     model = config.models().get("judge.first_reader")
     target = config.judge.first_reader_recall
     out = {}
@@ -274,7 +284,8 @@ def first_readers(store, config, passes) -> dict:
             out[name] = published(Estimate(), None, "off", target)
             continue
         e = estimate(store, name, model)
-        out[name] = published(e, model, "suspended" if e.reason(target) else "reading", target)
+        state = (states or {}).get(name) or ("suspended" if e.reason(target) else "reading")
+        out[name] = published(e, model, state, target)
     return out
 
 
@@ -289,5 +300,5 @@ def status_lines(readers: dict) -> list[str]:
         low = "not enough audits to bound" if f["recall_low"] is None else \
             f"{CONFIDENCE:.0%} lower bound {f['recall_low']:.2f}"
         out.append(f"first reader on {name}: {f['model']} {f['state']}; {f['reads']} reads, {f['audits']} audits "
-                   f"over the last {WINDOW} sessions; {est}, {low}; target {f['target']:g}")
+                   f"over its last {WINDOW} reading sessions; {est}, {low}; target {f['target']:g}")
     return out

@@ -134,7 +134,9 @@ def figures(root: Path, store, config: Config, judge: str = "anthropic", now: da
         sync = Remote(open_repo(root), config).figures(ended)
     return {**({"sync": sync} if sync else {}),
             "models": models_kept(config, store),
-            "first_reader": audits.first_readers(store, config, JUDGED_PASSES),
+            # each pass's first reader as its last session had it (suspended or reading), with its window
+            "first_reader": audits.first_readers(store, config, JUDGED_PASSES, {
+                n: h["counts"].get("first_reader_state") for n, h in history.items() if n in JUDGED_PASSES}),
             "corpus": {"path": str(root), "state": corpus["state"] if corpus else None,
                        "files": corpus["files"] if corpus else None, "read": corpus["read"] if corpus else None,
                        "skipped": corpus["skipped"] if corpus else None},

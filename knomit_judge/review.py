@@ -411,7 +411,8 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
     with gc_paused():  # millions of small objects at 100k facts; see shortlist.gc_paused
         candidates = CandidateLists(ctx.store).candidates(p, ctx)  # read back when nothing it depends on changed
     yeses = ctx.store.unapplied_yes(p.name, ctx.kind)  # read once a round: asked again, or applied below
-    reader = ctx.readers.setdefault(p.name, first_reader(ctx, p))
+    fps = candidates.fingerprints  # compared without making the candidates: most are answered
+    reader = ctx.readers.get(p.name) or ctx.readers.setdefault(p.name, first_reader(ctx, p, fps))
     # a suspended first reader's standing no's are asked again of the judge model
     answered = ctx.store.answered(p.name, ctx.kind) - asked_again(p, ctx, yeses) - reader.askable
     # not asked now: refused by the API under this prompt version (by the judge model: a first reader's refusal
@@ -419,7 +420,6 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
     refused = ctx.store.refused(p.name, p.prompt.id, ctx.config.judge.model if ctx.kind == "anthropic" else None) \
         - answered
     busy = ctx.batches.busy(p.name) - answered
-    fps = candidates.fingerprints  # compared without making the candidates: most are answered
     waiting = fresh_first([candidates[i] for i, fp in enumerate(fps) if fp not in answered and fp not in refused
                            and fp not in busy and fp not in restating], ctx.fresh.get(p.name, set()))
     seen = ctx.seen.setdefault(p.name, set())

@@ -37,6 +37,7 @@ class PassResult:
     # the first reader (asking.py): its model, questions it read, its yeses the judge model confirmed or not,
     # and its no's the judge model read again (audits) and answered yes (misses)
     first_reader: str = ""
+    first_reader_state: str = ""  # reading | suspended (audits.py); "" with no first reader
     first_reads: int = 0
     first_confirmed: int = 0
     first_unconfirmed: int = 0

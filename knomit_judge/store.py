@@ -194,11 +194,12 @@ class Store:
                                        "floor": floor, "new": new, "standing": standing, "expected": expected,
                                        "created_at": now()}, replace=True)
 
-    def pass_sessions(self, pass_name: str, limit: int) -> list[str]:
-        """The pass's last `limit` sessions with the real judge, newest first: the window audits.py reads."""
+    def reader_sessions(self, pass_name: str, first_model: str, limit: int) -> list[str]:
+        """The last `limit` sessions in which this first reader read the pass (gave no's and drew audits), newest
+        first: the window audits.py reads. A suspended reader reads nothing, so its window stands still."""
         return [r[0] for r in self.db.execute(
-            "SELECT t.session FROM throttle t JOIN sessions s ON s.id = t.session WHERE t.pass = ? "
-            "AND t.judge = 'anthropic' ORDER BY s.started_at DESC LIMIT ?", [pass_name, limit])]
+            "SELECT session FROM audit_draws WHERE pass = ? AND first_model = ? AND new > 0 "
+            "ORDER BY created_at DESC LIMIT ?", [pass_name, first_model, limit])]
 
     def audit_floors(self, pass_name: str, first_model: str, sessions: list[str]) -> dict[str, float]:
         marks = ",".join("?" * len(sessions))
@@ -218,8 +219,8 @@ class Store:
         marks = ",".join("?" * len(sessions))
         cur = self.db.execute(
             f"SELECT fingerprint, session, born, kind, stratum, pi, miss, first_answer, strong_answer, cost_usd "
-            f"FROM audits WHERE pass = ? AND first_model = ? AND session IN ({marks})",
-            [pass_name, first_model, *sessions])
+            f"FROM audits WHERE pass = ? AND first_model = ? AND (session IN ({marks}) OR born IN ({marks}))",
+            [pass_name, first_model, *sessions, *sessions])
         names = [d[0] for d in cur.description]
         return [dict(zip(names, r)) for r in cur]
 

@@ -91,3 +91,13 @@ def test_too_few_audits_give_no_bound_and_the_binomial_bound_is_conservative():
     assert "not enough audits to bound" in e.line(0.8)
     assert upper_binomial(0, 100) == pytest.approx(1 - 0.05 ** (1 / 100), abs=1e-6)  # the rule of three's exact form
     assert upper_binomial(3, 3) == 1.0 and upper_binomial(0, 0) == 1.0
+
+
+def test_the_suspension_lifts_once_the_counted_misses_clear_the_evidence():
+    # one miss drawn at 1 in 10: estimated as 10, a recall of 9 / 19 below the target
+    e = estimate_from([("s", f"n{i}") for i in range(200)], {"s": 0.05},
+                      [{"fingerprint": "n1", "born": "s", "stratum": "target", "pi": 0.1, "miss": True}], 9, PASS)
+    assert e.recall == pytest.approx(9 / 19, abs=1e-4) and e.reason(0.8)
+    assert e.reason(0.8, all_read=False) != ""  # the unread no's may hide more
+    assert e.reason(0.8, all_read=True) == ""  # the judge model read them all: 9 of 10, the target met
+    assert e.reason(0.95, all_read=True) != ""  # ... and not a target of 0.95

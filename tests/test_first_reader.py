@@ -17,7 +17,6 @@ from conftest import SMALL, fact_text, git, make_repo, write_config
 from messages_server import refusal, status, tool
 
 from knomit_judge.asking import DOWN_AFTER
-from knomit_judge.audits import WINDOW
 from knomit_judge.cli import cli
 from knomit_judge.store import Store
 
@@ -119,7 +118,7 @@ def test_an_audit_finds_what_the_first_reader_missed_counts_it_and_the_pair_merg
     assert f"first reader on alias: {r['audits']} audits of its no's, 1 missed" in text
 
 
-def test_a_recall_below_target_suspends_the_first_reader_until_the_window_holds_no_evidence(corpus, judge_env):
+def test_a_recall_below_target_suspends_the_first_reader_while_the_evidence_stands(corpus, judge_env):
     readers = Readers()  # both true pairs missed: both found by the audits, two misses
     judge_env.responder = readers
     first = alias(corpus)
@@ -136,15 +135,17 @@ def test_a_recall_below_target_suspends_the_first_reader_until_the_window_holds_
     assert published["state"] == "suspended" and published["model"] == FIRST and published["target"] == 0.8
     assert published["misses"] == 2 and published["recall"] == 0.0
     assert published["recall_low"] == 0.0  # no confirmed yes: the bound is 0 whatever the audits
+    assert status["metrics"]["first_reader"] == status["first_reader"]
+    assert any(t.startswith("first reader on alias: claude-haiku-5-5 suspended") for t in status["text"])
 
-    for _ in range(WINDOW - 1):  # the evidence ages out of the window: the first reader reads again
-        assert any("suspended" in n for n in alias(corpus)["notes"])
+    # every no it gave has been read by the judge model: the misses are counted, 2 of 2 true pairs, and a
+    # recall of 0 stays below the target, so the suspension stands (a window frozen while it reads nothing)
     corpus.fact("facts/m/new.md", "Mechanism 99: a feedback loop of a new kind", motifs=["loop-kind-new"])
     corpus.commit("a new spelling")
     readers.asked.clear()
     third = alias(corpus)
-    assert not any("suspended" in n for n in third["notes"])
-    assert third["first_reads"] > 0 and {m for m, _ in readers.asked} >= {FIRST}
+    assert any("suspended" in n for n in third["notes"])
+    assert readers.asked and {m for m, _ in readers.asked} == {STRONG}
 
 
 def test_the_dry_run_prices_both_readers(corpus, judge_env):
