@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 TOP = 2  # a session's top no's by score: always audited
 WINDOW = 10  # the pass's last sessions the estimate and the bound look back on
-FLOOR_MIN = 0.01  # every new no has at least this chance of an audit
+FLOOR_MIN = 0.02  # every new no has at least this chance of an audit
 EDGE_MISSES = 3  # floor misses the floor should expect when the recall sits at its target
 CONFIDENCE = 0.95  # of the lower bound
 BOUND_MIN = 3  # floor-sampled no's the window needs before a bound is published
@@ -106,7 +106,8 @@ def draw(session: str, pass_name: str, new: list[tuple[str, float]], standing: l
     ranked = sorted(new, key=lambda fs: -fs[1])
     top, rest = ranked[:max(0, tops)], ranked[max(0, tops):]
     room = max(0.0, total - len(top))
-    d.floor = floor_rate(target, confirmed, room, len(rest)) if rest else 0.0
+    # with every new no at the top, each was read for sure: a floor of 1, as far as the bound's frame goes
+    d.floor = floor_rate(target, confirmed, room, len(rest)) if rest else 1.0
     targeted = max(0.0, room - d.floor * len(rest))
     pool = [(fp, s, session) for fp, s in rest] + list(standing)
     weights = {fp: fit.weight(s) for fp, s, _ in pool}
