@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 TOP = 2  # a session's top no's by score: always audited
 WINDOW = 10  # the pass's last sessions the estimate and the bound look back on
-FLOOR_MIN = 0.02  # every new no has at least this chance of an audit
+FLOOR_MIN = 0.015  # every new no has at least this chance of an audit
 EDGE_MISSES = 3  # floor misses the floor should expect when the recall sits at its target
 CONFIDENCE = 0.95  # of the lower bound
 BOUND_MIN = 3  # floor-sampled no's the window needs before a bound is published
@@ -105,7 +105,8 @@ def draw(session: str, pass_name: str, new: list[tuple[str, float]], standing: l
         return d
     ranked = sorted(new, key=lambda fs: -fs[1])
     top, rest = ranked[:max(0, tops)], ranked[max(0, tops):]
-    room = max(0.0, total - len(top))
+    # what the share buys past the top: a session that read a few no's spends its top places and nothing more
+    room = max(0.0, min(total, share * reads - spent) - len(top))
     # with every new no at the top, each was read for sure: a floor of 1, as far as the bound's frame goes
     d.floor = floor_rate(target, confirmed, room, len(rest)) if rest else 1.0
     targeted = max(0.0, room - d.floor * len(rest))

@@ -154,7 +154,7 @@ def test_the_dry_run_prices_both_readers(corpus, judge_env):
     alias = out["passes"]["alias"]
     n = alias["offered"]
     # the audits its draw would expect were every question a no: pi summed, at least the top two
-    expected = 2 + max(0.02 * (n - 2), n * 0.05 - 2)
+    expected = 2 + max(0.015 * (n - 2), n * 0.03 - 2)
     note = next(x for x in alias["notes"] if x.startswith("would ask"))
     assert note.startswith(f"would ask {n} question(s) = {n + round(expected)} call(s) ({n} by {FIRST}, "
                            f"about {expected:.1f} audits drawn"), note
