@@ -75,7 +75,7 @@ def first_reader(ctx, p, fps: list[str]) -> FirstReader:
 
 def meet(reader: FirstReader, candidates, fps: list[str]) -> None:
     """Take this round's standing no's into the audit pool (a changed fingerprint is a new question: not here)."""
-    if reader.reads and reader.standing:
+    if reader.model and reader.standing:
         seen = {c.fingerprint for c in reader.pool}
         reader.pool += [candidates[i] for i, fp in enumerate(fps) if fp in reader.standing and fp not in seen]
 
@@ -155,7 +155,7 @@ async def read(p, c: Candidate, ctx, r: PassResult, reader: FirstReader) -> tupl
         miss = out.answer != p.default  # a standing first-reader no the judge model now reads: an audit
         r.audits += 1
         r.misses += miss
-        return out, strong.model, audit_of("audit", reader.model, p.default, c, reader.standing[fp], None,
+        return out, strong.model, audit_of("audit", reader.model, p.default, c, reader.standing.pop(fp), None,
                                            "suspended" if reader.suspended else "read")
     return out, strong.model, None
 
@@ -163,10 +163,13 @@ async def read(p, c: Candidate, ctx, r: PassResult, reader: FirstReader) -> tupl
 async def audit(p, ctx, r: PassResult, reader: FirstReader, hold) -> list[tuple[float, Verdict]]:
     """The judge model reads again the first-reader no's this session's seeded draw picks (audits.draw), among
     the round's no's and the standing ones: a yes is a miss, kept as the judge model's verdict and returned to be
-    applied. `hold()` names a cap reached or a stop: the audits not read then wait, their no's standing."""
+    applied. While suspended, the standing no's the balance left unread: the top ones by pi, audits.TOP a
+    session. `hold()` names a cap reached or a stop: the audits not read then wait, their no's standing."""
     new = {c.fingerprint: c for c in reader.pending}
     pool = {c.fingerprint: c for c in reader.pool if c.fingerprint not in new and c.fingerprint in reader.standing}
     reader.pending, reader.pool = [], []
+    if reader.suspended:
+        return await standing_audits(p, ctx, r, reader, pool, hold)
     cfg = ctx.config.judge
     so_far = reader.drawn  # a later round of the session draws with what the earlier ones left
     d = audits.draw(ctx.session, p.name, [(fp, c.score) for fp, c in new.items()],
@@ -204,6 +207,36 @@ async def audit(p, ctx, r: PassResult, reader: FirstReader, hold) -> list[tuple[
             found.append((c.score, v))
 
     await asyncio.gather(*(one(fp) for fp in d.picked))
+    return found
+
+
+async def standing_audits(p, ctx, r: PassResult, reader: FirstReader, pool: dict, hold) -> list[tuple[float, Verdict]]:
+    """A suspended reader's standing no's the balance did not reach this session: audits.TOP of them, highest pi
+    (the miss-chance fit) first, read by the judge model outside the balance, as audits are, so a miss standing
+    low in the list is not lost while the throttle holds the pass to its owed questions."""
+    left = audits.TOP - reader.drawn.tops
+    if left <= 0 or not pool:
+        return []
+    fit = audits.fit(ctx.store, p.name, reader.model)
+    picks = sorted(pool.values(), key=lambda c: -fit.weight(c.score))[:left]
+    reader.drawn.tops += len(picks)
+    found = []
+    for c in picks:
+        if hold():
+            break
+        out = await ctx.judge.ask(p, c)
+        if out.kind != "verdict":
+            continue
+        miss = out.answer != p.default
+        r.audits += 1
+        r.misses += miss
+        v = verdict_of(p, c, out, ctx.judge.model, ctx,
+                       audit_of("audit", reader.model, p.default, c, reader.standing.pop(c.fingerprint), None,
+                                "suspended"))
+        keep(ctx, v)
+        if v.is_yes:
+            r.resolved += 1
+            found.append((c.score, v))
     return found
 
 
@@ -322,7 +355,8 @@ async def judge_all(p, offer: list[Candidate], ctx, r: PassResult, paid: set = f
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-    if reader is not None and reader.pending:  # a pass that read nothing this round draws no audits
+    # a pass that read nothing this round draws no audits; a suspended one reads its standing no's
+    if reader is not None and (reader.pending or reader.suspended and reader.pool):
         found = await audit(p, ctx, r, reader, hold)
         yes.extend(found)
         allowance.deposit(len(found))  # a miss the audit found resolved a question the balance already paid
