@@ -177,4 +177,4 @@ def test_an_install_missing_the_describe_prompt_or_the_last_migration_says_which
     (tmp_path / "kb").mkdir()
     done = run(target, tmp_path, "init", "kb", "--create")
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert "schema is incomplete (no table audits)" in done.stderr  # 0018_audits.sql, the last one
+    assert "schema is incomplete (no table audit_draws)" in done.stderr  # 0020_first_reader.sql, the last one
