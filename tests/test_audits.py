@@ -101,3 +101,11 @@ def test_the_suspension_lifts_once_the_counted_misses_clear_the_evidence():
     assert e.reason(0.8, all_read=False) != ""  # the unread no's may hide more
     assert e.reason(0.8, all_read=True) == ""  # the judge model read them all: 9 of 10, the target met
     assert e.reason(0.95, all_read=True) != ""  # ... and not a target of 0.95
+
+
+def test_a_first_reader_whose_yeses_the_judge_model_rejects_is_named_with_what_they_cost_and_suspended():
+    e = estimate_from([("s", f"n{i}") for i in range(50)], {"s": 0.05}, [], 1, PASS, rejected=6, rejected_usd=0.12)
+    assert e.reason(0.8) == "the judge model rejected 6 of its 7 yeses, $0.1200 spent on them"
+    fewer = estimate_from([("s", f"n{i}") for i in range(50)], {"s": 0.05}, [], 1, PASS, rejected=4,
+                          rejected_usd=0.08)
+    assert fewer.reason(0.8) == ""  # below the bound of 5 rejected: not yet named
