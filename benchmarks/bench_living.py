@@ -68,7 +68,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks"), str(ROOT / "tests")]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from messages_server import MessagesServer, tool  # noqa: E402
+from messages_server import MessagesServer, refusal, status as http_status, tool  # noqa: E402
 
 from knomit_judge.config import load_config  # noqa: E402
 from knomit_judge.corpus import load_corpus  # noqa: E402
@@ -143,7 +143,13 @@ class LabelJudge:
     questions: set = field(default_factory=set)  # this session's distinct questions that reached the judge
     lines: dict = field(default_factory=dict)
     usage: list = field(default_factory=list)  # (pass, model, tokens in, tokens out) of every call answered
-    first_misses: bool = False  # the first reader answers the default on every 2nd true prune and 3rd true alias pair
+    # a worse first reader (--first-misses): the default, every time it reads them, on these true pairs (frozensets of
+    # two fact paths or two spellings): 4 of the 5 dedups and 8 of the labelled alias pairs
+    first_misses: set = field(default_factory=set)
+    first_down: set = field(default_factory=set)  # sessions (1-based) in which the first reader answers 529
+    first_refuses: set = field(default_factory=set)  # true pairs whose questions the first reader refuses
+    session_no: int = 0  # the session being run, 1-based
+    first_true: dict = field(default_factory=lambda: defaultdict(lambda: [0, 0]))  # pass -> [true read, said yes]
     true_seen: dict = field(default_factory=lambda: defaultdict(int))  # true pairs the first reader was asked, by pass
     missed: list = field(default_factory=list)  # (pass, subject) the first reader answered the default on
     alias_pairs: set = field(default_factory=set)  # every alias pair asked, as a frozenset of its two spellings
@@ -193,14 +199,32 @@ class LabelJudge:
         # one question, whichever order it is asked in: calls per question is what one order saves
         self.questions.add((kind, frozenset(json.dumps(v, sort_keys=True) for v in ev.values())))
         answer = self.answer(kind, ev)
-        if self.first_misses and req.body.get("model") == FIRST_READER and answer != DEFAULTS[kind]:
-            self.true_seen[kind] += 1  # a worse first reader: the default on every 2nd prune, 3rd alias true pair
-            if self.true_seen[kind] % {"alias": 3, "prune": 2}.get(kind, 10 ** 9) == 0:
-                names = [ev[k]["spelling" if kind == "alias" else "title"] for k in
-                         (("motif_a", "motif_b") if kind == "alias" else ("fact_a", "fact_b"))]
-                self.missed.append(f"{kind}: {names[0]} / {names[1]}")
+        if req.body.get("model") != FIRST_READER or kind not in ("alias", "prune"):
+            return self.reply(kind, req, answer)
+        if self.session_no in self.first_down:
+            return http_status(529, message="Overloaded")  # a first reader down for the day: the SDK sees overloaded_error
+        pair = self.pair_of(kind, ev)
+        if pair & self.first_refuses:
+            return refusal()
+        if answer != DEFAULTS[kind]:
+            self.first_true[kind][0] += 1
+            if pair & self.first_misses:
+                self.missed.append(f"{kind}: {' / '.join(sorted(self.names(kind, ev)))}")
                 answer = DEFAULTS[kind]
+            else:
+                self.first_true[kind][1] += 1
         return self.reply(kind, req, answer)
+
+    def names(self, kind: str, ev: dict) -> list[str]:
+        return [ev[k]["spelling" if kind == "alias" else "title"] for k in
+                (("motif_a", "motif_b") if kind == "alias" else ("fact_a", "fact_b"))]
+
+    def pair_of(self, kind: str, ev: dict) -> set:
+        """The true pairs (as the sets above hold them) this question asks about."""
+        if kind == "alias":
+            return {frozenset(self.names(kind, ev))}
+        a, b = (self.titles.get(t, ()) for t in self.names(kind, ev))
+        return {frozenset((x, y)) for x in a for y in b}
 
 
 # -- the replay ------------------------------------------------------------------------------------------
@@ -289,6 +313,9 @@ class Replay:
         self.root, self.wt = work / "corpus", work / "writer"
         self.judge, self.server, self.motif_keys = judge, server, motif_keys
         self.state: dict = {}
+        self.exits: list[int] = []  # each review's exit code
+        self.handed: list[dict] = []  # each review's questions handed from the first reader, by pass
+        self.suspended: list[list] = []  # each review's passes whose first reader was suspended
         self.env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "sk-ant-bench-dummy",
                     "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
         self.env.pop("KNOMIT_JUDGE_MODEL", None)
@@ -376,13 +403,17 @@ class Replay:
         # the judge knows the facts by their titles: with a remote, as the remote has them (the clone merges it)
         self.judge.refresh(self.view if self.remote else root)
         self.judge.questions = set()
+        self.judge.session_no = n + 1
         before = self.server.calls + len(self.server.describe_requests)
         t0 = time.perf_counter()
         r = cli("review", str(root), "--json", env=self.env, at=at)
         seconds = time.perf_counter() - t0
         if r.returncode not in (0, 1):
             raise RuntimeError(f"knomit-judge review exited {r.returncode}: {r.stderr[-2000:]}")
+        self.exits.append(r.returncode)
         out = json.loads(r.stdout)
+        self.handed.append({k: p.get("handed_over", 0) for k, p in out["passes"].items() if p.get("handed_over")})
+        self.suspended.append([k for k, p in out["passes"].items() if p.get("first_reader_state") == "suspended"])
         if self.remote:
             self.remote.after(out.get("sync") or {}, label, root)
         passes = out["passes"]
@@ -608,12 +639,15 @@ def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_ke
             print(f"{label:<11} {row.facts:>5} {changed:>6} {row.questions:>9} {row.asked:>5} {row.calls:>6} {cost:>8}  "
                   f"{states:<34} {res:>8} {row.commits:>8}{merged_text(row.merged, '  merged ')}"
                   f"{merged_text(back, '  back ')}"
-                  f"  ({row.seconds:.0f}s)", flush=True)
+                  + (f"  first reader suspended: {'/'.join(rp.suspended[-1])}" if rp.suspended[-1] else "")
+                  + f"  ({row.seconds:.0f}s)", flush=True)
         at = days[-1].session_at + timedelta(days=extra + 1)
         check = rebuild_check(rp, at)
         carried = set(load_corpus(rp.view, layout=load_config(rp.view).corpus).carriers)
         status = cli("status", str(rp.root), "--json", env=rp.env, at=at)
         flips = find_key(json.loads(status.stdout), "flip") if status.returncode == 0 else None
+        first_reader = json.loads(status.stdout).get("first_reader") if status.returncode == 0 else None
+        exits, handed = rp.exits, rp.handed
         shared = rp.remote.report(rp.root) if rp.remote else None
     finally:
         server.close()
@@ -657,8 +691,17 @@ def replay(days: list[Day], judge: LabelJudge, pairs: dict, extra: int, motif_ke
           + ", ".join(f"{k} ${v:.2f}" for k, v in out["as_run"].items()))
     if judge.first_misses:
         out["first_reader_missed"] = len(judge.missed)
-        print(f"  the first reader answered the default on {len(judge.missed)} true pair(s) (--first-misses):"
+        print(f"  the first reader answered the default on {len(judge.missed)} true question(s) (--first-misses):"
               + "".join(f"\n    {m}" for m in judge.missed))
+    out["first_true"] = {k: {"true_read": v[0], "said_yes": v[1], "recall": round(v[1] / v[0], 4) if v[0] else None}
+                         for k, v in judge.first_true.items()}
+    out["first_reader"] = first_reader
+    out["exits"] = exits
+    out["handed_over"] = handed
+    print(f"  the first reader's true recall over the true questions it read: {json.dumps(out['first_true'])}")
+    print(f"  status --json first_reader at the end: {json.dumps(first_reader)}")
+    print(f"  review exit codes by session: {exits}; questions handed to the judge model: "
+          + (", ".join(f"session {i + 1} {h}" for i, h in enumerate(handed) if h) or "none"))
     out["by_model"] = by_model(judge.usage)
     print("  the same calls at list prices, by judge model (lines by claude-haiku-5-5), by pass; thinking at judge.effort "
           "low as assumed (models.THINKING_EXPECTED), not measured:")
@@ -900,7 +943,12 @@ def main(argv=None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="'KEY = VALUE'",
                     help="replace the line init wrote for KEY (e.g. 'questions_per_resolution = 20'); repeatable")
     ap.add_argument("--first-misses", action="store_true",
-                    help="a worse first reader: the default on every 2nd true prune and every 3rd true alias pair")
+                    help="a worse first reader: the default, every time it reads them, on 4 of the 5 dedups and 8 of "
+                         "the labelled alias pairs")
+    ap.add_argument("--first-down", default="", metavar="N,N,...",
+                    help="sessions (1-based) in which the first reader answers every call 529 overloaded")
+    ap.add_argument("--first-refuses", action="store_true",
+                    help="the first reader refuses every question of one true dedup (the first, by name)")
     ap.add_argument("--no-first-reader", action="store_true", help="judge.first_reader = \"\": the judge model alone")
     args = ap.parse_args(argv)
     if args.no_first_reader:
@@ -918,8 +966,14 @@ def main(argv=None) -> int:
                 print(f"skipped: {args.bundle} not found (the real history lives in ../shared/data)")
                 return 0
             days, pairs = real_days(args.bundle, work, args.days)
-            judge = LabelJudge(Spellings(read_alias_labels(ALIASES)), {frozenset(p) for p in pairs.values()},
-                               first_misses=args.first_misses)
+            labelled = read_alias_labels(ALIASES)
+            judge = LabelJudge(Spellings(labelled), {frozenset(p) for p in pairs.values()})
+            dedups = [frozenset(pairs[name]) for name in sorted(pairs)]
+            if args.first_misses:  # 4 of the 5 dedups, 8 of the labelled alias pairs (every other one, in file order)
+                judge.first_misses = set(dedups[1:]) | {frozenset(p) for p in labelled[::2][:8]}
+            if args.first_refuses:
+                judge.first_refuses = {dedups[0]}
+            judge.first_down = {int(n) for n in args.first_down.split(",") if n.strip()}
             if args.no_lines:  # as before lines existed: no describe step at all
                 args.set.append("describe.enabled = false")
             if not args.no_lines and args.lines.is_file():

@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import audits
 from .config import Config, load_config
 from .corpus import load_corpus
 from .errors import ConfigError, JudgeRefused, KnomitError, Unparsed
@@ -301,13 +302,19 @@ def first_reader_score(store) -> dict:
     its no's the judge model read again and how many it missed; its yeses and how many the judge model shared."""
     out = {}
     for name, kinds in store.audit_totals().items():
-        audits, confirms = kinds.get("audit", {}), kinds.get("confirm", {})
-        n, missed = sum(audits.values()), audits.get(True, 0)
+        read_again, confirms = kinds.get("audit", {}), kinds.get("confirm", {})
+        n, missed = sum(read_again.values()), read_again.get(True, 0)
         out[name] = {"audits": n, "misses": missed, "miss_rate": round(missed / n, 4) if n else None,
                      "yeses": sum(confirms.values())}
     for name, confirmed in store.db.execute("SELECT pass, count(*) FROM audits WHERE kind = 'confirm' "
                                             "AND strong_answer = first_answer GROUP BY pass"):
         out[name]["confirmed"] = confirmed
+    for name, model in store.db.execute("SELECT pass, first_model FROM audits a WHERE rowid = (SELECT max(rowid) "
+                                        "FROM audits b WHERE b.pass = a.pass)").fetchall():
+        # the latest first reader's window, as `status` publishes it: the estimate and the bound (audits.py)
+        e = audits.estimate(store, name, model)
+        out[name].update({"model": model, "recall": e.recall, "recall_low": e.recall_low,
+                          "misses_estimated": e.misses_estimated, "window": audits.WINDOW})
     return out
 
 
@@ -375,6 +382,9 @@ def lines(result: dict) -> list[str]:
         out.append(f"first reader on {name}: {f['audits']} audits of its no's, {f['misses']} missed "
                    f"(miss rate {_num(f['miss_rate'])}); {f.get('confirmed', 0)} of its {f['yeses']} yeses confirmed "
                    "by the judge model")
+        if f.get("model"):
+            low = "not enough audits to bound" if f["recall_low"] is None else f"95% lower bound {f['recall_low']:.2f}"
+            out.append(f"  over the last {f['window']} sessions: estimated recall {_num(f['recall'])}, {low}")
     o = result["overall"]
     out.append(f"{'all':<10} {o['n']:>3} {_num(o['precision']):>9} {_num(o['recall']):>6} {_num(o['agreement']):>9}")
     out.append("precision and recall are of yes (prune: merge or retract); agreement and kappa are over "

@@ -25,9 +25,12 @@ class JudgeConfig:
     # The cheapest current model reads every offered question first, in one order; its no is a verdict, its yes
     # goes to `model`, whose agreeing yes is the one that acts (asking.py). "" = off: `model` reads alone.
     first_reader: str = "claude-haiku-5-5"
-    # Of each pass's first reads in a session, this share (and at least 2) of its no's are read again by `model`,
-    # highest ranked first: a yes there is a miss, counted, and the pass reads alone after too many (asking.py).
-    audit_share: float = 0.05
+    # Of each pass's first reads in a session, this share (and at least the top 2) of its no's are expected to be read
+    # again by `model`, drawn by inclusion probability (audits.py): a yes there is a miss, counted and applied.
+    audit_share: float = 0.03
+    # The first reader's recall the audits hold it to (audits.py, docs/choices.md): it sets the floor's share of
+    # the audits, and a window whose estimate falls below it suspends the first reader for the pass.
+    first_reader_recall: float = 0.8
     concurrency: int = 4
     timeout_s: float = 600.0
     max_attempts: int = 3
@@ -305,7 +308,7 @@ _SECTION_TYPES = {
 _BOUNDS = {
     "judge.concurrency": (1, None), "judge.timeout_s": (0.001, None), "judge.max_attempts": (1, None),
     "judge.samples": (1, None), "judge.min_agreement": (0, 1), "judge.swap_sample": (0, 1),
-    "judge.audit_share": (0, 1),
+    "judge.audit_share": (0, 1), "judge.first_reader_recall": (0.01, 0.99),
     "judge.max_cost_usd": (0, None),
     "judge.max_tokens": (1, None), "judge.backoff_s": (0, None), "judge.backoff_max_s": (0, None),
     "judge.max_evidence_chars": (200, None),
@@ -442,7 +445,8 @@ DEFAULT_TOML = """\
 model = "claude-sonnet-5-5"   # a current model; `knomit-judge review` checks its lifecycle every session
 effort = "low"           # how hard a thinking model thinks: low, medium, high, xhigh or max (docs/choices.md)
 first_reader = "claude-haiku-5-5"  # reads every question first; its yes goes to `model`, which decides; "" = off
-audit_share = 0.05       # of a pass's first reads, this share of its no's (at least 2) is read again by `model`
+audit_share = 0.03       # of a pass's first reads, this share of its no's (at least 2) is read again by `model`
+first_reader_recall = 0.8  # the first reader's recall the audits hold it to; below it, the pass reads with `model`
 concurrency = 4          # judge calls in flight at once
 timeout_s = 600          # per judgment, retries included
 max_attempts = 3         # per call, on rate limits, overload, 5xx and connection errors

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import fields
 from pathlib import Path
 
-from . import precision
+from . import audits, precision
 from .config import load_config
 from .corpus import CorpusReport
 from .gitops import open_repo
@@ -71,6 +71,7 @@ def status(root: Path | str, limit: int = 10) -> dict:
         spend = summarise(store, config)
         metrics = figures(root, store, config, judge, spend=spend)  # what the metrics file holds, same figures
         lines = lines_figures(store, sessions)
+        readers = metrics["first_reader"]
     finally:
         store.close()
     precisions = precision.by_pass(root, config.calibration)  # from the labels journal: no db needed
@@ -81,9 +82,10 @@ def status(root: Path | str, limit: int = 10) -> dict:
     return {"last_session": last, "throttle": throttle, "judge": judge,
             "sessions": sessions, "unfinished": unfinished, "precision": {n: p.json() for n, p in precisions.items()},
             "spend": spend.json(), "metrics": metrics, "lines": lines,
-            "models": metrics["models"],
+            "models": metrics["models"], "first_reader": readers,
             "text": render(sessions, throttle, unfinished, judge,
                            [*plain_lines(plain), *sync_lines(metrics.get("sync")), *model_lines(metrics["models"]),
+                            *audits.status_lines(readers),
                             *precision.lines(precisions), *spend.lines()])}
 
 

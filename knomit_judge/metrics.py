@@ -15,6 +15,7 @@ import tempfile
 from datetime import datetime
 from pathlib import Path
 
+from . import audits
 from .config import Config
 from .corpus import atomic_write
 from .errors import ConfigError
@@ -110,7 +111,7 @@ def figures(root: Path, store, config: Config, judge: str = "anthropic", now: da
             "state": counts.get("state"), "throttle": t.state,
             # a pass no session has run yet has no last session: its counts are None, not 0
             **{k: counts.get(k, 0) if h else None for k in ("candidates", "offered", "judged", "resolved", "waiting",
-                                                            "first_reads", "audits", "misses")},
+                                                            "first_reads", "audits", "misses", "handed_over")},
             # allowance: None is unlimited (the dollar caps still hold); the balance in money, and the reads it buys
             # at each reader's price
             **shown(t, money),
@@ -136,6 +137,9 @@ def figures(root: Path, store, config: Config, judge: str = "anthropic", now: da
         sync = Remote(open_repo(root), config).figures(ended)
     return {**({"sync": sync} if sync else {}),
             "models": models_kept(config, store),
+            # each pass's first reader as its last session had it (suspended or reading), with its window
+            "first_reader": audits.first_readers(store, config, JUDGED_PASSES, {
+                n: h["counts"].get("first_reader_state") for n, h in history.items() if n in JUDGED_PASSES}),
             "corpus": {"path": str(root), "state": corpus["state"] if corpus else None,
                        "files": corpus["files"] if corpus else None, "read": corpus["read"] if corpus else None,
                        "skipped": corpus["skipped"] if corpus else None},
@@ -182,6 +186,19 @@ _PASS_GAUGES = [
      "First-reader no's the judge model read again in the pass's last session (asking.py).", "audits"),
     ("knomit_judge_pass_misses",
      "Audits in the pass's last session where the judge model said yes to a first-reader no.", "misses"),
+    ("knomit_judge_pass_handed_over",
+     "Questions the first reader could not read in the pass's last session (unavailable, refused): the judge "
+     "model read them.", "handed_over"),
+]
+# the first reader over its window (audits.py), per pass: absent while there is nothing to say
+_FIRST_READER_GAUGES = [
+    ("knomit_judge_first_reader_recall", "The first reader's estimated recall over the pass's last sessions.",
+     "recall"),
+    ("knomit_judge_first_reader_recall_low",
+     "A 95% lower bound on the first reader's recall, from the uniform floor of its audits.", "recall_low"),
+    ("knomit_judge_first_reader_recall_target", "judge.first_reader_recall.", "target"),
+    ("knomit_judge_first_reader_misses_estimated",
+     "The first reader's misses over the pass's last sessions, inverse-probability weighted.", "misses_estimated"),
 ]
 _DESCRIBE_GAUGES = [
     ("knomit_judge_describe_missing_lines",
@@ -289,6 +306,15 @@ def render(fig: dict) -> str:
                     [(_labels(corpus=corpus), sync["last_push_at"])])
         for name, help_text, key in _SYNC_GAUGES:
             _family(out, name, help_text, [(_labels(corpus=corpus), sync[key])])
+    readers = {n: f for n, f in (fig.get("first_reader") or {}).items() if f["state"] != "off"}
+    if readers:
+        _family(out, "knomit_judge_first_reader_state", "The pass's first reader: 1 for its state.",
+                [(_labels(corpus=corpus, **{"pass": n}, model=f["model"], state=s), int(f["state"] == s))
+                 for n, f in readers.items() for s in ("reading", "suspended")])
+    for name, help_text, key in _FIRST_READER_GAUGES:
+        if samples := [(_labels(corpus=corpus, **{"pass": n}), f[key]) for n, f in readers.items()
+                       if f[key] is not None]:
+            _family(out, name, help_text, samples)
     models = fig.get("models") or []
     if any(m["lifecycle"] for m in models):
         _family(out, "knomit_judge_model_lifecycle",

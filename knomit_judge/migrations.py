@@ -18,10 +18,11 @@ MIGRATIONS_DIR = resources.files("knomit_judge") / "data" / "migrations"
 SET_NAME = "knomit_judge"
 # Every table the code reads or writes: a db without one of them was migrated from an incomplete set of files.
 TABLES = frozenset({"verdicts", "replies", "embeddings", "files", "sessions", "throttle", "calibrations", "refusals",
-                    "batches", "batch_requests", "neighbour_sets", "candidate_lists", "journal_marks", "lines", "models", "audits"})
+                    "batches", "batch_requests", "neighbour_sets", "candidate_lists", "journal_marks", "lines", "models", "audits",
+                    "audit_draws"})
 # Columns a later migration adds to a table an earlier one made: without them the set was incomplete too.
 COLUMNS = {"lines": frozenset({"facts", "tries", "why"}), "batch_requests": frozenset({"model"}),
-           "verdicts": frozenset({"score"})}
+           "verdicts": frozenset({"score", "audit"}), "audits": frozenset({"verdict", "pi", "stratum", "born", "cost_usd"})}
 _FILE = re.compile(r"[0-9]{4}_\w+\.sql")
 
 

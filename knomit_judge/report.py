@@ -10,6 +10,7 @@ import re
 
 import git
 
+from . import audits
 from .calibrate import latest, subject_text
 from .config import load_config
 from .errors import CannotWrite
@@ -363,6 +364,7 @@ def render(root: Path | str) -> str:
         verdicts = store.verdicts()
         decisions = decisions_section(verdicts, written_facts(repo, verdicts, load_config(root).corpus.paths))
         calibration = calibration_section(latest(store), demo=(root.parent.name, root.name) == DEMO_CORPUS)
+        readers = first_reader_section(audits.first_readers(store, load_config(root), JUDGED_PASSES))
     finally:
         store.close()
     people = labels_sections(root)
@@ -372,10 +374,28 @@ def render(root: Path | str) -> str:
             f"<h1>knomit-judge report: {e(root.name)}</h1><p class=muted>{e(root)} · generated {e(made)}</p>"
             f"<h2>Last sessions</h2>{sessions_section(sessions)}"
             f"<h2>Throttle history</h2>{charts}"
+            f"<h2>The first reader</h2>{readers}"
             f"<h2>Applied decisions</h2>{decisions}"
             f"{people}"
             f"<h2>Calibration</h2>{calibration}"
             "</body></html>\n")
+
+
+def first_reader_section(readers: dict) -> str:
+    """Each pass's first reader over its window (audits.py): state, reads, audits, misses, recall and its bound."""
+    rows = [f"<tr><td>{e(n)}</td><td>{e(f['model'] or '-')}</td><td>{e(f['state'])}</td><td>{f['reads']}</td>"
+            f"<td>{f['audits']}</td><td>{f['misses']}</td><td>{_fmt(f['misses_estimated'], 1)}</td>"
+            f"<td>{_fmt(f['recall'])}</td><td>{'not enough audits to bound' if f['recall_low'] is None else _fmt(f['recall_low'])}"
+            f"</td><td>{f['target']:g}</td></tr>" for n, f in readers.items()]
+    return (f"<p>Over each pass's last {audits.WINDOW} sessions: the misses the audits found, the misses estimated by "
+            "weighting each audit by its inclusion probability, the estimated recall and a 95% lower bound from "
+            "the uniform floor of the audits alone.</p><table><tr><th>pass</th><th>model</th><th>state</th>"
+            "<th>reads</th><th>audits</th><th>misses</th><th>estimated</th><th>recall</th><th>lower bound</th>"
+            f"<th>target</th></tr>{''.join(rows)}</table>")
+
+
+def _fmt(v: float | None, digits: int = 2) -> str:
+    return "-" if v is None else f"{v:.{digits}f}"
 
 
 def write_report(root: Path | str, path: Path | str) -> Path:

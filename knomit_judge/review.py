@@ -20,8 +20,8 @@ from .embeddings import Embedder
 from .freshness import fresh_first, fresh_names, new_names, owed_to_fresh
 from .errors import BadFact, ConfigError, JudgeRefused, KnomitError
 from .gitops import Applier, Lock, dirty_paths, merge_in_progress, open_repo, shared_lock
-from .asking import (FirstReader, audits_due, collected_audits, first_reader, judge_all, note_skipped, plan_dry,
-                     reader_notes, submit_batch)
+from .asking import (FirstReader, audits_due, collected_audits, first_reader, judge_all, meet, note_skipped, plan_dry,
+                     reader_notes, standing_first, submit_batch)
 from .judge import Judge, ScriptedBackend, judge_kind, make_backend
 from .duplicates import run_exact
 from .lines import describe
@@ -470,18 +470,20 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
     with gc_paused():  # millions of small objects at 100k facts; see shortlist.gc_paused
         candidates = CandidateLists(ctx.store).candidates(p, ctx)  # read back when nothing it depends on changed
     yeses = ctx.store.unapplied_yes(p.name, ctx.kind)  # read once a round: asked again, or applied below
-    reader = ctx.readers.setdefault(p.name, first_reader(ctx, p))
+    fps = candidates.fingerprints  # compared without making the candidates: most are answered
+    reader = ctx.readers.get(p.name) or ctx.readers.setdefault(p.name, first_reader(ctx, p, fps))
     allowance = ctx.allowances[p.name]
     allowance.reader = reader.model if reader.reads else ctx.config.judge.model  # whose price a read takes
     if allowance.worth is not None:
         allowance.read_price = allowance.worth.price(allowance.reader, ctx.config.judge.model, allowance.terms.price,
                                                      ctx.config.judge.audit_share)
     # a suspended first reader's standing no's are asked again of the judge model
-    answered = ctx.store.answered(p.name, ctx.kind) - asked_again(p, ctx, yeses) - reader.standing
-    # not asked now: refused by the API under this prompt version, or in a Message Batch not yet collected
-    refused = ctx.store.refused(p.name, p.prompt.id) - answered
+    answered = ctx.store.answered(p.name, ctx.kind) - asked_again(p, ctx, yeses) - reader.askable
+    # not asked now: refused by the API under this prompt version (by the judge model: a first reader's refusal
+    # hands the question over), or in a Message Batch not yet collected
+    refused = ctx.store.refused(p.name, p.prompt.id, ctx.config.judge.model if ctx.kind == "anthropic" else None) \
+        - answered
     busy = ctx.batches.busy(p.name) - answered
-    fps = candidates.fingerprints  # compared without making the candidates: most are answered
     waiting = fresh_first([candidates[i] for i, fp in enumerate(fps) if fp not in answered and fp not in refused
                            and fp not in busy and fp not in restating], ctx.fresh.get(p.name, set()))
     seen = ctx.seen.setdefault(p.name, set())
@@ -492,6 +494,8 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
     rest = [c for c in waiting if c.fingerprint not in paid]
     owed = owed_to_fresh(p, ctx, waiting, paid)
     rest.sort(key=lambda c: c.fingerprint not in owed)  # stable: the owed first, then fresh, then backlog
+    rest = standing_first(reader, ctx, p, rest, owed)
+    meet(reader, candidates, fps)  # the first reader's standing no's among them: in the audit pool
     if first:
         if t.state == "defunded" and not t.probe and (owed or (waiting and waiting[0].fresh)):
             t.probe_fresh(len(owed))  # a new duplicate is asked while it is new, not probe_every sessions later

@@ -38,12 +38,14 @@ class PassResult:
     # the first reader (asking.py): its model, questions it read, its yeses the judge model confirmed or not,
     # and its no's the judge model read again (audits) and answered yes (misses)
     first_reader: str = ""
+    first_reader_state: str = ""  # reading | suspended (audits.py); "" with no first reader
     first_reads: int = 0
     first_confirmed: int = 0
     first_unconfirmed: int = 0
     audits: int = 0
     misses: int = 0
     audits_batched: int = 0  # audits gathered into this session's Message Batch: read in the next collection
+    handed_over: int = 0  # questions the first reader could not read (unavailable, refused): the judge model read them
     missing: int = 0  # describe: spellings with an active carrier and no line at the session's end
 
     def describe_line(self) -> str:

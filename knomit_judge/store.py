@@ -122,6 +122,18 @@ class Store:
     def add_verdict(self, v: Verdict) -> None:
         with self.db.atomic():
             self.db["verdicts"].insert(v.row(), replace=True)
+            if v.audit:  # the judge model's reading of a first-reader answer: its audit row, made from the verdict
+                self._audit_row(v)  # alone, so recovery and `rebuild` make the same row from the journal
+
+    def _audit_row(self, v: Verdict) -> None:
+        a = v.audit
+        self.db.execute(
+            "INSERT OR REPLACE INTO audits (pass, fingerprint, session, kind, first_model, strong_model, first_answer, "
+            "strong_answer, miss, score, created_at, verdict, pi, stratum, born, cost_usd) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [v.pass_name, v.fingerprint, v.session or "", a["kind"], a["first_model"], v.model, a["first_answer"],
+             v.answer, int(a["kind"] == "audit" and v.answer != a["first_answer"]), a.get("score"), v.created_at,
+             v.id, a.get("pi"), a.get("stratum"), a.get("born") or v.session, v.cost_usd])
 
     def verdict(self, verdict_id: str) -> Verdict | None:
         rows = list(self.db["verdicts"].rows_where("id = ?", [verdict_id]))
@@ -165,27 +177,60 @@ class Store:
         where, args = of_judge("pass = ?", [pass_name], judge)
         return {r[0] for r in self.db.execute(f"SELECT DISTINCT fingerprint FROM verdicts WHERE {where}", args)}
 
-    def read_first_only(self, pass_name: str, judge: str, first_model: str) -> set[str]:
-        """Fingerprints whose latest verdict is the first reader's (asking.py): answered by it alone."""
+    def read_first_only(self, pass_name: str, judge: str, first_model: str) -> dict[str, str]:
+        """Fingerprints whose latest verdict is the first reader's (asking.py), answered by it alone, each with the
+        session that read it: the standing no's of the audit pool."""
         where, args = of_judge("pass = ?", [pass_name], judge)
-        return {fp for fp, model in self.db.execute(
-            f"SELECT fingerprint, model FROM verdicts v WHERE {where} AND created_at = (SELECT max(created_at) FROM "
-            "verdicts w WHERE w.pass = v.pass AND w.fingerprint = v.fingerprint AND w.judge = v.judge)",
+        return {fp: session for fp, model, session in self.db.execute(
+            f"SELECT fingerprint, model, session FROM verdicts v WHERE {where} AND created_at = (SELECT max(created_at) "
+            "FROM verdicts w WHERE w.pass = v.pass AND w.fingerprint = v.fingerprint AND w.judge = v.judge)",
             args) if model == first_model}
 
     # audits (asking.py): the judge model's second reading of the first reader's answers -------------------
-    def add_audit(self, pass_name: str, fp: str, session: str, kind: str, first_model: str, strong_model: str,
-                  first_answer: str, strong_answer: str, miss: bool, score: float | None) -> None:
-        self.db["audits"].insert({"pass": pass_name, "fingerprint": fp, "session": session, "kind": kind,
-                                  "first_model": first_model, "strong_model": strong_model,
-                                  "first_answer": first_answer, "strong_answer": strong_answer, "miss": int(miss),
-                                  "score": score, "created_at": now()})
+    def add_draw(self, session: str, pass_name: str, first_model: str, floor: float, new: int, standing: int,
+                 expected: float) -> None:
+        """A session's draw of audits for a pass (audits.py): the floor rate its new no's faced."""
+        self.db["audit_draws"].insert({"session": session, "pass": pass_name, "first_model": first_model,
+                                       "floor": floor, "new": new, "standing": standing, "expected": expected,
+                                       "created_at": now()}, replace=True)
 
-    def recent_audits(self, pass_name: str, limit: int) -> list[bool]:
-        """The pass's last `limit` audits of a first-reader no, newest first, as miss or not."""
-        return [bool(r[0]) for r in self.db.execute(
-            "SELECT miss FROM audits WHERE pass = ? AND kind = 'audit' ORDER BY created_at DESC, rowid DESC LIMIT ?",
-            [pass_name, limit])]
+    def reader_sessions(self, pass_name: str, first_model: str, limit: int) -> list[str]:
+        """The last `limit` sessions in which this first reader read the pass (gave no's and drew audits), newest
+        first: the window audits.py reads. A suspended reader reads nothing, so its window stands still."""
+        return [r[0] for r in self.db.execute(
+            "SELECT session FROM audit_draws WHERE pass = ? AND first_model = ? AND new > 0 "
+            "ORDER BY created_at DESC LIMIT ?", [pass_name, first_model, limit])]
+
+    def audit_floors(self, pass_name: str, first_model: str, sessions: list[str]) -> dict[str, float]:
+        marks = ",".join("?" * len(sessions))
+        return {s: f for s, f in self.db.execute(
+            f"SELECT session, floor FROM audit_draws WHERE pass = ? AND first_model = ? AND session IN ({marks}) "
+            "AND new > 0", [pass_name, first_model, *sessions])}
+
+    def first_nos(self, pass_name: str, first_model: str, sessions: list[str]) -> list[tuple[str, str]]:
+        """(session, fingerprint) of the first reader's no's read in those sessions."""
+        marks = ",".join("?" * len(sessions))
+        return [tuple(r) for r in self.db.execute(
+            f"SELECT session, fingerprint FROM verdicts WHERE pass = ? AND model = ? AND is_yes = 0 "
+            f"AND judge = 'anthropic' AND session IN ({marks})", [pass_name, first_model, *sessions])]
+
+    def audit_rows(self, pass_name: str, first_model: str, sessions: list[str]) -> list[dict]:
+        """The audits and confirmations of this first reader read in those sessions."""
+        marks = ",".join("?" * len(sessions))
+        cur = self.db.execute(
+            f"SELECT fingerprint, session, born, kind, stratum, pi, miss, first_answer, strong_answer, cost_usd "
+            f"FROM audits WHERE pass = ? AND first_model = ? AND (session IN ({marks}) OR born IN ({marks}))",
+            [pass_name, first_model, *sessions, *sessions])
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, r)) for r in cur]
+
+    def audit_scores(self, pass_name: str, first_model: str, strata) -> list[tuple[float, bool, float]]:
+        """(score, miss, pi) of the pass's last audits drawn in these strata: what the miss-chance fit reads."""
+        marks = ",".join("?" * len(strata))
+        return [(r[0], bool(r[1]), r[2]) for r in self.db.execute(
+            f"SELECT score, miss, pi FROM audits WHERE pass = ? AND first_model = ? AND kind = 'audit' AND score "
+            f"IS NOT NULL AND pi > 0 AND stratum IN ({marks}) ORDER BY created_at DESC LIMIT 2000",
+            [pass_name, first_model, *strata])]
 
     def audit_totals(self, pass_name: str | None = None) -> dict:
         """Every audit and confirmation kept: counts by pass (calibrate scores the first reader with them)."""
@@ -333,10 +378,12 @@ class Store:
                 "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [pass_name, fp, model, prompt, json.dumps(subject, ensure_ascii=False), error, session, now()])
 
-    def refused(self, pass_name: str, prompt: str) -> set[str]:
-        """Fingerprints the API refused under this prompt version: not asked again."""
-        return {r[0] for r in self.db.execute(
-            "SELECT fingerprint FROM refusals WHERE pass = ? AND prompt = ?", [pass_name, prompt])}
+    def refused(self, pass_name: str, prompt: str, model: str | None = None) -> set[str]:
+        """Fingerprints the API refused under this prompt version (given a model, that model's refusals: another
+        model still reads them): not asked again of it."""
+        where, args = ("pass = ? AND prompt = ?", [pass_name, prompt]) if model is None else \
+            ("pass = ? AND prompt = ? AND model = ?", [pass_name, prompt, model])
+        return {r[0] for r in self.db.execute(f"SELECT fingerprint FROM refusals WHERE {where}", args)}
 
     # reply cache --------------------------------------------------------------
     def cached_reply(self, key: str, judge: str | None = None) -> dict | None:

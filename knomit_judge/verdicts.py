@@ -90,6 +90,9 @@ class Verdict:
     orders: int | None = None  # orders of the question asked (1 or 2); None: recorded before they were counted
     by_position: list = field(default_factory=list)  # each asked order's majority answer, first order first
     score: float | None = None  # the candidate's score when asked: what the worth rule's curve is fitted on
+    # the judge model reading a first-reader answer again (audits.py): kind, first_model, first_answer, pi, stratum,
+    # born, score; journalled, so a rebuild makes the same audit row
+    audit: dict | None = None
 
     def __post_init__(self):
         self.judge = self.judge or judge_of(self.pass_name, self.model)
@@ -100,7 +103,7 @@ class Verdict:
     def row(self) -> dict:
         row = asdict(self)
         row["pass"] = row.pop("pass_name")
-        for key in ("subject", "replies", "payload", "by_position"):
+        for key in ("subject", "replies", "payload", "by_position", "audit"):
             row[key] = json.dumps(row[key], ensure_ascii=False) if row[key] is not None else None
         row["is_yes"] = int(self.is_yes)
         row["reverted"] = int(self.reverted)
@@ -110,7 +113,7 @@ class Verdict:
     def from_row(cls, row: dict) -> "Verdict":
         row = dict(row)
         row["pass_name"] = row.pop("pass")
-        for key in ("subject", "replies", "payload", "by_position"):
+        for key in ("subject", "replies", "payload", "by_position", "audit"):
             row[key] = json.loads(row[key]) if row.get(key) is not None else None
         row["replies"] = row["replies"] or []
         row["by_position"] = row["by_position"] or []

@@ -1,0 +1,306 @@
+"""Audits: the first reader measured. Which of its no's the judge model reads again, with what probability, and
+what the readings say about the first reader's recall (docs/choices.md, "The first reader, measured").
+
+Each session, every first-reader no of a pass gets an inclusion probability pi before a seeded draw:
+- the session's top TOP no's by score: pi = 1 (the early catch of a miss at the top of the list);
+- a uniform floor: each new no is drawn at the same rate, so the floor's audits are a uniform sample;
+- a targeted share (stratum "target", or "pool" for an older no), spread over the new no's and the older ones still standing, by the square root of the
+  chance of a miss at that score as past audits show it.
+The draw is a hash of the session, the pass and the fingerprint: a rerun of the session draws the same audits.
+Over a window of the pass's last sessions, the audits give an inverse-probability (Horvitz-Thompson) estimate of
+the misses and of the recall, and the floor's audits alone a Clopper-Pearson 95% lower bound on the recall.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+
+TOP = 2  # a session's top no's by score: always audited
+WINDOW = 10  # the pass's last sessions the estimate and the bound look back on
+FLOOR_MIN = 0.015  # every new no has at least this chance of an audit
+EDGE_MISSES = 3  # floor misses the floor should expect when the recall sits at its target
+CONFIDENCE = 0.95  # of the lower bound
+BOUND_MIN = 3  # floor-sampled no's the window needs before a bound is published
+REJECT_MIN = 5  # first-reader yeses the judge model read before a rejection rate can suspend the reader
+REJECT_SHARE = 0.8  # of those, the share rejected that suspends it
+DESIGN = ("top", "target", "floor")  # strata of the seeded draw: the estimate reads these alone
+KERNEL = 0.05  # width, in score, of the miss-chance fit
+
+
+def uniform(*parts: str) -> float:
+    """A number in [0, 1) fixed by its parts: the seeded draw, reproducible from what the session recorded."""
+    return int(hashlib.sha256("|".join(parts).encode()).hexdigest()[:13], 16) / 16 ** 13
+
+
+def floor_draw(session: str, pass_name: str, fp: str) -> float:
+    """The uniform number a no's floor draw compares with the floor rate, in the session that read it."""
+    return uniform("floor", session, pass_name, fp)
+
+
+def target_draw(session: str, pass_name: str, fp: str) -> float:
+    """The uniform number a no's targeted draw compares with its targeted share, in a given session."""
+    return uniform("target", session, pass_name, fp)
+
+
+@dataclass
+class MissFit:
+    """The chance of a miss at a score, fit on past design audits by a kernel-weighted, inverse-probability
+    weighted miss rate; with no miss seen yet, the score itself stands in (SUPG's square-root weights)."""
+
+    rows: list = field(default_factory=list)  # (score, miss, pi)
+
+    def chance(self, score: float) -> float:
+        if not any(m for _, m, _ in self.rows):
+            return min(max(score, 1e-3), 1.0)
+        weights = [(math.exp(-((score - s) / KERNEL) ** 2 / 2) / max(pi, 1e-6), m) for s, m, pi in self.rows]
+        total = sum(w for w, _ in weights)
+        prior = 0.01  # a pseudo-audit at a small miss rate: a score no audit has come near keeps a small chance
+        return (sum(w for w, m in weights if m) + prior * 0.05) / (total + prior)
+
+    def weight(self, score: float) -> float:
+        return math.sqrt(self.chance(score))
+
+
+def budget(reads: int, share: float) -> float:
+    """Audits a session expects for a pass: judge.audit_share of its first reads, and at least TOP."""
+    return max(float(TOP), share * reads) if reads else 0.0
+
+
+def floor_rate(target: float, confirmed: int, room: float, new: int) -> float:
+    """The floor's rate: enough that, were the recall at its target, the floor would expect EDGE_MISSES misses
+    over the window (from the window's confirmed yeses, i.e. its positive rate), within half the room the
+    budget leaves, and never below FLOOR_MIN."""
+    needed = EDGE_MISSES * target / (max(confirmed, 1) * (1 - target)) / WINDOW if target < 1 else 1.0
+    affordable = room / 2 / new if new else 0.0
+    return min(1.0, max(FLOOR_MIN, min(needed, affordable)))
+
+
+@dataclass
+class Draw:
+    """One pass's audits in one session: each no's pi and stratum, and which were drawn."""
+
+    floor: float = 0.0
+    pi: dict = field(default_factory=dict)  # fingerprint -> inclusion probability
+    stratum: dict = field(default_factory=dict)  # fingerprint -> top | target | floor
+    born: dict = field(default_factory=dict)  # fingerprint -> the session whose first read gave the no
+    picked: list = field(default_factory=list)  # fingerprints drawn, highest pi first
+    expected: float = 0.0  # the sum of pi
+    new: int = 0
+    standing: int = 0
+    tops: int = 0  # no's given pi = 1 as the top of the list
+
+
+def draw(session: str, pass_name: str, new: list[tuple[str, float]], standing: list[tuple[str, float, str]],
+         reads: int, share: float, target: float, confirmed: int, fit: MissFit, spent: float = 0.0,
+         tops: int = TOP) -> Draw:
+    """Fix every no's pi, then draw. `new`: this round's first-reader no's (fingerprint, score); `standing`:
+    older no's the judge model has not read (fingerprint, score, session that read it), under the same rule
+    save the top and the floor, which each no meets once, in its own session. A session's later rounds draw
+    with what its earlier ones left: `spent` (their pi summed) and `tops` (top places left)."""
+    d = Draw(new=len(new), standing=len(standing))
+    total = max(0.0, budget(reads, share) - spent)
+    if not new and (not standing or total <= 0):
+        return d
+    ranked = sorted(new, key=lambda fs: -fs[1])
+    top, rest = ranked[:max(0, tops)], ranked[max(0, tops):]
+    # what the share buys past the top: a session that read a few no's spends its top places and nothing more
+    room = max(0.0, min(total, share * reads - spent) - len(top))
+    # with every new no at the top, each was read for sure: a floor of 1, as far as the bound's frame goes
+    d.floor = floor_rate(target, confirmed, room, len(rest)) if rest else 1.0
+    targeted = max(0.0, room - d.floor * len(rest))
+    pool = [(fp, s, session) for fp, s in rest] + list(standing)
+    weights = {fp: fit.weight(s) for fp, s, _ in pool}
+    share_of = spread(targeted, weights)
+    for fp, _ in top:
+        d.pi[fp], d.stratum[fp], d.born[fp] = 1.0, "top", session
+    for fp, _, born in pool:
+        f = d.floor if born == session else 0.0
+        t = share_of.get(fp, 0.0)
+        d.pi[fp] = 1 - (1 - f) * (1 - t)
+        d.born[fp] = born
+        if f and floor_draw(session, pass_name, fp) < f:
+            d.stratum[fp] = "floor"  # in the uniform sample, whatever the targeted draw says
+        elif target_draw(session, pass_name, fp) < t:
+            # an older no drawn again: it finds the miss, but the estimate reads each no's draw in its own session
+            d.stratum[fp] = "target" if born == session else "pool"
+    d.picked = sorted(d.stratum, key=lambda fp: -d.pi[fp])
+    d.expected = round(sum(d.pi.values()), 6)
+    d.tops = len(top)
+    return d
+
+
+def spread(total: float, weights: dict) -> dict:
+    """Shares proportional to the weights summing to `total`, none above 1 (the excess spread over the rest)."""
+    out, left, open_ = {}, total, dict(weights)
+    while left > 1e-12 and open_:
+        mass = sum(open_.values())
+        if mass <= 0:
+            break
+        full = {fp for fp, w in open_.items() if left * w / mass >= 1}
+        if not full:
+            out.update({fp: left * w / mass for fp, w in open_.items()})
+            break
+        for fp in full:
+            out[fp] = 1.0
+            del open_[fp]
+        left -= len(full)
+    return out
+
+
+def upper_binomial(k: int, n: int, confidence: float = CONFIDENCE) -> float:
+    """The one-sided Clopper-Pearson upper bound on a rate with k events in n draws."""
+    if n <= 0 or k >= n:
+        return 1.0
+
+    def cdf(p: float) -> float:  # P(X <= k) for X ~ Binomial(n, p)
+        if p <= 0:
+            return 1.0
+        if p >= 1:
+            return 0.0
+        lp, lq = math.log(p), math.log1p(-p)
+        return sum(math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * lp + (n - i) * lq)
+                   for i in range(k + 1))
+
+    lo, hi = 0.0, 1.0
+    for _ in range(60):  # bisection: cdf falls as p rises
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if cdf(mid) > 1 - confidence else (lo, mid)
+    return hi
+
+
+@dataclass
+class Estimate:
+    """What the window's audits say about a pass's first reader."""
+
+    reads: int = 0  # questions the first reader answered in the window
+    audits: int = 0  # its no's the judge model read again
+    misses: int = 0  # of those, yeses
+    misses_estimated: float | None = None  # inverse-probability weighted, over the window's no's
+    recall: float | None = None
+    recall_low: float | None = None  # None: not enough audits to bound
+    confirmed: int = 0  # its yeses the judge model confirmed
+    rejected: int = 0  # its yeses the judge model did not
+    rejected_usd: float = 0.0  # what the judge model's readings of the rejected yeses cost
+    floor_sample: int = 0  # no's in the window's uniform sample
+
+    @property
+    def read_recall(self) -> float | None:
+        """The recall over the no's the judge model has read: exact once it has read them all."""
+        return self.confirmed / (self.confirmed + self.misses) if self.confirmed + self.misses else None
+
+    def reason(self, target: float, all_read: bool = False) -> str:
+        """Why the evidence suspends the first reader, or "" when it does not. `all_read`: the judge model has read
+        every no of the window still standing, so the misses are counted, not estimated: the evidence clears when
+        the counted recall meets the target."""
+        if self.recall is not None and self.misses and self.recall < target:
+            if all_read and self.read_recall is not None and self.read_recall >= target:
+                return ""
+            return (f"estimated recall {self.recall:.2f} below the target {target:g} "
+                    f"({self.misses} miss(es) in {self.audits} audits over its last {WINDOW} reading sessions)")
+        if self.rejected >= REJECT_MIN and self.rejected >= REJECT_SHARE * (self.rejected + self.confirmed):
+            return (f"the judge model rejected {self.rejected} of its {self.rejected + self.confirmed} yeses, "
+                    f"${self.rejected_usd:.4f} spent on them")
+        return ""
+
+    def line(self, target: float) -> str:
+        """The estimate and the bound as the pass line and `status` say them."""
+        if not self.reads and not self.audits:
+            return ""
+        est = "no estimate yet" if self.recall is None else \
+            f"recall ~{self.recall:.2f} (misses ~{self.misses_estimated:.1f})"
+        low = "not enough audits to bound" if self.recall_low is None else \
+            f"{CONFIDENCE:.0%} lower bound {self.recall_low:.2f}"
+        return f"first reader over its last {WINDOW} reading sessions: {est}, {low}, target {target:g}"
+
+
+def estimate_from(nos: list[tuple[str, str]], floors: dict, audits: list[dict], confirmed: int, pass_name: str,
+                  reads: int = 0, rejected: int = 0, rejected_usd: float = 0.0) -> Estimate:
+    """The estimate and bound from the window's record. `nos`: (session, fingerprint) of each first-reader no
+    read in a session that drew (`floors`: session -> floor rate); `audits`: rows with fingerprint, born,
+    stratum, pi, miss; `confirmed`: first-reader yeses the judge model confirmed."""
+    e = Estimate(reads=reads or len(nos) + confirmed + rejected, confirmed=confirmed, rejected=rejected,
+                 rejected_usd=round(rejected_usd, 6))
+    e.audits = len(audits)
+    e.misses = sum(bool(a["miss"]) for a in audits)
+    design = [a for a in audits if a.get("stratum") in DESIGN and a.get("born") in floors and a.get("pi")]
+    frame = [(s, fp) for s, fp in nos if s in floors]
+    if not frame and not confirmed:
+        return e
+    e.misses_estimated = round(sum(bool(a["miss"]) / a["pi"] for a in design), 3)
+    positives = confirmed + e.misses_estimated
+    e.recall = round(confirmed / positives, 4) if positives else None
+    if not frame:
+        return e
+    f_min = min(floors[s] for s, _ in frame)
+    # every no whose floor number falls below the window's lowest floor rate was drawn, in its own session, at
+    # a rate at least that: together a uniform sample of the window's no's at rate f_min
+    sample = [(s, fp) for s, fp in frame if floor_draw(s, pass_name, fp) < f_min]
+    read = {(a["born"], a["fingerprint"]): bool(a["miss"]) for a in design}
+    k = sum(read.get(x, True) for x in sample)  # a drawn no the judge model did not read counts as a miss
+    e.floor_sample = len(sample)
+    if len(sample) < BOUND_MIN and confirmed:
+        return e  # not enough audits to bound
+    high = max(upper_binomial(k, len(sample)) * len(frame), float(sum(read.values())))
+    e.recall_low = round(confirmed / (confirmed + high), 4) if confirmed + high else None
+    return e
+
+
+def fit(store, pass_name: str, model: str) -> MissFit:
+    """The miss-chance fit from the pass's past design audits of this first reader."""
+    return MissFit(store.audit_scores(pass_name, model, DESIGN))
+
+
+def estimate(store, pass_name: str, model: str) -> Estimate:
+    """The estimate and bound for a pass's first reader over its last WINDOW reading sessions."""
+    window = store.reader_sessions(pass_name, model, WINDOW)
+    if not window:
+        return Estimate()
+    floors = store.audit_floors(pass_name, model, window)
+    nos = store.first_nos(pass_name, model, window)
+    audits = store.audit_rows(pass_name, model, window)
+    confirms = [a for a in audits if a["kind"] == "confirm" and a["session"] in window]
+    confirmed = sum(a["first_answer"] == a["strong_answer"] for a in confirms)
+    rejected = [a for a in confirms if a["first_answer"] != a["strong_answer"]]
+    return estimate_from(nos, floors, [a for a in audits if a["kind"] == "audit"], confirmed, pass_name,
+                         reads=len(nos) + len(confirms), rejected=len(rejected),
+                         rejected_usd=sum(a["cost_usd"] or 0.0 for a in rejected))
+
+
+def published(e: Estimate, model: str | None, state: str, target: float) -> dict:
+    """One pass's entry of `status --json`'s first_reader object (and calibrate's, the report's)."""
+    return {"model": model or None, "state": state, "reads": e.reads, "audits": e.audits, "misses": e.misses,
+            "misses_estimated": e.misses_estimated, "recall": e.recall, "recall_low": e.recall_low,
+            "target": target}
+
+
+def first_readers(store, config, passes, states: dict | None = None) -> dict:
+    """`status --json`'s first_reader object: each judged pass's first reader, its state (as its last session
+    had it, in `states`, else from the evidence) and its window."""
+    model = config.models().get("judge.first_reader")
+    target = config.judge.first_reader_recall
+    out = {}
+    for name in passes:
+        if model is None:
+            out[name] = published(Estimate(), None, "off", target)
+            continue
+        e = estimate(store, name, model)
+        state = (states or {}).get(name) or ("suspended" if e.reason(target) else "reading")
+        out[name] = published(e, model, state, target)
+    return out
+
+
+def status_lines(readers: dict) -> list[str]:
+    """The first reader's lines of `status`: per pass, its state, the estimate and the bound."""
+    out = []
+    for name, f in readers.items():
+        if f["state"] == "off":
+            continue
+        est = "no estimate yet" if f["recall"] is None else \
+            f"recall ~{f['recall']:.2f} (misses found {f['misses']}, estimated {f['misses_estimated']:.1f})"
+        low = "not enough audits to bound" if f["recall_low"] is None else \
+            f"{CONFIDENCE:.0%} lower bound {f['recall_low']:.2f}"
+        out.append(f"first reader on {name}: {f['model']} {f['state']}; {f['reads']} reads, {f['audits']} audits "
+                   f"over its last {WINDOW} reading sessions; {est}, {low}; target {f['target']:g}")
+    return out
