@@ -360,6 +360,10 @@ async def judge_all(p, offer: list[Candidate], ctx, r: PassResult, paid: set = f
 
     allowance = ctx.allowances[p.name]
 
+    # A suspended first reader's standing no's are audits, not reads the curve prices: the pass's verdicts say how
+    # often a question resolves, not how often that reader missed, and they are the evidence its way back reads.
+    audits_again = reader.askable if reader is not None else set()
+
     async def produce():
         for c in offer:
             if hold(c):
@@ -368,7 +372,8 @@ async def judge_all(p, offer: list[Candidate], ctx, r: PassResult, paid: set = f
             # waiting while questions in flight may still resolve something and deposit more
             if c.fingerprint in owed:
                 allowance.owe(c.fingerprint)
-            elif c.fingerprint not in paid and not allowance.worth_asking(c.fingerprint, c.score):
+            elif c.fingerprint not in paid and c.fingerprint not in audits_again \
+                    and not allowance.worth_asking(c.fingerprint, c.score):
                 continue  # not worth its reader's price (worth.py): it waits, and the next may be
             elif c.fingerprint not in paid and not await allowance.take(c.fingerprint):
                 break

@@ -149,6 +149,25 @@ def test_a_recall_below_target_suspends_the_first_reader_while_the_evidence_stan
     assert readers.asked and {m for m, _ in readers.asked} == {STRONG}
 
 
+def test_a_suspended_readers_standing_nos_are_read_though_no_read_is_worth_its_price(corpus, judge_env):
+    """The worth rule prices what a read resolves; a suspended reader's standing no's are audits, the evidence its
+    way back reads, so they are read by the judge model even when no question is worth its price."""
+    write_config(corpus, "[judge]\nconcurrency = 1\nbackoff_s = 0.0\nswap_sample = 0.0\n[describe]\nenabled = false\n"
+                         "[budget]\nopening_usd = 100.0\nusd_per_resolution = 0.0001\n")
+    readers = Readers()  # both true pairs missed by the first reader: the audits find both
+    judge_env.responder = readers
+    first = alias(corpus)
+    assert first["misses"] == 2 and len(merged(corpus)) == 2
+    assert any("not worth their price" in n for n in first["notes"]), first["notes"]  # the rule turns reads down
+
+    readers.asked.clear()
+    second = alias(corpus)
+    assert any(n.startswith("first reader suspended") for n in second["notes"]), second["notes"]
+    assert readers.asked and {m for m, _ in readers.asked} == {STRONG}
+    # every standing no: the first reads less the ones session 1 audited
+    assert second["audits"] == len(readers.asked) == first["first_reads"] - first["audits"] and second["misses"] == 0
+
+
 def test_the_dry_run_prices_both_readers(corpus, judge_env):
     out = json.loads(CliRunner().invoke(cli, ["review", str(corpus.root), "--pass", "alias", "--dry-run",
                                               "--json"]).stdout)
