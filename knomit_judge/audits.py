@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 TOP = 2  # a session's top no's by score: always audited
 WINDOW = 10  # the pass's last sessions the estimate and the bound look back on
-FLOOR_MIN = 0.015  # every new no has at least this chance of an audit
+FLOOR_MIN = 0.0125  # every new no has at least this chance of an audit
 EDGE_MISSES = 3  # floor misses the floor should expect when the recall sits at its target
 CONFIDENCE = 0.95  # of the lower bound
 BOUND_MIN = 3  # floor-sampled no's the window needs before a bound is published

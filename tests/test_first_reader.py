@@ -18,6 +18,7 @@ from conftest import SMALL, demo_repo, fact_text, git, make_repo, write_config
 from messages_server import refusal, status, tool
 
 from knomit_judge.asking import DOWN_AFTER
+from knomit_judge.audits import FLOOR_MIN
 from knomit_judge.cli import cli
 from knomit_judge.store import Store
 
@@ -174,7 +175,7 @@ def test_the_dry_run_prices_both_readers(corpus, judge_env):
     alias = out["passes"]["alias"]
     n = alias["offered"]
     # the audits its draw would expect were every question a no: pi summed, at least the top two
-    expected = 2 + max(0.015 * (n - 2), n * 0.03 - 2)
+    expected = 2 + max(FLOOR_MIN * (n - 2), n * 0.03 - 2)
     note = next(x for x in alias["notes"] if x.startswith("would ask"))
     assert note.startswith(f"would ask {n} question(s) = {n + round(expected)} call(s) ({n} by {FIRST}, "
                            f"about {expected:.1f} audits drawn"), note
