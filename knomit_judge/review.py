@@ -511,6 +511,10 @@ async def run_round(p, ctx: Context, result: SessionResult, r: PassResult, t, fi
     if ctx.options.dry_run:  # no verdict comes back to move the balance: what it holds now is what is offered
         # the owed withdraw from the balance, and are asked past it; the rest as many as the balance buys
         room = max(len(owed), int((t.allowance or 0) / allowance.price + 1e-9), t.probes)
+        # as the session's producer does: the owed and a suspended reader's standing no's whatever they are worth,
+        # the rest only while the worth rule finds them worth their price
+        rest = [c for c in rest if c.fingerprint in owed or c.fingerprint in reader.askable
+                or allowance.worth_asking(c.fingerprint, c.score)]
         offer = [c for c in waiting if c.fingerprint in paid] + (rest if t.allowance is None else rest[:room])
         r.waiting = len(waiting) - len(offer)
         plan_dry(ctx, p, r, offer, result)

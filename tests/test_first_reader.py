@@ -169,6 +169,19 @@ def test_a_suspended_readers_standing_nos_are_read_though_no_read_is_worth_its_p
     assert second["audits"] == len(readers.asked) == first["first_reads"] - first["audits"] and second["misses"] == 0
 
 
+def test_the_dry_run_offers_only_what_the_worth_rule_would_read(corpus, judge_env):
+    """A plan that agrees with the session: questions the worth rule turns down are not priced as asked."""
+    write_config(corpus, "[judge]\nconcurrency = 1\nbackoff_s = 0.0\nswap_sample = 0.0\n[describe]\nenabled = false\n"
+                         "[budget]\nopening_usd = 100.0\nusd_per_resolution = 0.0001\n")
+    judge_env.responder = Readers(missed=())
+    first = alias(corpus)
+    assert any("not worth their price" in n for n in first["notes"]), first["notes"]  # some wait, turned down
+    dry = json.loads(CliRunner().invoke(cli, ["review", str(corpus.root), "--pass", "alias", "--dry-run",
+                                              "--json"]).stdout)["passes"]["alias"]
+    again = alias(corpus)
+    assert dry["waiting"] > 0 and dry["offered"] == again["offered"] == again["judge_calls"] == 0
+
+
 def test_the_dry_run_prices_both_readers(corpus, judge_env):
     out = json.loads(CliRunner().invoke(cli, ["review", str(corpus.root), "--pass", "alias", "--dry-run",
                                               "--json"]).stdout)
