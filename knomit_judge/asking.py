@@ -178,8 +178,9 @@ async def read(p, c: Candidate, ctx, r: PassResult, reader: FirstReader) -> tupl
         miss = out.answer != p.default  # a standing first-reader no the judge model now reads: an audit
         r.audits += 1
         r.misses += miss
+        # a standing no is offered again only while its reader is suspended (FirstReader.askable)
         return out, strong.model, audit_of("audit", reader.model, p.default, c, reader.standing.pop(fp), None,
-                                           "suspended" if reader.suspended else "read")
+                                           "suspended")
     return out, strong.model, None
 
 

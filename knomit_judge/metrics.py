@@ -66,6 +66,12 @@ def textfile(root: Path, repo, config: Config, override: Path | None = None) -> 
     return path
 
 
+def reader_states(history: dict[str, dict]) -> dict[str, str | None]:
+    """Each judged pass's first-reader state as its last session had it (`reading` or `suspended`): what status,
+    the metrics and the report publish, so they never disagree with the session."""
+    return {n: h["counts"].get("first_reader_state") for n, h in history.items() if n in JUDGED_PASSES}
+
+
 def pass_history(store, limit: int = SCAN_SESSIONS) -> dict[str, dict]:
     """Per judged pass and the describe step: its last session's counts and end, its last success, and its
     run of failed sessions."""
@@ -138,8 +144,7 @@ def figures(root: Path, store, config: Config, judge: str = "anthropic", now: da
     return {**({"sync": sync} if sync else {}),
             "models": models_kept(config, store),
             # each pass's first reader as its last session had it (suspended or reading), with its window
-            "first_reader": audits.first_readers(store, config, JUDGED_PASSES, {
-                n: h["counts"].get("first_reader_state") for n, h in history.items() if n in JUDGED_PASSES}),
+            "first_reader": audits.first_readers(store, config, JUDGED_PASSES, reader_states(history)),
             "corpus": {"path": str(root), "state": corpus["state"] if corpus else None,
                        "files": corpus["files"] if corpus else None, "read": corpus["read"] if corpus else None,
                        "skipped": corpus["skipped"] if corpus else None},

@@ -17,6 +17,7 @@ from .errors import CannotWrite
 from .gitops import open_repo, run_git
 from .inbox import evidence_text, inbox
 from .labels import read_labels
+from .metrics import pass_history, reader_states
 from .layout import matches
 from .passes import JUDGED_PASSES
 from .passes.registry import all_passes
@@ -364,7 +365,8 @@ def render(root: Path | str) -> str:
         verdicts = store.verdicts()
         decisions = decisions_section(verdicts, written_facts(repo, verdicts, load_config(root).corpus.paths))
         calibration = calibration_section(latest(store), demo=(root.parent.name, root.name) == DEMO_CORPUS)
-        readers = first_reader_section(audits.first_readers(store, load_config(root), JUDGED_PASSES))
+        readers = first_reader_section(audits.first_readers(store, load_config(root), JUDGED_PASSES,
+                                                            reader_states(pass_history(store))))
     finally:
         store.close()
     people = labels_sections(root)
