@@ -385,19 +385,15 @@ def render(root: Path | str) -> str:
 
 def first_reader_section(readers: dict) -> str:
     """Each pass's first reader over its window (audits.py): state, reads, audits, misses, recall and its bound."""
-    rows = [f"<tr><td>{e(n)}</td><td>{e(f['model'] or '-')}</td><td>{e(f['state'])}</td><td>{f['reads']}</td>"
-            f"<td>{f['audits']}</td><td>{f['misses']}</td><td>{_fmt(f['misses_estimated'], 1)}</td>"
-            f"<td>{_fmt(f['recall'])}</td><td>{'not enough audits to bound' if f['recall_low'] is None else _fmt(f['recall_low'])}"
-            f"</td><td>{f['target']:g}</td></tr>" for n, f in readers.items()]
+    rows = [[e(n), e(f["model"] or "–"), e(f["state"]), str(f["reads"]), str(f["audits"]), str(f["misses"]),
+             num(f["misses_estimated"], 1), num(f["recall"], 2),
+             "not enough audits to bound" if f["recall_low"] is None else num(f["recall_low"], 2), f"{f['target']:g}"]
+            for n, f in readers.items()]
     return (f"<p>Over each pass's last {audits.WINDOW} sessions: the misses the audits found, the misses estimated by "
             "weighting each audit by its inclusion probability, the estimated recall and a 95% lower bound from "
-            "the uniform floor of the audits alone.</p><table><tr><th>pass</th><th>model</th><th>state</th>"
-            "<th>reads</th><th>audits</th><th>misses</th><th>estimated</th><th>recall</th><th>lower bound</th>"
-            f"<th>target</th></tr>{''.join(rows)}</table>")
-
-
-def _fmt(v: float | None, digits: int = 2) -> str:
-    return "-" if v is None else f"{v:.{digits}f}"
+            "the uniform floor of the audits alone.</p>"
+            + table(["pass", "model", "state", "reads", "audits", "misses", "estimated", "recall", "lower bound",
+                     "target"], rows, {3, 4, 5, 6, 7, 9}))
 
 
 def write_report(root: Path | str, path: Path | str) -> Path:

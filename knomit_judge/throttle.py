@@ -201,11 +201,11 @@ def shown(state: ThrottleState, t: Terms) -> dict:
 
 def buys_text(state: ThrottleState, t: Terms) -> str:
     """`$0.0712: 356 reads at claude-haiku-5-5, 17 at claude-sonnet-5-5` (empty when unthrottled)."""
-    if not state.balance:  # unthrottled, or nothing left to buy anything with
+    if not state.balance or t.unit != "usd":  # unthrottled, nothing left, or counted in questions already
         return ""
     figures = shown(state, t)["buys"]
     reads = ", ".join(f"{n} {'reads ' if i == 0 else ''}at {m}" for i, (m, n) in enumerate(figures.items()))
-    return f"balance {t.amount(state.balance)} buys {reads}" if t.unit == "usd" else ""
+    return f"balance {t.amount(state.balance)} buys {reads}"
 
 
 class Allowance:
