@@ -1,5 +1,6 @@
 # make demo: a full review of corpus-fixtures/demo with the scripted judge (no key needed).
-# make test: the whole suite. Both create or update .venv first and install nothing outside the clone and .venv.
+# make test: the type and lint gates, then the whole suite. make test-fast: the gates and the tests not marked slow.
+# Both create or update .venv first and install nothing outside the clone and .venv.
 # make docs: rewrite the generated parts of docs/ (every --help, every config key and default) from the code.
 # make test-browser: the report's browser tests in a headless Chromium (which you install yourself; see the README).
 # CI (.ci/run) installs Chromium with apt, then runs make test with KNOMIT_REQUIRE_BROWSER=1: a browser test that skips fails.
@@ -13,7 +14,7 @@ CALIBRATION := $(or $(CALIBRATION_DIR),$(CURDIR)/.demo/knomit-calibration)
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test docs test-browser dist clean
+.PHONY: install demo lint test test-fast docs test-browser dist clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -62,8 +63,16 @@ demo: install
 	@echo "== report of the calibration corpus: a calibration is kept in the db of the corpus it ran on"
 	$(BIN)/knomit-judge report "$(CALIBRATION)" --html "$(CALIBRATION)-report.html"
 
-test: install
+# mypy (every function annotated: pyproject's [tool.mypy]) and ruff ([tool.ruff]) on the package and the tests.
+lint: install
+	$(BIN)/mypy
+	$(BIN)/ruff check knomit_judge tests
+
+test: lint
 	$(BIN)/python -m pytest -q
+
+test-fast: lint
+	$(BIN)/python -m pytest -q -m "not slow and not browser"
 
 # docs/cli.md's --help blocks and docs/configuration.md's key tables, from the code (tests/test_docs.py checks them).
 docs: install

@@ -51,8 +51,19 @@ from bench_recall import DESCRIBED, _layout, extract_sample, label_truth, record
 
 from knomit_judge.corpus import load_corpus  # noqa: E402
 from knomit_judge.embeddings import Embedder  # noqa: E402
-from knomit_judge.nominate import (CarrierContent, carrier_text, family_weight, gloss_vectors,  # noqa: E402
-                                   line_text, name_text, nominate, parse, sentences, word_alignment, word_weights)
+from knomit_judge.nominate import (  # noqa: E402
+    CarrierContent,
+    carrier_text,
+    family_weight,
+    gloss_vectors,
+    line_text,
+    name_text,
+    nominate,
+    parse,
+    sentences,
+    word_alignment,
+    word_weights,
+)
 from knomit_judge.store import Store  # noqa: E402
 
 K = 5

@@ -60,7 +60,7 @@ import tempfile
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,7 +68,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks"), str(ROOT / "tests")]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from messages_server import MessagesServer, refusal, status as http_status, tool  # noqa: E402
+from messages_server import MessagesServer, refusal, tool  # noqa: E402
+from messages_server import status as http_status  # noqa: E402
 
 from knomit_judge.config import load_config  # noqa: E402
 from knomit_judge.corpus import load_corpus  # noqa: E402
@@ -853,7 +854,7 @@ def real_days(bundle: Path, work: Path, limit: int | None) -> tuple[list[Day], d
                 files[survivor] = unmerged(files[survivor], blob(commits[i][0] + "^", survivor),
                                            blob(commits[i][0], survivor))
         # a daily cron after the writer's day has ended in its own zone (-0400): 04:30 UTC the next day
-        at = datetime.fromisoformat(day).replace(tzinfo=timezone.utc) + timedelta(days=1, hours=4, minutes=30)
+        at = datetime.fromisoformat(day).replace(tzinfo=UTC) + timedelta(days=1, hours=4, minutes=30)
         days.append(Day(day, files, stamp, at))
     return days, pairs
 
@@ -909,7 +910,7 @@ def synthetic_days(facts: int, n_days: int, seed: int, work: Path) -> tuple[list
     arrivals = late_dups + late_plain
     rng.shuffle(arrivals)
     state = {p: every[p] for p in every if p not in set(arrivals)}
-    start = datetime(2026, 9, 1, 12, tzinfo=timezone.utc)
+    start = datetime(2026, 9, 1, 12, tzinfo=UTC)
     days = [Day("day 1", dict(state), start.isoformat(), start + timedelta(hours=15))]
     for d in range(1, n_days):
         for p in arrivals[(d - 1) * (per_day // 2): d * (per_day // 2)]:

@@ -67,13 +67,13 @@ from gen_corpus import generate, generate_entities, generate_motifs  # noqa: E40
 
 from knomit_judge.config import Config, CorpusConfig  # noqa: E402
 from knomit_judge.corpus import Corpus, load_corpus  # noqa: E402
+from knomit_judge.embeddings import Embedder  # noqa: E402
 from knomit_judge.init import init_corpus  # noqa: E402
 from knomit_judge.layout import detect_knomit  # noqa: E402
-from knomit_judge.review import ReviewOptions, review  # noqa: E402
-from knomit_judge.embeddings import Embedder  # noqa: E402
 from knomit_judge.nominate import SIGNALS, carrier_text, nominate  # noqa: E402
 from knomit_judge.passes.alias import AliasPass  # noqa: E402
 from knomit_judge.passes.prune import PrunePass, fact_text  # noqa: E402
+from knomit_judge.review import ReviewOptions, review  # noqa: E402
 from knomit_judge.store import Store  # noqa: E402
 
 TARGET = 0.9

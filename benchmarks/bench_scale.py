@@ -112,8 +112,8 @@ def session(root: Path, store, memory) -> dict:
     from knomit_judge.config import Config
     from knomit_judge.corpus import load_corpus
     from knomit_judge.embeddings import Embedder
-    from knomit_judge.passes.registry import all_passes
     from knomit_judge.passes.exact import DuplicateGroups
+    from knomit_judge.passes.registry import all_passes
     from knomit_judge.store import FileIndex
     out = {}
     start = time.perf_counter()

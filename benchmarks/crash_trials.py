@@ -205,6 +205,7 @@ def as_shown(reply: dict, need: list[str], prompt: str) -> dict:
 def responder(rules, delay_s: float):
     """The loopback judge: the planted reply when the prompt shows its subjects, else the default; slowly."""
     from messages_server import delay, text
+
     from knomit_judge.prompts import load_prompt
     by_system = {load_prompt(name).system: name for name in DEFAULTS}
 

@@ -35,8 +35,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from bench_recall import (DESCRIBED, _layout, extract_sample, label_truth, perfect_replies,  # noqa: E402
-                          recorded_lines, sessions, shared_data)
+from bench_recall import (  # noqa: E402
+    DESCRIBED,
+    _layout,
+    extract_sample,
+    label_truth,
+    perfect_replies,
+    recorded_lines,
+    sessions,
+    shared_data,
+)
 
 from knomit_judge import nominate as nominating  # noqa: E402
 from knomit_judge.corpus import load_corpus  # noqa: E402

@@ -5,9 +5,10 @@ from .corpus import Corpus, Fact, load_corpus
 from .errors import KnomitError
 from .inbox import inbox
 from .labels import label
-from .rebuild import check as check_rebuild, rebuild
-from .review import ReviewOptions, SessionResult, review
+from .rebuild import check as check_rebuild
+from .rebuild import rebuild
 from .revert import revert
+from .review import ReviewOptions, SessionResult, review
 
 __all__ = ["Config", "Corpus", "Fact", "KnomitError", "ReviewOptions", "SessionResult", "check_rebuild", "inbox",
            "label", "load_config", "load_corpus", "rebuild", "review", "revert"]

@@ -18,7 +18,6 @@ import json
 import logging
 from dataclasses import dataclass, field
 
-
 from .errors import ConfigError, JudgeRefused, Refused, Unavailable, Unparsed
 from .transport import REFUSAL, STOPS_SESSION, AnthropicBackend, completion, error_message, status_retryable
 from .verdicts import now

@@ -18,14 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import audits
+from . import labels as journal_labels  # a module: calibrate has its own read_labels (a JSONL file) and latest
 from .config import Config, load_config
 from .corpus import load_corpus
 from .errors import ConfigError, JudgeRefused, KnomitError, Unparsed
 from .gitops import open_repo
-from .models import require_callable
-from .judge import Judge, make_backend, read_sample
 from .jsonl import read_jsonl
-from . import labels as journal_labels  # a module: calibrate has its own read_labels (a JSONL file) and latest
+from .judge import Judge, make_backend, read_sample
+from .models import require_callable
 from .passes import JUDGED_PASSES, Candidate
 from .passes.registry import all_passes
 from .store import Store

@@ -88,7 +88,7 @@ class CandidateList(Sequence):
         self.fingerprints, self._make = fingerprints, make
 
     @classmethod
-    def of(cls, candidates: list) -> "CandidateList":
+    def of(cls, candidates: list) -> CandidateList:
         return cls([c.fingerprint for c in candidates], candidates.__getitem__)
 
     def __len__(self) -> int:

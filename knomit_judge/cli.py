@@ -175,7 +175,8 @@ def review(corpus, dry_run, evidence, passes, as_json, judge, batch, metrics_fil
 
     Example: knomit-judge review ~/corpus --pass alias --json --metrics-file /var/lib/node_exporter/knomit.prom
     """
-    from .review import ReviewOptions, review as run
+    from .review import ReviewOptions
+    from .review import review as run
     with sigterm_as_interrupt():
         result = run(corpus, ReviewOptions(dry_run=dry_run, passes=tuple(passes) or JUDGED_PASSES, judge=judge,
                                            batch=batch or None,  # None: judge.mode decides
@@ -285,7 +286,9 @@ def rebuild(corpus, check, as_json):
 
     Example: rm ~/corpus/.knomit/judge.db && knomit-judge rebuild ~/corpus
     """
-    from .rebuild import check as compare, rebuild as run, rebuilt_line
+    from .rebuild import check as compare
+    from .rebuild import rebuild as run
+    from .rebuild import rebuilt_line
     if check:
         result = compare(corpus)
         emit(result.json(), as_json, result.lines())
@@ -337,7 +340,8 @@ def calibrate(labels, corpus, as_json, judge, from_journal):
 
     Example: knomit-judge calibrate labels.jsonl ~/corpus --json; knomit-judge calibrate --journal ~/corpus
     """
-    from .calibrate import calibrate as run, calibrate_journal, lines
+    from .calibrate import calibrate as run
+    from .calibrate import calibrate_journal, lines
     if from_journal:
         if labels and corpus != Path("."):
             raise click.UsageError("with --journal give only CORPUS")
@@ -361,7 +365,8 @@ def inbox(corpus, as_json, limit):
 
     Example: knomit-judge inbox ~/corpus --limit 5
     """
-    from .inbox import inbox as get, lines
+    from .inbox import inbox as get
+    from .inbox import lines
     result = get(corpus)
     data = {**result, "items": [i.json() for i in result["items"][:limit]], "total": len(result["items"])}
     emit(data, as_json, lines(result, limit))
@@ -381,7 +386,8 @@ def label(args, note, label_file, as_json):
 
     Example: knomit-judge label v1a2b3c4d5e6 no ~/corpus --note "different mechanisms"
     """
-    from .labels import label as run, read_label_file
+    from .labels import label as run
+    from .labels import read_label_file
     if label_file:
         if len(args) > 1 or note:
             raise click.UsageError("with --file give only CORPUS (notes go in the file)")

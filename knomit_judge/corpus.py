@@ -8,7 +8,7 @@ import os
 import re
 import stat
 import tempfile
-from dataclasses import dataclass, field, asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import yaml

@@ -12,8 +12,8 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from .config import load_config
 from .cron import cron_trigger
 from .errors import KnomitError
-from .models import require_usable
 from .gitops import open_repo
+from .models import require_usable
 from .review import ReviewOptions, review
 from .store import Store
 from .transport import require_key

@@ -13,8 +13,7 @@ import time
 
 import numpy as np
 
-from .encoders import (DIM, MODEL_NAME, cache_key, keyed_backend, load_encoder, load_model,  # noqa: F401  (re-exported)
-                       wanted_backend)
+from .encoders import DIM, MODEL_NAME, cache_key, keyed_backend, load_encoder, load_model, wanted_backend  # noqa: F401  (re-exported)
 
 SHOW_PROGRESS_AFTER_S = 3.0  # a progress bar only when embedding will take longer than this
 log = logging.getLogger(__name__)
@@ -104,7 +103,8 @@ class Progress:
 
     def _show(self) -> None:
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeRemainingColumn
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+        from rich.progress import Progress as Bar
         self.bar = Bar(TextColumn("embedding"), BarColumn(), MofNCompleteColumn(),
                        TextColumn("{task.fields[rate]}"), TextColumn("ETA"), TimeRemainingColumn(),
                        console=Console(file=sys.stderr), transient=True)

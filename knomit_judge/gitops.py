@@ -17,8 +17,8 @@ from pathlib import Path
 import git
 
 from .corpus import atomic_write, file_mode
-from .layout import matches
 from .errors import BadFact, CorpusLocked, CorpusUnwritable, DecisionRefused, KnomitError, NotACorpus
+from .layout import matches
 from .verdicts import append_line, encode_line, line_id, now
 
 log = logging.getLogger(__name__)

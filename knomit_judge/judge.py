@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import Config
+from .cost import Cost
 from .errors import ConfigError, JudgeRefused, Refused, Unavailable, Unparsed
 from .limiter import QuestionClock, question_clock
 from .transport import AnthropicBackend, Completion
@@ -45,7 +46,7 @@ class Ledger:
         self.tokens_out += tokens_out or 0
         self.known_usd += cost or 0.0
         self.charged_usd += bound if cost is None else cost
-        self.cost_usd = None if cost is None or self.cost_usd is None else self.cost_usd + cost
+        self.cost_usd = (Cost(self.cost_usd) + cost).usd
 
 
 class ScriptedBackend:
@@ -306,7 +307,7 @@ class Judge:
     def model(self) -> str:
         return self._model or self.backend.model
 
-    def reader(self, model: str) -> "Judge":
+    def reader(self, model: str) -> Judge:
         """This judge asking `model` instead: the same backend, store, semaphore, ledgers and batch results."""
         other = Judge.__new__(Judge)
         other.__dict__.update(self.__dict__)
@@ -424,7 +425,7 @@ class Judge:
                                             cost, self.unknown_call_usd(_bytes(p, ask)))
                     out.attempts += _attempts(e)
                     out.calls += 1
-                    out.cost_usd = None if cost is None or out.cost_usd is None else out.cost_usd + cost
+                    out.cost_usd = (Cost(out.cost_usd) + cost).usd
                     raise
                 except asyncio.CancelledError:
                     # a call cut off by the time limit may still have been billed: its cost is unknown
@@ -440,7 +441,7 @@ class Judge:
         out.attempts += done.attempts
         out.tokens_in += done.tokens_in or 0
         out.tokens_out += done.tokens_out or 0
-        out.cost_usd = None if cost is None or out.cost_usd is None else out.cost_usd + cost
+        out.cost_usd = (Cost(out.cost_usd) + cost).usd
         out.replies.append(done.text)
         try:
             sample = read_sample(p, done.text, subject, ask.position)

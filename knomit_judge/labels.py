@@ -52,7 +52,7 @@ class Label:
                 "commit": self.commit}
 
     @classmethod
-    def from_record(cls, r) -> "Label | None":
+    def from_record(cls, r) -> Label | None:
         """A label from a journal line, or None for a line a hand edit or a merge conflict mangled."""
         if not isinstance(r, dict) or r.get("type") != "label" or r.get("label") not in ANSWERS \
                 or not isinstance(r.get("is_yes"), bool) \

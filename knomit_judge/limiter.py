@@ -11,12 +11,12 @@ import asyncio
 import logging
 import time
 from contextvars import ContextVar
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 log = logging.getLogger(__name__)
 
 # The clock of the question whose call is running: Judge.ask sets it, and asyncio copies it into each sample's task.
-question_clock: ContextVar["QuestionClock | None"] = ContextVar("question_clock", default=None)
+question_clock: ContextVar[QuestionClock | None] = ContextVar("question_clock", default=None)
 
 KINDS = ("requests", "tokens", "input-tokens", "output-tokens")
 
@@ -120,8 +120,8 @@ def _seconds_until(stamp: str) -> float | None:
     except ValueError:
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 def retry_after(headers) -> float | None:

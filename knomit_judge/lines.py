@@ -15,6 +15,7 @@ The state is one of every pass's (status.py), from what the session's requests d
 
 from __future__ import annotations
 
+from .cost import Cost
 from .judge import ScriptedBackend
 from .passes.describe import PASS, batches, current, describe_model, model_of, request, write_lines
 from .status import PassResult
@@ -81,7 +82,7 @@ def count(ctx, r: PassResult, done, asked: int) -> None:
     r.offered += asked - done.waiting
     r.written += done.written
     r.judge_calls += done.calls
-    r.cost_usd = None if done.cost_usd is None or r.cost_usd is None else round(r.cost_usd + done.cost_usd, 6)
+    r.cost_usd = (Cost(r.cost_usd) + done.cost_usd).rounded()
     r.charged_usd = round(r.charged_usd + done.charged_usd, 6)
     r.waiting = done.waiting
     r.missing = max(0, r.missing - done.written)

@@ -19,13 +19,14 @@ from . import audits
 from .config import Config
 from .corpus import atomic_write
 from .errors import ConfigError
-from .passes import JUDGED_PASSES
-from .passes.describe import PASS as DESCRIBE
 from .gitops import open_repo
 from .models import kept as models_kept
+from .passes import JUDGED_PASSES
+from .passes.describe import PASS as DESCRIBE
 from .spend import Spend, summarise
-from .sync import STATES as SYNC_STATES, Remote
 from .status import STATES
+from .sync import STATES as SYNC_STATES
+from .sync import Remote
 from .throttle import assess, shown, terms
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ import json
 import logging
 import os
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from .config import CONFIG_FILE, EFFORTS, Config
 from .errors import ConfigError
@@ -50,7 +50,7 @@ class ModelInfo:
     fetched_at: str = ""
 
     @classmethod
-    def of(cls, m) -> "ModelInfo":
+    def of(cls, m) -> ModelInfo:
         """From the SDK's ModelInfo (built from whatever JSON came back, so read defensively); NotAModel when the
         answer names no model (a proxy's HTML page comes back as a str, `{}` as a ModelInfo without an id)."""
         if not isinstance(getattr(m, "id", None), str) or not m.id:
@@ -169,7 +169,7 @@ def format_schema(schema):
 
 # -- the Models API, read each session -------------------------------------------------------------------------
 def now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def _when(iso: str | None) -> datetime | None:
@@ -179,7 +179,7 @@ def _when(iso: str | None) -> datetime | None:
         t = datetime.fromisoformat(iso.replace("Z", "+00:00"))
     except ValueError:
         return None
-    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
 
 
 class ModelsUnknown(Exception):
@@ -198,7 +198,7 @@ class Lineup:
     keys: dict[str, str] = field(default_factory=dict)  # config key -> model
     notes: list[str] = field(default_factory=list)
     problem: str | None = None  # a retired or unknown model: the session must not start
-    catalogue: "Catalogue | None" = field(default=None, repr=False, compare=False)  # None: nothing to read again
+    catalogue: Catalogue | None = field(default=None, repr=False, compare=False)  # None: nothing to read again
     config: Config | None = field(default=None, repr=False, compare=False)
     confirmed: bool = False  # every model read from the Models API this session (confirm())
     stopping: set[str] = field(default_factory=set)  # the models a problem names (retired, unknown): said once, so
@@ -310,8 +310,8 @@ def _created(m) -> datetime:
     c = getattr(m, "created_at", None)
     when = c if isinstance(c, datetime) else _when(c) if isinstance(c, str) else None
     if when is None:
-        return datetime.min.replace(tzinfo=timezone.utc)
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+        return datetime.min.replace(tzinfo=UTC)
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def _why(e: Exception) -> str:

@@ -136,7 +136,7 @@ class Derivation:
         self.lists: dict[str, list[tuple]] = {}
         self.how: dict[str, str] = {}  # stored | computed
 
-    def run(self, search_all: bool = False) -> "Derivation":
+    def run(self, search_all: bool = False) -> Derivation:
         """`search_all`: lists read back are also computed, so every neighbour search the corpus needs is run."""
         lists = CandidateLists(self.store)
         with remembered(self.memory):

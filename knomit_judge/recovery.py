@@ -7,8 +7,19 @@ import logging
 from pathlib import Path
 
 from .errors import KnomitError
-from .gitops import MERGE_MARK, Applier, GitFailed, Lock, _last_line, applied_commits, is_ours, open_repo, \
-    remove_stale_locks, run_git, trailer_values
+from .gitops import (
+    MERGE_MARK,
+    Applier,
+    GitFailed,
+    Lock,
+    _last_line,
+    applied_commits,
+    is_ours,
+    open_repo,
+    remove_stale_locks,
+    run_git,
+    trailer_values,
+)
 from .passes.describe import Line
 from .store import Store
 from .verdicts import Journal

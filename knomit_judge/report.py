@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+import re
+from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
-
-import re
 
 import git
 
@@ -17,8 +16,8 @@ from .errors import CannotWrite
 from .gitops import open_repo, run_git
 from .inbox import evidence_text, inbox
 from .labels import read_labels
-from .metrics import pass_history, reader_states
 from .layout import matches
+from .metrics import pass_history, reader_states
 from .passes import JUDGED_PASSES
 from .passes.registry import all_passes
 from .precision import history, of_pass
@@ -370,7 +369,7 @@ def render(root: Path | str) -> str:
     finally:
         store.close()
     people = labels_sections(root)
-    made = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    made = datetime.now(UTC).isoformat(timespec="seconds")
     return ("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
             f"<title>knomit-judge report: {e(root.name)}</title><style>{CSS}</style></head><body>"
             f"<h1>knomit-judge report: {e(root.name)}</h1><p class=muted>{e(root)} · generated {e(made)}</p>"

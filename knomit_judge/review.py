@@ -8,39 +8,52 @@ import secrets
 import shlex
 import threading
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
+from . import metrics
+from .asking import (
+    FirstReader,
+    audits_due,
+    collected_audits,
+    first_reader,
+    judge_all,
+    meet,
+    note_skipped,
+    plan_dry,
+    reader_notes,
+    standing_first,
+    submit_batch,
+)
 from .batches import Batches, batch_mode
 from .candidate_lists import CandidateLists
 from .config import CONFIG_FILE, Config, load_config, retired_model
 from .corpus import Corpus, CorpusReport, corpus_report, load_corpus
 from .decisions import decide, restatable, restate
-from .embeddings import Embedder
-from .freshness import fresh_first, fresh_names, new_names, owed_to_fresh
-from .errors import BadFact, ConfigError, JudgeRefused, KnomitError
-from .gitops import Applier, Lock, dirty_paths, merge_in_progress, open_repo, shared_lock
-from .asking import (FirstReader, audits_due, collected_audits, first_reader, judge_all, meet, note_skipped, plan_dry,
-                     reader_notes, standing_first, submit_batch)
-from .judge import Judge, ScriptedBackend, judge_kind, make_backend
 from .duplicates import run_exact
+from .embeddings import Embedder
+from .errors import BadFact, ConfigError, JudgeRefused, KnomitError
+from .freshness import fresh_first, fresh_names, new_names, owed_to_fresh
+from .gitops import Applier, Lock, dirty_paths, merge_in_progress, open_repo, shared_lock
+from .judge import Judge, ScriptedBackend, judge_kind, make_backend
 from .lines import describe
-from . import metrics
-from .models import Lineup, has_key, lineup as read_lineup, require_usable
+from .models import Lineup, has_key, require_usable
+from .models import lineup as read_lineup
+from .neighbours import Memory
 from .passes import JUDGED_PASSES
-from .passes.describe import PASS as DESCRIBE, describe_model
+from .passes.describe import PASS as DESCRIBE
+from .passes.describe import describe_model
 from .passes.registry import all_passes
 from .recovery import recover, sync_git, sync_journal
-from .neighbours import Memory
 from .shortlist import gc_paused, remembered
 from .spend import Caps, summarise
 from .status import PassResult, total_cost
 from .store import FileIndex, Store
 from .sync import Remote, SyncReport, changed_since_last_session
 from .throttle import Allowance, assess, record, terms
-from .worth import Worth
 from .transport import require_key
 from .verdicts import Journal, Verdict
+from .worth import Worth
 
 log = logging.getLogger(__name__)
 MAX_ROUNDS = 4
@@ -197,7 +210,7 @@ class Context:
 
 
 def new_session_id() -> str:
-    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(2)
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(2)
 
 
 def review(root: Path | str, options: ReviewOptions | None = None, config: Config | None = None) -> SessionResult:

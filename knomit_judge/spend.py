@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from .config import Config
 from .passes import JUDGED_PASSES
@@ -37,7 +37,7 @@ class PassSpend:
 
 
 def utc(now: datetime | None = None) -> datetime:
-    return (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    return (now or datetime.now(UTC)).astimezone(UTC)
 
 
 def day_start(now: datetime) -> datetime:
@@ -198,7 +198,7 @@ class Caps:
     usd_per_question: float = 0.0  # what a question cost over the last 30 days: the guess before this session's own
 
     @classmethod
-    def for_session(cls, store, config: Config, now: datetime | None = None) -> "Caps":
+    def for_session(cls, store, config: Config, now: datetime | None = None) -> Caps:
         s = summarise(store, config, now)
         return cls(config.judge.max_cost_usd, config.budget.max_usd_per_day, config.budget.max_usd_per_month,
                    s.today_usd, s.month_to_date_usd, s.usd_per_question or 0.0)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, asdict
+from dataclasses import asdict, dataclass, field
 
 STATES = ("nothing-qualified", "caught-up", "defunded", "broken", "worked", "batched")  # and `aborted` (review.aborted)
 

@@ -45,11 +45,11 @@ class Store:
         migrate(self.db)
 
     @classmethod
-    def for_corpus(cls, root: Path) -> "Store":
+    def for_corpus(cls, root: Path) -> Store:
         return cls(Path(root) / DB_PATH)
 
     @classmethod
-    def read_only(cls, root: Path) -> "Store":
+    def read_only(cls, root: Path) -> Store:
         """For dry runs and status: a copy in memory, so nothing changes the db file but keep_derived."""
         store = cls(None)
         path = Path(root) / DB_PATH

@@ -28,7 +28,7 @@ import re
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from .config import Config
@@ -123,7 +123,7 @@ class Remote:
         self.blocked = ""  # why the remote branch could not be merged in now (a dirty work tree)
 
     @classmethod
-    def of(cls, repo, config: Config) -> "Remote | None":
+    def of(cls, repo, config: Config) -> Remote | None:
         """The corpus's remote, checked now (an unknown name exits 2 before anything runs); None if unset."""
         if not config.git.remote:
             return None
@@ -390,7 +390,7 @@ class Remote:
 
     def save(self) -> None:
         """Keep this session's report for the metrics file and `status` (a per-clone fact: in .git)."""
-        record = {**self.report.json(), "at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        record = {**self.report.json(), "at": datetime.now(UTC).isoformat(timespec="seconds")}
         try:
             atomic_write(Path(self.repo.git_dir) / STATE_FILE, json.dumps(record))
         except OSError as e:
@@ -434,7 +434,7 @@ class Remote:
             at, _, what = entry.partition("\x01")
             if what == PUSHED or what.startswith("update by push"):
                 stamp = int(at.rpartition("@{")[2].rstrip("}"))
-                return datetime.fromtimestamp(stamp, timezone.utc).isoformat(timespec="seconds")
+                return datetime.fromtimestamp(stamp, UTC).isoformat(timespec="seconds")
         return None
 
     def oldest_unpushed_at(self) -> str | None:
@@ -443,7 +443,7 @@ class Remote:
             return None
         since = [f"^{self.tracking}"] if self._rev(self.tracking) else []
         stamps = run_git(self.repo, "log", "--format=%ct", "HEAD", *since).split()
-        return datetime.fromtimestamp(min(map(int, stamps)), timezone.utc).isoformat(timespec="seconds")
+        return datetime.fromtimestamp(min(map(int, stamps)), UTC).isoformat(timespec="seconds")
 
     def overridden_total(self) -> int:
         """Decisions overridden by writers, over the whole history (every clone's merges)."""
@@ -555,7 +555,7 @@ def changed_since_last_session(repo, facts: set[str]) -> tuple[set[str], str] | 
         changed = run_git(repo, "diff", "--name-only", "-z", "--no-renames", found[0], "HEAD").split("\0")
     except GitFailed:
         return None
-    at = datetime.fromtimestamp(int(found[1]), timezone.utc).isoformat(timespec="milliseconds")
+    at = datetime.fromtimestamp(int(found[1]), UTC).isoformat(timespec="milliseconds")
     return {p for p in changed if p in facts}, at
 
 

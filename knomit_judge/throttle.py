@@ -51,7 +51,7 @@ class Terms:
     readers: list = field(default_factory=list)  # the first reader (if any), then the judge model
 
     @classmethod
-    def questions(cls, opening: int, deposit: int, probe_every: int = 5, enabled: bool = True) -> "Terms":
+    def questions(cls, opening: int, deposit: int, probe_every: int = 5, enabled: bool = True) -> Terms:
         return cls("questions", opening, deposit, probe_every=probe_every, enabled=enabled, readers=["question"])
 
     def price(self, model: str | None) -> float:

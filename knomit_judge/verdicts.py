@@ -6,8 +6,8 @@ import hashlib
 import json
 import os
 import time
-from dataclasses import dataclass, field, asdict
-from datetime import datetime, timezone
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 JOURNAL_DIR = ".knomit/verdicts"
@@ -59,7 +59,7 @@ def judge_of(pass_name: str, model: str) -> str:
 
 
 def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 @dataclass
@@ -110,7 +110,7 @@ class Verdict:
         return row
 
     @classmethod
-    def from_row(cls, row: dict) -> "Verdict":
+    def from_row(cls, row: dict) -> Verdict:
         row = dict(row)
         row["pass_name"] = row.pop("pass")
         for key in ("subject", "replies", "payload", "by_position", "audit"):

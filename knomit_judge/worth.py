@@ -12,7 +12,7 @@ ceiling (throttle.py). docs/throttle.md and docs/choices.md say why these number
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from typing import Callable
+from collections.abc import Callable
 
 from .store import of_judge
 from .verdicts import MECHANICAL
@@ -32,7 +32,7 @@ class Worth:
         self.costs = costs or {}  # model -> what one of its calls in this pass cost, on average (USD)
 
     @classmethod
-    def of_pass(cls, store, pass_name: str, judge: str | None) -> "Worth":
+    def of_pass(cls, store, pass_name: str, judge: str | None) -> Worth:
         """From the pass's stored verdicts that kept a score (those before migration 0019 kept none)."""
         where, args = of_judge("pass = ? AND model != ? AND score IS NOT NULL", [pass_name, MECHANICAL], judge)
         rows = store.db.execute(f"SELECT score, is_yes AND NOT reverted FROM verdicts WHERE {where}", args)

@@ -20,9 +20,9 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 # (tests/test_install.py) read with the first reader, as a user's session does.
 os.environ["KNOMIT_JUDGE_FIRST_READER"] = ""
 
-from messages_server import MessagesServer  # noqa: E402
 # a browser test that skips where KNOMIT_REQUIRE_BROWSER is set (CI) fails instead: tests/browser.py
 from browser import pytest_runtest_makereport  # noqa: E402,F401
+from messages_server import MessagesServer  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "corpus-fixtures" / "demo"

@@ -7,11 +7,12 @@ import json
 import re
 import threading
 import time
-from datetime import datetime, timedelta, timezone
 from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterable
+from typing import Any
 
 __all__ = [
     "Action",
@@ -271,7 +272,7 @@ def thinking_only(input_tokens: int = 100, output_tokens: int = 20, thought: str
 
 def ratelimit(kind: str = "requests", remaining: int = 0, reset_in: float = 1.0) -> dict[str, str]:
     """anthropic-ratelimit-* headers saying `remaining` of `kind` are left until `reset_in` seconds from now."""
-    reset = (datetime.now(timezone.utc) + timedelta(seconds=reset_in)).isoformat(timespec="milliseconds")
+    reset = (datetime.now(UTC) + timedelta(seconds=reset_in)).isoformat(timespec="milliseconds")
     return {f"anthropic-ratelimit-{kind}-limit": "50", f"anthropic-ratelimit-{kind}-remaining": str(remaining),
             f"anthropic-ratelimit-{kind}-reset": reset.replace("+00:00", "Z")}
 
@@ -344,7 +345,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.0"
     # A client that connects and never sends must not pin a thread forever.
     timeout = 30
-    server: "_HTTPServer"
+    server: _HTTPServer
 
     def log_message(self, format: str, *args: Any) -> None:
         """Keep test output quiet."""
@@ -402,7 +403,7 @@ class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     # close() must not wait for handlers stuck on slow or silent clients.
     block_on_close = False
-    owner: "MessagesServer"
+    owner: MessagesServer
 
 
 @dataclass
@@ -457,7 +458,7 @@ class MessagesServer:
         host, port = self._httpd.server_address[:2]
         self.url = f"http://{host}:{port}"
 
-    def start(self) -> "MessagesServer":
+    def start(self) -> MessagesServer:
         """Begin serving in a daemon thread; returns self."""
         if self._thread is None:
             # A short poll interval keeps shutdown() (and so close()) fast.
@@ -474,7 +475,7 @@ class MessagesServer:
             self._thread = None
         self._httpd.server_close()
 
-    def __enter__(self) -> "MessagesServer":
+    def __enter__(self) -> MessagesServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -620,7 +621,7 @@ class MessagesServer:
             if self.batch_create_faults:
                 return _error_reply(self.batch_create_faults.popleft(), "scripted batch failure")
             batch = Batch(f"msgbatch_{len(self.batches):04d}", requests,
-                          datetime.now(timezone.utc).isoformat().replace("+00:00", "Z"))
+                          datetime.now(UTC).isoformat().replace("+00:00", "Z"))
             self.batches[batch.id] = batch
         return _json_reply(200, self._batch_json(batch))
 

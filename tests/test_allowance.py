@@ -10,7 +10,7 @@ import dataclasses
 import json
 import signal
 
-from conftest import SAME, make_repo, fact_text, write_config
+from conftest import SAME, fact_text, make_repo, write_config
 from messages_server import text
 from test_kill_resume import signal_after, slow_then_held, start
 from test_throttle import TOPICS, asked, motif_repo, session

@@ -7,8 +7,7 @@ import random
 
 import pytest
 
-from knomit_judge.audits import (BOUND_MIN, TOP, WINDOW, MissFit, budget, draw, estimate_from, floor_draw,
-                                 upper_binomial)
+from knomit_judge.audits import BOUND_MIN, TOP, WINDOW, MissFit, budget, draw, estimate_from, floor_draw, upper_binomial
 
 PASS = "prune"
 

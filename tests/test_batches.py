@@ -17,7 +17,6 @@ import time
 import pytest
 import sqlite_utils
 from click.testing import CliRunner
-
 from conftest import REPO, SAME, SMALL, CorpusRepo, make_repo, write_config
 from messages_server import reply_name, tool
 

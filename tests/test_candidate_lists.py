@@ -13,8 +13,8 @@ from knomit_judge.config import Config
 from knomit_judge.corpus import load_corpus
 from knomit_judge.embeddings import Embedder
 from knomit_judge.neighbours import Memory
-from knomit_judge.passes.registry import all_passes
 from knomit_judge.passes.exact import DuplicateGroups
+from knomit_judge.passes.registry import all_passes
 from knomit_judge.rebuild import rebuild
 from knomit_judge.shortlist import remembered
 from knomit_judge.store import Store

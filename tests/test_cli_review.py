@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import subprocess
-from pathlib import Path
 
 from click.testing import CliRunner
-
 from conftest import SAME, bought_digest, derived_rows, fact_text, git
 from messages_server import status, text
 
@@ -169,7 +167,8 @@ def test_malformed_fact_is_named_and_the_rest_reviewed(corpus_repo, judge_env):
 
 
 def test_second_session_exits_3_naming_the_holder(corpus_repo, judge_env):
-    import fcntl, os
+    import fcntl
+    import os
     lock = corpus_repo.root / ".git" / "knomit-judge.lock"
     fd = os.open(lock, os.O_RDWR | os.O_CREAT)
     os.write(fd, b"pid 4242 on elsewhere")

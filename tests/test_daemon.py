@@ -9,7 +9,7 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -22,7 +22,7 @@ from knomit_judge.daemon import cron_trigger, run_daemon
 from knomit_judge.review import ReviewOptions, review
 
 KNOMIT_JUDGE = Path(sys.executable).parent / "knomit-judge"
-WEDNESDAY = datetime(2025, 1, 1, tzinfo=timezone.utc)
+WEDNESDAY = datetime(2025, 1, 1, tzinfo=UTC)
 SERIAL = "\nconcurrency = 1\n"  # appended to [judge]: one judgment in flight, so "the current one" is one
 
 

@@ -8,9 +8,9 @@ import re
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import fact_text, git, make_repo, write_config
-from messages_server import reply_name, status as http_status, tool
+from messages_server import reply_name, tool
+from messages_server import status as http_status
 
 from knomit_judge.cli import cli
 from knomit_judge.config import Config

@@ -11,7 +11,6 @@ import json
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import write_config
 from messages_server import status, text, tool
 from test_describe import LINES, evidence_of, stored_lines

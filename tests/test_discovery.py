@@ -14,9 +14,9 @@ from knomit_judge.embeddings import Embedder
 from knomit_judge.neighbours import Memory
 from knomit_judge.passes.discovery import DiscoveryPass, distinct, spread
 from knomit_judge.passes.prune import PrunePass
+from knomit_judge.review import ReviewOptions, review
 from knomit_judge.shortlist import remembered
 from knomit_judge.store import Store
-from knomit_judge.review import ReviewOptions, review
 
 G1, G2, G3 = "facts/delivery/gate.md", "facts/delivery/metrics.md", "facts/delivery/rollback.md"
 MATCH, FAR = "facts/ops/outage-blocks-rollback.md", "facts/kitchen/sourdough.md"

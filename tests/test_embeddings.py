@@ -13,8 +13,18 @@ import pytest
 
 from knomit_judge import embeddings
 from knomit_judge.embeddings import Embedder
-from knomit_judge.encoders import (BACKEND_ENV, BACKENDS, CACHE_ENV, cache_dir, cache_key, exported, int8_files,
-                                   int8_tag, load_encoder, shipped)
+from knomit_judge.encoders import (
+    BACKEND_ENV,
+    BACKENDS,
+    CACHE_ENV,
+    cache_dir,
+    cache_key,
+    exported,
+    int8_files,
+    int8_tag,
+    load_encoder,
+    shipped,
+)
 from knomit_judge.store import Store
 
 TEXTS = [

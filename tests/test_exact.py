@@ -6,7 +6,6 @@ import json
 import socket
 
 from click.testing import CliRunner
-
 from conftest import FAST, fact_text, git, make_repo, write_config
 from messages_server import status
 from test_prune import assert_four_trailers, responder

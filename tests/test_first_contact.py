@@ -13,14 +13,12 @@ from pathlib import Path
 
 import yaml
 from click.testing import CliRunner
-
 from conftest import tree_digest, write_config
-from test_exact import duplicates_corpus
 from messages_server import status, text
+from test_exact import duplicates_corpus
 from test_throttle import JUDGE, motif_repo
 
 from knomit_judge.cli import cli
-from knomit_judge.store import Store
 
 DIFFERENT = json.dumps({"same": False, "mechanism": ""})
 

@@ -13,7 +13,6 @@ import re
 import pytest
 import sqlite_utils
 from click.testing import CliRunner
-
 from conftest import SMALL, demo_repo, fact_text, git, make_repo, write_config
 from messages_server import refusal, status, tool
 

@@ -7,7 +7,6 @@ import os
 import re
 
 from click.testing import CliRunner
-
 from conftest import FAST, SAME, SMALL, fact_text, git, make_repo
 from messages_server import text
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 from click.testing import CliRunner
-
 from conftest import DEMO, SAME, demo_repo, tree_digest
 from messages_server import text
 

@@ -9,7 +9,6 @@ import sys
 from types import SimpleNamespace
 
 import pytest
-
 from conftest import FAST, REPO, SMALL, fact_text, make_repo, scripted, write_config
 
 from knomit_judge import ReviewOptions, load_config, load_corpus, review

@@ -22,7 +22,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import DEMO, GIT_ENV, REPO, git
 from messages_server import DEFAULT_REPLY, MessagesServer, text
 

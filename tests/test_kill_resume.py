@@ -16,7 +16,6 @@ import time
 
 import pytest
 import sqlite_utils
-
 from conftest import REPO, fact_text, git, make_repo, write_config
 from messages_server import delay, held, text
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import REPO, git, write_config
 from knomit_format import NotAKnomitFact, knomit_parse
 

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import anthropic
 import pytest
-
 from messages_server import MessagesServer, garbage, hang, ratelimit, status, text, tool
 
 

@@ -20,11 +20,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from prometheus_client.parser import text_string_to_metric_families
-
 from conftest import copy_of, git, write_config
-from test_throttle import JUDGE as THROTTLE_JUDGE
 from messages_server import DEFAULT_REPLY, status, text
+from prometheus_client.parser import text_string_to_metric_families
+from test_throttle import JUDGE as THROTTLE_JUDGE
 
 from knomit_judge.cli import cli
 from knomit_judge.config import load_config

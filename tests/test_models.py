@@ -14,7 +14,6 @@ import re
 import anthropic
 import pytest
 from click.testing import CliRunner
-
 from conftest import DEMO, copy_of, demo_repo, git, tree_digest, write_config
 from messages_server import MessagesServer, cut_off, refusal, tool
 from test_exact import duplicates_corpus
@@ -175,7 +174,7 @@ def test_a_deprecated_model_is_asked_with_a_forced_tool_and_its_retirement_day_i
 
 
 def test_a_refused_question_costs_one_call_a_session_and_does_nothing(tmp_path, judge_env):
-    from conftest import make_repo, fact_text
+    from conftest import fact_text, make_repo
     # ten pairs of look-alike spellings: some fall in the swap sample, which must not cost a second call
     repo = make_repo(tmp_path / "c", {f"facts/f{i}{s}.md": fact_text(f"Loop {i} kind {s}", [f"loop-{i}-{s}"])
                                       for i in range(10) for s in ("a", "b")})
@@ -273,8 +272,8 @@ def test_the_prune_contract_as_structured_outputs_take_it_and_the_parser_still_e
     schema = load_prompt("prune").reply_schema
     sent = format_schema(schema)
     assert not {"if", "then", "else"} & set(sent) and sent["additionalProperties"] is False
-    from knomit_judge.passes.prune import PrunePass
     from knomit_judge.errors import Unparsed
+    from knomit_judge.passes.prune import PrunePass
     with pytest.raises(Unparsed):  # what `then` said: a retract names the redundant fact
         PrunePass().parse(json.dumps({"decision": "retract", "rationale": "B is in A."}))
 

@@ -10,7 +10,6 @@ import json
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import write_config
 from messages_server import tool
 from test_throttle import motif_repo

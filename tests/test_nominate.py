@@ -10,16 +10,33 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-
 from conftest import REPO, fact_text, git, make_repo
 
 from knomit_judge.config import load_config
 from knomit_judge.corpus import load_corpus, parse_fact
 from knomit_judge.embeddings import Embedder, text_hash
 from knomit_judge.init import init_corpus
-from knomit_judge.nominate import (COTAG, GLOSS_CARRIERS, MAX_SENTENCE, SENTENCES_PER_FACT, CarrierContent, _lexical,
-                                   carrier_text, family_weight, gloss_vectors, name_text, nominate, numbers_only, parse,
-                                   score, sentences, string_similarity, with_namespaces, word_alignment, word_weights)
+from knomit_judge.nominate import (
+    COTAG,
+    GLOSS_CARRIERS,
+    MAX_SENTENCE,
+    SENTENCES_PER_FACT,
+    CarrierContent,
+    _lexical,
+    carrier_text,
+    family_weight,
+    gloss_vectors,
+    name_text,
+    nominate,
+    numbers_only,
+    parse,
+    score,
+    sentences,
+    string_similarity,
+    with_namespaces,
+    word_alignment,
+    word_weights,
+)
 from knomit_judge.passes.alias import AliasPass
 from knomit_judge.review import ReviewOptions, review
 from knomit_judge.store import Store

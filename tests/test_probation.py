@@ -8,7 +8,6 @@ import threading
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import CorpusRepo, fact_text, make_repo
 
 from knomit_judge.cli import cli

@@ -8,7 +8,6 @@ import subprocess
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import FAST, fact_text, git, make_repo, scripted, write_config
 from messages_server import text
 

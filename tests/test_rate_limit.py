@@ -10,7 +10,6 @@ import json
 import logging
 
 import pytest
-
 from conftest import CorpusRepo, copy_of, write_config
 from messages_server import delay, ratelimit, status, text
 

@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-
 from conftest import REPO, git, scripted, tree_digest
 from conftest import fact_text as fact_file
 
@@ -25,8 +24,8 @@ from knomit_judge.init import init_corpus
 from knomit_judge.nominate import name_text
 from knomit_judge.passes.prune import fact_text
 from knomit_judge.rebuild import Derivation, check, rebuild
-from knomit_judge.review import ReviewOptions, review
 from knomit_judge.revert import revert
+from knomit_judge.review import ReviewOptions, review
 from knomit_judge.store import Store
 from knomit_judge.survivors import fact_survivor
 

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import FAST, SAME, bought_digest, git, write_config
 from messages_server import text
 from test_revert import decision, three, three_built  # noqa: F401  (fixtures)

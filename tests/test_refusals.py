@@ -11,7 +11,6 @@ import json
 import pytest
 import sqlite_utils
 from click.testing import CliRunner
-
 from conftest import fact_text, make_repo, write_config
 from messages_server import status, text
 

@@ -10,9 +10,8 @@ import re
 from html.parser import HTMLParser
 
 import pytest
-from click.testing import CliRunner
-
 from browser import chromium_dom
+from click.testing import CliRunner
 from conftest import DEMO, demo_repo, git, make_repo, scripted
 
 from knomit_judge.cli import cli

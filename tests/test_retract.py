@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import FAST, fact_text, git, make_repo, write_config
 from knomit_format import knomit_parse
 from messages_server import text, tool
-from test_layouts import INCIDENT, KEEP as K_KEEP, LOSE as K_LOSE, knomit_kb, run
+from test_layouts import INCIDENT, knomit_kb, run
+from test_layouts import KEEP as K_KEEP
+from test_layouts import LOSE as K_LOSE
 from test_prune import evidence_of, pass_of
 
 from knomit_judge.corpus import load_corpus, parse_fact
@@ -268,7 +269,6 @@ def test_inbox_lists_applied_prune1_retracts_that_kept_the_shorter_body(tmp_path
     # other pair, kept the longer body (0.9); both are applied and journalled.
     corpus = load_corpus(repo.root)
     prune = all_passes()["prune"]
-    from knomit_judge.passes.prune import retire
     for keep, lose in ((narrow, broad), ("facts/c/other-broad.md", "facts/c/other-narrow.md")):
         v = old_retract(repo, keep, lose)
         Journal(repo.root).append("prune", v.journal_line())

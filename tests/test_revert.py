@@ -8,7 +8,6 @@ import subprocess
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import FAST, SMALL, CorpusRepo, fact_text, git, make_repo
 from messages_server import MessagesServer, text
 

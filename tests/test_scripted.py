@@ -7,7 +7,6 @@ import json
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import SAME, git
 from test_cli_review import alias_responder
 from test_throttle import motif_repo

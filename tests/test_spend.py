@@ -7,14 +7,13 @@ set by hand is when earlier sessions ran (their timestamps), which is what a day
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import copy_of, write_config
-from test_throttle import JUDGE as THROTTLE_JUDGE
 from messages_server import DEFAULT_REPLY, text
+from test_throttle import JUDGE as THROTTLE_JUDGE
 
 from knomit_judge.cli import cli
 from knomit_judge.config import load_config, parse_config
@@ -92,7 +91,7 @@ def test_the_monthly_cap_counts_every_session_of_the_calendar_month(many, judge_
     assert alias(many).judged == 4
     held = alias(many)
     assert held.offered == 0 and "monthly cost cap $0.0025 reached (budget.max_usd_per_month; " in held.line()
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     shift(many, now.day + 1)  # into the month before: this month has spent nothing
     assert alias(many).judged == 4
     assert judge_env.calls == 8
@@ -135,7 +134,7 @@ def test_review_and_status_json_show_spend_and_cost_per_resolution(many, judge_e
 def test_spend_windows_projection_and_per_pass_figures(tmp_path):
     """The arithmetic of summarise over sessions recorded at known times."""
     store = Store(tmp_path / "judge.db")
-    now = datetime(2026, 3, 20, 12, 0, tzinfo=timezone.utc)
+    now = datetime(2026, 3, 20, 12, 0, tzinfo=UTC)
     runs = [(now.replace(hour=1), "alias", 1.0, 2), (now - timedelta(days=3), "prune", 2.0, 0),
             (now - timedelta(days=10), "alias", 4.0, 2), (now - timedelta(days=20), "discovery", 8.0, 1),
             (now - timedelta(days=40), "alias", 16.0, 9)]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from click.testing import CliRunner
 from conftest import tree_digest, write_config

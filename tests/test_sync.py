@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import GIT_ENV, ONE_CALL, SMALL, fact_text, git, make_repo
 from messages_server import MessagesServer, text
 from test_prune import evidence_of, pass_of, titles_of
@@ -285,6 +284,7 @@ def path_remote(tmp_path):
 def test_unreachable_remote_is_named_and_loses_no_commit(tmp_path, path_remote, judge_env):
     from click.testing import CliRunner
     from prometheus_client.parser import text_string_to_metric_families
+
     from knomit_judge.cli import cli
 
     def gauges(path: Path) -> dict:
@@ -294,6 +294,7 @@ def test_unreachable_remote_is_named_and_loses_no_commit(tmp_path, path_remote, 
 
     judge_env.responder = respond
     import re
+
     from messages_server import tool
     # a line for every spelling: a spelling given none is asked again next session, and its journal commit
     # would be one more unpushed commit (issue 39)
@@ -363,6 +364,7 @@ def test_a_binary_conflict_aborts_the_merge_and_keeps_the_commits(tmp_path, path
 
 def test_remote_settings_are_validated(tmp_path):
     from click.testing import CliRunner
+
     from knomit_judge.cli import cli
     repo = make_repo(tmp_path / "kb", SMALL)
     for toml, key in [('[git]\nremote = 3\n', "git.remote"), ('[git]\nbranch = ""\n', "git.branch"),

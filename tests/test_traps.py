@@ -15,7 +15,6 @@ import sys
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import DEMO, SAME, SMALL, demo_repo, fact_text, git, make_repo, scripted, tree_digest
 from knomit_format import knomit_parse
 from test_layouts import INCIDENT, KEEP, LOSE, REPO_ID, knomit_kb, use_entities

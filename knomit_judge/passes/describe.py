@@ -25,6 +25,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..cost import Cost
 from ..errors import Refused, Unavailable, Unparsed
 from ..prompts import cut, kept, load_prompt
 from ..verdicts import now
@@ -296,7 +297,7 @@ async def write_lines(todo: list[Shown], judge, config, store, journal, session:
         cost = judge.cost(done.tokens_in, done.tokens_out, model=model)
         judge.ledger(PASS).add(1, done.attempts, done.tokens_in, done.tokens_out, cost, bound)
         out.calls += 1
-        out.cost_usd = None if cost is None or out.cost_usd is None else out.cost_usd + cost
+        out.cost_usd = (Cost(out.cost_usd) + cost).usd
         out.charged_usd += bound if cost is None else cost
         try:
             lines, why = read_reply(done.text, req.spellings)
@@ -354,7 +355,7 @@ class Line:
                 **({"tries": self.tries, "why": self.why} if not self.line else {})}
 
     @classmethod
-    def from_record(cls, record: dict) -> "Line | None":
+    def from_record(cls, record: dict) -> Line | None:
         """A line from a journal record, or None for one a hand edit or a merge conflict mangled."""
         keys = ("spelling", "carriers", "model", "prompt", "line")
         if not all(isinstance(record.get(k), str) and (record[k] or k == "line") for k in keys):

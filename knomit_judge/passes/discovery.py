@@ -9,8 +9,8 @@ import numpy as np
 
 from ..config import JudgeConfig
 from ..corpus import FACTS_DIR, _yaml_value, front_matter
-from ..layout import matches
 from ..errors import Unparsed
+from ..layout import matches
 from ..prompts import cut, load_prompt
 from ..shortlist import mean_pairwise, top_k
 from ..verdicts import group_fingerprint

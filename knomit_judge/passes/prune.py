@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..config import JudgeConfig
-from ..corpus import absorbed, carried_over, copy_provenance, fact_text, provenance, relinked_changes, retracted, rewrite
+from ..corpus import (
+    absorbed,
+    carried_over,
+    copy_provenance,
+    fact_text,
+    provenance,
+    relinked_changes,
+    retracted,
+    rewrite,
+)
 from ..errors import Unparsed
 from ..prompts import cut, load_prompt
 from ..shortlist import neighbour_pairs
