@@ -180,6 +180,29 @@ def _scripted_entry(line: str, where: str, passes) -> dict:
     return entry
 
 
+@dataclass(frozen=True)
+class JudgeSpec:
+    """What --judge names, parsed once: the Messages API ("anthropic") or recorded replies ("scripted:FILE")."""
+
+    kind: str  # "anthropic" or ScriptedBackend.kind
+    path: Path | None = None  # the replies file of a scripted judge
+
+    @classmethod
+    def parse(cls, spec: str) -> JudgeSpec:
+        if spec == "anthropic":
+            return cls("anthropic")
+        if spec.startswith("scripted:"):
+            return cls(ScriptedBackend.kind, Path(spec.removeprefix("scripted:")))
+        raise ConfigError(f"--judge: expected 'anthropic' or 'scripted:FILE', got {spec!r}")
+
+    @property
+    def anthropic(self) -> bool:
+        return self.kind == "anthropic"
+
+    def __str__(self) -> str:
+        return "anthropic" if self.path is None else f"{self.kind}:{self.path}"
+
+
 def judge_kind(spec: str) -> str:
     """Which kind of judge a --judge value names: 'scripted' or 'anthropic' (verdicts bind only their own kind)."""
     return ScriptedBackend.kind if spec.startswith("scripted:") else "anthropic"
