@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+
+from git import Repo
 
 from .errors import KnomitError
 from .gitops import (
@@ -60,16 +65,35 @@ def recover(root: Path, repo, store: Store, lock: Lock | None = None, keep_marks
     return notes
 
 
-def recover_corpus(root: Path | str) -> list[str]:
-    """Recovery alone, as every session's start runs it (under the lock); returns what it did."""
+@dataclass
+class Locked:
+    """A corpus opened for writing: its repo, the session lock held, its store open."""
+
+    root: Path
+    repo: Repo
+    lock: Lock
+    store: Store
+
+    def recover(self, keep_marks: bool = False) -> list[str]:
+        return recover(self.root, self.repo, self.store, self.lock, keep_marks)
+
+
+@contextmanager
+def locked_store(root: Path | str) -> Iterator[Locked]:
+    """Open the repo, take the lock, open the store; closed and released on the way out, whatever happened.
+
+    Recovery is the caller's next step (`Locked.recover`): a review checks its models before it lets recovery
+    change anything."""
     root = Path(root).resolve()
     repo = open_repo(root)
-    with Lock(repo) as lock:
-        store = Store.for_corpus(root)
-        try:
-            return recover(root, repo, store, lock)
-        finally:
-            store.close()
+    with Lock(repo) as lock, Store.for_corpus(root) as store:
+        yield Locked(root, repo, lock, store)
+
+
+def recover_corpus(root: Path | str) -> list[str]:
+    """Recovery alone, as every session's start runs it (under the lock); returns what it did."""
+    with locked_store(root) as opened:
+        return opened.recover()
 
 
 def sync_journal(root: Path, store: Store, keep_marks: bool = True) -> int:

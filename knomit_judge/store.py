@@ -64,8 +64,14 @@ class Store:
             migrate(store.db)
         return store
 
-    def close(self):
+    def close(self) -> None:
         self.db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     derived: list | None = None  # a read-only copy's derived writes: (method name, args), in order
 
