@@ -5,8 +5,14 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from typing import Protocol
 
+from ..config import Config
+from ..corpus import Corpus
+from ..embeddings import Embedder
 from ..errors import Unparsed
+from ..prompts import Prompt
+from ..verdicts import Verdict
 
 
 @dataclass
@@ -32,6 +38,34 @@ class Change:
     subject: str
     body: str
     extra_trailers: dict = field(default_factory=dict)
+
+
+class Session(Protocol):
+    """What a pass may read of a review session, and nothing more: a pass never holds the session itself."""
+
+    @property
+    def config(self) -> Config: ...
+    @property
+    def corpus(self) -> Corpus: ...
+    @property
+    def embedder(self) -> Embedder: ...
+    @property
+    def lines(self) -> dict[str, str]: ...  # spelling -> its describe line
+
+
+class Pass(Protocol):
+    """What the session and the judge use of a pass (alias, prune, discovery)."""
+
+    name: str
+    about: str  # what a question's sides are: "spellings" or fact paths
+    default: str  # the recoverable answer
+    yes: set[str]  # the answers that change the corpus
+    stands: bool
+
+    def prompt(self) -> Prompt: ...
+    def candidates(self, ctx: Session) -> list[Candidate]: ...
+    def parse(self, text: str) -> dict: ...
+    def change(self, verdict: Verdict, ctx: Session) -> Change: ...
 
 
 _FENCE = re.compile(r"\A```(?:json)?\s*\n(.*?)\n```\Z", re.S)
