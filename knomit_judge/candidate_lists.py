@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .passes import subject_names
+from .verdicts import subject_names
 
 log = logging.getLogger(__name__)
 

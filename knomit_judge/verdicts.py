@@ -48,6 +48,11 @@ def group_fingerprint(facts) -> str:
 MECHANICAL = "mechanical"  # the model of a verdict no judge was asked for: exact duplicates, restated aliases
 
 
+def subject_names(subject: dict) -> list[str]:
+    """The spellings or fact paths a question is about: a group's members, or a pair's two."""
+    return subject["group"] if "group" in subject else [subject["a"], subject["b"]]
+
+
 def judge_of(pass_name: str, model: str) -> str:
     """The kind of judge behind a verdict recorded without one (journal lines and rows before migration 0007).
 

@@ -1,4 +1,4 @@
-"""Imports run one way: no module needs a function-level import to dodge a cycle.
+"""Imports run one way: down docs/layout.md's layers, and no module needs a function-level import to dodge a cycle.
 
 The graph counts every import of a package module, at any depth (a lazy import inside a function is an
 edge like any other), so a cycle hidden behind a lazy import still shows. A package's face
@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "knomit_judge"
+LAYOUT = PACKAGE.parent / "docs" / "layout.md"
 TOP = "knomit_judge"
+ROW = re.compile(r"^\| (\d+)\. [^|]+\| ([^|]+) \|")
 
 
 def module_name(path: Path) -> str:
@@ -66,6 +69,18 @@ def graph() -> dict[str, set[str]]:
     return edges
 
 
+def table(text: str) -> list[tuple[int, str]]:
+    """The layer table's (layer, module) rows as written: `passes/base` is knomit_judge.passes.base."""
+    return [(int(m[1]), f"{TOP}.{name.replace('/', '.')}") for line in text.splitlines() if (m := ROW.match(line))
+            for name in re.findall(r"`([^`]+)`", m[2])]
+
+
+def upward(edges: dict[str, set[str]], layer: dict[str, int]) -> list[str]:
+    """Every import of a module in a higher layer than the importer's."""
+    return sorted(f"{a} (layer {layer[a]}) imports {b} (layer {layer[b]})"
+                  for a, deps in edges.items() for b in deps if layer[b] > layer[a])
+
+
 def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
     state: dict[str, int] = {}  # 1 on the path, 2 done
     path: list[str] = []
@@ -94,6 +109,32 @@ def test_the_import_graph_has_no_cycle_even_through_function_level_imports():
     assert "knomit_judge.config" in edges["knomit_judge.daemon"]  # the reader sees real edges
     cycle = find_cycle(edges)
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_layer_table_names_every_module_once():
+    rows = table(LAYOUT.read_text(encoding="utf-8"))
+    named = [name for _, name in rows]
+    assert len(named) > 30  # the table was read, not an empty match
+    assert sorted(n for n in set(named) if named.count(n) > 1) == []
+    assert sorted(set(modules()) - {TOP} - set(named)) == []  # the package's face is not a layer
+    assert sorted(set(named) - set(modules())) == []
+
+
+def test_no_module_imports_from_a_higher_layer():
+    layer = {name: n for n, name in table(LAYOUT.read_text(encoding="utf-8"))}
+    edges = {a: deps for a, deps in graph().items() if a in layer}  # the package's face imports the API it offers
+    assert upward(edges, layer) == []
+
+
+def test_the_layer_check_finds_an_import_up_a_layer():
+    """The check can fail: a table with a lower module that imports a higher one is reported."""
+    rows = table("| layer | modules | what |\n|---|---|---|\n| 1. ground | `corpus`, `config` | x |\n"
+                 "| 2. passes | `passes/base` | y |\n")
+    assert rows == [(1, "knomit_judge.corpus"), (1, "knomit_judge.config"), (2, "knomit_judge.passes.base")]
+    layer = {name: n for n, name in rows}
+    edges = {"knomit_judge.corpus": {"knomit_judge.passes.base", "knomit_judge.config"},
+             "knomit_judge.config": set(), "knomit_judge.passes.base": {"knomit_judge.corpus"}}
+    assert upward(edges, layer) == ["knomit_judge.corpus (layer 1) imports knomit_judge.passes.base (layer 2)"]
 
 
 def test_the_cycle_finder_finds_a_cycle_behind_a_lazy_import(tmp_path):

@@ -12,7 +12,7 @@ from ..corpus import Corpus
 from ..embeddings import Embedder
 from ..errors import Unparsed
 from ..prompts import Prompt
-from ..verdicts import Verdict
+from ..verdicts import Verdict, subject_names  # noqa: F401  (re-exported: the passes' shared names)
 
 
 @dataclass
@@ -23,11 +23,6 @@ class Candidate:
     score: float  # the rank among candidates, best first (alias: nominate.score), never a decision
     orders: list  # the evidence in each order to ask (A/B and B/A for pairs)
     fresh: bool = False  # touches a fact or spelling changed since the pass's last session (freshness.fresh_first)
-
-
-def subject_names(subject: dict) -> list[str]:
-    """The spellings or fact paths a question is about: a group's members, or a pair's two."""
-    return subject["group"] if "group" in subject else [subject["a"], subject["b"]]
 
 
 @dataclass
