@@ -11,7 +11,7 @@ importing a Candidate never imports every pass.
 from .base import (
     JUDGED_PASSES,
     Candidate,
-    Candidates,
+    CandidateSource,
     Change,
     Inputs,
     Pass,
@@ -22,5 +22,5 @@ from .base import (
     subject_names,
 )
 
-__all__ = ["JUDGED_PASSES", "Candidate", "Candidates", "Change", "Inputs", "Pass", "Restorer", "Session",
+__all__ = ["JUDGED_PASSES", "Candidate", "CandidateSource", "Change", "Inputs", "Pass", "Restorer", "Session",
            "one_sentence", "reply_object", "subject_names"]

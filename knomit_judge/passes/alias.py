@@ -10,7 +10,7 @@ from ..nominate import MAX_TITLES, TRUNCATED, nominate
 from ..prompts import Prompt, load_prompt
 from ..survivors import spelling_survivor
 from ..verdicts import MECHANICAL, Verdict, encoded_side, fingerprint_encoded
-from .base import Candidate, Change, Evidence, Parsed, Restorer, Session, Subject, one_sentence, reply_object
+from .base import Candidate, Change, Evidence, Reply, Restorer, Session, Subject, one_sentence, reply_object
 
 Side = tuple[str, str]  # a spelling and its carriers, encoded for fingerprint_encoded
 
@@ -117,7 +117,7 @@ class AliasPass:
                        model=MECHANICAL, prompt=origin.prompt, attempts=0, calls=0, cost_usd=0.0, session=session,
                        judge=judge)
 
-    def parse(self, text: str) -> Parsed:
+    def parse(self, text: str) -> Reply:
         """same with a mechanism, or different (a bare 'same' included)."""
         obj = reply_object(text, {"same": ((bool,), True), "mechanism": ((str,), False)})
         mechanism = one_sentence(obj.get("mechanism"))

@@ -17,11 +17,13 @@ from ..verdicts import Verdict
 
 Subject = dict[str, Any]  # {"a": .., "b": ..} for pairs, {"group": [..]} for groups: stored as JSON
 Evidence = dict[str, Any]  # what the judge reads in one order, rendered into the prompt as JSON
-Parsed = tuple[str, str, dict[str, Any] | None]  # a reply read: (answer, rationale, payload)
+Reply = tuple[str, str, dict[str, Any] | None]  # a reply as the strict parser reads it: (answer, rationale, payload)
 
 
 @dataclass
 class Candidate:
+    """One question a pass may ask: about what, keyed how, ranked where, with the evidence in each order."""
+
     pass_name: str
     subject: Subject
     fingerprint: str
@@ -71,7 +73,7 @@ class Inputs:
     lines: dict[str, str] = field(default_factory=dict)
 
 
-class Candidates(Protocol):
+class CandidateSource(Protocol):
     """What candidate_lists keeps for a pass, and for exact's duplicate groups too: its candidates, restorable."""
 
     name: str
@@ -80,7 +82,7 @@ class Candidates(Protocol):
     def restorer(self, ctx: Session) -> Restorer: ...
 
 
-class Pass(Candidates, Protocol):
+class Pass(CandidateSource, Protocol):
     """What the session and the judge use of a judged pass (alias, prune, discovery)."""
 
     about: str  # what a question's sides are: "spellings" or "facts" (paths)
@@ -92,7 +94,7 @@ class Pass(Candidates, Protocol):
 
     @property
     def prompt(self) -> Prompt: ...
-    def parse(self, text: str) -> Parsed: ...
+    def parse(self, text: str) -> Reply: ...
     def in_subject_terms(self, answer: str, payload: dict[str, Any] | None, subject: Subject,
                          position: int) -> tuple[dict[str, Any] | None, str]: ...
     def outdated(self, verdict: Verdict) -> bool: ...

@@ -15,7 +15,7 @@ from ..layout import matches
 from ..prompts import Prompt, cut, load_prompt
 from ..shortlist import mean_pairwise, top_k
 from ..verdicts import Verdict, group_fingerprint
-from .base import Candidate, Change, Evidence, Parsed, Restorer, Session, Subject, one_sentence, reply_object
+from .base import Candidate, Change, Evidence, Reply, Restorer, Session, Subject, one_sentence, reply_object
 from .prune import fact_text
 
 DISCOVERED_DIR = f"{FACTS_DIR}/discovered"
@@ -192,7 +192,7 @@ class DiscoveryPass:
         limit = ctx.config.judge.max_evidence_chars
         return [self.candidate(members, score, max_chars=limit) for members, score in self.groups(ctx)]
 
-    def parse(self, text: str) -> Parsed:
+    def parse(self, text: str) -> Reply:
         """yes with a proposed fact (its motifs as slugs), or no."""
         obj = reply_object(text, {"entails": ((bool,), True), "fact": ((dict, type(None)), False),
                                   "rationale": ((str,), False)})

@@ -23,7 +23,7 @@ from ..prompts import Prompt, cut, load_prompt
 from ..shortlist import neighbour_pairs
 from ..survivors import fact_survivor, why_survives
 from ..verdicts import Verdict, fingerprint, pair_fingerprint
-from .base import Candidate, Change, Evidence, Parsed, Restorer, Session, Subject, one_sentence, reply_object
+from .base import Candidate, Change, Evidence, Reply, Restorer, Session, Subject, one_sentence, reply_object
 
 
 def fact_evidence(fact: Fact, max_chars: int = JudgeConfig.max_evidence_chars) -> Evidence:
@@ -152,7 +152,7 @@ class PrunePass:
 
         return restore
 
-    def parse(self, text: str) -> Parsed:
+    def parse(self, text: str) -> Reply:
         """(decision, rationale, payload); a retract's payload names the redundant side as shown: {"redundant": "A"}.
 
         As the forced tool's schema says: `redundant` is required with retract and absent otherwise, so a
