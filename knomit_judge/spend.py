@@ -187,8 +187,8 @@ def summarise(store: Store, config: Config, now: datetime | None = None) -> Spen
         days = min(7.0, max(1.0, (now - datetime.fromisoformat(first)).total_seconds() / 86400))
     next_month = (month + timedelta(days=32)).replace(day=1)
     s.month_projection_usd = s.month_to_date_usd + s.last_7_days_usd / days * (next_month - now).total_seconds() / 86400
-    s.per_pass = {name: {"today_usd": round(p["today_usd"], ROUND), "last_30_days_usd": round(p["last_30_days_usd"], ROUND),
-                         "resolved": p["resolved"],
+    s.per_pass = {name: {"today_usd": round(p["today_usd"], ROUND),
+                         "last_30_days_usd": round(p["last_30_days_usd"], ROUND), "resolved": p["resolved"],
                          "usd_per_resolution": round(p["last_30_days_usd"] / p["resolved"], ROUND) if p["resolved"] else None}
                   for name, p in per.items()}
     s.usd_per_question = round(s.last_30_days_usd / questions, 9) if questions else None

@@ -86,7 +86,7 @@ class PairOrders(Sequence[Evidence]):
     prune pass on a caught-up corpus.
     """
 
-    def __init__(self, a: Fact, b: Fact, max_chars: int):
+    def __init__(self, a: Fact, b: Fact, max_chars: int) -> None:
         self.a, self.b, self.max_chars = a, b, max_chars
         self._orders: list[Evidence] | None = None
 
