@@ -6,12 +6,18 @@ import it from below.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .errors import ConfigError
+
+if TYPE_CHECKING:  # apscheduler is imported only when a schedule is read (see cron_trigger)
+    from apscheduler.triggers.base import BaseTrigger
 
 _DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")  # crontab's numbering: 0 (and 7) is Sunday
 
 
 def _day(token: str) -> int:
+    """A day of week as crontab numbers it: a number 0-7 or a name's first three letters."""
     token = token.strip().lower()
     if token.isdigit() and int(token) <= 7:
         return int(token)
@@ -44,7 +50,7 @@ def crontab_weekdays(field: str) -> str:
     return ",".join(_DAYS[d] for d in sorted(days))
 
 
-def cron_trigger(expr: str, key: str = "--cron"):
+def cron_trigger(expr: str, key: str = "--cron") -> BaseTrigger:
     """A 5-field crontab expression (minute hour day month weekday), or 6 fields with seconds first.
 
     Crontab semantics are kept where APScheduler differs: weekday 0 is Sunday, and when both day of

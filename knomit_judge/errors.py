@@ -28,7 +28,7 @@ class CorpusLocked(KnomitError):
 class JudgeRefused(KnomitError):
     """The judge API refused every request for a reason retrying cannot fix (bad key, permission, model)."""
 
-    def __init__(self, message: str, model: str | None = None):
+    def __init__(self, message: str, model: str | None = None) -> None:
         super().__init__(message)
         self.model = model  # a 404 that names the model asked: it may have retired since it was read
 
@@ -51,7 +51,7 @@ class DecisionRefused(KnomitError):
     Nothing of it is left in the tree; `path`, `line` and `reason` name the problem for the session report.
     """
 
-    def __init__(self, path: str, reason: str, line: int | None = None):
+    def __init__(self, path: str, reason: str, line: int | None = None) -> None:
         self.path, self.reason, self.line = path, reason, line
         super().__init__(f"{path}:{line}: {reason}" if line else f"{path}: {reason}")
 
@@ -63,7 +63,7 @@ class CorpusUnwritable(KnomitError):
 class BadFact(Exception):
     """A fact file cannot be read; carries the path, line and reason for the report."""
 
-    def __init__(self, path: str, reason: str, line: int | None = None):
+    def __init__(self, path: str, reason: str, line: int | None = None) -> None:
         self.path, self.reason, self.line = path, reason, line
         where = f"{path}:{line}" if line else path
         super().__init__(f"{where}: {reason}")

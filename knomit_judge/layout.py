@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -15,7 +16,7 @@ _GLOB_CHARS = re.compile(r"[*?\[]")
 def glob_prefix(glob: str) -> str:
     """The literal directories a glob starts with: 'kb' for kb/**/*.md, '' for **/*.md."""
     parts = glob.split("/")[:-1]
-    literal = []
+    literal: list[str] = []
     for part in parts:
         if _GLOB_CHARS.search(part):
             break
@@ -26,7 +27,8 @@ def glob_prefix(glob: str) -> str:
 @lru_cache(maxsize=64)
 def _glob_regex(glob: str) -> str:
     """A glob as a regular expression: `*` and `?` stay within one directory, `**/` spans any number."""
-    out, i = [], 0
+    out: list[str] = []
+    i = 0
     while i < len(glob):
         c = glob[i]
         if glob.startswith("**/", i):
@@ -53,16 +55,16 @@ def _glob_regex(glob: str) -> str:
     return "".join(out)
 
 
-def matches(path: str, globs) -> bool:
+def matches(path: str, globs: Iterable[str]) -> bool:
     """Whether a corpus-relative posix path matches one of the globs (`**` = any number of directories)."""
     return any(re.fullmatch(_glob_regex(g), path) for g in globs)
 
 
-def fact_paths(root: Path, globs=DEFAULT_PATHS) -> list[str]:
+def fact_paths(root: Path, globs: Sequence[str] = DEFAULT_PATHS) -> list[str]:
     """Every file below the corpus matching the globs, as sorted posix relative paths (hidden ones skipped)."""
     root = Path(root)
     patterns = [re.compile(_glob_regex(g)) for g in globs]
-    paths = set()
+    paths: set[str] = set()
     cut = len(os.path.join(str(root), ""))  # string slicing, not pathlib: 100k paths at scale
     for prefix in dict.fromkeys(glob_prefix(g) for g in globs):
         base = root / prefix if prefix else root

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Mapping
 from contextvars import ContextVar
 from datetime import UTC, datetime
 
@@ -24,12 +25,13 @@ KINDS = ("requests", "tokens", "input-tokens", "output-tokens")
 class QuestionClock:
     """A question's time limit that stands still while any of its calls waits on the shared limiter."""
 
-    def __init__(self, timeout: asyncio.Timeout):
+    def __init__(self, timeout: asyncio.Timeout) -> None:
         self.timeout = timeout
         self.waiting = 0
         self.left: float | None = None
 
     def stop(self) -> None:
+        """One more of the question's calls waits: the limit stands still from the first."""
         if self.waiting == 0:
             when = self.timeout.when()
             self.left = None if when is None else when - asyncio.get_running_loop().time()
@@ -37,6 +39,7 @@ class QuestionClock:
         self.waiting += 1
 
     def go(self) -> None:
+        """One call waits no more: the limit runs again, from where it stood, once none waits."""
         self.waiting -= 1
         if self.waiting == 0 and self.left is not None:
             _reschedule(self.timeout, asyncio.get_running_loop().time() + self.left)
@@ -52,7 +55,7 @@ def _reschedule(timeout: asyncio.Timeout, when: float | None) -> None:
 class RateLimiter:
     """Holds every call of a session back while the server asked for a pause or a limit is nearly spent."""
 
-    def __init__(self, concurrency: int, max_tokens: int, max_wait_s: float):
+    def __init__(self, concurrency: int, max_tokens: int, max_wait_s: float) -> None:
         self.concurrency, self.max_tokens, self.max_wait_s = concurrency, max_tokens, max_wait_s
         self.until = 0.0  # time.monotonic() before which no call starts
         self.pauses = 0  # how many pauses began (each logged once)
@@ -69,7 +72,7 @@ class RateLimiter:
             log.warning("rate limit: every judge call waits %.1fs (%s)", seconds, why)
         self.until = max(self.until, now + seconds)
 
-    def pause_for(self, status: int, headers) -> bool:
+    def pause_for(self, status: int, headers: Mapping[str, str]) -> bool:
         """A 429 or 529 with `retry-after` pauses every call until then; True when it did (the limiter logged it)."""
         after = retry_after(headers)
         if after is None or status not in (429, 529):
@@ -77,7 +80,7 @@ class RateLimiter:
         self.pause(after, f"HTTP {status}, retry-after {after:g}")
         return True
 
-    def observe(self, headers) -> None:
+    def observe(self, headers: Mapping[str, str]) -> None:
         """Pace on a reply's anthropic-ratelimit-* headers: when one kind is nearly spent, wait for its reset."""
         for kind in KINDS:
             remaining = _number(headers.get(f"anthropic-ratelimit-{kind}-remaining"))
@@ -106,10 +109,13 @@ class RateLimiter:
                     clock.go()
 
 
-def _number(value) -> float | None:
+def _number(value: str | None) -> float | None:
+    """A header's number, or None when absent or not a number."""
+    if value is None:
+        return None
     try:
         return float(value)
-    except (TypeError, ValueError):
+    except ValueError:
         return None
 
 
@@ -124,6 +130,6 @@ def _seconds_until(stamp: str) -> float | None:
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
-def retry_after(headers) -> float | None:
+def retry_after(headers: Mapping[str, str] | None) -> float | None:
     """A `retry-after` header in seconds (0 is 0), or None when absent or an HTTP date we do not read."""
     return _number(headers.get("retry-after")) if headers is not None else None

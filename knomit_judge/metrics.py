@@ -14,6 +14,9 @@ import math
 import tempfile
 from datetime import datetime
 from pathlib import Path
+from typing import Any
+
+import git
 
 from . import audits
 from .config import Config
@@ -25,6 +28,7 @@ from .passes import JUDGED_PASSES
 from .passes.describe import PASS as DESCRIBE
 from .spend import Spend, summarise
 from .status import STATES
+from .store import Store
 from .sync import STATES as SYNC_STATES
 from .sync import Remote
 from .throttle import assess, shown, terms
@@ -39,7 +43,7 @@ FAILED = ("broken", "aborted")  # a pass that did not do its work this session
 SCAN_SESSIONS = 1000  # sessions read back to find a pass's last success; older than that counts as none
 
 
-def textfile(root: Path, repo, config: Config, override: Path | None = None) -> Path | None:
+def textfile(root: Path, repo: git.Repo, config: Config, override: Path | None = None) -> Path | None:
     """Where this session's metrics go (review --metrics-file wins over [metrics] textfile), checked now.
 
     A relative [metrics] textfile is relative to the corpus. A file in the corpus's work tree that git
@@ -67,16 +71,16 @@ def textfile(root: Path, repo, config: Config, override: Path | None = None) -> 
     return path
 
 
-def reader_states(history: dict[str, dict]) -> dict[str, str | None]:
+def reader_states(history: dict[str, dict[str, Any]]) -> dict[str, str | None]:
     """Each judged pass's first-reader state as its last session had it (`reading` or `suspended`): what status,
     the metrics and the report publish, so they never disagree with the session."""
     return {n: h["counts"].get("first_reader_state") for n, h in history.items() if n in JUDGED_PASSES}
 
 
-def pass_history(store, limit: int = SCAN_SESSIONS) -> dict[str, dict]:
+def pass_history(store: Store, limit: int = SCAN_SESSIONS) -> dict[str, dict[str, Any]]:
     """Per judged pass and the describe step: its last session's counts and end, its last success, and its
     run of failed sessions."""
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, Any]] = {}
     names = (*JUDGED_PASSES, DESCRIBE)
     open_runs = set(names)  # passes whose run of failures (newest first) is still unbroken
     cur = store.db.execute("SELECT id, ended_at, passes FROM sessions WHERE ended_at IS NOT NULL "
@@ -101,13 +105,13 @@ def pass_history(store, limit: int = SCAN_SESSIONS) -> dict[str, dict]:
     return out
 
 
-def figures(root: Path, store, config: Config, judge: str = "anthropic", now: datetime | None = None,
-            spend: Spend | None = None) -> dict:
+def figures(root: Path, store: Store, config: Config, judge: str = "anthropic", now: datetime | None = None,
+            spend: Spend | None = None) -> dict[str, Any]:
     """Everything the metrics file holds, as one JSON-able dict (also `status --json`'s "metrics")."""
     spend = spend or summarise(store, config, now)
     last = store.sessions(1)
     history = pass_history(store)
-    passes = {}
+    passes: dict[str, dict[str, Any]] = {}
     money = terms(config, judge)
     for name in JUDGED_PASSES:
         h = history.get(name)
@@ -242,14 +246,17 @@ _SYNC_GAUGES = [
 
 
 def _label(value: str) -> str:
+    """A label value escaped as the exposition format wants."""
     return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def _labels(**labels) -> str:
+def _labels(**labels: str) -> str:
+    """`{k="v",...}`."""
     return "{" + ",".join(f'{k}="{_label(v)}"' for k, v in labels.items()) + "}"
 
 
-def _value(v) -> str:
+def _value(v: float | str | None) -> str:
+    """A sample's value: a number, a timestamp as Unix time, or +Inf."""
     if isinstance(v, str):  # an ISO timestamp
         return repr(datetime.fromisoformat(v).timestamp())
     if v is None:
@@ -259,13 +266,14 @@ def _value(v) -> str:
     return repr(float(v)) if isinstance(v, float) else str(int(v))
 
 
-def _family(out: list[str], name: str, help_text: str, samples: list[tuple[str, object]]) -> None:
+def _family(out: list[str], name: str, help_text: str, samples: list[tuple[str, float | str | None]]) -> None:
+    """One gauge: its HELP and TYPE lines, then a line per sample."""
     out.append(f"# HELP {name} {help_text}")
     out.append(f"# TYPE {name} gauge")
     out.extend(f"{name}{labels} {_value(v)}" for labels, v in samples)
 
 
-def render(fig: dict) -> str:
+def render(fig: dict[str, Any]) -> str:
     """The figures in the Prometheus text exposition format (what node_exporter's textfile collector reads)."""
     corpus = fig["corpus"]["path"]
     out: list[str] = []
@@ -345,7 +353,7 @@ def write_atomic(path: Path, text: str) -> None:
     atomic_write(path, text, mode=0o644, prefix=f".{path.name}.")
 
 
-def write(path: Path, root: Path, store, config: Config, judge: str = "anthropic") -> str | None:
+def write(path: Path, root: Path, store: Store, config: Config, judge: str = "anthropic") -> str | None:
     """Write the metrics file after a session; a failure is logged and returned (the session's work is
     committed already, so nothing is lost, but the caller exits non-zero so a unit shows it)."""
     try:

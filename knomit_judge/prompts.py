@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from importlib.resources.abc import Traversable
+from typing import Any
 
 import yaml
 
@@ -22,23 +23,27 @@ _USER_MARK = "\n=== user ===\n"
 
 @dataclass(frozen=True)
 class Prompt:
+    """One versioned prompt: its system text, its user template, and the reply contract."""
+
     name: str
     version: int
     system: str
     template: str
-    reply_schema: dict = field(default_factory=dict, hash=False, compare=False)
+    reply_schema: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     @property
     def id(self) -> str:
+        """name@version: what a verdict and a cached reply record as their prompt."""
         return f"{self.name}@{self.version}"
 
     @property
-    def tool(self) -> dict:
+    def tool(self) -> dict[str, Any]:
         """The one tool the real API is forced to call: its input schema is the pass's reply contract."""
         return {"name": f"{self.name}_reply", "description": f"Record your answer to the {self.name} question.",
                 "input_schema": self.reply_schema}
 
-    def render(self, evidence) -> str:
+    def render(self, evidence: object) -> str:
+        """The user turn: the template with the evidence quoted in."""
         return self.template.replace("{{evidence}}", quote(evidence))
 
 
@@ -61,7 +66,7 @@ def kept(body: str, limit: int) -> str:
     return body[:max(0, limit - len(MARKER.format(len(body))) - 1)]
 
 
-def quote(evidence) -> str:
+def quote(evidence: object) -> str:
     """Evidence as a JSON document between <evidence> tags.
 
     '<' and '>' are escaped inside the JSON, so no fact text can close the

@@ -15,9 +15,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from .config import Config
 from .passes import JUDGED_PASSES
+from .store import Store
 
 WINDOW_DAYS = 30  # the longest window any report or cap reads; a calendar month fits in it, plus one day
 ROUND = 6
@@ -37,14 +39,17 @@ class PassSpend:
 
 
 def utc(now: datetime | None = None) -> datetime:
+    """`now` (or the present) in UTC."""
     return (now or datetime.now(UTC)).astimezone(UTC)
 
 
 def day_start(now: datetime) -> datetime:
+    """Midnight that began `now`'s day."""
     return now.replace(hour=0, minute=0, second=0, microsecond=0)
 
 
 def month_start(now: datetime) -> datetime:
+    """Midnight that began `now`'s month."""
     return day_start(now).replace(day=1)
 
 
@@ -53,7 +58,7 @@ def stamp(t: datetime) -> str:
     return t.isoformat(timespec="milliseconds")
 
 
-def pass_spends(store, since: datetime) -> list[PassSpend]:
+def pass_spends(store: Store, since: datetime) -> list[PassSpend]:
     """Every pass of every session started at or after `since`, with what it cost."""
     out: list[PassSpend] = []
     ended = store.db.execute("SELECT id, started_at, ended_at, passes FROM sessions "
@@ -72,13 +77,14 @@ def pass_spends(store, since: datetime) -> list[PassSpend]:
     # A session with no ended record (killed, or lost with a deleted db) counts what its journalled
     # verdicts cost. Its verdicts lie outside every ended session's span, so only those gaps are read,
     # through the (pass, created_at) index: a backfill's 100k recorded verdicts are never scanned.
-    gaps, lo, first = [], stamp(since), True
+    gaps: list[tuple[str, str | None, bool]] = []
+    lo, first = stamp(since), True
     for _, started, end, _ in ended:
         if started > lo:
             gaps.append((lo, started, first))
         lo, first = max(lo, end), False
     gaps.append((lo, None, first))
-    by_session: dict[tuple[str, str], list] = {}
+    by_session: dict[tuple[str, str], list[Any]] = {}  # (session, pass) -> [first verdict at, usd, resolved, n]
     for name in JUDGED_PASSES:
         for lo, hi, inclusive in gaps:
             where = f"pass = ? AND created_at {'>=' if inclusive else '>'} ?" + (" AND created_at < ?" if hi else "")
@@ -100,7 +106,7 @@ class Spend:
     """The spend figures of a corpus at one moment: for the caps, `status`, `review --json` and metrics."""
 
     now: datetime
-    caps: dict  # session_usd, day_usd, month_usd
+    caps: dict[str, float]  # session_usd, day_usd, month_usd
     today_usd: float = 0.0
     last_7_days_usd: float = 0.0
     last_30_days_usd: float = 0.0
@@ -108,9 +114,11 @@ class Spend:
     month_projection_usd: float = 0.0
     complete: bool = True  # False: some spend in the last 30 days is a bound or a lower bound, not a bill
     usd_per_question: float | None = None  # over the last 30 days; None: nothing asked
-    per_pass: dict = field(default_factory=dict)  # name -> today_usd, last_30_days_usd, resolved, usd_per_resolution
+    # name -> today_usd, last_30_days_usd, resolved, usd_per_resolution (None: nothing resolved)
+    per_pass: dict[str, dict[str, float | None]] = field(default_factory=dict)
 
-    def json(self) -> dict:
+    def json(self) -> dict[str, Any]:
+        """The figures as --json and status --json give them."""
         return {"today_usd": self.today_usd, "last_7_days_usd": self.last_7_days_usd,
                 "last_30_days_usd": self.last_30_days_usd, "month_to_date_usd": self.month_to_date_usd,
                 "month_projection_usd": self.month_projection_usd, "complete": self.complete,
@@ -137,12 +145,13 @@ class Spend:
         return text
 
 
-def caps_of(config: Config) -> dict:
+def caps_of(config: Config) -> dict[str, float]:
+    """The configured caps: the session's, the day's and the month's."""
     return {"session_usd": config.judge.max_cost_usd, "day_usd": config.budget.max_usd_per_day,
             "month_usd": config.budget.max_usd_per_month}
 
 
-def summarise(store, config: Config, now: datetime | None = None) -> Spend:
+def summarise(store: Store, config: Config, now: datetime | None = None) -> Spend:
     """Spend today, over the last 7 and 30 days and this month, per pass, and the month's projection."""
     now = utc(now)
     today, month = day_start(now), month_start(now)
@@ -150,8 +159,10 @@ def summarise(store, config: Config, now: datetime | None = None) -> Spend:
     rows = pass_spends(store, since)
     s = Spend(now, caps_of(config))
     week, thirty = stamp(now - timedelta(days=7)), stamp(now - timedelta(days=WINDOW_DAYS))
-    per = {name: {"today_usd": 0.0, "last_30_days_usd": 0.0, "resolved": 0} for name in JUDGED_PASSES}
-    first, questions = None, 0
+    per: dict[str, dict[str, float]] = {name: {"today_usd": 0.0, "last_30_days_usd": 0.0, "resolved": 0}
+                                        for name in JUDGED_PASSES}
+    first: str | None = None
+    questions = 0
     for r in rows:
         if r.started_at >= stamp(today):
             s.today_usd += r.usd
@@ -176,10 +187,10 @@ def summarise(store, config: Config, now: datetime | None = None) -> Spend:
         days = min(7.0, max(1.0, (now - datetime.fromisoformat(first)).total_seconds() / 86400))
     next_month = (month + timedelta(days=32)).replace(day=1)
     s.month_projection_usd = s.month_to_date_usd + s.last_7_days_usd / days * (next_month - now).total_seconds() / 86400
-    for name, p in per.items():
-        p["usd_per_resolution"] = round(p["last_30_days_usd"] / p["resolved"], ROUND) if p["resolved"] else None
-        p["today_usd"], p["last_30_days_usd"] = round(p["today_usd"], ROUND), round(p["last_30_days_usd"], ROUND)
-    s.per_pass = per
+    s.per_pass = {name: {"today_usd": round(p["today_usd"], ROUND),
+                         "last_30_days_usd": round(p["last_30_days_usd"], ROUND), "resolved": p["resolved"],
+                         "usd_per_resolution": round(p["last_30_days_usd"] / p["resolved"], ROUND) if p["resolved"] else None}
+                  for name, p in per.items()}
     s.usd_per_question = round(s.last_30_days_usd / questions, 9) if questions else None
     for name in ("today_usd", "last_7_days_usd", "last_30_days_usd", "month_to_date_usd", "month_projection_usd"):
         setattr(s, name, round(getattr(s, name), ROUND))
@@ -198,7 +209,8 @@ class Caps:
     usd_per_question: float = 0.0  # what a question cost over the last 30 days: the guess before this session's own
 
     @classmethod
-    def for_session(cls, store, config: Config, now: datetime | None = None) -> Caps:
+    def for_session(cls, store: Store, config: Config, now: datetime | None = None) -> Caps:
+        """The caps of a session starting `now`, with what the day and month spent before it."""
         s = summarise(store, config, now)
         return cls(config.judge.max_cost_usd, config.budget.max_usd_per_day, config.budget.max_usd_per_month,
                    s.today_usd, s.month_to_date_usd, s.usd_per_question or 0.0)

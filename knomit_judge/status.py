@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .cost import Cost
 
 STATES = ("nothing-qualified", "caught-up", "defunded", "broken", "worked", "batched")  # and `aborted` (review.aborted)
 
 
 @dataclass
 class PassResult:
+    """What one pass (or the describe step) did in one session: its state, counts and cost."""
+
     name: str
     state: str = "nothing-qualified"
     candidates: int = 0
@@ -85,6 +91,7 @@ class PassResult:
             self.state = "caught-up"
 
     def line(self) -> str:
+        """The pass's status line."""
         if self.name == "describe":
             return self.describe_line()
         state = self.state
@@ -98,16 +105,13 @@ class PassResult:
         tail = f" [{self.throttle}]" if self.throttle else ""
         return f"{self.name}: {state} - {counts}{tail}" + self._notes()
 
-    def json(self) -> dict:
+    def json(self) -> dict[str, Any]:
+        """The counts as --json and the sessions table hold them (the name is their key)."""
         d = asdict(self)
         d.pop("name")
         return d
 
 
-def total_cost(results) -> float | None:
-    total = 0.0
-    for r in results:
-        if r.cost_usd is None:
-            return None
-        total += r.cost_usd
-    return round(total, 6)
+def total_cost(results: Iterable[PassResult]) -> float | None:
+    """What the passes cost together; None when any one's cost is unknown."""
+    return sum((Cost(r.cost_usd) for r in results), Cost()).rounded()

@@ -8,6 +8,19 @@ This face holds the shared types (base.py); the registry of passes is registry.p
 importing a Candidate never imports every pass.
 """
 
-from .base import JUDGED_PASSES, Candidate, Change, one_sentence, reply_object, subject_names
+from .base import (
+    JUDGED_PASSES,
+    Candidate,
+    CandidateSource,
+    Change,
+    Inputs,
+    Pass,
+    Restorer,
+    Session,
+    one_sentence,
+    reply_object,
+    subject_names,
+)
 
-__all__ = ["JUDGED_PASSES", "Candidate", "Change", "one_sentence", "reply_object", "subject_names"]
+__all__ = ["JUDGED_PASSES", "Candidate", "CandidateSource", "Change", "Inputs", "Pass", "Restorer", "Session",
+           "one_sentence", "reply_object", "subject_names"]

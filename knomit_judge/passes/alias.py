@@ -2,26 +2,33 @@
 
 from __future__ import annotations
 
-from ..corpus import renamed_motif
+from collections.abc import Callable
+from typing import Any
+
+from ..corpus import Corpus, renamed_motif
 from ..nominate import MAX_TITLES, TRUNCATED, nominate
-from ..prompts import load_prompt
+from ..prompts import Prompt, load_prompt
 from ..survivors import spelling_survivor
 from ..verdicts import MECHANICAL, Verdict, encoded_side, fingerprint_encoded
-from .base import Candidate, Change, one_sentence, reply_object
+from .base import Candidate, Change, Evidence, Reply, Restorer, Session, Subject, one_sentence, reply_object
+
+Side = tuple[str, str]  # a spelling and its carriers, encoded for fingerprint_encoded
 
 
-def motif_side(motif: str, corpus) -> tuple[str, str]:
+def motif_side(motif: str, corpus: Corpus) -> Side:
     """One side of an alias question, encoded for fingerprint_encoded: the spelling and its carriers' content ids."""
     return encoded_side([motif, sorted(corpus.facts[p].content_id for p in corpus.carriers.get(motif, ()))])
 
 
-def motif_fingerprint(a: str, b: str, corpus, side=None) -> str:
+def motif_fingerprint(a: str, b: str, corpus: Corpus, side: Callable[[str], Side] | None = None) -> str:
     """`side` (a memo of motif_side) saves encoding a broad motif's thousands of carriers again for every pair."""
     side = side or (lambda m: motif_side(m, corpus))
     return fingerprint_encoded(side(a), side(b))
 
 
 class AliasPass:
+    """The alias pass: two spellings asked whether they name one mechanism."""
+
     name = "alias"
     about = "spellings"  # a question's sides are motif spellings (the other passes': fact paths)
     default = "different"
@@ -34,61 +41,68 @@ class AliasPass:
     owed_from = TRUNCATED
 
     @property
-    def prompt(self):
+    def prompt(self) -> Prompt:
         return load_prompt("alias")
 
-    def evidence(self, motif: str, corpus) -> dict:
+    def evidence(self, motif: str, corpus: Corpus) -> Evidence:
+        """What the judge reads of one spelling: how many carriers, and the first carriers' titles."""
         carriers = corpus.carrier_facts(motif)
         return {"spelling": motif, "carriers": len(carriers), "carrier_titles": [f.title for f in carriers[:MAX_TITLES]]}
 
-    def candidate(self, a: str, b: str, corpus, score: float, evidence=None, side=None) -> Candidate:
+    def candidate(self, a: str, b: str, corpus: Corpus, score: float,
+                  evidence: Callable[[str], Evidence] | None = None,
+                  side: Callable[[str], Side] | None = None) -> Candidate:
         """The question about spellings a and b, with the evidence in both orders (and how many carriers both have)."""
         return Candidate(self.name, {"a": a, "b": b}, motif_fingerprint(a, b, corpus, side), score,
                          self.orders(a, b, corpus, evidence))
 
-    def orders(self, a: str, b: str, corpus, evidence=None) -> list[dict]:
+    def orders(self, a: str, b: str, corpus: Corpus, evidence: Callable[[str], Evidence] | None = None) -> list[Evidence]:
+        """The evidence in both orders, with how many carriers the two spellings share."""
         evidence = evidence or (lambda m: self.evidence(m, corpus))
         ea, eb = evidence(a), evidence(b)
         shared = len(set(corpus.carriers.get(a, ())).intersection(corpus.carriers.get(b, ())))
         return [{"motif_a": ea, "motif_b": eb, "shared_carriers": shared},
                 {"motif_a": eb, "motif_b": ea, "shared_carriers": shared}]
 
-    def candidates(self, ctx) -> list[Candidate]:
+    def candidates(self, ctx: Session) -> list[Candidate]:
         """Every signal's nominations, deduplicated, best-ranked first (see nominate.py for the score).
 
-        `ctx.lines` (spelling -> describe line; passes/describe.py), when the session has lines, adds the line signal.
+        `ctx.lines` (spelling -> describe line), when the session has lines, adds the line signal.
         """
         corpus = ctx.corpus
-        memo: dict[str, dict] = {}  # a motif's evidence and side, built once however many pairs it is in
-        sides: dict[str, tuple] = {}
+        memo: dict[str, Evidence] = {}  # a motif's evidence and side, built once however many pairs it is in
+        sides: dict[str, Side] = {}
 
-        def evidence(m: str) -> dict:
+        def evidence(m: str) -> Evidence:
             if m not in memo:
                 memo[m] = self.evidence(m, corpus)
             return memo[m]
 
-        def side(m: str) -> tuple:
+        def side(m: str) -> Side:
             if m not in sides:
                 sides[m] = motif_side(m, corpus)
             return sides[m]
 
         return [self.candidate(n.a, n.b, corpus, n.score, evidence, side)
                 for n in nominate(list(corpus.carriers), corpus, ctx.embedder, ctx.config.shortlist.k,
-                                  getattr(ctx, "lines", None))]
+                                  ctx.lines)]
 
-    def restorer(self, ctx):
+    def restorer(self, ctx: Session) -> Restorer:
         """Makes a candidate read back from candidate_lists, its evidence from the corpus again."""
         corpus = ctx.corpus
-        memo: dict[str, dict] = {}
+        memo: dict[str, Evidence] = {}
 
-        def evidence(m: str) -> dict:
+        def evidence(m: str) -> Evidence:
             if m not in memo:
                 memo[m] = self.evidence(m, corpus)
             return memo[m]
 
-        return lambda s, fp, score: Candidate(self.name, s, fp, score, self.orders(s["a"], s["b"], corpus, evidence))
+        def restore(s: Subject, fp: str, score: float) -> Candidate:
+            return Candidate(self.name, s, fp, score, self.orders(s["a"], s["b"], corpus, evidence))
 
-    def restated(self, origin: Verdict, corpus, session: str, judge: str) -> Verdict | None:
+        return restore
+
+    def restated(self, origin: Verdict, corpus: Corpus, session: str, judge: str) -> Verdict | None:
         """The judge's yes on two spellings, recorded again for their carriers as they are now (no call).
 
         A writer who uses a retired spelling again, or a merge of a third spelling that rewrote a carrier both
@@ -103,24 +117,36 @@ class AliasPass:
                        model=MECHANICAL, prompt=origin.prompt, attempts=0, calls=0, cost_usd=0.0, session=session,
                        judge=judge)
 
-    def parse(self, text: str):
+    def parse(self, text: str) -> Reply:
+        """same with a mechanism, or different (a bare 'same' included)."""
         obj = reply_object(text, {"same": ((bool,), True), "mechanism": ((str,), False)})
         mechanism = one_sentence(obj.get("mechanism"))
         if obj["same"] and mechanism:
             return "same", mechanism, None
         return "different", ("'same' without a mechanism: recorded as different" if obj["same"] else mechanism), None
 
-    def still_holds(self, verdict, corpus) -> bool:
+    def in_subject_terms(self, answer: str, payload: dict[str, Any] | None, subject: Subject,
+                         position: int) -> tuple[dict[str, Any] | None, str]:
+        """An answer names no side as shown: both orders vote on it as it is."""
+        return payload, answer
+
+    def outdated(self, verdict: Verdict) -> bool:
+        """No stored alias verdict is of a shape the pass no longer applies."""
+        return False
+
+    def still_holds(self, verdict: Verdict, corpus: Corpus) -> bool:
+        """Both spellings still carried, by the same carriers as when the judge was asked."""
         s = verdict.subject
         return bool(corpus.carriers.get(s["a"])) and bool(corpus.carriers.get(s["b"])) and \
             motif_fingerprint(s["a"], s["b"], corpus) == verdict.fingerprint
 
-    def change(self, verdict, ctx) -> Change:
+    def change(self, verdict: Verdict, ctx: Session) -> Change:
+        """The losing spelling rewritten to the survivor in every carrier."""
         corpus = ctx.corpus
         a, b = verdict.subject["a"], verdict.subject["b"]
         keep = spelling_survivor(a, b, corpus)
         lose = b if keep == a else a
-        writes = {}
+        writes: dict[str, str | None] = {}
         for fact in corpus.carrier_facts(lose):
             writes[fact.path] = renamed_motif(fact, lose, keep, corpus.motif_keys)  # inside the key it came from
         titles = {m: [f.title for f in corpus.carrier_facts(m)[:MAX_TITLES]] for m in (a, b)}

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..config import Config
 from ..corpus import Corpus
@@ -14,25 +15,34 @@ from ..errors import Unparsed
 from ..prompts import Prompt
 from ..verdicts import Verdict, subject_names  # noqa: F401  (re-exported: the passes' shared names)
 
+Subject = dict[str, Any]  # {"a": .., "b": ..} for pairs, {"group": [..]} for groups: stored as JSON
+Evidence = dict[str, Any]  # what the judge reads in one order, rendered into the prompt as JSON
+Reply = tuple[str, str, dict[str, Any] | None]  # a reply as the strict parser reads it: (answer, rationale, payload)
+
 
 @dataclass
 class Candidate:
+    """One question a pass may ask: about what, keyed how, ranked where, with the evidence in each order."""
+
     pass_name: str
-    subject: dict  # {"a": .., "b": ..} for pairs, {"group": [..]} for groups
+    subject: Subject
     fingerprint: str
     score: float  # the rank among candidates, best first (alias: nominate.score), never a decision
-    orders: list  # the evidence in each order to ask (A/B and B/A for pairs)
+    orders: Sequence[Evidence]  # the evidence in each order to ask (A/B and B/A for pairs)
     fresh: bool = False  # touches a fact or spelling changed since the pass's last session (freshness.fresh_first)
+
+
+Restorer = Callable[[Subject, str, float], Candidate]
+"""Makes a candidate read back from candidate_lists (subject, fingerprint, score), its evidence anew."""
 
 
 @dataclass
 class Change:
     """The file writes of one decision and its commit message (subject line and body)."""
 
-    writes: dict[str, str]
+    writes: dict[str, str | None]  # path -> its new text; None: the decision deletes the file
     subject: str
     body: str
-    extra_trailers: dict = field(default_factory=dict)
 
 
 class Session(Protocol):
@@ -45,28 +55,53 @@ class Session(Protocol):
     @property
     def embedder(self) -> Embedder: ...
     @property
-    def lines(self) -> dict[str, str]: ...  # spelling -> its describe line
+    def lines(self) -> dict[str, str]: ...  # spelling -> its describe line; empty without the describe step
 
 
-class Pass(Protocol):
-    """What the session and the judge use of a pass (alias, prune, discovery)."""
+@dataclass
+class Inputs:
+    """A Session made of its parts alone: what rebuild, benchmarks and tests hand a pass outside a review."""
+
+    corpus: Corpus
+    embedder: Embedder
+    config: Config
+    lines: dict[str, str] = field(default_factory=dict)
+
+
+class CandidateSource(Protocol):
+    """What candidate_lists keeps for a pass, and for exact's duplicate groups too: its candidates, restorable."""
 
     name: str
-    about: str  # what a question's sides are: "spellings" or fact paths
+
+    def candidates(self, ctx: Session) -> list[Candidate]: ...
+    def restorer(self, ctx: Session) -> Restorer: ...
+
+
+class Pass(CandidateSource, Protocol):
+    """What the session and the judge use of a judged pass (alias, prune, discovery)."""
+
+    about: str  # what a question's sides are: "spellings" or "facts" (paths)
     default: str  # the recoverable answer
     yes: set[str]  # the answers that change the corpus
-    stands: bool
+    stands: bool  # a yes stands when its sides' content changes (restated, not asked again)
+    owes_new: bool  # a new fact or spelling is owed its questions in the session that first sees it
+    owed_from: float  # ... those that score at least this much (freshness.owed_to_fresh)
 
+    @property
     def prompt(self) -> Prompt: ...
-    def candidates(self, ctx: Session) -> list[Candidate]: ...
-    def parse(self, text: str) -> dict: ...
+    def parse(self, text: str) -> Reply: ...
+    def in_subject_terms(self, answer: str, payload: dict[str, Any] | None, subject: Subject,
+                         position: int) -> tuple[dict[str, Any] | None, str]: ...
+    def outdated(self, verdict: Verdict) -> bool: ...
+    def still_holds(self, verdict: Verdict, corpus: Corpus) -> bool: ...
+    def restated(self, origin: Verdict, corpus: Corpus, session: str, judge: str) -> Verdict | None: ...
     def change(self, verdict: Verdict, ctx: Session) -> Change: ...
 
 
 _FENCE = re.compile(r"\A```(?:json)?\s*\n(.*?)\n```\Z", re.S)
 
 
-def reply_object(text: str, keys: dict[str, tuple]) -> dict:
+def reply_object(text: str, keys: dict[str, tuple[tuple[type, ...], bool]]) -> dict[str, Any]:
     """The reply as one JSON object with exactly the contract's keys and types, or Unparsed.
 
     A single ```json fence around the object is tolerated; anything else around it is not.
@@ -93,7 +128,8 @@ def reply_object(text: str, keys: dict[str, tuple]) -> dict:
     return obj
 
 
-def one_sentence(text) -> str:
+def one_sentence(text: object) -> str:
+    """A reply's free text on one line (None: empty)."""
     return " ".join(str(text or "").split())
 
 

@@ -4,35 +4,39 @@ from __future__ import annotations
 
 import heapq
 import re
+from typing import Any
 
 import numpy as np
 
 from ..config import JudgeConfig
-from ..corpus import FACTS_DIR, _yaml_value, front_matter
+from ..corpus import FACTS_DIR, Corpus, Fact, _yaml_value, front_matter
 from ..errors import Unparsed
 from ..layout import matches
-from ..prompts import cut, load_prompt
+from ..prompts import Prompt, cut, load_prompt
 from ..shortlist import mean_pairwise, top_k
-from ..verdicts import group_fingerprint
-from .base import Candidate, Change, one_sentence, reply_object
+from ..verdicts import Verdict, group_fingerprint
+from .base import Candidate, Change, Evidence, Reply, Restorer, Session, Subject, one_sentence, reply_object
 from .prune import fact_text
 
 DISCOVERED_DIR = f"{FACTS_DIR}/discovered"
 SOURCE_PREFIX = "knomit-judge:"
 EVIDENCE_CHARS = JudgeConfig.max_evidence_chars
 
+Group = tuple[list[int], float]  # a group of facts by row, and how alike they are (mean pairwise similarity)
 
-def proposed(fact) -> bool:
+
+def proposed(fact: Fact) -> bool:
     """Facts this tool wrote: they never seed a group, so conclusions are not built on conclusions."""
     return any(s.startswith(SOURCE_PREFIX) for s in fact.sources)
 
 
 def slug(text: str, limit: int = 60) -> str:
+    """A file name's stem from a title: lower-case words joined by dashes, at most `limit` long."""
     s = re.sub(r"[^a-z0-9]+", "-", text.casefold()).strip("-")
     return s[:limit].rstrip("-") or "fact"
 
 
-def new_fact_path(corpus, name: str) -> str:
+def new_fact_path(corpus: Corpus, name: str) -> str:
     """Where a proposed fact goes: <first fact directory>/discovered/, or that directory, if the paths read it."""
     for prefix in corpus.prefixes():
         for path in (f"{prefix}/discovered/{name}", f"{prefix}/{name}") if prefix else (f"discovered/{name}", name):
@@ -41,7 +45,8 @@ def new_fact_path(corpus, name: str) -> str:
     return f"{DISCOVERED_DIR}/{name}"
 
 
-def proposal_text(corpus, model, new: dict, confidence: float, verdict_id: str, links: list[str]) -> str:
+def proposal_text(corpus: Corpus, model: Fact, new: dict[str, Any], confidence: float, verdict_id: str,
+                  links: list[str]) -> str:
     """A proposed fact in the shape of `model`, a fact of its group, so the corpus's own tools read it.
 
     A corpus titled by `#` headings gets a heading (no `title:` key); one that counts its
@@ -51,7 +56,7 @@ def proposal_text(corpus, model, new: dict, confidence: float, verdict_id: str, 
     marker = f"{SOURCE_PREFIX}{verdict_id}"
     counted = isinstance(meta.get("sources"), int) and not isinstance(meta.get("sources"), bool)
     link_key = "refs" if "refs" in meta and "links" not in meta else "links"
-    front = {} if "title" not in meta else {"title": new["title"]}
+    front: dict[str, Any] = {} if "title" not in meta else {"title": new["title"]}
     front[corpus.motif_keys[0]] = new["motifs"]
     front["confidence"] = confidence
     front["sources"] = 1 if counted else [marker]
@@ -62,7 +67,7 @@ def proposal_text(corpus, model, new: dict, confidence: float, verdict_id: str, 
     return "---\n" + "".join(f"{k}: {_yaml_value(v)}\n" for k, v in front.items()) + "---\n" + body + "\n"
 
 
-def evidence(members: list, max_chars: int) -> dict:
+def evidence(members: list[Fact], max_chars: int) -> Evidence:
     """What the judge reads of a group: each fact's title, body (cut at judge.max_evidence_chars) and motifs."""
     return {"facts": [{"title": f.title, "body": cut(f.body, max_chars), "motifs": list(f.motifs)} for f in members]}
 
@@ -74,11 +79,11 @@ def redundant(rows: list[int], counts: dict[int, int], sizes: list[int]) -> bool
     return any(c >= need and 2 * c >= min(len(rows), sizes[h]) for h, c in counts.items())
 
 
-def distinct(kept: list, candidates: list) -> list:
+def distinct(kept: list[Group], candidates: list[Group]) -> list[Group]:
     """`kept` (always kept: the motif groups) plus each candidate, in order, that is not redundant with one kept before it."""
     holding: dict[int, list[int]] = {}  # fact row -> the kept groups that hold it
     sizes: list[int] = []
-    out = []
+    out: list[Group] = []
     for n, (rows, score) in enumerate([*kept, *candidates]):
         counts: dict[int, int] = {}
         for r in rows:
@@ -93,7 +98,7 @@ def distinct(kept: list, candidates: list) -> list:
     return out
 
 
-def spread(groups: list) -> list:
+def spread(groups: list[Group]) -> list[Group]:
     """The groups in offer order: each next one has the best score x share of its facts no earlier group holds.
 
     Among 20 offers, 20 near copies of one tight cluster teach the judge one thing; a group from a
@@ -103,7 +108,7 @@ def spread(groups: list) -> list:
     heap = [(-max(score, 0.0), n) for n, (_, score) in enumerate(groups)]
     heapq.heapify(heap)
     shown: set[int] = set()
-    out = []
+    out: list[Group] = []
     while heap:
         _, n = heapq.heappop(heap)
         rows, score = groups[n]
@@ -117,16 +122,21 @@ def spread(groups: list) -> list:
 
 
 class DiscoveryPass:
+    """The discovery pass: a group of related facts asked whether it entails a new fact."""
+
     name = "discovery"
+    about = "facts"
     default = "no"
     yes = {"yes"}
     stands = False  # a yes is about the facts' content: a changed fact is asked again
+    owes_new = False  # a new fact's groups wait their turn (see PrunePass.owes_new)
+    owed_from = 0.0
 
     @property
-    def prompt(self):
+    def prompt(self) -> Prompt:
         return load_prompt("discovery")
 
-    def groups(self, ctx) -> list[tuple[list, float]]:
+    def groups(self, ctx: Session) -> list[tuple[list[Fact], float]]:
         """Groups of min..max active facts, in offer order: the carriers of one motif, or a fact and its neighbours.
 
         A fact's group is it and its max_group - 1 nearest neighbours that reach discovery.group_similarity.
@@ -139,15 +149,15 @@ class DiscoveryPass:
             return []
         vectors = ctx.embedder.embed([fact_text(f) for f in facts])
         index = {f.path: i for i, f in enumerate(facts)}
-        seen = set()
+        seen: set[frozenset[int]] = set()
 
-        def group(rows) -> list:
+        def group(rows: list[int]) -> list[Group]:
             key = frozenset(rows)
             if not cfg.min_group <= len(key) <= cfg.max_group or key in seen:
                 return []
             seen.add(key)
-            rows = sorted(key)
-            return [(rows, mean_pairwise(vectors[rows]))]
+            ordered = sorted(key)
+            return [(ordered, mean_pairwise(vectors[ordered]))]
 
         by_motif = [g for paths in ctx.corpus.carriers.values() for g in group([index[p] for p in paths if p in index])]
         idx, sims = top_k(vectors, cfg.max_group - 1)
@@ -160,7 +170,7 @@ class DiscoveryPass:
         kept.sort(key=lambda g: (-g[1], [facts[r].path for r in g[0]]))
         return [([facts[r] for r in rows], score) for rows, score in spread(kept)]
 
-    def candidate(self, members: list, score: float = 0.0, max_chars: int = EVIDENCE_CHARS) -> Candidate:
+    def candidate(self, members: list[Fact], score: float = 0.0, max_chars: int = EVIDENCE_CHARS) -> Candidate:
         """The question about one group (members in corpus order), as review and calibrate both ask it.
 
         Each body is cut at judge.max_evidence_chars.
@@ -168,16 +178,22 @@ class DiscoveryPass:
         return Candidate(self.name, {"group": [f.path for f in members]},
                          group_fingerprint(members), score, [evidence(members, max_chars)])
 
-    def restorer(self, ctx):
+    def restorer(self, ctx: Session) -> Restorer:
         """Makes a candidate read back from candidate_lists, its evidence from the facts again."""
         facts, limit = ctx.corpus.facts, ctx.config.judge.max_evidence_chars
-        return lambda s, fp, score: Candidate(self.name, s, fp, score, [evidence([facts[p] for p in s["group"]], limit)])
 
-    def candidates(self, ctx) -> list[Candidate]:
+        def restore(s: Subject, fp: str, score: float) -> Candidate:
+            return Candidate(self.name, s, fp, score, [evidence([facts[p] for p in s["group"]], limit)])
+
+        return restore
+
+    def candidates(self, ctx: Session) -> list[Candidate]:
+        """Every group, in offer order (see groups)."""
         limit = ctx.config.judge.max_evidence_chars
         return [self.candidate(members, score, max_chars=limit) for members, score in self.groups(ctx)]
 
-    def parse(self, text: str):
+    def parse(self, text: str) -> Reply:
+        """yes with a proposed fact (its motifs as slugs), or no."""
         obj = reply_object(text, {"entails": ((bool,), True), "fact": ((dict, type(None)), False),
                                   "rationale": ((str,), False)})
         rationale = one_sentence(obj.get("rationale"))
@@ -197,29 +213,45 @@ class DiscoveryPass:
         payload = {"title": one_sentence(title), "body": body.strip(), "motifs": motifs}
         return "yes", rationale, payload
 
-    def still_holds(self, verdict, corpus) -> bool:
-        facts = [corpus.facts.get(p) for p in verdict.subject["group"]]
-        return all(f and f.active for f in facts) and \
-            group_fingerprint(facts) == verdict.fingerprint
+    def in_subject_terms(self, answer: str, payload: dict[str, Any] | None, subject: Subject,
+                         position: int) -> tuple[dict[str, Any] | None, str]:
+        """A group is shown in one order only: the answer votes as it is."""
+        return payload, answer
 
-    def change(self, verdict, ctx) -> Change:
+    def outdated(self, verdict: Verdict) -> bool:
+        """No stored discovery verdict is of a shape the pass no longer applies."""
+        return False
+
+    def still_holds(self, verdict: Verdict, corpus: Corpus) -> bool:
+        """Every fact of the group still active, with the content the judge read."""
+        facts = [corpus.facts.get(p) for p in verdict.subject["group"]]
+        held = [f for f in facts if f is not None and f.active]
+        return len(held) == len(facts) and group_fingerprint(held) == verdict.fingerprint
+
+    def restated(self, origin: Verdict, corpus: Corpus, session: str, judge: str) -> Verdict | None:
+        """Never: a yes is about the facts' content, and a changed fact is asked again."""
+        return None
+
+    def change(self, verdict: Verdict, ctx: Session) -> Change:
+        """The proposed fact, written where the corpus keeps facts and linked to its group and close facts."""
         corpus, cfg = ctx.corpus, ctx.config.discovery
         new = verdict.payload
+        assert new is not None  # parse() gives every yes its proposed fact
         group = list(verdict.subject["group"])
         # Propose and link, never reinforce: a close existing fact is linked, not edited.
         existing = [f for f in corpus.active() if f.path not in group]
-        matches = []
+        close: list[str] = []
         if existing:
             vectors = ctx.embedder.embed([fact_text(f) for f in existing])
             probe = ctx.embedder.embed([f"{new['title']}\n{new['body']}"])[0]
             sims = vectors @ probe
-            matches = [existing[i].path for i in np.argsort(-sims)[:ctx.config.shortlist.k]
-                       if sims[i] >= cfg.match_similarity]
+            close = [existing[i].path for i in np.argsort(-sims)[:ctx.config.shortlist.k]
+                     if sims[i] >= cfg.match_similarity]
         path = new_fact_path(corpus, f"{slug(new['title'])}.md")
         if path in corpus.facts or (corpus.root / path).exists():
             path = new_fact_path(corpus, f"{slug(new['title'], 47)}-{verdict.id}.md")
-        text = proposal_text(corpus, corpus.facts[group[0]], new, cfg.confidence, verdict.id, group + matches)
+        text = proposal_text(corpus, corpus.facts[group[0]], new, cfg.confidence, verdict.id, group + close)
         body = (f"The judge read the titles and bodies of {len(group)} facts:\n"
                 + "\n".join(f"- {p}" for p in group)
-                + (f"\nClose to existing fact(s), linked and left for the prune pass: {', '.join(matches)}" if matches else ""))
+                + (f"\nClose to existing fact(s), linked and left for the prune pass: {', '.join(close)}" if close else ""))
         return Change({path: text}, f"discovery: propose {path}", body)

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from ..corpus import exact_key
+from ..corpus import Corpus, Fact, exact_key
 from ..survivors import first_seen, why_first
 from ..verdicts import MECHANICAL, Verdict, group_fingerprint
-from .base import Candidate, Change
+from .base import Candidate, Change, Restorer, Session, Subject
 from .prune import carried_body, retire
 
 PROMPT_ID = "exact@1"
-MODEL = MECHANICAL
 
 
-def duplicate_groups(corpus) -> list[list]:
-    groups: dict[str, list] = {}
+def duplicate_groups(corpus: Corpus) -> list[list[Fact]]:
+    """The active facts that share a normalised title and body, two or more to a group."""
+    groups: dict[str, list[Fact]] = {}
     for fact in corpus.active():
         groups.setdefault(exact_key(fact), []).append(fact)
     return [g for g in groups.values() if len(g) > 1]
@@ -24,25 +24,29 @@ class DuplicateGroups:
 
     name = "exact"
 
-    def candidates(self, ctx) -> list[Candidate]:
+    def candidates(self, ctx: Session) -> list[Candidate]:
         return [Candidate(self.name, {"group": [f.path for f in g]}, group_fingerprint(g), 0.0, [])
                 for g in duplicate_groups(ctx.corpus)]
 
-    def restorer(self, ctx):
-        return lambda s, fp, score: Candidate(self.name, s, fp, score, [])
+    def restorer(self, ctx: Session) -> Restorer:
+        def restore(s: Subject, fp: str, score: float) -> Candidate:
+            return Candidate(self.name, s, fp, score, [])
+
+        return restore
 
 
-def exact_verdict(group, session: str) -> Verdict:
+def exact_verdict(group: list[Fact], session: str) -> Verdict:
+    """The mechanical verdict that retracts a group's copies."""
     paths = sorted(f.path for f in group)
     return Verdict(pass_name="exact", fingerprint=group_fingerprint(group),
                    subject={"group": paths}, answer="retract", is_yes=True,
-                   rationale="same normalised title and body", model=MODEL, prompt=PROMPT_ID, session=session)
+                   rationale="same normalised title and body", model=MECHANICAL, prompt=PROMPT_ID, session=session)
 
 
-def exact_change(group, verdict: Verdict, corpus) -> Change:
+def exact_change(group: list[Fact], verdict: Verdict, corpus: Corpus) -> Change:
     """Retract every copy in favour of the fact git saw first; a copy adds no `sources` count (copy_provenance)."""
     keep = first_seen(group, corpus)
-    writes: dict[str, str] = {}
+    writes: dict[str, str | None] = {}
     carried: list[str] = []
     for lose in group:
         if lose is not keep:

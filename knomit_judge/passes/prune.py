@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, overload
 
 from ..config import JudgeConfig
 from ..corpus import (
+    Corpus,
+    Fact,
     absorbed,
     carried_over,
     copy_provenance,
@@ -16,21 +19,22 @@ from ..corpus import (
     rewrite,
 )
 from ..errors import Unparsed
-from ..prompts import cut, load_prompt
+from ..prompts import Prompt, cut, load_prompt
 from ..shortlist import neighbour_pairs
 from ..survivors import fact_survivor, why_survives
-from ..verdicts import fingerprint, pair_fingerprint
-from .base import Candidate, Change, one_sentence, reply_object
+from ..verdicts import Verdict, fingerprint, pair_fingerprint
+from .base import Candidate, Change, Evidence, Reply, Restorer, Session, Subject, one_sentence, reply_object
 
 
-def fact_evidence(fact, max_chars: int = JudgeConfig.max_evidence_chars) -> dict:
+def fact_evidence(fact: Fact, max_chars: int = JudgeConfig.max_evidence_chars) -> Evidence:
     """What the judge reads of a fact; the body is cut at judge.max_evidence_chars."""
     return {"title": fact.title, "body": cut(fact.body, max_chars), "motifs": list(fact.motifs),
             "sources": list(fact.sources)}
 
 
-def retire(corpus, loser, survivor, verdict_id: str, absorb: bool, writes: dict | None = None,
-           carried: list[str] | None = None, copy: bool = False) -> dict[str, str | None]:
+def retire(corpus: Corpus, loser: Fact, survivor: Fact, verdict_id: str, absorb: bool,
+           writes: dict[str, str | None] | None = None, carried: list[str] | None = None,
+           copy: bool = False) -> dict[str, str | None]:
     """The writes that retract `loser` in favour of `survivor` and relink facts that linked to it.
 
     The survivor takes in everything of the loser's on a merge (`absorb`), and on a retraction its
@@ -43,9 +47,13 @@ def retire(corpus, loser, survivor, verdict_id: str, absorb: bool, writes: dict 
     `status: retracted` key, or the file deleted.
     """
     writes = {} if writes is None else writes
-    current = lambda f: corpus.parse(f.path, writes[f.path]) if f.path in writes else f  # noqa: E731
 
-    def put(fact, changes: dict) -> None:
+    def current(f: Fact) -> Fact:
+        """The fact as this decision's earlier writes left it."""
+        text = writes.get(f.path)
+        return f if text is None else corpus.parse(f.path, text)
+
+    def put(fact: Fact, changes: dict[str, Any]) -> None:
         if changes:
             writes[fact.path] = rewrite(fact.text, changes)
 
@@ -71,23 +79,29 @@ def carried_body(survivor: str, carried: list[str]) -> str:
     return f"\n\nCarried over into {survivor}:\n" + "\n".join(carried) if carried else ""
 
 
-class PairOrders(Sequence):
+class PairOrders(Sequence[Evidence]):
     """Both orders of a pair's evidence, built when first read: most candidates are answered and never are.
 
     At 100k facts a session meets ~350k pairs; building two evidence dicts for each was a fifth of the
     prune pass on a caught-up corpus.
     """
 
-    def __init__(self, a, b, max_chars: int):
-        self.a, self.b, self.max_chars, self._orders = a, b, max_chars, None
+    def __init__(self, a: Fact, b: Fact, max_chars: int) -> None:
+        self.a, self.b, self.max_chars = a, b, max_chars
+        self._orders: list[Evidence] | None = None
 
-    def _built(self) -> list[dict]:
+    def _built(self) -> list[Evidence]:
         if self._orders is None:
             ea, eb = fact_evidence(self.a, self.max_chars), fact_evidence(self.b, self.max_chars)
             self._orders = [{"fact_a": ea, "fact_b": eb}, {"fact_a": eb, "fact_b": ea}]
         return self._orders
 
-    def __getitem__(self, i):
+    @overload
+    def __getitem__(self, i: int) -> Evidence: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Evidence]: ...
+
+    def __getitem__(self, i: int | slice) -> Evidence | list[Evidence]:
         return self._built()[i]
 
     def __len__(self) -> int:
@@ -95,7 +109,10 @@ class PairOrders(Sequence):
 
 
 class PrunePass:
+    """The prune pass: two facts asked whether they are one (merge), or one holds the other (retract)."""
+
     name = "prune"
+    about = "facts"
     default = "distinct"
     yes = {"merge", "retract"}
     stands = False  # a yes is about the facts' content: a changed fact is asked again
@@ -104,17 +121,19 @@ class PrunePass:
     # Discovery is not, and alias only for name matches: on the replay, owing new spellings their nearest
     # spent the alias balance on pairs that rarely merge (48 merges, not 52) and discovery's found nothing.
     owes_new = True
+    owed_from = 0.0
 
     @property
-    def prompt(self):
+    def prompt(self) -> Prompt:
         return load_prompt("prune")
 
-    def candidate(self, a, b, score: float, max_chars: int) -> Candidate:
+    def candidate(self, a: Fact, b: Fact, score: float, max_chars: int) -> Candidate:
         """The question whether facts a and b are one, its evidence built when first read."""
         return Candidate(self.name, {"a": a.path, "b": b.path}, pair_fingerprint(a.content_id, b.content_id),
                          score, PairOrders(a, b, max_chars))
 
-    def candidates(self, ctx) -> list[Candidate]:
+    def candidates(self, ctx: Session) -> list[Candidate]:
+        """Each active fact and its nearest neighbours by meaning, best first."""
         facts = ctx.corpus.active()
         if len(facts) < 2:
             return []
@@ -124,12 +143,16 @@ class PrunePass:
                 # one search of the fact vectors serves discovery's deeper groups too (see discovery.groups)
                 for i, j, score in neighbour_pairs(vectors, ctx.config.shortlist.k, ctx.config.discovery.max_group - 1)]
 
-    def restorer(self, ctx):
+    def restorer(self, ctx: Session) -> Restorer:
         """Makes a candidate read back from candidate_lists, its evidence from the facts (when read)."""
         facts, limit = ctx.corpus.facts, ctx.config.judge.max_evidence_chars
-        return lambda s, fp, score: Candidate(self.name, s, fp, score, PairOrders(facts[s["a"]], facts[s["b"]], limit))
 
-    def parse(self, text: str):
+        def restore(s: Subject, fp: str, score: float) -> Candidate:
+            return Candidate(self.name, s, fp, score, PairOrders(facts[s["a"]], facts[s["b"]], limit))
+
+        return restore
+
+    def parse(self, text: str) -> Reply:
         """(decision, rationale, payload); a retract's payload names the redundant side as shown: {"redundant": "A"}.
 
         As the forced tool's schema says: `redundant` is required with retract and absent otherwise, so a
@@ -149,27 +172,35 @@ class PrunePass:
             return "distinct", f"'{decision}' without a rationale: recorded as distinct", None
         return decision, rationale, {"redundant": obj["redundant"]} if decision == "retract" else None
 
-    def in_subject_terms(self, answer: str, payload: dict | None, subject: dict, position: int):
+    def in_subject_terms(self, answer: str, payload: dict[str, Any] | None, subject: Subject,
+                         position: int) -> tuple[dict[str, Any] | None, str]:
         """A reply's payload and vote with the redundant side named by its path: order 0 shows subject a as
         fact A, order 1 shows it as fact B. Two orders agree on a retract only when they retire the same fact."""
         if answer != "retract":
             return payload, answer
+        assert payload is not None  # parse() gives every retract its redundant side
         shown = (subject["a"], subject["b"]) if position == 0 else (subject["b"], subject["a"])
         path = shown[0] if payload["redundant"] == "A" else shown[1]
         return {"redundant": path}, f"retract {path}"
 
-    def outdated(self, verdict) -> bool:
+    def outdated(self, verdict: Verdict) -> bool:
         """A stored retract that does not name its redundant fact (prune@1): never applied by the fixed rules,
         which could retire the fact that contains the other; the question is asked again instead."""
         named = (verdict.payload or {}).get("redundant")
         return verdict.answer == "retract" and named not in (verdict.subject.get("a"), verdict.subject.get("b"))
 
-    def still_holds(self, verdict, corpus) -> bool:
+    def still_holds(self, verdict: Verdict, corpus: Corpus) -> bool:
+        """Both facts still active, with the content the judge read."""
         a, b = (corpus.facts.get(verdict.subject[k]) for k in ("a", "b"))
-        return bool(a and b and a.active and b.active) and \
-            fingerprint(a.content_id, b.content_id) == verdict.fingerprint
+        if a is None or b is None or not (a.active and b.active):
+            return False
+        return fingerprint(a.content_id, b.content_id) == verdict.fingerprint
 
-    def change(self, verdict, ctx) -> Change:
+    def restated(self, origin: Verdict, corpus: Corpus, session: str, judge: str) -> Verdict | None:
+        """Never: a yes is about the facts' content, and a changed fact is asked again."""
+        return None
+
+    def change(self, verdict: Verdict, ctx: Session) -> Change:
         """A merge: the fixed rules choose the survivor. A retract: the fact the judge named as redundant is
         retired, whatever those rules say, and the one containing it keeps its whole body."""
         corpus = ctx.corpus
@@ -181,7 +212,7 @@ class PrunePass:
         else:
             if self.outdated(verdict):  # decide() never gets here with one (review asks it again)
                 raise ValueError(f"verdict {verdict.id}: a retract that names no redundant fact is never applied")
-            lose = a if verdict.payload["redundant"] == a.path else b
+            lose = a if (verdict.payload or {}).get("redundant") == a.path else b
             keep = b if lose is a else a
         carried: list[str] = []
         writes = retire(corpus, lose, keep, verdict.id, absorb=merge, carried=carried)
