@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..corpus import renamed_motif
 from ..nominate import MAX_TITLES, TRUNCATED, nominate
 from ..prompts import load_prompt
+from ..rewrite import renamed_motif
 from ..survivors import spelling_survivor
 from ..verdicts import MECHANICAL, Verdict, encoded_side, fingerprint_encoded
 from .base import Candidate, Change, one_sentence, reply_object

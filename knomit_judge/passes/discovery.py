@@ -8,10 +8,11 @@ import re
 import numpy as np
 
 from ..config import JudgeConfig
-from ..corpus import FACTS_DIR, _yaml_value, front_matter
+from ..corpus import FACTS_DIR, front_matter
 from ..errors import Unparsed
 from ..layout import matches
 from ..prompts import cut, load_prompt
+from ..rewrite import yaml_value as _yaml_value
 from ..shortlist import mean_pairwise, top_k
 from ..verdicts import group_fingerprint
 from .base import Candidate, Change, one_sentence, reply_object

@@ -5,18 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..config import JudgeConfig
-from ..corpus import (
-    absorbed,
-    carried_over,
-    copy_provenance,
-    fact_text,
-    provenance,
-    relinked_changes,
-    retracted,
-    rewrite,
-)
+from ..corpus import fact_text
 from ..errors import Unparsed
 from ..prompts import cut, load_prompt
+from ..rewrite import absorbed, carried_over, copy_provenance, provenance, relinked_changes, retracted, rewrite
 from ..shortlist import neighbour_pairs
 from ..survivors import fact_survivor, why_survives
 from ..verdicts import fingerprint, pair_fingerprint
