@@ -1,4 +1,4 @@
-"""The corpus: fact files with YAML front matter, their content ids, motifs and carriers."""
+"""The corpus as read: fact files with YAML front matter, their content ids, motifs and carriers."""
 
 from __future__ import annotations
 

@@ -52,7 +52,7 @@ _Item = TypeVar("_Item")
 # The last result, reused when the same vectors are asked for again (prune and discovery
 # both search the fact vectors in one round; a smaller k is a prefix of a larger one):
 # (shape, tile size and digest of the vectors), k, indices, similarities.
-_last: tuple[tuple[object, ...], int, np.ndarray, np.ndarray] | None = None
+_last: tuple[tuple[tuple[int, ...], int, bytes], int, np.ndarray, np.ndarray] | None = None
 # Where neighbour lists persist between sessions, while a session runs.
 _memory: NeighbourMemory | None = None
 
