@@ -235,7 +235,7 @@ def prompt_key(request) -> str | None:
 def zygote_main() -> None:
     """Load everything once, then fork one CLI session per command line read on stdin."""
     from knomit_judge import cli
-    from knomit_judge.embeddings import load_model
+    from knomit_judge.encoders import load_model
     load_model()  # never used here: a forked child must be the first to run the model (OpenMP and fork)
     out = sys.stdout
     out.write("ready\n")

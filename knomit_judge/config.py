@@ -6,11 +6,16 @@ import dataclasses
 import os
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .cron import cron_trigger
 from .errors import ConfigError
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 CONFIG_FILE = "knomit-judge.toml"
 ENVIRONMENT = {"judge.model": "KNOMIT_JUDGE_MODEL", "judge.first_reader": "KNOMIT_JUDGE_FIRST_READER"}  # win over it
@@ -226,7 +231,7 @@ class Config:
     git: GitConfig = field(default_factory=GitConfig)
     prices: dict[str, Price] = field(default_factory=lambda: dict(DEFAULT_PRICES))
 
-    def where(self, key: str, environ=os.environ) -> str:
+    def where(self, key: str, environ: Mapping[str, str] = os.environ) -> str:
         """Where `key`'s value comes from: the environment variable that set it (load_config), else the file.
         Read from the environment as it is, not kept on the Config, so a copy of the Config says the same."""
         var = ENVIRONMENT.get(key)
@@ -288,11 +293,13 @@ class Config:
         return price
 
 
+_Section = TypeVar("_Section", bound="DataclassInstance")  # a section's dataclass (or a model's Price)
+
 # Keys still accepted so that older files load, no longer read (DEFAULT_TOML leaves them out).
 RETIRED = {"budget.window", "budget.patience", "budget.unproven_allowance"}
 
-_TYPES = {"bool": bool, "int": int, "float": float, "str": str, "list[str]": list}
-_SECTION_TYPES = {
+_TYPES: dict[str, type] = {"bool": bool, "int": int, "float": float, "str": str, "list[str]": list}
+_SECTION_TYPES: dict[str, type[DataclassInstance]] = {
     "judge": JudgeConfig,
     "shortlist": ShortlistConfig,
     "describe": DescribeConfig,
@@ -332,10 +339,10 @@ _CHOICES = {"corpus.retract": RETRACT_MODES, "judge.effort": EFFORTS}
 # what `git check-ref-format --branch` would accept, less its rarer refusals (those fail at the push)
 _BRANCH = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)[A-Za-z0-9._/-]+(?<![./])$")
 _REMOTE = re.compile(r"^(?!-)[A-Za-z0-9._-]+$")  # a remote's name, not a URL: its URL and credentials stay in git
-_KEY_NAME = re.compile(r"^[A-Za-z_][\w-]*$")  # a top-level front-matter key, as corpus.rewrite finds them
+_KEY_NAME = re.compile(r"^[A-Za-z_][\w-]*$")  # a top-level front-matter key, as rewrite.rewrite finds them
 
 
-def _check_list(key: str, value: list) -> list[str]:
+def _check_list(key: str, value: list[Any]) -> list[str]:
     """A non-empty list of non-empty strings; paths must stay inside the corpus, keys must be plain keys."""
     if not value or not all(isinstance(v, str) and v.strip() for v in value):
         raise ConfigError(f"{key}: expected a non-empty list of non-empty strings, got {value!r}")
@@ -347,7 +354,8 @@ def _check_list(key: str, value: list) -> list[str]:
     return list(dict.fromkeys(v.strip() for v in value))
 
 
-def _check(key: str, value, typ: type):
+def _check(key: str, value: Any, typ: type) -> Any:
+    """The TOML value of `key`, checked against its type, bounds and choices (an int read as a float)."""
     ok = {
         list: isinstance(value, list),
         bool: isinstance(value, bool),
@@ -377,10 +385,11 @@ def _check(key: str, value, typ: type):
     return float(value) if typ is float else value
 
 
-def _section(name: str, cls, raw) -> object:
+def _section(name: str, cls: type[_Section], raw: Any) -> _Section:
+    """One table of the file as its dataclass, every key checked; an unknown or missing key names itself."""
     if not isinstance(raw, dict):
         raise ConfigError(f"{name}: expected a table")
-    types = {f.name: f.type for f in dataclasses.fields(cls)}
+    types = {f.name: str(f.type) for f in dataclasses.fields(cls)}  # annotations are strings (__future__)
     values = {}
     for key, value in raw.items():
         if key not in types:
@@ -393,7 +402,7 @@ def _section(name: str, cls, raw) -> object:
     return cls(**values)
 
 
-def parse_config(data: dict) -> Config:
+def parse_config(data: dict[str, Any]) -> Config:
     """Build a Config from parsed TOML, rejecting unknown keys and wrong types by name."""
     config = Config()
     for name, raw in data.items():
@@ -418,7 +427,7 @@ def parse_config(data: dict) -> Config:
     return config
 
 
-def load_config(corpus: Path, environ=os.environ) -> Config:
+def load_config(corpus: Path, environ: Mapping[str, str] = os.environ) -> Config:
     """Read CORPUS/knomit-judge.toml if present, then apply environment overrides."""
     path = Path(corpus) / CONFIG_FILE
     data = {}

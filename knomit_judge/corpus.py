@@ -1,4 +1,4 @@
-"""The corpus: fact files with YAML front matter, their content ids, motifs and carriers."""
+"""The corpus as read: fact files with YAML front matter, their content ids, motifs and carriers."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ import stat
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 import yaml
 
+from .config import CorpusConfig
 from .errors import BadFact
 from .layout import DEFAULT_PATHS, fact_paths, glob_prefix, matches, where_facts_may_be
 
@@ -21,11 +23,11 @@ DEFAULT_MOTIF_KEYS = ("motifs",)
 STATUSES = ("active", "retracted")
 KB_SCHEME = "kb://"  # knomit's link to a fact: kb://<12-hex repo id>/<path in that repo>
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")  # http:, src:, knomit-judge:, ... : a source, never a link
-_FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)(?:^|\n)---[ \t]*(?:\r?\n|\Z)", re.S)
-_KEY_LINE = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:")
-_ANCHOR = re.compile(r"^[A-Za-z_][\w-]*[ \t]*:[ \t]*(&[^\s\[\]{},]+)")  # `motifs: &m [..]`: the anchor on a key's value
+# The front matter between its two `---` lines; group 1 is what they hold.
+FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)(?:^|\n)---[ \t]*(?:\r?\n|\Z)", re.S)
+KEY_LINE = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:")  # a top-level key's first line; group 1 is the key
 _HAS_WORD = re.compile(r"\w", re.UNICODE)
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")  # line breaks and other control characters
+CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")  # line breaks and other control characters
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,7 @@ class Fact:
     def active(self) -> bool:
         return self.status == "active"
 
-    def record(self) -> dict:
+    def record(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -71,7 +73,8 @@ def exact_key(fact: Fact) -> str:
     return hashlib.sha256(f"{fold(fact.title)}\n{fold(fact.body)}".encode()).hexdigest()
 
 
-def _str_list(path: str, key: str, value, line: int | None) -> tuple[str, ...]:
+def _str_list(path: str, key: str, value: Any, line: int | None) -> tuple[str, ...]:
+    """A front-matter list of strings (numbers read as their text), blanks dropped; BadFact for any other shape."""
     if value is None:
         return ()
     if not isinstance(value, list) or not all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value):
@@ -89,11 +92,12 @@ class _Loader(yaml.SafeLoader):
     }
 
 
-def load_yaml(text: str):
+def load_yaml(text: str) -> Any:
+    """The YAML document in `text`, read safely and with dates left as text."""
     return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
 
 
-def load_front(path: str, front: str):
+def load_front(path: str, front: str) -> Any:
     """The front matter's value, refusing a top-level key written twice.
 
     PyYAML keeps the last of two `motifs:` lines and drops the other without a word; a rewrite
@@ -127,19 +131,9 @@ def link_target(ref: str) -> str | None:
     return ref.removeprefix("./")
 
 
-def relinked(ref: str, old: str, new: str) -> str:
-    """`ref` pointed at `new` instead of `old`, in the form it was written (kb:// keeps its repo id)."""
-    if link_target(ref) != old:
-        return ref
-    if ref.strip().startswith(KB_SCHEME):
-        repo_id = ref.strip()[len(KB_SCHEME):].partition("/")[0]
-        return f"{KB_SCHEME}{repo_id}/{new}"
-    return new
-
-
-def front_matter(text: str) -> dict:
+def front_matter(text: str) -> dict[str, Any]:
     """The front matter of a fact already read (so it parses); {} when there is none."""
-    m = _FRONT.match(text)
+    m = FRONT.match(text)
     meta = load_yaml(m.group(1)) if m else None
     return meta if isinstance(meta, dict) else {}
 
@@ -171,7 +165,7 @@ def empty_heading(body: str) -> int | None:
     return at if at is not None and not lines[at].lstrip("#").strip() else None
 
 
-def parse_fact(path: str, text: str, motif_keys=DEFAULT_MOTIF_KEYS) -> Fact:
+def parse_fact(path: str, text: str, motif_keys: tuple[str, ...] = DEFAULT_MOTIF_KEYS) -> Fact:
     """Parse one fact file's text; raise BadFact naming the path, line and reason.
 
     Tolerant of the layouts users already have: the title is the `title` key or else the first
@@ -179,7 +173,7 @@ def parse_fact(path: str, text: str, motif_keys=DEFAULT_MOTIF_KEYS) -> Fact:
     corpus path (kb://<repo>/<path> or a plain path) are links too; motifs are the values of
     every `motif_keys` list; keys it does not use are never looked at.
     """
-    m = _FRONT.match(text)
+    m = FRONT.match(text)
     if not m:
         raise BadFact(path, "no YAML front matter (the file must start with a '---' line and close it with another)", 1)
     front = m.group(1)
@@ -219,7 +213,7 @@ def parse_fact(path: str, text: str, motif_keys=DEFAULT_MOTIF_KEYS) -> Fact:
             where = "" if key == "motifs" else f" (in '{key}')"
             if not _HAS_WORD.search(motif):
                 raise BadFact(path, f"motif {motif!r} has no letters or digits{where}", lines.get(key))
-            if _CONTROL.search(motif):  # a motif spelling goes into commit subjects
+            if CONTROL.search(motif):  # a motif spelling goes into commit subjects
                 raise BadFact(path, f"motif {motif!r} contains a line break or control character{where}",
                               lines.get(key))
             motifs.append(motif)
@@ -230,6 +224,8 @@ def parse_fact(path: str, text: str, motif_keys=DEFAULT_MOTIF_KEYS) -> Fact:
     if status not in STATUSES:
         raise BadFact(path, f"'status' must be one of {', '.join(STATUSES)}, got {status!r}", lines.get("status"))
     raw_sources = meta.get("sources")
+    sources: tuple[str, ...]
+    count: int | None
     if isinstance(raw_sources, int) and not isinstance(raw_sources, bool):
         if raw_sources < 0:
             raise BadFact(path, f"'sources' as a count must not be negative, got {raw_sources}", lines.get("sources"))
@@ -258,10 +254,10 @@ def parse_fact(path: str, text: str, motif_keys=DEFAULT_MOTIF_KEYS) -> Fact:
 
 def _key_lines(front: str) -> dict[str, int]:
     """The file line of each top-level key, for error messages."""
-    return {m.group(1): i + 2 for i, line in enumerate(front.split("\n")) if (m := _KEY_LINE.match(line))}
+    return {m.group(1): i + 2 for i, line in enumerate(front.split("\n")) if (m := KEY_LINE.match(line))}
 
 
-def read_fact(root: Path, path: str, max_bytes: int, layout=None) -> Fact:
+def read_fact(root: Path, path: str, max_bytes: int, layout: CorpusConfig | None = None) -> Fact:
     """Read and parse one fact file, refusing files that are not small UTF-8 text inside the corpus."""
     globs = tuple(layout.paths) if layout else DEFAULT_PATHS
     check_path(path)
@@ -305,182 +301,8 @@ def check_path(path: str) -> None:
     except UnicodeEncodeError:
         raise BadFact(path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"),
                       "file name is not UTF-8; rename it") from None
-    if _CONTROL.search(path):
+    if CONTROL.search(path):
         raise BadFact(path.encode("unicode_escape").decode("ascii"), "file name contains a control character; rename it")
-
-
-def _yaml_scalar(value) -> str:
-    out = yaml.safe_dump(value, default_flow_style=True, width=1 << 30, allow_unicode=True)
-    out = out.removesuffix("\n").removesuffix("\n...").strip()
-    if isinstance(value, str) and ":" in out and out[0] not in "'\"" and not _CONTROL.search(value):
-        # A plain `https://x` inside [..] is read by PyYAML but refused by stricter readers (libyaml's
-        # flow rule for ':'); quoted, every reader agrees, and it is how knomit writes its refs.
-        out = "'" + value.replace("'", "''") + "'"
-    return out
-
-
-def _yaml_value(value) -> str:
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_yaml_scalar(v) for v in value) + "]"
-    return _yaml_scalar(value)
-
-
-def rewrite(text: str, changes: dict) -> str:
-    """Set front-matter keys, keeping every other key's lines byte-for-byte.
-
-    Each top-level key owns its line and the indented or list lines under it;
-    a changed key's block is replaced in place, a new key is appended.
-    """
-    m = _FRONT.match(text)
-    if not m:
-        raise ValueError("no front matter")
-    newline = "\r\n" if "\r\n" in m.group(0) else "\n"
-    front = m.group(1)
-    lines = front.split("\n")
-    blocks: list[tuple[str | None, list[str]]] = []
-    for line in lines:
-        km = _KEY_LINE.match(line)
-        if km or not blocks:
-            blocks.append((km.group(1) if km else None, [line]))
-        else:
-            blocks[-1][1].append(line)
-    done = set()
-    out = []
-    for key, block in blocks:
-        if key in changes:
-            trailing = [ln for ln in block[1:] if not ln.strip()]  # keep blank separators
-            # `extra: *m` elsewhere needs `&m` kept; an anchor deeper in the block is not kept, and the
-            # reader's check before a commit (gitops.Applier.commit) refuses the result
-            anchor = f"{a.group(1)} " if (a := _ANCHOR.match(block[0])) else ""
-            out.append(f"{key}: {anchor}{_yaml_value(changes[key])}" + ("\r" if block[0].endswith("\r") else ""))
-            out.extend(trailing)
-            done.add(key)
-        else:
-            out.extend(block)
-    tail = []
-    while out and not out[-1].strip():
-        tail.insert(0, out.pop())
-    cr = "\r" if newline == "\r\n" else ""
-    out += [f"{key}: {_yaml_value(value)}{cr}" for key, value in changes.items() if key not in done]
-    out += tail
-    new_front = "\n".join(out)
-    return f"---{newline}{new_front}\n---{newline}" + text[m.end():]
-
-
-# Keys a merge takes in from the retired fact (with the motif keys): lists are unioned, an int count is summed.
-ABSORBED_KEYS = ("sources", "refs", "links", "entities", "domain", "tags")
-# What a retraction still carries over: where the claim came from and what it points at, never its motifs
-# (a retraction says the fact added no claim), so no source is left only in git history.
-PROVENANCE_KEYS = ("sources", "refs", "links")
-
-
-def _union(*lists) -> list:
-    seen, out = set(), []
-    for value in (v for lst in lists for v in lst):
-        key = str(value).strip()
-        if key and key not in seen:
-            seen.add(key)
-            out.append(value)
-    return out
-
-
-def renamed_motif(fact: Fact, lose: str, keep: str, motif_keys=DEFAULT_MOTIF_KEYS) -> str:
-    """The fact's text with spelling `lose` replaced by `keep` inside each motif key that holds it."""
-    meta, changes = front_matter(fact.text), {}
-    for key in motif_keys:
-        value = meta.get(key)
-        if isinstance(value, str) and value.strip() == lose:
-            changes[key] = keep
-        elif isinstance(value, list) and any(str(v).strip() == lose for v in value):
-            changes[key] = _union([keep if str(v).strip() == lose else v for v in value])
-    return rewrite(fact.text, changes) if changes else fact.text
-
-
-def absorbed(keep: Fact, lose: Fact, motif_keys=DEFAULT_MOTIF_KEYS, keys=ABSORBED_KEYS) -> dict:
-    """The front-matter changes by which `keep` takes in `lose`: each key keeps its type.
-
-    Lists are unioned (order kept, deduplicated), an int `sources` count becomes the sum (as
-    knomit's own dedup merge does), and links or refs to either of the two facts are dropped (a
-    fact does not link to itself). A retraction takes in only PROVENANCE_KEYS and no motif key.
-    """
-    mine, theirs = front_matter(keep.text), front_matter(lose.text)
-    changes = {}
-    for key in dict.fromkeys([*motif_keys, *keys]):
-        ours, other = mine.get(key), theirs.get(key)
-        if key in ("links", "refs") and isinstance(ours, list) and other is None:
-            other = []  # still drop the survivor's own link to the fact it absorbs
-        if other is None or (other == [] and key not in ("links", "refs")) or isinstance(other, (bool, dict)):
-            continue
-        count = lambda v: v if isinstance(v, int) and not isinstance(v, bool) else None  # noqa: E731
-        if key == "sources" and count(other) is not None and ours is not None and count(ours) is None:
-            continue  # a count cannot join a list of sources; the survivor's list stays as it is
-        if key == "sources" and count(ours) is not None:
-            new = ours + (count(other) if count(other) is not None else len(other) if isinstance(other, list) else 1)
-        elif ours is None:
-            new = other
-        elif isinstance(ours, (list, str)):
-            as_list = lambda v: v if isinstance(v, list) else [v]  # noqa: E731
-            new = _union(as_list(ours), as_list(other))
-            if isinstance(ours, str) and len(new) == 1:
-                new = ours
-        else:
-            continue  # a shape this tool does not know how to merge: leave it as it is
-        if key in ("links", "refs") and isinstance(new, list):
-            new = [r for r in new if link_target(str(r)) not in (keep.path, lose.path)]
-        if new != ours and not (ours is None and new == []):
-            changes[key] = new
-    return changes
-
-
-def provenance(keep: Fact, lose: Fact) -> dict:
-    """The changes by which a retraction's survivor takes in the sources, refs and links it lacks."""
-    return absorbed(keep, lose, motif_keys=(), keys=PROVENANCE_KEYS)
-
-
-def copy_provenance(keep: Fact, copy: Fact) -> dict:
-    """provenance() for an exact duplicate: a literal copy is the same evidence, so a `sources` count is not
-    added to (2 + 2 would claim four sources for two); citations the survivor lacks are still taken in."""
-    changes = provenance(keep, copy)
-    if isinstance(changes.get("sources"), int) and not isinstance(changes["sources"], bool):
-        del changes["sources"]
-    return changes
-
-
-def carried_over(keep: Fact, changes: dict) -> list[str]:
-    """What `changes` add to `keep`'s front matter, one line a key, for a commit body."""
-    mine, lines = front_matter(keep.text), []
-    for key, new in changes.items():
-        old = mine.get(key)
-        if isinstance(new, int) and not isinstance(new, bool):
-            lines.append(f"{key}: {old if old is not None else 0} -> {new}")
-        elif isinstance(new, list):
-            had = {str(v).strip() for v in (old if isinstance(old, list) else [] if old is None else [old])}
-            added = [str(v) for v in new if str(v).strip() not in had]
-            gone = sorted(had - {str(v).strip() for v in new})
-            parts = ([f"+ {', '.join(added)}"] if added else []) + \
-                ([f"dropped its link to {', '.join(gone)} (the retired fact)"] if gone else [])
-            if parts:
-                lines.append(f"{key}: {'; '.join(parts)}")
-        else:
-            lines.append(f"{key}: {new}")
-    return lines
-
-
-def relinked_changes(fact: Fact, old: str, new: str) -> dict:
-    """The front-matter changes that point the fact's links and kb:// refs at `new` instead of `old`."""
-    meta, changes = front_matter(fact.text), {}
-    for key in ("links", "refs"):
-        value = meta.get(key)
-        if isinstance(value, list) and any(link_target(str(r)) == old for r in value):
-            changes[key] = _union([relinked(str(r), old, new) if isinstance(r, str) else r for r in value])
-    return changes
-
-
-def retracted(fact: Fact, survivor: str, verdict_id: str, mode: str = "status") -> str | None:
-    """The retired fact's new text: `status: retracted` with who and why, or None (delete the file)."""
-    if mode == "delete":
-        return None
-    return rewrite(fact.text, {"status": "retracted", "retracted_by": verdict_id, "survivor": survivor})
 
 
 def umask() -> int:
@@ -542,7 +364,8 @@ class Corpus:
     front-matter keys hold motifs and how a retraction is written.
     """
 
-    def __init__(self, root: Path, facts: dict[str, Fact], problems: list[BadFact], layout=None, files: int | None = None):
+    def __init__(self, root: Path, facts: dict[str, Fact], problems: list[BadFact], layout: CorpusConfig | None = None,
+                 files: int | None = None) -> None:
         self.root = Path(root)
         self.facts = facts
         self.problems = problems
@@ -552,8 +375,8 @@ class Corpus:
         self.files = len(facts) + len(problems) if files is None else files  # fact files the paths matched
         self._reindex()
 
-    def _reindex(self):
-        self._digest = None  # candidate_lists.facts_digest, made again when next asked
+    def _reindex(self) -> None:
+        self._digest: str | None = None  # candidate_lists.facts_digest, made again when next asked
         carriers: dict[str, list[str]] = {}
         for fact in self.facts.values():
             if fact.active:
@@ -589,7 +412,20 @@ class Corpus:
         return list(dict.fromkeys(glob_prefix(g) for g in self.paths))
 
 
-def load_corpus(root: Path, max_bytes: int = 1_048_576, index=None, layout=None) -> Corpus:
+class FactIndex(Protocol):
+    """A cache of parsed facts (store.FileIndex): load_corpus takes an unchanged file's fact from it, unparsed."""
+
+    parse_key: str
+
+    def lookup(self, root: Path, path: str) -> Fact | None: ...
+
+    def remember(self, root: Path, fact: Fact) -> None: ...
+
+    def forget_missing(self, present: set[str]) -> None: ...
+
+
+def load_corpus(root: Path, max_bytes: int = 1_048_576, index: FactIndex | None = None,
+                layout: CorpusConfig | None = None) -> Corpus:
     """Read every fact the layout's paths match; bad files are collected as problems, never fatal.
 
     `index` (a store.FileIndex) skips parsing files whose (mtime, size) is unchanged.
@@ -615,20 +451,17 @@ def load_corpus(root: Path, max_bytes: int = 1_048_576, index=None, layout=None)
     return Corpus(root, facts, problems, layout, files=len(paths))
 
 
-def parse_key(layout) -> str:
+def parse_key(layout: CorpusConfig | None) -> str:
     """What parsing depends on besides the file: a cached parse made with other motif keys is stale."""
     return json.dumps(list(layout.motif_keys) if layout else list(DEFAULT_MOTIF_KEYS))
 
 
-def fact_from_record(record: dict) -> Fact:
+def fact_from_record(record: dict[str, Any]) -> Fact:
+    """A Fact from its record(), as the file index keeps it."""
     record = dict(record)
     for key in ("motifs", "sources", "links"):
         record[key] = tuple(record[key])
     return Fact(**record)
-
-
-def dumps_record(fact: Fact) -> str:
-    return json.dumps(fact.record(), ensure_ascii=False)
 
 
 @dataclass
@@ -647,7 +480,7 @@ class CorpusReport:
             return f"corpus: broken - {self.why}"
         return f"corpus: read {self.read} of {self.files} fact file{'s' * (self.files != 1)}, {self.skipped} skipped"
 
-    def json(self) -> dict:
+    def json(self) -> dict[str, Any]:
         return asdict(self)
 
 

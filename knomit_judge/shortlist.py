@@ -23,7 +23,9 @@ import hashlib
 import math
 import os
 import threading
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol, TypeVar
 
 import numpy as np
 
@@ -36,11 +38,23 @@ SPARE = 5
 # Pairs whose canonical similarity is computed at a time (two float64 arrays of this many rows).
 _PAIRS = 8192
 
+
+
+class NeighbourMemory(Protocol):
+    """Where neighbour lists persist between sessions (neighbours.Memory): top_k asks it while it is remembered."""
+
+    def top_k(self, v: np.ndarray, keys: list[bytes], rank: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+_Memory = TypeVar("_Memory", bound=NeighbourMemory)
+_Item = TypeVar("_Item")
+
 # The last result, reused when the same vectors are asked for again (prune and discovery
-# both search the fact vectors in one round; a smaller k is a prefix of a larger one).
-_last: tuple | None = None
-# Where neighbour lists persist between sessions (a neighbours.Memory), while a session runs.
-_memory = None
+# both search the fact vectors in one round; a smaller k is a prefix of a larger one):
+# (shape, tile size and digest of the vectors), k, indices, similarities.
+_last: tuple[tuple[tuple[int, ...], int, bytes], int, np.ndarray, np.ndarray] | None = None
+# Where neighbour lists persist between sessions, while a session runs.
+_memory: NeighbourMemory | None = None
 
 
 def top_k(vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -69,7 +83,7 @@ def top_k(vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @contextlib.contextmanager
-def remembered(memory):
+def remembered(memory: _Memory) -> Iterator[_Memory]:
     """Within the block, top_k keeps its lists in `memory` (a neighbours.Memory) between sessions."""
     global _memory, _last
     before, _memory, _last = _memory, memory, None
@@ -115,7 +129,8 @@ def exact_sims(v: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     return out
 
 
-def exact_top_k(v: np.ndarray, rank: np.ndarray, k: int, rows: np.ndarray | None = None):
+def exact_top_k(v: np.ndarray, rank: np.ndarray, k: int,
+                rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The k best of each row in `rows` (default: all) against every row, in the canonical order."""
     n = len(v)
     k = min(k, n - 1)
@@ -128,7 +143,8 @@ def exact_top_k(v: np.ndarray, rank: np.ndarray, k: int, rows: np.ndarray | None
     return _settle(v, rank, rows, cand, fsims, k)
 
 
-def _settle(v, rank, rows, cand, fsims, k):
+def _settle(v: np.ndarray, rank: np.ndarray, rows: np.ndarray, cand: np.ndarray, fsims: np.ndarray,
+            k: int) -> tuple[np.ndarray, np.ndarray]:
     """Order each row's float32 candidates canonically; a row whose k-th could be an outsider is searched whole."""
     m, kk = cand.shape
     r = np.repeat(rows, kk)
@@ -145,7 +161,8 @@ def _settle(v, rank, rows, cand, fsims, k):
     return idx, sims
 
 
-def _reaching_rows(v, rank, rows, kth, k):
+def _reaching_rows(v: np.ndarray, rank: np.ndarray, rows: np.ndarray, kth: np.ndarray,
+                   k: int) -> tuple[np.ndarray, np.ndarray]:
     """Rows whose k-th could be an outsider: every row within EPS of that k-th, canonically ordered."""
     side = max(1, _BLOCK_FLOATS // len(v))
     hit_r, hit_c = [], []
@@ -169,12 +186,13 @@ def _reaching_rows(v, rank, rows, kth, k):
 
 
 def _search(v: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Float32 k best of every row against every row (self excluded), tile by tile over the upper triangle."""
     n = len(v)
     side = max(1, math.isqrt(_BLOCK_FLOATS))
     best = _Best(n, k)
     blocks = [(lo, min(n, lo + side)) for lo in range(0, n, side)]
 
-    def diagonal(block):
+    def diagonal(block: tuple[int, int]) -> None:
         lo, hi = block
         tile = v[lo:hi] @ v[lo:hi].T
         np.fill_diagonal(tile, -np.inf)
@@ -184,7 +202,7 @@ def _search(v: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
             rows, cols = _reaching(tile, bar, axis=1)
             best.merge(rows + lo, cols + lo, tile[rows, cols])
 
-    def off_diagonal(pair):
+    def off_diagonal(pair: tuple[tuple[int, int], tuple[int, int]]) -> None:
         (lo, hi), (clo, chi) = pair
         tile = v[lo:hi] @ v[clo:chi].T
         rows, cols = _reaching(tile, best.bar(lo, hi), axis=1)
@@ -207,7 +225,7 @@ def _search_rows(v: np.ndarray, rows: np.ndarray, k: int) -> tuple[np.ndarray, n
     best = _Best(m, k)
     cols = [(lo, min(n, lo + side)) for lo in range(0, n, side)]
 
-    def band(block):
+    def band(block: tuple[int, int]) -> None:
         lo, hi = block
         q = v[rows[lo:hi]]
         for j, (clo, chi) in enumerate(cols):
@@ -226,8 +244,14 @@ def _search_rows(v: np.ndarray, rows: np.ndarray, k: int) -> tuple[np.ndarray, n
     return best.idx, best.sims
 
 
+class _Run(Protocol):
+    """Runs `fn` on each item, all done (and any error raised) when it returns."""
+
+    def __call__(self, fn: Callable[[_Item], None], items: Sequence[_Item], /) -> None: ...
+
+
 @contextlib.contextmanager
-def _workers(blocks: int):
+def _workers(blocks: int) -> Iterator[_Run]:
     """Run tiles on one thread per core, each with a single-threaded BLAS, when threadpoolctl is there.
 
     A multithreaded BLAS leaves the selection work (one core) waiting on the products; one tile per
@@ -240,10 +264,17 @@ def _workers(blocks: int):
     except ImportError:
         threadpool_limits = None
     if blocks < 2 or cores < 2 or threadpool_limits is None:
-        yield lambda fn, items: [fn(item) for item in items]
+        def in_order(fn: Callable[[_Item], None], items: Sequence[_Item], /) -> None:
+            for item in items:
+                fn(item)
+
+        yield in_order
         return
     with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(cores) as pool:
-        yield lambda fn, items: list(pool.map(fn, items))
+        def on_threads(fn: Callable[[_Item], None], items: Sequence[_Item], /) -> None:
+            list(pool.map(fn, items))  # waits for every tile, and raises what one raised
+
+        yield on_threads
 
 
 def _reaching(tile: np.ndarray, bar: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
@@ -259,7 +290,7 @@ class _Best:
     one lets more candidates through to the merge, never fewer.
     """
 
-    def __init__(self, n: int, k: int):
+    def __init__(self, n: int, k: int) -> None:
         self.k = k
         self.idx = np.full((n, k), -1, dtype=np.int64)
         self.sims = np.full((n, k), -np.inf, dtype=np.float32)
@@ -270,6 +301,7 @@ class _Best:
         return self.sims[lo:hi, self.k - 1].copy()
 
     def merge(self, rows: np.ndarray, cols: np.ndarray, sims: np.ndarray) -> None:
+        """Take in candidate (row, col, similarity) triples, keeping each row's k best in order."""
         if not len(rows):
             return
         k = self.k
@@ -287,7 +319,7 @@ class _Best:
 
 
 @contextlib.contextmanager
-def gc_paused():
+def gc_paused() -> Iterator[None]:
     """Build candidate lists without the cyclic garbage collector.
 
     At 100k facts a pass builds ~350k candidates of small dicts and lists, none of them in a cycle;
@@ -326,6 +358,7 @@ def neighbour_pairs(vectors: np.ndarray, k: int, search: int = 0) -> list[tuple[
 
 
 def mean_pairwise(vectors: np.ndarray) -> float:
+    """The mean similarity of distinct rows (1.0 for fewer than two)."""
     n = len(vectors)
     if n < 2:
         return 1.0

@@ -2,8 +2,9 @@
 
 import pytest
 
-from knomit_judge.corpus import content_id, exact_key, load_corpus, parse_fact, rewrite
+from knomit_judge.corpus import content_id, exact_key, load_corpus, parse_fact
 from knomit_judge.errors import BadFact
+from knomit_judge.rewrite import rewrite
 
 TEXT = """---
 title: A latch holds a breaker open

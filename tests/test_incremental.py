@@ -47,7 +47,7 @@ import json, sys
 sys.modules["torch"] = None
 sys.modules["sentence_transformers"] = None
 from knomit_judge import ReviewOptions, review
-from knomit_judge.embeddings import load_model
+from knomit_judge.encoders import load_model
 result = review(sys.argv[1], ReviewOptions(judge=sys.argv[2]))
 try:
     load_model()

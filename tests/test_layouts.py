@@ -13,8 +13,9 @@ from knomit_format import NotAKnomitFact, knomit_parse
 
 from knomit_judge.cli import cli
 from knomit_judge.config import ConfigError, parse_config
-from knomit_judge.corpus import absorbed, parse_fact, relinked_changes, rewrite
+from knomit_judge.corpus import parse_fact
 from knomit_judge.errors import BadFact
+from knomit_judge.rewrite import absorbed, relinked_changes, rewrite
 
 FIXTURE = REPO / "corpus-fixtures" / "knomit"
 REPLIES = FIXTURE / "judge-replies.jsonl"

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..corpus import Corpus, renamed_motif
+from ..corpus import Corpus
 from ..nominate import MAX_TITLES, TRUNCATED, nominate
 from ..prompts import Prompt, load_prompt
+from ..rewrite import renamed_motif
 from ..survivors import spelling_survivor
 from ..verdicts import MECHANICAL, Verdict, encoded_side, fingerprint_encoded
 from .base import Candidate, Change, Evidence, Reply, Restorer, Session, Subject, one_sentence, reply_object

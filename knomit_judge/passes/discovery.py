@@ -9,10 +9,11 @@ from typing import Any
 import numpy as np
 
 from ..config import JudgeConfig
-from ..corpus import FACTS_DIR, Corpus, Fact, _yaml_value, front_matter
+from ..corpus import FACTS_DIR, Corpus, Fact, front_matter
 from ..errors import Unparsed
 from ..layout import matches
 from ..prompts import Prompt, cut, load_prompt
+from ..rewrite import yaml_value
 from ..shortlist import mean_pairwise, top_k
 from ..verdicts import Verdict, group_fingerprint
 from .base import Candidate, Change, Evidence, Reply, Restorer, Session, Subject, one_sentence, reply_object
@@ -64,7 +65,7 @@ def proposal_text(corpus: Corpus, model: Fact, new: dict[str, Any], confidence: 
     if counted:  # the marker that says who wrote it: a ref, since a count has no room for it
         front["refs"] = [*front.get("refs", []), marker]
     body = new["body"] if "title" in meta else f"# {new['title']}\n\n{new['body']}"
-    return "---\n" + "".join(f"{k}: {_yaml_value(v)}\n" for k, v in front.items()) + "---\n" + body + "\n"
+    return "---\n" + "".join(f"{k}: {yaml_value(v)}\n" for k, v in front.items()) + "---\n" + body + "\n"
 
 
 def evidence(members: list[Fact], max_chars: int) -> Evidence:

@@ -6,20 +6,10 @@ from collections.abc import Sequence
 from typing import Any, overload
 
 from ..config import JudgeConfig
-from ..corpus import (
-    Corpus,
-    Fact,
-    absorbed,
-    carried_over,
-    copy_provenance,
-    fact_text,
-    provenance,
-    relinked_changes,
-    retracted,
-    rewrite,
-)
+from ..corpus import Corpus, Fact, fact_text
 from ..errors import Unparsed
 from ..prompts import Prompt, cut, load_prompt
+from ..rewrite import absorbed, carried_over, copy_provenance, provenance, relinked_changes, retracted, rewrite
 from ..shortlist import neighbour_pairs
 from ..survivors import fact_survivor, why_survives
 from ..verdicts import Verdict, fingerprint, pair_fingerprint
