@@ -19,7 +19,7 @@ import git
 from .corpus import atomic_write, file_mode
 from .errors import BadFact, CorpusLocked, CorpusUnwritable, DecisionRefused, KnomitError, NotACorpus
 from .layout import matches
-from .verdicts import append_line, encode_line, line_id, now
+from .verdicts import append_line, encode_line, line_id, now_text
 
 log = logging.getLogger(__name__)
 OWN_DIR = ".knomit/"
@@ -513,7 +513,7 @@ class Lock:
             log.warning("taking over a stale lock: %s is gone (killed?); recovering what it left", previous)
         os.ftruncate(fd, 0)
         os.lseek(fd, 0, os.SEEK_SET)
-        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()} since {now()}".encode())
+        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()} since {now_text()}".encode())
         os.fsync(fd)
         self.fd = fd
         return self

@@ -58,7 +58,8 @@ def judge_of(pass_name: str, model: str) -> str:
     return "scripted" if str(model).startswith("scripted:") else "anthropic"
 
 
-def now() -> str:
+def now_text() -> str:
+    """Now in UTC as the ISO text (milliseconds) every stored timestamp uses, so they compare as strings."""
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
@@ -81,7 +82,7 @@ class Verdict:
     replies: list = field(default_factory=list)
     payload: dict | None = None
     session: str | None = None
-    created_at: str = field(default_factory=now)
+    created_at: str = field(default_factory=now_text)
     id: str = ""
     commit_sha: str | None = None
     reverted: bool = False
