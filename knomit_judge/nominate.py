@@ -467,7 +467,7 @@ def _lexical(parsed: list[Spelling], k: int) -> tuple[dict[int, list[int]], dict
 
 
 def _best(strength: dict[int, float], k: int) -> list[int]:
-    """Of the partners (partner -> strength), the k strongest (> 0), ties by index: a bucket of look-alikes stays bounded."""
+    """The k strongest (> 0) of the partners (partner -> strength), ties by index: a look-alike bucket stays bounded."""
     scored = [(-s, j) for j, s in strength.items()]
     return [j for s, j in sorted(scored)[:k] if s < 0]
 

@@ -193,7 +193,8 @@ class Journal:
     def files(self) -> list[Path]:
         return sorted(self.dir.glob("*.jsonl")) if self.dir.is_dir() else []
 
-    def records(self, marks: JournalMarks | None = None, types: tuple[str, ...] = ("verdict", "revert")) -> list[Record]:
+    def records(self, marks: JournalMarks | None = None,
+                types: tuple[str, ...] = ("verdict", "revert")) -> list[Record]:
         """Every well-formed line of every pass; a torn line is skipped.
 
         Given `marks` (JournalMarks), only lines after each file's mark are read, and the marks move on.
