@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from .errors import ConfigError, JudgeRefused, Refused, Unavailable, Unparsed
 from .transport import REFUSAL, STOPS_SESSION, AnthropicBackend, completion, error_message, status_retryable
-from .verdicts import now
+from .verdicts import now_text
 
 log = logging.getLogger(__name__)
 
@@ -147,7 +147,7 @@ class Batches:
             return
         with self.store.db.atomic():
             self.store.db.execute("UPDATE batches SET status = 'collected', collected_at = ? WHERE id = ?",
-                                  [now(), row["id"]])
+                                  [now_text(), row["id"]])
         self.reports.append({"id": row["id"], "requests": row["requests"], "status": "collected", **kinds})
         log.info("batch %s: collected %d result(s) (%s)", row["id"], sum(kinds.values()),
                  ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
@@ -161,7 +161,7 @@ class Batches:
         """A batch that will never give results: its questions become askable again (next round or session)."""
         log.warning("batch %s: %s; its %d request(s) will be asked again", row["id"], why, row["requests"])
         with self.store.db.atomic():
-            self.store.db.execute("UPDATE batches SET status = 'lost', collected_at = ? WHERE id = ?", [now(), row["id"]])
+            self.store.db.execute("UPDATE batches SET status = 'lost', collected_at = ? WHERE id = ?", [now_text(), row["id"]])
         self.reports.append({"id": row["id"], "requests": row["requests"], "status": "lost"})
 
     def _result(self, entry, p, judge) -> str:
@@ -276,7 +276,7 @@ class Batches:
         # Stored before anything else happens: a session killed from here on leaves the batch to the next one.
         with self.store.db.atomic():
             self.store.db["batches"].insert({"id": batch.id, "model": judge.model, "session": self.session,
-                                             "requests": len(chunk), "status": "submitted", "submitted_at": now()})
+                                             "requests": len(chunk), "status": "submitted", "submitted_at": now_text()})
             self.store.db["batch_requests"].insert_all(
                 ({"batch_id": batch.id, "custom_id": r.custom_id, "pass": r.pass_name, "fingerprint": r.fingerprint,
                   "prompt": r.prompt, "position": r.position, "model": r.model} for r in chunk), batch_size=500)

@@ -29,7 +29,7 @@ from .models import require_callable
 from .passes import JUDGED_PASSES, Candidate
 from .passes.registry import all_passes
 from .store import Store
-from .verdicts import Journal, now
+from .verdicts import Journal, now_text
 
 PRUNE_LABELS = ("distinct", "merge", "retract")
 # A retract of the fact a retract label says contains the other: a yes, but not the labelled decision.
@@ -236,7 +236,7 @@ def calibrate(labels_path: Path | str, root: Path | str = ".", judge_spec: str =
                 raise ConfigError(gone) from None
             raise
         result = {
-            "labels": str(labels_path), "corpus": str(root), "judge": judge.model, "created_at": now(),
+            "labels": str(labels_path), "corpus": str(root), "judge": judge.model, "created_at": now_text(),
             "prompts": {name: passes[name].prompt.id for name in JUDGED_PASSES},
             "position_swap": {"asked_both_orders": True, "configured": swap_was},
             "passes": {name: score(name, [q for q in questions if q.pass_name == name], judge.ledgers.get(name))
@@ -276,7 +276,7 @@ def calibrate_journal(root: Path | str = ".") -> dict:
     models = sorted({verdicts[vid].model for vid in labelled if vid in verdicts})
     result = {
         "labels": f"{journal_labels.LABELS_FILE} (journal)", "corpus": str(root), "judge": ", ".join(models) or "-",
-        "created_at": now(), "source": "journal",
+        "created_at": now_text(), "source": "journal",
         "prompts": {name: sorted({v.prompt for v in verdicts.values() if v.pass_name == name})
                     for name in JUDGED_PASSES},
         "position_swap": {"asked_both_orders": False, "configured": load_config(root).judge.position_swap},

@@ -14,17 +14,34 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, Protocol, TypeVar, overload
 
 import numpy as np
 
+from .corpus import Corpus
+from .passes.base import Candidate, Session
+from .store import Store
 from .verdicts import subject_names
 
 log = logging.getLogger(__name__)
 
 PACKAGE = Path(__file__).resolve().parent
 _code: str | None = None
+
+T = TypeVar("T")
+# Makes an item of a list read back from (subject, fingerprint, score): a Candidate, or what rebuild compares.
+Restore = Callable[[dict[str, Any], str, float], T]
+
+
+class Listed(Protocol):
+    """What a kept list needs of a pass: the judged passes and the exact duplicates alike."""
+
+    name: str
+
+    def candidates(self, ctx: Session) -> list[Candidate]: ...
+    def restorer(self, ctx: Session) -> Restore[Candidate]: ...
 
 
 def code_digest() -> str:
@@ -38,18 +55,19 @@ def code_digest() -> str:
     return _code
 
 
-def inputs_digest(pass_name: str, ctx) -> str:
+def inputs_digest(pass_name: str, ctx: Session) -> str:
     """A digest of everything a pass's candidate list depends on (evidence aside, which is made on reading)."""
     corpus, config = ctx.corpus, ctx.config
     h = hashlib.blake2b(facts_digest(corpus).encode(), digest_size=16)
     h.update(repr((pass_name, code_digest(), ctx.embedder.model_name, tuple(corpus.motif_keys),
                    config.shortlist, config.discovery)).encode())
-    if pass_name == "alias" and getattr(ctx, "lines", None):  # the describe lines nominate alias pairs too
+    # the describe lines nominate alias pairs too (a context made without them, as tests make, has none)
+    if pass_name == "alias" and getattr(ctx, "lines", None):
         h.update(repr(sorted(ctx.lines.items())).encode())
     return h.hexdigest()
 
 
-def facts_digest(corpus) -> str:
+def facts_digest(corpus: Corpus) -> str:
     """Every fact's path and content id, active or not (a content id covers title, body, motifs and status).
 
     Kept on the corpus until a decision changes it (Corpus.put reindexes, which drops it).
@@ -60,10 +78,11 @@ def facts_digest(corpus) -> str:
     return corpus._digest
 
 
-def encode(candidates) -> dict | None:
+def encode(candidates: Sequence[Candidate]) -> dict[str, Any] | None:
     """A list as a few blobs: names (paths or spellings) once each, members as indices, NUL-separated strings."""
     names: dict[str, int] = {}
-    members, offsets = [], [0]
+    members: list[int] = []
+    offsets = [0]
     for c in candidates:
         members.extend(names.setdefault(n, len(names)) for n in subject_names(c.subject))
         offsets.append(len(members))
@@ -77,44 +96,49 @@ def encode(candidates) -> dict | None:
                 scores=np.array([c.score for c in candidates], dtype=np.float64).tobytes())
 
 
-class CandidateList(Sequence):
+class CandidateList(Sequence[T]):
     """A pass's candidates in rank order, with every fingerprint at hand.
 
     Read back from the db, a Candidate (subject, evidence) is made only when it is read: a caught-up
     session compares fingerprints with its verdicts and reads none of them.
     """
 
-    def __init__(self, fingerprints: list[str], make):
+    def __init__(self, fingerprints: list[str], make: Callable[[int], T]) -> None:
         self.fingerprints, self._make = fingerprints, make
 
-    @classmethod
-    def of(cls, candidates: list) -> CandidateList:
-        return cls([c.fingerprint for c in candidates], candidates.__getitem__)
+    @staticmethod
+    def of(candidates: list[Candidate]) -> CandidateList[Candidate]:
+        return CandidateList([c.fingerprint for c in candidates], candidates.__getitem__)
 
     def __len__(self) -> int:
         return len(self.fingerprints)
 
-    def __getitem__(self, i):
+    @overload
+    def __getitem__(self, i: int) -> T: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[T]: ...
+
+    def __getitem__(self, i: int | slice) -> T | list[T]:
         if isinstance(i, slice):
             return [self._make(j) for j in range(*i.indices(len(self)))]
         return self._make(range(len(self))[i])
 
 
-def decode(row: dict, restore) -> CandidateList:
+def decode(row: dict[str, Any], restore: Restore[T]) -> CandidateList[T]:
     """The stored list; restore(subject, fingerprint, score) makes each Candidate when it is read."""
     if not row["count"]:
-        return CandidateList([], None)
+        return CandidateList([], [].__getitem__)  # never called: an empty list has no index to make
     names = row["names"].decode().split("\0")
     members = np.frombuffer(row["members"], dtype=np.int32).tolist()
     fps = row["fingerprints"].decode().split("\0")
     scores = np.frombuffer(row["scores"], dtype=np.float64).tolist()
     if row["shape"] == "pair":
-        def subject(i):
+        def subject(i: int) -> dict[str, Any]:
             return {"a": names[members[2 * i]], "b": names[members[2 * i + 1]]}
     else:
         offsets = np.frombuffer(row["offsets"], dtype=np.int64).tolist()
 
-        def subject(i):
+        def subject(i: int) -> dict[str, Any]:
             return {"group": [names[m] for m in members[offsets[i]:offsets[i + 1]]]}
     return CandidateList(fps, lambda i: restore(subject(i), fps[i], scores[i]))
 
@@ -122,11 +146,11 @@ def decode(row: dict, restore) -> CandidateList:
 class CandidateLists:
     """One session's access to the kept lists; `last` says how the latest list was had: stored or computed."""
 
-    def __init__(self, store):
+    def __init__(self, store: Store) -> None:
         self.store = store
         self.last = ""
 
-    def candidates(self, p, ctx) -> CandidateList:
+    def candidates(self, p: Listed, ctx: Session) -> CandidateList[Candidate]:
         """The pass's candidates, exactly as p.candidates(ctx) gives them, read back when nothing they depend on changed."""
         digest = inputs_digest(p.name, ctx)
         row = self.store.candidate_list(p.name, digest)

@@ -11,15 +11,17 @@ import os
 import socket
 import subprocess
 import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import git
 
 from .corpus import atomic_write, file_mode
 from .errors import BadFact, CorpusLocked, CorpusUnwritable, DecisionRefused, KnomitError, NotACorpus
 from .layout import matches
-from .verdicts import append_line, encode_line, line_id, now
+from .verdicts import Record, append_line, encode_line, line_id, now_text
 
 log = logging.getLogger(__name__)
 OWN_DIR = ".knomit/"
@@ -61,7 +63,15 @@ def enclosing_top(path: Path) -> Path | None:
     return Path(top).resolve() if top else None
 
 
+def work_tree(repo: git.Repo) -> Path:
+    """The top of the repository's work tree; a bare repository has none, so it holds no corpus."""
+    if repo.working_tree_dir is None:
+        raise NotACorpus(f"{repo.git_dir}: a bare repository (no work tree) cannot hold a corpus")
+    return Path(repo.working_tree_dir)
+
+
 def open_repo(root: Path) -> git.Repo:
+    """The git repository whose top is the corpus root, or NotACorpus saying what to run on instead."""
     scrub_git_env()
     try:
         repo = git.Repo(root)
@@ -74,12 +84,12 @@ def open_repo(root: Path) -> git.Repo:
             raise NotACorpus(f"{root} is inside the git repository {top}: run knomit-judge on {top}, "
                              "the top of the corpus") from None
         raise NotACorpus(f"{root}: not a git repository (run `knomit-judge init` there)") from None
-    if Path(repo.working_tree_dir).resolve() != Path(root).resolve():
+    if work_tree(repo).resolve() != Path(root).resolve():
         raise NotACorpus(f"{root}: the corpus must be the top of its git repository ({repo.working_tree_dir})")
     return repo
 
 
-def run_git(repo: git.Repo, *args: str, env: dict | None = None, input: bytes | None = None) -> str:
+def run_git(repo: git.Repo, *args: str, env: dict[str, str] | None = None, input: bytes | None = None) -> str:
     """One git command as knomit-judge, with literal pathspecs; raises git.GitCommandError."""
     done = subprocess.run(["git", *args], cwd=repo.working_tree_dir, input=input, capture_output=True,
                           env={**os.environ, **GIT_ENV, **(env or {})})
@@ -91,7 +101,7 @@ def run_git(repo: git.Repo, *args: str, env: dict | None = None, input: bytes | 
 class GitFailed(git.GitCommandError):
     """A git command run by run_git failed; `raw` is its stderr as git wrote it."""
 
-    def __init__(self, command, status, stderr: str):
+    def __init__(self, command: list[str], status: int, stderr: str) -> None:
         super().__init__(command, status, stderr)
         self.raw = stderr
 
@@ -106,7 +116,7 @@ def _last_line(e: git.GitCommandError) -> str:
     return lines[-1].strip() if lines else str(e)
 
 
-def dirty_paths(repo: git.Repo, untracked_globs=None) -> list[str]:
+def dirty_paths(repo: git.Repo, untracked_globs: Sequence[str] | None = None) -> list[str]:
     """Changed or untracked paths other than ours, i.e. work of someone else's we must not mix into a commit.
 
     `untracked_globs` (the corpus's fact paths): an untracked file counts only when it matches one. The tool
@@ -115,7 +125,8 @@ def dirty_paths(repo: git.Repo, untracked_globs=None) -> list[str]:
     """
     # --no-optional-locks: a status must not refresh .git/index (dry runs write nothing)
     out = repo.git.execute(["git", "--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=all"])
-    paths, entries = [], out.split("\0")
+    paths: list[str] = []
+    entries = out.split("\0")
     i = 0
     while i < len(entries):
         entry = entries[i]
@@ -153,6 +164,7 @@ class Decision:
 
 
 def message(subject: str, body: str, trailers: dict[str, str]) -> str:
+    """A commit message: subject, body, then the trailers (each value on one line)."""
     lines = "\n".join(f"{k}: {' '.join(str(v).split())}" for k, v in trailers.items())
     return f"{subject}\n\n{body.strip()}\n\n{lines}\n"
 
@@ -174,15 +186,15 @@ class Applier:
     next start finds the trailer and only tidies up.
     """
 
-    def __init__(self, repo: git.Repo):
+    def __init__(self, repo: git.Repo) -> None:
         self.repo = repo
-        self.root = Path(repo.working_tree_dir)
+        self.root = work_tree(repo)
         self.pending = Path(repo.git_dir) / "knomit-pending.json"
         self.index = Path(repo.git_dir) / "knomit-index"  # a private index a decision commit is built in
 
-    def commit(self, writes: dict[str, str | None], extra_paths: list[str], msg: str, verdict_id: str,
-               trailer: str = "Knomit-Verdict", appends: dict[str, dict | list[dict]] | None = None,
-               check=None) -> str:
+    def commit(self, writes: Mapping[str, str | None], extra_paths: list[str], msg: str, verdict_id: str,
+               trailer: str = "Knomit-Verdict", appends: Mapping[str, Record | list[Record]] | None = None,
+               check: Callable[[str, str], object] | None = None) -> str:
         """Write the files (None deletes), append `appends` to our own files, and commit it all at once.
 
         This is the one path every rewrite of the corpus goes through (decisions, reverts, labels).
@@ -209,10 +221,10 @@ class Applier:
                         at = f" at line {e.line} of the rewritten text" if e.line else ""
                         raise DecisionRefused(path, f"the rewrite would not parse{at} ({e.reason})") from None
         # one record or several per file (a labels file imported at once is one commit)
-        appends = {path: r if isinstance(r, list) else [r] for path, r in (appends or {}).items()}
-        journals = list(dict.fromkeys([*extra_paths, *appends]))
+        appended = {path: r if isinstance(r, list) else [r] for path, r in (appends or {}).items()}
+        journals = list(dict.fromkeys([*extra_paths, *appended]))
         sizes = {p: _size(self.root / p) for p in journals}
-        before = {}
+        before: dict[str, tuple[bytes | None, int | None]] = {}
         for path in writes:
             try:
                 before[path] = _snapshot(self.root / path)
@@ -232,7 +244,7 @@ class Applier:
                     (self.root / path).unlink(missing_ok=True)
                 else:
                     atomic_write(self.root / path, text)
-            for path, records in appends.items():
+            for path, records in appended.items():
                 doing = path
                 for record in records:
                     append_line(self.root / path, record)
@@ -241,7 +253,7 @@ class Applier:
             if writes:
                 run_git(self.repo, "update-index", "--add", "--remove", "--", *writes, env=env)
             for path in journals:
-                own = [encode_line(record) for record in appends.get(path, [])]
+                own = [encode_line(record) for record in appended.get(path, [])]
                 blob = run_git(self.repo, "hash-object", "-w", "--stdin",
                                input=self._journal_blob(path, verdict_id, own)).strip()
                 run_git(self.repo, "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", env=env)
@@ -266,13 +278,14 @@ class Applier:
         self.pending.unlink(missing_ok=True)
         return sha
 
-    def _roll_back(self, touched: list[str], before: dict, sizes: dict) -> None:
+    def _roll_back(self, touched: list[str], before: dict[str, tuple[bytes | None, int | None]],
+                   sizes: dict[str, int | None]) -> None:
         """Undo a decision that did not commit: files back to their bytes and modes, journals to their sizes.
 
         Done from the snapshot, not `git checkout`, which would give every file the umask's mode. Then the
         intent goes, as recovery would remove it.
         """
-        failed = []
+        failed: list[str] = []
         for path in touched:
             data, mode = before[path]
             full = self.root / path
@@ -356,7 +369,7 @@ class Applier:
         self.pending.unlink()
         return "; ".join([message, *notes])
 
-    def _undo(self, intent: dict, paths: list[str], journal: dict) -> str:
+    def _undo(self, intent: dict[str, Any], paths: list[str], journal: dict[str, int | None]) -> str:
         if intent.get("kind") == "journal" or not intent:
             return ("the last session was killed while committing its journal; its verdicts are kept and "
                     "committed at the end of this one")
@@ -389,7 +402,7 @@ class Applier:
         return (f"the last session was killed while applying {what} {vid}: rolled back {len(paths)} file(s) "
                 "to HEAD (the verdict is kept; a decision is applied again, a revert is not recorded)")
 
-    def _intend(self, intent: dict) -> None:
+    def _intend(self, intent: dict[str, Any]) -> None:
         atomic_write(self.pending, json.dumps(intent))
 
     def _head(self) -> str | None:
@@ -414,7 +427,7 @@ def remove_stale_locks(locks: list[Path], gitdir: Path, left_by: str) -> list[st
     deadline = time.monotonic() + LOCK_WAIT_S
     while any(p.exists() for p in locks) and time.monotonic() < deadline:
         time.sleep(0.05)
-    notes = []
+    notes: list[str] = []
     for p in locks:
         if p.exists():
             p.unlink(missing_ok=True)
@@ -465,7 +478,7 @@ def applied_commits(repo: git.Repo) -> dict[str, str]:
     if not repo.head.is_valid():
         return {}
     out = repo.git.log("--format=%H%x01%(trailers:key=Knomit-Verdict,valueonly,separator=%x02)%x00")
-    found = {}
+    found: dict[str, str] = {}
     for entry in out.split("\0"):
         if "\x01" in entry:
             sha, ids = entry.strip().split("\x01", 1)
@@ -491,12 +504,12 @@ class Lock:
     of a killed session cannot keep the lock.
     """
 
-    def __init__(self, repo: git.Repo):
+    def __init__(self, repo: git.Repo) -> None:
         self.path = Path(repo.git_dir) / "knomit-judge.lock"
-        self.fd = None
+        self.fd: int | None = None
         self.stale: str | None = None  # the dead holder this session took over from, if any
 
-    def __enter__(self):
+    def __enter__(self) -> Lock:
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as e:
@@ -513,12 +526,13 @@ class Lock:
             log.warning("taking over a stale lock: %s is gone (killed?); recovering what it left", previous)
         os.ftruncate(fd, 0)
         os.lseek(fd, 0, os.SEEK_SET)
-        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()} since {now()}".encode())
+        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()} since {now_text()}".encode())
         os.fsync(fd)
         self.fd = fd
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
+        assert self.fd is not None, "a lock released that was never taken"
         os.ftruncate(self.fd, 0)
         fcntl.flock(self.fd, fcntl.LOCK_UN)
         os.close(self.fd)
@@ -526,7 +540,7 @@ class Lock:
 
 
 @contextlib.contextmanager
-def shared_lock(repo: git.Repo):
+def shared_lock(repo: git.Repo) -> Iterator[str | None]:
     """Hold the session lock shared, so no session starts meanwhile; never create its file.
 
     Yields None once held (or when no session ever made the file), else the holder a session wrote in it.

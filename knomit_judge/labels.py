@@ -21,7 +21,7 @@ from .gitops import Applier, Lock, open_repo
 from .jsonl import read_jsonl
 from .recovery import recover
 from .store import Store
-from .verdicts import now
+from .verdicts import now_text
 
 LABELS_FILE = ".knomit/labels.jsonl"
 ANSWERS = ("yes", "no")
@@ -139,7 +139,7 @@ def label(root: Path | str, entries: list[tuple[str, str, str]], by: str | None 
         store = Store.for_corpus(root)
         try:
             recover(root, repo, store, lock)
-            who, at = by or labeller(root), now()
+            who, at = by or labeller(root), now_text()
             labels, reverts = [], []
             for vid, value, note in entries:
                 v = store.verdict(vid)

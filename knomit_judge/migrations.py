@@ -8,6 +8,7 @@ install said as such (exit 2), never a db that opens empty and fails later.
 import functools
 import re
 from importlib import resources
+from importlib.resources.abc import Traversable
 
 import sqlite_utils
 from sqlite_utils import Migrations
@@ -39,9 +40,10 @@ def migration_set() -> Migrations:
     return migrations
 
 
-def _register(migrations: Migrations, sql_file):
+def _register(migrations: Migrations, sql_file: Traversable) -> None:
+    """One SQL file as a migration of the set, named after the file."""
     @migrations(name=f"m{sql_file.name.removesuffix('.sql')}")
-    def apply(db: sqlite_utils.Database):
+    def apply(db: sqlite_utils.Database) -> None:
         # executescript would COMMIT the surrounding transaction; run statement by statement instead.
         # No string literal in our SQL files holds "--" or ";", so dropping comments and splitting is safe.
         sql = re.sub(r"--[^\n]*", "", sql_file.read_text(encoding="utf-8"))

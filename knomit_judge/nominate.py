@@ -61,12 +61,14 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 import numpy as np
 
-from .corpus import fact_text
+from .corpus import Corpus, Fact, fact_text
+from .embeddings import Embedder
 from .shortlist import top_k
 
 SIGNALS = ("name", "string", "acronym", "carriers", "content", "words", "gloss", "line", "named")
@@ -129,9 +131,9 @@ class Spelling:
     core: str  # key without a leading vendor/namespace word or a trailing Error-style word
     skeleton: str  # key without its digits: equal skeletons, different keys = only numbers differ
     short: str  # acronym form (one chunk of 2-6 letters/digits), else ''
-    initials: frozenset  # initials keys when this reads as an expansion (two or more real words)
+    initials: frozenset[str]  # initials keys when this reads as an expansion (two or more real words)
     has_digits: bool
-    aka: frozenset = frozenset()  # keys of the parts of "Model Context Protocol (MCP)": each names it too
+    aka: frozenset[str] = frozenset()  # keys of the parts of "Model Context Protocol (MCP)": each names it too
 
 
 @lru_cache(maxsize=1 << 16)  # words repeat across a vocabulary
@@ -152,7 +154,7 @@ def _stem(word: str) -> str:
     return word[:-1] if word.endswith("e") and len(word) > 3 else word
 
 
-def _join(words) -> str:
+def _join(words: Iterable[str]) -> str:
     out = ""
     for w in words:
         if out and w.isdigit() and out[-1].isdigit():
@@ -161,7 +163,7 @@ def _join(words) -> str:
     return out
 
 
-def _key(words) -> str:
+def _key(words: Iterable[str]) -> str:
     """Words joined as one, the last one singular: CacheCards, cache-card and cachecard meet."""
     words = list(words)
     # 2.0 is 2: trailing zero groups of a version add nothing
@@ -172,7 +174,7 @@ def _key(words) -> str:
     return _join(words)
 
 
-def _initials(words) -> set[str]:
+def _initials(words: Sequence[str]) -> set[str]:
     real = [w for w in words if w.isalpha() and len(w) > 1]
     if len(real) < 2:
         return set()
@@ -199,8 +201,7 @@ def parse(spelling: str) -> Spelling:
     if (m := _PAREN.match(spelling)) and m.group(1).strip():
         parts = (parse(m.group(1)), parse(m.group(2)))
         whole = parse(f"{m.group(1)} {m.group(2)}")
-        return Spelling(*[getattr(whole, f) for f in Spelling.__dataclass_fields__ if f != "aka"],
-                        aka=frozenset(p.key for p in parts))
+        return replace(whole, aka=frozenset(p.key for p in parts))
     chunks = _CHUNK.findall(spelling)
     words = tuple(w for c in chunks for w in _words(c)) or (spelling.casefold(),)
     # an article separated by separators is dropped (LLM as a judge / LLM-as-judge), an 'a' inside A2A is not
@@ -227,7 +228,7 @@ def name_text(spelling: str) -> str:
     return " ".join(parse(spelling).words)
 
 
-def carrier_text(motif: str, corpus) -> str:
+def carrier_text(motif: str, corpus: Corpus) -> str:
     """What the carriers signal embeds: the spelling plus up to 4 carrier titles."""
     titles = [f.title for f in corpus.carrier_facts(motif)[:MAX_TITLES]]
     return f"{motif.replace('-', ' ')}: " + "; ".join(titles)
@@ -316,7 +317,7 @@ def word_counts(parsed: list[Spelling]) -> dict[str, int]:
     return held
 
 
-def word_alignment(a: tuple[str, ...], b: tuple[str, ...], weight: dict[str, float], vector: dict,
+def word_alignment(a: Sequence[str], b: Sequence[str], weight: dict[str, float], vector: dict[str, np.ndarray],
                    family: float = -1.0) -> float:
     """Rarity-weighted mean over both sides of each word's best cosine with a word of the other side.
 
@@ -341,7 +342,7 @@ def family_weight(n: int) -> float:
 class CarrierContent:
     """Each motif's carrier facts as embedding sums, so the mean cosine between two carrier sets is one dot product."""
 
-    def __init__(self, motifs: list[str], corpus, embedder):
+    def __init__(self, motifs: list[str], corpus: Corpus, embedder: Embedder) -> None:
         facts = corpus.active()
         self.row = {f.path: i for i, f in enumerate(facts)}
         self.vectors = embedder.embed([fact_text(f) for f in facts]) if facts else np.zeros((0, 384), np.float32)
@@ -383,7 +384,7 @@ def with_namespaces(parsed: list[Spelling], spellings: list[str]) -> list[Spelli
     return out
 
 
-def sentences(fact) -> list[str]:
+def sentences(fact: Fact) -> list[str]:
     """The title, then the body's sentences (list markers and heading marks stripped): what a gloss is chosen from."""
     out = [fact.title]
     for line in fact.body.split("\n"):
@@ -392,7 +393,8 @@ def sentences(fact) -> list[str]:
     return out[:SENTENCES_PER_FACT]
 
 
-def gloss_vectors(motifs: list[str], name_vectors: np.ndarray, titled: np.ndarray, corpus, embedder) -> np.ndarray:
+def gloss_vectors(motifs: list[str], name_vectors: np.ndarray, titled: np.ndarray, corpus: Corpus,
+                  embedder: Embedder) -> np.ndarray:
     """What the carriers say about each spelling: the mean of the GLOSS_SENTENCES carrier sentences nearest its name.
 
     Only spellings with at most GLOSS_CARRIERS carriers are glossed from sentences, so the sentences embedded
@@ -424,7 +426,7 @@ def gloss_vectors(motifs: list[str], name_vectors: np.ndarray, titled: np.ndarra
     return out
 
 
-def _lexical(parsed: list[Spelling], k: int) -> tuple[dict, dict]:
+def _lexical(parsed: list[Spelling], k: int) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
     """Each motif's k best partners by string and by acronym similarity, found through key buckets."""
     by_key: dict[str, list[int]] = {}
     by_core: dict[str, list[int]] = {}
@@ -455,25 +457,25 @@ def _lexical(parsed: list[Spelling], k: int) -> tuple[dict, dict]:
         for key in stubs[i]:
             near.update(by_stub[key])
         near.discard(i)
-        string[i] = _best(near, lambda j: string_similarity(s, parsed[j]), k)
+        string[i] = _best({j: string_similarity(s, parsed[j]) for j in near}, k)
         initials = set(by_initials.get(s.short, ())) if s.short else set()
         for key in s.initials:
             initials.update(by_short.get(key, ()))
         initials.discard(i)
-        acronym[i] = _best(initials, lambda j: acronym_similarity(s, parsed[j]), k)
+        acronym[i] = _best({j: acronym_similarity(s, parsed[j]) for j in initials}, k)
     return string, acronym
 
 
-def _best(partners, strength, k: int) -> list[int]:
-    """The k partners of highest strength (> 0), ties by index: a bucket of look-alikes stays bounded."""
-    scored = [(-strength(j), j) for j in partners]
+def _best(strength: dict[int, float], k: int) -> list[int]:
+    """The k strongest (> 0) of the partners (partner -> strength), ties by index: a look-alike bucket stays bounded."""
+    scored = [(-s, j) for j, s in strength.items()]
     return [j for s, j in sorted(scored)[:k] if s < 0]
 
 
 NAMED_MIN_WORDS = 2  # a one-word spelling (OAuth, issuer) is named by too many lines to mean anything
 
 
-def _phrase(words) -> tuple[str, ...]:
+def _phrase(words: Iterable[str]) -> tuple[str, ...]:
     return tuple(_stem(w) for w in words)
 
 
@@ -491,7 +493,7 @@ def named_pairs(spellings: list[str], parsed: list[Spelling], lines: dict[int, s
         if len(_CHUNK.findall(spellings[j])) >= NAMED_MIN_WORDS:
             index.setdefault(_phrase(sp.words), []).append(j)
     longest = max((len(k) for k in index), default=0)
-    out = set()
+    out: set[tuple[int, int]] = set()
     for i, line in lines.items():
         if not parsed[i].has_digits:
             continue
@@ -510,7 +512,8 @@ def line_text(spelling: Spelling, line: str) -> str:
     return f"{' '.join(spelling.words)}: {line}"
 
 
-def nominate(motifs: list[str], corpus, embedder, k: int, lines: dict[str, str] | None = None) -> list[Nomination]:
+def nominate(motifs: list[str], corpus: Corpus, embedder: Embedder, k: int,
+             lines: dict[str, str] | None = None) -> list[Nomination]:
     """Candidate spelling pairs from every signal, deduplicated, best first (ties by spelling order).
 
     `lines`: spelling -> its describe line, for the spellings that have one.
@@ -529,7 +532,8 @@ def nominate(motifs: list[str], corpus, embedder, k: int, lines: dict[str, str] 
         if i != j:
             nominated.setdefault((min(i, j), max(i, j)), set()).add(signal)
 
-    described = [i for i, m in enumerate(motifs) if lines and lines.get(m)]
+    lines = lines or {}
+    described = [i for i, m in enumerate(motifs) if lines.get(m)]
     line_vectors = np.zeros_like(name_vectors)
     if described:
         line_vectors[described] = embedder.embed([line_text(parsed[i], lines[motifs[i]]) for i in described])
@@ -566,7 +570,7 @@ def nominate(motifs: list[str], corpus, embedder, k: int, lines: dict[str, str] 
     weight, family = word_weights(parsed), family_weight(len(parsed))
     words = sorted({w for i in carriers for w in parsed[i].words})
     vector = dict(zip(words, embedder.embed(words)))
-    out = []
+    out: list[Nomination] = []
     for (i, j), ns, cs, gs, ls in zip(pairs, name_sim, carrier_sim, gloss_sim, line_sim):
         a, b = parsed[i], parsed[j]
         strengths = {"name": ns, "string": string_similarity(a, b), "acronym": acronym_similarity(a, b),

@@ -10,7 +10,7 @@ from .errors import NotRevertible, UnknownVerdict
 from .gitops import Applier, Lock, dirty_paths, is_ours, message, open_repo
 from .recovery import recover
 from .store import Store
-from .verdicts import Journal, now
+from .verdicts import Journal, now_text
 
 
 def revert(verdict_id: str, root: Path | str, reason: str = "reverted by hand") -> str:
@@ -53,7 +53,7 @@ def revert(verdict_id: str, root: Path | str, reason: str = "reverted by hand") 
                           {"Knomit-Pass": "revert", "Knomit-Reverts": v.id})
             msg += "".join(f"Knomit-Reverts: {t.id}\n" for t in twins)  # the same decision, applied twice
             sha = Applier(repo).commit(writes, [], msg, v.id, trailer="Knomit-Reverts", appends={
-                journal.relpath(v.pass_name): [{"type": "revert", "verdict": u.id, "reason": reason, "at": now()}
+                journal.relpath(v.pass_name): [{"type": "revert", "verdict": u.id, "reason": reason, "at": now_text()}
                                                for u in undone]})
             for u in undone:
                 store.mark_reverted(u.id, reason)

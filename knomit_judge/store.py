@@ -17,7 +17,7 @@ from .corpus import Fact, content_id, fact_from_record
 from .errors import CorpusUnwritable
 from .migrations import migrate
 from .models import info_from_json, info_json
-from .verdicts import MECHANICAL, JournalMarks, Verdict, now
+from .verdicts import MECHANICAL, JournalMarks, Verdict, now_text
 
 log = logging.getLogger(__name__)
 DB_PATH = ".knomit/judge.db"
@@ -198,7 +198,7 @@ class Store:
         """A session's draw of audits for a pass (audits.py): the floor rate its new no's faced."""
         self.db["audit_draws"].insert({"session": session, "pass": pass_name, "first_model": first_model,
                                        "floor": floor, "new": new, "standing": standing, "expected": expected,
-                                       "created_at": now()}, replace=True)
+                                       "created_at": now_text()}, replace=True)
 
     def reader_sessions(self, pass_name: str, first_model: str, limit: int) -> list[str]:
         """The last `limit` sessions in which this first reader read the pass (gave no's and drew audits), newest
@@ -382,7 +382,7 @@ class Store:
             self.db.execute(
                 "INSERT OR REPLACE INTO refusals (pass, fingerprint, model, prompt, subject, error, session, "
                 "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [pass_name, fp, model, prompt, json.dumps(subject, ensure_ascii=False), error, session, now()])
+                [pass_name, fp, model, prompt, json.dumps(subject, ensure_ascii=False), error, session, now_text()])
 
     def refused(self, pass_name: str, prompt: str, model: str | None = None) -> set[str]:
         """Fingerprints the API refused under this prompt version (given a model, that model's refusals: another
@@ -401,7 +401,7 @@ class Store:
                     judge: str = "anthropic", position: int | None = None) -> None:
         with self.db.atomic():
             self.db["replies"].insert(dict(key=key, model=model, prompt=prompt, text=text, tokens_in=tokens_in,
-                                           tokens_out=tokens_out, created_at=now(), judge=judge, position=position),
+                                           tokens_out=tokens_out, created_at=now_text(), judge=judge, position=position),
                                       replace=True)
 
     # embeddings ---------------------------------------------------------------
@@ -440,7 +440,7 @@ class Store:
 
     def touch_neighbour_set(self, set_id: int) -> None:
         with self.db.atomic():
-            self.db.execute("UPDATE neighbour_sets SET used_at = ? WHERE id = ?", [now(), set_id])
+            self.db.execute("UPDATE neighbour_sets SET used_at = ? WHERE id = ?", [now_text(), set_id])
 
     def put_neighbour_set(self, set_id: int | None, k: int, digest: str, keys: list[bytes], idx: np.ndarray,
                           sims: np.ndarray, keep: int) -> None:
@@ -448,7 +448,7 @@ class Store:
         self._derive("put_neighbour_set", set_id, k, digest, keys, idx, sims, keep)
         row = dict(k=k, rows=len(keys), digest=digest, keys=b"".join(keys),
                    neighbours=np.ascontiguousarray(idx, dtype=np.int64).tobytes(),
-                   sims=np.ascontiguousarray(sims, dtype=np.float64).tobytes(), used_at=now())
+                   sims=np.ascontiguousarray(sims, dtype=np.float64).tobytes(), used_at=now_text())
         with self.db.atomic():
             if set_id is None:
                 self.db["neighbour_sets"].insert(row)
@@ -466,17 +466,17 @@ class Store:
     def put_candidate_list(self, pass_name: str, digest: str, encoded: dict) -> None:
         self._derive("put_candidate_list", pass_name, digest, encoded)
         with self.db.atomic():
-            self.db["candidate_lists"].insert({"pass": pass_name, "digest": digest, "made_at": now(), **encoded},
+            self.db["candidate_lists"].insert({"pass": pass_name, "digest": digest, "made_at": now_text(), **encoded},
                                               replace=True)
 
     # sessions and throttle ----------------------------------------------------
     def start_session(self, session_id: str) -> None:
         with self.db.atomic():
-            self.db["sessions"].insert({"id": session_id, "started_at": now(), "passes": "{}", "commits": "[]"})
+            self.db["sessions"].insert({"id": session_id, "started_at": now_text(), "passes": "{}", "commits": "[]"})
 
     def end_session(self, session_id: str, passes: dict, cost_usd, commits: list[str], corpus: dict | None = None) -> None:
         with self.db.atomic():
-            self.db["sessions"].update(session_id, {"ended_at": now(), "passes": json.dumps(passes),
+            self.db["sessions"].update(session_id, {"ended_at": now_text(), "passes": json.dumps(passes),
                                                     "cost_usd": cost_usd, "commits": json.dumps(commits),
                                                     "corpus": json.dumps(corpus) if corpus else None})
 
@@ -578,7 +578,7 @@ class FileIndex:
         record = {**fact.record(), "parse_key": self.parse_key}
         prior = self.rows.get(fact.path)
         # touched or re-parsed with the same content is no change: only a new content id makes a question fresh
-        changed = prior[7] if prior and prior[4] == fact.content_id else now()
+        changed = prior[7] if prior and prior[4] == fact.content_id else now_text()
         self.pending[fact.path] = dict(path=fact.path, mtime_ns=st.st_mtime_ns, size=st.st_size,
                                        ctime_ns=st.st_ctime_ns, checked_ns=0,  # read before this stat: verify next time
                                        content_id=fact.content_id, record=json.dumps(record, ensure_ascii=False),

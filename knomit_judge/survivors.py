@@ -38,7 +38,7 @@ def added_order(root: Path, prefixes: tuple[str, ...] = (FACTS_DIR,)) -> dict[st
         return {}
 
 
-def fact_rank(fact: Fact, corpus: Corpus, order: dict[str, int] | None = None) -> tuple:
+def fact_rank(fact: Fact, corpus: Corpus, order: dict[str, int] | None = None) -> tuple[float, int, int, float, str]:
     """Sort key, best first: higher confidence, more sources, more carriers of its motifs, older path.
 
     A path git has not seen counts as the newest; the path itself breaks a tie within one commit.
@@ -49,6 +49,7 @@ def fact_rank(fact: Fact, corpus: Corpus, order: dict[str, int] | None = None) -
 
 
 def fact_survivor(facts: list[Fact], corpus: Corpus) -> Fact:
+    """The fact the fixed rules keep (fact_rank's best)."""
     order = added_order(corpus.root, tuple(corpus.prefixes()))
     return min(facts, key=lambda f: fact_rank(f, corpus, order))
 
@@ -82,7 +83,7 @@ def why_first(keep: Fact, lose: Fact, corpus: Corpus) -> str:
     return "git saw it first" if k != l else "the path order (added in one commit)"
 
 
-def spelling_rank(motif: str, corpus: Corpus) -> tuple:
+def spelling_rank(motif: str, corpus: Corpus) -> tuple[int, float, str]:
     """Sort key, best first: more carriers, higher mean carrier confidence, lexicographically smaller."""
     carriers = corpus.carrier_facts(motif)
     mean = sum(f.confidence for f in carriers) / len(carriers) if carriers else 0.0
@@ -90,4 +91,5 @@ def spelling_rank(motif: str, corpus: Corpus) -> tuple:
 
 
 def spelling_survivor(a: str, b: str, corpus: Corpus) -> str:
+    """The spelling the fixed rules keep (spelling_rank's best)."""
     return min((a, b), key=lambda m: spelling_rank(m, corpus))

@@ -30,11 +30,24 @@ import tempfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, TypedDict
+
+import git
 
 from .config import Config
 from .corpus import atomic_write, parse_fact
 from .errors import BadFact, ConfigError
-from .gitops import GIT_ENV, MERGE_MARK, GitFailed, dirty_paths, is_ours, merge_in_progress, run_git, trailer_values
+from .gitops import (
+    GIT_ENV,
+    MERGE_MARK,
+    GitFailed,
+    dirty_paths,
+    is_ours,
+    merge_in_progress,
+    run_git,
+    trailer_values,
+    work_tree,
+)
 from .layout import matches
 from .verdicts import Journal
 
@@ -52,9 +65,18 @@ TEXT_MODES = ("100644", "100755")
 
 
 class Unmergeable(Exception):
-    def __init__(self, path: str, reason: str):
+    """A conflict the merge cannot settle (a binary file, a file against a folder): the merge is aborted."""
+
+    def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"{path}: {reason}")
         self.path, self.reason = path, reason
+
+
+class Overridden(TypedDict):
+    """A decision a writer's edit won over: its verdict and the paths the writer's side replaced."""
+
+    verdict: str
+    paths: list[str]
 
 
 @dataclass
@@ -68,8 +90,8 @@ class SyncReport:
     merges: list[str] = field(default_factory=list)  # merge commits made
     pushed: int = 0  # local commits the push put on the remote
     unpushed: int = 0  # local commits not on the remote when the session ended
-    overridden: list[dict] = field(default_factory=list)  # {"verdict": id, "paths": [...]} a writer's edit won over
-    same: list[dict] = field(default_factory=list)  # {"verdict": ours, "as": theirs}: one decision both sides applied
+    overridden: list[Overridden] = field(default_factory=list)  # {"verdict": id, "paths": [...]} a writer's edit won over
+    same: list[dict[str, str]] = field(default_factory=list)  # {"verdict": ours, "as": theirs}: one decision both sides applied
     paths: list[str] = field(default_factory=list)  # broken: what stopped the merge or the push
     error: str = ""  # one line: why unreachable, unpushed or broken
     notes: list[str] = field(default_factory=list)
@@ -101,7 +123,7 @@ class SyncReport:
             tail.append("overridden by writers: " + ", ".join(o["verdict"] for o in self.overridden))
         return head + "".join(f"; {t}" for t in [*tail, *self.notes])
 
-    def json(self) -> dict:
+    def json(self) -> dict[str, Any]:
         return {"remote": self.remote, "branch": self.branch, "state": self.state, "merged": self.merged,
                 "merges": self.merges, "pushed": self.pushed, "unpushed": self.unpushed,
                 "overridden": self.overridden, "same": self.same, "paths": self.paths, "error": self.error,
@@ -111,9 +133,9 @@ class SyncReport:
 class Remote:
     """`[git] remote` and `branch` of one corpus: pull before a session, push after it."""
 
-    def __init__(self, repo, config: Config):
+    def __init__(self, repo: git.Repo, config: Config) -> None:
         self.repo = repo
-        self.root = Path(repo.working_tree_dir)
+        self.root = work_tree(repo)
         self.name, self.branch = config.git.remote, config.git.branch
         self.tracking = f"refs/remotes/{self.name}/{self.branch}"
         self.fact_globs = tuple(config.corpus.paths)
@@ -123,7 +145,7 @@ class Remote:
         self.blocked = ""  # why the remote branch could not be merged in now (a dirty work tree)
 
     @classmethod
-    def of(cls, repo, config: Config) -> Remote | None:
+    def of(cls, repo: git.Repo, config: Config) -> Remote | None:
         """The corpus's remote, checked now (an unknown name exits 2 before anything runs); None if unset."""
         if not config.git.remote:
             return None
@@ -234,7 +256,12 @@ class Remote:
     def _merge(self) -> bool:
         """Merge the fetched branch into HEAD, the writers' hunks winning; False when nothing moved."""
         head, theirs = self._rev("HEAD"), self._rev(self.tracking)
-        if theirs is None or self._is_ancestor(theirs, head):
+        if theirs is None:
+            return False
+        if head is None:  # no commit here yet (never so after `init`): nothing to merge into
+            self.report.fail("broken", f"HEAD has no commit: {self.name}/{self.branch} is not merged")
+            return False
+        if self._is_ancestor(theirs, head):
             return False
         if dirty := dirty_paths(self.repo, self.fact_globs):
             self.blocked = f"the work tree has {len(dirty)} uncommitted change(s) (e.g. {dirty[0]})"
@@ -280,7 +307,7 @@ class Remote:
             self._abort()  # whatever went wrong, never a merge left in progress
             raise
         self.report.merged += count
-        self.report.merges.append(self._rev("HEAD"))
+        self.report.merges.append(run_git(self.repo, "rev-parse", "HEAD").strip())
         self.report.overridden += [{"verdict": vid, "paths": paths} for vid, paths in overridden.items()]
         self.report.same += [{"verdict": ours, "as": other} for ours, other in twins.items()]
         return True
@@ -293,7 +320,7 @@ class Remote:
                 info, path = entry.split("\t", 1)
                 mode, sha, stage = info.split()
                 stages.setdefault(path, {})[int(stage)] = (mode, sha)
-        lost = set()
+        lost: set[str] = set()
         for path, s in sorted(stages.items()):
             if (self.root / path).is_dir() or 2 not in s and 3 not in s or set(s) in ({2}, {3}):
                 raise Unmergeable(path, "a file against a folder (or a rename against a change): "
@@ -324,7 +351,7 @@ class Remote:
 
     def _unbroken(self, theirs: str) -> set[str]:
         """A fact the merge of both sides' hunks left unparseable takes the writer's file whole."""
-        taken = set()
+        taken: set[str] = set()
         for path in self._changed("HEAD", None):
             merged = self._show(f":{path}")
             if merged is not None and not self._parses(path, merged):
@@ -358,7 +385,7 @@ class Remote:
         ours, incoming = self._applied(f"{base}..HEAD"), self._applied(f"{base}..{theirs}")
         if not ours or not incoming:
             return {}
-        question = {}
+        question: dict[str, tuple[object, object, object]] = {}  # verdict id -> (pass, fingerprint, answer)
         for record in Journal(self.root).records(types=("verdict",)):  # the merged journal: both sides' lines
             if record.get("id") in ours or record.get("id") in incoming:
                 question[record["id"]] = (record.get("pass"), record.get("fingerprint"), record.get("answer"))
@@ -396,14 +423,14 @@ class Remote:
         except OSError as e:
             log.warning("could not keep the sync state: %s", e)
 
-    def last(self) -> dict | None:
+    def last(self) -> dict[str, Any] | None:
         """The last session's sync as it saved it (SyncReport.json() and `at`), or None before any."""
         try:
             return json.loads((Path(self.repo.git_dir) / STATE_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
 
-    def figures(self, sessions_ended: list[str]) -> dict:
+    def figures(self, sessions_ended: list[str]) -> dict[str, Any]:
         """What the metrics file and `status --json` say of the remote; `sessions_ended`: ISO times, any order."""
         try:
             last = json.loads((Path(self.repo.git_dir) / STATE_FILE).read_text(encoding="utf-8"))
@@ -453,11 +480,11 @@ class Remote:
         """Facts the push would break: they parse on the remote branch and not at HEAD."""
         if self._rev(self.tracking) is None:
             return []
-        out = []
+        out: list[str] = []
         for path in self._changed(self.tracking, "HEAD"):
-            now_text, then = self._show(f"HEAD:{path}"), self._show(f"{self.tracking}:{path}")
-            if now_text is not None and not self._parses(path, now_text) and then is not None and \
-                    self._parses(path, then):
+            here, there = self._show(f"HEAD:{path}"), self._show(f"{self.tracking}:{path}")
+            if here is not None and not self._parses(path, here) and there is not None and \
+                    self._parses(path, there):
                 out.append(path)
         return out
 
@@ -523,7 +550,7 @@ class Remote:
     def _merge_file(self, path: str, blobs: list[bytes], favour: str) -> tuple[bytes, int]:
         """git merge-file of ours, base, theirs: the merged bytes (`favour` settling conflicts) and the conflicts."""
         with tempfile.TemporaryDirectory(dir=self.repo.git_dir, prefix="knomit-merge-") as tmp:
-            names = []
+            names: list[str] = []
             for name, data in zip(("ours", "base", "theirs"), blobs):
                 (Path(tmp) / name).write_bytes(data)
                 names.append(str(Path(tmp) / name))
@@ -541,7 +568,7 @@ class Remote:
         run_git(self.repo, "checkout", "--", path)
 
 
-def changed_since_last_session(repo, facts: set[str]) -> tuple[set[str], str] | None:
+def changed_since_last_session(repo: git.Repo, facts: set[str]) -> tuple[set[str], str] | None:
     """The facts git changed since the newest session's journal commit in HEAD's history, and when that
     commit was made (None: no session in the history).
 

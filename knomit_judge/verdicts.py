@@ -6,14 +6,25 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
+
+from .corpus import Fact
 
 JOURNAL_DIR = ".knomit/verdicts"
 
+# One side of a judged question: a content id, or a [label, content ids] pair (an alias spelling and its carriers).
+Side = str | list[str | list[str]]
+# A journal line or a verdict's row: JSON as read or written.
+Record = dict[str, Any]
+# A journal file's mark: size, digest of those bytes, mtime_ns, ctime_ns, and when it was checked (ns).
+Mark = tuple[int, str, int, int, int]
 
-def fingerprint(*sides) -> str:
+
+def fingerprint(*sides: Side) -> str:
     """A stable hash of what was judged: each side is a (label, content ids) pair or a content id."""
     if all(isinstance(s, str) and s.isascii() and s.isalnum() for s in sides):
         # Content ids only (prune, discovery; ~450k calls at 100k facts): the same text json.dumps would
@@ -23,7 +34,7 @@ def fingerprint(*sides) -> str:
     return fingerprint_encoded(*map(encoded_side, sides))
 
 
-def encoded_side(side) -> tuple[str, str]:
+def encoded_side(side: Side) -> tuple[str, str]:
     """A side as fingerprint() sorts and writes it; a caller meeting one side in many pairs encodes it once."""
     return json.dumps(side), json.dumps(side, separators=(",", ":"))
 
@@ -40,7 +51,7 @@ def pair_fingerprint(a: str, b: str) -> str:
     return hashlib.sha256(canon.encode()).hexdigest()[:24]
 
 
-def group_fingerprint(facts) -> str:
+def group_fingerprint(facts: Iterable[Fact]) -> str:
     """fingerprint() of a group of facts (exact duplicates, a discovery group): their content ids, in any order."""
     return fingerprint(*(f.content_id for f in facts))
 
@@ -63,7 +74,8 @@ def judge_of(pass_name: str, model: str) -> str:
     return "scripted" if str(model).startswith("scripted:") else "anthropic"
 
 
-def now() -> str:
+def now_text() -> str:
+    """Now in UTC as the ISO text (milliseconds) every stored timestamp uses, so they compare as strings."""
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
@@ -71,7 +83,7 @@ def now() -> str:
 class Verdict:
     pass_name: str
     fingerprint: str
-    subject: dict
+    subject: dict[str, Any]
     answer: str
     is_yes: bool
     rationale: str
@@ -83,29 +95,29 @@ class Verdict:
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float | None = 0.0
-    replies: list = field(default_factory=list)
-    payload: dict | None = None
+    replies: list[str] = field(default_factory=list)  # every sample's reply text, in the order asked
+    payload: dict[str, Any] | None = None
     session: str | None = None
-    created_at: str = field(default_factory=now)
+    created_at: str = field(default_factory=now_text)
     id: str = ""
     commit_sha: str | None = None
     reverted: bool = False
     revert_reason: str | None = None
     judge: str = ""  # anthropic | scripted | mechanical: a verdict binds only the kind of judge that gave it
     orders: int | None = None  # orders of the question asked (1 or 2); None: recorded before they were counted
-    by_position: list = field(default_factory=list)  # each asked order's majority answer, first order first
+    by_position: list[str] = field(default_factory=list)  # each asked order's majority answer, first order first
     score: float | None = None  # the candidate's score when asked: what the worth rule's curve is fitted on
     # the judge model reading a first-reader answer again (audits.py): kind, first_model, first_answer, pi, stratum,
     # born, score; journalled, so a rebuild makes the same audit row
-    audit: dict | None = None
+    audit: dict[str, Any] | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.judge = self.judge or judge_of(self.pass_name, self.model)
         if not self.id:
             seed = f"{self.pass_name}|{self.fingerprint}|{self.created_at}|{self.session}"
             self.id = "v" + hashlib.sha256(seed.encode()).hexdigest()[:12]
 
-    def row(self) -> dict:
+    def row(self) -> Record:
         row = asdict(self)
         row["pass"] = row.pop("pass_name")
         for key in ("subject", "replies", "payload", "by_position", "audit"):
@@ -115,7 +127,7 @@ class Verdict:
         return row
 
     @classmethod
-    def from_row(cls, row: dict) -> Verdict:
+    def from_row(cls, row: Record) -> Verdict:
         row = dict(row)
         row["pass_name"] = row.pop("pass")
         for key in ("subject", "replies", "payload", "by_position", "audit"):
@@ -126,7 +138,7 @@ class Verdict:
         row["reverted"] = bool(row.get("reverted"))
         return cls(**{k: v for k, v in row.items() if k in cls.__dataclass_fields__})
 
-    def journal_line(self) -> dict:
+    def journal_line(self) -> Record:
         """What the journal keeps: the verdict as judged (applied/reverted state lives in git)."""
         line = {"type": "verdict", **json.loads(json.dumps(asdict(self)))}
         line["pass"] = line.pop("pass_name")
@@ -139,7 +151,7 @@ class Verdict:
         return self.is_yes and not self.reverted
 
 
-def encode_line(record: dict) -> bytes:
+def encode_line(record: Record) -> bytes:
     """One journal line, without its newline."""
     return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
@@ -153,7 +165,7 @@ def line_id(raw: bytes) -> str | None:
     return record.get("id") if isinstance(record, dict) and record.get("type") == "verdict" else None
 
 
-def append_line(path: Path, record: dict) -> None:
+def append_line(path: Path, record: Record) -> None:
     """Append one JSON line and fsync; a torn last line from a killed session is terminated first."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "ab+") as f:
@@ -170,7 +182,7 @@ def append_line(path: Path, record: dict) -> None:
 class Journal:
     """Append-only JSONL files in the corpus, committed to git: verdicts survive a lost database."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path) -> None:
         self.dir = Path(root) / JOURNAL_DIR
 
     def path(self, pass_name: str) -> Path:
@@ -179,19 +191,20 @@ class Journal:
     def relpath(self, pass_name: str) -> str:
         return f"{JOURNAL_DIR}/{pass_name}.jsonl"
 
-    def append(self, pass_name: str, record: dict) -> None:
+    def append(self, pass_name: str, record: Record) -> None:
         """Append one line and fsync it."""
         append_line(self.path(pass_name), record)
 
     def files(self) -> list[Path]:
         return sorted(self.dir.glob("*.jsonl")) if self.dir.is_dir() else []
 
-    def records(self, marks: dict | None = None, types=("verdict", "revert")) -> list[dict]:
+    def records(self, marks: JournalMarks | None = None,
+                types: tuple[str, ...] = ("verdict", "revert")) -> list[Record]:
         """Every well-formed line of every pass; a torn line is skipped.
 
         Given `marks` (JournalMarks), only lines after each file's mark are read, and the marks move on.
         """
-        out = []
+        out: list[Record] = []
         for path in self.files():
             data = path.read_bytes() if marks is None else marks.unread(path)
             for raw in data.splitlines():
@@ -203,14 +216,16 @@ class Journal:
                     out.append(record)
         return out
 
-    def verdicts(self, marks: dict | None = None) -> tuple[list[Verdict], dict[str, str]]:
+    def verdicts(self, marks: JournalMarks | None = None) -> tuple[list[Verdict], dict[str, str]]:
         """The journalled verdicts and the reverts (verdict id -> reason); given marks, those after them."""
         verdicts, reverts, _ = self.entries(marks)
         return verdicts, reverts
 
-    def entries(self, marks: dict | None = None) -> tuple[list[Verdict], dict[str, str], list[dict]]:
+    def entries(self, marks: JournalMarks | None = None) -> tuple[list[Verdict], dict[str, str], list[Record]]:
         """verdicts() and the describe lines' records (passes/describe.py reads them)."""
-        verdicts, reverts, lines = [], {}, []
+        verdicts: list[Verdict] = []
+        reverts: dict[str, str] = {}
+        lines: list[Record] = []
         for record in self.records(marks, ("verdict", "revert", "line")):
             if record["type"] == "line":
                 lines.append(record)
@@ -234,9 +249,9 @@ class JournalMarks:
 
     RACY_NS = 2_000_000_000
 
-    def __init__(self, rows: dict[str, tuple]):
-        self.rows = rows  # name -> (size, digest, mtime_ns, ctime_ns, checked_ns)
-        self.moved: dict[str, tuple] = {}
+    def __init__(self, rows: dict[str, Mark]) -> None:
+        self.rows = rows  # journal file name -> its mark at the last import
+        self.moved: dict[str, Mark] = {}
 
     def unread(self, path: Path) -> bytes:
         began = time.time_ns()
@@ -255,7 +270,7 @@ class JournalMarks:
 _REQUIRED = {"pass": str, "fingerprint": str, "subject": dict, "answer": str, "is_yes": bool, "id": str}
 
 
-def _journalled(record: dict) -> Verdict | None:
+def _journalled(record: Record) -> Verdict | None:
     """A verdict from a journal line, or None for a line a hand edit or a merge conflict mangled."""
     if not all(isinstance(record.get(k), t) for k, t in _REQUIRED.items()) or not record["id"]:
         return None

@@ -28,7 +28,7 @@ from pathlib import Path
 from ..cost import Cost
 from ..errors import Refused, Unavailable, Unparsed
 from ..prompts import cut, kept, load_prompt
-from ..verdicts import now
+from ..verdicts import now_text
 from .base import one_sentence, reply_object
 
 log = logging.getLogger(__name__)
@@ -346,7 +346,7 @@ class Line:
 
     def __post_init__(self):
         if not self.created_at:
-            self.created_at = now()
+            self.created_at = now_text()
 
     def journal_line(self) -> dict:
         return {"type": "line", "spelling": self.spelling, "carriers": self.carriers, "model": self.model,
