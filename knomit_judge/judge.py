@@ -109,6 +109,7 @@ class ScriptedBackend:
     """
 
     kind = "scripted"
+    uses_tools = False  # answers from the file, never asked for the reply contract
     DEFAULTS: dict[str, dict[str, Any]] = {
         "alias": {"same": False, "mechanism": ""},
         "prune": {"decision": "distinct", "rationale": ""},
