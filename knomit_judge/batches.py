@@ -29,6 +29,7 @@ from .verdicts import now
 
 if TYPE_CHECKING:  # for annotations: at run time only a session with batches imports it (start-up time)
     import anthropic
+    from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
     from anthropic.types.messages import MessageBatchIndividualResponse
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ class BatchRequest:
     pass_name: str
     fingerprint: str
     prompt: str
-    params: dict[str, Any]
+    params: MessageCreateParamsNonStreaming
     position: int = 0  # which order of the question this request asks
     model: str = ""  # the model asked: the judge model, or the first reader
 

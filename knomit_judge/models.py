@@ -20,13 +20,15 @@ import logging
 import os
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .config import CONFIG_FILE, EFFORTS, Config
 from .errors import ConfigError
 
 if TYPE_CHECKING:  # for annotations: at run time only a session that calls the API imports it (start-up time)
     import anthropic
+    from anthropic.types import OutputConfigParam, ToolParam
+    from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +38,9 @@ TIMEOUT_S = 20.0  # the Models API is one small GET: a session does not wait lon
 # what the dry run and the caps expect it to spend before a session has measured it (docs/real-api.md).
 THINKING_ROOM = {"low": 4_000, "medium": 8_000, "high": 16_000, "xhigh": 32_000, "max": 64_000}
 THINKING_EXPECTED = {"low": 300, "medium": 1_000, "high": 2_500, "xhigh": 5_000, "max": 10_000}
+# output_config.effort as the Messages API types it, by config.EFFORTS' names (a level read from a model is one)
+Effort = Literal["low", "medium", "high", "xhigh", "max"]
+LEVELS: dict[str, Effort] = {"low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh", "max": "max"}
 
 
 @dataclass
@@ -94,8 +99,8 @@ class Dialect:
     """How one model is asked for a verdict: where the answer comes back, thinking, effort, room for both."""
 
     reply: str  # "format": structured outputs; "tool": a forced tool with thinking off; "text": a plain request
-    thinking: str | None = None  # thinking.type sent, or None (the model's own default)
-    effort: str | None = None  # output_config.effort sent, or None
+    thinking: Literal["disabled"] | None = None  # thinking.type sent, or None (the model's own default)
+    effort: Effort | None = None  # output_config.effort sent, or None
     thinks: bool = True  # whether this request may spend thinking tokens (max_tokens and estimates allow for it)
     max_tokens_cap: int | None = None
     # The effort thinking is counted at where none is sent (the model lists no level): judge.effort, never an
@@ -119,11 +124,15 @@ class Dialect:
             return contract  # the forced tool, as keyed before dialects existed
         return {"format": format_schema(contract["input_schema"])}
 
-    def params(self, body: dict[str, Any], contract: dict[str, Any] | None) -> dict[str, Any]:
-        """The Messages request `body` in this dialect, asking for `contract` ({name, input_schema}) if given."""
-        output: dict[str, Any] = {}
+    def params(self, body: MessageCreateParamsNonStreaming,
+               contract: dict[str, Any] | None) -> MessageCreateParamsNonStreaming:
+        """The Messages request `body` in this dialect, asking for `contract` ({name, description, input_schema},
+        prompts.Prompt.tool) if given."""
+        output: OutputConfigParam = {}
         if contract is not None and self.reply == "tool":
-            body["tools"] = [contract]
+            tool: ToolParam = {"name": contract["name"], "description": contract["description"],
+                               "input_schema": contract["input_schema"]}
+            body["tools"] = [tool]
             body["tool_choice"] = {"type": "tool", "name": contract["name"]}
         elif contract is not None and self.reply == "format":
             output["format"] = {"type": "json_schema", "schema": format_schema(contract["input_schema"])}
@@ -150,12 +159,12 @@ def dialect(info: ModelInfo | None, effort: str) -> Dialect:
     return Dialect("text", None, level, info.thinks, info.max_tokens, effort)
 
 
-def nearest(effort: str, levels: list[str]) -> str | None:
+def nearest(effort: str, levels: list[str]) -> Effort | None:
     """`effort` if the model takes it, else the nearest level it takes (the lower on a tie); None if it takes none."""
     if not levels:
         return None
     want = EFFORTS.index(effort)
-    return min(levels, key=lambda e: (abs(EFFORTS.index(e) - want), EFFORTS.index(e)))
+    return LEVELS[min(levels, key=lambda e: (abs(EFFORTS.index(e) - want), EFFORTS.index(e)))]
 
 
 _UNSUPPORTED = ("if", "then", "else", "not", "allOf", "oneOf")

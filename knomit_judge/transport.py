@@ -19,6 +19,7 @@ from .models import Dialect, Lineup, has_key
 
 if TYPE_CHECKING:  # for annotations: at run time it is imported where used (start-up time, see __init__)
     import anthropic
+    from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +99,7 @@ class AnthropicBackend:
         return base * (0.5 + random.random() / 2)
 
     def params(self, system: str, user: str, tool: dict[str, Any] | None, max_tokens: int | None = None,
-               model: str | None = None) -> dict[str, Any]:
+               model: str | None = None) -> MessageCreateParamsNonStreaming:
         """The body of one Messages request (also one Message Batch request's params).
 
         `max_tokens`: a reply longer than a verdict's (a describe request's lines), else judge.max_tokens;
@@ -106,7 +107,7 @@ class AnthropicBackend:
         """
         d = self.dialect(model)
         # never temperature, top_p, top_k nor an assistant prefill: the 5.5 models refuse them
-        body: dict[str, Any] = {"model": model or self.model, "max_tokens": d.max_tokens(max_tokens or self.config.max_tokens),
+        body: MessageCreateParamsNonStreaming = {"model": model or self.model, "max_tokens": d.max_tokens(max_tokens or self.config.max_tokens),
                 "system": system, "messages": [{"role": "user", "content": user}]}
         return d.params(body, tool)
 
