@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from .config import Config
 from .errors import ConfigError, JudgeRefused, Refused, Unavailable, Unparsed
-from .judge import Judge, JudgedPass, JudgeSpec, Question
+from .judge import Judge, JudgedCandidate, JudgedPass, JudgeSpec
 from .store import Store
 from .transport import REFUSAL, STOPS_SESSION, AnthropicBackend, completion, error_message, status_retryable
 from .verdicts import now
@@ -219,7 +219,7 @@ class Batches:
         return result.type  # expired, canceled
 
     # -- submitting -----------------------------------------------------------------------------------
-    def gather(self, judge: Judge, p: JudgedPass, candidate: Question, one_order: bool = False) -> int:
+    def gather(self, judge: Judge, p: JudgedPass, candidate: JudgedCandidate, one_order: bool = False) -> int:
         """Add the requests a question needs now and has no reply for to this session's batch; returns how many.
 
         `judge` may be the first reader (Judge.reader), which asks the first order only (`one_order`).

@@ -36,7 +36,7 @@ Reply: TypeAlias = tuple[str, str, dict[str, Any] | None]
 class JudgedPass(Protocol):
     """What the judge and batches use of a pass: its name, prompt, recoverable default and strict parser.
 
-    passes.base.Pass (a layer above) is a superset of it, so a pass is handed down as this.
+    passes.base sits a layer above, so the judge names only this much; its Pass Protocol is a superset.
     """
 
     @property
@@ -56,7 +56,7 @@ class NamesASide(Protocol):
                          position: int) -> tuple[dict[str, Any] | None, str]: ...
 
 
-class Question(Protocol):
+class JudgedCandidate(Protocol):
     """What the judge reads of a candidate: its subject, its fingerprint and the evidence of each order."""
 
     @property
@@ -86,7 +86,7 @@ class Ledger:
 
     def add(self, calls: int, attempts: int, tokens_in: int | None, tokens_out: int | None, cost: float | None,
             bound: float = 0.0) -> None:
-        """Count calls of one question: `cost` None when unknown, then charged at `bound`."""
+        """Count calls and what they cost: `cost` None when unknown, then charged at `bound`."""
         self.calls += calls
         self.attempts += attempts
         self.tokens_in += tokens_in or 0
@@ -410,16 +410,16 @@ class Judge:
             return None
         return self.backend.shape(p.prompt.tool, self.model)
 
-    def orders(self, candidate: Question) -> int:
+    def orders(self, candidate: JudgedCandidate) -> int:
         """How many orders this question has to ask: 2 for pairs with judge.position_swap, else 1."""
         return len(candidate.orders) if self.config.judge.position_swap else 1
 
-    def first_asks(self, p: JudgedPass, candidate: Question) -> list[Ask]:
+    def first_asks(self, p: JudgedPass, candidate: JudgedCandidate) -> list[Ask]:
         """The requests a question starts with: its first order, and its second when in the swap sample."""
         both = self.orders(candidate) == 2 and swap_sampled(candidate.fingerprint, self.config.judge.swap_sample)
         return self.asks(p, candidate, positions=(0, 1) if both else (0,))
 
-    def needed_asks(self, p: JudgedPass, candidate: Question) -> list[Ask]:
+    def needed_asks(self, p: JudgedPass, candidate: JudgedCandidate) -> list[Ask]:
         """The requests known to be needed now: the first ones, and the second order once the cached first
         order says it is needed (a Message Batch gathers these; the rest waits for the first answer)."""
         jobs = self.first_asks(p, candidate)
@@ -434,7 +434,7 @@ class Judge:
             return jobs
         return jobs + self.asks(p, candidate, positions=(1,)) if self._decided(p, samples) != p.default else jobs
 
-    def asks(self, p: JudgedPass, candidate: Question, positions: tuple[int, ...] | None = None) -> list[Ask]:
+    def asks(self, p: JudgedPass, candidate: JudgedCandidate, positions: tuple[int, ...] | None = None) -> list[Ask]:
         """The requests of these orders of a question (default: every order it has), each sample, in order."""
         cfg = self.config.judge
         orders = candidate.orders[:self.orders(candidate)]
@@ -553,7 +553,7 @@ class Judge:
                                ask.position)
         return sample
 
-    async def ask(self, p: JudgedPass, candidate: Question, one_order: bool = False) -> Outcome:
+    async def ask(self, p: JudgedPass, candidate: JudgedCandidate, one_order: bool = False) -> Outcome:
         """Judge one candidate; never raises for an API fault or a bad reply (JudgeRefused aside).
 
         The first order is asked; the second only when the first did not give the default (a split can
@@ -593,12 +593,12 @@ class Judge:
         out.replies = [s.text for s in samples]  # every sample, cached or fresh, in the order asked
         return out
 
-    async def _gather(self, p: JudgedPass, candidate: Question, jobs: list[Ask],
+    async def _gather(self, p: JudgedPass, candidate: JudgedCandidate, jobs: list[Ask],
                       out: Outcome) -> list[Sample | BaseException]:
         return list(await asyncio.gather(*(self._sample(p, candidate.subject, a, out) for a in jobs),
                                          return_exceptions=True))
 
-    def _second_needed(self, p: JudgedPass, candidate: Question, jobs: list[Ask], samples: list[Sample]) -> bool:
+    def _second_needed(self, p: JudgedPass, candidate: JudgedCandidate, jobs: list[Ask], samples: list[Sample]) -> bool:
         """Whether the second order must be asked: it exists, was not asked, and the first was not the default."""
         if self.orders(candidate) < 2 or any(a.position == 1 for a in jobs):
             return False
