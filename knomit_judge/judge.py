@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import logging
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -26,8 +25,6 @@ from .models import Lineup
 from .prompts import Prompt
 from .store import Store
 from .transport import AnthropicBackend, Completion
-
-log = logging.getLogger(__name__)
 
 # A reply read by a pass's strict parser: (answer, rationale, payload).
 Reply: TypeAlias = tuple[str, str, dict[str, Any] | None]
