@@ -16,11 +16,21 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
+from .config import Config
 from .errors import ConfigError, JudgeRefused, Refused, Unavailable, Unparsed
+from .judge import Judge, JudgedCandidate, JudgedPass, JudgeSpec
+from .store import Store
 from .transport import REFUSAL, STOPS_SESSION, AnthropicBackend, completion, error_message, status_retryable
 from .verdicts import now_text
+
+if TYPE_CHECKING:  # for annotations: at run time only a session with batches imports it (start-up time)
+    import anthropic
+    from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
+    from anthropic.types.messages import MessageBatchIndividualResponse
 
 log = logging.getLogger(__name__)
 
@@ -35,11 +45,13 @@ REPLY_TOKENS = 100
 
 @dataclass
 class BatchRequest:
+    """One request of a Message Batch, and the question it asks."""
+
     custom_id: str  # the request's reply-cache key
     pass_name: str
     fingerprint: str
     prompt: str
-    params: dict
+    params: MessageCreateParamsNonStreaming
     position: int = 0  # which order of the question this request asks
     model: str = ""  # the model asked: the judge model, or the first reader
 
@@ -48,23 +60,25 @@ class BatchRequest:
 class Batches:
     """What one session does with Message Batches: collect finished ones, gather new requests, submit."""
 
-    store: object
+    store: Store
     session: str
     submitting: bool  # this session's offered questions go into a batch (review --batch, judge.mode = "batch")
     gathered: dict[str, BatchRequest] = field(default_factory=dict)
-    gathered_fps: dict[str, set] = field(default_factory=dict)
-    collected: dict[str, set] = field(default_factory=dict)  # pass -> fingerprints with results this session
+    gathered_fps: dict[str, set[str]] = field(default_factory=dict)
+    collected: dict[str, set[str]] = field(default_factory=dict)  # pass -> fingerprints with results this session
     estimated_usd: float = 0.0  # what the gathered requests should cost, for judge.max_cost_usd
-    reports: list[dict] = field(default_factory=list)  # {"id", "requests", "status"} for the session's output
+    # {"id", "requests", "status"} for the session's output (a collected batch adds a count per result kind)
+    reports: list[dict[str, Any]] = field(default_factory=list)
 
     # -- the db ---------------------------------------------------------------------------------------
-    def open_batches(self) -> list[dict]:
+    def open_batches(self) -> list[dict[str, Any]]:
+        """The batches submitted and not yet collected, oldest first: {"id", "requests"}."""
         return [dict(id=r[0], requests=r[1]) for r in self.store.db.execute(
             "SELECT id, requests FROM batches WHERE status = 'submitted' ORDER BY submitted_at, id")]
 
-    def waiting(self, pass_name: str) -> dict[str, set]:
+    def waiting(self, pass_name: str) -> dict[str, set[str]]:
         """Batch id -> this pass's fingerprints in it, for batches not yet collected."""
-        out: dict[str, set] = {}
+        out: dict[str, set[str]] = {}
         for batch_id, fp in self.store.db.execute(
                 "SELECT r.batch_id, r.fingerprint FROM batch_requests r JOIN batches b ON b.id = r.batch_id "
                 "WHERE b.status = 'submitted' AND r.pass = ?", [pass_name]):
@@ -72,6 +86,7 @@ class Batches:
         return out
 
     def requests_in(self, batch_id: str, pass_name: str) -> int:
+        """How many of a batch's requests ask this pass's questions."""
         return self.store.db.execute("SELECT count(*) FROM batch_requests WHERE batch_id = ? AND pass = ?",
                                      [batch_id, pass_name]).fetchone()[0]
 
@@ -79,7 +94,7 @@ class Batches:
         """Fingerprints not to ask now: in a running batch, or gathered for this session's batch."""
         return set().union(*self.waiting(pass_name).values(), self.gathered_fps.get(pass_name, set()))
 
-    def take_paid(self, pass_name: str, fingerprints: set) -> set:
+    def take_paid(self, pass_name: str, fingerprints: set[str]) -> set[str]:
         """Of these questions, those whose batch results came in this session (each taken once).
 
         They are judged whatever the budget or the cost cap says: they are paid for already.
@@ -89,9 +104,9 @@ class Batches:
         return paid
 
     # -- collecting -----------------------------------------------------------------------------------
-    async def collect(self, judge, passes: dict) -> None:
-        import anthropic  # only with batches to collect: see transport.AnthropicBackend
+    async def collect(self, judge: Judge, passes: dict[str, JudgedPass]) -> None:
         """Take in every finished batch: results into the reply cache (and judge.fresh), spend into the ledgers."""
+        import anthropic  # only with batches to collect: see transport.AnthropicBackend
         open_batches = self.open_batches()
         if not open_batches:
             return
@@ -120,7 +135,9 @@ class Batches:
                 continue
             await self._take(client, row, judge, passes)
 
-    async def _take(self, client, row: dict, judge, passes: dict) -> None:
+    async def _take(self, client: anthropic.AsyncAnthropic, row: dict[str, Any], judge: Judge,
+                    passes: dict[str, JudgedPass]) -> None:
+        """File one ended batch's results, then mark it collected (a cut-short read is tried again next session)."""
         import anthropic
         requests = {r[0]: (r[1], r[2], r[3]) for r in self.store.db.execute(
             "SELECT custom_id, pass, fingerprint, model FROM batch_requests WHERE batch_id = ?", [row["id"]])}
@@ -157,14 +174,14 @@ class Batches:
         row = self.store.db.execute("SELECT position FROM batch_requests WHERE custom_id = ? LIMIT 1", [key]).fetchone()
         return row[0] if row else None
 
-    def _lost(self, row: dict, why: str) -> None:
+    def _lost(self, row: dict[str, Any], why: str) -> None:
         """A batch that will never give results: its questions become askable again (next round or session)."""
         log.warning("batch %s: %s; its %d request(s) will be asked again", row["id"], why, row["requests"])
         with self.store.db.atomic():
             self.store.db.execute("UPDATE batches SET status = 'lost', collected_at = ? WHERE id = ?", [now_text(), row["id"]])
         self.reports.append({"id": row["id"], "requests": row["requests"], "status": "lost"})
 
-    def _result(self, entry, p, judge) -> str:
+    def _result(self, entry: MessageBatchIndividualResponse, p: JudgedPass, judge: Judge) -> str:
         """One batch result, filed as a synchronous call's would be; returns its kind."""
         result, key = entry.result, entry.custom_id
         ledger = judge.ledger(p.name)
@@ -202,14 +219,14 @@ class Batches:
         return result.type  # expired, canceled
 
     # -- submitting -----------------------------------------------------------------------------------
-    def gather(self, judge, p, candidate, one_order: bool = False) -> int:
+    def gather(self, judge: Judge, p: JudgedPass, candidate: JudgedCandidate, one_order: bool = False) -> int:
         """Add the requests a question needs now and has no reply for to this session's batch; returns how many.
 
         `judge` may be the first reader (Judge.reader), which asks the first order only (`one_order`).
         A result collected this session (judge.fresh) is a reply, even one that failed: the question is
         judged from it, not asked again.
         """
-        backend = judge.backend
+        backend = _api(judge)
         added = 0
         for ask in judge.needed_asks(p, candidate):
             if one_order and ask.position != 0:
@@ -227,13 +244,13 @@ class Batches:
             self.gathered_fps.setdefault(p.name, set()).add(candidate.fingerprint)
         return added
 
-    async def submit(self, judge) -> list[tuple[str | None, dict[str, set], str]]:
+    async def submit(self, judge: Judge) -> list[tuple[str | None, dict[str, set[str]], str]]:
         """Submit the gathered requests: (batch id or None, pass -> fingerprints, error) for each batch tried."""
         pending = list(self.gathered.values())
         self.gathered = {}
-        made = []
+        made: list[tuple[str | None, dict[str, set[str]], str]] = []
         for chunk in _chunks(pending):
-            per_pass: dict[str, set] = {}
+            per_pass: dict[str, set[str]] = {}
             for r in chunk:
                 per_pass.setdefault(r.pass_name, set()).add(r.fingerprint)
             try:
@@ -246,14 +263,16 @@ class Batches:
             log.info("batch %s: %d requests submitted", batch_id, len(chunk))
         return made
 
-    async def _create(self, judge, chunk: list[BatchRequest]) -> str:
+    async def _create(self, judge: Judge, chunk: list[BatchRequest]) -> str:
+        """Submit one batch, with counted retries, and store it and its requests before anything else happens."""
         import anthropic
+        backend = _api(judge)
         cfg = judge.config.judge
         last, batch = "", None
         for attempt in range(1, cfg.max_attempts + 1):
-            await judge.backend.limiter.wait()
+            await backend.limiter.wait()
             try:
-                batch = await judge.backend.client.messages.batches.create(
+                batch = await backend.client.messages.batches.create(
                     requests=[{"custom_id": r.custom_id, "params": r.params} for r in chunk])
                 break
             except anthropic.APIStatusError as e:
@@ -261,30 +280,40 @@ class Batches:
                     raise JudgeRefused(f"judge refused the batch: HTTP {e.status_code} {error_message(e)}; "
                                        "check ANTHROPIC_API_KEY, the model name and ANTHROPIC_BASE_URL") from None
                 last = f"HTTP {e.status_code} {error_message(e)}"
-                judge.backend.limiter.pause_for(e.status_code, e.response.headers)
+                backend.limiter.pause_for(e.status_code, e.response.headers)
                 if not status_retryable(e.status_code):
                     break  # the batch as sent is refused: retrying cannot help; asked again next session
             except anthropic.APIConnectionError as e:
                 last = type(e).__name__
             log.warning("batch submission failed (%s), attempt %d of %d", last, attempt, cfg.max_attempts)
             if attempt < cfg.max_attempts:
-                await asyncio.sleep(judge.backend._wait(attempt))
+                await asyncio.sleep(backend._wait(attempt))
         else:
             raise Unavailable(f"batch not submitted: {last} after {cfg.max_attempts} attempts", cfg.max_attempts)
         if batch is None:
             raise Unavailable(f"batch not submitted: {last}", attempt)
         # Stored before anything else happens: a session killed from here on leaves the batch to the next one.
         with self.store.db.atomic():
-            self.store.db["batches"].insert({"id": batch.id, "model": judge.model, "session": self.session,
-                                             "requests": len(chunk), "status": "submitted", "submitted_at": now_text()})
-            self.store.db["batch_requests"].insert_all(
+            self.store.db.table("batches").insert({"id": batch.id, "model": judge.model, "session": self.session,
+                                                   "requests": len(chunk), "status": "submitted",
+                                                   "submitted_at": now_text()})
+            self.store.db.table("batch_requests").insert_all(
                 ({"batch_id": batch.id, "custom_id": r.custom_id, "pass": r.pass_name, "fingerprint": r.fingerprint,
                   "prompt": r.prompt, "position": r.position, "model": r.model} for r in chunk), batch_size=500)
         return batch.id
 
 
-def _chunks(requests: list[BatchRequest]):
-    chunk, size = [], 0
+def _api(judge: Judge) -> AnthropicBackend:
+    """The judge's backend, which only the real API can be when a session submits (batch_mode says so first)."""
+    if not isinstance(judge.backend, AnthropicBackend):
+        raise TypeError(f"Message Batches need the anthropic judge, not {judge.kind}")
+    return judge.backend
+
+
+def _chunks(requests: list[BatchRequest]) -> Iterator[list[BatchRequest]]:
+    """The requests in batches the API takes: at most MAX_REQUESTS and about MAX_BYTES each."""
+    chunk: list[BatchRequest] = []
+    size = 0
     for r in requests:
         n = len(json.dumps(r.params, ensure_ascii=False).encode("utf-8")) + 200
         if chunk and (len(chunk) >= MAX_REQUESTS or size + n > MAX_BYTES):
@@ -296,9 +325,9 @@ def _chunks(requests: list[BatchRequest]):
         yield chunk
 
 
-def batch_mode(options_batch: bool | None, config, judge_spec: str) -> bool:
+def batch_mode(options_batch: bool | None, config: Config, spec: JudgeSpec) -> bool:
     """Whether this session submits a batch: --batch, else judge.mode; only the real API has batches."""
     on = config.judge.mode == "batch" if options_batch is None else options_batch
-    if on and judge_spec != "anthropic":
-        raise ConfigError(f"--batch / judge.mode = \"batch\" needs --judge anthropic, not {judge_spec!r}")
+    if on and not spec.anthropic:
+        raise ConfigError(f"--batch / judge.mode = \"batch\" needs --judge anthropic, not {str(spec)!r}")
     return on

@@ -9,33 +9,52 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from .encoders import MODEL_NAME, model_sources
 from .errors import KnomitError
+from .judge import JudgeSpec
 from .migrations import migration_set
 from .passes import JUDGED_PASSES
 from .passes.describe import PASS as DESCRIBE
 from .prompts import load_prompt, prompt_names
 
+if TYPE_CHECKING:
+    from . import SessionResult
+
+F = TypeVar("F", bound=Callable[..., Any])
+
 corpus_arg = click.argument("corpus", type=click.Path(file_okay=False, path_type=Path), default=".", required=False)
 
 
-def _remember_json(ctx, param, value):
+def _remember_json(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
     ctx.meta["as_json"] = value  # for Group.invoke: with --json an error is a JSON object on stdout too
     return value
 
 
+# Eager: read before any other option, so an error another option's callback raises (--judge) is JSON too.
 json_opt = click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.",
-                        callback=_remember_json)
+                        callback=_remember_json, is_eager=True)
+
+
+def _judge_spec(ctx: click.Context, param: click.Parameter, value: str) -> JudgeSpec:
+    """--judge parsed once; a bad value is a ConfigError, said and exited on (2) by Group.invoke."""
+    return JudgeSpec.parse(value)
+
+
+def judge_opt(text: str) -> Callable[[F], F]:
+    """--judge: anthropic, or scripted:FILE; the command gets it as a JudgeSpec."""
+    return click.option("--judge", default="anthropic", show_default=True, callback=_judge_spec, help=text)
 
 
 class Group(click.Group):
     """Turns expected failures into a message and an exit code; no traceback reaches the user."""
 
-    def invoke(self, ctx):
+    def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except KnomitError as e:
@@ -61,7 +80,7 @@ class Group(click.Group):
             raise
 
 
-def _json_error(ctx, message: str, exit_code: int) -> None:
+def _json_error(ctx: click.Context, message: str, exit_code: int) -> None:
     """With --json, stdout holds one JSON object on every exit: on an error, {"error": ..., "exit_code": N}."""
     if ctx.meta.get("as_json"):
         click.echo(json.dumps({"error": message, "exit_code": exit_code}, ensure_ascii=False))
@@ -95,7 +114,7 @@ def check_install() -> None:
         load_prompt(name)
 
 
-def _print_version(ctx, _param, value):
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
     try:
@@ -112,7 +131,7 @@ def _print_version(ctx, _param, value):
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
               help="Show the version, the prompts' versions and the embedding model, and exit.")
 @click.option("-q", "--quiet", is_flag=True, help="Log only warnings and errors.")
-def cli(quiet):
+def cli(quiet: bool) -> None:
     """knomit-judge keeps a git-backed knowledge corpus tidy: embeddings shortlist, an LLM judge decides,
     git records every decision.
 
@@ -127,11 +146,11 @@ def cli(quiet):
 class _StderrHandler(logging.Handler):
     """Logs to whatever stderr is at the moment of the call (so CliRunner and cron both see them)."""
 
-    def emit(self, record):
+    def emit(self, record: logging.LogRecord) -> None:
         click.echo(f"knomit-judge: {record.getMessage()}", err=True)
 
 
-def emit(data: dict, as_json: bool, lines: list[str]) -> None:
+def emit(data: dict[str, Any], as_json: bool, lines: list[str]) -> None:
     if as_json:
         click.echo(json.dumps(data, ensure_ascii=False))
     else:
@@ -142,7 +161,7 @@ def emit(data: dict, as_json: bool, lines: list[str]) -> None:
 @cli.command()
 @corpus_arg
 @click.option("--create", is_flag=True, help="Make the directory if it does not exist.")
-def init(corpus, create):
+def init(corpus: Path, create: bool) -> None:
     """Write knomit-judge.toml, the .gitignore entry and the db, and commit them.
 
     A directory that is not yet a git repository is initialised, and the fact files found in it are
@@ -162,12 +181,13 @@ def init(corpus, create):
 @click.option("--evidence", is_flag=True, help="With --dry-run: print each offer's evidence under it.")
 @click.option("--pass", "passes", multiple=True, type=click.Choice(JUDGED_PASSES), help="Run only these passes.")
 @json_opt
-@click.option("--judge", default="anthropic", show_default=True, help="anthropic, or scripted:FILE (recorded replies).")
+@judge_opt("anthropic, or scripted:FILE (recorded replies).")
 @click.option("--batch", is_flag=True,
               help="Submit the offered questions as one Message Batch (half price); the next session collects it.")
 @click.option("--metrics-file", type=click.Path(dir_okay=False, path_type=Path),
               help="Write a Prometheus textfile-collector file here after the session (wins over [metrics] textfile).")
-def review(corpus, dry_run, evidence, passes, as_json, judge, batch, metrics_file):
+def review(corpus: Path, dry_run: bool, evidence: bool, passes: tuple[str, ...], as_json: bool, judge: JudgeSpec,
+           batch: bool, metrics_file: Path | None) -> None:
     """Run one review session: exact duplicates, then the alias, prune and discovery judges.
 
     Exit 0 done, 1 a pass (or the corpus, or the sync with [git] remote) is broken or the metrics file was not
@@ -190,7 +210,7 @@ def review(corpus, dry_run, evidence, passes, as_json, judge, batch, metrics_fil
 
 
 @contextlib.contextmanager
-def sigterm_as_interrupt():
+def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM (kill, systemd, a cron timeout) cancels a session as Ctrl-C does: nothing half-written.
 
     Raising SIGINT hands it to asyncio.run's own handler, which cancels the session task at its next
@@ -214,7 +234,7 @@ def sigterm_as_interrupt():
             signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _batch_line(b: dict) -> str:
+def _batch_line(b: dict[str, Any]) -> str:
     if b["status"] == "submitted":
         return f"batch {b['id']}: {b['requests']} requests submitted"
     if b["status"] == "waiting":
@@ -224,7 +244,7 @@ def _batch_line(b: dict) -> str:
     return f"batch {b['id']}: {b['requests']} requests collected"
 
 
-def _plan_lines(result, evidence: bool) -> list[str]:
+def _plan_lines(result: SessionResult, evidence: bool) -> list[str]:
     """A dry run's plan, one line an offer; with --evidence each offer's evidence under it (--json always has it)."""
     out = []
     for name, items in result.plan.items():
@@ -244,7 +264,7 @@ def _plan_lines(result, evidence: bool) -> list[str]:
 @corpus_arg
 @json_opt
 @click.option("--sessions", "limit", default=10, show_default=True, help="How many past sessions to list.")
-def status(corpus, as_json, limit):
+def status(corpus: Path, as_json: bool, limit: int) -> None:
     """Show the last session's lines, each pass's throttle state and why, and recent sessions. No judge call.
 
     Example: knomit-judge status ~/corpus --json
@@ -258,7 +278,7 @@ def status(corpus, as_json, limit):
 @corpus_arg
 @click.option("--pass", "pass_name", type=click.Choice(("exact", *JUDGED_PASSES)), help="Only this pass.")
 @json_opt
-def verdicts(corpus, pass_name, as_json):
+def verdicts(corpus: Path, pass_name: str | None, as_json: bool) -> None:
     """List stored verdicts, yes and no, with rationale and applying commit.
 
     Example: knomit-judge verdicts ~/corpus --pass alias
@@ -277,7 +297,7 @@ def verdicts(corpus, pass_name, as_json):
 @click.option("--check", is_flag=True,
               help="Change nothing: compare the db's derived state with a fresh rebuild and name what differs.")
 @json_opt
-def rebuild(corpus, check, as_json):
+def rebuild(corpus: Path, check: bool, as_json: bool) -> None:
     """Rebuild the db: verdicts from the journal, applied state from git, derived tables from the corpus.
 
     With --check nothing is written: every derived table (parsed files, embeddings, neighbour lists,
@@ -301,7 +321,7 @@ def rebuild(corpus, check, as_json):
 @click.argument("verdict")
 @corpus_arg
 @click.option("--reason", default="reverted by hand", show_default=True, help="Recorded with the revert.")
-def revert(verdict, corpus, reason):
+def revert(verdict: str, corpus: Path, reason: str) -> None:
     """Undo an applied decision with a new commit; the question then counts as answered "no".
 
     Example: knomit-judge revert v1a2b3c4d5e6 ~/corpus --reason "not the same mechanism"
@@ -314,24 +334,24 @@ def revert(verdict, corpus, reason):
 @cli.command()
 @corpus_arg
 @click.option("--cron", default=None, help='Cron expression; default [schedule] cron, e.g. "0 3 * * *".')
-@click.option("--judge", default="anthropic", show_default=True, help="anthropic, or scripted:FILE.")
-def daemon(corpus, cron, judge):
+@judge_opt("anthropic, or scripted:FILE.")
+def daemon(corpus: Path, cron: str | None, judge: JudgeSpec) -> None:
     """Run review sessions on a cron schedule, one at a time; SIGTERM stops after the current judgment.
 
     Example: knomit-judge daemon ~/corpus --cron "0 3 * * *"
     """
     from .daemon import run_daemon
-    run_daemon(corpus, cron, judge)
+    run_daemon(corpus, cron, str(judge))
 
 
 @cli.command()
 @click.argument("labels", required=False, type=click.Path(path_type=Path))
 @corpus_arg
 @json_opt
-@click.option("--judge", default="anthropic", show_default=True, help="anthropic, or scripted:FILE (recorded replies).")
+@judge_opt("anthropic, or scripted:FILE (recorded replies).")
 @click.option("--journal", "from_journal", is_flag=True,
               help="Score the stored verdicts against the labels given with `label` (then the one argument is CORPUS).")
-def calibrate(labels, corpus, as_json, judge, from_journal):
+def calibrate(labels: Path | None, corpus: Path, as_json: bool, judge: JudgeSpec, from_journal: bool) -> None:
     """Score the judge against human labels (JSONL): precision, recall, kappa, position flips, cost.
 
     Applies nothing and stores no verdict; answers go through the reply cache, so a rerun is free.
@@ -349,7 +369,7 @@ def calibrate(labels, corpus, as_json, judge, from_journal):
     elif labels is None:
         raise click.UsageError("missing LABELS (a JSONL file), or use --journal")
     else:
-        result = run(labels, corpus, judge)
+        result = run(labels, corpus, str(judge))
     emit(result, as_json, lines(result))
 
 
@@ -357,7 +377,7 @@ def calibrate(labels, corpus, as_json, judge, from_journal):
 @corpus_arg
 @json_opt
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1), help="Items listed, best first.")
-def inbox(corpus, as_json, limit):
+def inbox(corpus: Path, as_json: bool, limit: int) -> None:
     """What a person should look at now: undecided questions, held yeses, old retracts that kept the shorter
     fact, proposals, a sample of decisions.
 
@@ -378,7 +398,7 @@ def inbox(corpus, as_json, limit):
 @click.option("--file", "label_file", type=click.Path(dir_okay=False, path_type=Path),
               help='JSONL of {"verdict": ID, "label": "yes"|"no", "note": ...}; then the one argument is CORPUS.')
 @json_opt
-def label(args, note, label_file, as_json):
+def label(args: tuple[str, ...], note: str, label_file: Path | None, as_json: bool) -> None:
     """Record a person's label on a verdict in .knomit/labels.jsonl, committed alone with a Knomit-Label trailer.
 
     yes: the question's answer is yes (one mechanism, one fact, the fact follows); no: it is not.
@@ -407,7 +427,7 @@ def label(args, note, label_file, as_json):
 @corpus_arg
 @click.option("--html", "html_file", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Write the page here.")
-def report(corpus, html_file):
+def report(corpus: Path, html_file: Path) -> None:
     """Write one self-contained HTML page: sessions, throttle history, applied decisions, calibration.
 
     Example: knomit-judge report ~/corpus --html report.html
@@ -416,5 +436,5 @@ def report(corpus, html_file):
     click.echo(f"wrote {write_report(corpus, html_file)}")
 
 
-def main():
+def main() -> None:
     cli(prog_name="knomit-judge")

@@ -21,11 +21,15 @@ import dataclasses
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from click.testing import CliRunner
 
 from .cli import cli
 from .config import DEFAULT_PRICES, Config, Price
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 WIDTH = 80  # the help is rendered at a fixed width, so the docs do not depend on the terminal that ran this
@@ -44,9 +48,10 @@ def command_help(name: str | None) -> str:
     return result.output
 
 
-def config_sections() -> dict[str, type]:
+def config_sections() -> dict[str, type[DataclassInstance]]:
     """Each knomit-judge.toml section (but prices) and its dataclass, in Config's order."""
-    return {f.name: type(f.default_factory()) for f in dataclasses.fields(Config) if f.name != "prices"}
+    defaults = Config()
+    return {f.name: type(getattr(defaults, f.name)) for f in dataclasses.fields(Config) if f.name != "prices"}
 
 
 def config_keys() -> list[str]:
@@ -73,7 +78,8 @@ def read_whys(text: str) -> dict[str, str]:
     return whys
 
 
-def toml_value(value) -> str:
+def toml_value(value: object) -> str:
+    """A default as knomit-judge.toml writes it."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
@@ -83,7 +89,7 @@ def toml_value(value) -> str:
     return repr(value)
 
 
-def _default(f: dataclasses.Field) -> str:
+def _default(f: dataclasses.Field[Any]) -> str:
     if f.default is not dataclasses.MISSING:
         return f"`{toml_value(f.default)}`"
     if f.default_factory is not dataclasses.MISSING:
@@ -91,7 +97,7 @@ def _default(f: dataclasses.Field) -> str:
     return "required"
 
 
-def type_name(f: dataclasses.Field) -> str:
+def type_name(f: dataclasses.Field[Any]) -> str:
     """config.py's annotations are strings (postponed); a dataclass made elsewhere may hold the type itself."""
     return f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
 
@@ -100,7 +106,8 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def config_table(section: str, cls, whys: dict[str, str], prefix: str | None = None) -> str:
+def config_table(section: str, cls: type[DataclassInstance], whys: dict[str, str], prefix: str | None = None) -> str:
+    """One section's keys as a Markdown table: key, type, default, and why."""
     rows = ["| key | type | default | why |", "|---|---|---|---|"]
     for f in dataclasses.fields(cls):
         key = f"{prefix or section}.{f.name}"
@@ -109,6 +116,7 @@ def config_table(section: str, cls, whys: dict[str, str], prefix: str | None = N
 
 
 def prices_block(whys: dict[str, str]) -> str:
+    """The [prices."MODEL"] keys, and the prices shipped."""
     shipped = ["| model | input_per_mtok | output_per_mtok |", "|---|---|---|"]
     shipped += [f"| `{model}` | {p.input_per_mtok} | {p.output_per_mtok} |" for model, p in DEFAULT_PRICES.items()]
     return (config_table("prices", Price, whys) + "\nShipped prices (USD per million tokens):\n\n"
@@ -151,15 +159,18 @@ def regenerate(text: str, wanted: list[tuple[str, str]]) -> str:
 
 
 def cli_blocks() -> list[tuple[str, str]]:
+    """docs/cli.md's blocks, (name, heading): the top-level help, then each command's."""
     return [("help", "### knomit-judge"),
             *((f"help {name}", f"### knomit-judge {name}") for name in sorted(cli.commands))]
 
 
 def config_blocks() -> list[tuple[str, str]]:
+    """docs/configuration.md's blocks, (name, heading): a table per section, then prices."""
     return [*((f"config {s}", f"## [{s}]") for s in config_sections()), ("prices", '## [prices."MODEL"]')]
 
 
 def files(docs: Path = DOCS) -> dict[Path, list[tuple[str, str]]]:
+    """Each generated doc and the blocks it holds."""
     return {docs / "cli.md": cli_blocks(), docs / "configuration.md": config_blocks()}
 
 
@@ -180,7 +191,7 @@ def problems(docs: Path = DOCS) -> list[str]:
     return found
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m knomit_judge.docgen", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if the docs differ")
     parser.add_argument("--docs", type=Path, default=DOCS, help="the docs directory (default: the clone's)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import git
 import yaml
@@ -147,17 +147,17 @@ def detect_notes(root: Path) -> tuple[Detected | None, str]:
     # the most common tag key; in a tie the more specific name (TAG_KEYS' order)
     keys = best.keys
     key = max(keys, key=lambda k: (keys[k], -TAG_KEYS.index(k))) if keys else DEFAULT_MOTIF_KEYS[0]
-    paths = (f"{best.name}/**/*.md",)
-    if paths == tuple(DEFAULT_PATHS) and (key,) == tuple(DEFAULT_MOTIF_KEYS):
+    globs = (f"{best.name}/**/*.md",)
+    if globs == tuple(DEFAULT_PATHS) and (key,) == tuple(DEFAULT_MOTIF_KEYS):
         return None, ""  # our own layout: the defaults read it
     tags = f"`{key}:` lists in {keys[key]} of them" if keys else \
         f"no list key of {', '.join(TAG_KEYS)} in them (motifs read from `{key}:` once notes carry it)"
-    return Detected("notes", paths, (key,), "status",
+    return Detected("notes", globs, (key,), "status",
                     f"{best.files} Markdown file(s) under {best.name}/, {best.fronted} of {best.sampled} sampled "
                     f"with front matter, {tags}"), ""
 
 
-def _front(path: Path) -> dict:
+def _front(path: Path) -> dict[str, Any]:
     """A file's front matter, read from its head; {} when it has none or cannot be read."""
     try:
         with open(path, "rb") as f:
@@ -170,7 +170,7 @@ def _front(path: Path) -> dict:
         return {}
 
 
-def found_facts(repo, root: Path) -> list[str]:
+def found_facts(repo: git.Repo, root: Path) -> list[str]:
     """The fact files in a directory just made a repository, less those its own .gitignore excludes."""
     ignored = set(run_git(repo, "ls-files", "-z", "--others", "--ignored", "--exclude-standard").split("\0"))
     return [p for p in fact_paths(root, load_config(root).corpus.paths) if p not in ignored]
@@ -183,6 +183,7 @@ def corpus_values(found: Detected) -> dict[str, str]:
 
 
 def corpus_settings(found: Detected) -> str:
+    """The [corpus] settings of a detected layout, as init says them."""
     return ", ".join(f"{k} = {v}" for k, v in corpus_values(found).items())
 
 
@@ -193,6 +194,6 @@ def config_text(found: Detected | None) -> str:
     head, corpus = DEFAULT_TOML.split("[corpus]\n", 1)
     for key, value in corpus_values(found).items():
         # keep the comment after the value where it was
-        corpus = re.sub(rf"^{key} = [^#\n]*", lambda m: f"{key} = {value} ".ljust(len(m.group(0))),
-                        corpus, count=1, flags=re.M)
+        if m := re.search(rf"^{key} = [^#\n]*", corpus, flags=re.M):
+            corpus = corpus[:m.start()] + f"{key} = {value} ".ljust(len(m.group(0))) + corpus[m.end():]
     return f"{head}[corpus]  # written by init for the {found.kind} KB it detected\n{corpus}"

@@ -11,42 +11,85 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import logging
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from .config import Config
-from .cost import Cost
+from .cost import UNKNOWN, Cost
 from .errors import ConfigError, JudgeRefused, Refused, Unavailable, Unparsed
 from .limiter import QuestionClock, question_clock
+from .models import Lineup
+from .prompts import Prompt
+from .store import Store
 from .transport import AnthropicBackend, Completion
 
-log = logging.getLogger(__name__)
+# A reply read by a pass's strict parser: (answer, rationale, payload).
+Reply: TypeAlias = tuple[str, str, dict[str, Any] | None]
+
+
+class JudgedPass(Protocol):
+    """What the judge and batches use of a pass: its name, prompt, recoverable default and strict parser.
+
+    passes.base sits a layer above, so the judge names only this much; its Pass Protocol is a superset.
+    """
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def default(self) -> str: ...
+    @property
+    def prompt(self) -> Prompt: ...
+    def parse(self, text: str) -> Reply: ...
+
+
+@runtime_checkable
+class NamesASide(Protocol):
+    """A pass whose answer names a side as one order shows it (prune's `redundant`)."""
+
+    def in_subject_terms(self, answer: str, payload: dict[str, Any] | None, subject: dict[str, Any],
+                         position: int) -> tuple[dict[str, Any] | None, str]: ...
+
+
+class JudgedCandidate(Protocol):
+    """What the judge reads of a candidate: its subject, its fingerprint and the evidence of each order."""
+
+    @property
+    def subject(self) -> dict[str, Any]: ...
+    @property
+    def fingerprint(self) -> str: ...
+    @property
+    def orders(self) -> Sequence[Any]: ...  # the evidence, as the prompt renders it
 
 
 @dataclass
 class Ledger:
-    """What one pass spent: calls made, tokens, and cost (None once any call's cost is unknown)."""
+    """What one pass spent: calls made, tokens, and cost (unknown once any call's cost is unknown)."""
 
     calls: int = 0
     attempts: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
-    cost_usd: float | None = 0.0
-    known_usd: float = 0.0  # the priced part
+    cost: Cost = Cost()
     # What the dollar caps count: the cost where known, and a call of unknown cost at its upper bound
     # (Judge.unknown_call_usd), so an unknown cost never counts as $0.
     charged_usd: float = 0.0
 
-    def add(self, calls: int, attempts: int, tokens_in, tokens_out, cost, bound: float = 0.0):
+    @property
+    def cost_usd(self) -> float | None:
+        return self.cost.usd
+
+    def add(self, calls: int, attempts: int, tokens_in: int | None, tokens_out: int | None, cost: float | None,
+            bound: float = 0.0) -> None:
+        """Count calls and what they cost: `cost` None when unknown, then charged at `bound`."""
         self.calls += calls
         self.attempts += attempts
         self.tokens_in += tokens_in or 0
         self.tokens_out += tokens_out or 0
-        self.known_usd += cost or 0.0
         self.charged_usd += bound if cost is None else cost
-        self.cost_usd = (Cost(self.cost_usd) + cost).usd
+        self.cost += cost
 
 
 class ScriptedBackend:
@@ -63,16 +106,17 @@ class ScriptedBackend:
     """
 
     kind = "scripted"
-    DEFAULTS = {
+    uses_tools = False  # answers from the file, never asked for the reply contract
+    DEFAULTS: dict[str, dict[str, Any]] = {
         "alias": {"same": False, "mechanism": ""},
         "prune": {"decision": "distinct", "rationale": ""},
         "discovery": {"entails": False, "fact": None, "rationale": ""},
     }
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.model = f"scripted:{self.path.name}"
-        self.entries = []
+        self.entries: list[dict[str, Any]] = []
         self.asked: set[str] = set()  # distinct questions asked, and those a recorded reply answered
         self.matched: set[str] = set()
         try:
@@ -90,12 +134,12 @@ class ScriptedBackend:
                 else:
                     self.entries.append(entry)
 
-    async def describe(self, spellings) -> Completion:
+    async def describe(self, spellings: Iterable[str]) -> Completion:
         """The recorded lines of these spellings, as the describe reply a model would give (no line: left out)."""
         lines = [{"spelling": s, "mechanism": self.lines[s]} for s in spellings if s in self.lines]
         return Completion(text=json.dumps({"lines": lines}, ensure_ascii=False), tokens_in=0, tokens_out=0)
 
-    def _match(self, entry: dict, pass_name: str, subject: dict) -> bool:
+    def _match(self, entry: dict[str, Any], pass_name: str, subject: dict[str, Any]) -> bool:
         if entry.get("pass") != pass_name:
             return False
         if "group" in subject:
@@ -105,10 +149,12 @@ class ScriptedBackend:
             return bool(entry.get("contains")) and set(entry["contains"]) <= group
         return {entry.get("a"), entry.get("b")} == {subject.get("a"), subject.get("b")}
 
-    async def complete(self, system: str, user: str, subject: dict, position: int, pass_name: str = "") -> Completion:
+    async def complete(self, system: str, user: str, subject: dict[str, Any], position: int,
+                       pass_name: str = "") -> Completion:
         question = json.dumps([pass_name, subject], sort_keys=True)
         self.asked.add(question)
         entry = next((e for e in self.entries if self._match(e, pass_name, subject)), None)
+        reply: dict[str, Any] | str
         if entry is None:
             reply = self.DEFAULTS.get(pass_name, {})
         else:
@@ -131,13 +177,13 @@ class ScriptedBackend:
                 "not asked again, so if the file was meant to answer these, check its spellings and fact paths")
 
 
-def shown_as(entry: dict, subject: dict, position: int):
+def shown_as(entry: dict[str, Any], subject: dict[str, Any], position: int) -> dict[str, Any] | str:
     """A prune entry's reply with `redundant` said as this order shows the facts.
 
     The file names the redundant fact by the entry's own sides ("A": its `a`); the judge is shown
     subject a first in order 0 and subject b first in order 1, and a real judge names the fact as shown.
     """
-    reply = entry["reply"]
+    reply: dict[str, Any] | str = entry["reply"]
     if entry["pass"] != "prune" or not isinstance(reply, dict) or reply.get("redundant") not in ("A", "B"):
         return reply
     named = entry["a"] if reply["redundant"] == "A" else entry["b"]
@@ -145,7 +191,7 @@ def shown_as(entry: dict, subject: dict, position: int):
     return {**reply, "redundant": "A" if named == first else "B"}
 
 
-def _scripted_entry(line: str, where: str, passes) -> dict:
+def _scripted_entry(line: str, where: str, passes: list[str]) -> dict[str, Any]:
     """One line of a scripted replies file, checked: a JSON object with a known pass, a reply and its question."""
     try:
         entry = json.loads(line)
@@ -203,30 +249,28 @@ class JudgeSpec:
         return "anthropic" if self.path is None else f"{self.kind}:{self.path}"
 
 
-def judge_kind(spec: str) -> str:
-    """Which kind of judge a --judge value names: 'scripted' or 'anthropic' (verdicts bind only their own kind)."""
-    return ScriptedBackend.kind if spec.startswith("scripted:") else "anthropic"
+Backend: TypeAlias = AnthropicBackend | ScriptedBackend
 
 
-def make_backend(spec: str, config: Config, lineup=None):
+def make_backend(spec: JudgeSpec, config: Config, lineup: Lineup | None = None) -> Backend:
     """The backend --judge names; `lineup` (models.py) says how the anthropic one asks each model."""
-    if spec == "anthropic":
-        return AnthropicBackend(config, lineup=lineup)
-    if spec.startswith("scripted:"):
-        return ScriptedBackend(Path(spec.removeprefix("scripted:")))
-    raise ConfigError(f"--judge: expected 'anthropic' or 'scripted:FILE', got {spec!r}")
+    if spec.path is not None:
+        return ScriptedBackend(spec.path)
+    return AnthropicBackend(config, lineup=lineup)
 
 
 @dataclass
 class Sample:
+    """One reply read: the answer, its rationale and payload, the raw text, and what it votes for."""
+
     answer: str
     rationale: str
-    payload: dict | None
+    payload: dict[str, Any] | None
     text: str
     vote: str = ""  # what the orders and samples vote on: the answer in the subject's terms (see read_sample)
 
 
-def read_sample(p, text: str, subject: dict, position: int) -> Sample:
+def read_sample(p: JudgedPass, text: str, subject: dict[str, Any], position: int) -> Sample:
     """One reply parsed (Unparsed if it breaks the contract) and put in the subject's terms.
 
     A pass whose answer names a side as shown in one order (prune's `redundant`: "A" is the first fact
@@ -234,7 +278,7 @@ def read_sample(p, text: str, subject: dict, position: int) -> Sample:
     """
     answer, rationale, payload = p.parse(text)
     vote = answer
-    if hasattr(p, "in_subject_terms"):
+    if isinstance(p, NamesASide):
         payload, vote = p.in_subject_terms(answer, payload, subject, position)
     return Sample(answer, rationale, payload, text, vote)
 
@@ -246,18 +290,22 @@ class Outcome:
     kind: str
     answer: str | None = None
     rationale: str = ""
-    payload: dict | None = None
+    payload: dict[str, Any] | None = None
     agreement: float | None = None
     attempts: int = 0
     calls: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
-    cost_usd: float | None = 0.0
-    replies: list = field(default_factory=list)
+    cost: Cost = Cost()
+    replies: list[str] = field(default_factory=list)
     error: str = ""
-    by_position: list = field(default_factory=list)  # each order's majority answer, in order asked
+    by_position: list[str] = field(default_factory=list)  # each order's majority answer, in order asked
     orders: int = 0  # orders asked: 1, or 2 when the first was not the default or the question was swap-sampled
     truncated: bool = False  # a reply cut at max_tokens, or with no text at all: remembered like a refusal
+
+    @property
+    def cost_usd(self) -> float | None:
+        return self.cost.usd
 
 
 def swap_sampled(fingerprint: str, share: float) -> bool:
@@ -267,7 +315,7 @@ def swap_sampled(fingerprint: str, share: float) -> bool:
     return int(hashlib.sha256(f"swap|{fingerprint}".encode()).hexdigest()[:8], 16) < share * 2 ** 32
 
 
-def _failed(results: list, out: Outcome) -> bool:
+def _failed(results: list[Sample | BaseException], out: Outcome) -> bool:
     """Name the outcome after the first failed request, if any; re-raise what must stop the session."""
     for r in results:
         if isinstance(r, JudgeRefused):
@@ -284,7 +332,13 @@ def _failed(results: list, out: Outcome) -> bool:
     return False
 
 
-def cache_key(model: str, prompt_id: str, system: str, user: str, sample: int, tool: dict | None = None) -> str:
+def _read(results: list[Sample | BaseException]) -> list[Sample]:
+    """The samples of requests none of which failed (_failed said so): every result is one."""
+    return [r for r in results if isinstance(r, Sample)]
+
+
+def cache_key(model: str, prompt_id: str, system: str, user: str, sample: int,
+              tool: dict[str, Any] | None = None) -> str:
     """The reply-cache key: model, prompt version, exact prompt, sample number, and the forced tool if any."""
     text = f"{system}\n\n{user}"
     key = f"{model}|{prompt_id}|{text}" + (f"|sample={sample}" if sample else "")
@@ -306,19 +360,20 @@ class Ask:
     key: str
 
 
-def _bytes(p, ask: Ask) -> int:
+def _bytes(p: JudgedPass, ask: Ask) -> int:
     """The UTF-8 size of a request's prompt: what bounds its input tokens."""
     return len(p.prompt.system.encode("utf-8")) + len(ask.user.encode("utf-8"))
 
 
 def _attempts(e: Exception) -> int:
-    return e.args[1] if len(e.args) > 1 else 1
+    """The attempts a failed request made, as its exception says (Unavailable and Refused carry them)."""
+    return int(e.args[1]) if len(e.args) > 1 else 1
 
 
 class Judge:
     """Asks a pass's question with samples and position swap, through the reply cache, under one semaphore."""
 
-    def __init__(self, backend, store, config: Config, model: str | None = None):
+    def __init__(self, backend: Backend, store: Store, config: Config, model: str | None = None) -> None:
         self.backend, self.store, self.config = backend, store, config
         self._model = model  # another model than the backend's (the first reader): see reader()
         self.semaphore = asyncio.Semaphore(config.judge.concurrency)
@@ -340,27 +395,28 @@ class Judge:
     @property
     def kind(self) -> str:
         """anthropic or scripted: verdicts and cached replies bind only the kind of judge that gave them."""
-        return getattr(self.backend, "kind", "anthropic")
+        return self.backend.kind
 
-    def tool(self, p) -> dict | None:
+    def tool(self, p: JudgedPass) -> dict[str, Any] | None:
         """The reply contract as a tool ({name, input_schema}), on backends that speak the real API."""
-        return p.prompt.tool if getattr(self.backend, "uses_tools", False) else None
+        return None if isinstance(self.backend, ScriptedBackend) else p.prompt.tool
 
-    def shape(self, p) -> dict | None:
+    def shape(self, p: JudgedPass) -> dict[str, Any] | None:
         """What of a request depends on the reply contract in the judge model's dialect (in the cache key)."""
-        tool = self.tool(p)
-        return self.backend.shape(tool, self.model) if tool else None
+        if isinstance(self.backend, ScriptedBackend):  # answers from a file: no contract is sent
+            return None
+        return self.backend.shape(p.prompt.tool, self.model)
 
-    def orders(self, candidate) -> int:
+    def orders(self, candidate: JudgedCandidate) -> int:
         """How many orders this question has to ask: 2 for pairs with judge.position_swap, else 1."""
         return len(candidate.orders) if self.config.judge.position_swap else 1
 
-    def first_asks(self, p, candidate) -> list[Ask]:
+    def first_asks(self, p: JudgedPass, candidate: JudgedCandidate) -> list[Ask]:
         """The requests a question starts with: its first order, and its second when in the swap sample."""
         both = self.orders(candidate) == 2 and swap_sampled(candidate.fingerprint, self.config.judge.swap_sample)
         return self.asks(p, candidate, positions=(0, 1) if both else (0,))
 
-    def needed_asks(self, p, candidate) -> list[Ask]:
+    def needed_asks(self, p: JudgedPass, candidate: JudgedCandidate) -> list[Ask]:
         """The requests known to be needed now: the first ones, and the second order once the cached first
         order says it is needed (a Message Batch gathers these; the rest waits for the first answer)."""
         jobs = self.first_asks(p, candidate)
@@ -370,16 +426,16 @@ class Judge:
         if not all(hits):
             return jobs
         try:
-            samples = [read_sample(p, h["text"], candidate.subject, a.position) for a, h in zip(jobs, hits)]
+            samples = [read_sample(p, h["text"], candidate.subject, a.position) for a, h in zip(jobs, hits) if h]
         except Unparsed:
             return jobs
         return jobs + self.asks(p, candidate, positions=(1,)) if self._decided(p, samples) != p.default else jobs
 
-    def asks(self, p, candidate, positions=None) -> list[Ask]:
+    def asks(self, p: JudgedPass, candidate: JudgedCandidate, positions: tuple[int, ...] | None = None) -> list[Ask]:
         """The requests of these orders of a question (default: every order it has), each sample, in order."""
         cfg = self.config.judge
         orders = candidate.orders[:self.orders(candidate)]
-        out = []
+        out: list[Ask] = []
         for pos, evidence in enumerate(orders):
             if positions is not None and pos not in positions:
                 continue
@@ -388,7 +444,8 @@ class Judge:
                 out.append(Ask(pos, n, user, cache_key(self.model, p.prompt.id, p.prompt.system, user, n, self.shape(p))))
         return out
 
-    def cost(self, tokens_in, tokens_out, batch: bool = False, model: str | None = None) -> float | None:
+    def cost(self, tokens_in: int | None, tokens_out: int | None, batch: bool = False,
+             model: str | None = None) -> float | None:
         """What a call cost, at the price of `model` (default: the judge's)."""
         if isinstance(self.backend, ScriptedBackend):
             return 0.0  # recorded replies cost nothing
@@ -418,13 +475,14 @@ class Judge:
         return self.backend.dialect(self.model).expected_out(REPLY_TOKENS)
 
     def ledger(self, pass_name: str) -> Ledger:
+        """This pass's ledger, opened at its first call."""
         return self.ledgers.setdefault(pass_name, Ledger())
 
     def spent(self) -> float:
         """USD this session counts against the dollar caps, over every pass (unknown costs at their bound)."""
         return sum(l.charged_usd for l in self.ledgers.values())
 
-    async def _sample(self, p, subject: dict, ask: Ask, out: Outcome) -> Sample:
+    async def _sample(self, p: JudgedPass, subject: dict[str, Any], ask: Ask, out: Outcome) -> Sample:
         fresh = self.fresh.pop(ask.key, None)
         if isinstance(fresh, Exception):
             out.calls += 1
@@ -437,24 +495,29 @@ class Judge:
             done = fresh
         else:
             async with self.semaphore:
-                kwargs = {"pass_name": p.name} if isinstance(self.backend, ScriptedBackend) else \
-                    {"tool": self.tool(p), "model": self.model}
                 try:
-                    done = await self.backend.complete(p.prompt.system, ask.user, subject, ask.position, **kwargs)
+                    if isinstance(self.backend, ScriptedBackend):
+                        done = await self.backend.complete(p.prompt.system, ask.user, subject, ask.position,
+                                                           pass_name=p.name)
+                    else:
+                        done = await self.backend.complete(p.prompt.system, ask.user, subject, ask.position,
+                                                           tool=self.tool(p), model=self.model)
                 except (Unavailable, Refused) as e:
-                    billed = e.args[2] if len(e.args) > 2 else None  # a refusal the model gave: a 200, billed
-                    cost = self.cost(billed.tokens_in, billed.tokens_out) if billed else 0.0  # an error reply: not
-                    self.ledger(p.name).add(1, _attempts(e), billed and billed.tokens_in, billed and billed.tokens_out,
-                                            cost, self.unknown_call_usd(_bytes(p, ask)))
+                    # a refusal the model gave is a 200, billed (its Completion rides along); an error reply is not
+                    billed: Completion | None = e.args[2] if len(e.args) > 2 else None
+                    cost = self.cost(billed.tokens_in, billed.tokens_out) if billed else 0.0
+                    self.ledger(p.name).add(1, _attempts(e), billed.tokens_in if billed else None,
+                                            billed.tokens_out if billed else None, cost,
+                                            self.unknown_call_usd(_bytes(p, ask)))
                     out.attempts += _attempts(e)
                     out.calls += 1
-                    out.cost_usd = (Cost(out.cost_usd) + cost).usd
+                    out.cost += cost
                     raise
                 except asyncio.CancelledError:
                     # a call cut off by the time limit may still have been billed: its cost is unknown
                     self.ledger(p.name).add(1, 1, None, None, None, self.unknown_call_usd(_bytes(p, ask)))
                     out.calls += 1
-                    out.cost_usd = None
+                    out.cost = UNKNOWN
                     raise
         cost = self.cost(done.tokens_in, done.tokens_out, batch=done.batch)
         if not done.batch:  # a batch result went into the ledger when it was collected
@@ -464,7 +527,7 @@ class Judge:
         out.attempts += done.attempts
         out.tokens_in += done.tokens_in or 0
         out.tokens_out += done.tokens_out or 0
-        out.cost_usd = (Cost(out.cost_usd) + cost).usd
+        out.cost += cost
         out.replies.append(done.text)
         try:
             sample = read_sample(p, done.text, subject, ask.position)
@@ -487,7 +550,7 @@ class Judge:
                                ask.position)
         return sample
 
-    async def ask(self, p, candidate, one_order: bool = False) -> Outcome:
+    async def ask(self, p: JudgedPass, candidate: JudgedCandidate, one_order: bool = False) -> Outcome:
         """Judge one candidate; never raises for an API fault or a bad reply (JudgeRefused aside).
 
         The first order is asked; the second only when the first did not give the default (a split can
@@ -508,7 +571,7 @@ class Judge:
                 try:
                     results = await self._gather(p, candidate, jobs, out)
                     if not _failed(results, out) and not one_order and (
-                            len(first) > len(jobs) or self._second_needed(p, candidate, jobs, results)):
+                            len(first) > len(jobs) or self._second_needed(p, candidate, jobs, _read(results))):
                         more = self.asks(p, candidate, positions=(1,))
                         jobs, results = jobs + more, results + await self._gather(p, candidate, more, out)
                 finally:
@@ -518,25 +581,27 @@ class Judge:
             return out
         if _failed(results, out):
             return out
+        samples = _read(results)
         by_position: dict[int, list[Sample]] = {}
-        for a, sample in zip(jobs, results):
+        for a, sample in zip(jobs, samples):
             by_position.setdefault(a.position, []).append(sample)
         self._aggregate(p, by_position, out)
         out.orders = len(by_position)
-        out.replies = [s.text for s in results]  # every sample, cached or fresh, in the order asked
+        out.replies = [s.text for s in samples]  # every sample, cached or fresh, in the order asked
         return out
 
-    async def _gather(self, p, candidate, jobs: list[Ask], out: Outcome) -> list:
+    async def _gather(self, p: JudgedPass, candidate: JudgedCandidate, jobs: list[Ask],
+                      out: Outcome) -> list[Sample | BaseException]:
         return list(await asyncio.gather(*(self._sample(p, candidate.subject, a, out) for a in jobs),
                                          return_exceptions=True))
 
-    def _second_needed(self, p, candidate, jobs: list[Ask], results: list) -> bool:
+    def _second_needed(self, p: JudgedPass, candidate: JudgedCandidate, jobs: list[Ask], samples: list[Sample]) -> bool:
         """Whether the second order must be asked: it exists, was not asked, and the first was not the default."""
         if self.orders(candidate) < 2 or any(a.position == 1 for a in jobs):
             return False
-        return self._decided(p, [s for s in results]) != p.default
+        return self._decided(p, samples) != p.default
 
-    def _decided(self, p, samples: list[Sample]) -> str:
+    def _decided(self, p: JudgedPass, samples: list[Sample]) -> str:
         """One order's answer as the verdict would take it: the majority, or the default when undecided."""
         counts = Counter(s.vote for s in samples).most_common()
         if len(counts) > 1 and counts[0][1] == counts[1][1]:
@@ -545,12 +610,14 @@ class Judge:
             return p.default
         return counts[0][0]
 
-    def _aggregate(self, p, by_position: dict[int, list[Sample]], out: Outcome) -> None:
+    def _aggregate(self, p: JudgedPass, by_position: dict[int, list[Sample]], out: Outcome) -> None:
         """Majority per position; low agreement or a split between positions records the default.
 
         Votes are in the subject's terms, so two orders that retract different facts are a split.
         """
-        majorities, shares, tied = [], [], False
+        majorities: list[str] = []
+        shares: list[float] = []
+        tied = False
         for samples in by_position.values():
             counts = Counter(s.vote for s in samples).most_common()
             leaders = [a for a, c in counts if c == counts[0][1]]

@@ -23,7 +23,7 @@ from .config import Config
 from .corpus import atomic_write
 from .errors import ConfigError
 from .gitops import open_repo
-from .models import kept as models_kept
+from .models import kept_lifecycles
 from .passes import JUDGED_PASSES
 from .passes.describe import PASS as DESCRIBE
 from .spend import Spend, summarise
@@ -147,7 +147,7 @@ def figures(root: Path, store: Store, config: Config, judge: str = "anthropic", 
                                                 "ORDER BY started_at DESC LIMIT ?", [SCAN_SESSIONS])]
         sync = Remote(open_repo(root), config).figures(ended)
     return {**({"sync": sync} if sync else {}),
-            "models": models_kept(config, store),
+            "models": kept_lifecycles(config, store),
             # each pass's first reader as its last session had it (suspended or reading), with its window
             "first_reader": audits.first_readers(store, config, JUDGED_PASSES, reader_states(history)),
             "corpus": {"path": str(root), "state": corpus["state"] if corpus else None,

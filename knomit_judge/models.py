@@ -20,9 +20,15 @@ import logging
 import os
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .config import CONFIG_FILE, EFFORTS, Config
 from .errors import ConfigError
+
+if TYPE_CHECKING:  # for annotations: at run time only a session that calls the API imports it (start-up time)
+    import anthropic
+    from anthropic.types import OutputConfigParam, ToolParam
+    from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +38,9 @@ TIMEOUT_S = 20.0  # the Models API is one small GET: a session does not wait lon
 # what the dry run and the caps expect it to spend before a session has measured it (docs/real-api.md).
 THINKING_ROOM = {"low": 4_000, "medium": 8_000, "high": 16_000, "xhigh": 32_000, "max": 64_000}
 THINKING_EXPECTED = {"low": 300, "medium": 1_000, "high": 2_500, "xhigh": 5_000, "max": 10_000}
+# output_config.effort as the Messages API types it, by config.EFFORTS' names (a level read from a model is one)
+Effort = Literal["low", "medium", "high", "xhigh", "max"]
+LEVELS: dict[str, Effort] = {"low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh", "max": "max"}
 
 
 @dataclass
@@ -50,24 +59,27 @@ class ModelInfo:
     fetched_at: str = ""
 
     @classmethod
-    def of(cls, m) -> ModelInfo:
+    def of(cls, m: object) -> ModelInfo:
         """From the SDK's ModelInfo (built from whatever JSON came back, so read defensively); NotAModel when the
         answer names no model (a proxy's HTML page comes back as a str, `{}` as a ModelInfo without an id)."""
-        if not isinstance(getattr(m, "id", None), str) or not m.id:
+        model_id = getattr(m, "id", None)
+        if not isinstance(model_id, str) or not model_id:
             raise NotAModel("a page of text" if isinstance(m, str) else "no model id in the answer")
         caps = getattr(m, "capabilities", None)
-        ok = lambda c: bool(getattr(c, "supported", False))  # noqa: E731
+        def ok(capability: object) -> bool:
+            return bool(getattr(capability, "supported", False))
+
         thinking = getattr(getattr(caps, "thinking", None), "types", None)
         effort = getattr(caps, "effort", None)
         retires = getattr(m, "retires_at", None)
-        return cls(id=m.id, lifecycle=getattr(m, "lifecycle", None) or "active", line=getattr(m, "line", None),
+        return cls(id=model_id, lifecycle=getattr(m, "lifecycle", None) or "active", line=getattr(m, "line", None),
                    retires_at=retires.isoformat() if isinstance(retires, datetime) else retires,
                    structured=ok(getattr(caps, "structured_outputs", None)),
                    thinking=[t for t in ("adaptive", "enabled", "disabled", "between_tools")
                              if ok(getattr(thinking, t, None))],
                    efforts=[e for e in EFFORTS if ok(effort) and ok(getattr(effort, e, None))],
                    max_tokens=getattr(m, "max_tokens", None), capabilities=caps is not None,
-                   fetched_at=now().isoformat())
+                   fetched_at=utc_now().isoformat())
 
     @property
     def thinks(self) -> bool:
@@ -78,6 +90,7 @@ class ModelInfo:
         return not self.capabilities or "adaptive" in self.thinking
 
     def retires(self) -> datetime | None:
+        """The scheduled retirement, or None."""
         return _when(self.retires_at)
 
 
@@ -86,8 +99,8 @@ class Dialect:
     """How one model is asked for a verdict: where the answer comes back, thinking, effort, room for both."""
 
     reply: str  # "format": structured outputs; "tool": a forced tool with thinking off; "text": a plain request
-    thinking: str | None = None  # thinking.type sent, or None (the model's own default)
-    effort: str | None = None  # output_config.effort sent, or None
+    thinking: Literal["disabled"] | None = None  # thinking.type sent, or None (the model's own default)
+    effort: Effort | None = None  # output_config.effort sent, or None
     thinks: bool = True  # whether this request may spend thinking tokens (max_tokens and estimates allow for it)
     max_tokens_cap: int | None = None
     # The effort thinking is counted at where none is sent (the model lists no level): judge.effort, never an
@@ -103,7 +116,7 @@ class Dialect:
         """Output tokens a call is expected to bill: the answer's, and thinking at this effort (an assumption)."""
         return answer + (THINKING_EXPECTED[self.effort or self.counted] if self.thinks else 0)
 
-    def shape(self, contract: dict | None) -> dict | None:
+    def shape(self, contract: dict[str, Any] | None) -> dict[str, Any] | None:
         """What of the request depends on the reply contract (it goes into the reply-cache key)."""
         if contract is None or self.reply == "text":
             return None
@@ -111,11 +124,15 @@ class Dialect:
             return contract  # the forced tool, as keyed before dialects existed
         return {"format": format_schema(contract["input_schema"])}
 
-    def params(self, body: dict, contract: dict | None) -> dict:
-        """The Messages request `body` in this dialect, asking for `contract` ({name, input_schema}) if given."""
-        output = {}
+    def params(self, body: MessageCreateParamsNonStreaming,
+               contract: dict[str, Any] | None) -> MessageCreateParamsNonStreaming:
+        """The Messages request `body` in this dialect, asking for `contract` ({name, description, input_schema},
+        prompts.Prompt.tool) if given."""
+        output: OutputConfigParam = {}
         if contract is not None and self.reply == "tool":
-            body["tools"] = [contract]
+            tool: ToolParam = {"name": contract["name"], "description": contract["description"],
+                               "input_schema": contract["input_schema"]}
+            body["tools"] = [tool]
             body["tool_choice"] = {"type": "tool", "name": contract["name"]}
         elif contract is not None and self.reply == "format":
             output["format"] = {"type": "json_schema", "schema": format_schema(contract["input_schema"])}
@@ -142,18 +159,18 @@ def dialect(info: ModelInfo | None, effort: str) -> Dialect:
     return Dialect("text", None, level, info.thinks, info.max_tokens, effort)
 
 
-def nearest(effort: str, levels: list[str]) -> str | None:
+def nearest(effort: str, levels: list[str]) -> Effort | None:
     """`effort` if the model takes it, else the nearest level it takes (the lower on a tie); None if it takes none."""
     if not levels:
         return None
     want = EFFORTS.index(effort)
-    return min(levels, key=lambda e: (abs(EFFORTS.index(e) - want), EFFORTS.index(e)))
+    return LEVELS[min(levels, key=lambda e: (abs(EFFORTS.index(e) - want), EFFORTS.index(e)))]
 
 
 _UNSUPPORTED = ("if", "then", "else", "not", "allOf", "oneOf")
 
 
-def format_schema(schema):
+def format_schema(schema: Any) -> Any:
     """A reply contract as structured outputs take it: without the keywords they refuse (if/then/else: the
     parser still enforces what they say), every object closed."""
     if isinstance(schema, list):
@@ -168,11 +185,12 @@ def format_schema(schema):
 
 
 # -- the Models API, read each session -------------------------------------------------------------------------
-def now() -> datetime:
+def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
 def _when(iso: str | None) -> datetime | None:
+    """An ISO 8601 time as an aware datetime (UTC when it names no zone); None when absent or unreadable."""
     if not iso:
         return None
     try:
@@ -205,28 +223,33 @@ class Lineup:
     # no other cause (a price) is said of them
 
     def dialect(self, model: str, effort: str) -> Dialect:
+        """How `model` is asked at `effort`, from what was read of it (the plain dialect when nothing was)."""
         return dialect(self.infos.get(model), effort)
 
     def read(self, key: str, model: str, fresh: bool = False) -> str | None:
         """Read one model into `infos`; the problem that stops a session (retired, unknown), or None."""
+        if self.catalogue is None:  # a lineup of nothing read (the plain dialect for every model)
+            return None
         try:
             info = self.catalogue.info(model, fresh)
         except ModelsUnknown:
             self.infos[model] = None
             self.stopping.add(model)
             return (f"{key} {model!r} is unknown to the Models API: no request naming it can succeed; "
-                    f"{self._replacement(key, None)}")
+                    f"{self._replacement(self.catalogue, key, None)}")
         self.infos[model] = info
         if info is not None and info.lifecycle == "retired":
             self.stopping.add(model)
-            day = info.retires().date().isoformat() if info.retires() else "a date the API did not give"
+            retires = info.retires()
+            day = retires.date().isoformat() if retires else "a date the API did not give"
             return (f"{key} {model!r} is retired (since {day}): no request naming it can succeed; "
-                    f"{self._replacement(key, info.line)}")
+                    f"{self._replacement(self.catalogue, key, info.line)}")
         return None
 
-    def _replacement(self, key: str, line: str | None) -> str:
+    def _replacement(self, catalogue: Catalogue, key: str, line: str | None) -> str:
+        """What to set instead of a model that is gone: the newest active one of its line, where known."""
         where = self.config.where(key) if self.config else CONFIG_FILE
-        newest = self.catalogue.newest_active(line)
+        newest = catalogue.newest_active(line)
         if newest:
             return f"the newest active {line} model is {newest!r}: set it in {where} (docs/real-api.md)"
         return f"name a current model in {where} (docs/real-api.md lists them)"
@@ -243,7 +266,7 @@ class Lineup:
                 self.problem = problem
                 raise ConfigError(problem)
 
-    def gone(self, model: str | None) -> str | None:
+    def gone(self, model: str) -> str | None:
         """After Messages answered 404 naming `model`: read it again at once; what to say if it is retired or
         unknown (the kept row now says so, for `status` and the next session), else None."""
         key = next((k for k, m in self.keys.items() if m == model), None)
@@ -253,16 +276,23 @@ class Lineup:
         return self.problem
 
 
+class ModelMemory(Protocol):
+    """Where a Catalogue keeps what it read (the db's `models` table: store.Store, which sits above this module)."""
+
+    def model_info(self, model: str) -> ModelInfo | None: ...
+    def put_model_info(self, info: ModelInfo) -> None: ...
+
+
 class Catalogue:
     """The Models API behind one sync client, with the db's `models` table as its day-long memory."""
 
-    def __init__(self, store, client=None, offline: bool = False):
+    def __init__(self, store: ModelMemory, offline: bool = False) -> None:
         self.store = store
-        self.client = client
+        self.client: anthropic.Anthropic | None = None  # made at the first read: only a session that asks needs it
         self.failed: str | None = "not asked: no API key" if offline else None  # why the API did not answer
         self.read_now: set[str] = set()  # models the Models API answered for in this session
 
-    def _client(self):
+    def _client(self) -> anthropic.Anthropic:
         if self.client is None:
             import anthropic  # only for a session that calls the API
             self.client = anthropic.Anthropic(max_retries=1, timeout=TIMEOUT_S)
@@ -272,8 +302,9 @@ class Catalogue:
         """The model's info: as kept when read less than a day ago (unless `fresh`), else read now; when the API
         does not answer, as last kept (however old), or None. Raises ModelsUnknown on a 404."""
         kept = self.store.model_info(model)
-        if kept is not None and not fresh and now() - (_when(kept.fetched_at) or now() - KEEP) < KEEP \
-                and not (kept.retires() and kept.retires() <= now()):  # a retirement day passed: read it again
+        retires = kept.retires() if kept is not None else None
+        if kept is not None and not fresh and utc_now() - (_when(kept.fetched_at) or utc_now() - KEEP) < KEEP \
+                and not (retires and retires <= utc_now()):  # a retirement day passed: read it again
             return kept
         if self.failed:
             return kept
@@ -305,7 +336,7 @@ class Catalogue:
         return max(found, key=_created).id if found else None
 
 
-def _created(m) -> datetime:
+def _created(m: object) -> datetime:
     """When a listed model was created (the SDK's datetime, or its text), the oldest possible when unknown."""
     c = getattr(m, "created_at", None)
     when = c if isinstance(c, datetime) else _when(c) if isinstance(c, str) else None
@@ -315,6 +346,7 @@ def _created(m) -> datetime:
 
 
 def _why(e: Exception) -> str:
+    """Why the Models API gave no answer, in a few words for the session's note."""
     code = getattr(e, "status_code", None)
     if isinstance(e, NotAModel):
         return f"not a model: {e}"
@@ -328,11 +360,11 @@ def has_key() -> bool:
     return bool(os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"))
 
 
-def lineup(config: Config, store, client=None, offline: bool = False) -> Lineup:
+def read_lineup(config: Config, store: ModelMemory, offline: bool = False) -> Lineup:
     """Read every model the config names; a retired or unknown one is the Lineup's `problem` (exit 2).
 
     `offline` (a dry run without a key): only what the db kept is read."""
-    catalogue = Catalogue(store, client, offline)
+    catalogue = Catalogue(store, offline)
     out = Lineup(keys=config.models(), catalogue=catalogue, config=config)
     for key, model in out.keys.items():
         if model in out.infos:
@@ -367,33 +399,35 @@ def dearer_reader(config: Config) -> str | None:
 
 
 def deprecation_note(key: str, info: ModelInfo, replacement: str | None, where: str = CONFIG_FILE) -> str:
+    """What a session says of a deprecated model: the day it retires, and what to set instead."""
     when = info.retires()
-    days = f" ({(when - now()).days} days from now)" if when and when > now() else " (overdue)" if when else ""
+    days = f" ({(when - utc_now()).days} days from now)" if when and when > utc_now() else " (overdue)" if when else ""
     day = when.date().isoformat() if when else "no date scheduled yet"
     return (f"{key} {info.id!r} is deprecated: it retires on {day}{days}"
             + (f"; the newest active {info.line} is {replacement!r}" if replacement else "")
             + f"; set it in {where} before then (docs/real-api.md)")
 
 
-def require_callable(config: Config, store, client=None) -> Lineup:
+def require_callable(config: Config, store: ModelMemory) -> Lineup:
     """The lineup, or ConfigError (exit 2) for a retired or unknown model: called before a session changes
     anything."""
-    found = lineup(config, store, client)
+    found = read_lineup(config, store)
     if found.problem:
         raise ConfigError(found.problem)
     return found
 
 
-def require_usable(config: Config, store, client=None) -> Lineup:
+def require_usable(config: Config, store: ModelMemory) -> Lineup:
     """The lineup, or ConfigError (exit 2): a retired or unknown model first, then a model with no price, so a
     retired model (which has no price) is named for what it is, one cause."""
-    found = require_callable(config, store, client)
+    found = require_callable(config, store)
     config.require_prices()
     return found
 
 
-def kept(config: Config, store) -> list[dict]:
-    """Each model the config names as the last read kept it (no API call): for `status` and the metrics."""
+def kept_lifecycles(config: Config, store: ModelMemory) -> list[dict[str, Any]]:
+    """Each model the config names, its lifecycle as the last read kept it (no API call): for `status` and the
+    metrics."""
     out = []
     for key, model in config.models().items():
         info = store.model_info(model)
@@ -403,7 +437,7 @@ def kept(config: Config, store) -> list[dict]:
     return out
 
 
-def status_lines(models: list[dict]) -> list[str]:
+def status_lines(models: list[dict[str, Any]]) -> list[str]:
     """`status`'s line per model: its lifecycle, and the day it retires when one is scheduled."""
     lines = []
     for m in models:
@@ -411,16 +445,18 @@ def status_lines(models: list[dict]) -> list[str]:
             lines.append(f"{m['key']} {m['model']}: lifecycle not read yet (the next session reads it)")
             continue
         when = _when(m["retires_at"])
-        tail = f", retires on {when.date().isoformat()} ({(when - now()).days} days)" if when else ""
+        tail = f", retires on {when.date().isoformat()} ({(when - utc_now()).days} days)" if when else ""
         lines.append(f"{m['key']} {m['model']}: {m['lifecycle']}{tail} (read {m['read_at'][:10]})")
     return lines
 
 
 def info_json(info: ModelInfo) -> str:
+    """A ModelInfo as the `models` table keeps it."""
     return json.dumps(asdict(info), sort_keys=True)
 
 
 def info_from_json(text: str) -> ModelInfo | None:
+    """A kept ModelInfo read back; None when the row does not read (it is read again from the API)."""
     try:
         data = json.loads(text)
         return ModelInfo(**{k: v for k, v in data.items() if k in ModelInfo.__dataclass_fields__})

@@ -37,8 +37,7 @@ from .freshness import fresh_first, fresh_names, new_names, owed_to_fresh
 from .gitops import Applier, Lock, dirty_paths, merge_in_progress, open_repo, shared_lock
 from .judge import Judge, ScriptedBackend, judge_kind, make_backend
 from .lines import describe
-from .models import Lineup, has_key, require_usable
-from .models import lineup as read_lineup
+from .models import Lineup, has_key, read_lineup, require_usable
 from .neighbours import Memory
 from .passes import JUDGED_PASSES
 from .passes.describe import PASS as DESCRIBE

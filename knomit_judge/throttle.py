@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from typing import Any
 
 from .config import Config
-from .store import of_judge
+from .store import Store, of_judge
 from .verdicts import MECHANICAL
 from .worth import Worth
 
@@ -44,19 +45,21 @@ class Terms:
     unit: str  # "usd" | "questions" (a judge with no price: the scripted one)
     opening: float
     deposit: float  # per resolution; also what one resolution is worth to the worth rule
-    prices: dict = field(default_factory=dict)  # model -> price of one call (usd); a model not here costs `default`
+    prices: dict[str, float] = field(default_factory=dict)  # model -> price of one call (usd); a model not here costs `default`
     default: float = 1.0  # the judge model's price of one call: a retired or unpriced model's calls count at it
     probe_every: int = 5
     enabled: bool = True
-    readers: list = field(default_factory=list)  # the first reader (if any), then the judge model
+    readers: list[str] = field(default_factory=list)  # the first reader (if any), then the judge model
 
     @classmethod
     def questions(cls, opening: int, deposit: int, probe_every: int = 5, enabled: bool = True) -> Terms:
         return cls("questions", opening, deposit, probe_every=probe_every, enabled=enabled, readers=["question"])
 
     def price(self, model: str | None) -> float:
-        """What one call of `model` withdraws."""
-        return self.prices.get(model, self.default) if self.unit == "usd" else 1.0
+        """What one call of `model` withdraws (None, no reader named: the judge model's price)."""
+        if self.unit != "usd":
+            return 1.0
+        return self.default if model is None else self.prices.get(model, self.default)
 
     def amount(self, x: float) -> str:
         """An amount as the terms count it: `$0.0412` or `12 questions`."""
@@ -66,13 +69,13 @@ class Terms:
 def terms(config: Config, judge: str | None = "anthropic") -> Terms:
     """The balance's terms for a kind of judge: the real one pays each model's price; the scripted one, questions."""
     b = config.budget
-    usd = config.budget_usd()
-    if judge == "scripted" or usd is None:
+    usd, default = config.budget_usd(), config.question_usd()  # both None when judge.model has no price
+    if judge == "scripted" or usd is None or default is None:
         return Terms.questions(*config.budget_questions(), probe_every=b.probe_every, enabled=b.enabled)
     prices = {m: config.question_usd(m) for m in {config.judge.model, *config.models().values()}}
     first = config.models().get("judge.first_reader")
     return Terms("usd", usd[0], usd[1], {m: p for m, p in prices.items() if p is not None},
-                 config.question_usd(), b.probe_every, b.enabled, [*([first] if first else []), config.judge.model])
+                 default, b.probe_every, b.enabled, [*([first] if first else []), config.judge.model])
 
 
 @dataclass
@@ -106,7 +109,8 @@ class ThrottleState:
         """Sessions until the probe, counting the session this state is for as 1 (None: not defunded)."""
         if self.state != "defunded":
             return None
-        return 1 if self.probe else self.next_probe_in + 1
+        # not due: assess set next_probe_in (a due probe has none)
+        return 1 if self.probe or self.next_probe_in is None else self.next_probe_in + 1
 
 
 @dataclass
@@ -120,7 +124,7 @@ class Balance:
     spent: float = 0.0  # what the verdicts withdrew in all
 
 
-def defunded_run(rows: list[dict]) -> int:
+def defunded_run(rows: list[dict[str, Any]]) -> int:
     """Defunded sessions since the last probe that was spent (rows newest first)."""
     count = 0
     for row in rows:
@@ -130,7 +134,7 @@ def defunded_run(rows: list[dict]) -> int:
     return count
 
 
-def balance(store, pass_name: str, t: Terms, judge: str | None = None) -> Balance:
+def balance(store: Store, pass_name: str, t: Terms, judge: str | None = None) -> Balance:
     """The pass's balance from its verdicts: the opening, minus each verdict's price, plus a deposit a resolution.
 
     Floored at zero after each verdict, computed in one query: a walk S_k = opening + sum(step) clamped at
@@ -159,7 +163,7 @@ def balance(store, pass_name: str, t: Terms, judge: str | None = None) -> Balanc
     return Balance(n, resolved, left if left > EPS else 0.0, reserved, spent)
 
 
-def assess(store, pass_name: str, t: Terms, judge: str | None = None) -> ThrottleState:
+def assess(store: Store, pass_name: str, t: Terms, judge: str | None = None) -> ThrottleState:
     """The throttle state of the pass's next session, from its verdicts and its earlier sessions' records.
 
     Given a judge kind, only that kind's verdicts and sessions count: a scripted judge's defaults must not
@@ -186,7 +190,7 @@ def assess(store, pass_name: str, t: Terms, judge: str | None = None) -> Throttl
     return ThrottleState("defunded", 0.0, False, why, next_probe_in=t.probe_every - waited, balance=0.0)
 
 
-def shown(state: ThrottleState, t: Terms) -> dict:
+def shown(state: ThrottleState, t: Terms) -> dict[str, Any]:
     """The balance as status, the metrics and the report show it: in money, and in the reads it buys at each
     reader's price. `balance` and `allowance` stay what they always were, counts of judge-model questions (None:
     unthrottled; a due probe's allowance is its one question)."""
@@ -289,7 +293,7 @@ class Allowance:
             elif resolved:
                 self.t.allowance += self.terms.deposit - self.price * free
         score = self.scores.pop(fingerprint, None)
-        if asked and judged and score is not None:
+        if asked and judged and score is not None and self.worth is not None:  # scored only with a rule
             self.worth.seen(score, resolved)
         self._settled.set()
 
@@ -300,7 +304,7 @@ class Allowance:
         self._settled.set()
 
 
-def record(store, session: str, pass_name: str, t: ThrottleState, offered: int, judged: int, resolved: int,
+def record(store: Store, session: str, pass_name: str, t: ThrottleState, offered: int, judged: int, resolved: int,
            probe_spent: bool, judge: str = "anthropic") -> None:
     """Keep this session's throttle record of a pass: what it allowed, what it bought, whether a probe was spent."""
     store.record_throttle({"session": session, "pass": pass_name, "state": t.state, "allowance": t.granted,

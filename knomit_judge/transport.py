@@ -10,11 +10,16 @@ import json
 import logging
 import random
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from .config import Config
 from .errors import ConfigError, JudgeRefused, Refused, Unavailable
 from .limiter import RateLimiter
 from .models import Dialect, Lineup, has_key
+
+if TYPE_CHECKING:  # for annotations: at run time it is imported where used (start-up time, see __init__)
+    import anthropic
+    from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +35,8 @@ def require_key() -> None:
 
 @dataclass
 class Completion:
+    """One reply: its text (or the forced tool's input as JSON), what it billed, and how it ended."""
+
     text: str
     tokens_in: int | None
     tokens_out: int | None
@@ -43,6 +50,7 @@ REFUSAL = "the model declined to answer (stop_reason refusal)"
 
 
 def status_retryable(code: int) -> bool:
+    """Whether an HTTP status is worth asking again (timeouts, conflicts, rate limits, server errors)."""
     return code in (408, 409, 429) or code >= 500
 
 
@@ -58,9 +66,11 @@ class AnthropicBackend:
     the session goes through one shared RateLimiter.
     """
 
+    kind = "anthropic"
     uses_tools = True  # asks for the reply contract (a scripted backend answers from a file)
 
-    def __init__(self, config: Config, client: anthropic.AsyncAnthropic | None = None, lineup: Lineup | None = None):
+    def __init__(self, config: Config, client: anthropic.AsyncAnthropic | None = None,
+                 lineup: Lineup | None = None) -> None:
         import anthropic  # here, not at the top: it is 1.7 s of start-up a caught-up session never needs
         self.config = config.judge
         self.model = config.judge.model
@@ -77,9 +87,10 @@ class AnthropicBackend:
         self.limiter = RateLimiter(config.judge.concurrency, config.judge.max_tokens, config.judge.backoff_max_s)
 
     def dialect(self, model: str | None = None) -> Dialect:
+        """How `model` (default: the judge's) is asked, as this session's lineup read it."""
         return self.lineup.dialect(model or self.model, self.effort)
 
-    def shape(self, tool: dict | None, model: str | None = None) -> dict | None:
+    def shape(self, tool: dict[str, Any] | None, model: str | None = None) -> dict[str, Any] | None:
         """What of a request depends on its reply contract in this model's dialect (part of the cache key)."""
         return self.dialect(model).shape(tool)
 
@@ -87,8 +98,8 @@ class AnthropicBackend:
         base = min(self.config.backoff_max_s, self.config.backoff_s * 2 ** (attempt - 1))
         return base * (0.5 + random.random() / 2)
 
-    def params(self, system: str, user: str, tool: dict | None, max_tokens: int | None = None,
-               model: str | None = None) -> dict:
+    def params(self, system: str, user: str, tool: dict[str, Any] | None, max_tokens: int | None = None,
+               model: str | None = None) -> MessageCreateParamsNonStreaming:
         """The body of one Messages request (also one Message Batch request's params).
 
         `max_tokens`: a reply longer than a verdict's (a describe request's lines), else judge.max_tokens;
@@ -96,12 +107,13 @@ class AnthropicBackend:
         """
         d = self.dialect(model)
         # never temperature, top_p, top_k nor an assistant prefill: the 5.5 models refuse them
-        body = {"model": model or self.model, "max_tokens": d.max_tokens(max_tokens or self.config.max_tokens),
+        body: MessageCreateParamsNonStreaming = {"model": model or self.model, "max_tokens": d.max_tokens(max_tokens or self.config.max_tokens),
                 "system": system, "messages": [{"role": "user", "content": user}]}
         return d.params(body, tool)
 
-    async def complete(self, system: str, user: str, subject: dict, position: int, tool: dict | None = None,
-                       max_tokens: int | None = None, model: str | None = None) -> Completion:
+    async def complete(self, system: str, user: str, subject: dict[str, Any], position: int,
+                       tool: dict[str, Any] | None = None, max_tokens: int | None = None,
+                       model: str | None = None) -> Completion:
         import anthropic
         last = "no attempt"
         for attempt in range(1, self.config.max_attempts + 1):
@@ -146,7 +158,7 @@ class AnthropicBackend:
         raise Unavailable(f"{last} after {self.config.max_attempts} attempts", self.config.max_attempts)
 
 
-def completion(msg, tool: dict | None) -> Completion | None:
+def completion(msg: anthropic.types.Message, tool: dict[str, Any] | None) -> Completion | None:
     """A Message as a Completion: the forced tool's input as JSON text, else its text blocks; None if malformed.
 
     Read by block type: thinking blocks are skipped, never taken for the answer. The output tokens are the API's,
@@ -157,18 +169,19 @@ def completion(msg, tool: dict | None) -> Completion | None:
     if not isinstance(content, list):
         return None
     usage = getattr(msg, "usage", None)
-    tokens = dict(tokens_in=getattr(usage, "input_tokens", None), tokens_out=getattr(usage, "output_tokens", None),
-                  stop_reason=getattr(msg, "stop_reason", None))
+    tokens_in, tokens_out = getattr(usage, "input_tokens", None), getattr(usage, "output_tokens", None)
+    stop_reason = getattr(msg, "stop_reason", None)
     if tool:
         for block in content:
             if getattr(block, "type", "") == "tool_use" and getattr(block, "name", "") == tool["name"]:
                 # the raw reply recorded, and parsed by the same strict parser as a text reply
-                return Completion(text=json.dumps(getattr(block, "input", None), ensure_ascii=False), **tokens)
+                return Completion(json.dumps(getattr(block, "input", None), ensure_ascii=False), tokens_in,
+                                  tokens_out, stop_reason=stop_reason)
     text = message_text(msg)
-    return None if text is None else Completion(text=text, **tokens)
+    return None if text is None else Completion(text, tokens_in, tokens_out, stop_reason=stop_reason)
 
 
-def message_text(msg) -> str | None:
+def message_text(msg: anthropic.types.Message) -> str | None:
     """The text blocks of a Message, or None when the body only looks like one.
 
     The SDK builds a Message from whatever JSON came back without validating it,
@@ -179,12 +192,12 @@ def message_text(msg) -> str | None:
     if not isinstance(content, list):
         return None
     texts = [getattr(b, "text", None) for b in content if getattr(b, "type", "") == "text"]
-    if not all(isinstance(t, str) for t in texts):
-        return None
-    return "".join(texts)
+    strings = [t for t in texts if isinstance(t, str)]
+    return "".join(strings) if len(strings) == len(texts) else None
 
 
 def error_message(e: anthropic.APIStatusError) -> str:
+    """The API's own `type: message` of an error reply, else the SDK's message."""
     body = e.body if isinstance(e.body, dict) else {}
     err = body.get("error", {}) if isinstance(body.get("error"), dict) else {}
     return f"{err.get('type', '')}: {err.get('message', '')}".strip(": ") or str(e.message)
