@@ -27,12 +27,13 @@ import git
 from .config import load_config
 from .corpus import load_corpus
 from .errors import BadFact
+from .file_index import FileIndex
 from .gitops import OWN_DIR, open_repo
 from .labels import latest, read_labels
 from .passes import JUDGED_PASSES, subject_names
 from .passes.registry import all_passes
 from .precision import of_pass
-from .store import FileIndex, Store
+from .store import Store
 from .verdicts import Verdict
 
 KINDS = ("undecided", "held", "shorter-kept", "proposal", "sample")
