@@ -48,6 +48,8 @@ class StoredLine(Protocol):
 
 
 class Store:
+    """A corpus's sqlite db, migrated on open; a context manager that closes it."""
+
     derived: list[tuple[str, tuple[Any, ...]]] | None = None  # a read-only copy's derived writes, in order
     path: Path | None = None  # the db file a read-only copy was made from
 
@@ -67,6 +69,7 @@ class Store:
 
     @classmethod
     def for_corpus(cls, root: Path) -> Store:
+        """The db a corpus keeps at DB_PATH, made when it is not there yet."""
         return cls(Path(root) / DB_PATH)
 
     @classmethod
