@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -253,10 +252,7 @@ def calibrate(labels_path: Path | str, root: Path | str = ".", judge_spec: str =
         }
         result["overall"] = overall(questions)
         result["first_reader"] = first_reader_score(store)
-        with store.db.atomic():
-            store.db.table("calibrations").insert({"created_at": result["created_at"], "labels": str(labels_path),
-                                                   "model": judge.model,
-                                                   "result": json.dumps(result, ensure_ascii=False)})
+        store.add_calibration(result)
     return result
 
 
@@ -295,10 +291,7 @@ def calibrate_journal(root: Path | str = ".") -> dict[str, Any]:
     result["overall"] = overall(questions)
     with Store.for_corpus(root) as store:
         result["first_reader"] = first_reader_score(store)
-        with store.db.atomic():
-            store.db.table("calibrations").insert({"created_at": result["created_at"], "labels": result["labels"],
-                                                   "model": result["judge"],
-                                                   "result": json.dumps(result, ensure_ascii=False)})
+        store.add_calibration(result)
     return result
 
 
@@ -421,10 +414,3 @@ def lines(result: dict[str, Any]) -> list[str]:
         out.append(f"skipped: line {s['line']} {s['pass']}: {s['reason']}")
     return out
 
-
-def last_calibration(store: Store) -> dict[str, Any] | None:
-    """The last saved calibration result, or None."""
-    if "calibrations" not in store.db.table_names():
-        return None
-    row = store.db.execute("SELECT result FROM calibrations ORDER BY id DESC LIMIT 1").fetchone()
-    return json.loads(row[0]) if row else None

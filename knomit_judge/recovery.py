@@ -106,7 +106,7 @@ def sync_journal(root: Path, store: Store, keep_marks: bool = True) -> int:
     fresh = [v for v in verdicts if v.id not in known]
     for v in fresh:
         store.add_verdict(v)
-    reverted = _reverted(store)
+    reverted = store.reverted_ids()
     for vid, reason in reverts.items():
         if vid not in reverted:
             store.mark_reverted(vid, reason)
@@ -123,14 +123,10 @@ def sync_git(repo: Repo, store: Store) -> None:
     for vid, sha in applied.items():
         if vid in unapplied:
             store.mark_applied(vid, sha)
-    reverted = _reverted(store)  # the journal's reason, when it has one, is kept
+    reverted = store.reverted_ids()  # the journal's reason, when it has one, is kept
     for vid in trailer_values(repo, "Knomit-Reverts"):
         if vid not in reverted:
             store.mark_reverted(vid, "reverted (from git history)")
-
-
-def _reverted(store: Store) -> set[str]:
-    return {r[0] for r in store.db.execute("SELECT id FROM verdicts WHERE reverted = 1")}
 
 
 def recover_merge(repo: Repo, root: Path) -> str | None:

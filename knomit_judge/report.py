@@ -13,7 +13,7 @@ from typing import Any
 import git
 
 from . import audits
-from .calibrate import last_calibration, subject_text
+from .calibrate import subject_text
 from .config import Config, load_config
 from .errors import CannotWrite
 from .gitops import open_repo, run_git
@@ -376,7 +376,7 @@ def render(root: Path | str) -> str:
         charts = balance_section(store, load_config(root)) + charts + flips_section(store)
         verdicts = store.verdicts()
         decisions = decisions_section(verdicts, written_facts(repo, verdicts, load_config(root).corpus.paths))
-        calibration = calibration_section(last_calibration(store), demo=(root.parent.name, root.name) == DEMO_CORPUS)
+        calibration = calibration_section(store.last_calibration(), demo=(root.parent.name, root.name) == DEMO_CORPUS)
         readers = first_reader_section(audits.first_readers(store, load_config(root), JUDGED_PASSES,
                                                             reader_states(pass_history(store))))
     people = labels_sections(root)

@@ -325,6 +325,9 @@ class Store:
         self.db.execute("UPDATE verdicts SET reverted = 1, revert_reason = ? WHERE id = ?", [reason, verdict_id])
         self.db.conn.commit()
 
+    def reverted_ids(self) -> set[str]:
+        return {r[0] for r in self.db.execute("SELECT id FROM verdicts WHERE reverted = 1")}
+
     def known_ids(self, ids: list[str], where: str = "1") -> set[str]:
         """Which of these verdict ids the db holds (and match `where`), asked 500 at a time."""
         out: set[str] = set()
@@ -484,6 +487,20 @@ class Store:
         with self.db.atomic():
             self.db.table("candidate_lists").insert({"pass": pass_name, "digest": digest, "made_at": now(), **encoded},
                                               replace=True)
+
+    # calibrations (calibrate.py): each run's result, the report shows the last ----------------------------
+    def add_calibration(self, result: Row) -> None:
+        with self.db.atomic():
+            self.db.table("calibrations").insert({"created_at": result["created_at"], "labels": result["labels"],
+                                                  "model": result["judge"],
+                                                  "result": json.dumps(result, ensure_ascii=False)})
+
+    def last_calibration(self) -> Row | None:
+        """The last calibration's result, or None."""
+        if "calibrations" not in self.db.table_names():
+            return None
+        row = self.db.execute("SELECT result FROM calibrations ORDER BY id DESC LIMIT 1").fetchone()
+        return json.loads(row[0]) if row else None
 
     # sessions and throttle ----------------------------------------------------
     def start_session(self, session_id: str) -> None:
