@@ -12,21 +12,26 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import audits
-from . import labels as journal_labels  # a module: calibrate has its own read_labels (a JSONL file) and latest
 from .config import Config, load_config
-from .corpus import load_corpus
+from .corpus import Corpus, load_corpus
 from .errors import ConfigError, JudgeRefused, KnomitError, Unparsed
 from .gitops import open_repo
 from .jsonl import read_jsonl
-from .judge import Judge, make_backend, read_sample
+from .judge import Judge, JudgeSpec, Ledger, make_backend, read_sample
+from .labels import LABELS_FILE, latest, read_labels
 from .models import require_callable
 from .passes import JUDGED_PASSES, Candidate
+from .passes.alias import AliasPass
+from .passes.base import Pass
+from .passes.discovery import DiscoveryPass
+from .passes.prune import PrunePass
 from .passes.registry import all_passes
 from .store import Store
 from .verdicts import Journal, now_text
@@ -37,26 +42,26 @@ WRONG_SIDE = "retract (the other fact)"
 KAPPA_OVER = {"alias": "yes/no", "prune": "distinct/merge/retract", "discovery": "yes/no"}
 
 
-class BadLabels(KnomitError):
-    """A labels line is not a well-formed labelled question."""
+class BadLabelledQuestion(KnomitError):
+    """A line of calibrate's labels file is not a well-formed labelled question."""
 
 
 @dataclass
 class Question:
     line: int
     pass_name: str
-    subject: dict
+    subject: dict[str, Any]
     label: str  # alias, discovery: yes/no; prune: distinct/merge/retract
-    candidate: Candidate
+    candidate: Candidate | None  # None: scored from the journal's verdict, never asked
     redundant: str | None = None  # a prune retract label may name the redundant fact (its path here)
     source: str = "not asked"  # stored | asked | unavailable | unparsed | not asked
     answer: str | None = None  # in the label's terms
-    by_position: list = field(default_factory=list)  # each order's majority in the label's terms ("retract <path>")
+    by_position: list[str] = field(default_factory=list)  # each order's majority in the label's terms ("retract <path>")
     agreement: float | None = None
     rationale: str = ""
     error: str = ""
 
-    def json(self) -> dict:
+    def json(self) -> dict[str, Any]:
         return {"line": self.line, "pass": self.pass_name, "subject": self.subject, "label": self.label,
                 "answer": self.answer, "by_position": self.by_position, "source": self.source,
                 "agreement": self.agreement, "rationale": self.rationale,
@@ -70,7 +75,7 @@ def in_label_terms(pass_name: str, answer: str) -> str:
     return answer
 
 
-def side_checked(q: Question, answer: str, payload: dict | None) -> str:
+def side_checked(q: Question, answer: str, payload: dict[str, Any] | None) -> str:
     """A retract answer on a retract label that names the redundant fact: WRONG_SIDE when it retires the other."""
     if answer == "retract" and q.redundant and (payload or {}).get("redundant") != q.redundant:
         return WRONG_SIDE
@@ -82,18 +87,18 @@ def is_yes(category: str) -> bool:
     return category in ("yes", "merge", "retract") or category.startswith("retract ")
 
 
-def read_labels(path: Path) -> list[tuple[int, dict]]:
+def read_labelled_questions(path: Path) -> list[tuple[int, dict[str, Any]]]:
     """The labels file's questions with their line numbers; a malformed line is an error naming it."""
     out = []
-    for n, entry in read_jsonl(path, BadLabels):
+    for n, entry in read_jsonl(path, BadLabelledQuestion):
         problem = _label_problem(entry)
-        if problem:
-            raise BadLabels(f"{path}:{n}: {problem}")
+        if problem or not isinstance(entry, dict):
+            raise BadLabelledQuestion(f"{path}:{n}: {problem}")
         out.append((n, entry))
     return out
 
 
-def _label_problem(entry) -> str:
+def _label_problem(entry: object) -> str:
     if not isinstance(entry, dict) or entry.get("pass") not in JUDGED_PASSES:
         return f"'pass' must be one of {', '.join(JUDGED_PASSES)}"
     label = entry.get("label")
@@ -110,27 +115,29 @@ def _label_problem(entry) -> str:
     return "" if isinstance(label, bool) else "'label' must be true or false"
 
 
-def build(entry: dict, corpus, passes, max_chars: int) -> tuple[Candidate | None, str, str]:
+def build(entry: dict[str, Any], corpus: Corpus, passes: Mapping[str, Pass],
+          max_chars: int) -> tuple[Candidate | None, str, str]:
     """The Candidate the pass would build for this labelled question, or (None, missing thing, reason)."""
-    name = entry["pass"]
-    if name == "alias":
+    p = passes[entry["pass"]]
+    if isinstance(p, AliasPass):
         a, b = entry["a"], entry["b"]
         for m in (a, b):
             if not corpus.carriers.get(m):
                 return None, m, f"spelling {m!r} has no active carrier in the corpus"
-        return passes["alias"].candidate(a, b, corpus, 0.0), "", ""
-    paths = entry["group"] if name == "discovery" else [entry["a"], entry["b"]]
+        return p.candidate(a, b, corpus, 0.0), "", ""
+    paths = entry["group"] if isinstance(p, DiscoveryPass) else [entry["a"], entry["b"]]
     for path in paths:
         fact = corpus.facts.get(path)
         if fact is None or not fact.active:
             return None, path, f"fact {path} is {'not in the corpus' if fact is None else 'retracted'}"
-    if name == "discovery":
+    if isinstance(p, DiscoveryPass):
         # in corpus order, as the pass builds its groups
-        return passes["discovery"].candidate([corpus.facts[p] for p in sorted(set(paths))], max_chars=max_chars), "", ""
-    return passes["prune"].candidate(corpus.facts[paths[0]], corpus.facts[paths[1]], 0.0, max_chars), "", ""
+        return p.candidate([corpus.facts[path] for path in sorted(set(paths))], max_chars=max_chars), "", ""
+    assert isinstance(p, PrunePass)  # _label_problem admits the judged passes only
+    return p.candidate(corpus.facts[paths[0]], corpus.facts[paths[1]], 0.0, max_chars), "", ""
 
 
-def cached_positions(p, c: Candidate, judge: Judge) -> list[str]:
+def cached_positions(p: Pass, c: Candidate, judge: Judge) -> list[str]:
     """Each asked order's majority from the reply cache alone: [first] when only the first order was asked,
     [first, second] when both were, [] when the first order's replies are missing."""
     by_position: dict[int, list[str]] = {}
@@ -163,10 +170,10 @@ def kappa(pairs: list[tuple[str, str]]) -> float | None:
     return round((observed - chance) / (1 - chance), 4) if chance < 1 else None
 
 
-def score(pass_name: str, questions: list[Question], ledger) -> dict:
+def score(pass_name: str, questions: list[Question], ledger: Ledger | None) -> dict[str, Any]:
     """One pass's numbers: precision/recall of yes, agreement and kappa, flips, agreement spread, cost."""
     answered = [q for q in questions if q.answer is not None]
-    pairs = [(q.label, q.answer) for q in answered]
+    pairs = [(q.label, q.answer) for q in questions if q.answer is not None]
     tp = sum(is_yes(l) and is_yes(a) for l, a in pairs)
     fp = sum(not is_yes(l) and is_yes(a) for l, a in pairs)
     fn = sum(is_yes(l) and not is_yes(a) for l, a in pairs)
@@ -200,11 +207,12 @@ def score(pass_name: str, questions: list[Question], ledger) -> dict:
 
 
 def calibrate(labels_path: Path | str, root: Path | str = ".", judge_spec: str = "anthropic",
-              config: Config | None = None) -> dict:
+              config: Config | None = None) -> dict[str, Any]:
     """Score the judge against the labels (the library API behind `knomit-judge calibrate`); applies nothing."""
+    spec = JudgeSpec.parse(judge_spec)
     root = Path(root).resolve()
     open_repo(root)
-    entries = read_labels(Path(labels_path))
+    entries = read_labelled_questions(Path(labels_path))
     config = config or load_config(root)
     # Measuring is what calibrate is for: every labelled pair it asks is in its swap sample (both orders),
     # whatever the corpus's own setting. Stored verdicts it reuses keep the orders review asked.
@@ -221,14 +229,13 @@ def calibrate(labels_path: Path | str, root: Path | str = ".", judge_spec: str =
         label = entry["label"] if entry["pass"] == "prune" else ("yes" if entry["label"] else "no")
         redundant = entry.get("redundant") and entry["a" if entry["redundant"] == "A" else "b"]
         questions.append(Question(n, entry["pass"], c.subject, label, c, redundant=redundant))
-    store = Store.for_corpus(root)
-    try:
+    with Store.for_corpus(root) as store:
         # the models' lifecycle and dialects, as a session reads them (a retired model exits 2 here too, said as
         # retired: before the price, which a retired model does not have)
-        lineup = require_callable(config, store) if judge_spec == "anthropic" else None
-        if judge_spec == "anthropic":
+        lineup = require_callable(config, store) if spec.anthropic else None
+        if spec.anthropic:
             config.require_price(config.judge.model)  # judge.max_cost_usd holds here too: the price must be known
-        judge = Judge(make_backend(judge_spec, config, lineup), store, config)
+        judge = Judge(make_backend(str(spec), config, lineup), store, config)
         try:
             asyncio.run(_answer(questions, passes, judge, store, config))
         except JudgeRefused as e:  # a 404 naming the model: read it again, and say "retired" when it is
@@ -245,15 +252,11 @@ def calibrate(labels_path: Path | str, root: Path | str = ".", judge_spec: str =
         }
         result["overall"] = overall(questions)
         result["first_reader"] = first_reader_score(store)
-        with store.db.atomic():
-            store.db["calibrations"].insert({"created_at": result["created_at"], "labels": str(labels_path),
-                                             "model": judge.model, "result": json.dumps(result, ensure_ascii=False)})
-    finally:
-        store.close()
+        store.add_calibration(result)
     return result
 
 
-def calibrate_journal(root: Path | str = ".") -> dict:
+def calibrate_journal(root: Path | str = ".") -> dict[str, Any]:
     """Score the stored verdicts against the labels people gave them with `label` (no labels file, no judge call).
 
     The labels journal answers in yes/no, so every pass (prune too) is scored over yes/no, on the verdict
@@ -262,8 +265,9 @@ def calibrate_journal(root: Path | str = ".") -> dict:
     root = Path(root).resolve()
     open_repo(root)
     verdicts = {v.id: v for v in Journal(root).verdicts()[0]}
-    labelled = journal_labels.latest(journal_labels.read_labels(root))
-    questions, skipped = [], []
+    labelled = latest(read_labels(root))
+    questions: list[Question] = []
+    skipped: list[dict[str, Any]] = []
     for n, lab in enumerate(labelled.values(), 1):  # n: the label's place, as a file's line number would be
         v = verdicts.get(lab.verdict)
         if v is None or v.pass_name not in JUDGED_PASSES:
@@ -275,7 +279,7 @@ def calibrate_journal(root: Path | str = ".") -> dict:
                                   answer="yes" if v.is_yes else "no", agreement=v.agreement, rationale=v.rationale))
     models = sorted({verdicts[vid].model for vid in labelled if vid in verdicts})
     result = {
-        "labels": f"{journal_labels.LABELS_FILE} (journal)", "corpus": str(root), "judge": ", ".join(models) or "-",
+        "labels": f"{LABELS_FILE} (journal)", "corpus": str(root), "judge": ", ".join(models) or "-",
         "created_at": now_text(), "source": "journal",
         "prompts": {name: sorted({v.prompt for v in verdicts.values() if v.pass_name == name})
                     for name in JUDGED_PASSES},
@@ -285,22 +289,16 @@ def calibrate_journal(root: Path | str = ".") -> dict:
         "skipped": skipped, "questions": [q.json() for q in questions],
     }
     result["overall"] = overall(questions)
-    store = Store.for_corpus(root)
-    try:
+    with Store.for_corpus(root) as store:
         result["first_reader"] = first_reader_score(store)
-        with store.db.atomic():
-            store.db["calibrations"].insert({"created_at": result["created_at"], "labels": result["labels"],
-                                             "model": result["judge"],
-                                             "result": json.dumps(result, ensure_ascii=False)})
-    finally:
-        store.close()
+        store.add_calibration(result)
     return result
 
 
-def first_reader_score(store) -> dict:
+def first_reader_score(store: Store) -> dict[str, dict[str, Any]]:
     """The first reader scored against the judge model over every audit and confirmation kept (asking.py):
     its no's the judge model read again and how many it missed; its yeses and how many the judge model shared."""
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for name, kinds in store.audit_totals().items():
         read_again, confirms = kinds.get("audit", {}), kinds.get("confirm", {})
         n, missed = sum(read_again.values()), read_again.get(True, 0)
@@ -318,7 +316,7 @@ def first_reader_score(store) -> dict:
     return out
 
 
-def overall(questions: list[Question]) -> dict:
+def overall(questions: list[Question]) -> dict[str, Any]:
     """Precision, recall and yes/no agreement over every pass together."""
     pairs = [(is_yes(q.label), is_yes(q.answer)) for q in questions if q.answer is not None]
     tp = sum(l and a for l, a in pairs)
@@ -327,27 +325,30 @@ def overall(questions: list[Question]) -> dict:
             "agreement": ratio(sum(l == a for l, a in pairs), len(pairs))}
 
 
-async def _answer(questions: list[Question], passes, judge: Judge, store: Store, config: Config) -> None:
+async def _answer(questions: list[Question], passes: Mapping[str, Pass], judge: Judge, store: Store,
+                  config: Config) -> None:
     cfg = config.judge
     gate = asyncio.Semaphore(cfg.concurrency)
 
-    async def one(q: Question):
-        p = passes[q.pass_name]
-        v = store.verdict_for(p.name, q.candidate.fingerprint)
+    async def one(q: Question) -> None:
+        p, c = passes[q.pass_name], q.candidate
+        assert c is not None  # calibrate asks only the questions it built
+        v = store.verdict_for(p.name, c.fingerprint)
         if v and v.model == judge.model and v.prompt == p.prompt.id:
             q.source, q.answer = "stored", side_checked(q, in_label_terms(p.name, v.answer), v.payload)
             q.agreement, q.rationale = v.agreement, v.rationale
-            asked = v.by_position or cached_positions(p, q.candidate, judge)  # recorded, else (older) from the cache
+            asked = v.by_position or cached_positions(p, c, judge)  # recorded, else (older) from the cache
             q.by_position = [in_label_terms(p.name, a) for a in asked]
             return
         async with gate:
             if judge.spent() >= cfg.max_cost_usd:  # the session cost cap holds here too; the rest stays unasked
                 q.error = f"judge.max_cost_usd ${cfg.max_cost_usd:g} reached"
                 return
-            out = await judge.ask(p, q.candidate)
+            out = await judge.ask(p, c)
         if out.kind != "verdict":
             q.source, q.error = out.kind, out.error
             return
+        assert out.answer is not None  # a verdict's outcome carries its answer
         q.source, q.answer = "asked", side_checked(q, in_label_terms(p.name, out.answer), out.payload)
         q.agreement, q.rationale = out.agreement, out.rationale
         q.by_position = [in_label_terms(p.name, a) for a in out.by_position]
@@ -355,19 +356,19 @@ async def _answer(questions: list[Question], passes, judge: Judge, store: Store,
     await asyncio.gather(*(one(q) for q in questions))
 
 
-def _num(x, digits: int = 3) -> str:
+def _num(x: float | None, digits: int = 3) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
 
-def _cost(x) -> str:
+def _cost(x: float | None) -> str:
     return "incomplete" if x is None else f"${x:.4f}"
 
 
-def subject_text(subject: dict) -> str:
+def subject_text(subject: dict[str, Any]) -> str:
     return ", ".join(subject["group"]) if "group" in subject else f"{subject['a']} / {subject['b']}"
 
 
-def lines(result: dict) -> list[str]:
+def lines(result: dict[str, Any]) -> list[str]:
     """The calibration as text: one table row per pass, then what disagreed, flipped or was skipped."""
     out = [f"calibration of {result['judge']} against {result['labels']} "
            f"({sum(p['labelled'] for p in result['passes'].values())} questions, {len(result['skipped'])} skipped)",
@@ -413,10 +414,3 @@ def lines(result: dict) -> list[str]:
         out.append(f"skipped: line {s['line']} {s['pass']}: {s['reason']}")
     return out
 
-
-def latest(store: Store) -> dict | None:
-    """The last saved calibration result, or None."""
-    if "calibrations" not in store.db.table_names():
-        return None
-    row = store.db.execute("SELECT result FROM calibrations ORDER BY id DESC LIMIT 1").fetchone()
-    return json.loads(row[0]) if row else None

@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
@@ -13,38 +15,40 @@ from .config import load_config
 from .cron import cron_trigger
 from .errors import KnomitError
 from .gitops import open_repo
+from .judge import JudgeSpec
 from .models import require_usable
-from .review import ReviewOptions, review
+from .review import ReviewOptions, SessionResult, review
 from .store import Store
 from .transport import require_key
 
 log = logging.getLogger(__name__)
 
+
 def run_daemon(root: Path | str, cron: str | None = None, judge: str = "anthropic",
-               stop: threading.Event | None = None, on_session=None) -> int:
+               stop: threading.Event | None = None,
+               on_session: Callable[[SessionResult], object] | None = None) -> int:
     """Run review sessions on a cron schedule until stop is set (SIGTERM/SIGINT set it); returns how many ran."""
     root = Path(root).resolve()
     open_repo(root)  # a wrong CORPUS or schedule fails now, not at the first scheduled run
     config = load_config(root)
     expr = cron or config.schedule.cron
     trigger = cron_trigger(expr, "--cron" if cron else "schedule.cron")
-    if judge == "anthropic":
+    spec = JudgeSpec.parse(judge)  # a wrong --judge fails now too, not at every scheduled run
+    if spec.anthropic:
         require_key()
-        store = Store.for_corpus(root)
-        try:  # every session would exit 2: say so now, not once a day (a retirement before a missing price)
+        # every session would exit 2: say so now, not once a day (a retirement before a missing price)
+        with Store.for_corpus(root) as store:
             require_usable(config, store)
-        finally:
-            store.close()
 
     stop = stop or threading.Event()
-    done = []
+    done: list[SessionResult] = []
 
-    def session():
+    def session() -> None:
         if stop.is_set():
             return
         try:
             # The same library call as `knomit-judge review`; it re-reads the config, so edits apply next run.
-            result = review(root, ReviewOptions(judge=judge, stop=stop))
+            result = review(root, ReviewOptions(judge=str(spec), stop=stop))
         except KnomitError as e:  # a locked corpus or a refused key: say so, try again next time
             log.error("session failed: %s", e)
             return
@@ -57,9 +61,9 @@ def run_daemon(root: Path | str, cron: str | None = None, judge: str = "anthropi
         if on_session:
             on_session(result)
 
-    previous = {}
+    previous: dict[signal.Signals, Callable[[int, FrameType | None], object] | int | None] = {}
     if threading.current_thread() is threading.main_thread():
-        def on_signal(signum, frame):
+        def on_signal(signum: int, frame: FrameType | None) -> None:
             stop.set()  # nothing new is offered; the judgment in flight finishes and is stored
             signal.signal(signum, signal.SIG_DFL)  # a second signal ends it at once (the kernel drops the lock)
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 from . import audits, precision
 from .config import load_config
@@ -29,29 +31,28 @@ def upcoming(t: ThrottleState) -> str:
     return f"{t.state} - {t.why}"
 
 
-def pass_line(name: str, counts: dict) -> str:
+def pass_line(name: str, counts: dict[str, Any]) -> str:
     """A stored pass's status line; keys this version does not know (or no longer has) are skipped."""
     known = {f.name for f in fields(PassResult)}
     return PassResult(name, **{k: v for k, v in counts.items() if k in known}).line()
 
 
-def corpus_line(stored: dict) -> str:
+def corpus_line(stored: dict[str, Any]) -> str:
     """A stored session's corpus line; keys this version does not know are skipped."""
     known = {f.name for f in fields(CorpusReport)}
     return CorpusReport(**{k: v for k, v in stored.items() if k in known}).line()
 
 
-def status(root: Path | str, limit: int = 10) -> dict:
+def status(root: Path | str, limit: int = 10) -> dict[str, Any]:
     """Everything `knomit-judge status` shows, from the db alone (read-only, no judge call)."""
     root = Path(root).resolve()
     open_repo(root)
     config = load_config(root)
-    store = Store.read_only(root)
-    try:
+    with Store.read_only(root) as store:
         sessions = store.sessions(limit)
         # A session that started and never ended is running now, or was killed: say so, it is not "caught-up".
         unfinished = store.db.execute("SELECT count(*) FROM sessions WHERE ended_at IS NULL").fetchone()[0]
-        throttle = {}
+        throttle: dict[str, dict[str, Any]] = {}
         # Verdicts bind only their own kind of judge: show the throttle of the judge that answered last.
         judge = store.latest_judge() or "anthropic"
         passes = all_passes()
@@ -72,8 +73,6 @@ def status(root: Path | str, limit: int = 10) -> dict:
         metrics = figures(root, store, config, judge, spend=spend)  # what the metrics file holds, same figures
         lines = lines_figures(store, sessions)
         readers = metrics["first_reader"]
-    finally:
-        store.close()
     precisions = precision.by_pass(root, config.calibration)  # from the labels journal: no db needed
     last = dict(sessions[0]) if sessions else None
     if last is not None:  # what the last session did with the remote, its overridden decisions named
@@ -97,7 +96,7 @@ def plain_lines(plain: dict[str, str]) -> list[str]:
             *(f"  {name}: {text}" for name, text in plain.items())]
 
 
-def sync_lines(sync: dict | None) -> list[str]:
+def sync_lines(sync: dict[str, Any] | None) -> list[str]:
     """The shared remote as `status` prints it ([git] remote; none when sessions stay local)."""
     if not sync:
         return []
@@ -108,7 +107,7 @@ def sync_lines(sync: dict | None) -> list[str]:
             f"{sync['overridden_decisions']}"]
 
 
-def lines_figures(store, sessions: list[dict]) -> dict:
+def lines_figures(store: Store, sessions: list[dict[str, Any]]) -> dict[str, Any]:
     """The describe lines (passes/describe.py): what the last session that ran the step wrote and paid, how
     many spellings it left without a line, and how many lines the db holds (a spelling asked and given none
     is not one of them)."""
@@ -125,8 +124,8 @@ def lines_figures(store, sessions: list[dict]) -> dict:
             "text": f"lines written {last.get('written', 0)}, {cost}" + (f", missing {missing}" if missing else "")}
 
 
-def render(sessions: list[dict], throttle: dict, unfinished: int = 0, judge: str = "anthropic",
-           precision_lines=()) -> list[str]:
+def render(sessions: list[dict[str, Any]], throttle: dict[str, dict[str, Any]], unfinished: int = 0,
+           judge: str = "anthropic", precision_lines: Iterable[str] = ()) -> list[str]:
     """The text of `status`: the last session's lines, the throttle and precision per pass, recent sessions."""
     cost = lambda s: "incomplete" if s["cost_usd"] is None else f"${s['cost_usd']:.4f}"  # noqa: E731
     if not sessions:
@@ -158,11 +157,13 @@ def render(sessions: list[dict], throttle: dict, unfinished: int = 0, judge: str
     return text
 
 
-def list_verdicts(root: Path | str, pass_name: str | None = None) -> list[dict]:
+def list_verdicts(root: Path | str, pass_name: str | None = None) -> list[dict[str, Any]]:
+    """Every verdict (of one pass, given its name) as `knomit-judge verdicts` lists it, oldest first."""
     root = Path(root).resolve()
     open_repo(root)
-    store = Store.read_only(root)
+    with Store.read_only(root) as store:
+        verdicts = store.verdicts(pass_name)
     return [{"id": v.id, "pass": v.pass_name, "answer": v.answer, "subject": v.subject, "rationale": v.rationale,
              "model": v.model, "judge": v.judge, "prompt": v.prompt, "attempts": v.attempts, "agreement": v.agreement,
              "cost_usd": v.cost_usd, "commit_sha": v.commit_sha, "reverted": v.reverted,
-             "created_at": v.created_at, "payload": v.payload} for v in store.verdicts(pass_name)]
+             "created_at": v.created_at, "payload": v.payload} for v in verdicts]

@@ -21,24 +21,27 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import git
 
 from .config import load_config
-from .corpus import load_corpus
+from .corpus import Corpus, load_corpus
 from .errors import BadFact
+from .file_index import FileIndex
 from .gitops import OWN_DIR, open_repo
 from .labels import latest, read_labels
 from .passes import JUDGED_PASSES, subject_names
 from .passes.registry import all_passes
 from .precision import of_pass
-from .store import FileIndex, Store
+from .store import Store
 from .verdicts import Verdict
 
 KINDS = ("undecided", "held", "shorter-kept", "proposal", "sample")
 UNDECIDED = ("split by position:", "undecided:")  # the rationale judge.Judge._aggregate records
 MAX_TITLES = 4
 BODY_CHARS = 400
+Evidence = dict[str, list[str] | dict[str, Any]]  # what a person reads to answer: titles, or a fact's fields
 
 
 @dataclass
@@ -46,10 +49,10 @@ class Item:
     kind: str
     why: str
     verdict: Verdict
-    evidence: dict
+    evidence: Evidence
     label_command: str
 
-    def json(self) -> dict:
+    def json(self) -> dict[str, Any]:
         v = self.verdict
         return {"kind": self.kind, "why": self.why, "verdict": v.id, "pass": v.pass_name, "subject": v.subject,
                 "answer": v.answer, "rationale": v.rationale, "agreement": v.agreement, "commit": v.commit_sha,
@@ -75,18 +78,15 @@ def sample(verdicts: list[Verdict], rate: float) -> list[Verdict]:
     return out
 
 
-def inbox(root: Path | str) -> dict:
+def inbox(root: Path | str) -> dict[str, Any]:
     """Everything `knomit-judge inbox` lists, best first (the library API; read-only)."""
     root = Path(root).resolve()
     repo = open_repo(root)
     config = load_config(root)
-    store = Store.read_only(root)
-    try:
+    with Store.read_only(root) as store:
         verdicts = [v for v in store.verdicts() if v.pass_name in JUDGED_PASSES]
         # the file index makes this a lookup per fact; its copy lives in memory and is never saved
         corpus = load_corpus(root, config.corpus.max_fact_bytes, FileIndex(store), config.corpus)
-    finally:
-        store.close()
     labels = read_labels(root)
     labelled = latest(labels)
     passes = all_passes()
@@ -128,7 +128,7 @@ def inbox(root: Path | str) -> dict:
 RETRACT_SUBJECT = re.compile(r"^prune: retract (\S+) \(redundant with (\S+)\)$")
 
 
-def shorter_kept(v: Verdict, corpus, repo) -> str | None:
+def shorter_kept(v: Verdict, corpus: Corpus, repo: git.Repo) -> str | None:
     """Why an applied prune@1 retract needs a look, if its survivor's body was the shorter of the two.
 
     That prompt left the survivor to the fixed rules, which can keep a fact contained in the one they
@@ -148,9 +148,10 @@ def shorter_kept(v: Verdict, corpus, repo) -> str | None:
             f"undo it with `knomit-judge revert {v.id}`")
 
 
-def evidence(v: Verdict, corpus, repo) -> dict:
+def evidence(v: Verdict, corpus: Corpus, repo: git.Repo) -> Evidence:
     """What a person needs to answer the question, from the corpus as it is now (and the decision's commit)."""
     s = v.subject
+    out: Evidence
     if v.pass_name == "alias":
         out = {m: [f.title for f in corpus.carrier_facts(m)[:MAX_TITLES]] for m in (s["a"], s["b"])}
         if v.commit_sha:  # the losing spelling has no carriers left: the commit rewrote them
@@ -162,7 +163,7 @@ def evidence(v: Verdict, corpus, repo) -> dict:
     return out
 
 
-def changed(repo, sha: str) -> list[str]:
+def changed(repo: git.Repo, sha: str) -> list[str]:
     """The corpus files a decision's commit changed (our own journal left out)."""
     try:
         names = repo.git.show("--name-only", "--format=", sha).splitlines()
@@ -171,24 +172,24 @@ def changed(repo, sha: str) -> list[str]:
     return [n for n in names if n and not n.startswith(OWN_DIR)]
 
 
-def _title(corpus, path: str) -> str:
+def _title(corpus: Corpus, path: str) -> str:
     fact = corpus.facts.get(path)
     return fact.title if fact else path
 
 
-def _fact(corpus, path: str) -> dict:
+def _fact(corpus: Corpus, path: str) -> dict[str, str]:
     fact = corpus.facts.get(path)
     if fact is None:
         return {"missing": "not in the corpus now"}
     return {"title": fact.title, "body": _short(fact.body), "status": fact.status}
 
 
-def _short(text: str) -> str:
+def _short(text: object) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= BODY_CHARS else text[:BODY_CHARS - 1] + "…"
 
 
-def lines(result: dict, limit: int) -> list[str]:
+def lines(result: dict[str, Any], limit: int) -> list[str]:
     """The inbox as text: one numbered block per item."""
     items = result["items"]
     if not items:
@@ -212,7 +213,7 @@ def lines(result: dict, limit: int) -> list[str]:
     return out
 
 
-def evidence_text(value) -> str:
+def evidence_text(value: object) -> str:
     if isinstance(value, list):
         return "; ".join(value) if value else "(none)"
     if isinstance(value, dict):

@@ -15,12 +15,12 @@ import shlex
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .errors import BadLabel, UnknownVerdict
-from .gitops import Applier, Lock, open_repo
+from .gitops import Applier
 from .jsonl import read_jsonl
-from .recovery import recover
-from .store import Store
+from .recovery import locked_store
 from .verdicts import now_text
 
 LABELS_FILE = ".knomit/labels.jsonl"
@@ -46,13 +46,13 @@ class Label:
         """Whether the person agrees with the judge."""
         return (self.label == "yes") == self.is_yes
 
-    def record(self) -> dict:
+    def record(self) -> dict[str, Any]:
         return {"type": "label", "verdict": self.verdict, "pass": self.pass_name, "answer": self.answer,
                 "is_yes": self.is_yes, "label": self.label, "by": self.by, "at": self.at, "note": self.note,
                 "commit": self.commit}
 
     @classmethod
-    def from_record(cls, r) -> Label | None:
+    def from_record(cls, r: object) -> Label | None:
         """A label from a journal line, or None for a line a hand edit or a merge conflict mangled."""
         if not isinstance(r, dict) or r.get("type") != "label" or r.get("label") not in ANSWERS \
                 or not isinstance(r.get("is_yes"), bool) \
@@ -122,7 +122,7 @@ def revert_command(verdict_id: str, root: Path, note: str = "") -> str:
 
 
 def label(root: Path | str, entries: list[tuple[str, str, str]], by: str | None = None,
-          source: str | None = None) -> dict:
+          source: str | None = None) -> dict[str, Any]:
     """Journal people's labels (verdict id, yes|no, note) and commit them alone (the API behind `label`).
 
     Under the session lock, after recovery (so verdicts journalled elsewhere are known). The commit holds
@@ -130,29 +130,24 @@ def label(root: Path | str, entries: list[tuple[str, str, str]], by: str | None 
     user and no other journal line goes with it. A label never changes the corpus: a `no` on an applied
     decision returns the `revert` command that would undo it.
     """
-    root = Path(root).resolve()
-    repo = open_repo(root)
     for _, value, _ in entries:
         if value not in ANSWERS:
             raise BadLabel(f"a label is yes or no, not {value!r}")
-    with Lock(repo) as lock:
-        store = Store.for_corpus(root)
-        try:
-            recover(root, repo, store, lock)
-            who, at = by or labeller(root), now_text()
-            labels, reverts = [], []
-            for vid, value, note in entries:
-                v = store.verdict(vid)
-                if v is None:
-                    raise UnknownVerdict(f"no verdict {vid!r} (see `knomit-judge verdicts` or `knomit-judge inbox`)")
-                labels.append(Label(v.id, v.pass_name, v.answer, v.is_yes, value, who, at, " ".join(note.split()),
-                                    v.commit_sha))
-                if value == "no" and v.commit_sha and not v.reverted:
-                    reverts.append(revert_command(v.id, root, note))
-            sha = Applier(repo).commit({}, [], _message(labels, source), _key(labels[0]), trailer=TRAILER,
-                                       appends={LABELS_FILE: [lab.record() for lab in labels]})
-        finally:
-            store.close()
+    with locked_store(root) as opened:
+        opened.recover()
+        root, store = opened.root, opened.store
+        who, at = by or labeller(root), now_text()
+        labels, reverts = [], []
+        for vid, value, note in entries:
+            v = store.verdict(vid)
+            if v is None:
+                raise UnknownVerdict(f"no verdict {vid!r} (see `knomit-judge verdicts` or `knomit-judge inbox`)")
+            labels.append(Label(v.id, v.pass_name, v.answer, v.is_yes, value, who, at, " ".join(note.split()),
+                                v.commit_sha))
+            if value == "no" and v.commit_sha and not v.reverted:
+                reverts.append(revert_command(v.id, root, note))
+        sha = Applier(opened.repo).commit({}, [], _message(labels, source), _key(labels[0]), trailer=TRAILER,
+                                          appends={LABELS_FILE: [lab.record() for lab in labels]})
     return {"commit": sha, "labels": [lab.record() for lab in labels], "revert": reverts}
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .config import CalibrationConfig
 from .labels import Label, latest, read_labels
@@ -64,7 +65,7 @@ class Precision:
         lo, hi = self.interval
         return f"probation (precision {self.value:.2f} [{lo:.2f}, {hi:.2f}] < {self.min_precision:.2f})"
 
-    def json(self) -> dict:
+    def json(self) -> dict[str, Any]:
         lo, hi = self.interval
         return {"precision": None if self.value is None else round(self.value, 4), "low": round(lo, 4),
                 "high": round(hi, 4), "labels": self.labels, "right": self.right,
@@ -78,11 +79,12 @@ def of_pass(labels: list[Label], pass_name: str, min_precision: float) -> Precis
 
 
 def by_pass(root: Path | str, cfg: CalibrationConfig) -> dict[str, Precision]:
+    """Each judged pass's precision from the corpus's labels journal."""
     labels = read_labels(root)
     return {name: of_pass(labels, name, cfg.min_precision) for name in JUDGED_PASSES}
 
 
-def history(labels: list[Label], pass_name: str, min_precision: float) -> list[dict]:
+def history(labels: list[Label], pass_name: str, min_precision: float) -> list[dict[str, Any]]:
     """The pass's precision after each label on one of its yes verdicts, oldest first (for the report's chart)."""
     counting: dict[str, Label] = {}
     points = []
@@ -106,6 +108,7 @@ class Gate:
 
 
 def gate(root: Path | str, pass_name: str, cfg: CalibrationConfig) -> Gate:
+    """Whether the pass may apply its yeses this session, and which of them people refused."""
     labels = read_labels(root)
     p = of_pass(labels, pass_name, cfg.min_precision)
     refused = {lab.verdict for lab in latest(labels).values() if lab.pass_name == pass_name and lab.label == "no"}

@@ -12,80 +12,90 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
+from git import Repo
 
 from .candidate_lists import CandidateLists, decode, inputs_digest
-from .config import load_config
-from .corpus import load_corpus
+from .config import Config, load_config
+from .corpus import Corpus, load_corpus
 from .embeddings import Embedder, text_hash
 from .errors import CorpusLocked
-from .gitops import Lock, open_repo, shared_lock
+from .file_index import FileIndex
+from .gitops import open_repo, shared_lock
 from .neighbours import DEPTH, Memory
 from .passes import subject_names
+from .passes.base import Candidate, Session
 from .passes.describe import current, describe_model
 from .passes.exact import DuplicateGroups
 from .passes.registry import all_passes
-from .recovery import recover, sync_git, sync_journal
+from .recovery import locked_store, sync_git, sync_journal
 from .shortlist import remembered
-from .store import FileIndex, Store
+from .store import Store
 
 log = logging.getLogger(__name__)
 EXAMPLES = 3  # differences named per kind; the count says how many there are
+Plain = tuple[tuple[str, ...], str, float]  # a candidate kept plain: its subject's names, fingerprint, score
+Search = tuple[list[bytes], np.ndarray, np.ndarray]  # a neighbour search as stored: row keys, indices, similarities
+K = TypeVar("K", str, tuple[str, ...])
 
 
-def derived_passes() -> list:
+class Lister(Protocol):
+    """What rebuild asks of a pass (exact duplicates too): its name and its candidate list."""
+
+    name: str
+
+    def candidates(self, ctx: Session) -> list[Candidate]: ...
+
+
+def derived_passes() -> list[Lister]:
     """Every pass whose candidate list is kept: exact duplicates first, as a session runs them."""
     return [DuplicateGroups(), *all_passes().values()]
 
 
-def rebuild(root: Path | str) -> dict:
+def rebuild(root: Path | str) -> dict[str, int]:
     """Recreate the db: verdicts from the journal, applied state from git, derived tables from the corpus."""
-    root = Path(root).resolve()
-    repo = open_repo(root)
-    config = load_config(root)
-    with Lock(repo) as lock:
-        store = Store.for_corpus(root)
-        try:
-            # What the vectors were keyed by, to say when this install keys them otherwise (encoders.cache_key)
-            was = {r[0] for r in store.db.execute("SELECT DISTINCT model FROM embeddings")}
-            for table in ("files", "embeddings", "neighbour_sets", "candidate_lists",
-                          "journal_marks"):  # journal_marks emptied: the whole journal is read again
-                store.db.execute(f"DELETE FROM {table}")
-            # Which verdicts are applied or reverted is read again from git and the journal (recover, below):
-            # only adding marks would keep one whose commit a `git reset` dropped, and never apply it again.
-            store.db.execute("UPDATE verdicts SET commit_sha = NULL, reverted = 0, revert_reason = NULL")
-            store.db.conn.commit()
-            notes = recover(root, repo, store, lock, keep_marks=True)
-            index = FileIndex(store)
-            corpus = load_corpus(root, config.corpus.max_fact_bytes, index, config.corpus)
-            index.save()
-            derived = Derivation(corpus, store, config)
-            derived.run()  # embeds, searches and keeps exactly what a review would
-            for problem in corpus.problems:
-                log.warning("skipped %s", problem)
-            if was and derived.ctx.embedder.model_name not in was:
-                log.info("embeddings: the cache key is new (%s; the db held %s): every text was embedded again",
-                         derived.ctx.embedder.model_name, ", ".join(sorted(was)))
-            for note in notes:
-                log.info("%s", note)
-            return {"verdicts": store.db["verdicts"].count, "facts": len(corpus.facts),
-                    # the searches the passes make, as `--check` counts them (a search updated from another
-                    # replaces it in the table, so the table may hold fewer rows)
-                    "embeddings": store.db["embeddings"].count, "neighbour_sets": len(derived.memory.searches),
-                    "candidate_lists": store.db["candidate_lists"].count,
-                    "problems": len(corpus.problems)}
-        finally:
-            store.close()
+    config = load_config(Path(root).resolve())  # a config error writes nothing, not even a new db
+    with locked_store(root) as opened:
+        store = opened.store
+        # What the vectors were keyed by, to say when this install keys them otherwise (encoders.cache_key)
+        was = {r[0] for r in store.db.execute("SELECT DISTINCT model FROM embeddings")}
+        for table in ("files", "embeddings", "neighbour_sets", "candidate_lists",
+                      "journal_marks"):  # journal_marks emptied: the whole journal is read again
+            store.db.execute(f"DELETE FROM {table}")
+        # Which verdicts are applied or reverted is read again from git and the journal (recover, below):
+        # only adding marks would keep one whose commit a `git reset` dropped, and never apply it again.
+        store.db.execute("UPDATE verdicts SET commit_sha = NULL, reverted = 0, revert_reason = NULL")
+        store.db.conn.commit()
+        notes = opened.recover(keep_marks=True)
+        index = FileIndex(store)
+        corpus = load_corpus(opened.root, config.corpus.max_fact_bytes, index, config.corpus)
+        index.save()
+        derived = Derivation(corpus, store, config)
+        derived.run()  # embeds, searches and keeps exactly what a review would
+        for problem in corpus.problems:
+            log.warning("skipped %s", problem)
+        if was and derived.ctx.embedder.model_name not in was:
+            log.info("embeddings: the cache key is new (%s; the db held %s): every text was embedded again",
+                     derived.ctx.embedder.model_name, ", ".join(sorted(was)))
+        for note in notes:
+            log.info("%s", note)
+        return {"verdicts": store.db["verdicts"].count, "facts": len(corpus.facts),
+                # the searches the passes make, as `--check` counts them (a search updated from another
+                # replaces it in the table, so the table may hold fewer rows)
+                "embeddings": store.db["embeddings"].count, "neighbour_sets": len(derived.memory.searches),
+                "candidate_lists": store.db["candidate_lists"].count,
+                "problems": len(corpus.problems)}
 
 
 TEXT_NAMES = {"neighbour_sets": "neighbour lists", "candidate_lists": "candidate lists"}  # as `--check` names them
 
 
-def rebuilt_line(counts: dict) -> str:
+def rebuilt_line(counts: dict[str, int]) -> str:
     """`rebuild`'s line, naming each table as `rebuild --check` does (the --json keys stay as they were)."""
     return "rebuilt: " + ", ".join(f"{TEXT_NAMES.get(k, k)} {v}" for k, v in counts.items())
 
@@ -96,11 +106,11 @@ class _Recorder(Memory):
     Taken at once: a later search may update the same stored set into another one.
     """
 
-    def __init__(self, store):
+    def __init__(self, store: Store) -> None:
         super().__init__(store)
-        self.searches: dict[tuple[int, str], tuple] = {}
+        self.searches: dict[tuple[int, str], Search] = {}
 
-    def top_k(self, v, keys, rank, k):
+    def top_k(self, v: np.ndarray, keys: list[bytes], rank: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         out = super().top_k(v, keys, rank, k)
         depth, digest = DEPTH * k, self.last["digest"]
         found = next((s for s in self.store.neighbour_sets(depth) if s["digest"] == digest), None)
@@ -112,13 +122,23 @@ class _Recorder(Memory):
 class _Embedder(Embedder):
     """An Embedder that notes every text it was asked for."""
 
-    def __init__(self, store):
+    def __init__(self, store: Store) -> None:
         super().__init__(store)
         self.texts: dict[str, str] = {}
 
-    def embed(self, texts):
+    def embed(self, texts: list[str]) -> np.ndarray:
         self.texts.update((text_hash(t), t) for t in texts)
         return super().embed(texts)
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What a pass reads to make its candidate list (a passes.Session), as a session would give it."""
+
+    corpus: Corpus
+    embedder: _Embedder
+    config: Config
+    lines: dict[str, str]
 
 
 class Derivation:
@@ -127,13 +147,13 @@ class Derivation:
     Lists are kept plain, as (subject names, fingerprint, score) in rank order: no evidence is made.
     """
 
-    def __init__(self, corpus, store: Store, config):
+    def __init__(self, corpus: Corpus, store: Store, config: Config) -> None:
         self.store = store
         # the lines a session of the real judge nominates with (a scripted session's lists are its own)
         lines = current(store, corpus, config, describe_model(config)).lines if config.describe.enabled else {}
-        self.ctx = SimpleNamespace(corpus=corpus, embedder=_Embedder(store), config=config, lines=lines)
+        self.ctx = Inputs(corpus, _Embedder(store), config, lines)
         self.memory = _Recorder(store)
-        self.lists: dict[str, list[tuple]] = {}
+        self.lists: dict[str, list[Plain]] = {}
         self.how: dict[str, str] = {}  # stored | computed
 
     def run(self, search_all: bool = False) -> Derivation:
@@ -145,6 +165,7 @@ class Derivation:
                 self.how[p.name] = lists.last
                 if lists.last == "stored":
                     row = self.store.candidate_list(p.name, inputs_digest(p.name, self.ctx))
+                    assert row is not None  # read back just now
                     self.lists[p.name] = list(decode(row, _plain))
                     if search_all:
                         p.candidates(self.ctx)
@@ -153,7 +174,7 @@ class Derivation:
         return self
 
 
-def _plain(subject: dict, fingerprint: str, score: float) -> tuple:
+def _plain(subject: dict[str, Any], fingerprint: str, score: float) -> Plain:
     return tuple(subject_names(subject)), fingerprint, score
 
 
@@ -179,7 +200,7 @@ class CheckResult:
                 "equal: the db's derived state is what a fresh rebuild computes" if self.equal else
                 f"not equal: {len(self.differences)} difference(s) from a fresh rebuild"]
 
-    def json(self) -> dict:
+    def json(self) -> dict[str, Any]:
         return {"equal": self.equal, "compared": self.compared, "differences": self.differences, "notes": self.notes}
 
 
@@ -189,19 +210,15 @@ def check(root: Path | str) -> CheckResult:
     repo = open_repo(root)
     config = load_config(root)
     result = CheckResult()
-    with _reading(repo):
-        kept, fresh = Store.read_only(root), Store(None)  # both in memory: the db file is only read
-        try:
-            _verdicts(root, repo, kept, fresh, result)
-            _lines(kept, fresh, result)
-            compare_derived(root, config, kept, fresh, result)
-        finally:
-            kept.close()
-            fresh.close()
+    # both in memory: the db file is only read
+    with _reading(repo), Store.read_only(root) as kept, Store(None) as fresh:
+        _verdicts(root, repo, kept, fresh, result)
+        _lines(kept, fresh, result)
+        compare_derived(root, config, kept, fresh, result)
     return result
 
 
-def compare_derived(root: Path, config, kept: Store, fresh: Store, result: CheckResult | None = None) -> CheckResult:
+def compare_derived(root: Path, config: Config, kept: Store, fresh: Store, result: CheckResult | None = None) -> CheckResult:
     """The derived tables of `kept` (a copy: it is written to) against a computation from nothing in `fresh`.
 
     `fresh` is empty, or holds only the vectors to embed with (benchmarks give synthetic ones).
@@ -219,7 +236,7 @@ def compare_derived(root: Path, config, kept: Store, fresh: Store, result: Check
 
 
 @contextlib.contextmanager
-def _reading(repo):
+def _reading(repo: Repo) -> Iterator[None]:
     """Hold the session lock shared while comparing, so no session changes the db meanwhile; never create it."""
     with shared_lock(repo) as holder:
         if holder is not None:
@@ -227,12 +244,13 @@ def _reading(repo):
         yield
 
 
-def _examples(items) -> str:
+def _examples(items: Iterable[object]) -> str:
     items = list(items)
     return ", ".join(str(i) for i in items[:EXAMPLES]) + (", ..." if len(items) > EXAMPLES else "")
 
 
-def _one_sided(table: str, want: dict, have: dict, result: CheckResult, name=lambda k: k) -> None:
+def _one_sided(table: str, want: Mapping[K, object], have: Mapping[K, object], result: CheckResult,
+               name: Callable[[K], object] = lambda k: k) -> None:
     """The rows only one side holds: the db's own (`have`) against the journal's (`want`), by key."""
     if only := sorted(set(have) - set(want)):
         result.differ(table, f"{len(only)} in the db but not in the journal: {_examples(map(name, only))}")
@@ -241,7 +259,7 @@ def _one_sided(table: str, want: dict, have: dict, result: CheckResult, name=lam
                              f"(the next session imports them): {_examples(map(name, only))}")
 
 
-def _verdicts(root, repo, kept: Store, fresh: Store, result: CheckResult) -> None:
+def _verdicts(root: Path, repo: Repo, kept: Store, fresh: Store, result: CheckResult) -> None:
     """The verdict rows as the journal and git give them, against the db's."""
     sync_journal(root, fresh, keep_marks=False)
     sync_git(repo, fresh)
@@ -267,7 +285,7 @@ def _lines(kept: Store, fresh: Store, result: CheckResult) -> None:
         result.differ("lines", f"{len(changed)} read differently from the journal: {_examples(k[0] for k in changed)}")
 
 
-def _files(corpus, truth, result: CheckResult) -> None:
+def _files(corpus: Corpus, truth: Corpus, result: CheckResult) -> None:
     """Facts as the file index gives them (unchanged files unparsed), against every file parsed again."""
     result.compared["files"] = len(truth.facts)
     if only := sorted(set(corpus.facts) ^ set(truth.facts)):
@@ -311,7 +329,7 @@ def _neighbours(new: Derivation, old: Derivation, result: CheckResult) -> None:
                                              f"nearest (search of depth {depth}): rows {_examples(bad)}")
 
 
-def _prefix(idx, sims, want_idx, want_sims, need: int) -> bool:
+def _prefix(idx: np.ndarray, sims: np.ndarray, want_idx: np.ndarray, want_sims: np.ndarray, need: int) -> bool:
     """A kept list is the exact top-m of its row for some m (at least `need`): a prefix of the full list."""
     m = int((idx >= 0).sum())
     return m >= need and np.array_equal(idx[:m], want_idx[:m]) and np.array_equal(sims[:m], want_sims[:m])

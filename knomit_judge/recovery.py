@@ -32,7 +32,7 @@ from .verdicts import Journal
 log = logging.getLogger(__name__)
 
 
-def recover(root: Path, repo, store: Store, lock: Lock | None = None, keep_marks: bool = False) -> list[str]:
+def recover(root: Path, repo: Repo, store: Store, lock: Lock | None = None, keep_marks: bool = False) -> list[str]:
     """Make corpus, journal and db agree after whatever happened to the last session.
 
     1. A decision half-applied by a killed session is rolled back to HEAD (its
@@ -54,7 +54,7 @@ def recover(root: Path, repo, store: Store, lock: Lock | None = None, keep_marks
     if message:
         log.warning("%s", message)
         notes.append(message)
-    if merged := recover_merge(repo):  # a merge of the remote branch a kill left in progress: ours only
+    if merged := recover_merge(repo, root):  # a merge of the remote branch a kill left in progress: ours only
         notes.append(merged)
     if lock is not None and lock.stale:  # killed mid-fetch or mid-push: its ref lock would block every sync
         notes += clear_ref_locks(repo)
@@ -106,7 +106,7 @@ def sync_journal(root: Path, store: Store, keep_marks: bool = True) -> int:
     fresh = [v for v in verdicts if v.id not in known]
     for v in fresh:
         store.add_verdict(v)
-    reverted = _reverted(store)
+    reverted = store.reverted_ids()
     for vid, reason in reverts.items():
         if vid not in reverted:
             store.mark_reverted(vid, reason)
@@ -115,24 +115,21 @@ def sync_journal(root: Path, store: Store, keep_marks: bool = True) -> int:
     return len(fresh)
 
 
-def sync_git(repo, store: Store) -> None:
+def sync_git(repo: Repo, store: Store) -> None:
+    """Which verdicts were applied or reverted, read back from the commit trailers."""
     applied = applied_commits(repo)
     # of the verdicts git says were applied, those the db lacks the commit of (one per decision, so few)
     unapplied = store.known_ids(list(applied), where="commit_sha IS NULL")
     for vid, sha in applied.items():
         if vid in unapplied:
             store.mark_applied(vid, sha)
-    reverted = _reverted(store)  # the journal's reason, when it has one, is kept
+    reverted = store.reverted_ids()  # the journal's reason, when it has one, is kept
     for vid in trailer_values(repo, "Knomit-Reverts"):
         if vid not in reverted:
             store.mark_reverted(vid, "reverted (from git history)")
 
 
-def _reverted(store: Store) -> set[str]:
-    return {r[0] for r in store.db.execute("SELECT id FROM verdicts WHERE reverted = 1")}
-
-
-def recover_merge(repo) -> str | None:
+def recover_merge(repo: Repo, root: Path) -> str | None:
     """Finish or undo a merge a killed session started (its MERGE_MARK says so); a message, or None.
 
     Landed (HEAD moved off the marked head): only git's merge state files are left to remove. Not landed:
@@ -152,7 +149,7 @@ def recover_merge(repo) -> str | None:
         return None
     notes = Applier(repo)._clear_git_locks()
     try:
-        what = _settle_merge(repo, gitdir, head, theirs)
+        what = _settle_merge(repo, root, gitdir, head, theirs)
     except GitFailed as e:
         raise KnomitError(f"could not finish or undo the merge the last session left ({_last_line(e)}); "
                           f"{mark} is kept and the next start tries again") from None
@@ -163,7 +160,7 @@ def recover_merge(repo) -> str | None:
     return "; ".join([what, *notes])
 
 
-def clear_ref_locks(repo) -> list[str]:
+def clear_ref_locks(repo: Repo) -> list[str]:
     """Remove the lock files a killed fetch or push left on remote-tracking refs (called only when the last
     session died holding the corpus lock). Each is given LOCK_WAIT_S to go away first: an orphaned git child
     may still be finishing. Left in place, `cannot lock ref` would make every later sync `unreachable`."""
@@ -172,7 +169,7 @@ def clear_ref_locks(repo) -> list[str]:
     return remove_stale_locks(locks, Path(repo.git_dir), "a killed fetch or push")
 
 
-def _settle_merge(repo, gitdir: Path, head: str, theirs: str) -> str:
+def _settle_merge(repo: Repo, root: Path, gitdir: Path, head: str, theirs: str) -> str:
     """recover_merge's work once the mark is read: finish a merge that landed, else undo it."""
     try:
         merge_head = (gitdir / "MERGE_HEAD").read_text(encoding="utf-8").split()[0]
@@ -197,7 +194,6 @@ def _settle_merge(repo, gitdir: Path, head: str, theirs: str) -> str:
                    if p and not is_ours(p)]
         present = set(run_git(repo, "ls-tree", "-r", "-z", "--name-only", head, "--", *changed).split("\0")) \
             if changed else set()
-        root = Path(repo.working_tree_dir)
         for path in changed:
             if path in present:
                 run_git(repo, "reset", "-q", head, "--", path)

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
+from typing import Any
 
 import git
 
 from . import audits
-from .calibrate import latest, subject_text
-from .config import load_config
+from .calibrate import subject_text
+from .config import Config, load_config
 from .errors import CannotWrite
 from .gitops import open_repo, run_git
 from .inbox import evidence_text, inbox
@@ -23,6 +26,7 @@ from .passes.registry import all_passes
 from .precision import history, of_pass
 from .store import Store
 from .throttle import assess, shown, terms
+from .verdicts import Verdict
 
 SESSIONS = 10
 HISTORY = 60  # throttle records per pass in the chart
@@ -43,12 +47,12 @@ table.fit { table-layout: fixed; width: 100%; } table.fit td, table.fit th { ove
 CHART_WIDTH = 980  # px: the page's width at 70em of 14px; a narrower window scales the chart down
 
 
-def e(value) -> str:
+def e(value: object) -> str:
     """Any value, escaped for HTML text and attributes."""
     return escape("" if value is None else str(value), quote=True)
 
 
-def ident(value, title: str | None = None) -> str:
+def ident(value: object, title: str | None = None) -> str:
     """An id, sha or session id: monospace, and never broken across lines, so it reads and copies whole."""
     tip = f' title="{e(title)}"' if title else ""
     return f"<code class=id{tip}>{e(value)}</code>"
@@ -67,16 +71,16 @@ def ids_whole(escaped: str) -> str:
     return _IDS.sub(r"<span class=id>\1</span>", escaped)
 
 
-def num(x, digits: int = 3) -> str:
+def num(x: float | None, digits: int = 3) -> str:
     return "–" if x is None else f"{x:.{digits}f}"
 
 
-def cost(x) -> str:
+def cost(x: float | None) -> str:
     return "incomplete" if x is None else f"${x:.4f}"
 
 
-def table(head: list[str], rows: list[list[str]], numeric: set[int] = frozenset(), wide: set[int] = frozenset(),
-          widths: list[str] | None = None) -> str:
+def table(head: list[str], rows: list[list[str]], numeric: Collection[int] = frozenset(),
+          wide: Collection[int] = frozenset(), widths: list[str] | None = None) -> str:
     """A table of already-escaped cells; `numeric` columns align right, `wide` ones get room for prose.
 
     `widths` (CSS lengths; "" shares what is left) fix the layout to the page's width: long paths wrap
@@ -91,7 +95,8 @@ def table(head: list[str], rows: list[list[str]], numeric: set[int] = frozenset(
     return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def sessions_section(sessions: list[dict]) -> str:
+def sessions_section(sessions: list[dict[str, Any]]) -> str:
+    """The last sessions: when, cost, commits, and each pass's state and counts."""
     if not sessions:
         return "<p class=muted>No sessions yet.</p>"
     rows = []
@@ -107,7 +112,7 @@ def sessions_section(sessions: list[dict]) -> str:
     return table(["session", "started (UTC)", "cost", "commits", "exact", *JUDGED_PASSES], rows, {2, 3})
 
 
-def throttle_chart(name: str, rows: list[dict]) -> str:
+def throttle_chart(name: str, rows: list[dict[str, Any]]) -> str:
     """Per session, offered and judged side by side, resolved below them to its own scale, over a strip coloured by
     throttle state.
 
@@ -211,22 +216,22 @@ def chart_legend(x: float, y: float, items: list[tuple[str, str]]) -> str:
     return "".join(parts)
 
 
-def decisions_section(verdicts, written: dict) -> str:
+def decisions_section(verdicts: list[Verdict], written: Written) -> str:
     """Applied decisions, newest first, each saying what it did to which facts (`written`: from written_facts)."""
-    applied = [v for v in verdicts if v.commit_sha]
+    applied = [(v, sha) for v in verdicts if (sha := v.commit_sha)]
     if not applied:
         return "<p class=muted>No applied decisions yet.</p>"
     rows = [[f"<span class=nowrap>{e(v.created_at[:10])}</span><br>{e(v.created_at[11:19])}", e(v.pass_name),
              subject_html(v.subject) if v.subject else "", decision_html(v, written), e(v.rationale),
-             ident(v.commit_sha[:10], v.commit_sha) + "<br>" + ident(v.id)
+             ident(sha[:10], sha) + "<br>" + ident(v.id)
              + (f"<br><b>reverted</b>: {e(v.revert_reason)}" if v.reverted else "")]
-            for v in reversed(applied)]
+            for v, sha in reversed(applied)]
     # the columns of words and ids are wide enough for them whole; the prose columns share the rest
     return table(["when (UTC)", "pass", "subject", "decision", "rationale", "commit, verdict"], rows,
                  widths=["7.5em", "6.5em", "23%", "21%", "", "8.5em"])
 
 
-def subject_html(subject: dict) -> str:
+def subject_html(subject: dict[str, Any]) -> str:
     """Spellings as `a / b`; fact paths one a line, each free to wrap only between its parts."""
     if "group" in subject:
         return "<br>".join(path(p) for p in subject["group"])
@@ -235,14 +240,14 @@ def subject_html(subject: dict) -> str:
     return e(subject_text(subject))
 
 
-def decision_html(v, written: dict) -> str:
+def decision_html(v: Verdict, written: Written) -> str:
     """What a decision did, in words: which fact it retired and which one it kept, or the fact it proposed."""
-    proposed = written["proposed"].get(v.id)
+    proposed = written.proposed.get(v.id)
     if proposed:
         return "proposed " + ", ".join(path(p) for p in proposed)
     done = []
-    for retired in written["retired"].get(v.id, ()):
-        kept = written["survivor"].get(retired)
+    for retired in written.retired.get(v.id, ()):
+        kept = written.survivor.get(retired)
         if v.answer == "merge":
             done.append(f"merged {path(retired)} into {path(kept)}" if kept else f"merged {path(retired)}")
         else:
@@ -251,16 +256,25 @@ def decision_html(v, written: dict) -> str:
     return "<br>".join(done) or e(v.answer)
 
 
+@dataclass
+class Written:
+    """What the applied decisions wrote (written_facts)."""
+
+    retired: dict[str, list[str]] = field(default_factory=dict)  # verdict id -> the facts it retired
+    survivor: dict[str, str] = field(default_factory=dict)  # retired fact -> the fact that survived it
+    proposed: dict[str, list[str]] = field(default_factory=dict)  # verdict id -> the facts its commit added
+
+
 _RETRACTED_BY = re.compile(r"""^retracted_by:\s*["']?([A-Za-z0-9]+)""")
 _SURVIVOR = re.compile(r"""^survivor:\s*["']?([^"'\s]+)""")
 
 
-def written_facts(repo, verdicts, fact_globs) -> dict[str, dict]:
+def written_facts(repo: git.Repo, verdicts: list[Verdict], fact_globs: list[str]) -> Written:
     """What the applied decisions wrote: verdict id -> the facts it retired (`retracted_by:` in the tracked files),
     retired fact -> the fact that survived it (`survivor:`), and verdict id -> the facts its commit added (a
     discovery's proposal). Two git calls, whatever the number of decisions. A retraction that deleted its
     file leaves no trace to name."""
-    found: dict[str, dict] = {"retired": {}, "survivor": {}, "proposed": {}}
+    found = Written()
     try:
         out = run_git(repo, "grep", "-z", "-I", "-H", "-e", "^retracted_by:", "-e", "^survivor:")
     except git.GitCommandError:  # exit 1: no fact is retracted
@@ -268,9 +282,9 @@ def written_facts(repo, verdicts, fact_globs) -> dict[str, dict]:
     for line in out.splitlines():
         where, _, text = line.partition("\0")
         if m := _RETRACTED_BY.match(text):
-            found["retired"].setdefault(m.group(1), []).append(where)
+            found.retired.setdefault(m.group(1), []).append(where)
         elif m := _SURVIVOR.match(text):
-            found["survivor"][where] = m.group(1)
+            found.survivor[where] = m.group(1)
     proposals = {v.commit_sha: v.id for v in verdicts if v.pass_name == "discovery" and v.commit_sha}
     if proposals:
         try:
@@ -283,11 +297,11 @@ def written_facts(repo, verdicts, fact_globs) -> dict[str, dict]:
             if line.startswith("@"):
                 sha = line[1:]
             elif line and sha in proposals and matches(line, fact_globs):
-                found["proposed"].setdefault(proposals[sha], []).append(line)
+                found.proposed.setdefault(proposals[sha], []).append(line)
     return found
 
 
-def flips_section(store) -> str:
+def flips_section(store: Store) -> str:
     """The position flip rate per pass, from the swap sample of review's own verdicts."""
     passes = all_passes()
     rows = []
@@ -302,7 +316,7 @@ def flips_section(store) -> str:
             + table(["pass", "flip rate", "flips", "measured"], rows, {1, 2, 3}))
 
 
-def balance_section(store, config) -> str:
+def balance_section(store: Store, config: Config) -> str:
     """Each pass's balance for its next session: in money, and in the reads it buys at each reader's price."""
     judge = store.latest_judge() or "anthropic"
     money = terms(config, judge)
@@ -320,7 +334,7 @@ def balance_section(store, config) -> str:
 DEMO_CORPUS = (".demo", "knomit-demo")  # where `make demo` reviews (the Makefile's DEMO), by its last two parts
 
 
-def calibration_section(result: dict | None, demo: bool = False) -> str:
+def calibration_section(result: dict[str, Any] | None, demo: bool = False) -> str:
     """The calibration's table, or where one would be; `demo`: this is `make demo`'s corpus, which has one beside it."""
     if not result:
         # a calibration is kept in the db of the corpus it ran on (make demo calibrates a corpus of its own, which
@@ -356,18 +370,15 @@ def render(root: Path | str) -> str:
     """The report page for the corpus at root, from a read-only copy of its db."""
     root = Path(root).resolve()
     repo = open_repo(root)
-    store = Store.read_only(root)
-    try:
+    with Store.read_only(root) as store:
         sessions = store.sessions(SESSIONS)
         charts = "".join(throttle_chart(n, list(reversed(store.throttle_history(n, HISTORY)))) for n in JUDGED_PASSES)
         charts = balance_section(store, load_config(root)) + charts + flips_section(store)
         verdicts = store.verdicts()
         decisions = decisions_section(verdicts, written_facts(repo, verdicts, load_config(root).corpus.paths))
-        calibration = calibration_section(latest(store), demo=(root.parent.name, root.name) == DEMO_CORPUS)
+        calibration = calibration_section(store.last_calibration(), demo=(root.parent.name, root.name) == DEMO_CORPUS)
         readers = first_reader_section(audits.first_readers(store, load_config(root), JUDGED_PASSES,
                                                             reader_states(pass_history(store))))
-    finally:
-        store.close()
     people = labels_sections(root)
     made = datetime.now(UTC).isoformat(timespec="seconds")
     return ("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
@@ -382,7 +393,7 @@ def render(root: Path | str) -> str:
             "</body></html>\n")
 
 
-def first_reader_section(readers: dict) -> str:
+def first_reader_section(readers: dict[str, dict[str, Any]]) -> str:
     """Each pass's first reader over its window (audits.py): state, reads, audits, misses, recall and its bound."""
     rows = [[e(n), e(f["model"] or "–"), e(f["state"]), str(f["reads"]), str(f["audits"]), str(f["misses"]),
              num(f["misses_estimated"], 1), num(f["recall"], 2),
@@ -462,7 +473,7 @@ def labels_sections(root: Path) -> str:
             f"</p>{precision}")
 
 
-def precision_chart(name: str, points: list[dict], floor: float) -> str:
+def precision_chart(name: str, points: list[dict[str, Any]], floor: float) -> str:
     """Precision after each label (at least one), oldest first: the line, its 95% band, the probation floor (dashed)."""
     w, h, left, top, plot = 640, 190, 40, 24, 120
     right = w - 16

@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import git
+from git.objects.base import IndexObjUnion
 
 from .errors import NotRevertible, UnknownVerdict
-from .gitops import Applier, Lock, dirty_paths, is_ours, message, open_repo
-from .recovery import recover
+from .gitops import Applier, dirty_paths, is_ours, message
+from .recovery import locked_store
 from .store import Store
-from .verdicts import Journal, now_text
+from .verdicts import Journal, Verdict, now_text
 
 
 def revert(verdict_id: str, root: Path | str, reason: str = "reverted by hand") -> str:
@@ -20,57 +21,52 @@ def revert(verdict_id: str, root: Path | str, reason: str = "reverted by hand") 
     so a kill half-way is rolled back at the next start like a half-applied decision.
     The db is marked only after the commit (recovery also reads it from the trailer).
     """
-    root = Path(root).resolve()
-    repo = open_repo(root)
-    with Lock(repo) as lock:
-        store = Store.for_corpus(root)
+    with locked_store(root) as opened:
+        opened.recover()
+        repo, store = opened.repo, opened.store
+        v = store.verdict(verdict_id)
+        if v is None:
+            raise UnknownVerdict(f"no verdict {verdict_id!r} (see `knomit-judge verdicts`)")
+        if v.reverted:
+            raise NotRevertible(f"verdict {verdict_id} was already reverted")
+        if not v.commit_sha:
+            raise NotRevertible(f"verdict {verdict_id} applied nothing ({v.pass_name}: {v.answer})")
+        if not _in_history(repo, v.commit_sha):
+            raise NotRevertible(f"commit {v.commit_sha[:10]} of verdict {verdict_id} is not in this branch")
+        if dirty_paths(repo):
+            raise NotRevertible("the work tree has uncommitted changes; commit or stash them first")
+        twins = same_decision(store, v)
         try:
-            recover(root, repo, store, lock)
-            v = store.verdict(verdict_id)
-            if v is None:
-                raise UnknownVerdict(f"no verdict {verdict_id!r} (see `knomit-judge verdicts`)")
-            if v.reverted:
-                raise NotRevertible(f"verdict {verdict_id} was already reverted")
-            if not v.commit_sha:
-                raise NotRevertible(f"verdict {verdict_id} applied nothing ({v.pass_name}: {v.answer})")
-            if not _in_history(repo, v.commit_sha):
-                raise NotRevertible(f"commit {v.commit_sha[:10]} of verdict {verdict_id} is not in this branch")
-            if dirty_paths(repo):
-                raise NotRevertible("the work tree has uncommitted changes; commit or stash them first")
-            twins = same_decision(store, v)
-            try:
-                commit_sha, writes = v.commit_sha, restored_files(repo, v.commit_sha)
-            except NotRevertible:
-                # two reviewers applied this decision at once and the merge kept the other copy: undo that one
-                kept = next((t for t in twins if _in_history(repo, t.commit_sha)), None)
-                if kept is None:
-                    raise
-                commit_sha, writes = kept.commit_sha, restored_files(repo, kept.commit_sha)
-            journal = Journal(root)
-            undone = [v, *twins]
-            msg = message(f"revert {v.pass_name}: {verdict_id}", f"Restores {len(writes)} file(s) as they were "
-                          f"before {commit_sha[:10]}.\nReason: {reason}",
-                          {"Knomit-Pass": "revert", "Knomit-Reverts": v.id})
-            msg += "".join(f"Knomit-Reverts: {t.id}\n" for t in twins)  # the same decision, applied twice
-            sha = Applier(repo).commit(writes, [], msg, v.id, trailer="Knomit-Reverts", appends={
-                journal.relpath(v.pass_name): [{"type": "revert", "verdict": u.id, "reason": reason, "at": now_text()}
-                                               for u in undone]})
-            for u in undone:
-                store.mark_reverted(u.id, reason)
-            return sha
-        finally:
-            store.close()
+            commit_sha, writes = v.commit_sha, restored_files(repo, v.commit_sha)
+        except NotRevertible:
+            # two reviewers applied this decision at once and the merge kept the other copy: undo that one
+            kept = next((t.commit_sha for t in twins if t.commit_sha and _in_history(repo, t.commit_sha)), None)
+            if kept is None:
+                raise
+            commit_sha, writes = kept, restored_files(repo, kept)
+        journal = Journal(opened.root)
+        undone = [v, *twins]
+        msg = message(f"revert {v.pass_name}: {verdict_id}", f"Restores {len(writes)} file(s) as they were "
+                      f"before {commit_sha[:10]}.\nReason: {reason}",
+                      {"Knomit-Pass": "revert", "Knomit-Reverts": v.id})
+        msg += "".join(f"Knomit-Reverts: {t.id}\n" for t in twins)  # the same decision, applied twice
+        sha = Applier(repo).commit(writes, [], msg, v.id, trailer="Knomit-Reverts", appends={
+            journal.relpath(v.pass_name): [{"type": "revert", "verdict": u.id, "reason": reason, "at": now_text()}
+                                           for u in undone]})
+        for u in undone:
+            store.mark_reverted(u.id, reason)
+        return sha
 
 
-def same_decision(store: Store, v) -> list:
+def same_decision(store: Store, v: Verdict) -> list[Verdict]:
     """Other applied, unreverted verdicts on the same question with the same answer: the copies two reviewers
     at once both applied (sync.py records them as one decision)."""
     rows = store.db.execute("SELECT id FROM verdicts WHERE pass = ? AND fingerprint = ? AND answer = ? AND id != ? "
                             "AND commit_sha IS NOT NULL AND reverted = 0", [v.pass_name, v.fingerprint, v.answer, v.id])
-    return [store.verdict(r[0]) for r in rows]
+    return [twin for r in rows if (twin := store.verdict(r[0])) is not None]
 
 
-def restored_files(repo, sha: str) -> dict[str, str | None]:
+def restored_files(repo: git.Repo, sha: str) -> dict[str, str | None]:
     """What each file the commit changed looked like before it (None: the commit created it).
 
     Refuses when a later commit changed one of them: restoring it would undo that change too.
@@ -81,6 +77,7 @@ def restored_files(repo, sha: str) -> dict[str, str | None]:
     writes: dict[str, str | None] = {}
     for d in parent.diff(commit):
         path = d.b_path or d.a_path
+        assert path is not None  # a diff entry names one side at least
         if is_ours(path):
             continue  # the journal only grows; its lines stay as the record
         if _blob(head, path) != _blob(commit, path):
@@ -90,14 +87,15 @@ def restored_files(repo, sha: str) -> dict[str, str | None]:
     return writes
 
 
-def _in_history(repo, sha: str) -> bool:
+def _in_history(repo: git.Repo, sha: str) -> bool:
     try:
-        return repo.is_ancestor(sha, repo.head.commit)
+        # GitPython types is_ancestor as taking Commits; it hands both to `git merge-base`, which takes a sha
+        return repo.is_ancestor(sha, repo.head.commit)  # type: ignore[arg-type]
     except git.GitCommandError:  # not even an object here (a history rewritten since)
         return False
 
 
-def _blob(commit, path):
+def _blob(commit: git.Commit, path: str) -> IndexObjUnion | None:
     try:
         return commit.tree / path
     except KeyError:

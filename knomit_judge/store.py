@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sqlite3
-import stat
-import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 import sqlite_utils
 
-from .corpus import Fact, content_id, fact_from_record
 from .errors import CorpusUnwritable
+from .file_index import FileIndex as FileIndex  # re-exported until review.py imports it from file_index
 from .migrations import migrate
-from .models import info_from_json, info_json
+from .models import ModelInfo, info_from_json, info_json
 from .verdicts import MECHANICAL, JournalMarks, Verdict, now_text
 
 log = logging.getLogger(__name__)
@@ -28,9 +27,33 @@ DERIVED = ("embeddings", "neighbour_sets", "candidate_lists")
 # What the Models API said of a model (models.py) is derived too, from the API rather than the corpus: a dry run
 # keeps it the same way, and a lost row is read again.
 
+Row = dict[str, Any]  # a table row by column name: its values are whatever sqlite holds
+
+
+class StoredLine(Protocol):
+    """A describe line as the `lines` table holds it (passes/describe.Line): one attribute per column."""
+
+    spelling: str
+    carriers: str
+    model: str
+    prompt: str
+    line: str
+    judge: str
+    session: str | None
+    cost_usd: float | None
+    created_at: str
+    facts: tuple[str, ...]
+    tries: int
+    why: str
+
 
 class Store:
-    def __init__(self, path: Path | str | None):
+    """A corpus's sqlite db, migrated on open; a context manager that closes it."""
+
+    derived: list[tuple[str, tuple[Any, ...]]] | None = None  # a read-only copy's derived writes, in order
+    path: Path | None = None  # the db file a read-only copy was made from
+
+    def __init__(self, path: Path | str | None) -> None:
         """Open (and migrate) the db at path; None opens an in-memory db for dry runs on a fresh corpus."""
         if path is None:
             self.db = sqlite_utils.Database(memory=True)
@@ -46,6 +69,7 @@ class Store:
 
     @classmethod
     def for_corpus(cls, root: Path) -> Store:
+        """The db a corpus keeps at DB_PATH, made when it is not there yet."""
         return cls(Path(root) / DB_PATH)
 
     @classmethod
@@ -53,7 +77,7 @@ class Store:
         """For dry runs and status: a copy in memory, so nothing changes the db file but keep_derived."""
         store = cls(None)
         path = Path(root) / DB_PATH
-        store.derived = [] if path.exists() else None  # derived rows this copy made, for keep_derived
+        store.derived = [] if path.exists() else None  # nothing to keep them in when the file is not there
         store.path = path
         if path.exists():
             src = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
@@ -73,9 +97,7 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    derived: list | None = None  # a read-only copy's derived writes: (method name, args), in order
-
-    def _derive(self, method: str, *args) -> None:
+    def _derive(self, method: str, *args: Any) -> None:
         if self.derived is not None:
             self.derived.append((method, args))
 
@@ -116,23 +138,22 @@ class Store:
             conn.close()
 
     # models (derived; see models.py): what the Models API said, kept a day ----------
-    def model_info(self, model: str):
+    def model_info(self, model: str) -> ModelInfo | None:
         row = self.db.execute("SELECT info FROM models WHERE id = ?", [model]).fetchone()
         return info_from_json(row[0]) if row else None
 
-    def put_model_info(self, info) -> None:
-        self.db["models"].upsert({"id": info.id, "info": info_json(info), "fetched_at": info.fetched_at}, pk="id")
+    def put_model_info(self, info: ModelInfo) -> None:
+        self.db.table("models").upsert({"id": info.id, "info": info_json(info), "fetched_at": info.fetched_at}, pk="id")
         self._derive("put_model_info", info)
 
     # verdicts -----------------------------------------------------------------
     def add_verdict(self, v: Verdict) -> None:
         with self.db.atomic():
-            self.db["verdicts"].insert(v.row(), replace=True)
+            self.db.table("verdicts").insert(v.row(), replace=True)
             if v.audit:  # the judge model's reading of a first-reader answer: its audit row, made from the verdict
-                self._audit_row(v)  # alone, so recovery and `rebuild` make the same row from the journal
+                self._audit_row(v, v.audit)  # alone, so recovery and `rebuild` make the same row from the journal
 
-    def _audit_row(self, v: Verdict) -> None:
-        a = v.audit
+    def _audit_row(self, v: Verdict, a: dict[str, Any]) -> None:
         self.db.execute(
             "INSERT OR REPLACE INTO audits (pass, fingerprint, session, kind, first_model, strong_model, first_answer, "
             "strong_answer, miss, score, created_at, verdict, pi, stratum, born, cost_usd) "
@@ -167,7 +188,7 @@ class Store:
         where, args = of_judge("pass = ?", [pass_name], judge)
         a, b = "json_extract(subject, '$.a')", "json_extract(subject, '$.b')"
         pair = f"min({a}, {b}) || char(31) || max({a}, {b})"  # the pair in either order
-        latest: dict[str, dict] = {}
+        latest: dict[str, Row] = {}
         ended: set[str] = set()
         for row in self.db["verdicts"].rows_where(
                 f"{where} AND {pair} IN (SELECT {pair} FROM verdicts WHERE {where} AND is_yes = 1 AND model != ?)",
@@ -196,7 +217,7 @@ class Store:
     def add_draw(self, session: str, pass_name: str, first_model: str, floor: float, new: int, standing: int,
                  expected: float) -> None:
         """A session's draw of audits for a pass (audits.py): the floor rate its new no's faced."""
-        self.db["audit_draws"].insert({"session": session, "pass": pass_name, "first_model": first_model,
+        self.db.table("audit_draws").insert({"session": session, "pass": pass_name, "first_model": first_model,
                                        "floor": floor, "new": new, "standing": standing, "expected": expected,
                                        "created_at": now_text()}, replace=True)
 
@@ -216,11 +237,11 @@ class Store:
     def first_nos(self, pass_name: str, first_model: str, sessions: list[str]) -> list[tuple[str, str]]:
         """(session, fingerprint) of the first reader's no's read in those sessions."""
         marks = ",".join("?" * len(sessions))
-        return [tuple(r) for r in self.db.execute(
+        return [(r[0], r[1]) for r in self.db.execute(
             f"SELECT session, fingerprint FROM verdicts WHERE pass = ? AND model = ? AND is_yes = 0 "
             f"AND judge = 'anthropic' AND session IN ({marks})", [pass_name, first_model, *sessions])]
 
-    def audit_rows(self, pass_name: str, first_model: str, sessions: list[str]) -> list[dict]:
+    def audit_rows(self, pass_name: str, first_model: str, sessions: list[str]) -> list[Row]:
         """The audits and confirmations of this first reader read in those sessions."""
         marks = ",".join("?" * len(sessions))
         cur = self.db.execute(
@@ -230,7 +251,7 @@ class Store:
         names = [d[0] for d in cur.description]
         return [dict(zip(names, r)) for r in cur]
 
-    def audit_scores(self, pass_name: str, first_model: str, strata) -> list[tuple[float, bool, float]]:
+    def audit_scores(self, pass_name: str, first_model: str, strata: Sequence[str]) -> list[tuple[float, bool, float]]:
         """(score, miss, pi) of the pass's last audits drawn in these strata: what the miss-chance fit reads."""
         marks = ",".join("?" * len(strata))
         return [(r[0], bool(r[1]), r[2]) for r in self.db.execute(
@@ -238,9 +259,9 @@ class Store:
             f"IS NOT NULL AND pi > 0 AND stratum IN ({marks}) ORDER BY created_at DESC LIMIT 2000",
             [pass_name, first_model, *strata])]
 
-    def audit_totals(self, pass_name: str | None = None) -> dict:
-        """Every audit and confirmation kept: counts by pass (calibrate scores the first reader with them)."""
-        out = {}
+    def audit_totals(self, pass_name: str | None = None) -> dict[str, dict[str, dict[bool, int]]]:
+        """Every audit and confirmation kept: pass -> kind -> miss -> count (calibrate scores the first reader)."""
+        out: dict[str, dict[str, dict[bool, int]]] = {}
         for name, kind, miss, n in self.db.execute(
                 "SELECT pass, kind, miss, count(*) FROM audits GROUP BY pass, kind, miss"):
             if pass_name is None or name == pass_name:
@@ -251,16 +272,10 @@ class Store:
         where, args = ("pass = ?", [pass_name]) if pass_name else (None, None)
         return [Verdict.from_row(r) for r in self.db["verdicts"].rows_where(where, args, order_by="created_at, rowid")]
 
-    def subjects_since(self, pass_name: str, since: str, judge: str | None = None) -> list[dict]:
+    def subjects_since(self, pass_name: str, since: str, judge: str | None = None) -> list[dict[str, Any]]:
         """The subjects of the pass's verdicts stored after `since`: what fresh questions were already asked."""
         where, args = of_judge("pass = ? AND created_at > ?", [pass_name, since], judge)
         return [json.loads(r[0]) for r in self.db.execute(f"SELECT subject FROM verdicts WHERE {where}", args)]
-
-    def history(self, pass_name: str, limit: int) -> list[tuple[bool]]:
-        """The last `limit` verdicts of a pass, newest first, as is_yes and not reverted."""
-        return [bool(r[0]) for r in self.db.execute(
-            "SELECT is_yes AND NOT reverted FROM verdicts WHERE pass = ? ORDER BY created_at DESC, rowid DESC LIMIT ?",
-            [pass_name, limit])]
 
     def count_verdicts(self, pass_name: str, judge: str | None = None) -> int:
         where, args = of_judge("pass = ?", [pass_name], judge)
@@ -310,9 +325,12 @@ class Store:
         self.db.execute("UPDATE verdicts SET reverted = 1, revert_reason = ? WHERE id = ?", [reason, verdict_id])
         self.db.conn.commit()
 
+    def reverted_ids(self) -> set[str]:
+        return {r[0] for r in self.db.execute("SELECT id FROM verdicts WHERE reverted = 1")}
+
     def known_ids(self, ids: list[str], where: str = "1") -> set[str]:
         """Which of these verdict ids the db holds (and match `where`), asked 500 at a time."""
-        out = set()
+        out: set[str] = set()
         for i in range(0, len(ids), 500):
             chunk = ids[i:i + 500]
             out.update(r[0] for r in self.db.execute(
@@ -323,16 +341,16 @@ class Store:
     _LINE_COLUMNS = ("spelling", "carriers", "model", "prompt", "line", "judge", "session", "cost_usd", "created_at",
                      "facts", "tries", "why")
 
-    def _insert_lines(self, sql: str, lines) -> None:
+    def _insert_lines(self, sql: str, lines: Iterable[StoredLine]) -> None:
         with self.db.atomic():
             self.db.conn.executemany(sql, [tuple(json.dumps(list(x.facts)) if c == "facts" else getattr(x, c)
                                                  for c in self._LINE_COLUMNS) for x in lines])
 
-    def put_line(self, line) -> None:
+    def put_line(self, line: StoredLine) -> None:
         self._insert_lines(f"INSERT OR REPLACE INTO lines ({', '.join(self._LINE_COLUMNS)}) "
                            f"VALUES ({', '.join('?' * len(self._LINE_COLUMNS))})", [line])
 
-    def import_lines(self, lines) -> int:
+    def import_lines(self, lines: list[StoredLine]) -> int:
         """Journalled lines the db lacks (a lost db, a fresh clone, another clone's pushed journal): added. A line
         the db holds is never replaced; a key the db holds as asked without a line takes the journal's line,
         or its later count of requests that gave none."""
@@ -347,7 +365,8 @@ class Store:
     def lines(self, model: str, prompt: str) -> tuple[dict[tuple[str, str], str], dict[str, tuple[str, ...]]]:
         """Of one model and prompt version: (spelling, carriers fingerprint) -> line ("" when asked and given
         none), and spelling -> the facts its latest line was written from."""
-        lines, facts = {}, {}
+        lines: dict[tuple[str, str], str] = {}
+        facts: dict[str, tuple[str, ...]] = {}
         for spelling, carriers, line, shown in self.db.execute(
                 "SELECT spelling, carriers, line, facts FROM lines WHERE model = ? AND prompt = ? "
                 "ORDER BY created_at, rowid", [model, prompt]):
@@ -376,7 +395,7 @@ class Store:
         marks.moved = {}
 
     # refusals -----------------------------------------------------------------
-    def add_refusal(self, pass_name: str, fp: str, model: str, prompt: str, subject: dict, error: str,
+    def add_refusal(self, pass_name: str, fp: str, model: str, prompt: str, subject: dict[str, Any], error: str,
                     session: str) -> None:
         with self.db.atomic():
             self.db.execute(
@@ -392,21 +411,21 @@ class Store:
         return {r[0] for r in self.db.execute(f"SELECT fingerprint FROM refusals WHERE {where}", args)}
 
     # reply cache --------------------------------------------------------------
-    def cached_reply(self, key: str, judge: str | None = None) -> dict | None:
+    def cached_reply(self, key: str, judge: str | None = None) -> Row | None:
         where, args = of_judge("key = ?", [key], judge)
         rows = list(self.db["replies"].rows_where(where, args))
         return rows[0] if rows else None
 
-    def cache_reply(self, key: str, model: str, prompt: str, text: str, tokens_in, tokens_out,
+    def cache_reply(self, key: str, model: str, prompt: str, text: str, tokens_in: int | None, tokens_out: int | None,
                     judge: str = "anthropic", position: int | None = None) -> None:
         with self.db.atomic():
-            self.db["replies"].insert(dict(key=key, model=model, prompt=prompt, text=text, tokens_in=tokens_in,
+            self.db.table("replies").insert(dict(key=key, model=model, prompt=prompt, text=text, tokens_in=tokens_in,
                                            tokens_out=tokens_out, created_at=now_text(), judge=judge, position=position),
                                       replace=True)
 
     # embeddings ---------------------------------------------------------------
     def embeddings(self, model: str, hashes: list[str]) -> dict[str, np.ndarray]:
-        out = {}
+        out: dict[str, np.ndarray] = {}
         for i in range(0, len(hashes), 500):
             chunk = hashes[i:i + 500]
             marks = ",".join("?" * len(chunk))
@@ -418,12 +437,12 @@ class Store:
     def put_embeddings(self, model: str, vectors: dict[str, np.ndarray]) -> None:
         self._derive("put_embeddings", model, vectors)
         with self.db.atomic():
-            self.db["embeddings"].insert_all(
+            self.db.table("embeddings").insert_all(
                 ({"model": model, "text_hash": h, "vector": v.astype(np.float32).tobytes()} for h, v in vectors.items()),
                 replace=True, batch_size=500)
 
     # neighbour lists (derived; see neighbours.py) ----------------------------
-    def neighbour_sets(self, k: int) -> list[dict]:
+    def neighbour_sets(self, k: int) -> list[Row]:
         return [dict(id=r[0], rows=r[1], digest=r[2]) for r in self.db.execute(
             "SELECT id, rows, digest FROM neighbour_sets WHERE k = ? ORDER BY used_at DESC, id DESC", [k])]
 
@@ -451,36 +470,51 @@ class Store:
                    sims=np.ascontiguousarray(sims, dtype=np.float64).tobytes(), used_at=now_text())
         with self.db.atomic():
             if set_id is None:
-                self.db["neighbour_sets"].insert(row)
+                self.db.table("neighbour_sets").insert(row)
             else:
-                self.db["neighbour_sets"].update(set_id, row)
+                self.db.table("neighbour_sets").update(set_id, row)
             self.db.execute("DELETE FROM neighbour_sets WHERE id NOT IN "
                             "(SELECT id FROM neighbour_sets ORDER BY used_at DESC, id DESC LIMIT ?)", [keep])
 
     # candidate lists (derived; see candidate_lists.py) ------------------------
-    def candidate_list(self, pass_name: str, digest: str) -> dict | None:
+    def candidate_list(self, pass_name: str, digest: str) -> Row | None:
         cur = self.db.execute("SELECT * FROM candidate_lists WHERE pass = ? AND digest = ?", [pass_name, digest])
         row = cur.fetchone()
         return dict(zip([c[0] for c in cur.description], row)) if row else None
 
-    def put_candidate_list(self, pass_name: str, digest: str, encoded: dict) -> None:
+    def put_candidate_list(self, pass_name: str, digest: str, encoded: Row) -> None:
         self._derive("put_candidate_list", pass_name, digest, encoded)
         with self.db.atomic():
-            self.db["candidate_lists"].insert({"pass": pass_name, "digest": digest, "made_at": now_text(), **encoded},
+            self.db.table("candidate_lists").insert({"pass": pass_name, "digest": digest, "made_at": now_text(), **encoded},
                                               replace=True)
+
+    # calibrations (calibrate.py): each run's result, the report shows the last ----------------------------
+    def add_calibration(self, result: Row) -> None:
+        with self.db.atomic():
+            self.db.table("calibrations").insert({"created_at": result["created_at"], "labels": result["labels"],
+                                                  "model": result["judge"],
+                                                  "result": json.dumps(result, ensure_ascii=False)})
+
+    def last_calibration(self) -> Row | None:
+        """The last calibration's result, or None."""
+        if "calibrations" not in self.db.table_names():
+            return None
+        row = self.db.execute("SELECT result FROM calibrations ORDER BY id DESC LIMIT 1").fetchone()
+        return json.loads(row[0]) if row else None
 
     # sessions and throttle ----------------------------------------------------
     def start_session(self, session_id: str) -> None:
         with self.db.atomic():
-            self.db["sessions"].insert({"id": session_id, "started_at": now_text(), "passes": "{}", "commits": "[]"})
+            self.db.table("sessions").insert({"id": session_id, "started_at": now_text(), "passes": "{}", "commits": "[]"})
 
-    def end_session(self, session_id: str, passes: dict, cost_usd, commits: list[str], corpus: dict | None = None) -> None:
+    def end_session(self, session_id: str, passes: dict[str, Row], cost_usd: float | None, commits: list[str],
+                    corpus: Row | None = None) -> None:
         with self.db.atomic():
-            self.db["sessions"].update(session_id, {"ended_at": now_text(), "passes": json.dumps(passes),
+            self.db.table("sessions").update(session_id, {"ended_at": now_text(), "passes": json.dumps(passes),
                                                     "cost_usd": cost_usd, "commits": json.dumps(commits),
                                                     "corpus": json.dumps(corpus) if corpus else None})
 
-    def sessions(self, limit: int = 10) -> list[dict]:
+    def sessions(self, limit: int = 10) -> list[Row]:
         rows = self.db.execute(
             "SELECT id, started_at, ended_at, passes, cost_usd, commits, corpus FROM sessions "
             "WHERE ended_at IS NOT NULL ORDER BY started_at DESC, rowid DESC LIMIT ?", [limit]).fetchall()
@@ -496,18 +530,18 @@ class Store:
                               args).fetchone()
         return (row[0], row[1]) if row else (None, None)
 
-    def record_throttle(self, row: dict) -> None:
+    def record_throttle(self, row: Row) -> None:
         with self.db.atomic():
-            self.db["throttle"].insert(row, replace=True)
+            self.db.table("throttle").insert(row, replace=True)
 
-    def throttle_rows(self, pass_name: str, limit: int = 1000, judge: str | None = None) -> list[dict]:
+    def throttle_rows(self, pass_name: str, limit: int = 1000, judge: str | None = None) -> list[Row]:
         """This pass's throttle record of each session, newest first (given a judge kind, that kind's sessions)."""
         where, args = of_judge("pass = ?", [pass_name], judge)
         cur = self.db.execute(f"SELECT * FROM throttle WHERE {where} ORDER BY rowid DESC LIMIT ?", [*args, limit])
         cols = [c[0] for c in cur.description]
         return [dict(zip(cols, r)) for r in cur.fetchall()]
 
-    def throttle_history(self, pass_name: str, limit: int) -> list[dict]:
+    def throttle_history(self, pass_name: str, limit: int) -> list[Row]:
         """throttle_rows with each session's outcome for the pass (`caught-up`, `defunded`, ...) as `outcome`."""
         cur = self.db.execute(
             "SELECT t.*, json_extract(s.passes, '$.\"' || t.pass || '\".state') AS outcome FROM throttle t "
@@ -517,93 +551,6 @@ class Store:
         return [dict(zip(cols, r)) for r in cur.fetchall()]
 
 
-def of_judge(where: str, args: list, judge: str | None) -> tuple[str, list]:
+def of_judge(where: str, args: list[Any], judge: str | None) -> tuple[str, list[Any]]:
     """Narrow a WHERE clause to one kind of judge (None: every kind)."""
     return (where, args) if judge is None else (f"{where} AND judge = ?", [*args, judge])
-
-
-class FileIndex:
-    """Derived: parsed facts keyed by (path, mtime, size, ctime), so unchanged files are not parsed again.
-
-    A hit is verified by content id (the file is read and hashed; the YAML parse is what is skipped),
-    and the time of that check is kept. Once a file's last change (ctime, which no tool can set back)
-    is older than a verified check by RACY_NS, a matching stat alone answers it, unread, as git does:
-    a caught-up session reads no fact file at all.
-    """
-
-    RACY_NS = 2_000_000_000  # larger than any file system's timestamp tick: an edit in the same tick is re-read
-
-    def __init__(self, store: Store):
-        self.db = store.db
-        self.rows = {r[0]: r for r in self.db.execute(
-            "SELECT path, mtime_ns, size, record, content_id, ctime_ns, checked_ns, changed_at FROM files")}
-        self.pending: dict[str, dict] = {}
-        self.written: set[str] = set()  # facts this session's decisions rewrote: their change counts from the next
-        self.parse_key = ""  # corpus.parse_key of the layout: a parse made under other settings is not reused
-        self.checked: list[tuple[int, int, str]] = []  # (ctime_ns, checked_ns, path) of files verified by reading
-        self.reused = 0  # facts taken from the index this session, unparsed
-        self.parsed = 0  # facts parsed (and remembered) this session
-        self.read = 0  # of the reused, files read to verify their content id (the rest: stat alone)
-
-    def lookup(self, root: Path, path: str) -> Fact | None:
-        row = self.rows.get(path)
-        if not row:
-            return None
-        full = f"{root}/{path}"  # a string, not pathlib or os.path.join: this runs once per fact, 100k times at scale
-        st = os.lstat(full)
-        if (st.st_mtime_ns, st.st_size) != (row[1], row[2]) or stat.S_ISLNK(st.st_mode):
-            return None
-        record = json.loads(row[3])
-        if record.pop("parse_key", "") != self.parse_key:
-            return None
-        if st.st_ctime_ns != row[5] or st.st_ctime_ns + self.RACY_NS >= row[6]:
-            began = time.time_ns()
-            try:
-                with open(full, "rb") as f:
-                    if content_id(f.read().decode("utf-8")) != row[4]:
-                        return None
-            except UnicodeDecodeError:
-                return None  # read_fact will name the problem
-            self.read += 1
-            self.checked.append((st.st_ctime_ns, began, path))
-        self.reused += 1
-        return fact_from_record(record)
-
-    def remember(self, root: Path, fact: Fact, parsed: bool = True) -> None:
-        """Index a fact as read (parsed) or as the session just wrote it (parsed=False: not a parse of a read)."""
-        self.parsed += parsed
-        if not parsed:
-            self.written.add(fact.path)
-        st = (root / fact.path).stat()
-        record = {**fact.record(), "parse_key": self.parse_key}
-        prior = self.rows.get(fact.path)
-        # touched or re-parsed with the same content is no change: only a new content id makes a question fresh
-        changed = prior[7] if prior and prior[4] == fact.content_id else now_text()
-        self.pending[fact.path] = dict(path=fact.path, mtime_ns=st.st_mtime_ns, size=st.st_size,
-                                       ctime_ns=st.st_ctime_ns, checked_ns=0,  # read before this stat: verify next time
-                                       content_id=fact.content_id, record=json.dumps(record, ensure_ascii=False),
-                                       changed_at=changed)
-
-    def changed_since(self, since: str) -> set[str]:
-        """Paths whose content changed after `since` (a UTC timestamp), saved or read this session.
-
-        Not what this session's own decisions wrote: those are changes for the next session.
-        """
-        return ({r[0] for r in self.db.execute("SELECT path FROM files WHERE changed_at > ?", [since])} |
-                {path for path, row in self.pending.items() if row["changed_at"] and row["changed_at"] > since}) - \
-            self.written
-
-    def forget_missing(self, present: set[str]) -> None:
-        """Called once the corpus is loaded: note what left it, and drop the rows (~1.5 kB a fact)."""
-        self.gone = [p for p in self.rows if p not in present]
-        self.rows = {}
-
-    def save(self) -> None:
-        with self.db.atomic():
-            if self.pending:
-                self.db["files"].insert_all(self.pending.values(), replace=True, batch_size=500)
-            if self.checked:
-                self.db.conn.executemany("UPDATE files SET ctime_ns = ?, checked_ns = ? WHERE path = ?", self.checked)
-            for path in getattr(self, "gone", []):
-                self.db.execute("DELETE FROM files WHERE path = ?", [path])
-        self.pending, self.checked = {}, []

@@ -13,8 +13,9 @@ from conftest import FAST, REPO, SMALL, fact_text, make_repo, scripted, write_co
 
 from knomit_judge import ReviewOptions, load_config, load_corpus, review
 from knomit_judge.embeddings import Embedder
+from knomit_judge.file_index import FileIndex
 from knomit_judge.passes.registry import all_passes
-from knomit_judge.store import FileIndex, Store
+from knomit_judge.store import Store
 
 # SMALL plus facts on other mechanisms, so that with k = 2 most questions do not involve any one fact.
 FACTS = {
