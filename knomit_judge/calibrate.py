@@ -21,7 +21,7 @@ from typing import Any
 from . import audits
 from .config import Config, load_config
 from .corpus import Corpus, load_corpus
-from .errors import ConfigError, JudgeRefused, KnomitError, Unparsed
+from .errors import BadLabelledQuestion, ConfigError, JudgeRefused, Unparsed
 from .gitops import open_repo
 from .jsonl import read_jsonl
 from .judge import Judge, JudgeSpec, Ledger, make_backend, read_sample
@@ -40,10 +40,6 @@ PRUNE_LABELS = ("distinct", "merge", "retract")
 # A retract of the fact a retract label says contains the other: a yes, but not the labelled decision.
 WRONG_SIDE = "retract (the other fact)"
 KAPPA_OVER = {"alias": "yes/no", "prune": "distinct/merge/retract", "discovery": "yes/no"}
-
-
-class BadLabelledQuestion(KnomitError):
-    """A line of calibrate's labels file is not a well-formed labelled question."""
 
 
 @dataclass
@@ -235,7 +231,7 @@ def calibrate(labels_path: Path | str, root: Path | str = ".", judge_spec: str =
         lineup = require_callable(config, store) if spec.anthropic else None
         if spec.anthropic:
             config.require_price(config.judge.model)  # judge.max_cost_usd holds here too: the price must be known
-        judge = Judge(make_backend(str(spec), config, lineup), store, config)
+        judge = Judge(make_backend(spec, config, lineup), store, config)
         try:
             asyncio.run(_answer(questions, passes, judge, store, config))
         except JudgeRefused as e:  # a 404 naming the model: read it again, and say "retired" when it is

@@ -16,12 +16,12 @@ import hashlib
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, overload
+from typing import Any, TypeVar, overload
 
 import numpy as np
 
 from .corpus import Corpus
-from .passes.base import Candidate, Session
+from .passes.base import Candidate, CandidateSource, Session
 from .store import Store
 from .verdicts import subject_names
 
@@ -33,15 +33,6 @@ _code: str | None = None
 T = TypeVar("T")
 # Makes an item of a list read back from (subject, fingerprint, score): a Candidate, or what rebuild compares.
 Restore = Callable[[dict[str, Any], str, float], T]
-
-
-class Listed(Protocol):
-    """What a kept list needs of a pass: the judged passes and the exact duplicates alike."""
-
-    name: str
-
-    def candidates(self, ctx: Session) -> list[Candidate]: ...
-    def restorer(self, ctx: Session) -> Restore[Candidate]: ...
 
 
 def code_digest() -> str:
@@ -62,7 +53,7 @@ def inputs_digest(pass_name: str, ctx: Session) -> str:
     h.update(repr((pass_name, code_digest(), ctx.embedder.model_name, tuple(corpus.motif_keys),
                    config.shortlist, config.discovery)).encode())
     # the describe lines nominate alias pairs too (a context made without them, as tests make, has none)
-    if pass_name == "alias" and getattr(ctx, "lines", None):
+    if pass_name == "alias" and ctx.lines:
         h.update(repr(sorted(ctx.lines.items())).encode())
     return h.hexdigest()
 
@@ -72,10 +63,11 @@ def facts_digest(corpus: Corpus) -> str:
 
     Kept on the corpus until a decision changes it (Corpus.put reindexes, which drops it).
     """
-    if getattr(corpus, "_digest", None) is None:
+    digest = corpus._digest
+    if digest is None:
         text = "\n".join(f"{path}\0{f.content_id}" for path, f in sorted(corpus.facts.items()))
-        corpus._digest = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
-    return corpus._digest
+        digest = corpus._digest = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+    return digest
 
 
 def encode(candidates: Sequence[Candidate]) -> dict[str, Any] | None:
@@ -150,7 +142,7 @@ class CandidateLists:
         self.store = store
         self.last = ""
 
-    def candidates(self, p: Listed, ctx: Session) -> CandidateList[Candidate]:
+    def candidates(self, p: CandidateSource, ctx: Session) -> CandidateList[Candidate]:
         """The pass's candidates, exactly as p.candidates(ctx) gives them, read back when nothing they depend on changed."""
         digest = inputs_digest(p.name, ctx)
         row = self.store.candidate_list(p.name, digest)

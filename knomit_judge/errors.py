@@ -82,4 +82,8 @@ class Refused(Exception):
 
 
 class BadLabel(KnomitError):
-    """A label is not yes or no, or a labels file line is malformed."""
+    """A label given to `label` is not yes or no, or a line of a `label --file` file is malformed."""
+
+
+class BadLabelledQuestion(KnomitError):
+    """A line of calibrate's labels file is not a well-formed labelled question."""

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 from git import Repo
@@ -29,7 +29,7 @@ from .file_index import FileIndex
 from .gitops import open_repo, shared_lock
 from .neighbours import DEPTH, Memory
 from .passes import subject_names
-from .passes.base import Candidate, Session
+from .passes.base import CandidateSource, Inputs
 from .passes.describe import current, describe_model
 from .passes.exact import DuplicateGroups
 from .passes.registry import all_passes
@@ -44,15 +44,7 @@ Search = tuple[list[bytes], np.ndarray, np.ndarray]  # a neighbour search as sto
 K = TypeVar("K", str, tuple[str, ...])
 
 
-class Lister(Protocol):
-    """What rebuild asks of a pass (exact duplicates too): its name and its candidate list."""
-
-    name: str
-
-    def candidates(self, ctx: Session) -> list[Candidate]: ...
-
-
-def derived_passes() -> list[Lister]:
+def derived_passes() -> list[CandidateSource]:
     """Every pass whose candidate list is kept: exact duplicates first, as a session runs them."""
     return [DuplicateGroups(), *all_passes().values()]
 
@@ -131,16 +123,6 @@ class _Embedder(Embedder):
         return super().embed(texts)
 
 
-@dataclass(frozen=True)
-class Inputs:
-    """What a pass reads to make its candidate list (a passes.Session), as a session would give it."""
-
-    corpus: Corpus
-    embedder: _Embedder
-    config: Config
-    lines: dict[str, str]
-
-
 class Derivation:
     """Every pass's candidate list from `corpus` and `store`, as a session gets it (read back or computed).
 
@@ -151,7 +133,8 @@ class Derivation:
         self.store = store
         # the lines a session of the real judge nominates with (a scripted session's lists are its own)
         lines = current(store, corpus, config, describe_model(config)).lines if config.describe.enabled else {}
-        self.ctx = Inputs(corpus, _Embedder(store), config, lines)
+        self.embedder = _Embedder(store)  # its own type: rebuild reads back the texts it was asked for
+        self.ctx = Inputs(corpus, self.embedder, config, lines)
         self.memory = _Recorder(store)
         self.lists: dict[str, list[Plain]] = {}
         self.how: dict[str, str] = {}  # stored | computed
@@ -297,7 +280,7 @@ def _files(corpus: Corpus, truth: Corpus, result: CheckResult) -> None:
 
 def _embeddings(new: Derivation, kept: Store, result: CheckResult) -> None:
     """Each kept vector of a text the passes embed, bit for bit against the one computed now."""
-    texts = new.ctx.embedder.texts
+    texts = new.embedder.texts
     model = new.ctx.embedder.model_name
     have = kept.embeddings(model, list(texts))
     want = new.store.embeddings(model, list(have))

@@ -12,12 +12,12 @@ from ..config import Config
 from ..corpus import Corpus
 from ..embeddings import Embedder
 from ..errors import Unparsed
+from ..judge import Reply  # (answer, rationale, payload): what a pass's parser gives the judge
 from ..prompts import Prompt
 from ..verdicts import Verdict, subject_names  # noqa: F401  (re-exported: the passes' shared names)
 
 Subject = dict[str, Any]  # {"a": .., "b": ..} for pairs, {"group": [..]} for groups: stored as JSON
 Evidence = dict[str, Any]  # what the judge reads in one order, rendered into the prompt as JSON
-Reply = tuple[str, str, dict[str, Any] | None]  # a reply as the strict parser reads it: (answer, rationale, payload)
 
 
 @dataclass
