@@ -17,8 +17,8 @@ from .encoders import MODEL_NAME, model_sources
 from .errors import KnomitError
 from .migrations import migration_set
 from .passes import JUDGED_PASSES
-from .passes.describe import PASS as DESCRIBE
 from .prompts import load_prompt, prompt_names
+from .session.lines import PASS as DESCRIBE
 
 corpus_arg = click.argument("corpus", type=click.Path(file_okay=False, path_type=Path), default=".", required=False)
 
@@ -175,8 +175,8 @@ def review(corpus, dry_run, evidence, passes, as_json, judge, batch, metrics_fil
 
     Example: knomit-judge review ~/corpus --pass alias --json --metrics-file /var/lib/node_exporter/knomit.prom
     """
-    from .review import ReviewOptions
-    from .review import review as run
+    from .session.context import ReviewOptions
+    from .session.review import review as run
     with sigterm_as_interrupt():
         result = run(corpus, ReviewOptions(dry_run=dry_run, passes=tuple(passes) or JUDGED_PASSES, judge=judge,
                                            batch=batch or None,  # None: judge.mode decides

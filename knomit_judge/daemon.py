@@ -14,7 +14,7 @@ from .cron import cron_trigger
 from .errors import KnomitError
 from .gitops import open_repo
 from .models import require_usable
-from .review import ReviewOptions, review
+from .session.review import ReviewOptions, review
 from .store import Store
 from .transport import require_key
 

@@ -22,7 +22,7 @@ from .errors import ConfigError
 from .gitops import open_repo
 from .models import kept as models_kept
 from .passes import JUDGED_PASSES
-from .passes.describe import PASS as DESCRIBE
+from .session.lines import PASS as DESCRIBE
 from .spend import Spend, summarise
 from .status import STATES
 from .sync import STATES as SYNC_STATES

@@ -26,10 +26,10 @@ from .errors import CorpusLocked
 from .gitops import Lock, open_repo, shared_lock
 from .neighbours import DEPTH, Memory
 from .passes import subject_names
-from .passes.describe import current, describe_model
 from .passes.exact import DuplicateGroups
 from .passes.registry import all_passes
 from .recovery import recover, sync_git, sync_journal
+from .session.lines import current, describe_model
 from .shortlist import remembered
 from .store import FileIndex, Store
 
