@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from typing import Any
 
 from ..judge import Outcome
 from ..passes import Candidate
@@ -122,7 +123,7 @@ class Pool:
                 elif resolved:
                     self.allowance.deposit(1)
 
-    def came_back(self, c: Candidate, out: Outcome, model: str, audited: dict | None) -> Verdict | None:
+    def came_back(self, c: Candidate, out: Outcome, model: str, audited: dict[str, Any] | None) -> Verdict | None:
         """What a reading becomes: a verdict kept and counted, or a fault counted (a refusal remembered)."""
         p, ctx, r = self.p, self.ctx, self.r
         ctx.asked += 1

@@ -198,7 +198,7 @@ class Current:
 
     lines: dict[str, str]  # spelling -> its stored line for its key
     todo: list[Shown]  # never asked for its key, or asked fewer than describe.max_tries times and given no line
-    tries: dict[tuple[str, str], int]  # (spelling, carriers) -> requests that gave it no line so far (only those asked without one)
+    tries: dict[tuple[str, str], int]  # (spelling, carriers) -> requests that gave it no line so far (if any)
     held: dict[str, str]  # spelling -> why: given no line by describe.max_tries requests; waits for its key to change
     later: list[str]  # spellings asked this session and given no line: asked again by the next session
 

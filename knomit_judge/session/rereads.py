@@ -23,8 +23,6 @@ from .batch import gathered
 from .context import Context, FirstReader
 from .decisions import keep, verdict_of
 
-Hold = Callable[[], str | None]  # a cap reached or a stop, named; None while asking may go on
-
 
 def audit_of(kind: str, reader_model: str, first_answer: str | None, c: Candidate, born: str | None, pi: float | None,
              stratum: str) -> dict[str, Any]:
@@ -59,7 +57,8 @@ async def reread(p: Pass, c: Candidate, ctx: Context, r: PassResult, first_model
     return v
 
 
-async def audit(p: Pass, ctx: Context, r: PassResult, reader: FirstReader, hold: Hold) -> list[tuple[float, Verdict]]:
+async def audit(p: Pass, ctx: Context, r: PassResult, reader: FirstReader,
+                hold: Callable[[], str | None]) -> list[tuple[float, Verdict]]:
     """The judge model reads again the first-reader no's this session's seeded draw picks (audits.draw), among
     the round's no's and the standing ones: a yes is a miss, returned to be applied. While suspended, the standing
     no's the balance left unread: the top ones by pi, audits.TOP a session. `hold()` names a cap reached or a
@@ -106,7 +105,7 @@ async def audit(p: Pass, ctx: Context, r: PassResult, reader: FirstReader, hold:
 
 
 async def standing_audits(p: Pass, ctx: Context, r: PassResult, reader: FirstReader, pool: dict[str, Candidate],
-                          hold: Hold) -> list[tuple[float, Verdict]]:
+                          hold: Callable[[], str | None]) -> list[tuple[float, Verdict]]:
     """A suspended reader's standing no's the balance did not reach this session: audits.TOP of them, highest pi
     (the miss-chance fit) first, read by the judge model outside the balance, as audits are, so a miss standing
     low in the list is not lost while the throttle holds the pass to its owed questions."""
@@ -128,7 +127,8 @@ async def standing_audits(p: Pass, ctx: Context, r: PassResult, reader: FirstRea
     return found
 
 
-def audits_due(p: Pass, ctx: Context, candidates: CandidateList, answered: set[str]) -> list[tuple[Candidate, Verdict]]:
+def audits_due(p: Pass, ctx: Context, candidates: CandidateList,
+               answered: set[str]) -> list[tuple[Candidate, Verdict]]:
     """The answered candidates whose audit a batch bought and this session collected, each with its first
     reader's no: a batch result for it came in, and the latest verdict is still a first reader's no (another
     model's than the judge model)."""
@@ -144,7 +144,8 @@ def audits_due(p: Pass, ctx: Context, candidates: CandidateList, answered: set[s
     return out
 
 
-async def collected_audits(p: Pass, ctx: Context, r: PassResult, due: list[tuple[Candidate, Verdict]]) -> list[Verdict]:
+async def collected_audits(p: Pass, ctx: Context, r: PassResult,
+                           due: list[tuple[Candidate, Verdict]]) -> list[Verdict]:
     """Read the audits a batch bought (audits_due): a miss is returned to be applied, and deposits into the
     balance as audit() does. A second order the judge model still needs goes into this session's batch."""
     found: list[tuple[float, Verdict]] = []

@@ -22,6 +22,7 @@ from ..models import Lineup, has_key, require_usable
 from ..models import lineup as read_lineup
 from ..neighbours import Memory
 from ..passes import JUDGED_PASSES
+from ..passes.base import Pass
 from ..passes.registry import all_passes
 from ..recovery import locked_store, sync_git, sync_journal
 from ..shortlist import gc_paused, remembered
@@ -29,7 +30,7 @@ from ..spend import Caps, summarise
 from ..status import PassResult
 from ..store import FileIndex, Store
 from ..sync import Remote
-from ..throttle import Allowance, assess, terms
+from ..throttle import Allowance, ThrottleState, assess, terms
 from ..transport import require_key
 from ..verdicts import Journal
 from ..worth import Worth
@@ -130,16 +131,16 @@ def pull(remote: Remote, root: Path, repo: Repo, store: Store) -> None:
         sync_git(repo, store)
 
 
-async def _session(root: Path, repo: Repo, config: Config, store: Store, options: ReviewOptions, notes: list[str],
-                   models: Lineup) -> SessionResult:
-    result = SessionResult(session=new_session_id(), dry_run=options.dry_run, notes=list(notes))
+def _context(root: Path, repo: Repo, config: Config, store: Store, options: ReviewOptions, models: Lineup,
+             result: SessionResult) -> Context:
+    """Read the corpus (what is broken, what is dirty, into the result) and make the session's context."""
     with gc_paused():  # 100k facts, their tuples and index rows: the collector would rescan them over and over
         index = FileIndex(store)
         corpus = load_corpus(root, config.corpus.max_fact_bytes, index, config.corpus)
     result.problems = list(corpus.problems)
     for problem in corpus.problems:
         log.warning("skipped %s", problem)
-    result.corpus = report = corpus_report(corpus)
+    result.corpus = corpus_report(corpus)
     dirty = dirty_paths(repo, config.corpus.paths)  # an untracked file outside the fact paths is not ours to mind
     if merging := merge_in_progress(repo):  # a person's (recovery settled ours): a commit now would finish it
         dirty = [merging]
@@ -147,11 +148,19 @@ async def _session(root: Path, repo: Repo, config: Config, store: Store, options
     elif dirty:
         result.notes.append(f"work tree has {len(dirty)} uncommitted change(s) (e.g. {dirty[0]}): "
                             "judging and storing, applying nothing")
-    ctx = Context(root, config, store, corpus, Embedder(store), Journal(root), None if options.dry_run else Applier(repo),
-                  options, result.session, clean=not dirty,
-                  batches=Batches(store, result.session, batch_mode(options.batch, config, options.judge)),
-                  index=index, caps=Caps.for_session(store, config), lineup=models,
-                  commits=result.commits, problems=result.problems)
+    return Context(root, config, store, corpus, Embedder(store), Journal(root),
+                   None if options.dry_run else Applier(repo), options, result.session, clean=not dirty,
+                   batches=Batches(store, result.session, batch_mode(options.batch, config, options.judge)),
+                   index=index, caps=Caps.for_session(store, config), lineup=models,
+                   commits=result.commits, problems=result.problems)
+
+
+async def _session(root: Path, repo: Repo, config: Config, store: Store, options: ReviewOptions, notes: list[str],
+                   models: Lineup) -> SessionResult:
+    result = SessionResult(session=new_session_id(), dry_run=options.dry_run, notes=list(notes))
+    ctx = _context(root, repo, config, store, options, models, result)
+    index, report = ctx.index, result.corpus
+    assert report is not None  # _context read the corpus
     result.batch_prices = ctx.batches.submitting
     if not options.dry_run:
         store.start_session(result.session)
@@ -162,7 +171,7 @@ async def _session(root: Path, repo: Repo, config: Config, store: Store, options
                 result.passes[name] = PassResult(name, state="broken", notes=["no fact read: see the corpus line"])
             return result
         result.passes["exact"] = run_exact(ctx, result)
-        passes = [p for name, p in all_passes().items() if name in options.passes]
+        passes: list[Pass] = [p for name, p in all_passes().items() if name in options.passes]
         # before collecting: questions in a batch still running count as spent, and collected ones are
         # judged as paid below, so the balance charges each batched question once
         money = terms(config, ctx.kind)
@@ -178,18 +187,7 @@ async def _session(root: Path, repo: Repo, config: Config, store: Store, options
             result.passes[p.name] = PassResult(p.name)
             if p.name == "alias":  # the describe step's own line, after the alias pass's
                 result.passes[DESCRIBE] = PassResult(DESCRIBE, throttle="never budgeted")
-        # Applied decisions change fingerprints, and so make new questions: ask them in this session,
-        # round after round, until a round applies nothing (each pass's allowance is per session).
-        for round_no in range(1 if options.dry_run else MAX_ROUNDS):
-            applied = 0
-            for p in passes:
-                before = result.passes[p.name].applied
-                await run_round(p, ctx, result, result.passes[p.name], throttles[p.name], first=round_no == 0)
-                applied += result.passes[p.name].applied - before
-                if round_no == 0:  # what a dry run's estimate covers: a later dry run says how far it falls short
-                    result.passes[p.name].first_round = result.passes[p.name].offered
-            if not applied:
-                break
+        await _rounds(ctx, result, passes, throttles)
         if options.stop is not None and options.stop.is_set():
             # Stopped before its end (the daemon's SIGTERM): recorded as a plain review's interruption is, so
             # status, the metrics and the report read one record; the passes it never reached are not defunded.
@@ -229,6 +227,22 @@ async def _session(root: Path, repo: Repo, config: Config, store: Store, options
             store.end_session(result.session, {n: r.json() for n, r in result.passes.items()},
                               result.cost_usd, result.commits, corpus=report.json())
     return result
+
+
+async def _rounds(ctx: Context, result: SessionResult, passes: list[Pass], throttles: dict[str, ThrottleState]) -> None:
+    """Applied decisions change fingerprints, and so make new questions: ask them in this session, round after
+    round, until a round applies nothing (each pass's allowance is per session)."""
+    for round_no in range(1 if ctx.options.dry_run else MAX_ROUNDS):
+        applied = 0
+        for p in passes:
+            r = result.passes[p.name]
+            before = r.applied
+            await run_round(p, ctx, result, r, throttles[p.name], first=round_no == 0)
+            applied += r.applied - before
+            if round_no == 0:  # what a dry run's estimate covers: a later dry run says how far it falls short
+                r.first_round = r.offered
+        if not applied:
+            return
 
 
 def aborted(result: SessionResult, options: ReviewOptions, error: BaseException) -> None:
