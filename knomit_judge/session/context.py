@@ -201,6 +201,11 @@ class Context:
         return self._judge
 
     @property
+    def judge_if_asked(self) -> Judge | None:
+        """The judge, if a question needed it this session (None: it was never made)."""
+        return self._judge
+
+    @property
     def kind(self) -> str:
         """The kind of judge this session asks: only its own verdicts bind it (see verdicts.judge_of)."""
         return self.options.judge.kind

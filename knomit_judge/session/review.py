@@ -199,8 +199,8 @@ async def _session(root: Path, repo: Repo, config: Config, store: Store, options
             await submit_batch(ctx, result)
         for p in passes:
             finish_pass(p, ctx, result.passes[p.name], throttles[p.name])
-        if ctx._judge and isinstance(ctx._judge.backend, ScriptedBackend):
-            if note := ctx._judge.backend.unmatched_note():
+        if (judge := ctx.judge_if_asked) and isinstance(judge.backend, ScriptedBackend):
+            if note := judge.backend.unmatched_note():
                 log.warning("%s", note)
                 result.notes.append(note)
     except BaseException as e:  # an error, or a signal's cancellation: recorded as such, then re-raised
