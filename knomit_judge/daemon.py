@@ -14,7 +14,8 @@ from .cron import cron_trigger
 from .errors import KnomitError
 from .gitops import open_repo
 from .models import require_usable
-from .session.review import ReviewOptions, review
+from .session.context import ReviewOptions
+from .session.review import review
 from .store import Store
 from .transport import require_key
 
