@@ -34,7 +34,7 @@ from gen_corpus import generate_entities  # noqa: E402
 from knomit_judge.corpus import load_corpus  # noqa: E402
 from knomit_judge.init import init_corpus  # noqa: E402
 from knomit_judge.rebuild import check  # noqa: E402
-from knomit_judge.review import ReviewOptions, review  # noqa: E402
+from knomit_judge.session.review import ReviewOptions, review  # noqa: E402
 from knomit_judge.store import Store  # noqa: E402
 
 

@@ -73,7 +73,7 @@ from knomit_judge.layout import detect_knomit  # noqa: E402
 from knomit_judge.nominate import SIGNALS, carrier_text, nominate  # noqa: E402
 from knomit_judge.passes.alias import AliasPass  # noqa: E402
 from knomit_judge.passes.prune import PrunePass, fact_text  # noqa: E402
-from knomit_judge.review import ReviewOptions, review  # noqa: E402
+from knomit_judge.session.review import ReviewOptions, review  # noqa: E402
 from knomit_judge.store import Store  # noqa: E402
 
 TARGET = 0.9

@@ -114,7 +114,7 @@ def session(root: Path, store, memory) -> dict:
     from knomit_judge.embeddings import Embedder
     from knomit_judge.passes.exact import DuplicateGroups
     from knomit_judge.passes.registry import all_passes
-    from knomit_judge.store import FileIndex
+    from knomit_judge.file_index import FileIndex
     out = {}
     start = time.perf_counter()
     with shortlist.gc_paused():  # as review does
@@ -159,7 +159,7 @@ def child(mode: str, root: Path, db: Path) -> dict:
     store = Store(db)
     if mode == "prepare":
         from knomit_judge.corpus import load_corpus
-        from knomit_judge.store import FileIndex
+        from knomit_judge.file_index import FileIndex
         index = FileIndex(store)
         start = time.perf_counter()
         corpus = load_corpus(root, index=index)

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT)]
 
 from knomit_judge.errors import Unparsed  # noqa: E402
-from knomit_judge.passes.describe import parse, prompt  # noqa: E402
+from knomit_judge.session.lines import parse, prompt  # noqa: E402
 
 OUT = {"sample": "knomit-kb-describe-replies.jsonl", "aekb": "aekb-describe-replies.jsonl"}
 # bench_living's usage model: characters / 4 in, plus the forced tool's overhead; the reply's characters / 4 + 30 out

@@ -37,7 +37,7 @@ from bench_recall import _layout, extract_sample  # noqa: E402
 from knomit_judge.config import Config, CorpusConfig  # noqa: E402
 from knomit_judge.corpus import load_corpus  # noqa: E402
 from knomit_judge.layout import detect_knomit  # noqa: E402
-from knomit_judge.passes.describe import batches, request, shown  # noqa: E402
+from knomit_judge.session.lines import batches, request, shown  # noqa: E402
 
 SHAPE = {"lines": [{"spelling": "<the spelling exactly as listed>", "mechanism": "<one sentence>"}]}
 

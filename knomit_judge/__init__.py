@@ -8,7 +8,8 @@ from .labels import label
 from .rebuild import check as check_rebuild
 from .rebuild import rebuild
 from .revert import revert
-from .review import ReviewOptions, SessionResult, review
+from .session.context import ReviewOptions, SessionResult
+from .session.review import review
 
 __all__ = ["Config", "Corpus", "Fact", "KnomitError", "ReviewOptions", "SessionResult", "check_rebuild", "inbox",
            "label", "load_config", "load_corpus", "rebuild", "review", "revert"]

@@ -15,7 +15,12 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
+
+from .config import Config
+from .store import Store
 
 TOP = 2  # a session's top no's by score: always audited
 WINDOW = 10  # the pass's last sessions the estimate and the bound look back on
@@ -49,7 +54,7 @@ class MissFit:
     """The chance of a miss at a score, fit on past design audits by a kernel-weighted, inverse-probability
     weighted miss rate; with no miss seen yet, the score itself stands in (SUPG's square-root weights)."""
 
-    rows: list = field(default_factory=list)  # (score, miss, pi)
+    rows: list[tuple[float, bool, float]] = field(default_factory=list)  # (score, miss, pi)
 
     def chance(self, score: float) -> float:
         if not any(m for _, m, _ in self.rows):
@@ -82,10 +87,10 @@ class Draw:
     """One pass's audits in one session: each no's pi and stratum, and which were drawn."""
 
     floor: float = 0.0
-    pi: dict = field(default_factory=dict)  # fingerprint -> inclusion probability
-    stratum: dict = field(default_factory=dict)  # fingerprint -> top | target | floor
-    born: dict = field(default_factory=dict)  # fingerprint -> the session whose first read gave the no
-    picked: list = field(default_factory=list)  # fingerprints drawn, highest pi first
+    pi: dict[str, float] = field(default_factory=dict)  # fingerprint -> inclusion probability
+    stratum: dict[str, str] = field(default_factory=dict)  # fingerprint -> top | target | floor
+    born: dict[str, str] = field(default_factory=dict)  # fingerprint -> the session whose first read gave the no
+    picked: list[str] = field(default_factory=list)  # fingerprints drawn, highest pi first
     expected: float = 0.0  # the sum of pi
     new: int = 0
     standing: int = 0
@@ -131,9 +136,10 @@ def draw(session: str, pass_name: str, new: list[tuple[str, float]], standing: l
     return d
 
 
-def spread(total: float, weights: dict) -> dict:
+def spread(total: float, weights: dict[str, float]) -> dict[str, float]:
     """Shares proportional to the weights summing to `total`, none above 1 (the excess spread over the rest)."""
-    out, left, open_ = {}, total, dict(weights)
+    out: dict[str, float] = {}
+    left, open_ = total, dict(weights)
     while left > 1e-12 and open_:
         mass = sum(open_.values())
         if mass <= 0:
@@ -208,14 +214,28 @@ class Estimate:
         """The estimate and the bound as the pass line and `status` say them."""
         if not self.reads and not self.audits:
             return ""
-        est = "no estimate yet" if self.recall is None else \
-            f"recall ~{self.recall:.2f} (misses ~{self.misses_estimated:.1f})"
-        low = "not enough audits to bound" if self.recall_low is None else \
-            f"{CONFIDENCE:.0%} lower bound {self.recall_low:.2f}"
-        return f"first reader over its last {WINDOW} reading sessions: {est}, {low}, target {target:g}"
+        return (f"first reader over its last {WINDOW} reading sessions: "
+                f"{recall_text(self.recall, self.misses_estimated)}, {bound_text(self.recall_low)}, target {target:g}")
 
 
-def estimate_from(nos: list[tuple[str, str]], floors: dict, audits: list[dict], confirmed: int, pass_name: str,
+def recall_text(recall: float | None, misses_estimated: float | None, found: int | None = None) -> str:
+    """The estimated recall as the pass line and `status` say it (`found`: the misses the audits found)."""
+    if recall is None:
+        return "no estimate yet"
+    misses = f"~{misses_estimated or 0.0:.1f}" if found is None else \
+        f"found {found}, estimated {misses_estimated or 0.0:.1f}"
+    return f"recall ~{recall:.2f} (misses {misses})"
+
+
+def bound_text(recall_low: float | None, labelled: bool = True) -> str:
+    """The recall's lower bound as every report says it (`labelled` False: the number alone, for a table's column
+    headed "lower bound"), or why there is none."""
+    if recall_low is None:
+        return "not enough audits to bound"
+    return f"{CONFIDENCE:.0%} lower bound {recall_low:.2f}" if labelled else f"{recall_low:.2f}"
+
+
+def estimate_from(nos: list[tuple[str, str]], floors: dict[str, float], audits: list[dict[str, Any]], confirmed: int, pass_name: str,
                   reads: int = 0, rejected: int = 0, rejected_usd: float = 0.0) -> Estimate:
     """The estimate and bound from the window's record. `nos`: (session, fingerprint) of each first-reader no
     read in a session that drew (`floors`: session -> floor rate); `audits`: rows with fingerprint, born,
@@ -247,12 +267,12 @@ def estimate_from(nos: list[tuple[str, str]], floors: dict, audits: list[dict], 
     return e
 
 
-def fit(store, pass_name: str, model: str) -> MissFit:
+def fit(store: Store, pass_name: str, model: str) -> MissFit:
     """The miss-chance fit from the pass's past design audits of this first reader."""
     return MissFit(store.audit_scores(pass_name, model, DESIGN))
 
 
-def estimate(store, pass_name: str, model: str) -> Estimate:
+def estimate(store: Store, pass_name: str, model: str) -> Estimate:
     """The estimate and bound for a pass's first reader over its last WINDOW reading sessions."""
     window = store.reader_sessions(pass_name, model, WINDOW)
     if not window:
@@ -268,14 +288,15 @@ def estimate(store, pass_name: str, model: str) -> Estimate:
                          rejected_usd=sum(a["cost_usd"] or 0.0 for a in rejected))
 
 
-def published(e: Estimate, model: str | None, state: str, target: float) -> dict:
+def published(e: Estimate, model: str | None, state: str, target: float) -> dict[str, Any]:
     """One pass's entry of `status --json`'s first_reader object (and calibrate's, the report's)."""
     return {"model": model or None, "state": state, "reads": e.reads, "audits": e.audits, "misses": e.misses,
             "misses_estimated": e.misses_estimated, "recall": e.recall, "recall_low": e.recall_low,
             "target": target}
 
 
-def first_readers(store, config, passes, states: dict | None = None) -> dict:
+def first_readers(store: Store, config: Config, passes: Iterable[str],
+                  states: Mapping[str, str | None] | None = None) -> dict[str, dict[str, Any]]:
     """`status --json`'s first_reader object: each judged pass's first reader, its state (as its last session
     had it, in `states`, else from the evidence) and its window."""
     model = config.models().get("judge.first_reader")
@@ -291,16 +312,14 @@ def first_readers(store, config, passes, states: dict | None = None) -> dict:
     return out
 
 
-def status_lines(readers: dict) -> list[str]:
+def status_lines(readers: dict[str, dict[str, Any]]) -> list[str]:
     """The first reader's lines of `status`: per pass, its state, the estimate and the bound."""
     out = []
     for name, f in readers.items():
         if f["state"] == "off":
             continue
-        est = "no estimate yet" if f["recall"] is None else \
-            f"recall ~{f['recall']:.2f} (misses found {f['misses']}, estimated {f['misses_estimated']:.1f})"
-        low = "not enough audits to bound" if f["recall_low"] is None else \
-            f"{CONFIDENCE:.0%} lower bound {f['recall_low']:.2f}"
+        est = recall_text(f["recall"], f["misses_estimated"], found=f["misses"])
+        low = bound_text(f["recall_low"])
         out.append(f"first reader on {name}: {f['model']} {f['state']}; {f['reads']} reads, {f['audits']} audits "
                    f"over its last {WINDOW} reading sessions; {est}, {low}; target {f['target']:g}")
     return out

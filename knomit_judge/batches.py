@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -104,7 +104,7 @@ class Batches:
         return paid
 
     # -- collecting -----------------------------------------------------------------------------------
-    async def collect(self, judge: Judge, passes: dict[str, JudgedPass]) -> None:
+    async def collect(self, judge: Judge, passes: Mapping[str, JudgedPass]) -> None:
         """Take in every finished batch: results into the reply cache (and judge.fresh), spend into the ledgers."""
         import anthropic  # only with batches to collect: see transport.AnthropicBackend
         open_batches = self.open_batches()
@@ -136,7 +136,7 @@ class Batches:
             await self._take(client, row, judge, passes)
 
     async def _take(self, client: anthropic.AsyncAnthropic, row: dict[str, Any], judge: Judge,
-                    passes: dict[str, JudgedPass]) -> None:
+                    passes: Mapping[str, JudgedPass]) -> None:
         """File one ended batch's results, then mark it collected (a cut-short read is tried again next session)."""
         import anthropic
         requests = {r[0]: (r[1], r[2], r[3]) for r in self.store.db.execute(

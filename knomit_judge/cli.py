@@ -20,8 +20,8 @@ from .errors import KnomitError
 from .judge import JudgeSpec
 from .migrations import migration_set
 from .passes import JUDGED_PASSES
-from .passes.describe import PASS as DESCRIBE
 from .prompts import load_prompt, prompt_names
+from .session.lines import PASS as DESCRIBE
 
 if TYPE_CHECKING:
     from . import SessionResult
@@ -195,8 +195,8 @@ def review(corpus: Path, dry_run: bool, evidence: bool, passes: tuple[str, ...],
 
     Example: knomit-judge review ~/corpus --pass alias --json --metrics-file /var/lib/node_exporter/knomit.prom
     """
-    from .review import ReviewOptions
-    from .review import review as run
+    from .session.context import ReviewOptions
+    from .session.review import review as run
     with sigterm_as_interrupt():
         result = run(corpus, ReviewOptions(dry_run=dry_run, passes=tuple(passes) or JUDGED_PASSES, judge=judge,
                                            batch=batch or None,  # None: judge.mode decides

@@ -17,7 +17,8 @@ from .errors import KnomitError
 from .gitops import open_repo
 from .judge import JudgeSpec
 from .models import require_usable
-from .review import ReviewOptions, SessionResult, review
+from .session.context import ReviewOptions, SessionResult
+from .session.review import review
 from .store import Store
 from .transport import require_key
 
@@ -48,7 +49,7 @@ def run_daemon(root: Path | str, cron: str | None = None, judge: str = "anthropi
             return
         try:
             # The same library call as `knomit-judge review`; it re-reads the config, so edits apply next run.
-            result = review(root, ReviewOptions(judge=str(spec), stop=stop))
+            result = review(root, ReviewOptions(judge=spec, stop=stop))
         except KnomitError as e:  # a locked corpus or a refused key: say so, try again next time
             log.error("session failed: %s", e)
             return

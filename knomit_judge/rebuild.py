@@ -30,10 +30,10 @@ from .gitops import open_repo, shared_lock
 from .neighbours import DEPTH, Memory
 from .passes import subject_names
 from .passes.base import CandidateSource, Inputs
-from .passes.describe import current, describe_model
 from .passes.exact import DuplicateGroups
 from .passes.registry import all_passes
 from .recovery import locked_store, sync_git, sync_journal
+from .session.lines import current, describe_model
 from .shortlist import remembered
 from .store import Store
 

@@ -25,7 +25,7 @@ from .gitops import (
     run_git,
     trailer_values,
 )
-from .passes.describe import Line
+from .session.lines import Line
 from .store import Store
 from .verdicts import Journal
 

@@ -13,7 +13,6 @@ import numpy as np
 import sqlite_utils
 
 from .errors import CorpusUnwritable
-from .file_index import FileIndex as FileIndex  # re-exported until review.py imports it from file_index
 from .migrations import migrate
 from .models import ModelInfo, info_from_json, info_json
 from .verdicts import MECHANICAL, JournalMarks, Verdict, now_text

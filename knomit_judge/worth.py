@@ -14,7 +14,7 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from collections.abc import Callable
 
-from .store import of_judge
+from .store import Store, of_judge
 from .verdicts import MECHANICAL
 
 WINDOW = 500  # verdicts nearest in score that estimate the chance at a score
@@ -27,12 +27,12 @@ EXPLORE = 20  # a pass's first reads are asked whatever the rule says: before th
 class Worth:
     """The chance of resolving something, by score, from one pass's verdicts (and this session's reads)."""
 
-    def __init__(self, scored: list[tuple[float, bool]], costs: dict | None = None) -> None:
+    def __init__(self, scored: list[tuple[float, bool]], costs: dict[str, float] | None = None) -> None:
         self.scores = sorted(scored)  # (score, resolved), by score
         self.costs = costs or {}  # model -> what one of its calls in this pass cost, on average (USD)
 
     @classmethod
-    def of_pass(cls, store, pass_name: str, judge: str | None) -> Worth:
+    def of_pass(cls, store: Store, pass_name: str, judge: str | None) -> Worth:
         """From the pass's stored verdicts that kept a score (those before migration 0019 kept none)."""
         where, args = of_judge("pass = ? AND model != ? AND score IS NOT NULL", [pass_name, MECHANICAL], judge)
         rows = store.db.execute(f"SELECT score, is_yes AND NOT reverted FROM verdicts WHERE {where}", args)

@@ -18,7 +18,7 @@ from test_throttle import TOPICS, asked, motif_repo, session
 from knomit_judge.config import load_config
 from knomit_judge.history import status as get_status
 from knomit_judge.rebuild import rebuild
-from knomit_judge.review import ReviewOptions, review
+from knomit_judge.session.review import ReviewOptions, review
 from knomit_judge.store import Store
 from knomit_judge.throttle import Terms, assess, balance
 from knomit_judge.verdicts import Verdict

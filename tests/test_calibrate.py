@@ -14,7 +14,7 @@ from messages_server import text
 from knomit_judge.calibrate import calibrate, kappa
 from knomit_judge.cli import cli
 from knomit_judge.corpus import load_corpus
-from knomit_judge.review import ReviewOptions, review
+from knomit_judge.session.review import ReviewOptions, review
 from knomit_judge.store import Store
 
 CALIBRATION = REPO / "corpus-fixtures" / "calibration"

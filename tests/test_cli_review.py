@@ -11,7 +11,7 @@ from messages_server import status, text
 
 from knomit_judge.cli import cli
 from knomit_judge.gitops import Lock, open_repo
-from knomit_judge.review import ReviewOptions, review
+from knomit_judge.session.review import ReviewOptions, review
 
 PAIR = ("penalty-blocks-own-recovery", "self-locking-penalty")
 DIFFERENT = {"same": False, "mechanism": ""}

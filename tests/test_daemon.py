@@ -19,7 +19,7 @@ from test_throttle import motif_repo
 
 from knomit_judge.cli import cli
 from knomit_judge.daemon import cron_trigger, run_daemon
-from knomit_judge.review import ReviewOptions, review
+from knomit_judge.session.review import ReviewOptions, review
 
 KNOMIT_JUDGE = Path(sys.executable).parent / "knomit-judge"
 WEDNESDAY = datetime(2025, 1, 1, tzinfo=UTC)

@@ -3,7 +3,7 @@
 from conftest import DEMO, demo_repo, git
 
 from knomit_judge.corpus import load_corpus
-from knomit_judge.review import ReviewOptions, review
+from knomit_judge.session.review import ReviewOptions, review
 
 
 def test_demo_shows_each_decision_then_is_caught_up(tmp_path):

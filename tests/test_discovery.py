@@ -14,7 +14,7 @@ from knomit_judge.embeddings import Embedder
 from knomit_judge.neighbours import Memory
 from knomit_judge.passes.discovery import DiscoveryPass, distinct, spread
 from knomit_judge.passes.prune import PrunePass
-from knomit_judge.review import ReviewOptions, review
+from knomit_judge.session.review import ReviewOptions, review
 from knomit_judge.shortlist import remembered
 from knomit_judge.store import Store
 

@@ -12,7 +12,7 @@ from test_prune import assert_four_trailers, responder
 
 from knomit_judge.cli import cli
 from knomit_judge.corpus import load_corpus, parse_fact
-from knomit_judge.review import ReviewOptions, review
+from knomit_judge.session.review import ReviewOptions, review
 
 BODY = "A retry without jitter synchronises clients into waves that hit the server together."
 TITLE = "Retries without jitter arrive in synchronised waves"

@@ -16,9 +16,9 @@ from click.testing import CliRunner
 from conftest import SMALL, demo_repo, fact_text, git, make_repo, write_config
 from messages_server import refusal, status, tool
 
-from knomit_judge.asking import DOWN_AFTER
 from knomit_judge.audits import FLOOR_MIN
 from knomit_judge.cli import cli
+from knomit_judge.session.readers import DOWN_AFTER
 from knomit_judge.store import Store
 
 FIRST, STRONG = "claude-haiku-5-5", "claude-sonnet-5-5"

@@ -12,7 +12,7 @@ from conftest import fact_text, make_repo, write_config
 from test_prune import responder, titles_of
 
 from knomit_judge.history import status as get_status
-from knomit_judge.review import ReviewOptions, review
+from knomit_judge.session.review import ReviewOptions, review
 from knomit_judge.store import Store
 
 TOPICS = [

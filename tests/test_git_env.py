@@ -9,7 +9,7 @@ import sys
 from conftest import fact_text, git, make_repo, tree_digest
 from test_exact import duplicates_corpus
 
-from knomit_judge.review import ReviewOptions, review
+from knomit_judge.session.review import ReviewOptions, review
 
 
 def elsewhere(tmp_path):

@@ -11,7 +11,7 @@ from messages_server import text
 from knomit_judge.cli import cli
 from knomit_judge.gitops import Lock, open_repo
 from knomit_judge.inbox import inbox, sample
-from knomit_judge.review import ReviewOptions, review
+from knomit_judge.session.review import ReviewOptions, review
 from knomit_judge.verdicts import Verdict
 
 P, S, Q = "penalty-blocks-own-recovery", "self-locking-penalty", "queue-amplifies-latency"

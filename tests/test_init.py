@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from conftest import SMALL, fact_text, git
 
 from knomit_judge.cli import cli
-from knomit_judge.review import ReviewOptions, review
+from knomit_judge.session.review import ReviewOptions, review
 
 
 def invoke(*args):

@@ -21,7 +21,7 @@ from knomit_judge.history import status as get_status
 from knomit_judge.judge import cache_key, swap_sampled
 from knomit_judge.models import format_schema
 from knomit_judge.prompts import load_prompt
-from knomit_judge.review import ReviewOptions, review
+from knomit_judge.session.review import ReviewOptions, review
 from knomit_judge.store import Store
 
 DIFFERENT = json.dumps({"same": False, "mechanism": ""})

@@ -23,7 +23,7 @@ from knomit_judge.judge import cache_key
 from knomit_judge.models import format_schema
 from knomit_judge.prompts import load_prompt
 from knomit_judge.rebuild import rebuild
-from knomit_judge.review import ReviewOptions, review
+from knomit_judge.session.review import ReviewOptions, review
 
 DIFFERENT = json.dumps({"same": False, "mechanism": ""})
 TOPICS = ["queue growth amplifies latency", "retry storms overload the backend", "a cache stampede on expiry",

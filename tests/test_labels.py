@@ -16,7 +16,7 @@ from knomit_judge.config import parse_config
 from knomit_judge.errors import ConfigError
 from knomit_judge.labels import LABELS_FILE
 from knomit_judge.report import render
-from knomit_judge.review import ReviewOptions, review
+from knomit_judge.session.review import ReviewOptions, review
 
 PAIR = {"pass": "alias", "a": "penalty-blocks-own-recovery", "b": "self-locking-penalty"}
 SAME = {"same": True, "mechanism": "A penalty removes the signal needed to lift it."}

@@ -38,7 +38,7 @@ from knomit_judge.nominate import (
     word_weights,
 )
 from knomit_judge.passes.alias import AliasPass
-from knomit_judge.review import ReviewOptions, review
+from knomit_judge.session.review import ReviewOptions, review
 from knomit_judge.store import Store
 
 sys.path.insert(0, str(REPO / "benchmarks"))

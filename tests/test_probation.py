@@ -12,7 +12,7 @@ from conftest import CorpusRepo, fact_text, make_repo
 
 from knomit_judge.cli import cli
 from knomit_judge.labels import label
-from knomit_judge.review import ReviewOptions, review
+from knomit_judge.session.review import ReviewOptions, review
 from knomit_judge.store import Store
 
 # Eleven motif pairs, each one mechanism spelled twice (a judge saying "same" is right or wrong as the

@@ -13,7 +13,7 @@ from messages_server import text
 
 from knomit_judge.cli import cli
 from knomit_judge.corpus import load_corpus, parse_fact
-from knomit_judge.review import ReviewOptions, review
+from knomit_judge.session.review import ReviewOptions, review
 
 TRAILER_KEYS = ["Knomit-Pass", "Knomit-Verdict", "Knomit-Judge", "Knomit-Rationale"]
 DEFAULTS = {

@@ -13,7 +13,7 @@ import pytest
 from conftest import CorpusRepo, copy_of, write_config
 from messages_server import delay, ratelimit, status, text
 
-from knomit_judge.review import ReviewOptions, review
+from knomit_judge.session.review import ReviewOptions, review
 
 DIFFERENT = json.dumps({"same": False, "mechanism": ""})
 

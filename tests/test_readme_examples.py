@@ -26,7 +26,7 @@ import pytest
 from conftest import DEMO, GIT_ENV, REPO, git
 
 from knomit_judge.init import init_corpus
-from knomit_judge.review import ReviewOptions, review
+from knomit_judge.session.review import ReviewOptions, review
 
 FENCE = re.compile(r"^```(?P<lang>\w*)[^\n]*\n(?P<body>.*?)^```", re.M | re.S)
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]

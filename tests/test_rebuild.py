@@ -25,7 +25,7 @@ from knomit_judge.nominate import name_text
 from knomit_judge.passes.prune import fact_text
 from knomit_judge.rebuild import Derivation, check, rebuild
 from knomit_judge.revert import revert
-from knomit_judge.review import ReviewOptions, review
+from knomit_judge.session.review import ReviewOptions, review
 from knomit_judge.store import Store
 from knomit_judge.survivors import fact_survivor
 

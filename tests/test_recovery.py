@@ -20,7 +20,7 @@ from knomit_judge.cli import cli
 from knomit_judge.errors import KnomitError
 from knomit_judge.gitops import Lock, open_repo
 from knomit_judge.recovery import recover_corpus
-from knomit_judge.review import ReviewOptions, review
+from knomit_judge.session.review import ReviewOptions, review
 from knomit_judge.store import Store
 from knomit_judge.verdicts import Journal
 

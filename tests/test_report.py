@@ -16,7 +16,7 @@ from conftest import DEMO, demo_repo, git, make_repo, scripted
 
 from knomit_judge.cli import cli
 from knomit_judge.report import render, throttle_chart
-from knomit_judge.review import ReviewOptions, review
+from knomit_judge.session.review import ReviewOptions, review
 
 PAIR = {"pass": "alias", "a": "penalty-blocks-own-recovery", "b": "self-locking-penalty"}
 # A rationale that would be markup if it were not escaped

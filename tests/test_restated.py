@@ -11,7 +11,7 @@ from messages_server import text
 from knomit_judge.history import status as get_status
 from knomit_judge.rebuild import rebuild
 from knomit_judge.revert import revert
-from knomit_judge.review import ReviewOptions, review
+from knomit_judge.session.review import ReviewOptions, review
 from knomit_judge.store import Store
 
 JUDGE = ONE_CALL

@@ -19,7 +19,7 @@ from knomit_judge.inbox import inbox
 from knomit_judge.passes.prune import retire
 from knomit_judge.passes.registry import all_passes
 from knomit_judge.recovery import recover_corpus
-from knomit_judge.review import ReviewOptions, review
+from knomit_judge.session.review import ReviewOptions, review
 from knomit_judge.store import Store
 from knomit_judge.verdicts import Journal, Verdict, pair_fingerprint
 

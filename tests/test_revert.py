@@ -13,7 +13,7 @@ from messages_server import MessagesServer, text
 
 from knomit_judge.cli import cli
 from knomit_judge.config import load_config
-from knomit_judge.review import ReviewOptions, review
+from knomit_judge.session.review import ReviewOptions, review
 from knomit_judge.store import DB_PATH, Store
 
 ALIAS = ("penalty-blocks-own-recovery", "self-locking-penalty")

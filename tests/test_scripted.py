@@ -13,7 +13,7 @@ from test_throttle import motif_repo
 
 from knomit_judge.cli import cli
 from knomit_judge.rebuild import rebuild
-from knomit_judge.review import ReviewOptions, review
+from knomit_judge.session.review import ReviewOptions, review
 from knomit_judge.store import Store
 
 PAIR = {"pass": "alias", "a": "penalty-blocks-own-recovery", "b": "self-locking-penalty"}

@@ -21,7 +21,7 @@ from knomit_judge.daemon import run_daemon
 from knomit_judge.errors import ConfigError
 from knomit_judge.history import status
 from knomit_judge.rebuild import rebuild
-from knomit_judge.review import ReviewOptions, review
+from knomit_judge.session.review import ReviewOptions, review
 from knomit_judge.spend import Caps, summarise
 from knomit_judge.store import Store
 

@@ -10,7 +10,7 @@ from messages_server import DEFAULT_REPLY, text
 from test_throttle import motif_repo, session
 
 from knomit_judge.cli import cli
-from knomit_judge.review import ReviewOptions, review
+from knomit_judge.session.review import ReviewOptions, review
 from knomit_judge.store import Store
 
 

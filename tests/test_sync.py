@@ -24,7 +24,7 @@ from messages_server import MessagesServer, text
 from test_prune import evidence_of, pass_of, titles_of
 
 from knomit_judge.corpus import parse_fact
-from knomit_judge.review import ReviewOptions, review
+from knomit_judge.session.review import ReviewOptions, review
 
 T1 = SMALL["facts/ops/f1.md"].split('"')[1]
 T2 = SMALL["facts/ops/f2.md"].split('"')[1]

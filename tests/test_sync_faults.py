@@ -19,7 +19,7 @@ from conftest import git
 from test_sync import clone, path_remote, respond  # noqa: F401 (path_remote: a fixture)
 
 from knomit_judge.history import status
-from knomit_judge.review import ReviewOptions, review
+from knomit_judge.session.review import ReviewOptions, review
 
 REPO = Path(__file__).resolve().parent.parent
 

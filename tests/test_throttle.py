@@ -11,7 +11,7 @@ from messages_server import status, text
 from knomit_judge.config import load_config
 from knomit_judge.history import status as get_status
 from knomit_judge.rebuild import rebuild
-from knomit_judge.review import ReviewOptions, review
+from knomit_judge.session.review import ReviewOptions, review
 from knomit_judge.store import Store
 
 # Unrelated regularities, one motif each: plenty of alias candidates, none of them one mechanism.

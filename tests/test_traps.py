@@ -22,8 +22,9 @@ from test_layouts import INCIDENT, KEEP, LOSE, REPO_ID, knomit_kb, use_entities
 from knomit_judge.cli import cli
 from knomit_judge.corpus import parse_fact
 from knomit_judge.errors import BadFact
-from knomit_judge.review import ReviewOptions, review
 from knomit_judge.rewrite import renamed_motif
+from knomit_judge.session.context import ReviewOptions
+from knomit_judge.session.review import review
 
 PENALTY, LOCKING = "penalty-blocks-own-recovery", "self-locking-penalty"
 ALIAS = {"pass": "alias", "a": PENALTY, "b": LOCKING, "reply": SAME}

@@ -1,15 +1,38 @@
 """Fresh first: what changed since a pass's last session, and the questions a new fact is owed.
 
-`ctx` is the session's review.Context (its corpus, file index, store, config and the per-pass
-`since`, `fresh` and `new` sets); this module reads it and never writes to it.
+`since` finds each pass's last session (or, in a fresh clone of a shared corpus, the history's) and keeps the
+pass's `since`, `fresh` and `new` on the context; the rest only reads them.
 """
 
 from __future__ import annotations
 
-from .passes import Candidate, subject_names
+from git import Repo
+
+from ..passes import Candidate, subject_names
+from ..passes.base import Pass
+from ..sync import changed_since_last_session
+from .context import Context
 
 
-def fresh_names(p, ctx, since: str | None, paths: set[str] | None = None) -> set[str]:
+def since(ctx: Context, passes: list[Pass], repo: Repo) -> None:
+    """Each pass's last session (started, ended), and the names fresh since it and new since it ended."""
+    in_git: tuple[set[str], str] | None | bool = False  # False: not read yet; what git says changed since
+    for p in passes:
+        when = ctx.store.last_session(p.name, ctx.kind)
+        paths = None
+        if when == (None, None) and ctx.config.git.remote:  # unset, a session is exactly as before the remote
+            if in_git is False:
+                # a fresh clone of a shared corpus: what writers changed since any machine's last session
+                # is as new to this one as to the machine that would have run it
+                in_git = changed_since_last_session(repo, set(ctx.corpus.facts))
+            if isinstance(in_git, tuple):  # and what is owed is counted from that session's end, as it would
+                paths, when = in_git[0], (in_git[1], in_git[1])
+        ctx.since[p.name] = when
+        ctx.fresh[p.name] = fresh_names(p, ctx, when[0], paths)
+        ctx.new[p.name] = new_names(p, ctx, when[1], paths)
+
+
+def fresh_names(p: Pass, ctx: Context, since: str | None, paths: set[str] | None = None) -> set[str]:
     """The facts (or, for alias, the spellings they carry) whose content changed since the pass's last session.
 
     `paths`, when given, are those facts as git tells them (a fresh clone of a shared corpus: no session of its
@@ -34,7 +57,7 @@ def fresh_first(waiting: list[Candidate], fresh: set[str]) -> list[Candidate]:
     return sorted(waiting, key=lambda c: not c.fresh)  # stable: each part keeps its best-first order
 
 
-def new_names(p, ctx, ended: str | None, paths: set[str] | None = None) -> set[str]:
+def new_names(p: Pass, ctx: Context, ended: str | None, paths: set[str] | None = None) -> set[str]:
     """The facts changed since the pass's last session ended (or, for alias, the spellings only they carry).
 
     Not the judge's own rewrites: those are indexed as it applies them, inside its session. For alias, a
@@ -52,7 +75,7 @@ def new_names(p, ctx, ended: str | None, paths: set[str] | None = None) -> set[s
             if all(c in paths for c in ctx.corpus.carriers.get(m, []))}
 
 
-def owed_to_fresh(p, ctx, waiting: list[Candidate], paid: set) -> set[str]:
+def owed_to_fresh(p: Pass, ctx: Context, waiting: list[Candidate], paid: set[str]) -> set[str]:
     """The questions owed to new facts or spellings: each one's best `fresh_per_change` that touch it, by score.
 
     Its own best, not the pass's global rank: a new fact's duplicate may rank 34th of 771 questions, behind
@@ -70,7 +93,7 @@ def owed_to_fresh(p, ctx, waiting: list[Candidate], paid: set) -> set[str]:
     for subject in [*subjects, *(c.subject for c in waiting if c.fingerprint in paid)]:
         for name in subject_names(subject):
             asked[name] = asked.get(name, 0) + 1
-    owed = set()
+    owed: set[str] = set()
     for c in waiting:  # best first: fresh_first kept the score order within the fresh part (new is within fresh)
         if not c.fresh:
             break

@@ -1,39 +1,58 @@
 """Decisions: a yes verdict applied to the corpus as one commit, and the verdicts kept on the way.
 
-Data flows one way: judgments (verdicts, kept here as they come) become decisions (checked against the
-corpus as it now is, gated by people's labels) and decisions become commits. `ctx` is the session's
-review.Context (its corpus, store, journal, applier and notes); this module is the only one that writes
-a decision into the tree.
+Data flows one way: judgments (an Outcome made a verdict and kept here as it comes) become decisions (checked
+against the corpus as it now is, gated by people's labels) and decisions become commits. This module is the
+only one that writes a decision into the tree.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from typing import Any
 
-from .errors import BadFact, DecisionRefused
-from .gitops import Decision, decision_trailers, message
-from .passes import Change
-from .precision import gate as precision_gate
-from .status import PassResult
-from .verdicts import Verdict
+from ..errors import BadFact, DecisionRefused
+from ..gitops import Decision, decision_trailers, message
+from ..judge import Outcome
+from ..passes import Candidate, Change
+from ..passes.base import Pass
+from ..precision import Gate
+from ..precision import gate as precision_gate
+from ..status import PassResult
+from ..verdicts import Verdict
+from .context import Context
 
 log = logging.getLogger(__name__)
 
 
-def keep(ctx, verdict: Verdict) -> None:
+def keep(ctx: Context, verdict: Verdict) -> None:
     """Store a verdict: journal first (the durable copy in git), then the db, which recovery fills from it."""
     ctx.lineup.confirm()  # the session's first change waits for the models' lifecycle, read this session
     ctx.journal.append(verdict.pass_name, verdict.journal_line())
     ctx.store.add_verdict(verdict)
 
 
-def apply(ctx, pass_name: str, verdict: Verdict, change: Change) -> str:
+def verdict_of(p: Pass, c: Candidate, out: Outcome, model: str, ctx: Context,
+               audit: dict[str, Any] | None = None) -> Verdict:
+    """The verdict of an outcome the model `model` gave on candidate `c` (with `audit`: a first-reader answer read
+    again, audits.py)."""
+    assert out.answer is not None, "an outcome of kind verdict has its answer"
+    return Verdict(pass_name=p.name, fingerprint=c.fingerprint, subject=c.subject, answer=out.answer,
+                   is_yes=out.answer in p.yes, rationale=out.rationale, model=model, prompt=p.prompt.id,
+                   attempts=out.attempts, calls=out.calls, agreement=out.agreement, tokens_in=out.tokens_in,
+                   tokens_out=out.tokens_out, cost_usd=out.cost_usd, replies=out.replies, payload=out.payload,
+                   session=ctx.session, judge=ctx.judge.kind, orders=out.orders, by_position=out.by_position,
+                   score=c.score, audit=audit)
+
+
+def apply(ctx: Context, pass_name: str, verdict: Verdict, change: Change) -> str:
     """Commit one decision (its files and the journal holding its verdict) and take it into the corpus.
 
     Every rewritten file is read back with the corpus reader first: a fact that would not parse is
     never committed (DecisionRefused).
     """
     ctx.lineup.confirm()  # a retirement since the models were last read stops the session before this commit
+    assert ctx.applier is not None, "a dry run applies nothing"
     judge = f"{verdict.model} / {verdict.prompt}"
     msg = message(change.subject, change.body,
                   decision_trailers(Decision(pass_name, verdict.id, judge, verdict.rationale)))
@@ -41,7 +60,7 @@ def apply(ctx, pass_name: str, verdict: Verdict, change: Change) -> str:
                              check=ctx.corpus.parse)
     for path, text in change.writes.items():
         fact = ctx.corpus.put(path, text)
-        if fact is not None and ctx.index is not None:
+        if fact is not None:
             # indexed now, inside the session: its change is the judge's own, fresh next session but not new
             ctx.index.remember(ctx.root, fact, parsed=False)
     ctx.store.mark_applied(verdict.id, sha)
@@ -50,7 +69,7 @@ def apply(ctx, pass_name: str, verdict: Verdict, change: Change) -> str:
     return sha
 
 
-def applied(ctx, r: PassResult, pass_name: str, verdict: Verdict, change: Change) -> bool:
+def applied(ctx: Context, r: PassResult, pass_name: str, verdict: Verdict, change: Change) -> bool:
     """Apply one decision; a refused one is named (pass note and session problem) and the session goes on.
 
     Its verdict stays stored and unapplied, so it is tried again next session, and named again while the
@@ -70,7 +89,7 @@ def applied(ctx, r: PassResult, pass_name: str, verdict: Verdict, change: Change
         return False
 
 
-def decide(p, ctx, r: PassResult, verdicts: list[Verdict]) -> None:
+def decide(p: Pass, ctx: Context, r: PassResult, verdicts: list[Verdict]) -> None:
     """Apply yes verdicts best first, each checked against the corpus as it now is.
 
     People's labels gate this: a pass on probation applies nothing (its yeses stay stored and are applied,
@@ -105,7 +124,7 @@ def decide(p, ctx, r: PassResult, verdicts: list[Verdict]) -> None:
         r.notes.append(note)
 
 
-def restate(p, ctx, r: PassResult) -> None:
+def restate(p: Pass, ctx: Context, r: PassResult) -> None:
     """Apply the pass's standing yeses to their subjects as they are now, recorded again without a call.
 
     A spelling the judge merged stays merged: when a writer uses the retired spelling again, or a merge of
@@ -132,7 +151,7 @@ def restate(p, ctx, r: PassResult) -> None:
         r.notes.append(note)
 
 
-def standing(p, ctx, gate):
+def standing(p: Pass, ctx: Context, gate: Gate) -> Iterator[tuple[Verdict, bool]]:
     """(verdict, new) for each standing yes whose subject is in the corpus as it is now, made lazily.
 
     Lazily, so each is made after the merges before it were applied. `new`: a restated verdict to keep;
@@ -149,7 +168,7 @@ def standing(p, ctx, gate):
             yield have, False
 
 
-def restatable(p, ctx) -> set[str]:
+def restatable(p: Pass, ctx: Context) -> set[str]:
     """The fingerprints a session would restate rather than ask (what a dry run leaves out of its offer)."""
     gate = precision_gate(ctx.root, p.name, ctx.config.calibration)
     return set() if gate.probation else {v.fingerprint for v, _ in standing(p, ctx, gate)}

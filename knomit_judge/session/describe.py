@@ -1,6 +1,6 @@
 """The describe step of a session: a line for each motif spelling that lacks one, before each alias round.
 
-What a line is, how it is asked for and kept is passes/describe.py; this is the session's side: which
+What a line is, how it is asked for and kept is lines.py; this is the session's side: which
 spellings are asked, what the dollar caps let through, and the step's own status line and state.
 
 The state is one of every pass's (status.py), from what the session's requests did:
@@ -15,13 +15,13 @@ The state is one of every pass's (status.py), from what the session's requests d
 
 from __future__ import annotations
 
-from .cost import Cost
-from .judge import ScriptedBackend
-from .passes.describe import PASS, batches, current, describe_model, model_of, request, write_lines
-from .status import PassResult
+from ..judge import ScriptedBackend
+from ..status import PassResult
+from .context import Context, SessionResult
+from .lines import PASS, Shown, Written, batches, current, describe_model, model_of, request, write_lines
 
 
-async def describe(ctx, r: PassResult, result) -> None:
+async def describe(ctx: Context, r: PassResult, result: SessionResult) -> None:
     """The describe step: a line for each spelling that lacks one for its carriers as they are now, then
     ctx.lines for the alias pass. Skipped (the alias pass then nominates from the embeddings alone) when
     describe.enabled is false, or with a scripted judge whose file holds no lines (without a key no session
@@ -56,15 +56,16 @@ async def describe(ctx, r: PassResult, result) -> None:
         ctx.described.update((s.spelling, s.carriers) for s in todo)
         done = await write_lines(todo, ctx.judge, ctx.config, ctx.store, ctx.journal, ctx.session,
                                  lambda next_usd: ctx.caps.reached(ctx.spent(), next_usd), now.tries)
+        ctx.charge(r)  # its calls and cost: the judge's ledger holds them, as for every pass
         count(ctx, r, done, len(todo))
     settle(r)
 
 
-def plan(ctx, r: PassResult, result, todo: list) -> None:
+def plan(ctx: Context, r: PassResult, result: SessionResult, todo: list[Shown]) -> None:
     """A dry run: how many spellings would get a line, in how many requests, at about what cost."""
     cfg = ctx.config.describe
     requests = [request(b, cfg.body_chars) for b in batches(todo, cfg.batch)]
-    scripted = ctx.options.judge.startswith("scripted:")
+    scripted = not ctx.options.judge.anthropic
     price = None if scripted else ctx.config.price(describe_model(ctx.config))
     # about a token per 4 prompt characters, and 50 tokens a line
     estimate = 0.0 if scripted else None if price is None else sum(
@@ -76,14 +77,11 @@ def plan(ctx, r: PassResult, result, todo: list) -> None:
                    + (f", about ${estimate:.4f}" if estimate is not None else ""))
 
 
-def count(ctx, r: PassResult, done, asked: int) -> None:
+def count(ctx: Context, r: PassResult, done: Written, asked: int) -> None:
     """Add one run of write_lines to the step's counts and notes."""
     ctx.lines.update(done.lines)
     r.offered += asked - done.waiting
     r.written += done.written
-    r.judge_calls += done.calls
-    r.cost_usd = (Cost(r.cost_usd) + done.cost_usd).rounded()
-    r.charged_usd = round(r.charged_usd + done.charged_usd, 6)
     r.waiting = done.waiting
     r.missing = max(0, r.missing - done.written)
     r.unavailable += sum(f.startswith("unavailable") for f in done.failed)

@@ -5,14 +5,16 @@ so the dry run says what the session would do, and plans the judged passes witho
 
 from __future__ import annotations
 
-from .candidate_lists import CandidateLists
+from ..candidate_lists import CandidateLists
+from ..corpus import Fact
+from ..passes.exact import DuplicateGroups, exact_change, exact_verdict
+from ..status import PassResult
+from ..survivors import first_seen
+from .context import Context, SessionResult
 from .decisions import applied, keep
-from .passes.exact import DuplicateGroups, exact_change, exact_verdict
-from .status import PassResult
-from .survivors import first_seen
 
 
-def run_exact(ctx, result) -> PassResult:
+def run_exact(ctx: Context, result: SessionResult) -> PassResult:
     """Exact duplicates are retracted mechanically, before any judged pass, whatever the throttle says."""
     r = PassResult("exact", throttle="never budgeted")
     kept = CandidateLists(ctx.store).candidates(DuplicateGroups(), ctx)  # read back when no fact changed
@@ -49,7 +51,7 @@ def run_exact(ctx, result) -> PassResult:
     return r
 
 
-def plan_exact(ctx, group: list, fingerprint: str, result) -> None:
+def plan_exact(ctx: Context, group: list[Fact], fingerprint: str, result: SessionResult) -> None:
     """A dry run's entry for one group of exact duplicates: which fact the session keeps and which it retracts.
 
     The retraction is taken into the in-memory corpus (never a file): the judged passes then plan on the corpus

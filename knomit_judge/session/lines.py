@@ -1,4 +1,4 @@
-"""Describe: one line per motif spelling saying what it names, written by the model from its carriers.
+"""Describe lines: one line per motif spelling saying what it names, written by the model from its carriers.
 
 The alias pass embeds each spelling's name together with its line and nominates each spelling's nearest
 by that (nominate.py, the `line` signal). A line chooses what the judge looks at; it never decides.
@@ -22,14 +22,18 @@ import asyncio
 import hashlib
 import json
 import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import Any
 
-from ..cost import Cost
+from ..config import Config
+from ..corpus import Corpus, Fact
 from ..errors import Refused, Unavailable, Unparsed
-from ..prompts import cut, kept, load_prompt
-from ..verdicts import now_text
-from .base import one_sentence, reply_object
+from ..judge import Judge, JudgeSpec, ScriptedBackend
+from ..passes.base import one_sentence, reply_object
+from ..prompts import Prompt, cut, kept, load_prompt
+from ..store import Store
+from ..verdicts import Journal, now_text
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +42,7 @@ OUT_PER_LINE = 80  # output tokens a line may take (~35 words and its JSON), for
 OUT_BASE = 200
 
 
-def prompt():
+def prompt() -> Prompt:
     return load_prompt(PASS)
 
 
@@ -47,11 +51,11 @@ class Shown:
     """One spelling as a request shows it: the carriers its line is written from, and the line's key."""
 
     spelling: str
-    facts: tuple  # the carrier facts shown (active, in carrier order, at most describe.carriers)
+    facts: tuple[Fact, ...]  # the carrier facts shown (active, in carrier order, at most describe.carriers)
     carriers: str  # fingerprint of what is shown of them: with the spelling, model and prompt, the line's key
 
 
-def carriers_fingerprint(facts, body_chars: int) -> str:
+def carriers_fingerprint(facts: Iterable[Fact], body_chars: int) -> str:
     """Of what the model is shown of the carriers: each one's title and the part of its body shown. Not the
     content id, which also covers the front matter (a merge that rewrites a carrier's motifs must not buy its
     lines again), nor the cut's marker, whose count of characters not shown moves with any edit below it."""
@@ -59,7 +63,7 @@ def carriers_fingerprint(facts, body_chars: int) -> str:
     return hashlib.sha256(json.dumps(shown, ensure_ascii=False).encode()).hexdigest()[:24]
 
 
-def shown(spelling: str, corpus, carriers: int, body_chars: int = 600, before: tuple[str, ...] = ()) -> Shown:
+def shown(spelling: str, corpus: Corpus, carriers: int, body_chars: int = 600, before: tuple[str, ...] = ()) -> Shown:
     """The carriers a line of `spelling` is written from: the ones its last line was written from (`before`,
     paths) while every one of them still carries it, so a new carrier does not buy the line again; else the
     ones that still do, then the others in path order, up to `carriers`."""
@@ -80,7 +84,7 @@ def batches(items: list[Shown], size: int) -> list[list[Shown]]:
     return [ordered[i:i + size] for i in range(0, len(ordered), size)]
 
 
-def evidence(batch: list[Shown], body_chars: int) -> dict:
+def evidence(batch: list[Shown], body_chars: int) -> dict[str, list[dict[str, Any]]]:
     """A request's evidence: each spelling with the ids of its carriers, and each carrier once."""
     ids: dict[str, str] = {}
     facts = []
@@ -97,7 +101,7 @@ def evidence(batch: list[Shown], body_chars: int) -> dict:
 class Request:
     system: str
     user: str
-    tool: dict
+    tool: dict[str, Any]
     max_tokens: int
     spellings: tuple[str, ...]
 
@@ -109,13 +113,13 @@ def request(batch: list[Shown], body_chars: int) -> Request:
                    tuple(s.spelling for s in batch))
 
 
-def parse(text: str, spellings) -> dict[str, str]:
+def parse(text: str, spellings: Iterable[str]) -> dict[str, str]:
     """The reply's lines for the spellings asked (others are ignored); Unparsed when it breaks the contract as a
     whole (read_reply says why each spelling asked got no line)."""
     return read_reply(text, spellings)[0]
 
 
-def read_reply(text: str, spellings) -> tuple[dict[str, str], dict[str, str]]:
+def read_reply(text: str, spellings: Iterable[str]) -> tuple[dict[str, str], dict[str, str]]:
     """The reply's lines for the spellings asked, and why each other spelling asked got none.
 
     Unparsed only when the reply as a whole breaks the contract (not one JSON object holding a `lines` list):
@@ -129,11 +133,13 @@ def read_reply(text: str, spellings) -> tuple[dict[str, str], dict[str, str]]:
     folded: dict[str, list[str]] = {}
     for name in asked:
         folded.setdefault(name.casefold(), []).append(name)
-    out, why = {}, {}
+    out: dict[str, str] = {}
+    why: dict[str, str] = {}
     for item in obj["lines"]:
-        name = item.get("spelling") if isinstance(item, dict) else None
-        if not isinstance(name, str):
+        said = item.get("spelling") if isinstance(item, dict) else None
+        if not isinstance(said, str):
             continue  # whose line it was cannot be told: its spelling is left without one below
+        name = said
         if name not in wanted:
             same = folded.get(name.strip().casefold(), [])
             if len(same) != 1:
@@ -153,14 +159,11 @@ def read_reply(text: str, spellings) -> tuple[dict[str, str], dict[str, str]]:
 
 @dataclass
 class Written:
-    """What one run of the describe step did (review's `describe` line reports it: `lines written N, $X`)."""
+    """What one run of the describe step wrote (its calls and cost are in the judge's ledger, under PASS)."""
 
-    lines: dict = field(default_factory=dict)  # spelling -> the line written for it now
-    calls: int = 0
-    cost_usd: float | None = 0.0
-    charged_usd: float = 0.0  # what the dollar caps count (an unknown cost at its bound)
-    missing: list = field(default_factory=list)  # spellings asked whose reply gave no line (or that was refused)
-    failed: list = field(default_factory=list)  # why a request gave nothing (unavailable, unparsed, refused)
+    lines: dict[str, str] = field(default_factory=dict)  # spelling -> the line written for it now
+    missing: list[str] = field(default_factory=list)  # spellings asked whose reply gave no line (or were refused)
+    failed: list[str] = field(default_factory=list)  # why a request gave nothing (unavailable, unparsed, refused)
     waiting: int = 0  # spellings left without a line because a dollar cap was reached
     held: str = ""  # which cap
 
@@ -169,7 +172,7 @@ class Written:
         return len(self.lines)
 
 
-def upper_bound(req: Request, judge, model: str) -> float:
+def upper_bound(req: Request, judge: Judge, model: str) -> float:
     """The most one request can cost: a token per prompt byte (never fewer bytes than tokens), max_tokens out
     (with the room for thinking the model's dialect gives it)."""
     dialect = getattr(judge.backend, "dialect", None)
@@ -177,14 +180,14 @@ def upper_bound(req: Request, judge, model: str) -> float:
     return judge.cost(len(req.system.encode()) + len(req.user.encode()), out, model=model) or 0.0
 
 
-def model_of(judge_spec: str, config) -> str:
+def model_of(judge_spec: JudgeSpec, config: Config) -> str:
     """The model whose lines a session with this --judge reads and writes (as Judge.model names it)."""
-    if judge_spec.startswith("scripted:"):
-        return f"scripted:{Path(judge_spec.removeprefix('scripted:')).name}"
+    if judge_spec.path is not None:  # a scripted judge: its file's name, as ScriptedBackend.model says it
+        return f"{judge_spec.kind}:{judge_spec.path.name}"
     return describe_model(config)
 
 
-def describe_model(config) -> str:
+def describe_model(config: Config) -> str:
     """The model that writes lines: describe.model, or the judge's when that is empty."""
     return config.describe.model or config.judge.model
 
@@ -193,11 +196,11 @@ def describe_model(config) -> str:
 class Current:
     """The spellings with an active carrier as the corpus is now, as the describe step finds them."""
 
-    lines: dict  # spelling -> its stored line for its key
-    todo: list  # Shown: never asked for its key, or asked fewer than describe.max_tries times and given no line
-    tries: dict  # (spelling, carriers) -> requests that gave it no line so far (only those asked without one)
-    held: dict  # spelling -> why: given no line by describe.max_tries requests; waits for its key to change
-    later: list  # spellings asked this session and given no line: asked again by the next session
+    lines: dict[str, str]  # spelling -> its stored line for its key
+    todo: list[Shown]  # never asked for its key, or asked fewer than describe.max_tries times and given no line
+    tries: dict[tuple[str, str], int]  # (spelling, carriers) -> requests that gave it no line so far (if any)
+    held: dict[str, str]  # spelling -> why: given no line by describe.max_tries requests; waits for its key to change
+    later: list[str]  # spellings asked this session and given no line: asked again by the next session
 
     @property
     def spellings(self) -> int:
@@ -209,7 +212,8 @@ class Current:
         return len(self.todo) + len(self.held) + len(self.later)
 
 
-def current(store, corpus, config, model: str, asked: frozenset = frozenset()) -> Current:
+def current(store: Store, corpus: Corpus, config: Config, model: str,
+            asked: frozenset[tuple[str, str]] = frozenset()) -> Current:
     """The stored lines of the spellings as they are now, and the spellings to ask.
 
     A spelling with no active carrier needs none (nothing is nominated for it). One asked whose replies gave it
@@ -238,8 +242,8 @@ def current(store, corpus, config, model: str, asked: frozenset = frozenset()) -
     return out
 
 
-async def write_lines(todo: list[Shown], judge, config, store, journal, session: str, hold,
-                      tries: dict | None = None) -> Written:
+async def write_lines(todo: list[Shown], judge: Judge, config: Config, store: Store, journal: Journal, session: str,
+                      hold: Callable[[float], str | None], tries: dict[tuple[str, str], int] | None = None) -> Written:
     """Ask for the lines `todo` lacks, `judge.concurrency` requests at a time, while `hold(next_usd)` says
     no dollar cap is reached (it names the cap that is). `tries`: (spelling, carriers) -> requests that gave
     that key no line before (Current.tries).
@@ -253,14 +257,14 @@ async def write_lines(todo: list[Shown], judge, config, store, journal, session:
     out = Written()
     tries = tries or {}
     backend = judge.backend
-    scripted = not getattr(backend, "uses_tools", False)
+    scripted = isinstance(backend, ScriptedBackend)
     model = judge.model if scripted else describe_model(config)
     pending = [request(b, cfg.body_chars) for b in batches(todo, cfg.batch)]
     queue = list(reversed(pending))
     in_flight: list[float] = []
     by_name = {s.spelling: s for s in todo}
 
-    def keep(req: Request, lines: dict[str, str], why: dict[str, str], share) -> None:
+    def keep(req: Request, lines: dict[str, str], why: dict[str, str], share: float | None) -> None:
         for name in req.spellings:
             key = (name, by_name[name].carriers)
             line = lines.get(name, "")
@@ -278,14 +282,13 @@ async def write_lines(todo: list[Shown], judge, config, store, journal, session:
 
     async def one(req: Request, bound: float) -> None:
         try:
-            if scripted:
+            if isinstance(backend, ScriptedBackend):
                 done = await backend.describe(req.spellings)
             else:
                 async with judge.semaphore:
                     done = await backend.complete(req.system, req.user, {"spellings": list(req.spellings)}, 0,
                                                   tool=req.tool, max_tokens=req.max_tokens, model=model)
         except (Unavailable, Refused) as e:
-            out.calls += 1
             judge.ledger(PASS).add(1, e.args[1] if len(e.args) > 1 else 1, None, None, 0.0)
             out.failed.append(f"{type(e).__name__.lower()}: {e.args[0]}")
             if isinstance(e, Refused):  # about the request's content: asked again it would be refused again
@@ -296,9 +299,6 @@ async def write_lines(todo: list[Shown], judge, config, store, journal, session:
             raise
         cost = judge.cost(done.tokens_in, done.tokens_out, model=model)
         judge.ledger(PASS).add(1, done.attempts, done.tokens_in, done.tokens_out, cost, bound)
-        out.calls += 1
-        out.cost_usd = (Cost(out.cost_usd) + cost).usd
-        out.charged_usd += bound if cost is None else cost
         try:
             lines, why = read_reply(done.text, req.spellings)
         except Unparsed as e:
@@ -344,27 +344,28 @@ class Line:
     tries: int = 1  # with no line: how many requests gave its key none (it waits at describe.max_tries)
     why: str = ""  # with no line: why the last request gave none
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not self.created_at:
             self.created_at = now_text()
 
-    def journal_line(self) -> dict:
+    def journal_line(self) -> dict[str, Any]:
         return {"type": "line", "spelling": self.spelling, "carriers": self.carriers, "model": self.model,
                 "prompt": self.prompt, "line": self.line, "judge": self.judge, "session": self.session,
                 "cost_usd": self.cost_usd, "created_at": self.created_at, "facts": list(self.facts),
                 **({"tries": self.tries, "why": self.why} if not self.line else {})}
 
     @classmethod
-    def from_record(cls, record: dict) -> Line | None:
+    def from_record(cls, record: dict[str, Any]) -> Line | None:
         """A line from a journal record, or None for one a hand edit or a merge conflict mangled."""
         keys = ("spelling", "carriers", "model", "prompt", "line")
         if not all(isinstance(record.get(k), str) and (record[k] or k == "line") for k in keys):
             return None
-        facts = record.get("facts")
-        facts = tuple(facts) if isinstance(facts, list) and all(isinstance(p, str) for p in facts) else ()
-        tries = record.get("tries")  # absent: a line, or an empty one journalled before tries were counted
-        tries = tries if isinstance(tries, int) and not isinstance(tries, bool) and tries >= 1 else 1
-        return cls(*(record[k] for k in keys), judge=str(record.get("judge") or "anthropic"),
+        paths = record.get("facts")
+        facts = tuple(paths) if isinstance(paths, list) and all(isinstance(p, str) for p in paths) else ()
+        n = record.get("tries")  # absent: a line, or an empty one journalled before tries were counted
+        tries = n if isinstance(n, int) and not isinstance(n, bool) and n >= 1 else 1
+        return cls(record["spelling"], record["carriers"], record["model"], record["prompt"], record["line"],
+                   judge=str(record.get("judge") or "anthropic"),
                    session=record.get("session"), cost_usd=record.get("cost_usd"),
                    created_at=str(record.get("created_at") or ""), facts=facts, tries=tries,
                    why=str(record.get("why") or ""))

@@ -1,0 +1,235 @@
+"""What one review session shares, typed: its options, its result, the readers of each pass, and the context.
+
+The bottom of the session package: every session module takes a `Context` from here, and a pass reads it only
+through passes.base.Session (config, corpus, embedder, lines).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import audits
+from ..batches import Batches
+from ..config import Config
+from ..corpus import Corpus, CorpusReport
+from ..embeddings import Embedder
+from ..errors import BadFact
+from ..file_index import FileIndex
+from ..gitops import Applier
+from ..judge import Judge, JudgeSpec, make_backend
+from ..models import Lineup
+from ..passes import JUDGED_PASSES, Candidate
+from ..spend import Caps
+from ..status import PassResult, total_cost
+from ..store import Store
+from ..sync import SyncReport
+from ..throttle import Allowance
+from ..verdicts import Journal
+from .lines import PASS as DESCRIBE
+
+ANTHROPIC = JudgeSpec("anthropic")
+MAX_ROUNDS = 4  # a session's rounds: a pass is asked again while its applied decisions make new questions
+
+
+@dataclass
+class ReviewOptions:
+    dry_run: bool = False
+    passes: tuple[str, ...] = JUDGED_PASSES
+    judge: JudgeSpec = ANTHROPIC  # --judge; its str form ("scripted:FILE", the CLI's and daemon's) is parsed here
+    stop: threading.Event | None = None  # once set, nothing new is offered; judgments in flight finish
+    batch: bool | None = None  # submit offered questions as a Message Batch; None: judge.mode decides
+    metrics_file: Path | None = None  # review --metrics-file: wins over [metrics] textfile
+
+    def __post_init__(self) -> None:
+        if isinstance(self.judge, str):  # once, here: a bad --judge fails before a session starts
+            self.judge = JudgeSpec.parse(self.judge)
+
+
+@dataclass
+class SessionResult:
+    session: str
+    dry_run: bool
+    commits: list[str] = field(default_factory=list)
+    passes: dict[str, PassResult] = field(default_factory=dict)
+    problems: list[BadFact] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    # dry run: what would be offered, with evidence (JSON for --json)
+    plan: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    estimates: dict[str, dict[str, Any]] = field(default_factory=dict)  # dry run: questions, calls, estimate_usd
+    batches: list[dict[str, Any]] = field(default_factory=list)  # Message Batches submitted, waiting or collected
+    batch_prices: bool = False  # a batch session: its dry-run estimate is at batch prices (not in --json)
+    embedded: int = 0  # texts embedded this session (0 when nothing changed: the model is not even loaded)
+    parsed: int = 0  # fact files parsed this session (unchanged ones come from the file index)
+    corpus: CorpusReport | None = None  # what was read: no fact read is broken, never a silent zero
+    spend: dict[str, Any] | None = None  # spend.Spend.json() after the session: today, 7 and 30 days, per pass
+    metrics_error: str | None = None  # the metrics file could not be written after the session: exit 1
+    sync: SyncReport | None = None  # [git] remote set: what was merged before the session and pushed after
+    unpriced: list[str] = field(default_factory=list)  # dry run: "key 'model'" of each model with no price
+    stops: bool = False  # dry run: a real session would exit 2 on a retired or unknown model (see the notes)
+
+    @property
+    def broken(self) -> bool:
+        return any(r.state == "broken" for r in self.passes.values()) or \
+            (self.corpus is not None and self.corpus.state == "broken") or \
+            (self.sync is not None and self.sync.state == "broken")
+
+    @property
+    def cost_usd(self) -> float | None:
+        return total_cost(self.passes.values())
+
+    @property
+    def estimate_usd(self) -> float | None:
+        """A dry run's estimated cost over every pass; None when any pass's is unknown (a model with no price)."""
+        usd = [e["estimate_usd"] for e in self.estimates.values()]
+        return None if None in usd else round(sum(usd), 6)
+
+    def lines(self) -> list[str]:
+        return [*([self.sync.line()] if self.sync else []), *([self.corpus.line()] if self.corpus else []),
+                *(r.line() for r in self.passes.values())]
+
+    def summary(self) -> str:
+        """A dry run's first line: what a real session would ask and cost, above the plan it lists."""
+        if self.corpus is not None and self.corpus.state == "broken":  # said first: a $0.0000 would read as fine
+            return ("dry run: broken: no fact read (see the corpus line), so a real session asks nothing and exits 1; "
+                    "no judge call was made and nothing was written but derived caches")
+        asked = {n: e for n, e in self.estimates.items() if n != DESCRIBE}
+        questions = sum(e["questions"] for e in asked.values())
+        calls = sum(e["calls"] for e in asked.values())
+        lines = self.estimates.get(DESCRIBE)
+        if self.estimate_usd is not None:
+            usd = f"about ${self.estimate_usd:.4f}"
+        elif self.unpriced:  # named, with what a real session does about it
+            usd = (f"unknown (no price for the model): {', '.join(self.unpriced)} "
+                   f"{'has' if len(self.unpriced) == 1 else 'have'} none, so a real session exits 2")
+        else:
+            usd = "unknown (a real session exits 2 before it asks: see the notes)" if self.stops else "unknown"
+        exact = self.passes.get("exact")
+        retract = sum(len(i["evidence"]["retract"]) for i in self.plan.get("exact", []))
+        return (f"dry run: would ask {questions} question(s) = {calls} call(s)"
+                + (f", and {lines['calls']} describe request(s) for lines" if lines else "")
+                + (f", retract {retract} exact duplicate(s) in {exact.offered} group(s) without a call"
+                   if retract and exact else "")
+                + f", {usd}" + " at batch prices" * self.batch_prices
+                + "; no judge call was made and nothing was written but derived caches")
+
+    def json(self) -> dict[str, Any]:
+        passes = {name: r.json() for name, r in self.passes.items()}
+        if self.dry_run:
+            for name, r in passes.items():  # exact duplicates never call a judge
+                r["estimate_usd"] = self.estimates[name]["estimate_usd"] if name in self.estimates else 0.0
+        return {"session": self.session, "dry_run": self.dry_run, "commits": self.commits,
+                "passes": passes, "cost_usd": self.cost_usd,
+                "problems": [{"path": p.path, "line": p.line, "reason": p.reason} for p in self.problems],
+                "notes": self.notes, "batches": self.batches, "embedded": self.embedded, "parsed": self.parsed,
+                **({"corpus": self.corpus.json()} if self.corpus else {}),
+                **({"spend": self.spend} if self.spend is not None else {}),
+                **({"metrics_error": self.metrics_error} if self.metrics_error else {}),
+                **({"sync": self.sync.json()} if self.sync is not None else {}),
+                **({"plan": self.plan, "estimate_usd": self.estimate_usd} if self.dry_run else {})}
+
+
+@dataclass
+class FirstReader:
+    """The first reader of one pass in this session (readers.py decides it once): whether it reads, what it did."""
+
+    model: str | None  # None: the judge model reads alone
+    suspended: str = ""  # why it does not read this session (the evidence of audits.Estimate.reason)
+    standing: dict[str, str] = field(default_factory=dict)  # its no's the judge model has not read: fp -> session
+    pending: list[Candidate] = field(default_factory=list)  # this session's no's, among which audits are drawn
+    pool: list[Candidate] = field(default_factory=list)  # standing no's among this round's candidates, drawn too
+    refused: set[str] = field(default_factory=set)  # questions it refused: the judge model reads them
+    estimate: audits.Estimate = field(default_factory=audits.Estimate)
+    target: float = 0.0  # judge.first_reader_recall
+    down: int = 0  # unavailable answers in a row this session
+    handed: dict[str, int] = field(default_factory=lambda: {"unavailable": 0, "refused": 0})  # handed over
+    drawn: audits.Draw = field(default_factory=audits.Draw)  # the session's draws so far, over its rounds
+    fit: audits.MissFit = field(default_factory=audits.MissFit)  # the miss-chance fit, read once a round
+
+    @property
+    def reads(self) -> bool:
+        return bool(self.model) and not self.suspended
+
+    @property
+    def state(self) -> str:
+        return "off" if not self.model else "suspended" if self.suspended else "reading"
+
+    @property
+    def askable(self) -> set[str]:
+        """Answered questions asked again this session: a suspended reader's standing no's."""
+        return set(self.standing) if self.suspended else set()
+
+
+@dataclass
+class Context:
+    """What one session's passes share (a pass reads only passes.base.Session of it)."""
+
+    root: Path
+    config: Config
+    store: Store
+    corpus: Corpus
+    embedder: Embedder
+    journal: Journal
+    applier: Applier | None  # None in a dry run: it commits nothing
+    options: ReviewOptions
+    session: str
+    clean: bool
+    batches: Batches
+    index: FileIndex
+    caps: Caps  # the session's dollar caps, with what the day and month spent before it
+    lineup: Lineup  # the models' lifecycles and dialects, read before the session
+    commits: list[str] = field(default_factory=list)
+    seen: dict[str, set[str]] = field(default_factory=dict)  # pass -> the fingerprints met this session
+    problems: list[BadFact] = field(default_factory=list)  # the session's, for decisions refused as they were applied
+    allowances: dict[str, Allowance] = field(default_factory=dict)
+    fresh: dict[str, set[str]] = field(default_factory=dict)  # pass -> facts or spellings changed since its last
+    since: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)  # pass -> its last session's
+    new: dict[str, set[str]] = field(default_factory=dict)  # pass -> the fresh names the writer brought: owed
+    lines: dict[str, str] = field(default_factory=dict)  # spelling -> its describe line (lines.py)
+    readers: dict[str, FirstReader] = field(default_factory=dict)  # pass -> who reads its questions first
+    no_line: list[str] = field(default_factory=list)  # spellings asked this session whose reply gave no line
+    described: set[tuple[str, str]] = field(default_factory=set)  # (spelling, carriers) asked this session
+    asked: int = 0  # questions that came back from the judge this session
+    in_flight: int = 0  # questions with the judge now
+    _judge: Judge | None = None
+
+    @property
+    def judge(self) -> Judge:
+        if self._judge is None:  # made when a question needs it: a caught-up session never loads the SDK
+            self._judge = Judge(make_backend(self.options.judge, self.config, self.lineup), self.store, self.config)
+        return self._judge
+
+    @property
+    def judge_if_asked(self) -> Judge | None:
+        """The judge, if a question needed it this session (None: it was never made)."""
+        return self._judge
+
+    @property
+    def kind(self) -> str:
+        """The kind of judge this session asks: only its own verdicts bind it (see verdicts.judge_of)."""
+        return self.options.judge.kind
+
+    def spent(self) -> float:
+        """What the dollar caps count of this session: every call (unknown costs at their bound) and a batch to
+        submit at its estimate; an unknown cost must not lift a cap."""
+        gathered = self.batches.estimated_usd
+        return gathered if self._judge is None else self._judge.spent() + gathered
+
+    def next_usd(self) -> float:
+        """What the questions in flight and one more should cost: at this session's mean once it has one,
+        before that at the last 30 days' (0 on a corpus never asked)."""
+        if not self.asked:
+            return self.caps.usd_per_question * (self.in_flight + 1)
+        ledgers = self._judge.ledgers if self._judge else {}
+        questions = self.batches.estimated_usd + sum(l.charged_usd for n, l in ledgers.items() if n != DESCRIBE)
+        return questions / self.asked * (self.in_flight + 1)
+
+    def charge(self, r: PassResult) -> None:
+        """The calls and cost of a pass (or the describe step) from the judge's ledger: the one record of them."""
+        ledger = self._judge.ledgers.get(r.name) if self._judge else None
+        if ledger:
+            r.judge_calls, r.attempts, r.cost_usd = ledger.calls, ledger.attempts, ledger.cost_usd
+            r.charged_usd = round(ledger.charged_usd, 6)
+

@@ -1,0 +1,161 @@
+"""The judge model reading a first reader's no again: the audits a session draws, a suspended reader's standing
+no's, and the audits a Message Batch bought. A yes is a miss, kept as the judge model's verdict and applied.
+
+Who reads first, and when an audit is owed, is readers.py; the draw's statistics are audits.py. An audit read
+from a batch counts as an audit and a miss, but outside the draw's design (stratum "batched"): a floor no it
+left unread counts as a miss in the bound until it is read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from .. import audits
+from ..candidate_lists import CandidateList
+from ..judge import Outcome
+from ..passes import Candidate
+from ..passes.base import Pass
+from ..status import PassResult
+from ..verdicts import Verdict
+from .batch import gathered
+from .context import Context, FirstReader
+from .decisions import keep, verdict_of
+
+
+def audit_of(kind: str, reader_model: str, first_answer: str | None, c: Candidate, born: str | None, pi: float | None,
+             stratum: str) -> dict[str, Any]:
+    """What a judge model's verdict records of the first-reader answer it read again."""
+    return {"kind": kind, "first_model": reader_model, "first_answer": first_answer, "pi": pi, "stratum": stratum,
+            "born": born, "score": c.score}
+
+
+def counted(p: Pass, c: Candidate, out: Outcome, r: PassResult, first_model: str, born: str | None,
+            pi: float | None, stratum: str) -> dict[str, Any]:
+    """The judge model's reading of a first-reader no, counted as an audit (a yes is a miss); what its verdict
+    records of it."""
+    r.audits += 1
+    r.misses += out.answer != p.default
+    return audit_of("audit", first_model, p.default, c, born, pi, stratum)
+
+
+async def reread(p: Pass, c: Candidate, ctx: Context, r: PassResult, first_model: str, born: str | None,
+                 pi: float | None, stratum: str) -> Verdict | None:
+    """The judge model reads a first-reader no again, outside the balance: its verdict kept (a yes counted
+    resolved), or None when its request went into this session's batch or it could not be read (the no stands)."""
+    if gathered(ctx, ctx.judge, p, c):  # read in the next collection (collected_audits); its no stands till then
+        r.audits_batched += 1
+        return None
+    out = await ctx.judge.ask(p, c)
+    if out.kind != "verdict":
+        return None
+    v = verdict_of(p, c, out, ctx.judge.model, ctx, counted(p, c, out, r, first_model, born, pi, stratum))
+    keep(ctx, v)  # after the first reader's no: the latest verdict on the question is the judge model's
+    if v.is_yes:
+        r.resolved += 1
+    return v
+
+
+async def audit(p: Pass, ctx: Context, r: PassResult, reader: FirstReader,
+                hold: Callable[[], str | None]) -> list[tuple[float, Verdict]]:
+    """The judge model reads again the first-reader no's this session's seeded draw picks (audits.draw), among
+    the round's no's and the standing ones: a yes is a miss, returned to be applied. While suspended, the standing
+    no's the balance left unread: the top ones by pi, audits.TOP a session. `hold()` names a cap reached or a
+    stop: the audits not read then wait, their no's standing."""
+    assert reader.model is not None, "only a first reader's no's are audited"
+    model = reader.model
+    new = {c.fingerprint: c for c in reader.pending}
+    pool = {c.fingerprint: c for c in reader.pool if c.fingerprint not in new and c.fingerprint in reader.standing}
+    reader.pending, reader.pool = [], []
+    if reader.suspended:
+        return await standing_audits(p, ctx, r, reader, pool, hold)
+    cfg = ctx.config.judge
+    so_far = reader.drawn  # a later round of the session draws with what the earlier ones left
+    d = audits.draw(ctx.session, p.name, [(fp, c.score) for fp, c in new.items()],
+                    [(fp, c.score, reader.standing[fp]) for fp, c in pool.items()], r.first_reads, cfg.audit_share,
+                    reader.target, reader.estimate.confirmed, reader.fit, spent=so_far.expected,
+                    tops=audits.TOP - so_far.tops)
+    if not d.pi:
+        return []
+    # the session's record: its lowest floor (each new no faced at least that), its no's, its pi summed
+    floor = min(so_far.floor, d.floor) if so_far.new and d.new else d.floor if d.new else so_far.floor
+    reader.drawn = audits.Draw(floor=floor, new=so_far.new + d.new, standing=d.standing,
+                               expected=so_far.expected + d.expected, tops=so_far.tops + d.tops)
+    ctx.store.add_draw(ctx.session, p.name, model, reader.drawn.floor, reader.drawn.new, d.standing,
+                       reader.drawn.expected)
+    found: list[tuple[float, Verdict]] = []
+    every = {**pool, **new}
+
+    async def one(fp: str) -> None:
+        if hold():
+            return
+        c = every[fp]
+        v = await reread(p, c, ctx, r, model, d.born[fp], d.pi[fp], d.stratum[fp])
+        if v is None:
+            return  # not read: the first reader's no stands, in the pool
+        reader.standing.pop(fp, None)
+        if v.is_yes:
+            if fp in new:  # counted declined when the first reader said no this session
+                r.declined -= 1
+            found.append((c.score, v))
+
+    await asyncio.gather(*(one(fp) for fp in d.picked))
+    return found
+
+
+async def standing_audits(p: Pass, ctx: Context, r: PassResult, reader: FirstReader, pool: dict[str, Candidate],
+                          hold: Callable[[], str | None]) -> list[tuple[float, Verdict]]:
+    """A suspended reader's standing no's the balance did not reach this session: audits.TOP of them, highest pi
+    (the miss-chance fit) first, read by the judge model outside the balance, as audits are, so a miss standing
+    low in the list is not lost while the throttle holds the pass to its owed questions."""
+    left = audits.TOP - reader.drawn.tops
+    if left <= 0 or not pool or reader.model is None:
+        return []
+    picks = sorted(pool.values(), key=lambda c: -reader.fit.weight(c.score))[:left]
+    reader.drawn.tops += len(picks)
+    found = []
+    for c in picks:
+        if hold():
+            break
+        v = await reread(p, c, ctx, r, reader.model, reader.standing[c.fingerprint], None, "suspended")
+        if v is None:
+            continue
+        reader.standing.pop(c.fingerprint)
+        if v.is_yes:
+            found.append((c.score, v))
+    return found
+
+
+def audits_due(p: Pass, ctx: Context, candidates: CandidateList,
+               answered: set[str]) -> list[tuple[Candidate, Verdict]]:
+    """The answered candidates whose audit a batch bought and this session collected, each with its first
+    reader's no: a batch result for it came in, and the latest verdict is still a first reader's no (another
+    model's than the judge model)."""
+    if not ctx.batches.collected.get(p.name):
+        return []  # most sessions: no batch came in, and the candidate list is not walked
+    fps = ctx.batches.take_paid(p.name, answered & set(candidates.fingerprints))
+    out = []
+    for i, fp in enumerate(candidates.fingerprints):
+        if fp in fps:
+            v = ctx.store.verdict_for(p.name, fp)
+            if v is not None and not v.is_yes and v.model != ctx.judge.model:
+                out.append((candidates[i], v))
+    return out
+
+
+async def collected_audits(p: Pass, ctx: Context, r: PassResult,
+                           due: list[tuple[Candidate, Verdict]]) -> list[Verdict]:
+    """Read the audits a batch bought (audits_due): a miss is returned to be applied, and deposits into the
+    balance as audit() does. A second order the judge model still needs goes into this session's batch."""
+    found: list[tuple[float, Verdict]] = []
+
+    async def one(c: Candidate, first: Verdict) -> None:
+        # outside the draw's design: its pi stayed with the session that gathered it (the module's docstring)
+        v = await reread(p, c, ctx, r, first.model, first.session, None, "batched")
+        if v is not None and v.is_yes:
+            found.append((c.score, v))
+
+    await asyncio.gather(*(one(c, first) for c, first in due))
+    ctx.allowances[p.name].deposit(len(found))
+    return [v for _, v in sorted(found, key=lambda sv: -sv[0])]

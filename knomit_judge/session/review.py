@@ -1,0 +1,262 @@
+"""A review session: corpus -> candidates -> judgments -> verdicts -> decisions -> commits -> status lines."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from datetime import UTC, datetime
+from pathlib import Path
+
+from git import Repo
+
+from .. import metrics
+from ..batches import Batches, batch_mode
+from ..config import Config, load_config
+from ..corpus import corpus_report, load_corpus
+from ..embeddings import Embedder
+from ..errors import ConfigError, JudgeRefused, KnomitError
+from ..file_index import FileIndex
+from ..gitops import Applier, dirty_paths, merge_in_progress, open_repo, shared_lock
+from ..judge import ScriptedBackend, make_backend
+from ..models import Lineup, has_key, read_lineup, require_usable
+from ..neighbours import Memory
+from ..passes import JUDGED_PASSES
+from ..passes.base import Pass
+from ..passes.registry import all_passes
+from ..recovery import locked_store, sync_git, sync_journal
+from ..shortlist import gc_paused, remembered
+from ..spend import Caps, summarise
+from ..status import PassResult
+from ..store import Store
+from ..sync import Remote
+from ..throttle import Allowance, ThrottleState, assess, terms
+from ..transport import require_key
+from ..verdicts import Journal
+from ..worth import Worth
+from .batch import submit_batch
+from .context import MAX_ROUNDS, Context, ReviewOptions, SessionResult
+from .dry_run import lower_bound, other_judge, unpriced
+from .duplicates import run_exact
+from .freshness import since
+from .lines import PASS as DESCRIBE
+from .rounds import finish_pass, run_round
+
+log = logging.getLogger(__name__)
+
+
+def new_session_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(2)
+
+
+def review(root: Path | str, options: ReviewOptions | None = None, config: Config | None = None) -> SessionResult:
+    """Run one review session on the corpus at root (the library API behind `knomit-judge review`)."""
+    options = options or ReviewOptions()
+    root = Path(root).resolve()
+    repo = open_repo(root)
+    config = config or load_config(root)
+    if not options.judge.anthropic:
+        # a bad replies file fails here, before a session starts and stores anything
+        make_backend(options.judge, config)
+    elif not options.dry_run:
+        # Whatever ends a session with exit 2 is checked before recovery or exact duplicates change the corpus:
+        # no key here; a retired or unknown model, and no price (no cap that holds), once the lock is held.
+        # A key the API refuses is known only at the first call.
+        require_key()
+    if options.dry_run:
+        # Dry run: an in-memory copy of the db, no lock, no recovery. Of what it computes only the derived
+        # caches (embeddings, neighbour and candidate lists) reach the db file: never a verdict, reply,
+        # session or throttle row, nor a byte of the corpus or git.
+        with Store.read_only(root) as store:
+            return _dry_run(root, repo, config, store, options)
+    metrics_path = metrics.textfile(root, repo, config, options.metrics_file)  # a bad path exits 2 now
+    remote = Remote.of(repo, config)  # an unknown remote exits 2 now
+    with locked_store(root) as opened:
+        store = opened.store
+        ran, result = False, None
+        try:
+            # a retired or unknown model exits 2 here: before recovery, a merge or an exact duplicate changes anything
+            models = require_usable(config, store) if options.judge.anthropic else Lineup()
+            notes = opened.recover(keep_marks=True)
+            if remote:
+                models.confirm()  # a merge is a change: a model retired since it was last read stops us first
+                pull(remote, root, opened.repo, store)
+            with remembered(Memory(store)):  # neighbour lists are searched again only where vectors changed
+                ran = True
+                result = asyncio.run(_session(root, opened.repo, config, store, options, [*models.notes, *notes],
+                                              models))
+            if remote:
+                remote.push()  # after the session's last commit, its journal's
+                remote.save()
+                result.sync = remote.report
+            result.spend = summarise(store, config).json()
+            return result
+        finally:
+            if ran and metrics_path:  # after a session that raised too: it recorded itself as aborted
+                error = metrics.write(metrics_path, root, store, config, options.judge.kind)
+                if error and result is not None:
+                    result.metrics_error = error
+                    result.notes.append(error)
+
+
+def _dry_run(root: Path, repo: Repo, config: Config, store: Store, options: ReviewOptions) -> SessionResult:
+    """A dry run on an in-memory copy of the db: what a real session would ask, and what it would cost."""
+    models = read_lineup(config, store, offline=not has_key()) if options.judge.anthropic else Lineup()
+    with remembered(Memory(store)):
+        result = asyncio.run(_session(root, repo, config, store, options, list(models.notes), models))
+    if models.problem:  # what the session would do: stop before it starts
+        result.notes.insert(0, f"a real session exits 2: {models.problem}")
+        result.stops = True
+    with shared_lock(repo) as holder:  # a session running now writes the db: its own derived state will do
+        if holder is None:
+            store.keep_derived()
+    if note := other_judge(store, root, options):
+        result.notes.insert(0, note)
+    result.spend = summarise(store, config).json()
+    if options.judge.anthropic:
+        unpriced(config, models, result)
+    if any(e["calls"] for e in result.estimates.values()):
+        result.notes.append(lower_bound(store, result, options.passes))
+    return result
+
+
+def pull(remote: Remote, root: Path, repo: Repo, store: Store) -> None:
+    """Merge the remote branch before the corpus is read; what it brought is imported like a lost db's journal."""
+    # journal lines a killed session left uncommitted would stop the merge: committed first, as its own commit
+    Applier(repo).commit_paths([Journal(root).relpath(p) for p in ("exact", *JUDGED_PASSES)],
+                               "journal: verdicts kept before merging the remote\n")
+    if remote.pull():
+        # verdicts other machines journalled and pushed are answered here too: never paid for again
+        sync_journal(root, store)
+        sync_git(repo, store)
+
+
+def _context(root: Path, repo: Repo, config: Config, store: Store, options: ReviewOptions, models: Lineup,
+             result: SessionResult) -> Context:
+    """Read the corpus (what is broken, what is dirty, into the result) and make the session's context."""
+    with gc_paused():  # 100k facts, their tuples and index rows: the collector would rescan them over and over
+        index = FileIndex(store)
+        corpus = load_corpus(root, config.corpus.max_fact_bytes, index, config.corpus)
+    result.problems = list(corpus.problems)
+    for problem in corpus.problems:
+        log.warning("skipped %s", problem)
+    result.corpus = corpus_report(corpus)
+    dirty = dirty_paths(repo, config.corpus.paths)  # an untracked file outside the fact paths is not ours to mind
+    if merging := merge_in_progress(repo):  # a person's (recovery settled ours): a commit now would finish it
+        dirty = [merging]
+        result.notes.append(f"{merging}: judging and storing, applying nothing")
+    elif dirty:
+        result.notes.append(f"work tree has {len(dirty)} uncommitted change(s) (e.g. {dirty[0]}): "
+                            "judging and storing, applying nothing")
+    return Context(root, config, store, corpus, Embedder(store), Journal(root),
+                   None if options.dry_run else Applier(repo), options, result.session, clean=not dirty,
+                   batches=Batches(store, result.session, batch_mode(options.batch, config, options.judge)),
+                   index=index, caps=Caps.for_session(store, config), lineup=models,
+                   commits=result.commits, problems=result.problems)
+
+
+async def _session(root: Path, repo: Repo, config: Config, store: Store, options: ReviewOptions, notes: list[str],
+                   models: Lineup) -> SessionResult:
+    result = SessionResult(session=new_session_id(), dry_run=options.dry_run, notes=list(notes))
+    ctx = _context(root, repo, config, store, options, models, result)
+    index, report = ctx.index, result.corpus
+    assert report is not None  # _context read the corpus
+    result.batch_prices = ctx.batches.submitting
+    if not options.dry_run:
+        store.start_session(result.session)
+    try:
+        if report.state == "broken":
+            # Nothing read is not "nothing qualified": every pass says it could not look.
+            for name in ("exact", *(n for n in JUDGED_PASSES if n in options.passes)):
+                result.passes[name] = PassResult(name, state="broken", notes=["no fact read: see the corpus line"])
+            return result
+        result.passes["exact"] = run_exact(ctx, result)
+        passes: list[Pass] = [p for name, p in all_passes().items() if name in options.passes]
+        # before collecting: questions in a batch still running count as spent, and collected ones are
+        # judged as paid below, so the balance charges each batched question once
+        money = terms(config, ctx.kind)
+        throttles = {p.name: assess(store, p.name, money, ctx.kind) for p in passes}
+        for p in passes:
+            # the scripted judge has no price: its balance counts questions, and every question is worth one
+            worth = Worth.of_pass(store, p.name, ctx.kind) if money.unit == "usd" else None
+            ctx.allowances[p.name] = Allowance(throttles[p.name], money, worth)
+        since(ctx, passes, repo)  # what is fresh for each pass, and what its new facts are owed
+        if not options.dry_run and ctx.batches.open_batches():
+            await ctx.batches.collect(ctx.judge, all_passes())  # finished batches first, whatever --pass says
+        for p in passes:
+            result.passes[p.name] = PassResult(p.name)
+            if p.name == "alias":  # the describe step's own line, after the alias pass's
+                result.passes[DESCRIBE] = PassResult(DESCRIBE, throttle="never budgeted")
+        await _rounds(ctx, result, passes, throttles)
+        if options.stop is not None and options.stop.is_set():
+            # Stopped before its end (the daemon's SIGTERM): recorded as a plain review's interruption is, so
+            # status, the metrics and the report read one record; the passes it never reached are not defunded.
+            aborted(result, options, KeyboardInterrupt())
+            for r in result.passes.values():
+                ctx.charge(r)
+            return result
+        if ctx.batches.gathered:
+            await submit_batch(ctx, result)
+        for p in passes:
+            finish_pass(p, ctx, result.passes[p.name], throttles[p.name])
+        if (judge := ctx.judge_if_asked) and isinstance(judge.backend, ScriptedBackend):
+            if note := judge.backend.unmatched_note():
+                log.warning("%s", note)
+                result.notes.append(note)
+    except BaseException as e:  # an error, or a signal's cancellation: recorded as such, then re-raised
+        # a 404 naming a model: read it again at once, and say "retired" (one cause) when the API says so
+        gone = models.gone(e.model) if isinstance(e, JudgeRefused) and e.model else None
+        if not options.dry_run:
+            aborted(result, options, ConfigError(gone) if gone else e)
+            for r in result.passes.values():
+                ctx.charge(r)
+        if gone:
+            raise ConfigError(gone) from None
+        raise
+    finally:
+        result.batches = ctx.batches.reports
+        result.embedded, result.parsed = ctx.embedder.computed, index.parsed
+        if ctx.applier is not None:  # not a dry run
+            index.save()
+            # a model found retired stops before its journal is committed: the lines wait for the next session
+            paths = [ctx.journal.relpath(p) for p in ("exact", *JUDGED_PASSES, DESCRIBE)]
+            sha = None if models.problem else ctx.applier.commit_paths(
+                paths, f"journal: verdicts of session {result.session}\n\nKnomit-Session: {result.session}\n")
+            if sha:
+                result.commits.append(sha)
+            store.end_session(result.session, {n: r.json() for n, r in result.passes.items()},
+                              result.cost_usd, result.commits, corpus=report.json())
+    return result
+
+
+async def _rounds(ctx: Context, result: SessionResult, passes: list[Pass], throttles: dict[str, ThrottleState]) -> None:
+    """Applied decisions change fingerprints, and so make new questions: ask them in this session, round after
+    round, until a round applies nothing (each pass's allowance is per session)."""
+    for round_no in range(1 if ctx.options.dry_run else MAX_ROUNDS):
+        applied = 0
+        for p in passes:
+            r = result.passes[p.name]
+            before = r.applied
+            await run_round(p, ctx, result, r, throttles[p.name], first=round_no == 0)
+            applied += r.applied - before
+            if round_no == 0:  # what a dry run's estimate covers: a later dry run says how far it falls short
+                r.first_round = r.offered
+        if not applied:
+            return
+
+
+def aborted(result: SessionResult, options: ReviewOptions, error: BaseException) -> None:
+    """Name the judged passes of a session that did not finish `aborted`, with why.
+
+    Left unsettled they would read as `nothing-qualified`: a zero that hides a missing key or a refused
+    request. No throttle record is written for them: the session neither spent nor probed anything.
+    """
+    if isinstance(error, (asyncio.CancelledError, KeyboardInterrupt)):
+        why = "aborted: interrupted"  # SIGTERM or Ctrl-C
+    else:
+        why = f"aborted: {error}" if isinstance(error, KnomitError) else f"aborted: {type(error).__name__}: {error}"
+    # the describe step too: a session that stopped is no success of its step, whatever it did before
+    for name in (*options.passes, *([DESCRIBE] if DESCRIBE in result.passes else ())):
+        r = result.passes.setdefault(name, PassResult(name))
+        r.state = "aborted"
+        r.notes.append(why)

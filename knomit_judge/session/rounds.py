@@ -1,0 +1,140 @@
+"""One round of a pass, and its end: shortlist, skip what is answered, judge what the budget allows, apply the
+yeses; then the pass's state, spend and throttle record."""
+
+from __future__ import annotations
+
+from ..candidate_lists import CandidateLists
+from ..passes.base import Pass
+from ..shortlist import gc_paused
+from ..status import PassResult
+from ..throttle import ThrottleState, record
+from ..verdicts import Verdict
+from .asking import Offer, judge_all
+from .context import Context, SessionResult
+from .decisions import decide, restatable, restate
+from .describe import describe
+from .dry_run import plan_dry
+from .freshness import fresh_first, owed_to_fresh
+from .lines import PASS as DESCRIBE
+from .readers import meet, reader_notes, reader_of, standing_first
+from .rereads import audits_due, collected_audits
+
+
+async def run_round(p: Pass, ctx: Context, result: SessionResult, r: PassResult, t: ThrottleState,
+                    first: bool) -> None:
+    """One round of a pass: shortlist, skip what is answered, judge what the budget allows, apply the yeses."""
+    restating: set[str] = set()
+    if p.stands and not ctx.options.dry_run:
+        restate(p, ctx, r)  # first: the candidates are then made from the corpus its merges leave
+    elif p.stands:
+        restating = restatable(p, ctx)
+        if restating:
+            r.notes.append(f"{len(restating)} merge(s) the judge decided before would be restated without a call")
+    if p.name == "alias":
+        await describe(ctx, result.passes[DESCRIBE], result)
+    with gc_paused():  # millions of small objects at 100k facts; see shortlist.gc_paused
+        candidates = CandidateLists(ctx.store).candidates(p, ctx)  # read back when nothing it depends on changed
+    yeses = ctx.store.unapplied_yes(p.name, ctx.kind)  # read once a round: asked again, or applied below
+    fps = candidates.fingerprints  # compared without making the candidates: most are answered
+    reader = reader_of(ctx, p, fps)
+    allowance = ctx.allowances[p.name]
+    allowance.reader = reader.model if reader.model and reader.reads else ctx.config.judge.model  # whose price
+    if allowance.worth is not None:
+        allowance.read_price = allowance.worth.price(allowance.reader, ctx.config.judge.model, allowance.terms.price,
+                                                     ctx.config.judge.audit_share)
+    # a suspended first reader's standing no's are asked again of the judge model
+    answered = ctx.store.answered(p.name, ctx.kind) - asked_again(p, ctx, yeses) - reader.askable
+    # not asked now: refused by the API under this prompt version (by the judge model: a first reader's refusal
+    # hands the question over), or in a Message Batch not yet collected
+    refused = ctx.store.refused(p.name, p.prompt.id, ctx.config.judge.model if ctx.options.judge.anthropic
+                                else None) - answered
+    busy = ctx.batches.busy(p.name) - answered
+    waiting = fresh_first([candidates[i] for i, fp in enumerate(fps) if fp not in answered and fp not in refused
+                           and fp not in busy and fp not in restating], ctx.fresh.get(p.name, set()))
+    seen = ctx.seen.setdefault(p.name, set())
+    seen.update(fps)
+    r.candidates = len(seen)  # distinct questions met this session, over all rounds
+    # questions whose batch results came in this session are paid for: judged whatever the budget says
+    paid = ctx.batches.take_paid(p.name, {c.fingerprint for c in waiting})
+    rest = [c for c in waiting if c.fingerprint not in paid]
+    owed = owed_to_fresh(p, ctx, waiting, paid)
+    rest.sort(key=lambda c: c.fingerprint not in owed)  # stable: the owed first, then fresh, then backlog
+    rest = standing_first(reader, rest, owed)
+    meet(reader, candidates, fps)  # the first reader's standing no's among them: in the audit pool
+    if first:
+        if t.state == "defunded" and not t.probe and (owed or (waiting and waiting[0].fresh)):
+            t.probe_fresh(len(owed))  # a new duplicate is asked while it is new, not probe_every sessions later
+        # answered, or refused earlier (with a note); questions in a running batch count as batched instead
+        r.cached = len(fps) - len(waiting) - sum(fp in busy for fp in fps)
+        r.throttle = t.state + (" (probe)" if t.probe else "")
+        r.next_probe_in = t.next_probe_in
+        note_skipped(p, ctx, r, fps, refused, busy)
+    # yes verdicts not yet applied (dirty tree, or a killed session rolled back): apply without asking again
+    unapplied = {v.fingerprint: v for v in yeses if not outdated(p, v)}
+    pending = [unapplied[fp] for fp in fps if fp in unapplied]
+    r.fresh = max(r.fresh, sum(c.fresh for c in rest))
+    if ctx.options.dry_run:  # no verdict comes back to move the balance: what it holds now is what is offered
+        # the owed withdraw from the balance, and are asked past it; the rest as many as the balance buys
+        room = max(len(owed), int((t.allowance or 0) / allowance.price + 1e-9), t.probes)
+        # as the session's producer does: the owed and a suspended reader's standing no's whatever they are worth,
+        # the rest only while the worth rule finds them worth their price
+        rest = [c for c in rest if c.fingerprint in owed or c.fingerprint in reader.askable
+                or allowance.worth_asking(c.fingerprint, c.score)]
+        offer = [c for c in waiting if c.fingerprint in paid] + (rest if t.allowance is None else rest[:room])
+        r.waiting = len(waiting) - len(offer)
+        plan_dry(ctx, p, r, offer, result, reader)
+        return
+    # every waiting question is offered, best first; the live balance decides how far down the list it goes
+    offer = [c for c in waiting if c.fingerprint in paid] + rest
+    r.waiting = len(waiting) - len(offer)  # and judge_all adds what the caps or a stop held back
+    # audits a batch bought of questions the first reader answered no: read now, a miss applied with the rest
+    audited = await collected_audits(p, ctx, r, audits_due(p, ctx, candidates, answered))
+    fresh = await judge_all(p, ctx, r, Offer(offer, paid, owed), reader) + audited
+    decide(p, ctx, r, pending + fresh)
+
+
+def outdated(p: Pass, v: Verdict) -> bool:
+    """A stored yes the pass no longer applies as it stands (prune: a retract naming no redundant fact)."""
+    return hasattr(p, "outdated") and p.outdated(v)
+
+
+def asked_again(p: Pass, ctx: Context, yeses: list[Verdict]) -> set[str]:
+    """Fingerprints whose latest verdict is an unapplied yes (of `yeses`) the pass no longer applies: asked
+    again under the current prompt (a prune@1 retract, which left the survivor to the fixed rules), never applied."""
+    out = set()
+    for v in yeses:
+        if outdated(p, v) and (latest := ctx.store.verdict_for(p.name, v.fingerprint)) and latest.id == v.id:
+            out.add(v.fingerprint)
+    return out
+
+
+def note_skipped(p: Pass, ctx: Context, r: PassResult, fingerprints: list[str], refused: set[str],
+                 busy: set[str]) -> None:
+    """Say which candidates were not asked because the API refused them, or a batch holds them."""
+    fps = set(fingerprints)
+    if fps & refused:
+        r.notes.append(f"{len(fps & refused)} question(s) refused by the API in an earlier session: "
+                       f"not asked again until their facts or the {p.name} prompt change")
+    for batch_id, in_batch in ctx.batches.waiting(p.name).items():
+        if in_batch & fps & busy:
+            r.batched += len(in_batch & fps & busy)
+            r.notes.append(f"waiting on batch {batch_id}, {ctx.batches.requests_in(batch_id, p.name)} requests")
+
+
+def finish_pass(p: Pass, ctx: Context, r: PassResult, t: ThrottleState) -> None:
+    """Name the pass's state, take its spend from the ledger, and record the throttle's session."""
+    r.settle(held=r.waiting > 0, dry_run=ctx.options.dry_run)
+    if r.waiting and r.state == "worked" and t.allowance is not None and t.allowance <= 1e-9 and \
+            not any("wait" in n for n in r.notes):
+        r.notes.append(f"balance spent: {r.waiting} candidate(s) wait until resolutions refill it")
+    unworthy = ctx.allowances[p.name].unworthy if p.name in ctx.allowances else 0
+    if unworthy and not ctx.options.dry_run:
+        r.notes.append(f"{unworthy} question(s) not worth their price at the pass's chance of resolving something "
+                       "by score: they wait")
+    ctx.charge(r)
+    reader_notes(r, ctx.readers.get(p.name))
+    if r.cost_usd is None:
+        r.notes.append("cost incomplete: a call reported no usage or its model has no price")
+    if not ctx.options.dry_run:
+        record(ctx.store, ctx.session, p.name, t, r.offered, r.judged, r.resolved,
+               probe_spent=t.probe and r.judged > 0, judge=ctx.kind)
