@@ -194,7 +194,7 @@ def recorded_lines(path: Path = DESCRIBED) -> dict | None:
     """spelling -> line from a scripted replies file's describe entries, or None when there is no file."""
     if not path.is_file():
         return None
-    from knomit_judge.judge import ScriptedBackend
+    from knomit_judge.scripted import ScriptedBackend
     return dict(ScriptedBackend(path).lines)
 SAMPLE = "knomit-kb-sample.tar.gz"
 SESSIONS = 3

@@ -568,24 +568,6 @@ class Remote:
         run_git(self.repo, "checkout", "--", path)
 
 
-def changed_since_last_session(repo: git.Repo, facts: set[str]) -> tuple[set[str], str] | None:
-    """The facts git changed since the newest session's journal commit in HEAD's history, and when that
-    commit was made (None: no session in the history).
-
-    What a db with no session of its own (a fresh clone, an ephemeral runner) takes as fresh: the writers'
-    edits since whichever machine reviewed last.
-    """
-    try:
-        found = run_git(repo, "log", "-1", "--format=%H %ct", "--grep=^Knomit-Session: ", "HEAD").split()
-        if not found:
-            return None
-        changed = run_git(repo, "diff", "--name-only", "-z", "--no-renames", found[0], "HEAD").split("\0")
-    except GitFailed:
-        return None
-    at = datetime.fromtimestamp(int(found[1]), UTC).isoformat(timespec="milliseconds")
-    return {p for p in changed if p in facts}, at
-
-
 def _rejected(stderr: str) -> bool:
     """A push refused because the remote has commits we lack (not a network or permission failure)."""
     s = stderr.lower()

@@ -67,7 +67,6 @@ class AnthropicBackend:
     """
 
     kind = "anthropic"
-    uses_tools = True  # asks for the reply contract (a scripted backend answers from a file)
 
     def __init__(self, config: Config, client: anthropic.AsyncAnthropic | None = None,
                  lineup: Lineup | None = None) -> None:

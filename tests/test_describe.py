@@ -17,9 +17,9 @@ from knomit_judge.config import Config
 from knomit_judge.corpus import load_corpus
 from knomit_judge.embeddings import Embedder
 from knomit_judge.errors import ConfigError
-from knomit_judge.judge import ScriptedBackend
 from knomit_judge.nominate import nominate
 from knomit_judge.rebuild import rebuild
+from knomit_judge.scripted import ScriptedBackend
 from knomit_judge.session.lines import batches, request, shown
 from knomit_judge.session.review import ReviewOptions, review
 from knomit_judge.store import Store

@@ -137,6 +137,13 @@ def test_the_layer_check_finds_an_import_up_a_layer():
     assert upward(edges, layer) == ["knomit_judge.corpus (layer 1) imports knomit_judge.passes.base (layer 2)"]
 
 
+def test_no_module_is_over_600_lines_and_the_spine_is_at_most_400():
+    """Split before a module passes ~600 lines (STYLE.md); the spine reads as the session's steps."""
+    sizes = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in modules().items()}
+    assert sizes["knomit_judge.session.review"] <= 400
+    assert {name: n for name, n in sizes.items() if n > 600} == {}
+
+
 def test_the_cycle_finder_finds_a_cycle_behind_a_lazy_import(tmp_path):
     """The check can fail: a function-level import back up the layers is a cycle to it."""
     low = tmp_path / "low.py"

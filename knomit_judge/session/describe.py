@@ -15,7 +15,7 @@ The state is one of every pass's (status.py), from what the session's requests d
 
 from __future__ import annotations
 
-from ..judge import ScriptedBackend
+from ..scripted import ScriptedBackend
 from ..status import PassResult
 from .context import Context, SessionResult
 from .lines import PASS, Shown, Written, batches, current, describe_model, model_of, request, write_lines

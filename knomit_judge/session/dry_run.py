@@ -8,10 +8,11 @@ from pathlib import Path
 
 from .. import audits
 from ..config import CONFIG_FILE, Config, retired_model
-from ..judge import REPLY_TOKENS, ScriptedBackend, swap_sampled
+from ..judge import REPLY_TOKENS, swap_sampled
 from ..models import Lineup
 from ..passes import Candidate
 from ..passes.base import Pass
+from ..scripted import ScriptedBackend
 from ..status import PassResult
 from ..store import Store
 from .context import MAX_ROUNDS, Context, FirstReader, ReviewOptions, SessionResult

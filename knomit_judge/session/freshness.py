@@ -6,11 +6,13 @@ pass's `since`, `fresh` and `new` on the context; the rest only reads them.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from git import Repo
 
+from ..gitops import GitFailed, run_git
 from ..passes import Candidate, subject_names
 from ..passes.base import Pass
-from ..sync import changed_since_last_session
 from .context import Context
 
 
@@ -105,3 +107,21 @@ def owed_to_fresh(p: Pass, ctx: Context, waiting: list[Candidate], paid: set[str
             for n in names:
                 asked[n] = asked.get(n, 0) + 1
     return owed
+
+
+def changed_since_last_session(repo: Repo, facts: set[str]) -> tuple[set[str], str] | None:
+    """The facts git changed since the newest session's journal commit in HEAD's history, and when that
+    commit was made (None: no session in the history).
+
+    What a db with no session of its own (a fresh clone, an ephemeral runner) takes as fresh: the writers'
+    edits since whichever machine reviewed last.
+    """
+    try:
+        found = run_git(repo, "log", "-1", "--format=%H %ct", "--grep=^Knomit-Session: ", "HEAD").split()
+        if not found:
+            return None
+        changed = run_git(repo, "diff", "--name-only", "-z", "--no-renames", found[0], "HEAD").split("\0")
+    except GitFailed:
+        return None
+    at = datetime.fromtimestamp(int(found[1]), UTC).isoformat(timespec="milliseconds")
+    return {p for p in changed if p in facts}, at

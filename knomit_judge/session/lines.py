@@ -29,9 +29,10 @@ from typing import Any
 from ..config import Config
 from ..corpus import Corpus, Fact
 from ..errors import Refused, Unavailable, Unparsed
-from ..judge import Judge, JudgeSpec, ScriptedBackend
+from ..judge import Judge, JudgeSpec
 from ..passes.base import one_sentence, reply_object
 from ..prompts import Prompt, cut, kept, load_prompt
+from ..scripted import ScriptedBackend
 from ..store import Store
 from ..verdicts import Journal, now_text
 

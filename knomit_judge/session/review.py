@@ -18,13 +18,14 @@ from ..embeddings import Embedder
 from ..errors import ConfigError, JudgeRefused, KnomitError
 from ..file_index import FileIndex
 from ..gitops import Applier, dirty_paths, merge_in_progress, open_repo, shared_lock
-from ..judge import ScriptedBackend, make_backend
+from ..judge import make_backend
 from ..models import Lineup, has_key, read_lineup, require_usable
 from ..neighbours import Memory
 from ..passes import JUDGED_PASSES
 from ..passes.base import Pass
 from ..passes.registry import all_passes
 from ..recovery import locked_store, sync_git, sync_journal
+from ..scripted import ScriptedBackend
 from ..shortlist import gc_paused, remembered
 from ..spend import Caps, summarise
 from ..status import PassResult
