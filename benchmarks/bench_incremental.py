@@ -26,7 +26,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks"), str(ROOT / "tests")]
@@ -38,6 +37,7 @@ from messages_server import MessagesServer, text  # noqa: E402
 from knomit_judge import ReviewOptions, load_config, load_corpus, review  # noqa: E402
 from knomit_judge.embeddings import Embedder  # noqa: E402
 from knomit_judge.init import init_corpus  # noqa: E402
+from knomit_judge.passes.base import Inputs
 from knomit_judge.passes.registry import all_passes  # noqa: E402
 from knomit_judge.rebuild import check  # noqa: E402
 from knomit_judge.store import Store  # noqa: E402
@@ -101,7 +101,7 @@ def shortlisted(root: Path) -> set[tuple[str, str]]:
     """Every question the passes shortlist now, as (pass, fingerprint), computed apart from any session."""
     store = Store.read_only(root)  # an in-memory copy: what this computes is not kept
     try:
-        ctx = SimpleNamespace(corpus=load_corpus(root), embedder=Embedder(store), config=load_config(root))
+        ctx = Inputs(corpus=load_corpus(root), embedder=Embedder(store), config=load_config(root))
         return {(p.name, c.fingerprint) for p in all_passes().values() for c in p.candidates(ctx)}
     finally:
         store.close()

@@ -56,7 +56,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
@@ -72,6 +71,7 @@ from knomit_judge.init import init_corpus  # noqa: E402
 from knomit_judge.layout import detect_knomit  # noqa: E402
 from knomit_judge.nominate import SIGNALS, carrier_text, nominate  # noqa: E402
 from knomit_judge.passes.alias import AliasPass  # noqa: E402
+from knomit_judge.passes.base import Inputs
 from knomit_judge.passes.prune import PrunePass, fact_text  # noqa: E402
 from knomit_judge.session.review import ReviewOptions, review  # noqa: E402
 from knomit_judge.store import Store  # noqa: E402
@@ -113,7 +113,7 @@ def measure(root: Path, truth: dict, embedder: Embedder, ks: list[int]) -> list[
     for k in ks:
         config = Config()
         config.shortlist.k = k
-        ctx = SimpleNamespace(corpus=corpus, embedder=embedder, config=config)
+        ctx = Inputs(corpus=corpus, embedder=embedder, config=config)
         alias_c, prune_c = AliasPass().candidates(ctx), PrunePass().candidates(ctx)
         a, p = pairs(alias_c), pairs(prune_c)
         at = {frozenset((c.subject["a"], c.subject["b"])): i + 1 for i, c in enumerate(alias_c)}

@@ -37,7 +37,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
@@ -112,9 +111,10 @@ def session(root: Path, store, memory) -> dict:
     from knomit_judge.config import Config
     from knomit_judge.corpus import load_corpus
     from knomit_judge.embeddings import Embedder
+    from knomit_judge.file_index import FileIndex
+    from knomit_judge.passes.base import Inputs
     from knomit_judge.passes.exact import DuplicateGroups
     from knomit_judge.passes.registry import all_passes
-    from knomit_judge.file_index import FileIndex
     out = {}
     start = time.perf_counter()
     with shortlist.gc_paused():  # as review does
@@ -124,7 +124,7 @@ def session(root: Path, store, memory) -> dict:
     out["load_s"] = round(time.perf_counter() - start, 2)
     out.update(parsed=index.parsed, read=index.read)
     embedder = Embedder(store)
-    ctx = SimpleNamespace(corpus=corpus, embedder=embedder, config=Config())
+    ctx = Inputs(corpus=corpus, embedder=embedder, config=Config())
     lists = CandidateLists(store)
     t = time.perf_counter()
     len(lists.candidates(DuplicateGroups(), ctx))

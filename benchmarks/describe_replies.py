@@ -5,7 +5,7 @@
 
 DIR holds requests/ (index.json: each request's name and spellings) and replies/<name>.json (the tool input
 the model gave, one JSON object). Mechanical, no edit: each reply is read by the product's own parser
-(passes/describe.parse), only the spellings its request asked are kept, and each becomes one line
+(session/lines.parse), only the spellings its request asked are kept, and each becomes one line
     {"pass": "describe", "spelling": S, "reply": {"mechanism": LINE}, "request": NAME}
 of benchmarks/data/knomit-kb-describe-replies.jsonl (the sample's requests) or
 benchmarks/data/aekb-describe-replies.jsonl (the aekb replay's). A spelling whose reply gave no line is

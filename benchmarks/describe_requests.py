@@ -5,7 +5,7 @@
 
 The lines the benchmarks use must come from a real model answering the product's own prompt
 (prompts/describe.md), never written or edited by hand, and never with the labels shown. This renders
-those requests, exactly as passes/describe.py builds them (system text, user message, forced tool and
+those requests, exactly as session/lines.py builds them (system text, user message, forced tool and
 its input schema), for:
 
   sample  every spelling of ../shared/data/knomit-kb-sample.tar.gz, read with the layout bench_recall uses

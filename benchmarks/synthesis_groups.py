@@ -27,7 +27,6 @@ import tarfile
 import tempfile
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT)]
@@ -37,6 +36,7 @@ from knomit_judge.config import Config  # noqa: E402
 from knomit_judge.corpus import front_matter, link_target, load_corpus  # noqa: E402
 from knomit_judge.embeddings import Embedder  # noqa: E402
 from knomit_judge.layout import detect_knomit  # noqa: E402
+from knomit_judge.passes.base import Inputs
 from knomit_judge.passes.discovery import DiscoveryPass  # noqa: E402
 from knomit_judge.store import Store  # noqa: E402
 
@@ -90,7 +90,7 @@ def measure(bundle: Path, config: Config, tmp: Path, embedder: Embedder, log=pri
         root = state_before(repo, syn["sha"], tmp / f"state{n}")
         layout = detect_knomit(root)
         corpus = load_corpus(root, layout=layout)
-        ctx = SimpleNamespace(corpus=corpus, embedder=embedder, config=config)
+        ctx = Inputs(corpus=corpus, embedder=embedder, config=config)
         groups = DiscoveryPass().groups(ctx)
         present = [p for p in syn["group"] if p in corpus.facts and corpus.facts[p].active]
         rank = next((i for i, (members, _) in enumerate(groups, 1)

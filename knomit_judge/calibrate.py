@@ -292,7 +292,7 @@ def calibrate_journal(root: Path | str = ".") -> dict[str, Any]:
 
 
 def first_reader_score(store: Store) -> dict[str, dict[str, Any]]:
-    """The first reader scored against the judge model over every audit and confirmation kept (asking.py):
+    """The first reader scored against the judge model over every audit and confirmation kept (session/rereads.py):
     its no's the judge model read again and how many it missed; its yeses and how many the judge model shared."""
     out: dict[str, dict[str, Any]] = {}
     for name, kinds in store.audit_totals().items():
@@ -380,7 +380,7 @@ def lines(result: dict[str, Any]) -> list[str]:
                    f"(miss rate {_num(f['miss_rate'])}); {f.get('confirmed', 0)} of its {f['yeses']} yeses confirmed "
                    "by the judge model")
         if f.get("model"):
-            low = "not enough audits to bound" if f["recall_low"] is None else f"95% lower bound {f['recall_low']:.2f}"
+            low = audits.bound_text(f["recall_low"])
             out.append(f"  over the last {f['window']} sessions: estimated recall {_num(f['recall'])}, {low}")
     o = result["overall"]
     out.append(f"{'all':<10} {o['n']:>3} {_num(o['precision']):>9} {_num(o['recall']):>6} {_num(o['agreement']):>9}")

@@ -28,7 +28,7 @@ class JudgeConfig:
     # on short evidence (docs/choices.md). Thinking tokens are billed as output.
     effort: str = "low"
     # The cheapest current model reads every offered question first, in one order; its no is a verdict, its yes
-    # goes to `model`, whose agreeing yes is the one that acts (asking.py). "" = off: `model` reads alone.
+    # goes to `model`, whose agreeing yes is the one that acts (session/readers.py). "" = off: `model` reads alone.
     first_reader: str = "claude-haiku-5-5"
     # Of each pass's first reads in a session, this share (and at least the top 2) of its no's are expected to be read
     # again by `model`, drawn by inclusion probability (audits.py): a yes there is a miss, counted and applied.
@@ -85,7 +85,7 @@ class ShortlistConfig:
 @dataclass
 class DescribeConfig:
     # One line per motif spelling, written by the model from its carriers, nominates alias candidates
-    # (passes/describe.py). Off, the alias pass nominates from the embeddings alone.
+    # (session/lines.py). Off, the alias pass nominates from the embeddings alone.
     enabled: bool = True
     # A line only chooses what the judge looks at, so the cheapest current model writes it; "" = judge.model.
     model: str = "claude-haiku-5-5"

@@ -413,7 +413,7 @@ class Corpus:
 
 
 class FactIndex(Protocol):
-    """A cache of parsed facts (store.FileIndex): load_corpus takes an unchanged file's fact from it, unparsed."""
+    """A cache of parsed facts (file_index.FileIndex): load_corpus takes an unchanged file's fact from it, unparsed."""
 
     parse_key: str
 
@@ -428,7 +428,7 @@ def load_corpus(root: Path, max_bytes: int = 1_048_576, index: FactIndex | None 
                 layout: CorpusConfig | None = None) -> Corpus:
     """Read every fact the layout's paths match; bad files are collected as problems, never fatal.
 
-    `index` (a store.FileIndex) skips parsing files whose (mtime, size) is unchanged.
+    `index` (a file_index.FileIndex) skips parsing files whose (mtime, size) is unchanged.
     """
     root = Path(root)
     facts, problems = {}, []

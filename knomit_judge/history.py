@@ -108,7 +108,7 @@ def sync_lines(sync: dict[str, Any] | None) -> list[str]:
 
 
 def lines_figures(store: Store, sessions: list[dict[str, Any]]) -> dict[str, Any]:
-    """The describe lines (passes/describe.py): what the last session that ran the step wrote and paid, how
+    """The describe lines (session/lines.py): what the last session that ran the step wrote and paid, how
     many spellings it left without a line, and how many lines the db holds (a spelling asked and given none
     is not one of them)."""
     last = next((s["passes"]["describe"] for s in sessions if "describe" in s["passes"]), None)

@@ -35,7 +35,7 @@ from .throttle import assess, shown, terms
 
 log = logging.getLogger(__name__)
 
-PASS_STATES = (*STATES, "aborted")  # aborted: the session stopped on an error or a signal (review.aborted)
+PASS_STATES = (*STATES, "aborted")  # aborted: the session stopped on an error or a signal (session.review.aborted)
 THROTTLE_STATES = ("optimistic", "funded", "unproven", "defunded", "unthrottled")
 CORPUS_STATES = ("read", "broken")
 LIFECYCLES = ("active", "deprecated", "retired")
@@ -193,7 +193,7 @@ _PASS_GAUGES = [
      "failed_sessions"),
     ("knomit_judge_pass_first_reads", "Questions the first reader read in the pass's last session.", "first_reads"),
     ("knomit_judge_pass_audits",
-     "First-reader no's the judge model read again in the pass's last session (asking.py).", "audits"),
+     "First-reader no's the judge model read again in the pass's last session (session/rereads.py).", "audits"),
     ("knomit_judge_pass_misses",
      "Audits in the pass's last session where the judge model said yes to a first-reader no.", "misses"),
     ("knomit_judge_pass_handed_over",

@@ -24,7 +24,7 @@ Signals (each a strength in 0..1 for any pair):
             family shares), so fail-closed-registry / fail-closed-network compare registry with network.
             Only a strength, computed for pairs other signals nominated.
   line      the spelling's name and its describe line (one sentence the model wrote from its carriers saying
-            what it names, passes/describe.py), embedded together; only spellings with a line are nominated by
+            what it names, session/lines.py), embedded together; only spellings with a line are nominated by
             it and have its strength (a pair without it is scored by the other signals, as before lines existed)
   named     the line of an identifier (a spelling with a number in it) names the other, a name of two or more
             words sharing no word with it (RFC 9421: "the internet standard defining HTTP message

@@ -397,7 +397,7 @@ def first_reader_section(readers: dict[str, dict[str, Any]]) -> str:
     """Each pass's first reader over its window (audits.py): state, reads, audits, misses, recall and its bound."""
     rows = [[e(n), e(f["model"] or "–"), e(f["state"]), str(f["reads"]), str(f["audits"]), str(f["misses"]),
              num(f["misses_estimated"], 1), num(f["recall"], 2),
-             "not enough audits to bound" if f["recall_low"] is None else num(f["recall_low"], 2), f"{f['target']:g}"]
+             audits.bound_text(f["recall_low"], labelled=False), f"{f['target']:g}"]
             for n, f in readers.items()]
     return (f"<p>Over each pass's last {audits.WINDOW} sessions: the misses the audits found, the misses estimated by "
             "weighting each audit by its inclusion probability, the estimated recall and a 95% lower bound from "

@@ -19,7 +19,7 @@ class ScriptedBackend:
     A prune retract names the redundant fact by the entry's sides ("redundant": "A" is its `a`),
     and is given to each order as that order shows the facts (shown_as).
     {"pass": "describe", "spelling": S, "reply": {"mechanism": LINE}} is the line of spelling S
-    (passes/describe.py): a spelling no entry describes gets no line.
+    (session/lines.py): a spelling no entry describes gets no line.
     A question with no recorded reply gets the pass's recoverable default. The file is checked
     whole at load, so a typo is a ConfigError naming FILE:LINE before any default is stored.
     """

@@ -54,7 +54,7 @@ def month_start(now: datetime) -> datetime:
 
 
 def stamp(t: datetime) -> str:
-    """A datetime as the store writes timestamps (verdicts.now), so strings compare in time order."""
+    """A datetime as the store writes timestamps (verdicts.now_text), so strings compare in time order."""
     return t.isoformat(timespec="milliseconds")
 
 
@@ -218,7 +218,7 @@ class Caps:
     def reached(self, spent: float, next_usd: float = 0.0) -> str | None:
         """Which cap the session's spend would exceed by asking once more, if any (checked before each question).
 
-        `next_usd` is what the questions in flight and the next one should cost (review.Context.next_usd):
+        `next_usd` is what the questions in flight and the next one should cost (session.context.Context.next_usd):
         a cap stops the session before the question that would cross it, not after.
         """
         def over(before: float, cap: float) -> bool:

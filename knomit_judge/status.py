@@ -8,7 +8,7 @@ from typing import Any
 
 from .cost import Cost
 
-STATES = ("nothing-qualified", "caught-up", "defunded", "broken", "worked", "batched")  # and `aborted` (review.aborted)
+STATES = ("nothing-qualified", "caught-up", "defunded", "broken", "worked", "batched")  # and `aborted` (session.review.aborted)
 
 
 @dataclass
@@ -41,7 +41,7 @@ class PassResult:
     next_probe_in: int | None = None
     probation: str = ""  # set while people's labels hold the pass's decisions (precision.py)
     written: int = 0  # describe: lines written this session
-    # the first reader (asking.py): its model, questions it read, its yeses the judge model confirmed or not,
+    # the first reader (session/readers.py): its model, questions it read, its yeses the judge model confirmed or not,
     # and its no's the judge model read again (audits) and answered yes (misses)
     first_reader: str = ""
     first_reader_state: str = ""  # reading | suspended (audits.py); "" with no first reader
@@ -55,7 +55,7 @@ class PassResult:
     missing: int = 0  # describe: spellings with an active carrier and no line at the session's end
 
     def describe_line(self) -> str:
-        """The describe step's line (passes/describe.py): what the alias pass's line signal cost this session."""
+        """The describe step's line (session/lines.py): what the alias pass's line signal cost this session."""
         counts = (f"lines written {self.written}, {self._cost()} - spellings {self.candidates}, with a line already "
                   f"{self.cached}, asked {self.offered}, missing {self.missing}, judge calls {self.judge_calls}"
                   + "".join(f", {k} {getattr(self, k)}" for k in ("unavailable", "unparsed", "refused")

@@ -30,7 +30,7 @@ Row = dict[str, Any]  # a table row by column name: its values are whatever sqli
 
 
 class StoredLine(Protocol):
-    """A describe line as the `lines` table holds it (passes/describe.Line): one attribute per column."""
+    """A describe line as the `lines` table holds it (session/lines.Line): one attribute per column."""
 
     spelling: str
     carriers: str
@@ -204,7 +204,7 @@ class Store:
         return {r[0] for r in self.db.execute(f"SELECT DISTINCT fingerprint FROM verdicts WHERE {where}", args)}
 
     def read_first_only(self, pass_name: str, judge: str, first_model: str) -> dict[str, str]:
-        """Fingerprints whose latest verdict is the first reader's (asking.py), answered by it alone, each with the
+        """Fingerprints whose latest verdict is the first reader's (session/readers.py), answered by it alone, each with the
         session that read it: the standing no's of the audit pool."""
         where, args = of_judge("pass = ?", [pass_name], judge)
         return {fp: session for fp, model, session in self.db.execute(
@@ -212,7 +212,7 @@ class Store:
             "FROM verdicts w WHERE w.pass = v.pass AND w.fingerprint = v.fingerprint AND w.judge = v.judge)",
             args) if model == first_model}
 
-    # audits (asking.py): the judge model's second reading of the first reader's answers -------------------
+    # audits (session/rereads.py): the judge model's second reading of the first reader's answers -------------------
     def add_draw(self, session: str, pass_name: str, first_model: str, floor: float, new: int, standing: int,
                  expected: float) -> None:
         """A session's draw of audits for a pass (audits.py): the floor rate its new no's faced."""
@@ -336,7 +336,7 @@ class Store:
                 f"SELECT id FROM verdicts WHERE {where} AND id IN ({','.join('?' * len(chunk))})", chunk))
         return out
 
-    # describe lines (durable, bought; see passes/describe.py) ------------------
+    # describe lines (durable, bought; see session/lines.py) ------------------
     _LINE_COLUMNS = ("spelling", "carriers", "model", "prompt", "line", "judge", "session", "cost_usd", "created_at",
                      "facts", "tries", "why")
 

@@ -222,7 +222,7 @@ class Journal:
         return verdicts, reverts
 
     def entries(self, marks: JournalMarks | None = None) -> tuple[list[Verdict], dict[str, str], list[Record]]:
-        """verdicts() and the describe lines' records (passes/describe.py reads them)."""
+        """verdicts() and the describe lines' records (session/lines.py reads them)."""
         verdicts: list[Verdict] = []
         reverts: dict[str, str] = {}
         lines: list[Record] = []
@@ -244,7 +244,7 @@ class JournalMarks:
 
     A file is read from its mark when its first `size` bytes still hash as they did (an append-only
     file), else whole; when its stat is as it was at the last import, older than that import by more
-    than a clock tick, it is not read at all (as store.FileIndex trusts a fact file's stat).
+    than a clock tick, it is not read at all (as file_index.FileIndex trusts a fact file's stat).
     """
 
     RACY_NS = 2_000_000_000

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-from types import SimpleNamespace
 
 from conftest import fact_text, scripted
 
@@ -13,6 +12,7 @@ from knomit_judge.config import Config
 from knomit_judge.corpus import load_corpus
 from knomit_judge.embeddings import Embedder
 from knomit_judge.neighbours import Memory
+from knomit_judge.passes.base import Inputs
 from knomit_judge.passes.exact import DuplicateGroups
 from knomit_judge.passes.registry import all_passes
 from knomit_judge.rebuild import rebuild
@@ -73,7 +73,7 @@ def every_list(lists: CandidateLists, ctx) -> tuple[dict, list[str]]:
 
 def fresh_lists(ctx) -> dict:
     """Every pass's list computed from nothing: vectors embedded again in an empty db, every search exact."""
-    fresh = SimpleNamespace(corpus=ctx.corpus, embedder=Embedder(Store(None)), config=ctx.config)
+    fresh = Inputs(corpus=ctx.corpus, embedder=Embedder(Store(None)), config=ctx.config)
     return {p.name: listed(p.candidates(fresh)) for p in [DuplicateGroups(), *all_passes().values()]}
 
 
@@ -86,10 +86,10 @@ def test_kept_lists_equal_a_fresh_computation_over_random_edits(tmp_path):
     config.discovery.group_similarity = 0.5  # some embedding groups too, not only motif ones
     lists = CandidateLists(store)
     for step in range(4):
-        ctx = SimpleNamespace(corpus=load_corpus(root), embedder=Embedder(store), config=config)
+        ctx = Inputs(corpus=load_corpus(root), embedder=Embedder(store), config=config)
         got, how = every_list(lists, ctx)
         assert how == ["computed"] * 4, f"step {step}: the facts changed, so every list is computed"
-        again, how = every_list(lists, SimpleNamespace(corpus=load_corpus(root), embedder=Embedder(store), config=config))
+        again, how = every_list(lists, Inputs(corpus=load_corpus(root), embedder=Embedder(store), config=config))
         assert how == ["stored"] * 4, f"step {step}: nothing changed, so every list is read back"
         assert again == got
         assert got == fresh_lists(ctx), f"step {step}"
@@ -103,7 +103,7 @@ def test_a_changed_setting_or_model_computes_the_list_again(tmp_path):
     write_corpus(root, random.Random(3), 12)
     store = Store(tmp_path / "judge.db")
     lists, prune = CandidateLists(store), all_passes()["prune"]
-    ctx = SimpleNamespace(corpus=load_corpus(root), embedder=Embedder(store), config=Config())
+    ctx = Inputs(corpus=load_corpus(root), embedder=Embedder(store), config=Config())
     lists.candidates(prune, ctx)
     lists.candidates(prune, ctx)
     assert lists.last == "stored"

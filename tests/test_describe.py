@@ -1,5 +1,5 @@
 """The describe step: one line per motif spelling, written by the model from its carriers, bought once, journalled,
-nominating alias candidates beside the embedding signals (passes/describe.py, nominate.py's `line` signal)."""
+nominating alias candidates beside the embedding signals (session/lines.py, nominate.py's `line` signal)."""
 
 from __future__ import annotations
 

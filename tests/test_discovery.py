@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from types import SimpleNamespace
 
 from conftest import FAST, fact_text, git, make_repo, scripted, write_config
 from test_prune import assert_four_trailers, responder
@@ -12,6 +11,7 @@ from knomit_judge.config import Config
 from knomit_judge.corpus import fact_paths, load_corpus, parse_fact
 from knomit_judge.embeddings import Embedder
 from knomit_judge.neighbours import Memory
+from knomit_judge.passes.base import Inputs
 from knomit_judge.passes.discovery import DiscoveryPass, distinct, spread
 from knomit_judge.passes.prune import PrunePass
 from knomit_judge.session.review import ReviewOptions, review
@@ -201,7 +201,7 @@ def test_prune_and_discovery_search_the_fact_vectors_once(tmp_path):
     repo = make_repo(tmp_path / "corpus", {p: fact_text(t, [], 0.5, [f"s{i}"], b)
                                            for i, (p, (t, b)) in enumerate(facts.items())})
     store = Store(tmp_path / "judge.db")
-    ctx = SimpleNamespace(corpus=load_corpus(repo.root), embedder=Embedder(store), config=Config())
+    ctx = Inputs(corpus=load_corpus(repo.root), embedder=Embedder(store), config=Config())
     with remembered(Memory(store)):
         PrunePass().candidates(ctx)
         groups = DiscoveryPass().groups(ctx)

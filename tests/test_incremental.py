@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-from types import SimpleNamespace
 
 import pytest
 from conftest import FAST, REPO, SMALL, fact_text, make_repo, scripted, write_config
@@ -14,6 +13,7 @@ from conftest import FAST, REPO, SMALL, fact_text, make_repo, scripted, write_co
 from knomit_judge import ReviewOptions, load_config, load_corpus, review
 from knomit_judge.embeddings import Embedder
 from knomit_judge.file_index import FileIndex
+from knomit_judge.passes.base import Inputs
 from knomit_judge.passes.registry import all_passes
 from knomit_judge.store import Store
 
@@ -69,7 +69,7 @@ def repo(tmp_path):
 def shortlisted(root) -> dict[tuple[str, str], dict]:
     """Every question the passes shortlist now, keyed by (pass, fingerprint), computed apart from any session."""
     store = Store.read_only(root)
-    ctx = SimpleNamespace(corpus=load_corpus(root), embedder=Embedder(store), config=load_config(root))
+    ctx = Inputs(corpus=load_corpus(root), embedder=Embedder(store), config=load_config(root))
     try:
         return {(p.name, c.fingerprint): c.subject for p in all_passes().values() for c in p.candidates(ctx)}
     finally:

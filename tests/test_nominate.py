@@ -6,7 +6,6 @@ import itertools
 import json
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -38,6 +37,7 @@ from knomit_judge.nominate import (
     word_weights,
 )
 from knomit_judge.passes.alias import AliasPass
+from knomit_judge.passes.base import Inputs
 from knomit_judge.session.review import ReviewOptions, review
 from knomit_judge.store import Store
 
@@ -85,7 +85,7 @@ def variant_corpus(tmp_path: Path, extra: dict[str, str] | None = None):
 
 def context(root: Path):
     store = Store(root.parent / "embeddings.db")
-    return SimpleNamespace(corpus=load_corpus(root), embedder=Embedder(store), config=load_config(root)), store
+    return Inputs(corpus=load_corpus(root), embedder=Embedder(store), config=load_config(root)), store
 
 
 def test_keys_fold_variants_and_tell_numbers_apart():

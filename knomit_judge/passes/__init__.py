@@ -1,6 +1,6 @@
 """The passes: exact duplicates (mechanical), then the alias, prune and discovery judges.
 
-Every judged pass goes the same way (review.run_pass): candidates, ranked best
+Every judged pass goes the same way (session.rounds.run_round): candidates, ranked best
 first -> questions not yet answered -> judge -> verdict -> change -> commit.
 A pass only says what its candidates are, how to read a reply, and what a yes changes.
 

@@ -29,7 +29,7 @@ class Candidate:
     fingerprint: str
     score: float  # the rank among candidates, best first (alias: nominate.score), never a decision
     orders: Sequence[Evidence]  # the evidence in each order to ask (A/B and B/A for pairs)
-    fresh: bool = False  # touches a fact or spelling changed since the pass's last session (freshness.fresh_first)
+    fresh: bool = False  # touches a fact or spelling changed since the pass's last session (session.freshness.fresh_first)
 
 
 Restorer = Callable[[Subject, str, float], Candidate]
@@ -85,7 +85,7 @@ class Pass(CandidateSource, Protocol):
     yes: set[str]  # the answers that change the corpus
     stands: bool  # a yes stands when its sides' content changes (restated, not asked again)
     owes_new: bool  # a new fact or spelling is owed its questions in the session that first sees it
-    owed_from: float  # ... those that score at least this much (freshness.owed_to_fresh)
+    owed_from: float  # ... those that score at least this much (session.freshness.owed_to_fresh)
 
     @property
     def prompt(self) -> Prompt: ...
