@@ -29,7 +29,7 @@ SERIAL = "[judge]\nbackoff_s = 0.0\ntimeout_s = 20\nmax_attempts = 1\nposition_s
 
 def add(store, answers: str, session: str = "s1") -> None:
     """Store one verdict per letter, oldest first: y resolved something, n did not."""
-    for i, a in enumerate(answers):
+    for a in answers:
         n = store.count_verdicts("alias")
         store.add_verdict(Verdict("alias", f"fp{n}", {"a": "x", "b": str(n)}, "same" if a == "y" else "different",
                                   a == "y", "", "m", "alias@2", session=session,

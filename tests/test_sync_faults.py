@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from conftest import git
-from test_sync import clone, path_remote, respond  # noqa: F401 (path_remote: a fixture)
+from test_sync import clone, respond
 
 from knomit_judge.history import status
 from knomit_judge.review import ReviewOptions, review
