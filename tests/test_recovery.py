@@ -28,6 +28,10 @@ PAIR = ("penalty-blocks-own-recovery", "self-locking-penalty")
 JOURNAL_COMMIT = "journal: verdicts of session"
 
 
+# slow: knomit-judge subprocesses killed mid-commit and a lock held by another process
+pytestmark = pytest.mark.slow
+
+
 def run(*args):
     return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 

@@ -34,6 +34,10 @@ WRITER_F3 = ('motifs: ["self-locking-penalty"]', 'motifs: ["self-locking-penalty
 WRITER_F2 = ('sources: ["s2"]', 'sources: ["s2", "s5"]')
 
 
+# slow: several machines, each a git clone running review subprocesses against a served remote
+pytestmark = pytest.mark.slow
+
+
 def respond(req, n):
     """The loopback judge: the two penalty spellings are one, f2 repeats f1; everything else is distinct."""
     name = pass_of(req)
