@@ -267,6 +267,7 @@ def fast_retry(corpus_repo):
     return corpus_repo
 
 
+# The THREE corpus reviewed once, which tests/test_revert.py and tests/test_recovery.py take copies of.
 ALIAS = ("penalty-blocks-own-recovery", "self-locking-penalty")
 HEDGE = "Hedged requests cut p99 latency from 300 ms to 70 ms on the search tier"
 BACKUP = "A backup request sent after the p95 delay cuts search p99 from 300 ms to 70 ms"
@@ -314,6 +315,7 @@ def planted_reply(prompt: str) -> dict:
 
 
 def planted(request, n):
+    """The loopback judge that answers planted_reply."""
     return text(json.dumps(planted_reply(request.prompt)))
 
 
