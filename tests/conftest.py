@@ -22,7 +22,7 @@ os.environ["KNOMIT_JUDGE_FIRST_READER"] = ""
 
 # a browser test that skips where KNOMIT_REQUIRE_BROWSER is set (CI) fails instead: tests/browser.py
 from browser import pytest_runtest_makereport  # noqa: E402,F401
-from messages_server import MessagesServer  # noqa: E402
+from messages_server import MessagesServer, text  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "corpus-fixtures" / "demo"
@@ -135,8 +135,8 @@ def make_repo(root: Path, facts: dict[str, str] | None = None) -> CorpusRepo:
     git(root, "init", "-q", "-b", "main")
     init_corpus(root)
     repo = CorpusRepo(root)
-    for path, text in (facts or {}).items():
-        repo.write(path, text)
+    for path, content in (facts or {}).items():
+        repo.write(path, content)
     repo.commit("facts")
     return repo
 
@@ -192,9 +192,10 @@ class Templates(dict):
         return root
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def templates(tmp_path_factory) -> Templates:
-    """Template corpora, made once per test module; each test works on a copy_of one."""
+    """Template corpora, made and embedded once per run (once per worker under xdist); each test works on a
+    copy_of one, so no test sees another's writes."""
     return Templates(tmp_path_factory.mktemp)
 
 
@@ -202,6 +203,12 @@ def copy_of(template: Path, tmp_path: Path) -> CorpusRepo:
     root = tmp_path / template.name
     shutil.copytree(template, root, symlinks=True)
     return CorpusRepo(root)
+
+
+@pytest.fixture
+def pair_repo(templates, tmp_path) -> CorpusRepo:
+    """Two spellings of one mechanism: one alias question."""
+    return copy_of(templates["pair"], tmp_path)
 
 
 @pytest.fixture
@@ -258,6 +265,106 @@ def fast_retry(corpus_repo):
     """The corpus with backoff waits removed (inspect_ai's fast_retry_waits)."""
     write_config(corpus_repo, FAST)
     return corpus_repo
+
+
+# The THREE corpus reviewed once, which tests/test_revert.py and tests/test_recovery.py take copies of.
+ALIAS = ("penalty-blocks-own-recovery", "self-locking-penalty")
+HEDGE = "Hedged requests cut p99 latency from 300 ms to 70 ms on the search tier"
+BACKUP = "A backup request sent after the p95 delay cuts search p99 from 300 ms to 70 ms"
+GROUP = ("The canary gate halts any deploy while it cannot read the metrics cluster",
+         "The metrics cluster is itself deployed through the same pipeline",
+         "A rollback is an ordinary deploy through the pipeline")
+DISCOVERED = "A release that breaks the metrics cluster cannot be rolled back"
+# A corpus with one planted yes per judged pass, on disjoint files: the SMALL alias pair, a prune
+# merge pair and a discovery group (the three carriers of one motif).
+THREE = {
+    **SMALL,
+    "facts/perf/hedge.md": fact_text(HEDGE, ["hedged-requests"], 0.8, ["h1", "h2"],
+                                     "A duplicate request after the p95 delay cut p99 from 300 ms to 70 ms for 5% more load."),
+    "facts/perf/backup.md": fact_text(BACKUP, ["hedged-requests"], 0.6, ["h3"],
+                                      "Backup requests after p95 brought search p99 down from 300 to 70 ms."),
+    "facts/delivery/canary.md": fact_text(GROUP[0], ["hidden-dependency-cycle"], 0.7, ["d1"],
+                                          "Every deploy waits on the canary gate, which reads the metrics cluster."),
+    "facts/delivery/metrics.md": fact_text(GROUP[1], ["hidden-dependency-cycle"], 0.7, ["d2"],
+                                           "Releases of the metrics cluster go through the deploy pipeline."),
+    "facts/delivery/rollback.md": fact_text(GROUP[2], ["hidden-dependency-cycle"], 0.7, ["d3"],
+                                            "Rolling back is a deploy like any other and passes the same gates."),
+}
+
+
+def quoted(s: str) -> str:
+    """How a string appears in the prompt's JSON evidence."""
+    return json.dumps(s, ensure_ascii=False)
+
+
+def planted_reply(prompt: str) -> dict:
+    """The judge's answer by what the prompt shows: yes to the three planted questions, the default otherwise."""
+    if prompt.startswith("Do motif A and motif B"):
+        same = all(f'"spelling": "{m}"' in prompt for m in ALIAS)
+        return {"same": same, "mechanism": "A penalty removes the signal needed to lift it." if same else ""}
+    if prompt.startswith("Are fact A and fact B"):
+        merge = quoted(HEDGE) in prompt and quoted(BACKUP) in prompt
+        return {"decision": "merge" if merge else "distinct",
+                "rationale": "Both report the same hedging result." if merge else ""}
+    entails = all(quoted(t) in prompt for t in GROUP) and prompt.count('"title":') == 3
+    if not entails:
+        return {"entails": False, "fact": None, "rationale": ""}
+    return {"entails": True, "rationale": "The rollback of the metrics cluster depends on the metrics cluster.",
+            "fact": {"title": DISCOVERED, "body": "Its rollback is a deploy, which waits on the gate it broke.",
+                     "motifs": ["rollback-dependency-cycle"]}}
+
+
+def planted(request, n):
+    """The loopback judge that answers planted_reply."""
+    return text(json.dumps(planted_reply(request.prompt)))
+
+
+@pytest.fixture(scope="session")
+def three_built(tmp_path_factory) -> Path:
+    """The THREE corpus after one review (one alias, one prune merge, one discovery commit), built once per run
+    (once per worker under xdist); each test takes its own copy with `three`."""
+    from knomit_judge.review import review
+    root = tmp_path_factory.mktemp("three") / "corpus"
+    repo = make_repo(root, THREE)
+    # every question in one session; the loopback gives no describe line, and a spelling given none is not asked
+    # again (issue 39: by default it is, up to 3 times, which would add a journal commit to a later session)
+    # (a resolution worth 1000 questions: every read is worth its price, worth.py)
+    repo.write("knomit-judge.toml", FAST + "[budget]\noptimistic_cap = 1000\nquestions_per_resolution = 1000\n\n"
+                                         "[describe]\nmax_tries = 1\n")
+    repo.commit("config")
+    with MessagesServer(planted) as server, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ANTHROPIC_BASE_URL", server.url)
+        mp.setenv("ANTHROPIC_API_KEY", "sk-ant-test-FAKEKEY-0123456789")
+        mp.delenv("KNOMIT_JUDGE_MODEL", raising=False)
+        result = review(repo.root)
+    applied = {name: result.passes[name].applied for name in ("alias", "prune", "discovery")}
+    assert applied == {"alias": 1, "prune": 1, "discovery": 1}, result.lines()
+    return root
+
+
+@pytest.fixture
+def three(three_built, tmp_path, judge_env) -> CorpusRepo:
+    """A private copy of the reviewed THREE corpus; the judge (loopback) still answers the planted yeses."""
+    root = tmp_path / "corpus"
+    shutil.copytree(three_built, root, symlinks=True)
+    judge_env.responder = planted
+    return CorpusRepo(root)
+
+
+# The config that makes a session sync with a shared remote: merge before it, push after it (tests/test_sync.py).
+SYNC = '\n[git]\nremote = "origin"\nbranch = "main"\n'
+
+
+@pytest.fixture
+def path_remote(tmp_path):
+    """A plain path remote: a bare repository on the same disk, holding the SMALL corpus set to sync."""
+    seed = make_repo(tmp_path / "seed", SMALL)
+    seed.write("knomit-judge.toml", ONE_CALL + SYNC)
+    seed.commit("config")
+    bare = tmp_path / "kb.git"
+    git(tmp_path, "clone", "-q", "--bare", str(seed.root), str(bare))
+    git(bare, "config", "core.logAllRefUpdates", "true")
+    return bare
 
 
 def scripted(tmp_path: Path, *entries: dict) -> str:

@@ -10,6 +10,7 @@ import dataclasses
 import json
 import signal
 
+import pytest
 from conftest import SAME, fact_text, make_repo, write_config
 from messages_server import text
 from test_kill_resume import signal_after, slow_then_held, start
@@ -27,9 +28,13 @@ NO = json.dumps({"same": False, "mechanism": ""})
 SERIAL = "[judge]\nbackoff_s = 0.0\ntimeout_s = 20\nmax_attempts = 1\nposition_swap = false\nconcurrency = 1\n"
 
 
+# slow: sessions replayed until the balance runs out, and a session subprocess killed mid-pass
+pytestmark = pytest.mark.slow
+
+
 def add(store, answers: str, session: str = "s1") -> None:
     """Store one verdict per letter, oldest first: y resolved something, n did not."""
-    for i, a in enumerate(answers):
+    for a in answers:
         n = store.count_verdicts("alias")
         store.add_verdict(Verdict("alias", f"fp{n}", {"a": "x", "b": str(n)}, "same" if a == "y" else "different",
                                   a == "y", "", "m", "alias@2", session=session,

@@ -12,6 +12,10 @@ from knomit_judge.audits import BOUND_MIN, TOP, WINDOW, MissFit, budget, draw, e
 PASS = "prune"
 
 
+# slow: the bound checked against the true recall over hundreds of seeded draws
+pytestmark = pytest.mark.slow
+
+
 def simulate(seed: int, recall: float, positives: int = 4, nos: int = 300, share: float = 0.05,
              target: float = 0.8) -> tuple[float, object]:
     """WINDOW sessions of a first reader that says yes to each true pair with chance `recall`: its no's (misses

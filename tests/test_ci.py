@@ -15,6 +15,10 @@ TESTS = Path(__file__).resolve().parent
 SKIPPING = '''
 import pytest
 
+# slow: runs .ci/run and a nested pytest in subprocesses
+pytestmark = pytest.mark.slow
+
+
 @pytest.mark.browser
 def test_skips_inside():
     pytest.skip("no chromium here")

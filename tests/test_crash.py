@@ -11,9 +11,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 from crash_trials import SYNC_STEPS, check, run_trials, sync_kills  # noqa: E402
+
+# slow: SIGKILL trials: sessions killed at 20 instants and at every step of a sync, each one restarted
+pytestmark = pytest.mark.slow
 
 
 def test_sigkill_at_20_instants_leaves_corpus_journal_and_db_consistent(tmp_path):

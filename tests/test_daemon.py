@@ -12,6 +12,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from messages_server import DEFAULT_REPLY, delay, text
 from test_status import stored_sessions
@@ -24,6 +25,10 @@ from knomit_judge.session.review import ReviewOptions, review
 KNOMIT_JUDGE = Path(sys.executable).parent / "knomit-judge"
 WEDNESDAY = datetime(2025, 1, 1, tzinfo=UTC)
 SERIAL = "\nconcurrency = 1\n"  # appended to [judge]: one judgment in flight, so "the current one" is one
+
+
+# slow: the daemon runs as a subprocess through several scheduled sessions
+pytestmark = pytest.mark.slow
 
 
 def decline(seconds: float = 0.0):

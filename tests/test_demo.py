@@ -1,9 +1,13 @@
 """The demo corpus: one of each decision on the first review, caught-up at 0 calls on the second."""
 
+import pytest
 from conftest import DEMO, demo_repo, git
 
 from knomit_judge.corpus import load_corpus
 from knomit_judge.session.review import ReviewOptions, review
+
+# slow: the whole demo: two reviews of the demo corpus
+pytestmark = pytest.mark.slow
 
 
 def test_demo_shows_each_decision_then_is_caught_up(tmp_path):

@@ -35,6 +35,10 @@ TEXTS = [
 ]
 
 
+# slow: PyTorch against ONNX, and fresh interpreters that load the encoder
+pytestmark = pytest.mark.slow
+
+
 def test_onnx_vectors_match_pytorch_and_are_cached_under_their_own_key(tmp_path):
     store = Store(tmp_path / "judge.db")
     onnx = Embedder(store, backend="onnx-int8")

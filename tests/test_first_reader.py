@@ -38,6 +38,10 @@ OTHERS = {f"facts/m/f{i}.md": fact_text(f"Mechanism {i}: a feedback loop of kind
           for i in range(24)}
 
 
+# slow: many sessions in a row: first reads, audits, suspensions and batches collected later
+pytestmark = pytest.mark.slow
+
+
 class Readers:
     """The loopback's two models: both know `true`; the first reader answers the default on `missed`."""
 

@@ -34,6 +34,10 @@ PLANTED = ("penalty-blocks-own-recovery", "self-locking-penalty")  # the demo's 
 SAME = {"same": True, "mechanism": "A penalty removes the signal needed to lift it."}
 
 
+# slow: builds the wheel and installs it, then runs the installed tool in subprocesses
+pytestmark = pytest.mark.slow
+
+
 def tracked_copy(dest: Path) -> Path:
     """The clone's tracked files as they are on disk (uncommitted edits included), symlinks kept as symlinks."""
     for rel in git(REPO, "ls-files", "-z").split("\0"):

@@ -30,12 +30,6 @@ FIRST, SECOND = "penalty-blocks-own-recovery", "self-locking-penalty"
 
 
 @pytest.fixture
-def pair_repo(templates, tmp_path) -> CorpusRepo:
-    """Two motifs, so exactly one alias question."""
-    return copy_of(templates["pair"], tmp_path)
-
-
-@pytest.fixture
 def small_repo(templates, tmp_path) -> CorpusRepo:
     """The SMALL corpus: three motifs, three alias questions."""
     return copy_of(templates["small"], tmp_path)

@@ -33,6 +33,10 @@ CONFIG = ("[judge]\nbackoff_s = 0.0\nconcurrency = 2\nswap_sample = 1.0\n\n"
           "[shortlist]\nk = 2\n\n[budget]\nenabled = false\n")
 
 
+# slow: review subprocesses killed or interrupted mid-session, then resumed
+pytestmark = pytest.mark.slow
+
+
 @pytest.fixture
 def busy_repo(tmp_path):
     """Six motifs and their pair questions, embedded beforehand so the subprocess never loads the model."""

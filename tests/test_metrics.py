@@ -33,6 +33,10 @@ REPO = Path(__file__).resolve().parent.parent
 JUDGE = THROTTLE_JUDGE + "concurrency = 1\n"  # one call per question, one at a time
 
 
+# slow: the cron line and systemd units run the installed tool in a shell
+pytestmark = pytest.mark.slow
+
+
 @pytest.fixture
 def many(templates, tmp_path):
     return copy_of(templates["many"], tmp_path)

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from conftest import fact_text, git, make_repo, write_config
 from messages_server import Action, _json_reply, text, thinking_only, tool
 from test_exact import duplicates_corpus
-from test_models import YES, alias, demo_judge, invoke, pair_repo, review  # noqa: F401 (pair_repo: a fixture)
+from test_models import YES, alias, demo_judge, invoke, review
 
 from knomit_judge.cli import cli
 from knomit_judge.store import Store

@@ -14,7 +14,7 @@ import re
 import anthropic
 import pytest
 from click.testing import CliRunner
-from conftest import DEMO, copy_of, demo_repo, git, tree_digest, write_config
+from conftest import DEMO, demo_repo, git, tree_digest, write_config
 from messages_server import MessagesServer, cut_off, refusal, tool
 from test_exact import duplicates_corpus
 
@@ -45,12 +45,6 @@ def demo_judge(req, n):
                      DEFAULTS["alias"])
         return tool(reply)
     return tool(DEFAULTS["prune" if "fact_a" in e else "discovery"])
-
-
-@pytest.fixture
-def pair_repo(templates, tmp_path):
-    """Two spellings of one mechanism: one alias question."""
-    return copy_of(templates["pair"], tmp_path)
 
 
 def invoke(*args):

@@ -23,11 +23,6 @@ def many_repo(templates, tmp_path) -> CorpusRepo:
     return copy_of(templates["many"], tmp_path)
 
 
-@pytest.fixture
-def pair_repo(templates, tmp_path) -> CorpusRepo:
-    return copy_of(templates["pair"], tmp_path)
-
-
 def session(repo, **judge):
     values = {"backoff_s": 0.0, "timeout_s": 20, **judge}
     write_config(repo, "[judge]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in values.items()))

@@ -32,6 +32,10 @@ FENCE = re.compile(r"^```(?P<lang>\w*)[^\n]*\n(?P<body>.*?)^```", re.M | re.S)
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 
 
+# slow: runs the README's shell examples (make demo among them) in a fresh clone
+pytestmark = pytest.mark.slow
+
+
 def sh_blocks(text: str) -> list[str]:
     return [m["body"] for m in FENCE.finditer(text) if m["lang"] == "sh"]
 

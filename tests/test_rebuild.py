@@ -32,6 +32,9 @@ from knomit_judge.survivors import fact_survivor
 sys.path.insert(0, str(REPO / "benchmarks"))
 from gen_corpus import generate  # noqa: E402
 
+# slow: random session histories replayed, then rebuilt and compared
+pytestmark = pytest.mark.slow
+
 
 def run(*args):
     return CliRunner().invoke(cli, ["-q", *map(str, args)], catch_exceptions=False)

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import FAST, SAME, bought_digest, git, write_config
 from messages_server import text
-from test_revert import decision, three, three_built  # noqa: F401  (fixtures)
+from test_revert import decision
 
 from knomit_judge.cli import cli
 from knomit_judge.errors import KnomitError
@@ -26,6 +26,10 @@ from knomit_judge.verdicts import Journal
 
 PAIR = ("penalty-blocks-own-recovery", "self-locking-penalty")
 JOURNAL_COMMIT = "journal: verdicts of session"
+
+
+# slow: knomit-judge subprocesses killed mid-commit and a lock held by another process
+pytestmark = pytest.mark.slow
 
 
 def run(*args):

@@ -3,104 +3,15 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 
-import pytest
 from click.testing import CliRunner
-from conftest import FAST, SMALL, CorpusRepo, fact_text, git, make_repo
-from messages_server import MessagesServer, text
+from conftest import THREE, git, planted_reply
 
 from knomit_judge.cli import cli
 from knomit_judge.config import load_config
 from knomit_judge.session.review import ReviewOptions, review
 from knomit_judge.store import DB_PATH, Store
-
-ALIAS = ("penalty-blocks-own-recovery", "self-locking-penalty")
-HEDGE = "Hedged requests cut p99 latency from 300 ms to 70 ms on the search tier"
-BACKUP = "A backup request sent after the p95 delay cuts search p99 from 300 ms to 70 ms"
-GROUP = ("The canary gate halts any deploy while it cannot read the metrics cluster",
-         "The metrics cluster is itself deployed through the same pipeline",
-         "A rollback is an ordinary deploy through the pipeline")
-DISCOVERED = "A release that breaks the metrics cluster cannot be rolled back"
-# A corpus with one planted yes per judged pass, on disjoint files: the SMALL alias pair, a prune
-# merge pair and a discovery group (the three carriers of one motif).
-THREE = {
-    **SMALL,
-    "facts/perf/hedge.md": fact_text(HEDGE, ["hedged-requests"], 0.8, ["h1", "h2"],
-                                     "A duplicate request after the p95 delay cut p99 from 300 ms to 70 ms for 5% more load."),
-    "facts/perf/backup.md": fact_text(BACKUP, ["hedged-requests"], 0.6, ["h3"],
-                                      "Backup requests after p95 brought search p99 down from 300 to 70 ms."),
-    "facts/delivery/canary.md": fact_text(GROUP[0], ["hidden-dependency-cycle"], 0.7, ["d1"],
-                                          "Every deploy waits on the canary gate, which reads the metrics cluster."),
-    "facts/delivery/metrics.md": fact_text(GROUP[1], ["hidden-dependency-cycle"], 0.7, ["d2"],
-                                           "Releases of the metrics cluster go through the deploy pipeline."),
-    "facts/delivery/rollback.md": fact_text(GROUP[2], ["hidden-dependency-cycle"], 0.7, ["d3"],
-                                            "Rolling back is a deploy like any other and passes the same gates."),
-}
-
-
-def quoted(s: str) -> str:
-    """How a string appears in the prompt's JSON evidence."""
-    return json.dumps(s, ensure_ascii=False)
-
-
-def planted_reply(prompt: str) -> dict:
-    """The judge's answer by what the prompt shows: yes to the three planted questions, the default otherwise."""
-    if prompt.startswith("Do motif A and motif B"):
-        same = all(f'"spelling": "{m}"' in prompt for m in ALIAS)
-        return {"same": same, "mechanism": "A penalty removes the signal needed to lift it." if same else ""}
-    if prompt.startswith("Are fact A and fact B"):
-        merge = quoted(HEDGE) in prompt and quoted(BACKUP) in prompt
-        return {"decision": "merge" if merge else "distinct",
-                "rationale": "Both report the same hedging result." if merge else ""}
-    entails = all(quoted(t) in prompt for t in GROUP) and prompt.count('"title":') == 3
-    if not entails:
-        return {"entails": False, "fact": None, "rationale": ""}
-    return {"entails": True, "rationale": "The rollback of the metrics cluster depends on the metrics cluster.",
-            "fact": {"title": DISCOVERED, "body": "Its rollback is a deploy, which waits on the gate it broke.",
-                     "motifs": ["rollback-dependency-cycle"]}}
-
-
-def planted(request, n):
-    return text(json.dumps(planted_reply(request.prompt)))
-
-
-@pytest.fixture(scope="session")
-def three_built(tmp_path_factory):
-    """The THREE corpus after one review (one alias, one prune merge, one discovery commit), built once.
-
-    Other test modules import this fixture, which makes it theirs too: the first build is shared on disk.
-    """
-    shared = tmp_path_factory.getbasetemp() / "three-reviewed"
-    if shared.exists():
-        return shared
-    root = tmp_path_factory.mktemp("three") / "corpus"
-    repo = make_repo(root, THREE)
-    # every question in one session; the loopback gives no describe line, and a spelling given none is not asked
-    # again (issue 39: by default it is, up to 3 times, which would add a journal commit to a later session)
-    # (a resolution worth 1000 questions: every read is worth its price, worth.py)
-    repo.write("knomit-judge.toml", FAST + "[budget]\noptimistic_cap = 1000\nquestions_per_resolution = 1000\n\n"
-                                         "[describe]\nmax_tries = 1\n")
-    repo.commit("config")
-    with MessagesServer(planted) as server, pytest.MonkeyPatch.context() as mp:
-        mp.setenv("ANTHROPIC_BASE_URL", server.url)
-        mp.setenv("ANTHROPIC_API_KEY", "sk-ant-test-FAKEKEY-0123456789")
-        mp.delenv("KNOMIT_JUDGE_MODEL", raising=False)
-        result = review(repo.root)
-    applied = {name: result.passes[name].applied for name in ("alias", "prune", "discovery")}
-    assert applied == {"alias": 1, "prune": 1, "discovery": 1}, result.lines()
-    shutil.copytree(root, shared, symlinks=True)
-    return shared
-
-
-@pytest.fixture
-def three(three_built, tmp_path, judge_env):
-    """A private copy of the reviewed THREE corpus; the judge (loopback) still answers the planted yeses."""
-    root = tmp_path / "corpus"
-    shutil.copytree(three_built, root, symlinks=True)
-    judge_env.responder = planted
-    return CorpusRepo(root)
 
 
 def decision(repo, pass_name: str) -> tuple[str, str]:

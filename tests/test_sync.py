@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import GIT_ENV, ONE_CALL, SMALL, fact_text, git, make_repo
+from conftest import GIT_ENV, ONE_CALL, SMALL, SYNC, fact_text, git, make_repo
 from messages_server import MessagesServer, text
 from test_prune import evidence_of, pass_of, titles_of
 
@@ -28,11 +28,14 @@ from knomit_judge.session.review import ReviewOptions, review
 
 T1 = SMALL["facts/ops/f1.md"].split('"')[1]
 T2 = SMALL["facts/ops/f2.md"].split('"')[1]
-SYNC = '\n[git]\nremote = "origin"\nbranch = "main"\n'
 NAIVE = pytest.param("naive", marks=pytest.mark.xfail(strict=True, reason="the feature off: naive pull and push"))
 # the writer's edits: the motif line the alias merge rewrites, and the line of f2 next to where prune retires it
 WRITER_F3 = ('motifs: ["self-locking-penalty"]', 'motifs: ["self-locking-penalty", "node-quarantine"]')
 WRITER_F2 = ('sources: ["s2"]', 'sources: ["s2", "s5"]')
+
+
+# slow: several machines, each a git clone running review subprocesses against a served remote
+pytestmark = pytest.mark.slow
 
 
 def respond(req, n):
@@ -85,7 +88,7 @@ def served(tmp_path):
                 break
             except OSError:
                 if time.monotonic() > deadline or daemon.poll() is not None:
-                    raise RuntimeError("git daemon did not start")
+                    raise RuntimeError("git daemon did not start") from None
                 time.sleep(0.05)
         yield bare, f"git://127.0.0.1:{port}/kb.git"
     finally:
@@ -217,7 +220,7 @@ def both_at_once(tmp_path, url: str, mode: str) -> tuple[list, list, list]:
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                 for m, s in zip(machines, servers)]
         outs = [r.communicate(timeout=600) for r in runs]
-        for r, (out, err) in zip(runs, outs):
+        for r, (_out, err) in zip(runs, outs):
             assert r.returncode == 0, err
         first = [[question(q) for q in s.requests] for s in servers]
         if mode == "sync":  # both ran at once: the second to push merged the first one's commits
@@ -263,22 +266,10 @@ def test_two_reviewers_at_once(tmp_path, served, mode):
             git(m, "pull", "-q", "--no-rebase", "origin", "main")
         same = [line.split(": ", 1)[1].split(" as ") for line in history.splitlines()
                 if line.startswith("Knomit-Same-Decision: ")]
-        for ours, theirs in same:
+        for ours, _theirs in same:
             assert revert(ours, machines[0])  # exits 0: the kept copy's change is undone
         reverts = git(machines[0], "log", "--format=%(trailers:key=Knomit-Reverts,valueonly)")
         assert same and all(ours in reverts and theirs in reverts for ours, theirs in same), (same, reverts)
-
-
-@pytest.fixture
-def path_remote(tmp_path):
-    """A plain path remote: a bare repository on the same disk."""
-    seed = make_repo(tmp_path / "seed", SMALL)
-    seed.write("knomit-judge.toml", ONE_CALL + SYNC)
-    seed.commit("config")
-    bare = tmp_path / "kb.git"
-    git(tmp_path, "clone", "-q", "--bare", str(seed.root), str(bare))
-    git(bare, "config", "core.logAllRefUpdates", "true")
-    return bare
 
 
 def test_unreachable_remote_is_named_and_loses_no_commit(tmp_path, path_remote, judge_env):

@@ -15,13 +15,18 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from conftest import git
-from test_sync import clone, path_remote, respond  # noqa: F401 (path_remote: a fixture)
+from test_sync import clone, respond
 
 from knomit_judge.history import status
 from knomit_judge.session.review import ReviewOptions, review
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+# slow: review subprocesses killed at each step of a sync
+pytestmark = pytest.mark.slow
 
 
 def writer_edit(tmp_path: Path, remote: Path, path: str, old: str, new: str, name: str = "writer") -> str:
