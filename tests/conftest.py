@@ -323,7 +323,7 @@ def planted(request, n):
 def three_built(tmp_path_factory) -> Path:
     """The THREE corpus after one review (one alias, one prune merge, one discovery commit), built once per run
     (once per worker under xdist); each test takes its own copy with `three`."""
-    from knomit_judge.review import review
+    from knomit_judge.session.review import review
     root = tmp_path_factory.mktemp("three") / "corpus"
     repo = make_repo(root, THREE)
     # every question in one session; the loopback gives no describe line, and a spelling given none is not asked
