@@ -16,6 +16,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parent.parent / "knomit_judge"
 LAYOUT = PACKAGE.parent / "docs" / "layout.md"
 TOP = "knomit_judge"
@@ -156,6 +158,7 @@ def test_the_cycle_finder_finds_a_cycle_behind_a_lazy_import(tmp_path):
     assert find_cycle(edges) == ["knomit_judge.high", "knomit_judge.low", "knomit_judge.high"]
 
 
+@pytest.mark.slow  # a fresh interpreter per module: the longest test of the fast tier otherwise
 def test_every_module_imports_first_in_a_fresh_interpreter():
     """Whichever module a program imports first, it loads: no partly initialised module is ever used."""
     env = {**os.environ, "PYTHONPATH": str(PACKAGE.parent)}
