@@ -68,7 +68,7 @@ def run(seed: int, n: int, sessions: int, tmp: Path) -> dict:
           f"spellings: {all(carriers.get(a) and carriers.get(b) for a, b in truth['traps'])}", flush=True)
     start = time.perf_counter()
     checked = check(root)
-    for line in checked.lines():
+    for line in checked.text_lines():
         print(f"  seed {seed} rebuild --check ({time.perf_counter() - start:.0f}s): {line}", flush=True)
     return {"seed": seed, "groups": len(groups), "unified": unified, "merges": len(ids), "wrong": len(wrong),
             "states": states, "motifs": truth["motif_count"], "rebuild_check": checked.json()}

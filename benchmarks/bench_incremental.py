@@ -183,7 +183,7 @@ def main(argv=None) -> int:
         print("4. rebuild --check")
         start = time.perf_counter()
         checked = check(root)
-        for line in checked.lines():
+        for line in checked.text_lines():
             print(f"  {line}")
         print(f"  ({time.perf_counter() - start:.1f}s)", flush=True)
 

@@ -221,7 +221,7 @@ def rebuild_check(root: Path, db: Path) -> dict:
     result = compare_derived(root, Config(), kept, fresh)
     kept.close()
     fresh.close()
-    return {**result.json(), "lines": result.lines(), "check_s": round(time.perf_counter() - start, 1)}
+    return {**result.json(), "lines": result.text_lines(), "check_s": round(time.perf_counter() - start, 1)}
 
 
 def check_identical(ctx, store) -> bool:

@@ -364,7 +364,7 @@ def subject_text(subject: dict[str, Any]) -> str:
     return ", ".join(subject["group"]) if "group" in subject else f"{subject['a']} / {subject['b']}"
 
 
-def lines(result: dict[str, Any]) -> list[str]:
+def calibration_lines(result: dict[str, Any]) -> list[str]:
     """The calibration as text: one table row per pass, then what disagreed, flipped or was skipped."""
     out = [f"calibration of {result['judge']} against {result['labels']} "
            f"({sum(p['labelled'] for p in result['passes'].values())} questions, {len(result['skipped'])} skipped)",

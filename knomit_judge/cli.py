@@ -202,7 +202,7 @@ def review(corpus: Path, dry_run: bool, evidence: bool, passes: tuple[str, ...],
                                            batch=batch or None,  # None: judge.mode decides
                                            metrics_file=metrics_file))
     lines = [*([result.summary()] if result.dry_run else []),  # a dry run's answer first, then what it rests on
-             *(f"note: {n}" for n in result.notes), *result.lines(),
+             *(f"note: {n}" for n in result.notes), *result.text_lines(),
              *(_batch_line(b) for b in result.batches), *(f"commit {sha}" for sha in result.commits),
              *_plan_lines(result, evidence)]
     emit(result.json(), as_json, lines)
@@ -311,7 +311,7 @@ def rebuild(corpus: Path, check: bool, as_json: bool) -> None:
     from .rebuild import rebuilt_line
     if check:
         result = compare(corpus)
-        emit(result.json(), as_json, result.lines())
+        emit(result.json(), as_json, result.text_lines())
         sys.exit(0 if result.equal else 1)
     counts = run(corpus)
     emit(counts, as_json, [rebuilt_line(counts)])
@@ -361,7 +361,7 @@ def calibrate(labels: Path | None, corpus: Path, as_json: bool, judge: JudgeSpec
     Example: knomit-judge calibrate labels.jsonl ~/corpus --json; knomit-judge calibrate --journal ~/corpus
     """
     from .calibrate import calibrate as run
-    from .calibrate import calibrate_journal, lines
+    from .calibrate import calibrate_journal, calibration_lines
     if from_journal:
         if labels and corpus != Path("."):
             raise click.UsageError("with --journal give only CORPUS")
@@ -370,7 +370,7 @@ def calibrate(labels: Path | None, corpus: Path, as_json: bool, judge: JudgeSpec
         raise click.UsageError("missing LABELS (a JSONL file), or use --journal")
     else:
         result = run(labels, corpus, str(judge))
-    emit(result, as_json, lines(result))
+    emit(result, as_json, calibration_lines(result))
 
 
 @cli.command()
@@ -386,10 +386,10 @@ def inbox(corpus: Path, as_json: bool, limit: int) -> None:
     Example: knomit-judge inbox ~/corpus --limit 5
     """
     from .inbox import inbox as get
-    from .inbox import lines
+    from .inbox import inbox_lines
     result = get(corpus)
     data = {**result, "items": [i.json() for i in result["items"][:limit]], "total": len(result["items"])}
-    emit(data, as_json, lines(result, limit))
+    emit(data, as_json, inbox_lines(result, limit))
 
 
 @cli.command()

@@ -56,7 +56,7 @@ def run_daemon(root: Path | str, cron: str | None = None, judge: str = "anthropi
         except Exception as e:  # a bug must not end the daemon silently; every session after it still runs
             log.exception("session crashed: %s: %s", type(e).__name__, e)
             return
-        for line in result.lines():
+        for line in result.text_lines():
             log.info("%s", line)
         done.append(result)
         if on_session:

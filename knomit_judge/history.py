@@ -85,7 +85,7 @@ def status(root: Path | str, limit: int = 10) -> dict[str, Any]:
             "text": render(sessions, throttle, unfinished, judge,
                            [*plain_lines(plain), *sync_lines(metrics.get("sync")), *model_lines(metrics["models"]),
                             *audits.status_lines(readers),
-                            *precision.lines(precisions), *spend.lines()])}
+                            *precision.precision_lines(precisions), *spend.text_lines()])}
 
 
 def plain_lines(plain: dict[str, str]) -> list[str]:

@@ -189,7 +189,7 @@ def _short(text: object) -> str:
     return text if len(text) <= BODY_CHARS else text[:BODY_CHARS - 1] + "…"
 
 
-def lines(result: dict[str, Any], limit: int) -> list[str]:
+def inbox_lines(result: dict[str, Any], limit: int) -> list[str]:
     """The inbox as text: one numbered block per item."""
     items = result["items"]
     if not items:

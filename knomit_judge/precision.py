@@ -115,7 +115,7 @@ def gate(root: Path | str, pass_name: str, cfg: CalibrationConfig) -> Gate:
     return Gate(p if p.probation else None, refused)
 
 
-def lines(precisions: dict[str, Precision]) -> list[str]:
+def precision_lines(precisions: dict[str, Precision]) -> list[str]:
     """The `status` section: each pass's precision, and what probation means for it."""
     out = ["precision of applied decisions, from labels (`knomit-judge label`):"]
     for name, p in precisions.items():

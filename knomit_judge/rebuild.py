@@ -176,7 +176,7 @@ class CheckResult:
     def differ(self, table: str, what: str) -> None:
         self.differences.append(f"{table}: {what}")
 
-    def lines(self) -> list[str]:
+    def text_lines(self) -> list[str]:
         counts = ", ".join(f"{table} {n}" for table, n in self.compared.items())
         return [*(f"differs: {d}" for d in self.differences), *(f"note: {n}" for n in self.notes),
                 f"compared: {counts}",

@@ -128,7 +128,7 @@ class Spend:
                 "left_this_month_usd": round(max(0.0, self.caps["month_usd"] - self.month_to_date_usd), ROUND),
                 "per_pass": self.per_pass}
 
-    def lines(self) -> list[str]:
+    def text_lines(self) -> list[str]:
         """The spend lines of `status`."""
         c = self.caps
         text = [f"spend: today ${self.today_usd:.4f} (cap ${c['day_usd']:g}), last 7 days ${self.last_7_days_usd:.4f}, "

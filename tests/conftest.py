@@ -338,7 +338,7 @@ def three_built(tmp_path_factory) -> Path:
         mp.delenv("KNOMIT_JUDGE_MODEL", raising=False)
         result = review(repo.root)
     applied = {name: result.passes[name].applied for name in ("alias", "prune", "discovery")}
-    assert applied == {"alias": 1, "prune": 1, "discovery": 1}, result.lines()
+    assert applied == {"alias": 1, "prune": 1, "discovery": 1}, result.text_lines()
     return root
 
 

@@ -29,6 +29,6 @@ def test_demo_shows_each_decision_then_is_caught_up(tmp_path):
 
     second = review(repo.root, ReviewOptions(judge=judge))
     for name in ("alias", "prune", "discovery"):
-        assert second.passes[name].state == "caught-up", second.lines()
+        assert second.passes[name].state == "caught-up", second.text_lines()
         assert second.passes[name].judge_calls == 0
     assert second.passes["exact"].state == "nothing-qualified"

@@ -184,7 +184,7 @@ def test_scripted_lines_are_written_once_journalled_and_an_unchanged_corpus_writ
     assert d.written == 2 and d.state == "worked"
     assert any("1 spelling(s) got no line (e.g. queue-amplifies-latency)" in n and "does not describe" in n
                for n in d.notes)
-    line = next(x for x in first.lines() if x.startswith("describe:"))
+    line = next(x for x in first.text_lines() if x.startswith("describe:"))
     assert line.startswith("describe: worked - lines written 2, $0.0000")
     assert stored_lines(corpus_repo.root)["self-locking-penalty"] == LINES["self-locking-penalty"]
     journal = corpus_repo.root / ".knomit/verdicts/describe.jsonl"

@@ -104,7 +104,7 @@ def test_exact_runs_while_prune_is_defunded_and_judge_returns_500(tmp_path, judg
 
     second = review(repo.root, ReviewOptions(passes=("prune",)))
 
-    assert second.passes["prune"].state == "defunded", second.lines()
+    assert second.passes["prune"].state == "defunded", second.text_lines()
     assert second.passes["exact"].applied == 1 and judge_env.calls == calls
     [t] = assert_four_trailers(repo.root, "exact")
     assert t["Knomit-Rationale"] == "same normalised title and body"

@@ -231,7 +231,7 @@ def test_survivor_rules(tmp_path, rule, winner, loser):
 
     result = review(repo.root, ReviewOptions(passes=("prune",), judge=judge))
 
-    assert result.passes["prune"].applied == 1, result.lines()
+    assert result.passes["prune"].applied == 1, result.text_lines()
     facts = load_corpus(repo.root).facts
     assert facts[win_path].active, f"{rule}: the winner was retracted"
     assert facts[lose_path].status == "retracted"

@@ -72,8 +72,8 @@ def test_a_review_right_after_rebuild_asks_nothing_on_a_planted_corpus(tmp_path)
     assert kept == re.search(lists, run("rebuild", root, "--check").stdout).groups()
     assert json.loads(run("rebuild", root, "--json").stdout)["neighbour_sets"] == int(kept[0])
     again = review(root, ReviewOptions(judge=judge))
-    assert calls(again) == 0, again.lines()
-    assert all(again.passes[n].state == "caught-up" for n in ("alias", "prune", "discovery")), again.lines()
+    assert calls(again) == 0, again.text_lines()
+    assert all(again.passes[n].state == "caught-up" for n in ("alias", "prune", "discovery")), again.text_lines()
     assert again.commits == []
 
 

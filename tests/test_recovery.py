@@ -98,7 +98,7 @@ def test_rebuild_from_the_journal_then_review_makes_no_judge_call(three, judge_e
     assert judge_env.calls == calls
     assert again.commits == []
     for name in ("alias", "prune", "discovery"):
-        assert again.passes[name].state == "caught-up", again.lines()
+        assert again.passes[name].state == "caught-up", again.text_lines()
 
 
 def test_a_torn_journal_line_is_skipped_and_the_next_line_starts_fresh(three, judge_env):

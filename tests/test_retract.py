@@ -96,7 +96,7 @@ def test_the_contained_fact_is_retired_though_the_fixed_rules_would_keep_it(tmp_
 
     result = review(repo.root, ReviewOptions(passes=("prune",)))
 
-    assert result.passes["prune"].applied == 1, result.lines()
+    assert result.passes["prune"].applied == 1, result.text_lines()
     facts = load_corpus(repo.root).facts
     assert facts[broad].active and facts[narrow].status == "retracted"
     # the container keeps its whole body and every line but the provenance it takes in

@@ -455,7 +455,7 @@ def test_a_fresh_clone_asks_what_is_owed_to_the_writers_new_facts(tmp_path, path
     asked = [question(r) for r in judge_env.requests[calls:]]
     assert asked and all("keeps the system locked" in q or "penalty-that-blocks-recovery" in q for q in asked), asked
     for name in ("alias", "prune"):  # defunded, they ask only what the new fact is owed
-        assert runner.passes[name].throttle.startswith("defunded") and runner.passes[name].judge_calls, runner.lines()
+        assert runner.passes[name].throttle.startswith("defunded") and runner.passes[name].judge_calls, runner.text_lines()
     # the kept clone merges what the runner journalled and pushed, and pays for none of it again
     calls = judge_env.calls
     review(kept, ReviewOptions())

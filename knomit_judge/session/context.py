@@ -86,7 +86,7 @@ class SessionResult:
         usd = [e["estimate_usd"] for e in self.estimates.values()]
         return None if None in usd else round(sum(usd), 6)
 
-    def lines(self) -> list[str]:
+    def text_lines(self) -> list[str]:
         return [*([self.sync.line()] if self.sync else []), *([self.corpus.line()] if self.corpus else []),
                 *(r.line() for r in self.passes.values())]
 
