@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from ..corpus import Corpus
 from ..nominate import MAX_TITLES, TRUNCATED, nominate
@@ -11,7 +10,18 @@ from ..prompts import Prompt, load_prompt
 from ..rewrite import renamed_motif
 from ..survivors import spelling_survivor
 from ..verdicts import MECHANICAL, Verdict, encoded_side, fingerprint_encoded
-from .base import Candidate, Change, Evidence, Reply, Restorer, Session, Subject, one_sentence, reply_object
+from .base import (
+    AnswersAsShown,
+    Candidate,
+    Change,
+    Evidence,
+    Reply,
+    Restorer,
+    Session,
+    Subject,
+    one_sentence,
+    reply_object,
+)
 
 Side = tuple[str, str]  # a spelling and its carriers, encoded for fingerprint_encoded
 
@@ -27,7 +37,7 @@ def motif_fingerprint(a: str, b: str, corpus: Corpus, side: Callable[[str], Side
     return fingerprint_encoded(side(a), side(b))
 
 
-class AliasPass:
+class AliasPass(AnswersAsShown):
     """The alias pass: two spellings asked whether they name one mechanism."""
 
     name = "alias"
@@ -125,15 +135,6 @@ class AliasPass:
         if obj["same"] and mechanism:
             return "same", mechanism, None
         return "different", ("'same' without a mechanism: recorded as different" if obj["same"] else mechanism), None
-
-    def in_subject_terms(self, answer: str, payload: dict[str, Any] | None, subject: Subject,
-                         position: int) -> tuple[dict[str, Any] | None, str]:
-        """An answer names no side as shown: both orders vote on it as it is."""
-        return payload, answer
-
-    def outdated(self, verdict: Verdict) -> bool:
-        """No stored alias verdict is of a shape the pass no longer applies."""
-        return False
 
     def still_holds(self, verdict: Verdict, corpus: Corpus) -> bool:
         """Both spellings still carried, by the same carriers as when the judge was asked."""

@@ -77,6 +77,18 @@ class CandidateSource(Protocol):
     def restorer(self, ctx: Session) -> Restorer: ...
 
 
+class AnswersAsShown:
+    """What a pass whose answer names no side (alias, discovery) gives for the `Pass` members prune needs:
+    the answer votes as it is in either order, and no stored verdict is of a shape the pass no longer applies."""
+
+    def in_subject_terms(self, answer: str, payload: dict[str, Any] | None, subject: Subject,
+                         position: int) -> tuple[dict[str, Any] | None, str]:
+        return payload, answer
+
+    def outdated(self, verdict: Verdict) -> bool:
+        return False
+
+
 class Pass(CandidateSource, Protocol):
     """What the session and the judge use of a judged pass (alias, prune, discovery)."""
 

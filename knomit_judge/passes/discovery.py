@@ -16,7 +16,18 @@ from ..prompts import Prompt, cut, load_prompt
 from ..rewrite import yaml_value
 from ..shortlist import mean_pairwise, top_k
 from ..verdicts import Verdict, group_fingerprint
-from .base import Candidate, Change, Evidence, Reply, Restorer, Session, Subject, one_sentence, reply_object
+from .base import (
+    AnswersAsShown,
+    Candidate,
+    Change,
+    Evidence,
+    Reply,
+    Restorer,
+    Session,
+    Subject,
+    one_sentence,
+    reply_object,
+)
 from .prune import fact_text
 
 DISCOVERED_DIR = f"{FACTS_DIR}/discovered"
@@ -122,7 +133,7 @@ def spread(groups: list[Group]) -> list[Group]:
     return out
 
 
-class DiscoveryPass:
+class DiscoveryPass(AnswersAsShown):
     """The discovery pass: a group of related facts asked whether it entails a new fact."""
 
     name = "discovery"
@@ -213,15 +224,6 @@ class DiscoveryPass:
         motifs = list(dict.fromkeys(slug(m, 40) for m in motifs))  # "Feedback Latch" and "feedback-latch" are one
         payload = {"title": one_sentence(title), "body": body.strip(), "motifs": motifs}
         return "yes", rationale, payload
-
-    def in_subject_terms(self, answer: str, payload: dict[str, Any] | None, subject: Subject,
-                         position: int) -> tuple[dict[str, Any] | None, str]:
-        """A group is shown in one order only: the answer votes as it is."""
-        return payload, answer
-
-    def outdated(self, verdict: Verdict) -> bool:
-        """No stored discovery verdict is of a shape the pass no longer applies."""
-        return False
 
     def still_holds(self, verdict: Verdict, corpus: Corpus) -> bool:
         """Every fact of the group still active, with the content the judge read."""
