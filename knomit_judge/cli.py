@@ -20,8 +20,8 @@ from .errors import KnomitError
 from .judge import JudgeSpec
 from .migrations import migration_set
 from .passes import JUDGED_PASSES
+from .passes.base import DESCRIBE
 from .prompts import load_prompt, prompt_names
-from .session.lines import PASS as DESCRIBE
 
 if TYPE_CHECKING:
     from . import SessionResult

@@ -25,7 +25,7 @@ from .errors import ConfigError
 from .gitops import open_repo
 from .models import kept_lifecycles
 from .passes import JUDGED_PASSES
-from .session.lines import PASS as DESCRIBE
+from .passes.base import DESCRIBE
 from .spend import Spend, summarise
 from .status import STATES
 from .store import Store

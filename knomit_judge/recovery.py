@@ -25,9 +25,8 @@ from .gitops import (
     run_git,
     trailer_values,
 )
-from .session.lines import Line
 from .store import Store
-from .verdicts import Journal
+from .verdicts import Journal, Line
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ import logging
 import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import sqlite_utils
@@ -15,7 +15,7 @@ import sqlite_utils
 from .errors import CorpusUnwritable
 from .migrations import migrate
 from .models import ModelInfo, info_from_json, info_json
-from .verdicts import MECHANICAL, JournalMarks, Verdict, now_text
+from .verdicts import MECHANICAL, JournalMarks, Line, Verdict, now_text
 
 log = logging.getLogger(__name__)
 DB_PATH = ".knomit/judge.db"
@@ -27,23 +27,6 @@ DERIVED = ("embeddings", "neighbour_sets", "candidate_lists")
 # keeps it the same way, and a lost row is read again.
 
 Row = dict[str, Any]  # a table row by column name: its values are whatever sqlite holds
-
-
-class StoredLine(Protocol):
-    """A describe line as the `lines` table holds it (session/lines.Line): one attribute per column."""
-
-    spelling: str
-    carriers: str
-    model: str
-    prompt: str
-    line: str
-    judge: str
-    session: str | None
-    cost_usd: float | None
-    created_at: str
-    facts: tuple[str, ...]
-    tries: int
-    why: str
 
 
 class Store:
@@ -340,16 +323,16 @@ class Store:
     _LINE_COLUMNS = ("spelling", "carriers", "model", "prompt", "line", "judge", "session", "cost_usd", "created_at",
                      "facts", "tries", "why")
 
-    def _insert_lines(self, sql: str, lines: Iterable[StoredLine]) -> None:
+    def _insert_lines(self, sql: str, lines: Iterable[Line]) -> None:
         with self.db.atomic():
             self.db.conn.executemany(sql, [tuple(json.dumps(list(x.facts)) if c == "facts" else getattr(x, c)
                                                  for c in self._LINE_COLUMNS) for x in lines])
 
-    def put_line(self, line: StoredLine) -> None:
+    def put_line(self, line: Line) -> None:
         self._insert_lines(f"INSERT OR REPLACE INTO lines ({', '.join(self._LINE_COLUMNS)}) "
                            f"VALUES ({', '.join('?' * len(self._LINE_COLUMNS))})", [line])
 
-    def import_lines(self, lines: list[StoredLine]) -> int:
+    def import_lines(self, lines: list[Line]) -> int:
         """Journalled lines the db lacks (a lost db, a fresh clone, another clone's pushed journal): added. A line
         the db holds is never replaced; a key the db holds as asked without a line takes the journal's line,
         or its later count of requests that gave none."""

@@ -45,6 +45,9 @@ class Change:
     body: str
 
 
+DESCRIBE = "describe"  # the describe step: its name in the journal, the ledger, the lines and the metrics
+
+
 class Session(Protocol):
     """What a pass may read of a review session, and nothing more: a pass never holds the session itself."""
 

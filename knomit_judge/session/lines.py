@@ -30,15 +30,15 @@ from ..config import Config
 from ..corpus import Corpus, Fact
 from ..errors import Refused, Unavailable, Unparsed
 from ..judge import Judge, JudgeSpec
-from ..passes.base import one_sentence, reply_object
+from ..passes.base import DESCRIBE, one_sentence, reply_object
 from ..prompts import Prompt, cut, kept, load_prompt
 from ..scripted import ScriptedBackend
 from ..store import Store
-from ..verdicts import Journal, now_text
+from ..verdicts import Journal, Line
 
 log = logging.getLogger(__name__)
 
-PASS = "describe"
+PASS = DESCRIBE
 OUT_PER_LINE = 80  # output tokens a line may take (~35 words and its JSON), for the request's max_tokens
 OUT_BASE = 200
 
@@ -328,45 +328,3 @@ async def write_lines(todo: list[Shown], judge: Judge, config: Config, store: St
     if out.missing:
         log.info("describe: no line for %d spelling(s), e.g. %s", len(out.missing), ", ".join(out.missing[:3]))
     return out
-
-
-@dataclass
-class Line:
-    spelling: str
-    carriers: str
-    model: str
-    prompt: str
-    line: str
-    judge: str = "anthropic"
-    session: str | None = None
-    cost_usd: float | None = 0.0
-    created_at: str = ""
-    facts: tuple[str, ...] = ()  # the paths of the carriers it was written from, in the order shown
-    tries: int = 1  # with no line: how many requests gave its key none (it waits at describe.max_tries)
-    why: str = ""  # with no line: why the last request gave none
-
-    def __post_init__(self) -> None:
-        if not self.created_at:
-            self.created_at = now_text()
-
-    def journal_line(self) -> dict[str, Any]:
-        return {"type": "line", "spelling": self.spelling, "carriers": self.carriers, "model": self.model,
-                "prompt": self.prompt, "line": self.line, "judge": self.judge, "session": self.session,
-                "cost_usd": self.cost_usd, "created_at": self.created_at, "facts": list(self.facts),
-                **({"tries": self.tries, "why": self.why} if not self.line else {})}
-
-    @classmethod
-    def from_record(cls, record: dict[str, Any]) -> Line | None:
-        """A line from a journal record, or None for one a hand edit or a merge conflict mangled."""
-        keys = ("spelling", "carriers", "model", "prompt", "line")
-        if not all(isinstance(record.get(k), str) and (record[k] or k == "line") for k in keys):
-            return None
-        paths = record.get("facts")
-        facts = tuple(paths) if isinstance(paths, list) and all(isinstance(p, str) for p in paths) else ()
-        n = record.get("tries")  # absent: a line, or an empty one journalled before tries were counted
-        tries = n if isinstance(n, int) and not isinstance(n, bool) and n >= 1 else 1
-        return cls(record["spelling"], record["carriers"], record["model"], record["prompt"], record["line"],
-                   judge=str(record.get("judge") or "anthropic"),
-                   session=record.get("session"), cost_usd=record.get("cost_usd"),
-                   created_at=str(record.get("created_at") or ""), facts=facts, tries=tries,
-                   why=str(record.get("why") or ""))
