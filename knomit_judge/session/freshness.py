@@ -44,7 +44,7 @@ def fresh_names(p: Pass, ctx: Context, since: str | None, paths: set[str] | None
         if since is None:  # a first session (or a db rebuilt without its history): nothing to be fresher than
             return set()
         paths = ctx.index.changed_since(since)
-    if getattr(p, "about", "facts") != "spellings":
+    if p.about != "spellings":
         return paths
     return {m for path in paths if (f := ctx.corpus.facts.get(path)) is not None and f.active for m in f.motifs}
 
@@ -70,7 +70,7 @@ def new_names(p: Pass, ctx: Context, ended: str | None, paths: set[str] | None =
         if ended is None:
             return set()
         paths = ctx.index.changed_since(ended)
-    if getattr(p, "about", "facts") != "spellings":
+    if p.about != "spellings":
         return paths
     facts = ctx.corpus.facts
     return {m for path in paths if (f := facts.get(path)) is not None and f.active for m in f.motifs
@@ -86,9 +86,9 @@ def owed_to_fresh(p: Pass, ctx: Context, waiting: list[Candidate], paid: set[str
     so the count is derived from stored verdicts and a rerun does not ask more.
     """
     fresh, per = ctx.new.get(p.name, set()), ctx.config.budget.fresh_per_change
-    if not fresh or per <= 0 or not ctx.config.budget.enabled or not getattr(p, "owes_new", False):
+    if not fresh or per <= 0 or not ctx.config.budget.enabled or not p.owes_new:
         return set()
-    floor = getattr(p, "owed_from", 0.0)  # only questions scoring this much are owed (alias: name matches)
+    floor = p.owed_from  # only questions scoring this much are owed (alias: name matches)
     asked: dict[str, int] = {}
     ended = ctx.since.get(p.name, (None, None))[1]
     subjects = ctx.store.subjects_since(p.name, ended, ctx.kind) if ended else []

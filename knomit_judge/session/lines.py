@@ -176,8 +176,8 @@ class Written:
 def upper_bound(req: Request, judge: Judge, model: str) -> float:
     """The most one request can cost: a token per prompt byte (never fewer bytes than tokens), max_tokens out
     (with the room for thinking the model's dialect gives it)."""
-    dialect = getattr(judge.backend, "dialect", None)
-    out = dialect(model).max_tokens(req.max_tokens) if dialect else req.max_tokens
+    backend = judge.backend
+    out = req.max_tokens if isinstance(backend, ScriptedBackend) else backend.dialect(model).max_tokens(req.max_tokens)
     return judge.cost(len(req.system.encode()) + len(req.user.encode()), out, model=model) or 0.0
 
 

@@ -70,7 +70,7 @@ async def run_round(p: Pass, ctx: Context, result: SessionResult, r: PassResult,
         r.next_probe_in = t.next_probe_in
         note_skipped(p, ctx, r, fps, refused, busy)
     # yes verdicts not yet applied (dirty tree, or a killed session rolled back): apply without asking again
-    unapplied = {v.fingerprint: v for v in yeses if not outdated(p, v)}
+    unapplied = {v.fingerprint: v for v in yeses if not p.outdated(v)}
     pending = [unapplied[fp] for fp in fps if fp in unapplied]
     r.fresh = max(r.fresh, sum(c.fresh for c in rest))
     if ctx.options.dry_run:  # no verdict comes back to move the balance: what it holds now is what is offered
@@ -93,17 +93,12 @@ async def run_round(p: Pass, ctx: Context, result: SessionResult, r: PassResult,
     decide(p, ctx, r, pending + fresh)
 
 
-def outdated(p: Pass, v: Verdict) -> bool:
-    """A stored yes the pass no longer applies as it stands (prune: a retract naming no redundant fact)."""
-    return hasattr(p, "outdated") and p.outdated(v)
-
-
 def asked_again(p: Pass, ctx: Context, yeses: list[Verdict]) -> set[str]:
     """Fingerprints whose latest verdict is an unapplied yes (of `yeses`) the pass no longer applies: asked
     again under the current prompt (a prune@1 retract, which left the survivor to the fixed rules), never applied."""
     out = set()
     for v in yeses:
-        if outdated(p, v) and (latest := ctx.store.verdict_for(p.name, v.fingerprint)) and latest.id == v.id:
+        if p.outdated(v) and (latest := ctx.store.verdict_for(p.name, v.fingerprint)) and latest.id == v.id:
             out.add(v.fingerprint)
     return out
 
