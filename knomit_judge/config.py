@@ -131,6 +131,7 @@ class DiscoveryConfig:
 
 
 RETRACT_MODES = ("status", "delete")
+FRONT_MATTER = ("required", "optional")
 
 
 @dataclass
@@ -138,6 +139,9 @@ class CorpusConfig:
     paths: list[str] = field(default_factory=lambda: ["facts/**/*.md"])  # globs relative to the corpus root
     motif_keys: list[str] = field(default_factory=lambda: ["motifs"])  # front-matter list keys holding motifs
     retract: str = "status"  # "status": keep the file with status: retracted; "delete": remove it in the commit
+    # "optional": a note without front matter is a fact too (a vault, a folder of notes: init writes it);
+    # "required": such a file is reported and skipped, as knomit's own reader and our facts/ layout want.
+    front_matter: str = "required"
     max_fact_bytes: int = 1_048_576
 
 
@@ -335,7 +339,7 @@ _BOUNDS = {
     "corpus.max_fact_bytes": (1, None),
     "calibration.sample_rate": (0, 1), "calibration.min_precision": (0, 1),
 }
-_CHOICES = {"corpus.retract": RETRACT_MODES, "judge.effort": EFFORTS}
+_CHOICES = {"corpus.retract": RETRACT_MODES, "corpus.front_matter": FRONT_MATTER, "judge.effort": EFFORTS}
 # what `git check-ref-format --branch` would accept, less its rarer refusals (those fail at the push)
 _BRANCH = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)[A-Za-z0-9._/-]+(?<![./])$")
 _REMOTE = re.compile(r"^(?!-)[A-Za-z0-9._-]+$")  # a remote's name, not a URL: its URL and credentials stay in git
@@ -510,6 +514,7 @@ match_similarity = 0.85  # a proposed fact this close to an existing one is link
 paths = ["facts/**/*.md"]  # where facts are: globs relative to the corpus root (** = any depth)
 motif_keys = ["motifs"]    # front-matter list keys whose values are motifs (e.g. ["entities"] or ["tags"])
 retract = "status"         # "status": keep the file with status: retracted; "delete": remove it in the commit
+front_matter = "required"  # "optional": a note without front matter is read too (titled by its file name)
 max_fact_bytes = 1048576   # larger fact files are reported and skipped
 
 [schedule]

@@ -9,7 +9,7 @@ import re
 import stat
 import tempfile
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
 import yaml
@@ -23,8 +23,13 @@ DEFAULT_MOTIF_KEYS = ("motifs",)
 STATUSES = ("active", "retracted")
 KB_SCHEME = "kb://"  # knomit's link to a fact: kb://<12-hex repo id>/<path in that repo>
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")  # http:, src:, knomit-judge:, ... : a source, never a link
-# The front matter between its two `---` lines; group 1 is what they hold.
-FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)(?:^|\n)---[ \t]*(?:\r?\n|\Z)", re.S)
+# The front matter between its two `---` lines; group 1 is what they hold. A UTF-8 byte-order mark before
+# it (Windows editors write one) is part of the file, not a reason to skip it.
+BOM = "\ufeff"
+FRONT = re.compile(r"\A\ufeff?---[ \t]*\r?\n(.*?)(?:^|\n)---[ \t]*(?:\r?\n|\Z)", re.S)
+OPENS_FRONT = re.compile(r"\A\ufeff?---[ \t]*\r?\n")  # a first line that opens front matter
+# What reading a layout's files depends on besides their bytes: a parse cached under another is made again.
+PARSE_VERSION = 2  # 2: aliases, file-name titles, notes without front matter
 KEY_LINE = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:")  # a top-level key's first line; group 1 is the key
 _HAS_WORD = re.compile(r"\w", re.UNICODE)
 CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")  # line breaks and other control characters
@@ -43,6 +48,7 @@ class Fact:
     text: str = field(repr=False)  # the whole file, for byte-preserving rewrites
     content_id: str = ""
     source_count: int = 0  # an int `sources` as written (knomit's count), else how many sources are listed
+    aliases: tuple[str, ...] = ()  # other names the note goes by (Obsidian's `aliases:`), which links may use
 
     @property
     def active(self) -> bool:
@@ -165,32 +171,29 @@ def empty_heading(body: str) -> int | None:
     return at if at is not None and not lines[at].lstrip("#").strip() else None
 
 
-def parse_fact(path: str, text: str, motif_keys: tuple[str, ...] = DEFAULT_MOTIF_KEYS) -> Fact:
+def parse_fact(path: str, text: str, motif_keys: tuple[str, ...] = DEFAULT_MOTIF_KEYS, *,
+               front_matter: str = "required") -> Fact:
     """Parse one fact file's text; raise BadFact naming the path, line and reason.
 
-    Tolerant of the layouts users already have: the title is the `title` key or else the first
-    `#` heading; `sources` is a list or an int count; `refs` are sources, and those naming a
-    corpus path (kb://<repo>/<path> or a plain path) are links too; motifs are the values of
-    every `motif_keys` list; keys it does not use are never looked at.
+    Tolerant of the layouts users already have: the title is the `title` key, else the first
+    `#` heading, else the file name; `sources` is a list or an int count; `refs` are sources, and
+    those naming a corpus path (kb://<repo>/<path> or a plain path) are links too; motifs are the
+    values of every `motif_keys` list; `aliases` are names links may use; keys it does not use are
+    never looked at. `front_matter = "optional"` (a vault, a folder of notes) reads a note without
+    any; "required" (knomit's rule, and ours) reports it.
     """
     m = FRONT.match(text)
-    if not m:
-        raise BadFact(path, "no YAML front matter (the file must start with a '---' line and close it with another)", 1)
-    front = m.group(1)
-    try:
-        meta = load_front(path, front)
-    except RecursionError:
-        raise BadFact(path, "front matter is nested too deeply", 2) from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = mark.line + 2 if mark else None  # +1 for 1-based, +1 for the opening '---'
-        raise BadFact(path, f"bad YAML front matter: {getattr(e, 'problem', None) or e}", line) from None
-    if meta is None and not front.strip():
-        meta = {}
-    if not isinstance(meta, dict):
-        raise BadFact(path, "front matter is not a mapping of keys", 2)
-    lines = _key_lines(front)
-    body = text[m.end():].strip()
+    if m:
+        front = m.group(1)
+        meta = _front_meta(path, front)
+        lines = _key_lines(front)
+        start = m.end()
+    elif front_matter == "optional" and not OPENS_FRONT.match(text):
+        meta, lines, start = {}, {}, len(BOM) if text.startswith(BOM) else 0
+    else:
+        raise BadFact(path, "front matter is not closed (no '---' line after it)" if front_matter == "optional" else
+                      "no YAML front matter (the file must start with a '---' line and close it with another)", 1)
+    body = text[start:].strip()
     title = meta.get("title")
     if isinstance(title, str) and title.strip():
         title = title.strip()
@@ -198,15 +201,15 @@ def parse_fact(path: str, text: str, motif_keys: tuple[str, ...] = DEFAULT_MOTIF
         raise BadFact(path, "front matter has no 'title' (a non-empty string)", lines.get("title", 2))
     elif heading := heading_title(body):
         title, body = heading
+    elif (at := empty_heading(body)) is not None:  # the heading is there, with nothing after its '#'
+        raw = text[start:]
+        blank = raw[:len(raw) - len(raw.lstrip())].count("\n")  # the lines body.strip() took off its start
+        raise BadFact(path, "no title: the '# ' heading is empty (write the title after the '#'), and there "
+                            "is no 'title' key", text[:start].count("\n") + 1 + blank + at)
     else:
-        body_line = text[:m.end()].count("\n") + 1
-        if (at := empty_heading(body)) is not None:  # the heading is there, with nothing after its '#'
-            raw = text[m.end():]
-            blank = raw[:len(raw) - len(raw.lstrip())].count("\n")  # the lines body.strip() took off its start
-            raise BadFact(path, "no title: the '# ' heading is empty (write the title after the '#'), and there "
-                                "is no 'title' key", body_line + blank + at)
-        raise BadFact(path, "no title: neither a 'title' key nor a '# ' heading as the first line of the body",
-                      body_line)
+        title = PurePosixPath(path).stem.strip()  # notes titled by their file name (Obsidian's rule)
+        if not title:
+            raise BadFact(path, "no title: no 'title' key, no '# ' heading, and the file name is empty", 1)
     motifs: list[str] = []
     for key in motif_keys:
         for motif in _str_list(path, key, meta.get(key), lines.get(key)):
@@ -237,6 +240,7 @@ def parse_fact(path: str, text: str, motif_keys: tuple[str, ...] = DEFAULT_MOTIF
     links = _str_list(path, "links", meta.get("links"), lines.get("links"))
     links = tuple(t for ref in (*links, *refs) if (t := link_target(ref)))
     sources = (*sources, *refs)
+    aliases = _aliases(path, meta, lines)
     return Fact(
         path=path,
         title=title,
@@ -249,7 +253,35 @@ def parse_fact(path: str, text: str, motif_keys: tuple[str, ...] = DEFAULT_MOTIF
         text=text,
         content_id=content_id(text),
         source_count=len(sources) if count is None else count,
+        aliases=aliases,
     )
+
+
+def _front_meta(path: str, front: str) -> dict[str, Any]:
+    """The front matter's mapping; BadFact naming the line for YAML that does not parse or is no mapping."""
+    try:
+        meta = load_front(path, front)
+    except RecursionError:
+        raise BadFact(path, "front matter is nested too deeply", 2) from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = mark.line + 2 if mark else None  # +1 for 1-based, +1 for the opening '---'
+        raise BadFact(path, f"bad YAML front matter: {getattr(e, 'problem', None) or e}", line) from None
+    if meta is None and not front.strip():
+        meta = {}
+    if not isinstance(meta, dict):
+        raise BadFact(path, "front matter is not a mapping of keys", 2)
+    return meta
+
+
+def _aliases(path: str, meta: dict[str, Any], lines: dict[str, int]) -> tuple[str, ...]:
+    """The note's other names: Obsidian's `aliases` (a list, or one name), and its older `alias`."""
+    names: list[str] = []
+    for key in ("aliases", "alias"):
+        value = meta.get(key)
+        names.extend(_str_list(path, key, [value] if isinstance(value, (str, int, float)) and
+                               not isinstance(value, bool) else value, lines.get(key)))
+    return tuple(dict.fromkeys(names))
 
 
 def _key_lines(front: str) -> dict[str, int]:
@@ -291,7 +323,14 @@ def read_fact(root: Path, path: str, max_bytes: int, layout: CorpusConfig | None
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n") + 1
         raise BadFact(path, f"not UTF-8 (byte {e.start})", line) from None
-    return parse_fact(path, text, tuple(layout.motif_keys) if layout else DEFAULT_MOTIF_KEYS)
+    return parse_as(layout, path, text)
+
+
+def parse_as(layout: CorpusConfig | None, path: str, text: str) -> Fact:
+    """parse_fact with a layout's reading rules ([corpus] motif_keys, front_matter; the defaults for None)."""
+    if layout is None:
+        return parse_fact(path, text)
+    return parse_fact(path, text, tuple(layout.motif_keys), front_matter=layout.front_matter)
 
 
 def check_path(path: str) -> None:
@@ -372,6 +411,7 @@ class Corpus:
         self.paths = tuple(layout.paths) if layout else DEFAULT_PATHS
         self.motif_keys = tuple(layout.motif_keys) if layout else DEFAULT_MOTIF_KEYS
         self.retract = layout.retract if layout else "status"
+        self.layout = layout
         self.files = len(facts) + len(problems) if files is None else files  # fact files the paths matched
         self._reindex()
 
@@ -391,7 +431,7 @@ class Corpus:
         return [self.facts[p] for p in self.carriers.get(motif, [])]
 
     def parse(self, path: str, text: str) -> Fact:
-        return parse_fact(path, text, self.motif_keys)
+        return parse_as(self.layout, path, text)
 
     def put(self, path: str, text: str | None) -> Fact | None:
         """Take a rewritten, new or deleted (None) fact into the in-memory corpus (the caller writes the file)."""
@@ -452,15 +492,17 @@ def load_corpus(root: Path, max_bytes: int = 1_048_576, index: FactIndex | None 
 
 
 def parse_key(layout: CorpusConfig | None) -> str:
-    """What parsing depends on besides the file: a cached parse made with other motif keys is stale."""
-    return json.dumps(list(layout.motif_keys) if layout else list(DEFAULT_MOTIF_KEYS))
+    """What parsing depends on besides the file: a cached parse made with other settings, or by an older
+    reader (PARSE_VERSION), is stale."""
+    motif_keys, front = (list(layout.motif_keys), layout.front_matter) if layout else (list(DEFAULT_MOTIF_KEYS), "")
+    return json.dumps([PARSE_VERSION, motif_keys, front or "required"])
 
 
 def fact_from_record(record: dict[str, Any]) -> Fact:
     """A Fact from its record(), as the file index keeps it."""
     record = dict(record)
-    for key in ("motifs", "sources", "links"):
-        record[key] = tuple(record[key])
+    for key in ("motifs", "sources", "links", "aliases"):
+        record[key] = tuple(record.get(key, ()))
     return Fact(**record)
 
 

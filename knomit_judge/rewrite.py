@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from .corpus import CONTROL, DEFAULT_MOTIF_KEYS, FRONT, KB_SCHEME, KEY_LINE, Fact, front_matter, link_target
+from .corpus import BOM, CONTROL, DEFAULT_MOTIF_KEYS, FRONT, KB_SCHEME, KEY_LINE, Fact, front_matter, link_target
 
 _ANCHOR = re.compile(r"^[A-Za-z_][\w-]*[ \t]*:[ \t]*(&[^\s\[\]{},]+)")  # `motifs: &m [..]`: the anchor on a key's value
 # Keys a merge takes in from the retired fact (with the motif keys): lists are unioned, an int count is summed.
@@ -38,11 +38,16 @@ def rewrite(text: str, changes: dict[str, Any]) -> str:
     """Set front-matter keys, keeping every other key's lines byte-for-byte.
 
     Each top-level key owns its line and the indented or list lines under it;
-    a changed key's block is replaced in place, a new key is appended.
+    a changed key's block is replaced in place, a new key is appended. A note without front matter
+    (a vault's) gets one holding just the changed keys, after its byte-order mark if it has one.
     """
     m = FRONT.match(text)
     if not m:
-        raise ValueError("no front matter")
+        bom = BOM if text.startswith(BOM) else ""
+        newline = "\r\n" if "\r\n" in text else "\n"
+        keys = "".join(f"{key}: {yaml_value(value)}{newline}" for key, value in changes.items())
+        return f"{bom}---{newline}{keys}---{newline}{text[len(bom):]}" if changes else text
+    bom = BOM if text.startswith(BOM) else ""
     newline = "\r\n" if "\r\n" in m.group(0) else "\n"
     front = m.group(1)
     lines = front.split("\n")
@@ -73,7 +78,7 @@ def rewrite(text: str, changes: dict[str, Any]) -> str:
     out += [f"{key}: {yaml_value(value)}{cr}" for key, value in changes.items() if key not in done]
     out += tail
     new_front = "\n".join(out)
-    return f"---{newline}{new_front}\n---{newline}" + text[m.end():]
+    return f"{bom}---{newline}{new_front}\n---{newline}" + text[m.end():]
 
 
 def _union(*lists: list[Any]) -> list[Any]:

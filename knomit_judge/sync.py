@@ -35,7 +35,7 @@ from typing import Any, TypedDict
 import git
 
 from .config import Config
-from .corpus import atomic_write, parse_fact
+from .corpus import atomic_write, parse_as
 from .errors import BadFact, ConfigError
 from .gitops import (
     GIT_ENV,
@@ -139,7 +139,7 @@ class Remote:
         self.name, self.branch = config.git.remote, config.git.branch
         self.tracking = f"refs/remotes/{self.name}/{self.branch}"
         self.fact_globs = tuple(config.corpus.paths)
-        self.motif_keys = tuple(config.corpus.motif_keys)
+        self.layout = config.corpus  # how a merged fact is read back
         self.report = SyncReport(self.name, self.branch)
         self.mark = Path(repo.git_dir) / MERGE_MARK
         self.blocked = ""  # why the remote branch could not be merged in now (a dirty work tree)
@@ -542,7 +542,7 @@ class Remote:
 
     def _parses(self, path: str, data: bytes) -> bool:
         try:
-            parse_fact(path, data.decode("utf-8"), self.motif_keys)
+            parse_as(self.layout, path, data.decode("utf-8"))
             return True
         except (BadFact, UnicodeDecodeError):
             return False

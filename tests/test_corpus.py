@@ -70,3 +70,39 @@ def test_load_collects_problems_and_keeps_the_rest(tmp_path):
     assert list(corpus.facts) == ["facts/good.md"]
     assert [p.path for p in corpus.problems] == ["facts/bad.md"]
     assert corpus.carriers["latch"] == ["facts/good.md"]
+
+
+def test_a_note_without_front_matter_is_read_where_the_layout_allows_it():
+    note = "Caffeine blocks adenosine receptors.\n\nSee [[Sleep]].\n"
+    with pytest.raises(BadFact, match="no YAML front matter"):  # our facts/ layout and knomit's require it
+        parse_fact("Areas/Health/Caffeine.md", note)
+    fact = parse_fact("Areas/Health/Caffeine.md", note, front_matter="optional")
+    assert (fact.title, fact.body, fact.status) == ("Caffeine", note.strip(), "active")
+    headed = parse_fact("n/x.md", "# Caffeine and sleep\n\nA body.\n", front_matter="optional")
+    assert (headed.title, headed.body) == ("Caffeine and sleep", "A body.")
+    with pytest.raises(BadFact, match="front matter is not closed") as e:
+        parse_fact("n/open.md", "---\ntags: [a]\nno closing line\n", front_matter="optional")
+    assert e.value.line == 1
+    # a retraction of such a note gives it front matter, and the note reads back the same otherwise
+    retired = parse_fact("n/x.md", rewrite(headed.text, {"status": "retracted"}), front_matter="optional")
+    assert (retired.title, retired.body, retired.status) == ("Caffeine and sleep", "A body.", "retracted")
+
+
+def test_a_byte_order_mark_is_read_and_kept_by_a_rewrite():
+    text = "\ufeff---\ntitle: Marked\naliases: pg-backups\n---\nBody.\n"
+    fact = parse_fact("facts/bom.md", text)
+    assert (fact.title, fact.body, fact.aliases) == ("Marked", "Body.", ("pg-backups",))
+    out = rewrite(text, {"motifs": ["m"]})
+    assert out == "\ufeff---\ntitle: Marked\naliases: pg-backups\nmotifs: [m]\n---\nBody.\n"
+    bare = rewrite("\ufeffJust a note.\n", {"status": "retracted"})
+    assert bare == "\ufeff---\nstatus: retracted\n---\nJust a note.\n"
+    assert parse_fact("n/b.md", bare, front_matter="optional").status == "retracted"
+
+
+def test_aliases_are_read_as_a_list_a_name_or_the_older_alias_key():
+    many = parse_fact("n/a.md", "---\naliases: [pg-backups, Postgres backups]\nalias: pgb\n---\n# A\n")
+    assert many.aliases == ("pg-backups", "Postgres backups", "pgb")
+    assert parse_fact("n/b.md", "---\naliases: 2026\n---\n# B\n").aliases == ("2026",)
+    with pytest.raises(BadFact, match="'aliases' must be a list of strings") as e:
+        parse_fact("n/c.md", "---\ntitle: C\naliases: {a: b}\n---\n")
+    assert e.value.line == 3

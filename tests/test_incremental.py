@@ -172,6 +172,15 @@ def test_the_file_index_skips_parsing_unchanged_files_and_verifies_content(repo,
     assert load()[1].parsed == 0
 
 
+def test_a_parse_cached_by_an_older_reader_is_made_again(repo, tmp_path, monkeypatch):
+    """A record the index kept before the reader learnt a field (aliases) would read back without it."""
+    review(repo.root, ReviewOptions(judge=scripted(tmp_path)))
+    assert load_indexed(repo.root)[1].parsed == 0
+    monkeypatch.setattr("knomit_judge.corpus.PARSE_VERSION", 1)  # the version before aliases were read
+    assert load_indexed(repo.root)[1].parsed == len(FACTS)
+    assert load_indexed(repo.root)[1].parsed == 0
+
+
 def test_a_caught_up_load_reads_no_fact_file_once_verified(repo, tmp_path, monkeypatch):
     review(repo.root, ReviewOptions(judge=scripted(tmp_path)))
     monkeypatch.setattr(FileIndex, "RACY_NS", 0)  # the files were written just now; no clock tick to wait for

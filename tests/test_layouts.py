@@ -247,8 +247,9 @@ def test_title_from_the_heading_or_the_key_and_a_rewrite_never_adds_one():
     assert (keyed.title, keyed.body) == ("From the key", "# A heading in the body")
     text = rewrite(fact.text, {"sources": 3})
     assert text == fact.text.replace("sources: 2", "sources: 3") and "title:" not in text
-    with pytest.raises(BadFact, match="no title: neither a 'title' key nor a '# ' heading"):
-        parse_fact("kb/x.md", "---\nsources: 1\n---\nJust prose.\n")
+    # no key and no heading: titled by its file name, as Obsidian titles every note (issue 50)
+    named = parse_fact("kb/Caffeine and sleep.md", "---\nsources: 1\n---\nJust prose.\n")
+    assert (named.title, named.body) == ("Caffeine and sleep", "Just prose.")
     for empty in ("# ", "#", "##  "):  # the heading is there, just empty: said so, with its line
         with pytest.raises(BadFact, match=r"the '# ' heading is empty") as e:
             parse_fact("kb/x.md", f"---\nsources: 1\n---\n\n{empty}\n\nJust prose.\n")
