@@ -177,18 +177,20 @@ class _Lines:
 
 def _body_links(path: str, text: str, start: int, lines: _Lines) -> list[Link]:
     code = code_spans(text[start:])
+    markdown = [m for m in MDLINK.finditer(text, start) if not _inside(code, m.start() - start)]
+    dests = sorted((m.start(3) - start, m.end(3) - start) for m in markdown)  # `[u](https://x/[[y]])`: a URL's text
     out: list[Link] = []
     taken: list[tuple[int, int]] = []
     for m in WIKILINK.finditer(text, start):
-        if _inside(code, m.start() - start):
+        if _inside(code, m.start() - start) or _inside(dests, m.start() - start):
             continue
         name, sub, display = _split_wiki(m.group(2))
         kind = "embed" if m.group(1) else "wikilink"
         out.append(Link(path, kind, name.strip(), sub, display, m.start(), m.end(), lines.at(m.start()), m.group(0),
                         table=lines.on_table_row(m.start())))
         taken.append((m.start(), m.end()))
-    for m in MDLINK.finditer(text, start):
-        if _inside(code, m.start() - start) or any(a < m.end() and m.start() < b for a, b in taken):
+    for m in markdown:
+        if any(a < m.end() and m.start() < b for a, b in taken):
             continue
         dest = m.group(3)
         dest = dest[1:-1] if dest.startswith("<") else dest
