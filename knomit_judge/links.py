@@ -13,6 +13,7 @@ import bisect
 import json
 import posixpath
 import re
+import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -280,6 +281,23 @@ def _read(full: Path, max_bytes: int) -> str | None:
         return None
 
 
+def repository_files(root: Path) -> list[str]:
+    """The files of the repository a link may name, as git sees them: tracked, or new and not ignored.
+
+    A git-ignored note (`private/`, a build's output) is no note of the corpus: it is never read for links, so a
+    decision never writes it into a commit. Hidden folders are left out as Obsidian leaves them out; outside a
+    git repository (a library caller's folder), every file that is not hidden.
+    """
+    try:
+        done = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root,
+                              capture_output=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return fact_paths(root, ("**",))
+    names = (raw.decode("utf-8", "surrogateescape") for raw in done.stdout.split(b"\0") if raw)
+    return sorted(p for p in dict.fromkeys(names) if not any(part.startswith(".") for part in p.split("/"))
+                  and (root / p).is_file())
+
+
 def headings(text: str) -> set[str]:
     """The note's headings, as a heading link is matched: case-folded, white space collapsed."""
     code = code_spans(text)
@@ -313,7 +331,7 @@ class Vault:
         self.linked_by: dict[str, set[str]] = {}  # name_key -> the notes holding a link by that name
         self.retracted: set[str] = set()
         self.max_bytes = corpus.layout.max_fact_bytes if corpus.layout else 1_048_576
-        for path in fact_paths(corpus.root, ("**",)):
+        for path in repository_files(corpus.root):
             self._add_file(path)
             if is_note(path):
                 fact = corpus.facts.get(path)

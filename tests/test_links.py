@@ -328,3 +328,15 @@ def test_a_link_by_name_from_outside_code_in_a_facts_corpus_and_a_kb_ref_are_rel
                                                                 "survivor: facts/c.md\n---\nA claim"),
                       "facts/a.md": facts["facts/a.md"].replace('links: ["facts/b.md", "facts/c.md"]',
                                                                 "links: [facts/c.md]")}
+
+
+def test_a_git_ignored_note_is_no_note_of_the_corpus_and_never_written(tmp_path):
+    secret = "Private: [[pg backups chat]]\n"
+    repo = vault_repo(tmp_path, extra={".gitignore": ".knomit/judge.db*\nprivate/\n", "private/mine.md": secret})
+    assert "private" not in git(repo.root, "ls-files")
+    out = run("review", repo.root, "--judge", retract_reply(tmp_path), "--json")
+    assert out.exit_code == 0, out.output
+    sha = prune_commit(repo.root)
+    assert sha and "private/" not in git(repo.root, "show", "--name-only", "--format=", sha)
+    assert (repo.root / "private/mine.md").read_text(encoding="utf-8") == secret
+    assert "private/" not in run("links", repo.root).stdout
