@@ -294,6 +294,23 @@ def verdicts(corpus: Path, pass_name: str | None, as_json: bool) -> None:
 
 @cli.command()
 @corpus_arg
+@json_opt
+def links(corpus: Path, as_json: bool) -> None:
+    """List the links that lead to no note or file, or to a retracted note, in every note of the corpus.
+
+    Read-only. A link is resolved as Obsidian resolves it (see docs/corpus.md, "Links"); links inside code
+    are not links. Exit 0 when none is broken, 1 when some are.
+
+    Example: knomit-judge links ~/vault --json
+    """
+    from .linkcheck import check_links, links_lines
+    report = check_links(corpus)
+    emit(report, as_json, links_lines(report))
+    sys.exit(1 if report["broken"] else 0)
+
+
+@cli.command()
+@corpus_arg
 @click.option("--check", is_flag=True,
               help="Change nothing: compare the db's derived state with a fresh rebuild and name what differs.")
 @json_opt

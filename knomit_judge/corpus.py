@@ -8,6 +8,7 @@ import os
 import re
 import stat
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
@@ -413,6 +414,8 @@ class Corpus:
         self.retract = layout.retract if layout else "status"
         self.layout = layout
         self.files = len(facts) + len(problems) if files is None else files  # fact files the paths matched
+        # Told of every put(), after it: what is derived from the notes as a whole (links.Vault) stays in step.
+        self.watchers: list[Callable[[str, str | None], None]] = []
         self._reindex()
 
     def _reindex(self) -> None:
@@ -433,15 +436,39 @@ class Corpus:
     def parse(self, path: str, text: str) -> Fact:
         return parse_as(self.layout, path, text)
 
+    def holds(self, path: str) -> bool:
+        """Whether the paths make the file at `path` a fact (a note elsewhere is read for its links only)."""
+        return matches(path, self.paths)
+
+    def check(self, path: str, text: str) -> None:
+        """A decision's write checked before it is made (gitops.Applier.commit): a fact must parse.
+
+        A note that is no fact (outside the paths, or one the reader already skipped) is written only to keep
+        its links, which never touches what made it unreadable: it is checked by the rewrite (relink.py).
+        """
+        if self.holds(path) and path not in {p.path for p in self.problems}:
+            self.parse(path, text)
+
     def put(self, path: str, text: str | None) -> Fact | None:
-        """Take a rewritten, new or deleted (None) fact into the in-memory corpus (the caller writes the file)."""
+        """Take a rewritten, new or deleted (None) file into the in-memory corpus (the caller writes the file).
+
+        A fact is parsed and indexed; a note that is no fact (relinked by a decision) is only told to the watchers.
+        """
+        fact: Fact | None = None
         if text is None:
             self.facts.pop(path, None)
             self._reindex()
-            return None
-        fact = self.parse(path, text)
-        self.facts[path] = fact
-        self._reindex()
+        elif self.holds(path):
+            try:
+                fact = self.parse(path, text)
+            except BadFact:  # a note the reader skipped, relinked: still skipped
+                if path not in {p.path for p in self.problems}:
+                    raise
+            if fact is not None:
+                self.facts[path] = fact
+                self._reindex()
+        for watch in self.watchers:
+            watch(path, text)
         return fact
 
     def linkers(self, path: str) -> list[Fact]:

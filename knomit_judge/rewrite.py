@@ -197,7 +197,12 @@ def relinked(ref: str, old: str, new: str) -> str:
 
 def relinked_changes(fact: Fact, old: str, new: str) -> dict[str, Any]:
     """The front-matter changes that point the fact's links and kb:// refs at `new` instead of `old`."""
-    meta = front_matter(fact.text)
+    return relinked_keys(fact.text, old, new)
+
+
+def relinked_keys(text: str, old: str, new: str) -> dict[str, Any]:
+    """relinked_changes of a note's text (a note that is no fact has `links` and `refs` too)."""
+    meta = front_matter(text)
     changes: dict[str, Any] = {}
     for key in ("links", "refs"):
         value = meta.get(key)

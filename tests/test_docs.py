@@ -44,6 +44,7 @@ def test_readme_is_short():
 @pytest.mark.parametrize("page", [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))], ids=lambda p: p.name)
 def test_links_between_the_pages_resolve(page):
     text = re.sub(r"^```.*?^```", "", page.read_text(encoding="utf-8"), flags=re.M | re.S)
+    text = re.sub(r"`[^`\n]+`", "", text)  # a link written in inline code (docs/corpus.md's link forms) is no link
     for target, anchor in re.findall(r"\]\(([^)#\s]*)(?:#([^)\s]*))?\)", text):
         if "://" in target:
             continue

@@ -43,6 +43,7 @@ class Change:
     writes: dict[str, str | None]  # path -> its new text; None: the decision deletes the file
     subject: str
     body: str
+    retired: dict[str, str] = field(default_factory=dict)  # note retired -> its survivor (where its links now lead)
 
 
 DESCRIBE = "describe"  # the describe step: its name in the journal, the ledger, the lines and the metrics

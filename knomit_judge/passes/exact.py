@@ -6,7 +6,7 @@ from ..corpus import Corpus, Fact, exact_key
 from ..survivors import first_seen, why_first
 from ..verdicts import MECHANICAL, Verdict, group_fingerprint
 from .base import Candidate, Change, Restorer, Session, Subject
-from .prune import carried_body, retire
+from .prune import carried_body, relinked_body, retire
 
 PROMPT_ID = "exact@1"
 
@@ -48,12 +48,15 @@ def exact_change(group: list[Fact], verdict: Verdict, corpus: Corpus) -> Change:
     keep = first_seen(group, corpus)
     writes: dict[str, str | None] = {}
     carried: list[str] = []
+    relinked: list[str] = []
     for lose in group:
         if lose is not keep:
-            retire(corpus, lose, keep, verdict.id, absorb=False, writes=writes, carried=carried, copy=True)
+            retire(corpus, lose, keep, verdict.id, absorb=False, writes=writes, carried=carried, copy=True,
+                   relinked=relinked)
     losers = [f for f in group if f is not keep]
     return Change(writes, f"exact: retract {len(losers)} exact duplicate(s) of {keep.path}",
                   f"Same normalised title and body: retracted without a judge call; {keep.path} survives as the\n"
                   "original (the fact git first saw), and a copy adds no evidence:\n"
                   + "\n".join(f"- {f.path}: {why_first(keep, f, corpus)}" for f in losers)
-                  + carried_body(keep.path, carried))
+                  + carried_body(keep.path, carried) + relinked_body(keep.path, relinked),
+                  {f.path: keep.path for f in losers})

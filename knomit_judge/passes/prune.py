@@ -7,9 +7,11 @@ from typing import Any, overload
 
 from ..config import JudgeConfig
 from ..corpus import Corpus, Fact, fact_text
-from ..errors import Unparsed
+from ..errors import BadFact, Unparsed
+from ..links import vault_of
 from ..prompts import Prompt, cut, load_prompt
-from ..rewrite import absorbed, carried_over, copy_provenance, provenance, relinked_changes, retracted, rewrite
+from ..relink import names_taken, relinked_note, titles_are_names
+from ..rewrite import absorbed, carried_over, copy_provenance, provenance, retracted, rewrite
 from ..shortlist import neighbour_pairs
 from ..survivors import fact_survivor, why_survives
 from ..verdicts import Verdict, fingerprint, pair_fingerprint
@@ -24,17 +26,20 @@ def fact_evidence(fact: Fact, max_chars: int = JudgeConfig.max_evidence_chars) -
 
 def retire(corpus: Corpus, loser: Fact, survivor: Fact, verdict_id: str, absorb: bool,
            writes: dict[str, str | None] | None = None, carried: list[str] | None = None,
-           copy: bool = False) -> dict[str, str | None]:
-    """The writes that retract `loser` in favour of `survivor` and relink facts that linked to it.
+           copy: bool = False, relinked: list[str] | None = None) -> dict[str, str | None]:
+    """The writes that retract `loser` in favour of `survivor` and point every link to it at the survivor.
 
     The survivor takes in everything of the loser's on a merge (`absorb`), and on a retraction its
     sources, refs and links, never its motifs: a retraction must not leave a citation only in git
-    history. `carried` gets one line for each key taken in, for the commit body. A `copy` (an exact
-    duplicate) adds nothing to a `sources` count: see copy_provenance.
+    history. It takes the loser's aliases too, and in a corpus linked by name its title (relink.names_taken).
+    `carried` gets one line for each key taken in, `relinked` one for each note whose links now name the
+    survivor, for the commit body. A `copy` (an exact duplicate) adds nothing to a `sources` count: see
+    copy_provenance. Every note of the repository that links to the loser is relinked, in the form each
+    link was written (relink.relinked_note), not only the facts the paths read.
     `writes` holds earlier rewrites of the same decision, which these build on (None: a file this
-    decision deletes). Only keys whose value changes are rewritten, so every other line of every
-    file stays byte-for-byte. The retraction is written as the corpus's layout says: a
-    `status: retracted` key, or the file deleted.
+    decision deletes). Only keys whose value changes are rewritten, and only the links that lead to the
+    loser, so every other line of every file stays byte-for-byte. The retraction is written as the
+    corpus's layout says: a `status: retracted` key, or the file deleted.
     """
     writes = {} if writes is None else writes
 
@@ -54,14 +59,42 @@ def retire(corpus: Corpus, loser: Fact, survivor: Fact, verdict_id: str, absorb:
     if carried is not None and changes:
         carried.extend(f"- from {loser.path}: {line}" for line in carried_over(keep, changes))
     writes[loser.path] = retracted(current(loser), survivor.path, verdict_id, corpus.retract)
-    for other in corpus.linkers(loser.path):
-        if other.path in (loser.path, survivor.path) or writes.get(other.path, "") is None:
-            continue  # the survivor already dropped its link; a fact this decision deletes needs no relinking
-        other = current(other)
-        if not other.active:
-            continue  # a fact retracted by this decision keeps its own links
-        put(other, relinked_changes(other, loser.path, survivor.path))
+    vault = vault_of(corpus)
+    gone = {path for path, text in writes.items() if text is None}
+    by_file_name = False
+    for path in sorted(vault.linkers(loser.path)):
+        if path == loser.path or path in gone or path in vault.retracted or _retired_here(corpus, writes, path):
+            continue  # a retired note keeps its own links (history); a deleted one needs none
+        done = relinked_note(vault, path, writes.get(path) or vault.texts[path], loser.path, survivor.path, gone)
+        if done.count:
+            writes[path] = done.text
+            by_file_name |= done.by_file_name
+            if relinked is not None:
+                relinked.append(f"- {path}: {done.count} link(s) to {loser.path}")
+    keep = current(survivor)
+    text, names = names_taken(vault, keep.text, keep, loser, by_file_name,
+                              titles_are_names(corpus) or by_file_name or bool(loser.aliases))
+    if names:
+        writes[survivor.path] = text
+        if carried is not None:
+            carried.append(f"- from {loser.path}: aliases: + {', '.join(names)}")
     return writes
+
+
+def _retired_here(corpus: Corpus, writes: dict[str, str | None], path: str) -> bool:
+    """Whether this decision's earlier writes retract the fact at `path` (an exact group's other copy)."""
+    text = writes.get(path)
+    if text is None or not corpus.holds(path):
+        return False
+    try:
+        return not corpus.parse(path, text).active
+    except BadFact:
+        return False
+
+
+def relinked_body(survivor: str, relinked: list[str]) -> str:
+    """The commit body's list of the notes whose links now lead to the survivor (revert restores them)."""
+    return f"\n\nRelinked to {survivor}:\n" + "\n".join(relinked) if relinked else ""
 
 
 def carried_body(survivor: str, carried: list[str]) -> str:
@@ -205,7 +238,8 @@ class PrunePass:
             lose = a if (verdict.payload or {}).get("redundant") == a.path else b
             keep = b if lose is a else a
         carried: list[str] = []
-        writes = retire(corpus, lose, keep, verdict.id, absorb=merge, carried=carried)
+        relinked: list[str] = []
+        writes = retire(corpus, lose, keep, verdict.id, absorb=merge, carried=carried, relinked=relinked)
         if merge:
             subject = f"prune: merge {lose.path} into {keep.path}"
             why = f"{keep.path} survives by the fixed rules: {why_survives(keep, lose, corpus)}."
@@ -214,4 +248,5 @@ class PrunePass:
             why = (f"The judge named {lose.path} as redundant, wholly contained in {keep.path}, "
                    "which keeps its whole body.")
         body = "The judge read both facts' titles, bodies, motifs and sources.\n" + why
-        return Change(writes, subject, body + carried_body(keep.path, carried))
+        return Change(writes, subject, body + carried_body(keep.path, carried) + relinked_body(keep.path, relinked),
+                      {lose.path: keep.path})

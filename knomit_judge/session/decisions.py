@@ -18,6 +18,7 @@ from ..passes import Candidate, Change
 from ..passes.base import Pass
 from ..precision import Gate
 from ..precision import gate as precision_gate
+from ..relink import refusal, would_break
 from ..status import PassResult
 from ..verdicts import Verdict
 from .context import Context
@@ -49,15 +50,17 @@ def apply(ctx: Context, pass_name: str, verdict: Verdict, change: Change) -> str
     """Commit one decision (its files and the journal holding its verdict) and take it into the corpus.
 
     Every rewritten file is read back with the corpus reader first: a fact that would not parse is
-    never committed (DecisionRefused).
+    never committed (DecisionRefused); nor is a decision that would break a link (relink.would_break).
     """
     ctx.lineup.confirm()  # a retirement since the models were last read stops the session before this commit
     assert ctx.applier is not None, "a dry run applies nothing"
+    if broken := would_break(ctx.corpus, change.writes, change.retired):
+        raise DecisionRefused(broken[0].link.note, refusal(broken), broken[0].link.line or None)
     judge = f"{verdict.model} / {verdict.prompt}"
     msg = message(change.subject, change.body,
                   decision_trailers(Decision(pass_name, verdict.id, judge, verdict.rationale)))
     sha = ctx.applier.commit(change.writes, [ctx.journal.relpath(pass_name)], msg, verdict.id,
-                             check=ctx.corpus.parse)
+                             check=ctx.corpus.check)
     for path, text in change.writes.items():
         fact = ctx.corpus.put(path, text)
         if fact is not None:
