@@ -3,7 +3,9 @@ front-matter tags, and the placeholders that make a note a template rather than 
 
 from __future__ import annotations
 
+import bisect
 import re
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,8 +18,8 @@ _TAG_TEXT = re.compile(rf"[^{_STOP}]+")
 _NOT_DIGIT = re.compile(r"\D")
 _HAS_WORD = re.compile(r"\w")  # a motif needs a letter or digit: an emoji-only `#🚀` is Obsidian's, not ours
 _FENCE = re.compile(r"^[ \t>]*(`{3,}|~{3,})")  # a fenced code block's opening line (in a quote or a list too)
-# an inline code span: a run of backticks, then text up to the same run (a span may wrap, never past a blank line)
-_CODE_SPAN = re.compile(r"(`+)(?!`)(?:[^`\n]|`(?!\1)|\n(?![ \t]*\n))+?(?<!`)\1(?!`)")
+_TICKS = re.compile(r"`+")  # an inline code span runs from one run of backticks to the next run of the same length
+_BLANK = re.compile(r"\n[ \t]*\n")  # ... within its paragraph
 _LINK = re.compile(r"\[\[[^\[\]\n]*\]\]|\]\([^()\s]*\)")  # [[target#heading]], [text](url#anchor): no tags inside
 # Front-matter keys Obsidian reads tags from: `tags` (and `tag`, deprecated since 1.4): a list, or one string of
 # tags separated by commas or white space, each with or without its `#`.
@@ -50,13 +52,46 @@ def _skipped(text: str) -> list[tuple[int, int]]:
     spans = list(fenced)
     last = 0
     for a, b in [*fenced, (len(text), len(text))]:  # the text between fenced blocks: code spans and links
-        spans.extend((m.start(), m.end()) for rx in (_CODE_SPAN, _LINK) for m in rx.finditer(text, last, a))
+        spans += _code_spans(text, last, a)
+        spans += [(m.start(), m.end()) for m in _LINK.finditer(text, last, a)]
         last = b
-    return sorted(spans)
+    merged: list[tuple[int, int]] = []  # disjoint and sorted, for bisect
+    for a, b in sorted(spans):
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(b, merged[-1][1]))
+        else:
+            merged.append((a, b))
+    return merged
+
+
+def _code_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The inline code spans of text[start:end], found in one pass over its backtick runs (a regex that looks
+    for each opener's closer takes quadratic time on a paragraph of unmatched backticks)."""
+    runs = [(m.start(), m.end()) for m in _TICKS.finditer(text, start, end)]
+    blanks = [m.start() for m in _BLANK.finditer(text, start, end)]
+    by_length: dict[int, list[int]] = {}
+    for i, (a, b) in enumerate(runs):
+        by_length.setdefault(b - a, []).append(i)
+    spans, i = [], 0
+    while i < len(runs):
+        a, b = runs[i]
+        same = by_length[b - a]
+        at = bisect.bisect_right(same, i)
+        if at < len(same):
+            close = runs[same[at]]
+            blank = bisect.bisect_left(blanks, b)
+            if blank == len(blanks) or blanks[blank] >= close[0]:  # no blank line between: one span
+                spans.append((a, close[1]))
+                i = same[at] + 1
+                continue
+        i += 1  # no closer in its paragraph: these backticks are text
+    return spans
 
 
 def _outside(spans: list[tuple[int, int]], pos: int) -> bool:
-    return not any(a <= pos < b for a, b in spans)
+    """Whether pos lies in none of the disjoint, sorted spans."""
+    at = bisect.bisect_right(spans, (pos, sys.maxsize)) - 1
+    return at < 0 or not spans[at][0] <= pos < spans[at][1]
 
 
 def is_tag(text: str) -> bool:
@@ -144,10 +179,10 @@ def template_marker(text: str, body_start: int) -> tuple[str, int] | None:
             return m.group(0), line(m.start())
     body = text[body_start:]
     spans = _skipped(body)
-    headings = [(h.start(), h.end() + len(body[h.end():].split("\n", 1)[0])) for h in _HEADING.finditer(body)]
+    headings = [(h.start(), body.find("\n", h.end()) % (len(body) + 1)) for h in _HEADING.finditer(body)]  # -1: the end
     for rx in (_CORE_VARIABLE, _TEMPLATER, _ANY_VARIABLE):
         for m in rx.finditer(body):
-            if rx is _ANY_VARIABLE and not any(a <= m.start() < b for a, b in headings):
+            if rx is _ANY_VARIABLE and _outside(headings, m.start()):
                 continue
             if _outside(spans, m.start()):
                 return m.group(0), line(body_start + m.start())

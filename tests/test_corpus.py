@@ -133,6 +133,12 @@ def test_inline_tags_follow_obsidians_rules():
             "After the fences: #after #real\n")
     assert inline_tags(text) == ["real", "nested/tag", "y1984", "3d_printing", "2026-01-05", "émigré", "日本語",
                                  "kebab-case", "after"]
+    # an unmatched backtick is text; a code span ends at the next run of its length, never past a blank line
+    assert inline_tags("a ` b #t\n\n``c ` #d`` #e `wrapped\n#in-span`, `no\n\n#out` x") == ["t", "e", "out"]
+    import time
+    start = time.perf_counter()
+    assert len(inline_tags("a ` b #t " * 20000)) == 1  # one pass over the backticks: no quadratic rescan
+    assert time.perf_counter() - start < 2
     assert [is_tag(t) for t in ("running", "a/b", "Retry Storm", "1984", "x.y", "")] == \
         [True, True, False, False, False, False]
 
