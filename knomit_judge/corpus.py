@@ -33,6 +33,7 @@ OPENS_FRONT = re.compile(r"\A\ufeff?---[ \t]*\r?\n")  # a first line that opens 
 PARSE_VERSION = 3  # 2: aliases, file-name titles, notes without front matter; 3: templates, inline and string tags
 KEY_LINE = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:")  # a top-level key's first line; group 1 is the key
 _HAS_WORD = re.compile(r"\w", re.UNICODE)
+TAG_LINE = re.compile(r"#[^#\s]")  # a line starting `#word`: a heading to knomit's reader, an inline tag to Obsidian
 CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")  # line breaks and other control characters
 
 
@@ -151,11 +152,12 @@ def body_start(text: str) -> int:
     return m.end() if m else len(BOM) if text.startswith(BOM) else 0
 
 
-def heading_title(body: str) -> tuple[str, str] | None:
+def heading_title(body: str, tags: bool = False) -> tuple[str, str] | None:
     """(title, rest) from the first `#` heading: the first non-blank line if it is one (knomit's rule),
-    else the first `# ` line further down; None when the body has no heading."""
+    else the first `# ` line further down; None when the body has no heading. With `tags` (a layout that
+    reads inline tags) a first line `#word` is a tag, not a heading, as Obsidian reads it."""
     lines = body.strip().split("\n")
-    at = _heading_at(lines)
+    at = _heading_at(lines, tags)
     if at is None:
         return None
     title = lines[at].lstrip("#").strip()
@@ -165,16 +167,17 @@ def heading_title(body: str) -> tuple[str, str] | None:
     return title, rest
 
 
-def _heading_at(lines: list[str]) -> int | None:
+def _heading_at(lines: list[str], tags: bool = False) -> int | None:
     """The line the title is taken from: the first if it is a heading (knomit's rule), else the first `# ` line."""
-    return 0 if lines and lines[0].startswith("#") else \
+    first = lines[0] if lines else ""
+    return 0 if first.startswith("#") and not (tags and TAG_LINE.match(first)) else \
         next((i for i, ln in enumerate(lines) if ln.startswith("# ")), None)
 
 
-def empty_heading(body: str) -> int | None:
+def empty_heading(body: str, tags: bool = False) -> int | None:
     """The line of `body.strip()` heading_title would take the title from, when it holds only '#' marks."""
     lines = body.strip().split("\n")
-    at = _heading_at(lines)
+    at = _heading_at(lines, tags)
     return at if at is not None and not lines[at].lstrip("#").strip() else None
 
 
@@ -210,9 +213,9 @@ def parse_fact(path: str, text: str, motif_keys: tuple[str, ...] = DEFAULT_MOTIF
         title = title.strip()
     elif "title" in meta:
         raise BadFact(path, "front matter has no 'title' (a non-empty string)", lines.get("title", 2))
-    elif heading := heading_title(body):
+    elif heading := heading_title(body, inline):
         title, body = heading
-    elif (at := empty_heading(body)) is not None:  # the heading is there, with nothing after its '#'
+    elif (at := empty_heading(body, inline)) is not None:  # the heading is there, with nothing after its '#'
         raw = text[start:]
         blank = raw[:len(raw) - len(raw.lstrip())].count("\n")  # the lines body.strip() took off its start
         raise BadFact(path, "no title: the '# ' heading is empty (write the title after the '#'), and there "

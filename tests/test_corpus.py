@@ -205,3 +205,12 @@ def test_a_merge_takes_in_a_string_of_tags_as_tags():
     assert absorbed(keep, parse_fact("b.md", "---\ntags: ['#a', c]\n---\n# B\n", ("tags",)), ("tags",)) == \
         {"tags": ["a", "b", "c"]}  # never the one value "a, b"
     assert absorbed(keep, parse_fact("b.md", "---\ntags: ['#a']\n---\n# B\n", ("tags",)), ("tags",)) == {}
+
+
+def test_a_first_line_tag_is_a_tag_where_tags_are_read_inline_and_a_title_to_knomits_rule():
+    vault = parse_fact("Daily/2026-01-07.md", "#running in the rain\n", front_matter="optional", inline=True)
+    assert (vault.title, vault.body, vault.motifs) == ("2026-01-07", "#running in the rain", ("running",))
+    heading = parse_fact("Daily/x.md", "# Rain\n\n#running\n", front_matter="optional", inline=True)
+    assert (heading.title, heading.motifs) == ("Rain", ("running",))
+    knomit = parse_fact("kb/x.md", "---\nsources: 1\n---\n#Title without a space\n\nBody.\n")
+    assert (knomit.title, knomit.body) == ("Title without a space", "Body.")
