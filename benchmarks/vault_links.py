@@ -31,11 +31,6 @@ from pathlib import Path
 from typing import Any
 
 CLI = [sys.executable, "-c", "from knomit_judge.cli import main; main()"]
-CONFIG = """[corpus]
-paths = ["**/*.md"]
-front_matter = "optional"
-retract = "{retract}"
-"""
 
 
 def git(root: Path, *args: str) -> str:
@@ -174,15 +169,31 @@ def files(root: Path) -> dict[str, bytes]:
 
 
 def scenario(root: Path, p: Plant, retract: str = "delete") -> Outcome:
-    """The corpus at `root` (a git repository holding the planted vault) reviewed once; what the decision kept."""
+    """The vault at `root`, its `.obsidian/` committed as a user would, made a corpus by `init` and reviewed once
+    with Obsidian open (its workspace.json changed, uncommitted); what the decision kept."""
     from knomit_judge.init import init_corpus
     out = Outcome()
     fig = out.figures
     git(root, "init", "-q", "-b", "main")
-    init_corpus(root)
-    (root / "knomit-judge.toml").write_text(CONFIG.format(retract=retract), encoding="utf-8")
+    settings = root / ".obsidian"
+    settings.mkdir(exist_ok=True)
+    for name, value in (("app.json", {}), ("workspace.json", {"main": {"type": "split", "children": []}})):
+        if not (settings / name).exists():
+            (settings / name).write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "the vault, with a planted reworded copy")
+    said = init_corpus(root)
+    fig["init"] = next((line for line in said if "will read" in line), "")
+    config = root / "knomit-judge.toml"
+    text = config.read_text(encoding="utf-8")
+    if f'retract = "{retract}"' not in text:  # init chose the other: a person's one-key edit, committed
+        config.write_text(re.sub(r'^retract = "[a-z]+"', f'retract = "{retract}"', text, flags=re.M),
+                          encoding="utf-8")
+        git(root, "commit", "-q", "-am", f"retract = {retract}")
+    notes = [f for f in root.rglob("*.md") if not any(part.startswith(".") for part in f.relative_to(root).parts)]
+    workspace = settings / "workspace.json"
+    opened = workspace.read_text(encoding="utf-8").rstrip("\n") + "\n\n"  # Obsidian rewrites it while open
+    workspace.write_text(opened, encoding="utf-8")
     replies = root.parent / "replies.jsonl"
     replies.write_text(json.dumps({"pass": "prune", "a": p.copy, "b": p.original, "reply": {
         "decision": "retract", "redundant": "A", "rationale": "The copy restates the original note."}}) + "\n")
@@ -205,11 +216,18 @@ def scenario(root: Path, p: Plant, retract: str = "delete") -> Outcome:
         return out
     result = json.loads(review.stdout)
     fig["corpus read"] = f"{result['corpus']['read']} of {result['corpus']['files']}"
+    fig["init covers"] = round(result["corpus"]["read"] / len(notes), 3)
+    if fig["init covers"] < 0.95:
+        out.failures.append(f"init's settings read {result['corpus']['read']} of the vault's {len(notes)} notes")
     fig["problems"] = len(result["problems"])
     sha = git(root, "log", "--format=%H", "--grep", "^Knomit-Pass: prune$").split()
     if not sha:
         out.failures.append(f"no prune decision was applied: {result['passes'].get('prune')}")
         return out
+    fig["workspace.json left as Obsidian wrote it"] = (workspace.read_text(encoding="utf-8") == opened
+                                                       and ".obsidian/" not in git(root, "show", "--name-only", sha[0]))
+    if not fig["workspace.json left as Obsidian wrote it"]:
+        out.failures.append("the open vault's .obsidian/workspace.json was committed or changed by the decision")
     changed = dict(line.split("\t", 1)[::-1] for line in
                    git(root, "diff", "--name-status", "--no-renames", start, "HEAD").splitlines())
     notes_changed = {path: how for path, how in changed.items() if not path.startswith(".knomit/")}

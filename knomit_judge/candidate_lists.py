@@ -50,7 +50,7 @@ def inputs_digest(pass_name: str, ctx: Session) -> str:
     """A digest of everything a pass's candidate list depends on (evidence aside, which is made on reading)."""
     corpus, config = ctx.corpus, ctx.config
     h = hashlib.blake2b(facts_digest(corpus).encode(), digest_size=16)
-    h.update(repr((pass_name, code_digest(), ctx.embedder.model_name, tuple(corpus.motif_keys),
+    h.update(repr((pass_name, code_digest(), ctx.embedder.model_name, tuple(corpus.motif_keys), corpus.inline_tags,
                    config.shortlist, config.discovery)).encode())
     # the describe lines nominate alias pairs too (a context made without them, as tests make, has none)
     if pass_name == "alias" and ctx.lines:

@@ -142,6 +142,9 @@ class CorpusConfig:
     # "optional": a note without front matter is a fact too (a vault, a folder of notes: init writes it);
     # "required": such a file is reported and skipped, as knomit's own reader and our facts/ layout want.
     front_matter: str = "required"
+    # globs of files `paths` matches that are no facts: a vault's templates, drawings, an attachments folder
+    exclude: list[str] = field(default_factory=list)
+    inline_tags: bool = False  # true: `#tags` in a note's body are motifs too, beside the motif keys (a vault's)
     max_fact_bytes: int = 1_048_576
 
 
@@ -343,16 +346,22 @@ _CHOICES = {"corpus.retract": RETRACT_MODES, "corpus.front_matter": FRONT_MATTER
 # what `git check-ref-format --branch` would accept, less its rarer refusals (those fail at the push)
 _BRANCH = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)[A-Za-z0-9._/-]+(?<![./])$")
 _REMOTE = re.compile(r"^(?!-)[A-Za-z0-9._-]+$")  # a remote's name, not a URL: its URL and credentials stay in git
-_KEY_NAME = re.compile(r"^[A-Za-z_][\w-]*$")  # a top-level front-matter key, as rewrite.rewrite finds them
+_KEY_NAME = re.compile(r"^[A-Za-z_][\w-]*$")
+_MAY_BE_EMPTY = {"corpus.exclude"}  # nothing left out is a setting; no paths, or no motif key, is not  # a top-level front-matter key, as rewrite.rewrite finds them
 
 
 def _check_list(key: str, value: list[Any]) -> list[str]:
-    """A non-empty list of non-empty strings; paths must stay inside the corpus, keys must be plain keys."""
+    """A non-empty list of non-empty strings (`corpus.exclude` may be empty); paths must stay inside the corpus,
+    keys must be plain keys."""
+    if not value and key in _MAY_BE_EMPTY:
+        return []
     if not value or not all(isinstance(v, str) and v.strip() for v in value):
         raise ConfigError(f"{key}: expected a non-empty list of non-empty strings, got {value!r}")
     for v in value:
-        if key == "corpus.paths" and (v.startswith("/") or ".." in v.split("/")):
+        if key in ("corpus.paths", "corpus.exclude") and (v.startswith("/") or ".." in v.split("/")):
             raise ConfigError(f"{key}: {v!r} must be relative to the corpus root, without '..'")
+        if key == "corpus.exclude" and v.strip().endswith("/"):
+            raise ConfigError(f"{key}: {v!r} names a folder: write {v.strip() + '**'!r} for every file under it")
         if key == "corpus.motif_keys" and not _KEY_NAME.match(v):
             raise ConfigError(f"{key}: {v!r} is not a front-matter key name")
     return list(dict.fromkeys(v.strip() for v in value))
@@ -515,6 +524,8 @@ paths = ["facts/**/*.md"]  # where facts are: globs relative to the corpus root 
 motif_keys = ["motifs"]    # front-matter list keys whose values are motifs (e.g. ["entities"] or ["tags"])
 retract = "status"         # "status": keep the file with status: retracted; "delete": remove it in the commit
 front_matter = "required"  # "optional": a note without front matter is read too (titled by its file name)
+exclude = []               # globs of matched files that are no facts, e.g. ["Templates/**"] (a vault: init fills it)
+inline_tags = false        # true: #tags in a note's body are motifs too (a vault: init writes true)
 max_fact_bytes = 1048576   # larger fact files are reported and skipped
 
 [schedule]

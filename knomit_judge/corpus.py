@@ -16,8 +16,9 @@ from typing import Any, Protocol
 import yaml
 
 from .config import CorpusConfig
-from .errors import BadFact
-from .layout import DEFAULT_PATHS, fact_paths, glob_prefix, matches, where_facts_may_be
+from .errors import BadFact, TemplateNote
+from .layout import DEFAULT_PATHS, covered, fact_paths, glob_prefix, where_facts_may_be
+from .notes import OBSIDIAN_TAG_KEYS, inline_tags, obsidian_tags, template_marker
 
 FACTS_DIR = "facts"
 DEFAULT_MOTIF_KEYS = ("motifs",)
@@ -30,9 +31,10 @@ BOM = "\ufeff"
 FRONT = re.compile(r"\A\ufeff?---[ \t]*\r?\n(.*?)(?:^|\n)---[ \t]*(?:\r?\n|\Z)", re.S)
 OPENS_FRONT = re.compile(r"\A\ufeff?---[ \t]*\r?\n")  # a first line that opens front matter
 # What reading a layout's files depends on besides their bytes: a parse cached under another is made again.
-PARSE_VERSION = 2  # 2: aliases, file-name titles, notes without front matter
+PARSE_VERSION = 3  # 2: aliases, file-name titles, notes without front matter; 3: templates, inline and string tags
 KEY_LINE = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:")  # a top-level key's first line; group 1 is the key
 _HAS_WORD = re.compile(r"\w", re.UNICODE)
+TAG_LINE = re.compile(r"#[^#\s]")  # a line starting `#word`: a heading to knomit's reader, an inline tag to Obsidian
 CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")  # line breaks and other control characters
 
 
@@ -145,11 +147,18 @@ def front_matter(text: str) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
-def heading_title(body: str) -> tuple[str, str] | None:
+def body_start(text: str) -> int:
+    """Where a note's Markdown starts: after its front matter, or after a byte-order mark, or at 0."""
+    m = FRONT.match(text)
+    return m.end() if m else len(BOM) if text.startswith(BOM) else 0
+
+
+def heading_title(body: str, tags: bool = False) -> tuple[str, str] | None:
     """(title, rest) from the first `#` heading: the first non-blank line if it is one (knomit's rule),
-    else the first `# ` line further down; None when the body has no heading."""
+    else the first `# ` line further down; None when the body has no heading. With `tags` (a layout that
+    reads inline tags) a first line `#word` is a tag, not a heading, as Obsidian reads it."""
     lines = body.strip().split("\n")
-    at = _heading_at(lines)
+    at = _heading_at(lines, tags)
     if at is None:
         return None
     title = lines[at].lstrip("#").strip()
@@ -159,31 +168,36 @@ def heading_title(body: str) -> tuple[str, str] | None:
     return title, rest
 
 
-def _heading_at(lines: list[str]) -> int | None:
+def _heading_at(lines: list[str], tags: bool = False) -> int | None:
     """The line the title is taken from: the first if it is a heading (knomit's rule), else the first `# ` line."""
-    return 0 if lines and lines[0].startswith("#") else \
+    first = lines[0] if lines else ""
+    return 0 if first.startswith("#") and not (tags and TAG_LINE.match(first)) else \
         next((i for i, ln in enumerate(lines) if ln.startswith("# ")), None)
 
 
-def empty_heading(body: str) -> int | None:
+def empty_heading(body: str, tags: bool = False) -> int | None:
     """The line of `body.strip()` heading_title would take the title from, when it holds only '#' marks."""
     lines = body.strip().split("\n")
-    at = _heading_at(lines)
+    at = _heading_at(lines, tags)
     return at if at is not None and not lines[at].lstrip("#").strip() else None
 
 
 def parse_fact(path: str, text: str, motif_keys: tuple[str, ...] = DEFAULT_MOTIF_KEYS, *,
-               front_matter: str = "required") -> Fact:
+               front_matter: str = "required", inline: bool = False) -> Fact:
     """Parse one fact file's text; raise BadFact naming the path, line and reason.
 
     Tolerant of the layouts users already have: the title is the `title` key, else the first
     `#` heading, else the file name; `sources` is a list or an int count; `refs` are sources, and
     those naming a corpus path (kb://<repo>/<path> or a plain path) are links too; motifs are the
-    values of every `motif_keys` list; `aliases` are names links may use; keys it does not use are
-    never looked at. `front_matter = "optional"` (a vault, a folder of notes) reads a note without
-    any; "required" (knomit's rule, and ours) reports it.
+    values of every `motif_keys` list (`tags` also as Obsidian writes it: one string, a `#` before a
+    value), and with `inline` the body's `#tags` too; `aliases` are names links may use; keys it does
+    not use are never looked at. `front_matter = "optional"` (a vault, a folder of notes) reads a note
+    without any; "required" (knomit's rule, and ours) reports it. A template (`{{date}}`) raises
+    TemplateNote: no fact, and no problem either.
     """
     m = FRONT.match(text)
+    if marker := template_marker(text, m.end() if m else 0):
+        raise TemplateNote(path, f"a template ({marker[0]}): not read", marker[1])
     if m:
         front = m.group(1)
         meta = _front_meta(path, front)
@@ -200,9 +214,9 @@ def parse_fact(path: str, text: str, motif_keys: tuple[str, ...] = DEFAULT_MOTIF
         title = title.strip()
     elif "title" in meta:
         raise BadFact(path, "front matter has no 'title' (a non-empty string)", lines.get("title", 2))
-    elif heading := heading_title(body):
+    elif heading := heading_title(body, inline):
         title, body = heading
-    elif (at := empty_heading(body)) is not None:  # the heading is there, with nothing after its '#'
+    elif (at := empty_heading(body, inline)) is not None:  # the heading is there, with nothing after its '#'
         raw = text[start:]
         blank = raw[:len(raw) - len(raw.lstrip())].count("\n")  # the lines body.strip() took off its start
         raise BadFact(path, "no title: the '# ' heading is empty (write the title after the '#'), and there "
@@ -213,7 +227,8 @@ def parse_fact(path: str, text: str, motif_keys: tuple[str, ...] = DEFAULT_MOTIF
             raise BadFact(path, "no title: no 'title' key, no '# ' heading, and the file name is empty", 1)
     motifs: list[str] = []
     for key in motif_keys:
-        for motif in _str_list(path, key, meta.get(key), lines.get(key)):
+        value = obsidian_tags(meta.get(key)) if key in OBSIDIAN_TAG_KEYS else meta.get(key)
+        for motif in _str_list(path, key, value, lines.get(key)):
             where = "" if key == "motifs" else f" (in '{key}')"
             if not _HAS_WORD.search(motif):
                 raise BadFact(path, f"motif {motif!r} has no letters or digits{where}", lines.get(key))
@@ -221,6 +236,8 @@ def parse_fact(path: str, text: str, motif_keys: tuple[str, ...] = DEFAULT_MOTIF
                 raise BadFact(path, f"motif {motif!r} contains a line break or control character{where}",
                               lines.get(key))
             motifs.append(motif)
+    if inline:
+        motifs += inline_tags(text[start:])  # a tag's characters hold no control character, and one of them is a word's
     confidence = meta.get("confidence", 0.5)
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 <= confidence <= 1:
         raise BadFact(path, f"'confidence' must be a number from 0 to 1, got {confidence!r}", lines.get("confidence"))
@@ -265,7 +282,7 @@ def _front_meta(path: str, front: str) -> dict[str, Any]:
     except RecursionError:
         raise BadFact(path, "front matter is nested too deeply", 2) from None
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
+        mark = _broken_at(e)
         line = mark.line + 2 if mark else None  # +1 for 1-based, +1 for the opening '---'
         raise BadFact(path, f"bad YAML front matter: {getattr(e, 'problem', None) or e}", line) from None
     if meta is None and not front.strip():
@@ -273,6 +290,16 @@ def _front_meta(path: str, front: str) -> dict[str, Any]:
     if not isinstance(meta, dict):
         raise BadFact(path, "front matter is not a mapping of keys", 2)
     return meta
+
+
+def _broken_at(e: yaml.YAMLError) -> Any:
+    """Where the YAML is broken: the line a scalar, key or bracket started on when the scanner or an unclosed
+    flow collection is what failed (PyYAML's problem mark is then where it gave up, often the next line), else
+    the problem's own mark."""
+    context, problem = getattr(e, "context_mark", None), getattr(e, "problem_mark", None)
+    if context is not None and (isinstance(e, yaml.scanner.ScannerError) or "flow" in (getattr(e, "context", "") or "")):
+        return context
+    return problem
 
 
 def _aliases(path: str, meta: dict[str, Any], lines: dict[str, int]) -> tuple[str, ...]:
@@ -293,6 +320,7 @@ def _key_lines(front: str) -> dict[str, int]:
 def read_fact(root: Path, path: str, max_bytes: int, layout: CorpusConfig | None = None) -> Fact:
     """Read and parse one fact file, refusing files that are not small UTF-8 text inside the corpus."""
     globs = tuple(layout.paths) if layout else DEFAULT_PATHS
+    exclude = tuple(layout.exclude) if layout else ()
     check_path(path)
     full = root / path
     # A link may name another fact; anything else (outside the corpus, into .git) is not a fact.
@@ -303,7 +331,7 @@ def read_fact(root: Path, path: str, max_bytes: int, layout: CorpusConfig | None
     link = "symlink" if full.is_symlink() else "path (through a linked directory)"
     if not target.is_relative_to(root.resolve()):
         raise BadFact(path, f"{link} points outside the corpus ({target}); not followed")
-    if not matches(target.relative_to(root.resolve()).as_posix(), globs):
+    if not covered(target.relative_to(root.resolve()).as_posix(), globs, exclude):
         raise BadFact(path, f"{link} points outside {', '.join(globs)} ({target.relative_to(root.resolve())}); "
                             "not followed")
     # O_NONBLOCK and fstat: a pipe put where a fact was must not hang the session
@@ -328,10 +356,12 @@ def read_fact(root: Path, path: str, max_bytes: int, layout: CorpusConfig | None
 
 
 def parse_as(layout: CorpusConfig | None, path: str, text: str) -> Fact:
-    """parse_fact with a layout's reading rules ([corpus] motif_keys, front_matter; the defaults for None)."""
+    """parse_fact with a layout's reading rules ([corpus] motif_keys, front_matter, inline_tags; the defaults
+    for None)."""
     if layout is None:
         return parse_fact(path, text)
-    return parse_fact(path, text, tuple(layout.motif_keys), front_matter=layout.front_matter)
+    return parse_fact(path, text, tuple(layout.motif_keys), front_matter=layout.front_matter,
+                      inline=layout.inline_tags)
 
 
 def check_path(path: str) -> None:
@@ -405,15 +435,19 @@ class Corpus:
     """
 
     def __init__(self, root: Path, facts: dict[str, Fact], problems: list[BadFact], layout: CorpusConfig | None = None,
-                 files: int | None = None) -> None:
+                 files: int | None = None, templates: list[str] | None = None) -> None:
         self.root = Path(root)
         self.facts = facts
         self.problems = problems
+        self.templates = templates or []  # notes with template placeholders: matched, and left out
         self.paths = tuple(layout.paths) if layout else DEFAULT_PATHS
+        self.exclude = tuple(layout.exclude) if layout else ()
         self.motif_keys = tuple(layout.motif_keys) if layout else DEFAULT_MOTIF_KEYS
+        self.inline_tags = layout.inline_tags if layout else False
         self.retract = layout.retract if layout else "status"
         self.layout = layout
-        self.files = len(facts) + len(problems) if files is None else files  # fact files the paths matched
+        # fact files the paths matched
+        self.files = len(facts) + len(problems) + len(self.templates) if files is None else files
         # Told of every put(), after it: what is derived from the notes as a whole (links.Vault) stays in step.
         self.watchers: list[Callable[[str, str | None], None]] = []
         self._reindex()
@@ -436,17 +470,13 @@ class Corpus:
     def parse(self, path: str, text: str) -> Fact:
         return parse_as(self.layout, path, text)
 
-    def holds(self, path: str) -> bool:
-        """Whether the paths make the file at `path` a fact (a note elsewhere is read for its links only)."""
-        return matches(path, self.paths)
-
     def check(self, path: str, text: str) -> None:
         """A decision's write checked before it is made (gitops.Applier.commit): a fact must parse.
 
         A note that is no fact (outside the paths, or one the reader already skipped) is written only to keep
         its links, which never touches what made it unreadable: it is checked by the rewrite (relink.py).
         """
-        if self.holds(path) and path not in {p.path for p in self.problems}:
+        if self.covers(path) and not self.skipped(path):
             self.parse(path, text)
 
     def put(self, path: str, text: str | None) -> Fact | None:
@@ -458,11 +488,11 @@ class Corpus:
         if text is None:
             self.facts.pop(path, None)
             self._reindex()
-        elif self.holds(path):
+        elif self.covers(path):
             try:
                 fact = self.parse(path, text)
-            except BadFact:  # a note the reader skipped, relinked: still skipped
-                if path not in {p.path for p in self.problems}:
+            except BadFact:  # a note the reader skipped (or a template), relinked: still skipped
+                if not self.skipped(path):
                     raise
             if fact is not None:
                 self.facts[path] = fact
@@ -470,6 +500,15 @@ class Corpus:
         for watch in self.watchers:
             watch(path, text)
         return fact
+
+    def covers(self, path: str) -> bool:
+        """Whether a path is one of this corpus's fact paths (matched by `paths`, by no `exclude` glob); a note
+        elsewhere is read for its links only."""
+        return covered(path, self.paths, self.exclude)
+
+    def skipped(self, path: str) -> bool:
+        """Whether the reader left the file at `path` out: a problem named, or a template."""
+        return path in self.templates or any(p.path == path for p in self.problems)
 
     def linkers(self, path: str) -> list[Fact]:
         return [f for f in self.active() if path in f.links]
@@ -498,8 +537,8 @@ def load_corpus(root: Path, max_bytes: int = 1_048_576, index: FactIndex | None 
     `index` (a file_index.FileIndex) skips parsing files whose (mtime, size) is unchanged.
     """
     root = Path(root)
-    facts, problems = {}, []
-    paths = fact_paths(root, tuple(layout.paths) if layout else DEFAULT_PATHS)
+    facts, problems, templates = {}, [], []
+    paths = fact_paths(root, tuple(layout.paths) if layout else DEFAULT_PATHS, tuple(layout.exclude) if layout else ())
     if index:
         index.parse_key = parse_key(layout)
     for path in paths:
@@ -509,20 +548,22 @@ def load_corpus(root: Path, max_bytes: int = 1_048_576, index: FactIndex | None 
             if index and not cached:
                 index.remember(root, fact)
             facts[path] = fact
+        except TemplateNote:
+            templates.append(path)
         except BadFact as e:
             problems.append(e)
         except OSError as e:
             problems.append(BadFact(path, f"cannot read: {e.strerror or e}"))
     if index:
         index.forget_missing(set(facts))
-    return Corpus(root, facts, problems, layout, files=len(paths))
+    return Corpus(root, facts, problems, layout, files=len(paths), templates=templates)
 
 
 def parse_key(layout: CorpusConfig | None) -> str:
     """What parsing depends on besides the file: a cached parse made with other settings, or by an older
     reader (PARSE_VERSION), is stale."""
     motif_keys, front = (list(layout.motif_keys), layout.front_matter) if layout else (list(DEFAULT_MOTIF_KEYS), "")
-    return json.dumps([PARSE_VERSION, motif_keys, front or "required"])
+    return json.dumps([PARSE_VERSION, motif_keys, front or "required", bool(layout and layout.inline_tags)])
 
 
 def fact_from_record(record: dict[str, Any]) -> Fact:
@@ -543,11 +584,14 @@ class CorpusReport:
     read: int
     skipped: int
     why: str = ""
+    templates: int = 0  # matched files left out as templates (`{{date}}`): neither read nor skipped
 
     def line(self) -> str:
         if self.state == "broken":
             return f"corpus: broken - {self.why}"
-        return f"corpus: read {self.read} of {self.files} fact file{'s' * (self.files != 1)}, {self.skipped} skipped"
+        left = f", {self.templates} template{'s' * (self.templates != 1)} left out" if self.templates else ""
+        return (f"corpus: read {self.read} of {self.files} fact file{'s' * (self.files != 1)}, "
+                f"{self.skipped} skipped{left}")
 
     def json(self) -> dict[str, Any]:
         return asdict(self)
@@ -562,6 +606,8 @@ def corpus_report(corpus: Corpus) -> CorpusReport:
         why = f"paths {globs} matched no file; {where_facts_may_be(corpus.root)}"
     elif read == 0:
         shown = "; ".join(str(p) for p in corpus.problems[:3])
-        why = (f"read 0 of {corpus.files} fact file(s) matched by {globs}, {skipped} skipped: {shown}"
-               + ("; ..." if skipped > 3 else ""))
-    return CorpusReport("broken" if why else "read", list(corpus.paths), corpus.files, read, skipped, why)
+        left = f", {len(corpus.templates)} left out as templates" if corpus.templates else ""
+        why = (f"read 0 of {corpus.files} fact file(s) matched by {globs}, {skipped} skipped{left}"
+               + (f": {shown}" if shown else "") + ("; ..." if skipped > 3 else ""))
+    return CorpusReport("broken" if why else "read", list(corpus.paths), corpus.files, read, skipped, why,
+                        len(corpus.templates))

@@ -69,6 +69,10 @@ class BadFact(Exception):
         super().__init__(f"{where}: {reason}")
 
 
+class TemplateNote(BadFact):
+    """A note with template placeholders (`{{date}}`): not a fact and not a problem, only counted as left out."""
+
+
 class Unparsed(Exception):
     """A judge reply that does not follow the reply contract: never a verdict."""
 

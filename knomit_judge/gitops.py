@@ -123,9 +123,15 @@ def dirty_paths(repo: git.Repo, untracked_globs: Sequence[str] | None = None) ->
     commits only files it wrote, so an untracked `out.txt` cannot be mixed in; an untracked fact can, since
     the corpus reader reads it and a decision may rewrite it (docs/unattended.md).
     """
+    return [path for code, path in status_entries(repo)
+            if not (code == "??" and untracked_globs is not None and not matches(path, untracked_globs))]
+
+
+def status_entries(repo: git.Repo) -> list[tuple[str, str]]:
+    """(status code, path) of every changed or untracked path other than ours; "??" marks an untracked one."""
     # --no-optional-locks: a status must not refresh .git/index (dry runs write nothing)
     out = repo.git.execute(["git", "--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=all"])
-    paths: list[str] = []
+    found: list[tuple[str, str]] = []
     entries = out.split("\0")
     i = 0
     while i < len(entries):
@@ -136,10 +142,9 @@ def dirty_paths(repo: git.Repo, untracked_globs: Sequence[str] | None = None) ->
         code, path = entry[:2], entry[3:]
         if code[0] in "RC":
             i += 1  # the rename's source path follows
-        if is_ours(path) or code == "??" and untracked_globs is not None and not matches(path, untracked_globs):
-            continue
-        paths.append(path)
-    return paths
+        if not is_ours(path):
+            found.append((code, path))
+    return found
 
 
 def merge_in_progress(repo: git.Repo) -> str | None:

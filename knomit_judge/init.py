@@ -13,7 +13,16 @@ from .config import CONFIG_FILE, DEFAULT_TOML, load_config
 from .corpus import DEFAULT_MOTIF_KEYS, front_matter
 from .errors import NotACorpus
 from .gitops import dirty_paths, enclosing_top, run_git
-from .layout import DEFAULT_PATHS, Detected, detect_knomit, fact_paths
+from .layout import (
+    DEFAULT_PATHS,
+    OBSIDIAN,
+    WORKSPACE,
+    Detected,
+    detect_knomit,
+    detect_vault,
+    fact_paths,
+    matches,
+)
 from .store import DB_PATH, Store
 
 IGNORE_LINE = ".knomit/judge.db*"
@@ -41,29 +50,34 @@ def init_corpus(root: Path | str, create: bool = False) -> list[str]:
         repo, fresh = git.Repo.init(root), True
         said.append(f"initialised a git repository in {root}")
     config = root / CONFIG_FILE
-    found = detect_knomit(root)
-    looked = ""
-    if not found:
-        found, looked = detect_notes(root)
+    found, looked = detect(root)
     if found:
         said.append(f"detected a {found.kind} KB: {found.evidence}")
+        if found.notes is not None:
+            said.append(f"will read {found.notes} note(s)" + (f"; leaves out {'; '.join(found.left_out)}"
+                                                             if found.left_out else ""))
     elif looked:
         said.append(looked)
     if not config.exists():
         config.write_text(config_text(found), encoding="utf-8")
         said.append(f"wrote {CONFIG_FILE}" + (f" with [corpus] {corpus_settings(found)}" if found else ""))
-        if found and found.kind == "knomit":  # alias reviews motif spellings only: say how to review entities too
-            said.append('alias reviews the spellings under motifs; to merge entity spellings as well '
-                        '(Postgres / PostgreSQL), set [corpus] motif_keys = ["motifs", "entities"]')
+        if found and found.kind == "knomit":
+            said.append(knomit_keys_said(root, found))
     elif found and load_config(root).corpus.paths != list(found.paths):
         said.append(f"kept the existing {CONFIG_FILE}; its [corpus] paths do not look at "
                     f"{', '.join(found.paths)} (for this KB: {corpus_settings(found)})")
     load_config(root)  # an existing file must be valid
     ignore = root / ".gitignore"
     lines = ignore.read_text(encoding="utf-8").splitlines() if ignore.exists() else []
-    if IGNORE_LINE not in lines:
-        ignore.write_text("\n".join([*lines, IGNORE_LINE]) + "\n", encoding="utf-8")
-        said.append(f"added {IGNORE_LINE} to .gitignore")
+    # Obsidian rewrites its workspace files while it is open: worth no commit (they hold no decision back either)
+    wanted = [IGNORE_LINE, *([WORKSPACE] if list(root.glob(WORKSPACE)) else [])]
+    if added := [line for line in wanted if line not in lines]:
+        ignore.write_text("\n".join([*lines, *added]) + "\n", encoding="utf-8")
+        said.append(f"added {', '.join(added)} to .gitignore")
+    tracked = [p for p in run_git(repo, "ls-files", "-z", "--", OBSIDIAN).split("\0") if matches(p, [WORKSPACE])]
+    if tracked:
+        said.append(f"{tracked[0]} is committed, so .gitignore does not keep it out: `git rm --cached "
+                    f"{' '.join(tracked)}` stops committing it (an uncommitted change to it holds no decision back)")
     if not found:
         (root / "facts").mkdir(exist_ok=True)
     Store.for_corpus(root).close()
@@ -81,9 +95,50 @@ def init_corpus(root: Path | str, create: bool = False) -> list[str]:
         run_git(repo, "commit", "-q", "-m", "knomit-judge: init", *([] if fresh else ["--", *paths]))
         said.append("committed the configuration" + (f" and {len(facts)} fact file(s)" if facts else ""))
     if fresh and (left := dirty_paths(repo)):
-        said.append(f"{len(left)} other file(s) are not committed (e.g. {left[0]}): commit them or list them in "
-                    ".gitignore, or every decision waits for a clean work tree")
+        said.append(f"{len(left)} other file(s) are not committed (e.g. {left[0]}): git keeps them once you commit "
+                    "them or list them in .gitignore; no decision waits for them")
     return said
+
+
+def detect(root: Path) -> tuple[Detected | None, str]:
+    """The layout of a directory (a knomit KB, a vault, a folder of notes), or None and what was looked for."""
+    if found := detect_knomit(root):
+        found.motif_keys = knomit_keys(root, found)
+        return found, ""
+    if found := detect_vault(root):
+        return found, ""
+    return detect_notes(root)
+
+
+def knomit_keys(root: Path, found: Detected) -> tuple[str, ...]:
+    """The motif keys a knomit KB's facts carry: `motifs` where a sampled fact has them, else `entities` where
+    facts have those (knomit's agentic-engineering KB: no fact of 289 has `motifs:`, all have `entities:`)."""
+    counts = _key_counts(root, found.paths, ("motifs", "entities"))
+    return ("entities",) if not counts.get("motifs") and counts.get("entities") else ("motifs",)
+
+
+def knomit_keys_said(root: Path, found: Detected) -> str:
+    """What init says of the motif keys it chose for a knomit KB, and how to review the other spellings too."""
+    counts = _key_counts(root, found.paths, ("motifs", "entities"))
+    sampled = counts.pop("", 0)
+    seen = ", ".join(f"`{k}:` in {counts.get(k, 0)}" for k in ("motifs", "entities"))
+    if found.motif_keys == ("entities",):
+        return (f"alias reviews the spellings under entities (of {sampled} sampled facts: {seen}); "
+                "merged entity spellings are rewritten inside `entities`")
+    tail = ('; to merge entity spellings as well (Postgres / PostgreSQL), set [corpus] motif_keys = '
+            '["motifs", "entities"]') if counts.get("entities") else ""
+    return f"alias reviews the spellings under motifs (of {sampled} sampled facts: {seen}){tail}"
+
+
+def _key_counts(root: Path, globs: tuple[str, ...], keys: tuple[str, ...]) -> dict[str, int]:
+    """Of a sample of the fact files, how many hold each key as a non-empty list; "" is the sample's size."""
+    sample = fact_paths(root, globs)[:_SAMPLE]
+    counts: dict[str, int] = {"": len(sample)}
+    for meta in (_front(root / p) for p in sample):
+        for key in keys:
+            if isinstance(meta.get(key), list) and meta[key]:
+                counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 def check_target(root: Path, create: bool) -> None:
@@ -118,9 +173,8 @@ def detect_notes(root: Path) -> tuple[Detected | None, str]:
     Only folders: Markdown at the top of a repository is its README and friends far more often than notes.
     """
     by_folder: dict[str, list[str]] = {}
-    for n, path in enumerate(fact_paths(root, ("**/*.md",))):
-        if n >= _LOOK:
-            break
+    markdown = fact_paths(root, ("**/*.md",))[:_LOOK]
+    for path in markdown:
         if "/" in path:
             by_folder.setdefault(path.split("/")[0], []).append(path)
     seen = []
@@ -152,9 +206,17 @@ def detect_notes(root: Path) -> tuple[Detected | None, str]:
         return None, ""  # our own layout: the defaults read it
     tags = f"`{key}:` lists in {keys[key]} of them" if keys else \
         f"no list key of {', '.join(TAG_KEYS)} in them (motifs read from `{key}:` once notes carry it)"
+    others = sorted(((n, len(paths)) for n, paths in by_folder.items() if n != best.name), key=lambda kv: -kv[1])
+    at_top = sum(1 for p in markdown if "/" not in p)
+    where = [f"{n} in {d}/" for d, n in others[:3]] + [f"{at_top} at the top"] * bool(at_top)
+    outside = sum(n for _, n in others) + at_top
+    left_out = (f"{outside} Markdown file(s) outside {best.name}/ ({', '.join(where)}"
+                + (", ..." if len(others) > 3 else "") + "): set [corpus] paths to read them too",) if outside else ()
+    # a note of the folder without front matter is a note too (titled by its heading or file name)
     return Detected("notes", globs, (key,), "status",
                     f"{best.files} Markdown file(s) under {best.name}/, {best.fronted} of {best.sampled} sampled "
-                    f"with front matter, {tags}"), ""
+                    f"with front matter, {tags}", front_matter="optional", notes=best.files,
+                    left_out=left_out), ""
 
 
 def _front(path: Path) -> dict[str, Any]:
@@ -173,13 +235,26 @@ def _front(path: Path) -> dict[str, Any]:
 def found_facts(repo: git.Repo, root: Path) -> list[str]:
     """The fact files in a directory just made a repository, less those its own .gitignore excludes."""
     ignored = set(run_git(repo, "ls-files", "-z", "--others", "--ignored", "--exclude-standard").split("\0"))
-    return [p for p in fact_paths(root, load_config(root).corpus.paths) if p not in ignored]
+    corpus = load_config(root).corpus
+    return [p for p in fact_paths(root, corpus.paths, corpus.exclude) if p not in ignored]
 
 
 def corpus_values(found: Detected) -> dict[str, str]:
-    """The [corpus] settings of a detected layout, as TOML values."""
-    quote = lambda values: "[" + ", ".join(f'"{v}"' for v in values) + "]"  # noqa: E731
-    return {"paths": quote(found.paths), "motif_keys": quote(found.motif_keys), "retract": f'"{found.retract}"'}
+    """The [corpus] settings of a detected layout, as TOML values (those left at their defaults unsaid)."""
+    values = {"paths": toml_list(found.paths), "motif_keys": toml_list(found.motif_keys),
+              "retract": f'"{found.retract}"'}
+    if found.front_matter != "required":
+        values["front_matter"] = f'"{found.front_matter}"'
+    if found.exclude:
+        values["exclude"] = toml_list(found.exclude)
+    if found.inline_tags:
+        values["inline_tags"] = "true"
+    return values
+
+
+def toml_list(values: tuple[str, ...]) -> str:
+    """Strings as a TOML array (basic strings: a backslash or quote in a glob escaped)."""
+    return "[" + ", ".join('"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' for v in values) + "]"
 
 
 def corpus_settings(found: Detected) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -60,10 +61,17 @@ def matches(path: str, globs: Iterable[str]) -> bool:
     return any(re.fullmatch(_glob_regex(g), path) for g in globs)
 
 
-def fact_paths(root: Path, globs: Sequence[str] = DEFAULT_PATHS) -> list[str]:
-    """Every file below the corpus matching the globs, as sorted posix relative paths (hidden ones skipped)."""
+def covered(path: str, globs: Iterable[str], exclude: Iterable[str] = ()) -> bool:
+    """Whether a corpus-relative path is a fact path: matched by the globs and by none of `exclude`."""
+    return matches(path, globs) and not matches(path, exclude)
+
+
+def fact_paths(root: Path, globs: Sequence[str] = DEFAULT_PATHS, exclude: Sequence[str] = ()) -> list[str]:
+    """Every file below the corpus matching the globs and none of `exclude`, as sorted posix relative paths
+    (hidden ones skipped)."""
     root = Path(root)
     patterns = [re.compile(_glob_regex(g)) for g in globs]
+    left_out = [re.compile(_glob_regex(g)) for g in exclude]
     paths: set[str] = set()
     cut = len(os.path.join(str(root), ""))  # string slicing, not pathlib: 100k paths at scale
     for prefix in dict.fromkeys(glob_prefix(g) for g in globs):
@@ -76,7 +84,7 @@ def fact_paths(root: Path, globs: Sequence[str] = DEFAULT_PATHS) -> list[str]:
                 if name.startswith("."):
                     continue
                 rel = os.path.join(dirpath, name)[cut:].replace(os.sep, "/")
-                if any(p.fullmatch(rel) for p in patterns):
+                if any(p.fullmatch(rel) for p in patterns) and not any(p.fullmatch(rel) for p in left_out):
                     paths.add(rel)
     return sorted(paths)
 
@@ -96,6 +104,11 @@ class Detected:
     motif_keys: tuple[str, ...]
     retract: str
     evidence: str
+    front_matter: str = "required"
+    exclude: tuple[str, ...] = ()
+    inline_tags: bool = False
+    notes: int | None = None  # the Markdown files these settings read (None: not counted)
+    left_out: tuple[str, ...] = ()  # what they leave out, each with why, as init says it
 
 
 def _knomit_shaped(path: Path) -> bool:
@@ -124,6 +137,120 @@ def detect_knomit(root: Path) -> Detected | None:
     seen = [f"{len(facts)} Markdown file(s) under kb/", *ontology,
             f"{shaped} of {len(sample)} sampled with front matter and a '#' title line"]
     return Detected("knomit", KNOMIT_PATHS, ("motifs",), "delete", ", ".join(seen))
+
+
+# An Obsidian-style vault: every note in it, less what is no note.
+OBSIDIAN = ".obsidian"
+TRASH = ".trash"  # where Obsidian moves deleted notes, when set to
+VAULT_PATHS = ("**/*.md",)
+DRAWINGS = "**/*.excalidraw.md"  # the Excalidraw plugin's drawings: Markdown files holding a drawing, no note
+WORKSPACE = ".obsidian/workspace*.json"  # what Obsidian rewrites while it is open: never worth a commit
+_WIKILINK = re.compile(r"\[\[[^\[\]\n]+\]\]")
+_TEMPLATES = re.compile(r"templates?", re.I)  # a folder named like templates: `Templates`, `_templates`, `99 Templates`
+
+
+def glob_escape(path: str) -> str:
+    """A literal path as a glob that matches only it."""
+    return re.sub(r"([*?\[])", r"[\1]", path)
+
+
+def _spread(paths: list[str], n: int) -> list[str]:
+    """About n of the paths, taken evenly through the sorted list (the first n would be one folder's)."""
+    return paths[::max(1, len(paths) // n)][:n]
+
+
+def _head(path: Path) -> str:
+    try:
+        with open(path, "rb") as f:
+            return f.read(65536).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _settings(root: Path, name: str) -> dict[str, object]:
+    """One of Obsidian's settings files (.obsidian/<name>); {} when it is missing or unreadable."""
+    try:
+        value = json.loads((root / OBSIDIAN / name).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _folder(value: object) -> str:
+    """A folder an Obsidian setting names, relative to the vault ("" for its root, or none)."""
+    return value.strip().strip("/").removeprefix("./") if isinstance(value, str) else ""
+
+
+def detect_vault(root: Path) -> Detected | None:
+    """An Obsidian-style vault: `.obsidian/`, or (without it) Markdown notes most of which link with [[wikilinks]].
+
+    Every note is read (`**/*.md`, front matter optional, inline tags too); what is no note is left out and
+    named: `.obsidian/` and `.trash/` (hidden, never read), the templates folder, an attachments folder that
+    holds Markdown, Excalidraw drawings, and every non-Markdown file.
+    """
+    root = Path(root)
+    markdown = fact_paths(root, VAULT_PATHS)
+    if (root / OBSIDIAN).is_dir():
+        seen = f"{OBSIDIAN}/ (Obsidian's settings)"
+    else:
+        sample = _spread(markdown, _SAMPLE)
+        linked = sum(bool(_WIKILINK.search(_head(root / p))) for p in sample)
+        if linked < 2 or linked * 3 < len(sample):
+            return None
+        seen = f"{linked} of {len(sample)} sampled Markdown files link with [[wikilinks]]"
+    exclude, left_out = vault_left_out(root, markdown)
+    notes = sum(not matches(p, exclude) for p in markdown)
+    return Detected("vault", VAULT_PATHS, ("tags",), "delete", f"{seen}, {len(markdown)} Markdown file(s)",
+                    front_matter="optional", exclude=tuple(exclude), inline_tags=True, notes=notes,
+                    left_out=tuple(left_out))
+
+
+def vault_left_out(root: Path, markdown: list[str]) -> tuple[list[str], list[str]]:
+    """The exclude globs of a vault, and what is left out with why (as init says it)."""
+    exclude: list[str] = []
+    said: list[str] = []
+    if (root / OBSIDIAN).is_dir():
+        said.append(f"{OBSIDIAN}/ (Obsidian's settings)")
+    if (root / TRASH).is_dir():
+        said.append(f"{TRASH}/ (notes Obsidian deleted)")
+
+    def leave_out(folder: str, glob: str, why: str) -> None:
+        under = [p for p in markdown if matches(p, [glob])]
+        if under:
+            exclude.append(glob)
+        said.append(f"{folder}/ ({why}" + (f"; {len(under)} Markdown file(s)" if under else "") + ")")
+
+    folders = {p.rsplit("/", 1)[0] for p in markdown if "/" in p}
+    folders |= {f.rsplit("/", i)[0] for f in list(folders) for i in range(1, f.count("/") + 1)}
+    configured = [(_folder(_settings(root, "templates.json").get("folder")), f"{OBSIDIAN}/templates.json"),
+                  (_folder(_settings(root, "plugins/templater-obsidian/data.json").get("templates_folder")),
+                   "Templater's settings")]
+    templates = [(f, f"the templates folder, from {where}") for f, where in configured if f and (root / f).is_dir()]
+    if not templates:  # a folder named like templates, wherever it is
+        templates = [(f, "the templates folder, by its name") for f in sorted(folders)
+                     if _TEMPLATES.fullmatch(f.rsplit("/", 1)[-1].strip(" _-.0123456789"))]
+    for folder, why in dict(templates).items():
+        leave_out(folder, f"{glob_escape(folder)}/**", why)
+    attachments = _settings(root, "app.json").get("attachmentFolderPath")
+    if isinstance(attachments, str) and attachments.strip().startswith("./") and _folder(attachments):
+        sub = _folder(attachments)  # a subfolder beside each note
+        leave_out(f"**/{sub}", f"**/{glob_escape(sub)}/**", f"attachments, from {OBSIDIAN}/app.json")
+    elif (folder := _folder(attachments)) and not str(attachments).strip().startswith("./"):
+        leave_out(folder, f"{glob_escape(folder)}/**", f"the attachments folder, from {OBSIDIAN}/app.json")
+    if drawings := [p for p in markdown if matches(p, [DRAWINGS])]:
+        exclude.append(DRAWINGS)
+        said.append(f"{len(drawings)} Excalidraw drawing(s) ({DRAWINGS})")
+    others = sum(not name.endswith(".md") for name in _files(root))
+    if others:
+        said.append(f"{others} attachment(s) and other non-Markdown file(s) (only notes are read)")
+    return exclude, said
+
+
+def _files(root: Path) -> Iterable[str]:
+    """Every file below root outside hidden folders, by name."""
+    for _, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        yield from (n for n in filenames if not n.startswith("."))
 
 
 def where_facts_may_be(root: Path, limit: int = 5000) -> str:

@@ -391,7 +391,7 @@ class Vault:
         have = self.corpus.facts.get(path)
         if have is not None and have.text is text:
             return have
-        if not self.corpus.holds(path):
+        if not self.corpus.covers(path):
             return None
         try:
             return self.corpus.parse(path, text)

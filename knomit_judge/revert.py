@@ -33,8 +33,6 @@ def revert(verdict_id: str, root: Path | str, reason: str = "reverted by hand") 
             raise NotRevertible(f"verdict {verdict_id} applied nothing ({v.pass_name}: {v.answer})")
         if not _in_history(repo, v.commit_sha):
             raise NotRevertible(f"commit {v.commit_sha[:10]} of verdict {verdict_id} is not in this branch")
-        if dirty_paths(repo):
-            raise NotRevertible("the work tree has uncommitted changes; commit or stash them first")
         twins = same_decision(store, v)
         try:
             commit_sha, writes = v.commit_sha, restored_files(repo, v.commit_sha)
@@ -44,6 +42,11 @@ def revert(verdict_id: str, root: Path | str, reason: str = "reverted by hand") 
             if kept is None:
                 raise
             commit_sha, writes = kept, restored_files(repo, kept)
+        # the commit is made from a private index of these files alone: someone's other uncommitted work (an open
+        # vault's .obsidian/workspace.json) is left as it is, but a file it would overwrite must be committed first
+        if busy := sorted(set(dirty_paths(repo)).intersection(writes)):
+            raise NotRevertible(f"{busy[0]} has uncommitted changes and the revert would write it"
+                                f"{f' (and {len(busy) - 1} more)' if len(busy) > 1 else ''}; commit or stash them first")
         journal = Journal(opened.root)
         undone = [v, *twins]
         msg = message(f"revert {v.pass_name}: {verdict_id}", f"Restores {len(writes)} file(s) as they were "

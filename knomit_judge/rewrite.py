@@ -3,11 +3,24 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import yaml
 
-from .corpus import BOM, CONTROL, DEFAULT_MOTIF_KEYS, FRONT, KB_SCHEME, KEY_LINE, Fact, front_matter, link_target
+from .corpus import (
+    BOM,
+    CONTROL,
+    DEFAULT_MOTIF_KEYS,
+    FRONT,
+    KB_SCHEME,
+    KEY_LINE,
+    Fact,
+    body_start,
+    front_matter,
+    link_target,
+)
+from .notes import OBSIDIAN_TAG_KEYS, bare_tag, obsidian_tags, renamed_inline, renamed_tag_string
 
 _ANCHOR = re.compile(r"^[A-Za-z_][\w-]*[ \t]*:[ \t]*(&[^\s\[\]{},]+)")  # `motifs: &m [..]`: the anchor on a key's value
 # Keys a merge takes in from the retired fact (with the motif keys): lists are unioned, an int count is summed.
@@ -81,28 +94,46 @@ def rewrite(text: str, changes: dict[str, Any]) -> str:
     return f"{bom}---{newline}{new_front}\n---{newline}" + text[m.end():]
 
 
-def _union(*lists: list[Any]) -> list[Any]:
-    """The lists' items in order, each once (compared as stripped strings)."""
+def _stripped(value: Any) -> str:
+    return str(value).strip()
+
+
+def _union(*lists: list[Any], spelt: Callable[[Any], str] = _stripped) -> list[Any]:
+    """The lists' items in order, each once (compared as `spelt` spells them: stripped strings)."""
     seen, out = set(), []
     for value in (v for lst in lists for v in lst):
-        key = str(value).strip()
+        key = spelt(value)
         if key and key not in seen:
             seen.add(key)
             out.append(value)
     return out
 
 
-def renamed_motif(fact: Fact, lose: str, keep: str, motif_keys: tuple[str, ...] = DEFAULT_MOTIF_KEYS) -> str:
-    """The fact's text with spelling `lose` replaced by `keep` inside each motif key that holds it."""
+def renamed_motif(fact: Fact, lose: str, keep: str, motif_keys: tuple[str, ...] = DEFAULT_MOTIF_KEYS,
+                  inline: bool = False) -> str:
+    """The fact's text with spelling `lose` replaced by `keep` inside each motif key that holds it, and (`inline`)
+    in the body's `#lose` tags; every other byte as it was.
+
+    Obsidian's tag keys keep their shape: a one-string `tags: a, b` stays one string and a value's `#` stays.
+    A nested `#lose/x` is a spelling of its own and is not rewritten (docs/corpus.md).
+    """
     meta = front_matter(fact.text)
     changes: dict[str, Any] = {}
     for key in motif_keys:
         value = meta.get(key)
-        if isinstance(value, str) and value.strip() == lose:
+        if key in OBSIDIAN_TAG_KEYS and isinstance(value, (str, list)) and lose in obsidian_tags(value):
+            changes[key] = renamed_tag_string(value, lose, keep) if isinstance(value, str) else \
+                _union([("#" if str(v).strip().startswith("#") else "") + keep if bare_tag(v) == lose else v
+                        for v in value], spelt=bare_tag)
+        elif isinstance(value, str) and value.strip() == lose:
             changes[key] = keep
         elif isinstance(value, list) and any(str(v).strip() == lose for v in value):
             changes[key] = _union([keep if str(v).strip() == lose else v for v in value])
-    return rewrite(fact.text, changes) if changes else fact.text
+    text = rewrite(fact.text, changes) if changes else fact.text
+    if inline:
+        at = body_start(text)
+        text = text[:at] + renamed_inline(text[at:], lose, keep)
+    return text
 
 
 def _count(value: Any) -> int | None:
@@ -122,6 +153,9 @@ def absorbed(keep: Fact, lose: Fact, motif_keys: tuple[str, ...] = DEFAULT_MOTIF
     changes: dict[str, Any] = {}
     for key in dict.fromkeys([*motif_keys, *keys]):
         ours, other = mine.get(key), theirs.get(key)
+        tags = key in OBSIDIAN_TAG_KEYS
+        if tags:  # `tags: a, b` is two tags (Obsidian's one-string form), never the one value "a, b"
+            ours, other = (obsidian_tags(v) if isinstance(v, str) else v for v in (ours, other))
         if key in ("links", "refs") and isinstance(ours, list) and other is None:
             other = []  # still drop the survivor's own link to the fact it absorbs
         if other is None or (other == [] and key not in ("links", "refs")) or isinstance(other, (bool, dict)):
@@ -135,7 +169,7 @@ def absorbed(keep: Fact, lose: Fact, motif_keys: tuple[str, ...] = DEFAULT_MOTIF
         elif ours is None:
             new = other
         elif isinstance(ours, (list, str)):
-            new = _union(_as_list(ours), _as_list(other))
+            new = _union(_as_list(ours), _as_list(other), spelt=bare_tag if tags else _stripped)
             if isinstance(ours, str) and len(new) == 1:
                 new = ours
         else:

@@ -185,16 +185,15 @@ def test_second_session_exits_3_naming_the_holder(corpus_repo, judge_env):
 
 def test_dirty_tree_judges_and_stores_but_applies_nothing(corpus_repo, judge_env):
     judge_env.responder = alias_responder()
-    corpus_repo.write("notes.txt", "notes\n")
-    corpus_repo.commit("notes")
-    corpus_repo.write("notes.txt", "work in progress\n")  # an unstaged edit (an untracked file outside the facts
-    # would not block: docs/unattended.md)
+    # an unstaged edit to the settings the facts are read by, as to a fact, holds every decision (an edit to a
+    # file that is no fact, or an untracked file outside the facts, would not: docs/corpus.md)
+    corpus_repo.write("knomit-judge.toml", corpus_repo.read("knomit-judge.toml") + "# being edited\n")
     result, out = review_json(corpus_repo.root)
     assert out["passes"]["alias"]["resolved"] == 1 and out["passes"]["alias"]["applied"] == 0
     assert any("uncommitted" in n for n in out["notes"])
     assert "self-locking-penalty" in corpus_repo.read("facts/ops/f3.md")
     # once clean, the stored yes is applied without asking again
-    git(corpus_repo.root, "checkout", "--", "notes.txt")
+    git(corpus_repo.root, "checkout", "--", "knomit-judge.toml")
     calls = judge_env.calls
     result, out = review_json(corpus_repo.root)
     assert out["passes"]["alias"]["applied"] == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -60,20 +61,26 @@ def knomit_readable(root: Path) -> dict[str, str]:
 
 
 def use_entities(root: Path) -> None:
+    """Review entity spellings: what init writes for this KB, whose facts carry `entities:` and no `motifs:`."""
     toml = (root / "knomit-judge.toml").read_text(encoding="utf-8")
-    (root / "knomit-judge.toml").write_text(toml.replace('motif_keys = ["motifs"]', 'motif_keys = ["entities"]'))
-    git(root, "commit", "-q", "-am", "review entity spellings")
+    assert 'motif_keys = ["entities"]' in toml
 
 
 def test_init_detects_a_knomit_kb_and_writes_its_settings(tmp_path):
     root = knomit_kb(tmp_path)
-    out = run("init", root)
+    out = CliRunner().invoke(cli, ["init", str(root)], catch_exceptions=False)
     assert out.exit_code == 0
     assert "detected a knomit KB: 8 Markdown file(s) under kb/, .knomit/ontology.yaml" in out.stdout
-    assert 'with [corpus] paths = ["kb/**/*.md"], motif_keys = ["motifs"], retract = "delete"' in out.stdout
+    # the motif keys its facts carry (issue 54): none of the sampled facts has `motifs:`, they have `entities:`
+    assert 'with [corpus] paths = ["kb/**/*.md"], motif_keys = ["entities"], retract = "delete"' in out.stdout
+    assert ("alias reviews the spellings under entities (of 8 sampled facts: `motifs:` in 0, `entities:` in 6); "
+            "merged entity spellings are rewritten inside `entities`") in out.stdout
+    assert "set [corpus] motif_keys" not in out.stdout  # no hint to set what init already set
     toml = (root / "knomit-judge.toml").read_text(encoding="utf-8")
     config = parse_config(__import__("tomllib").loads(toml))
-    assert (config.corpus.paths, config.corpus.motif_keys, config.corpus.retract) == (["kb/**/*.md"], ["motifs"], "delete")
+    assert (config.corpus.paths, config.corpus.motif_keys, config.corpus.retract) == \
+        (["kb/**/*.md"], ["entities"], "delete")
+    assert (config.corpus.exclude, config.corpus.inline_tags, config.corpus.front_matter) == ([], False, "required")
     assert not (root / "facts").exists()  # not our layout: no facts/ made next to kb/
 
 
@@ -98,7 +105,8 @@ def test_review_merges_entity_spellings_and_retracts_by_deletion_leaving_knomit_
     out = run("review", root, "--judge", f"scripted:{REPLIES}", "--json")
     assert out.exit_code == 0, out.output
     result = json.loads(out.stdout)
-    assert result["corpus"] == {"state": "read", "paths": ["kb/**/*.md"], "files": 8, "read": 7, "skipped": 1, "why": ""}
+    assert result["corpus"] == {"state": "read", "paths": ["kb/**/*.md"], "files": 8, "read": 7, "skipped": 1, "why": "",
+                                "templates": 0}
     assert result["problems"] == [{"path": "kb/drafts/notes.md", "line": 1,
                                    "reason": "no YAML front matter (the file must start with a '---' line and close it "
                                              "with another)"}]
@@ -183,17 +191,32 @@ def test_no_fact_read_is_broken_and_names_the_skips(tmp_path):
     assert ":1: no YAML front matter" in corpus["why"]
 
 
-def test_a_user_edit_inside_dot_knomit_keeps_the_tree_dirty(tmp_path):
+def test_a_user_edit_inside_dot_knomit_is_never_committed_and_holds_back_no_decision(tmp_path):
+    # knomit's ontology is no fact and no decision writes it (issue 50): decisions go on, each committing only its
+    # own files; the person's edit stays theirs, uncommitted and untouched.
     root = knomit_kb(tmp_path)
     run("init", root)
     use_entities(root)
     (root / ".knomit" / "ontology.yaml").write_text("id: edited by hand\n")
     out = run("review", root, "--judge", f"scripted:{REPLIES}", "--json")
     result = json.loads(out.stdout)
-    assert any("uncommitted change(s) (e.g. .knomit/ontology.yaml)" in n for n in result["notes"])
-    assert result["passes"]["alias"]["applied"] == 0 and (root / LOSE).exists()
-    # Our own journal, written by that session, is not someone else's work: it was committed, the edit was not.
+    assert any("1 uncommitted change(s) outside the facts (e.g. .knomit/ontology.yaml)" in n for n in result["notes"])
+    assert result["passes"]["alias"]["applied"] == 1 and not (root / LOSE).exists()
+    for sha in git(root, "log", "--format=%H").split():
+        assert ".knomit/ontology.yaml" not in git(root, "show", "--name-only", "--format=", sha).split()[1:] or \
+            sha == git(root, "rev-list", "--max-parents=0", "HEAD").strip()
     assert git(root, "status", "--porcelain").split() == ["M", ".knomit/ontology.yaml"]
+    assert (root / ".knomit" / "ontology.yaml").read_text() == "id: edited by hand\n"
+
+
+def test_an_uncommitted_edit_to_a_fact_still_holds_every_decision(tmp_path):
+    root = knomit_kb(tmp_path)
+    run("init", root)
+    (root / UNTOUCHED[0]).write_text((root / UNTOUCHED[0]).read_text() + "\nA line being written.\n")
+    result = json.loads(run("review", root, "--judge", f"scripted:{REPLIES}", "--json").stdout)
+    assert any(f"uncommitted change(s) to facts (e.g. {UNTOUCHED[0]}): judging and storing, applying nothing" in n
+               for n in result["notes"])
+    assert result["passes"]["alias"]["applied"] == 0 and (root / LOSE).exists()
 
 
 NOTES = {
@@ -277,10 +300,29 @@ def test_a_merge_keeps_each_keys_type_and_relinking_keeps_the_ref_form():
     ({"paths": ["../elsewhere/*.md"]}, "must be relative to the corpus root"),
     ({"motif_keys": "tags"}, "corpus.motif_keys: expected list"),
     ({"motif_keys": ["a b"]}, "is not a front-matter key name"),
+    ({"exclude": ["../elsewhere/**"]}, "corpus.exclude: '../elsewhere/**' must be relative to the corpus root"),
+    ({"exclude": ["Templates/"]}, "corpus.exclude: 'Templates/' names a folder: write 'Templates/**' for every file"),
+    ({"exclude": "Templates/**"}, "corpus.exclude: expected list"),
+    ({"exclude": [""]}, "corpus.exclude: expected a non-empty list of non-empty strings"),
+    ({"inline_tags": "yes"}, "corpus.inline_tags: expected bool"),
 ])
 def test_corpus_settings_are_checked(corpus, message):
-    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace("[", r"\[")):
+    with pytest.raises(ConfigError, match=re.escape(message)):
         parse_config({"corpus": corpus})
+
+
+def test_exclude_leaves_files_out_of_the_paths(tmp_path):
+    from knomit_judge.corpus import load_corpus
+    from knomit_judge.layout import fact_paths
+    config = parse_config({"corpus": {"paths": ["**/*.md"], "exclude": ["Templates/**", "**/*.excalidraw.md"]}})
+    assert parse_config({"corpus": {"exclude": []}}).corpus.exclude == []
+    for path in ("a.md", "Templates/t.md", "Templates/deep/t.md", "x/Templates/t.md", "x/d.excalidraw.md"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("---\ntitle: T\n---\nbody\n")
+    assert fact_paths(tmp_path, config.corpus.paths, config.corpus.exclude) == ["a.md", "x/Templates/t.md"]
+    corpus = load_corpus(tmp_path, layout=config.corpus)
+    assert sorted(corpus.facts) == ["a.md", "x/Templates/t.md"] and corpus.files == 2
+    assert corpus.covers("a.md") and not corpus.covers("Templates/t.md")
 
 
 def test_write_config_helper_still_works_with_the_new_keys(corpus_repo):
@@ -354,3 +396,34 @@ def test_the_inbox_reads_the_kb_with_its_layout(tmp_path):
     assert titles <= set(evidence["PostgreSQL"]) | set(evidence["carriers rewritten by the commit"])
     # titles, not paths (a carrier the prune decision deleted since is named by its path)
     assert [t for t in evidence["carriers rewritten by the commit"] if t.startswith("kb/")] == [LOSE]
+
+
+def test_a_session_whose_motif_keys_no_fact_carries_says_so(tmp_path):
+    # issue 54: `alias: nothing-qualified - candidates 0` alone, on a KB whose facts keep their spellings elsewhere
+    root = knomit_kb(tmp_path)
+    run("init", root)
+    toml = (root / "knomit-judge.toml").read_text(encoding="utf-8")
+    (root / "knomit-judge.toml").write_text(toml.replace('motif_keys = ["entities"]', 'motif_keys = ["motifs"]'))
+    git(root, "commit", "-q", "-am", "motifs, as init used to write")
+    dry = json.loads(run("review", root, "--dry-run", "--json", "--judge", f"scripted:{REPLIES}").stdout)
+    alias = dry["passes"]["alias"]
+    assert alias["state"] == "nothing-qualified"
+    assert ('no fact carries a motif under [corpus] motif_keys = ["motifs"]; 6 of 7 sampled facts carry `entities:` '
+            'lists: set motif_keys = ["entities"]') in alias["notes"]
+    # with the keys the facts carry, nothing of the kind is said
+    (root / "knomit-judge.toml").write_text(toml)
+    git(root, "commit", "-q", "-am", "entities")
+    dry = json.loads(run("review", root, "--dry-run", "--json", "--judge", f"scripted:{REPLIES}").stdout)
+    assert not any("no fact carries" in n for n in dry["passes"]["alias"]["notes"])
+
+
+def test_init_keeps_motifs_where_facts_carry_them_and_names_entities_only_where_they_are(tmp_path):
+    root = knomit_kb(tmp_path)
+    fact = root / UNTOUCHED[0]
+    fact.write_text(fact.read_text().replace("---\n", "---\nmotifs: [test-isolation]\n", 1))
+    git(root, "commit", "-q", "-am", "one fact with motifs")
+    out = CliRunner().invoke(cli, ["init", str(root)], catch_exceptions=False)  # not -q: what init says is the test
+    assert 'motif_keys = ["motifs"]' in (root / "knomit-judge.toml").read_text()
+    assert ('alias reviews the spellings under motifs (of 8 sampled facts: `motifs:` in 1, `entities:` in 6); to merge '
+            'entity spellings as well (Postgres / PostgreSQL), set [corpus] motif_keys = ["motifs", "entities"]'
+            in out.stdout.splitlines())

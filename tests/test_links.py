@@ -340,3 +340,26 @@ def test_a_git_ignored_note_is_no_note_of_the_corpus_and_never_written(tmp_path)
     assert sha and "private/" not in git(repo.root, "show", "--name-only", "--format=", sha)
     assert (repo.root / "private/mine.md").read_text(encoding="utf-8") == secret
     assert "private/" not in run("links", repo.root).stdout
+
+
+@pytest.mark.parametrize("uncommitted", ["edited", "untracked"])
+def test_a_decision_waits_for_a_note_it_would_relink_that_someone_has_not_committed(tmp_path, uncommitted):
+    """A note outside the facts holds no decision, but a commit of one being edited (or never added) would take in
+    someone's unfinished work: the decision that would relink it waits, and applies once it is committed."""
+    mine = "Drafting: [[pg backups chat]] and more.\n"
+    repo = vault_repo(tmp_path, extra={"drafts/mine.md": "Drafting.\n"} if uncommitted == "edited" else None)
+    repo.write("drafts/mine.md", mine)  # a tracked note edited, or a new one never added
+    out = run("review", repo.root, "--judge", retract_reply(tmp_path), "--json")
+    assert out.exit_code == 0, out.output
+    assert prune_commit(repo.root) is None
+    assert any("waits: it would write drafts/mine.md, which has uncommitted changes" in n
+               for n in json.loads(out.stdout)["passes"]["prune"]["notes"])
+    assert (repo.root / "drafts/mine.md").read_text(encoding="utf-8") == mine
+    assert (repo.root / LOSE).exists()
+
+    repo.commit("the draft")
+    again = run("review", repo.root, "--judge", retract_reply(tmp_path), "--json")
+    assert again.exit_code == 0, again.output
+    sha = prune_commit(repo.root)
+    assert sha and "drafts/mine.md" in git(repo.root, "show", "--name-only", "--format=", sha)
+    assert (repo.root / "drafts/mine.md").read_text(encoding="utf-8") == "Drafting: [[Postgres backups]] and more.\n"

@@ -148,12 +148,11 @@ def kill_in_hook(root: Path, name: str, *argv: str) -> None:
 def test_a_session_killed_mid_commit_is_rolled_back_and_the_decision_applied_again_unasked(corpus_repo, judge_env):
     write_config(corpus_repo, FAST)
     judge_env.responder = alias_yes
-    corpus_repo.write("notes.txt", "notes\n")
-    corpus_repo.commit("notes")
-    corpus_repo.write("notes.txt", "work in progress\n")  # a dirty tree: judged and stored, not applied
+    # the settings being edited: judged and stored, not applied
+    corpus_repo.write("knomit-judge.toml", corpus_repo.read("knomit-judge.toml") + "# being edited\n")
     first = review(corpus_repo.root, ReviewOptions(passes=("alias",)))
     assert first.passes["alias"].resolved == 1 and first.passes["alias"].applied == 0
-    git(corpus_repo.root, "checkout", "--", "notes.txt")
+    git(corpus_repo.root, "checkout", "--", "knomit-judge.toml")
     head, calls = git(corpus_repo.root, "rev-parse", "HEAD"), judge_env.calls
 
     kill_in_hook(corpus_repo.root, "pre-commit", "review", str(corpus_repo.root), "--pass", "alias")

@@ -113,12 +113,19 @@ def test_revert_refuses_what_it_cannot_undo_cleanly(three):
     bad = run("revert", vid, str(repo.root))
     assert bad.exit_code == 2 and "facts/ops/f3.md changed after" in bad.stderr
     assert git(repo.root, "rev-parse", "HEAD") == head and repo.status() == ""
-    # a dirty tree is never mixed into a revert commit
-    pvid, _ = decision(repo, "prune")
+    # a file the revert would write, changed and not committed, refuses it ...
+    pvid, psha = decision(repo, "prune")
+    written = next(p for p in git(repo.root, "show", "--name-only", "--format=", psha).split() if p.startswith("facts/"))
     repo.write("notes.txt", "work in progress\n")
+    kept = repo.read(written)
+    repo.write(written, kept + "Half an edit.\n")
     bad = run("revert", pvid, str(repo.root))
-    assert bad.exit_code == 2 and "uncommitted changes" in bad.stderr
-    (repo.root / "notes.txt").unlink()
+    assert bad.exit_code == 2 and f"{written} has uncommitted changes and the revert would write it" in bad.stderr
+    repo.write(written, kept)
+    # ... while someone's other work (an open vault's workspace file) is left as it is, never mixed into its commit
     assert run("revert", pvid, str(repo.root)).exit_code == 0
+    assert git(repo.root, "show", "--name-only", "--format=", "HEAD").split().count("notes.txt") == 0
+    assert repo.read("notes.txt") == "work in progress\n" and "?? notes.txt" in repo.status()
+    (repo.root / "notes.txt").unlink()
     again = run("revert", pvid, str(repo.root))
     assert again.exit_code == 2 and "already reverted" in again.stderr

@@ -4,8 +4,8 @@ benchmark benchmarks/vault_links.py runs the same scenario on a real one, obsidi
 A planted reworded copy of one note, with aliases of its own, linked from two other notes; one `review` with a
 judge that calls the copy redundant retires it. Every link that resolved before resolves after, to an active note
 (those to the copy, to the survivor); the survivor carries the copy's aliases; no other note changes; revert
-restores every byte. The config is written by hand here (`[corpus] paths = ["**/*.md"]`, front matter optional);
-`init`'s coverage of the vault and the `.obsidian/workspace.json` rule come with the reading side's branch.
+restores every byte. `init` makes the vault a corpus and covers its notes; the vault's `.obsidian/` is committed,
+as users commit it, and Obsidian rewrites its workspace.json during the review: that holds no decision back.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ def test_a_merge_in_a_vault_keeps_every_link(tmp_path, retract):
     assert out.failures == []
     fig = out.figures
     assert fig["notes"] == 121 and fig["corpus read"] == "121 of 121" and fig["problems"] == 0
+    assert fig["init covers"] == 1.0 and "will read 121 note(s)" in fig["init"]
+    assert fig["workspace.json left as Obsidian wrote it"]
     assert fig["links to the copy"] == 3 and fig["links to the copy now to the survivor"] == 3
     assert fig["links resolved before"] == fig["links"] == 570
     assert fig["links kept"] == 570 - 7  # all but the copy's own seven, which are its history

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..corpus import Corpus
+from ..corpus import Corpus, body_start, front_matter
 from ..nominate import MAX_TITLES, TRUNCATED, nominate
+from ..notes import inline_tags, is_tag
 from ..prompts import Prompt, load_prompt
 from ..rewrite import renamed_motif
 from ..survivors import spelling_survivor
@@ -24,6 +25,9 @@ from .base import (
 )
 
 Side = tuple[str, str]  # a spelling and its carriers, encoded for fingerprint_encoded
+# front-matter list keys a corpus may keep its motifs under: what a session names when its motif keys hold none
+MOTIF_KEY_NAMES = ("motifs", "entities", "tags", "keywords", "topics", "categories")
+_SAMPLE = 50
 
 
 def motif_side(motif: str, corpus: Corpus) -> Side:
@@ -148,10 +152,35 @@ class AliasPass(AnswersAsShown):
         a, b = verdict.subject["a"], verdict.subject["b"]
         keep = spelling_survivor(a, b, corpus)
         lose = b if keep == a else a
+        if corpus.inline_tags and not is_tag(keep) and any(lose in inline_tags(f.text[body_start(f.text):])
+                                                           for f in corpus.carrier_facts(lose)):
+            keep, lose = lose, keep  # `#retry-storm` cannot be written `#Retry Storm`: the spelling a tag can hold wins
         writes: dict[str, str | None] = {}
         for fact in corpus.carrier_facts(lose):
-            writes[fact.path] = renamed_motif(fact, lose, keep, corpus.motif_keys)  # inside the key it came from
+            # inside the key it came from, and inline where the layout reads #tags
+            writes[fact.path] = renamed_motif(fact, lose, keep, corpus.motif_keys, inline=corpus.inline_tags)
         titles = {m: [f.title for f in corpus.carrier_facts(m)[:MAX_TITLES]] for m in (a, b)}
         body = (f"The judge read {len(titles[a])} carrier titles of '{a}' and {len(titles[b])} of '{b}'.\n"
                 f"'{keep}' survives by the fixed rules; {len(writes)} carrier(s) of '{lose}' rewritten.")
         return Change(writes, f"alias: merge motif '{lose}' into '{keep}'", body)
+
+
+def no_motif_note(corpus: Corpus) -> str | None:
+    """What a session says when no active fact carries a motif under its motif keys: the list keys a sample of the
+    facts does carry, so that `nothing-qualified` is not all it says (issue 54). None when some fact carries one."""
+    facts = corpus.active()
+    if corpus.carriers or not facts:
+        return None
+    sample = facts[::max(1, len(facts) // _SAMPLE)][:_SAMPLE]
+    counts: dict[str, int] = {}
+    for fact in sample:
+        meta = front_matter(fact.text)
+        for key in MOTIF_KEY_NAMES:
+            if isinstance(meta.get(key), list) and meta[key]:
+                counts[key] = counts.get(key, 0) + 1
+    keys = ", ".join(f'"{k}"' for k in corpus.motif_keys)
+    said = f"no fact carries a motif under [corpus] motif_keys = [{keys}]" + (" or inline" if corpus.inline_tags else "")
+    if counts:
+        best = max(counts, key=lambda k: (counts[k], -MOTIF_KEY_NAMES.index(k)))
+        said += f"; {counts[best]} of {len(sample)} sampled facts carry `{best}:` lists: set motif_keys = [\"{best}\"]"
+    return said

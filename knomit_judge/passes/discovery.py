@@ -11,7 +11,6 @@ import numpy as np
 from ..config import JudgeConfig
 from ..corpus import FACTS_DIR, Corpus, Fact, front_matter
 from ..errors import Unparsed
-from ..layout import matches
 from ..prompts import Prompt, cut, load_prompt
 from ..rewrite import yaml_value
 from ..shortlist import mean_pairwise, top_k
@@ -52,7 +51,7 @@ def new_fact_path(corpus: Corpus, name: str) -> str:
     """Where a proposed fact goes: <first fact directory>/discovered/, or that directory, if the paths read it."""
     for prefix in corpus.prefixes():
         for path in (f"{prefix}/discovered/{name}", f"{prefix}/{name}") if prefix else (f"discovered/{name}", name):
-            if matches(path, corpus.paths):
+            if corpus.covers(path):
                 return path
     return f"{DISCOVERED_DIR}/{name}"
 

@@ -84,7 +84,7 @@ def retire(corpus: Corpus, loser: Fact, survivor: Fact, verdict_id: str, absorb:
 def _retired_here(corpus: Corpus, writes: dict[str, str | None], path: str) -> bool:
     """Whether this decision's earlier writes retract the fact at `path` (an exact group's other copy)."""
     text = writes.get(path)
-    if text is None or not corpus.holds(path):
+    if text is None or not corpus.covers(path):
         return False
     try:
         return not corpus.parse(path, text).active

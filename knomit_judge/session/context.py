@@ -181,6 +181,7 @@ class Context:
     caps: Caps  # the session's dollar caps, with what the day and month spent before it
     lineup: Lineup  # the models' lifecycles and dialects, read before the session
     commits: list[str] = field(default_factory=list)
+    dirty: frozenset[str] = frozenset()  # uncommitted files that are no fact: a decision that would write one waits
     seen: dict[str, set[str]] = field(default_factory=dict)  # pass -> the fingerprints met this session
     problems: list[BadFact] = field(default_factory=list)  # the session's, for decisions refused as they were applied
     allowances: dict[str, Allowance] = field(default_factory=dict)

@@ -76,8 +76,14 @@ def applied(ctx: Context, r: PassResult, pass_name: str, verdict: Verdict, chang
     """Apply one decision; a refused one is named (pass note and session problem) and the session goes on.
 
     Its verdict stays stored and unapplied, so it is tried again next session, and named again while the
-    cause stays: never a traceback, never half a decision in the tree.
+    cause stays: never a traceback, never half a decision in the tree. One that would write a file someone
+    changed and has not committed (no fact: those hold every decision) waits for it the same way.
     """
+    if busy := sorted(ctx.dirty.intersection(change.writes)):
+        note = f"verdict {verdict.id} waits: it would write {busy[0]}, which has uncommitted changes"
+        if note not in r.notes:
+            r.notes.append(note)
+        return False
     try:
         apply(ctx, pass_name, verdict, change)
         return True

@@ -12,16 +12,18 @@ from git import Repo
 
 from .. import metrics
 from ..batches import Batches, batch_mode
-from ..config import Config, load_config
+from ..config import CONFIG_FILE, Config, load_config
 from ..corpus import corpus_report, load_corpus
 from ..embeddings import Embedder
 from ..errors import ConfigError, JudgeRefused, KnomitError
 from ..file_index import FileIndex
-from ..gitops import Applier, dirty_paths, merge_in_progress, open_repo, shared_lock
+from ..gitops import Applier, merge_in_progress, open_repo, shared_lock, status_entries
 from ..judge import make_backend
+from ..layout import matches
 from ..models import Lineup, has_key, read_lineup, require_usable
 from ..neighbours import Memory
 from ..passes import JUDGED_PASSES
+from ..passes.alias import no_motif_note
 from ..passes.base import Pass
 from ..passes.registry import all_passes
 from ..recovery import locked_store, sync_git, sync_journal
@@ -142,15 +144,27 @@ def _context(root: Path, repo: Repo, config: Config, store: Store, options: Revi
     for problem in corpus.problems:
         log.warning("skipped %s", problem)
     result.corpus = corpus_report(corpus)
-    dirty = dirty_paths(repo, config.corpus.paths)  # an untracked file outside the fact paths is not ours to mind
+    # An uncommitted change to a fact, or to the settings it is read by, holds every decision: the session read
+    # it. Any other (.obsidian/workspace.json, an attachment, an edit in .knomit/) holds only a decision that would
+    # write that file: a decision commits its own files from a private index, never the user's others.
+    # An untracked file outside the fact paths holds nothing, but a decision that would write it (a relinked note
+    # nobody has committed yet) waits too: a commit of it would take in someone's unfinished work.
+    entries = status_entries(repo)
+    held = [p for code, p in entries if (code != "??" or matches(p, config.corpus.paths))
+            and (corpus.covers(p) or p == CONFIG_FILE)]
+    others = frozenset(p for _, p in entries) - set(held)
     if merging := merge_in_progress(repo):  # a person's (recovery settled ours): a commit now would finish it
-        dirty = [merging]
+        held = [merging]
         result.notes.append(f"{merging}: judging and storing, applying nothing")
-    elif dirty:
-        result.notes.append(f"work tree has {len(dirty)} uncommitted change(s) (e.g. {dirty[0]}): "
+    elif held:
+        result.notes.append(f"work tree has {len(held)} uncommitted change(s) to facts (e.g. {held[0]}): "
                             "judging and storing, applying nothing")
+    elif others:
+        result.notes.append(f"{len(others)} uncommitted change(s) outside the facts (e.g. {min(others)}): left "
+                            "as they are; only a decision that would write one waits")
     return Context(root, config, store, corpus, Embedder(store), Journal(root),
-                   None if options.dry_run else Applier(repo), options, result.session, clean=not dirty,
+                   None if options.dry_run else Applier(repo), options, result.session, clean=not held,
+                   dirty=others,
                    batches=Batches(store, result.session, batch_mode(options.batch, config, options.judge)),
                    index=index, caps=Caps.for_session(store, config), lineup=models,
                    commits=result.commits, problems=result.problems)
@@ -188,6 +202,8 @@ async def _session(root: Path, repo: Repo, config: Config, store: Store, options
             result.passes[p.name] = PassResult(p.name)
             if p.name == "alias":  # the describe step's own line, after the alias pass's
                 result.passes[DESCRIBE] = PassResult(DESCRIBE, throttle="never budgeted")
+                if note := no_motif_note(ctx.corpus):  # not `nothing-qualified` alone: the keys hold no motif
+                    result.passes[p.name].notes.append(note)
         await _rounds(ctx, result, passes, throttles)
         if options.stop is not None and options.stop.is_set():
             # Stopped before its end (the daemon's SIGTERM): recorded as a plain review's interruption is, so
