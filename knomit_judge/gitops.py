@@ -18,8 +18,8 @@ from typing import Any
 
 import git
 
-from .corpus import atomic_write, file_mode
 from .errors import BadFact, CorpusLocked, CorpusUnwritable, DecisionRefused, KnomitError, NotACorpus
+from .files import atomic_write, file_mode
 from .layout import matches
 from .verdicts import Record, append_line, encode_line, line_id, now_text
 

@@ -20,8 +20,8 @@ import git
 
 from . import audits
 from .config import Config
-from .corpus import atomic_write
 from .errors import ConfigError
+from .files import atomic_write
 from .gitops import open_repo
 from .models import kept_lifecycles
 from .passes import JUDGED_PASSES
@@ -345,7 +345,7 @@ def render(fig: dict[str, Any]) -> str:
 def write_atomic(path: Path, text: str) -> None:
     """Replace path with text so that a reader (or a kill at any instant) sees the old file or the new one.
 
-    corpus.atomic_write's temp file, fsync and rename; the temporary name starts with a dot and does not
+    files.atomic_write's temp file, fsync and rename; the temporary name starts with a dot and does not
     end in .prom, so the textfile collector never reads a half-written one. Mode 0644: the collector often
     runs as another user, and nothing here is secret.
     """

@@ -35,8 +35,9 @@ from typing import Any, TypedDict
 import git
 
 from .config import Config
-from .corpus import atomic_write, parse_as
+from .corpus import parse_as
 from .errors import BadFact, ConfigError
+from .files import atomic_write
 from .gitops import (
     GIT_ENV,
     MERGE_MARK,
