@@ -168,6 +168,10 @@ class Remote:
             self.report.fail("broken", f"git failed: {_last(e.raw)}")
             return False
 
+    def fetch(self) -> bool:
+        """Fetch the remote branch into its remote-tracking ref and merge nothing (a proposing session's base)."""
+        return self._fetch()
+
     def push(self) -> None:
         """Push HEAD to the remote branch; on a rejection fetch, merge and push again (never forced)."""
         r = self.report
