@@ -52,7 +52,7 @@ def approve(root: Path | str, ids: list[str], every: bool = False) -> dict[str, 
         proposing = open_proposals(root, repo, config, store, base=repo.head.commit.hexsha)
         waiting = proposing.waiting()
         chosen = pick(waiting, ids, every)
-        landed, left, carried = land(opened, proposing, chosen, waiting)
+        landed, left, carried = land(opened, proposing, chosen)
         labels = None
         if landed:
             labels = commit_labels(opened, [(vid, "yes", "approved") for vid in landed], commits=landed,
@@ -109,17 +109,18 @@ def pick(waiting: list[Proposal], ids: list[str], every: bool) -> list[Proposal]
     return [p for p in waiting if p.verdict in set(ids)]
 
 
-def land(opened: Locked, proposing: Proposing, chosen: list[Proposal],
-         waiting: list[Proposal]) -> tuple[dict[str, str], dict[str, str], list[dict[str, Any]]]:
+def land(opened: Locked, proposing: Proposing,
+         chosen: list[Proposal]) -> tuple[dict[str, str], dict[str, str], list[dict[str, Any]]]:
     """Commit the chosen proposals on the checked-out reviewed branch: (landed verdict -> commit, left verdict ->
     why, the branch's label records the reviewed branch lacks, for the label commit)."""
     repo, store, board = opened.repo, opened.store, proposing.board
     head, tip = repo.head.commit.hexsha, board.rev(board.ref)
     if not chosen or tip is None:
         return {}, {}, []
-    if [p.verdict for p in chosen] == [p.verdict for p in waiting] and board.is_ancestor(head, tip) \
-            and not any(e.dropped for e in events(repo, tip, f"^{head}")):
-        run_git(repo, "merge", "--ff-only", "-q", tip)  # the very commits: nothing else is on the branch
+    on_branch = events(repo, tip, f"^{head}")
+    if board.is_ancestor(head, tip) and not any(e.dropped for e in on_branch) and \
+            {v for e in on_branch if not e.merge for v in e.verdicts} == {p.verdict for p in chosen}:
+        run_git(repo, "merge", "--ff-only", "-q", tip)  # the very commits: the branch holds no other decision
         sync_git(repo, store)
         return {p.verdict: p.commit for p in chosen}, {}, []
     landed: dict[str, str] = {}

@@ -474,8 +474,8 @@ def trailer_values(repo: git.Repo, key: str, *rev_args: str) -> list[str]:
     return [v.strip() for v in out.split("\0") if v.strip()]
 
 
-def applied_commits(repo: git.Repo) -> dict[str, str]:
-    """verdict id -> sha of the commit that applied it, read from the trailers.
+def applied_commits(repo: git.Repo, rev: str = "HEAD") -> dict[str, str]:
+    """verdict id -> sha of the commit that applied it, read from the trailers of `rev`'s history.
 
     A proposal dropped from the proposals branch (a Knomit-Dropped trailer newer than its commit) applied
     nothing, though a merge of that branch brings its commit along (proposals.py): it is left out.
@@ -483,7 +483,7 @@ def applied_commits(repo: git.Repo) -> dict[str, str]:
     if not repo.head.is_valid():
         return {}
     out = repo.git.log("--format=%H%x01%(trailers:key=Knomit-Verdict,valueonly,separator=%x02)"
-                       f"%x01%(trailers:key={DROPPED},valueonly,separator=%x02)%x00")
+                       f"%x01%(trailers:key={DROPPED},valueonly,separator=%x02)%x00", rev)
     found: dict[str, str] = {}
     dropped: set[str] = set()
     for entry in out.split("\0"):

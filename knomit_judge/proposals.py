@@ -309,30 +309,14 @@ class Board:
         done = Refreshed()
         if tip != base and self.is_ancestor(tip, base):  # all of it is on the reviewed branch: start again from it
             done.cleared = True
-            tip_for_parents, waiting, writers = base, [], set()
+            tip_for_parents, waiting, old = base, [], base
         else:
             old = run_git(self.repo, "merge-base", tip, base).strip()
             waiting = self.waiting(base, tip)
-            # what writers changed (a change the branch holds too, a landed proposal's, moved nothing under it)
-            writers = set() if old == base else \
-                {p for p in run_git(self.repo, "diff", "--name-only", "-z", "--no-renames", old, base).split("\0")
-                 if p and not is_record(p) and entry_at(self.repo, base, p) != entry_at(self.repo, tip, p)}
             tip_for_parents = tip
             done.merged = 0 if old == base else \
                 int(run_git(self.repo, "rev-list", "--count", f"{tip}..{base}").strip())
-        keep: list[Proposal] = []
-        moved: set[str] = set()
-        for p in waiting:
-            why = drop.get(p.verdict)
-            if not why and writers & set(p.paths):
-                why = f"its facts moved on {base_name}: {', '.join(sorted(writers & set(p.paths)))}"
-            if not why and moved & set(p.paths):
-                why = "it was made on the change of a proposal dropped before it"
-            if why:
-                done.dropped[p.verdict] = why
-                moved.update(p.paths)
-            else:
-                keep.append(p)
+        keep = self._replay(waiting, base, old, base_name, drop, done)
         parents = [tip_for_parents] + ([base] if not done.cleared and done.merged else [])
         tree_sha = self._tree(base, tip, keep, records)
         if parents == [tip] and tree_sha == self._tree_of(tip):
@@ -345,6 +329,29 @@ class Board:
             done.commit = new
         run_git(tree, "reset", "-q", "--hard", new)  # the branch and its work tree move together
         return done
+
+    def _replay(self, waiting: list[Proposal], base: str, old: str, base_name: str, drop: dict[str, str],
+                done: Refreshed) -> list[Proposal]:
+        """The proposals kept, replayed in order on `base`: each one whose files are as it found them (as the reviewed
+        branch has them, or as a proposal kept before it left them). The rest are dropped, with why."""
+        keep: list[Proposal] = []
+        after: dict[str, tuple[str, str] | None] = {}  # path -> its entry as the kept proposals leave it
+        for p in waiting:
+            why = drop.get(p.verdict)
+            found = {path: entry_at(self.repo, f"{p.commit}^", path) for path in p.paths}
+            now = {path: after[path] if path in after else entry_at(self.repo, base, path) for path in p.paths}
+            moved = sorted(path for path in p.paths if found[path] != now[path])
+            if not why and moved:
+                on_base = [path for path in moved if path not in after and
+                           entry_at(self.repo, base, path) != entry_at(self.repo, old, path)]
+                why = (f"its facts moved on {base_name}: {', '.join(on_base)}" if on_base
+                       else "it was made on the change of a proposal dropped before it")
+            if why:
+                done.dropped[p.verdict] = why
+                continue
+            keep.append(p)
+            after.update({path: entry_at(self.repo, p.commit, path) for path in p.paths})
+        return keep
 
     def _tree_of(self, rev: str) -> str:
         return run_git(self.repo, "rev-parse", f"{rev}^{{tree}}").strip()

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import ONE_CALL, SYNC, THREE, git, make_repo, planted
-from messages_server import tool
+from conftest import ONE_CALL, SYNC, THREE, fact_text, git, make_repo, planted
+from messages_server import text, tool
 
 from knomit_judge.cli import cli
 from knomit_judge.corpus import parse_fact
@@ -163,3 +163,199 @@ def test_propose_reject_approve_through_the_cli_on_a_shared_remote(tmp_path, sha
     assert rev(shared, "main") == main
     assert rejected not in trailers(shared, f"main..{PROPOSALS}", "Knomit-Verdict") or \
         rejected in trailers(shared, f"main..{PROPOSALS}", "Knomit-Dropped")
+
+
+def proposed_once(tmp_path: Path, bare: Path, name: str = "reviewer") -> tuple[Path, dict]:
+    """A clone of the remote and its first proposing session: the clone and the proposals by pass."""
+    reviewer = clone(bare, tmp_path / name)
+    code, out = run("-q", "review", reviewer, "--json")
+    assert code == 0, out
+    waiting = {p["pass"]: p for p in out["proposals"]["waiting"]}
+    assert sorted(waiting) == ["alias", "discovery", "exact", "prune"], out["proposals"]
+    return reviewer, waiting
+
+
+def test_a_merged_pull_request_counts_as_approval_of_all_of_it(tmp_path, shared, judge):
+    reviewer, waiting = proposed_once(tmp_path, shared)
+    # the pull request, merged on the hosting side: a merge commit of the proposals branch into main
+    hub = clone(shared, tmp_path / "hub")
+    git(hub, "fetch", "-q", "origin", PROPOSALS)
+    git(hub, "merge", "-q", "--no-ff", "-m", "Merge pull request #1 from knomit-judge/proposals", "FETCH_HEAD")
+    git(hub, "push", "-q", "origin", "HEAD:main")
+    merged = rev(hub, "HEAD")
+
+    calls = judge.calls
+    code, out = run("-q", "review", reviewer, "--json")
+    assert code == 0, out
+    assert judge.calls == calls
+    ids = {p["verdict"] for p in waiting.values()}
+    assert set(out["proposals"]["approved"]) == ids and out["proposals"]["waiting"] == []
+    assert rev(shared, "main") == merged  # the session recorded the approvals without moving main
+    # recorded as approvals: a yes label each, on the proposals branch, which holds nothing else now
+    labels = [json.loads(line) for line in git(shared, "show", f"{PROPOSALS}:.knomit/labels.jsonl").splitlines()]
+    assert {(lab["verdict"], lab["label"]) for lab in labels} == {(v, "yes") for v in ids}
+    assert git(shared, "diff", "--name-only", "main", PROPOSALS).split() == [".knomit/labels.jsonl"]
+    verdicts = {v["id"]: v for v in run("verdicts", reviewer, "--json")[1]["verdicts"]}
+    assert all(verdicts[v]["commit_sha"] for v in ids)  # applied, read from the remote's main
+    # and a later session neither labels them again nor proposes anything
+    code, again = run("-q", "review", reviewer, "--json")
+    assert code == 0 and again["proposals"]["approved"] == [] and again["proposals"]["proposed"] == []
+    assert judge.calls == calls
+
+
+def test_facts_moved_under_a_proposal_drop_it_and_its_question_is_asked_again(tmp_path, shared, judge):
+    reviewer, waiting = proposed_once(tmp_path, shared)
+    writer = clone(shared, tmp_path / "writer")
+    backup = writer / "facts/perf/backup.md"
+    backup.write_text(backup.read_text().replace("Backup requests after p95", "Backup requests sent after p95"))
+    git(writer, "commit", "-q", "-am", "writer: backup.md reworded")
+    (writer / "notes.md").write_text("a note\n")
+    git(writer, "add", "-A")
+    git(writer, "commit", "-q", "-m", "writer: a note")
+    git(writer, "push", "-q", "origin", "HEAD:main")
+
+    calls = judge.calls
+    code, out = run("-q", "review", reviewer, "--json")
+    assert code == 0, out
+    prune = waiting["prune"]["verdict"]
+    assert out["proposals"]["dropped"] == {prune: "its facts moved on origin/main: facts/perf/backup.md"}
+    asked = [r.prompt for r in judge.requests[calls:]]
+    assert any(r.startswith("Are fact A") and "Backup requests sent after p95" in r and "Hedged" in r
+               for r in asked)  # asked again, as after any edit, and proposed again on the writer's text
+    now = {p["pass"]: p for p in out["proposals"]["waiting"]}
+    assert now["prune"]["verdict"] != prune and out["proposals"]["proposed"] == [now["prune"]["verdict"]]
+    for name in ("exact", "alias", "discovery"):  # the others are the very same commits, on the merged main
+        assert now[name]["commit"] == waiting[name]["commit"]
+    git(shared, "merge-base", "--is-ancestor", rev(writer, "HEAD"), PROPOSALS)
+    retired = parse_fact("facts/perf/backup.md", git(shared, "show", f"{PROPOSALS}:facts/perf/backup.md"))
+    assert "sent after p95" in retired.body and retired.status == "retracted"
+    assert git(shared, "diff", "--name-only", "main", PROPOSALS, "--", "facts").split() == sorted(
+        {"facts/ops/f3.md", "facts/ops/f5.md", *now["prune"]["paths"], *now["discovery"]["paths"]})
+    fast_forwards_only(shared, f"refs/heads/{PROPOSALS}")
+
+
+def test_approve_all_of_an_unmoved_branch_lands_the_very_commits(tmp_path, shared, judge):
+    reviewer, waiting = proposed_once(tmp_path, shared)
+    tip = rev(shared, PROPOSALS)
+    code, out = run("approve", "--all", reviewer, "--json")
+    assert code == 0, out
+    assert out["approved"] == {p["verdict"]: p["commit"] for p in waiting.values()}  # the same shas
+    git(shared, "merge-base", "--is-ancestor", tip, "main")
+    assert git(shared, "rev-list", f"main..{PROPOSALS}") == ""
+    labels = [json.loads(line) for line in git(shared, "show", "main:.knomit/labels.jsonl").splitlines()]
+    assert sorted(lab["verdict"] for lab in labels if lab["label"] == "yes") == sorted(out["approved"])
+    assert rev(reviewer, "main") == rev(shared, "main") and git(reviewer, "status", "--porcelain") == ""
+    calls = judge.calls
+    code, again = run("-q", "review", reviewer, "--json")
+    assert code == 0 and judge.calls == calls and again["proposals"]["waiting"] == []
+
+
+def test_a_fresh_clone_buys_nothing_again_and_proposes_nothing_twice(tmp_path, shared, judge):
+    proposed_once(tmp_path, shared)
+    calls, tip = judge.calls, rev(shared, PROPOSALS)
+    elsewhere = clone(shared, tmp_path / "elsewhere")  # another machine: no db, only what the remote holds
+    code, out = run("-q", "review", elsewhere, "--json")
+    assert code == 0, out
+    assert judge.calls == calls, [r.prompt[:60] for r in judge.requests[calls:]]
+    assert out["proposals"]["proposed"] == [] and len(out["proposals"]["waiting"]) == 4
+    assert rev(shared, PROPOSALS) == tip
+
+
+# fx carries both losing spellings: each alias merge rewrites it, the second on the first's change
+LATCH, LATCHING, QUEUE, QUEUEING = "feedback-latch", "latching-feedback", "queue-growth", "growing-queue"
+SHARED = {
+    "facts/a/fx.md": fact_text("A latch that feeds on its own output grows the queue", [LATCH, LATCHING, QUEUEING],
+                               0.5, ["s1"], "The output holds the latch, and the held latch lets work pile up."),
+    "facts/a/fy.md": fact_text("An alarm that silences itself stays silent", [LATCH], 0.5, ["s2"],
+                               "Silence is the condition that keeps the alarm off."),
+    "facts/a/fz.md": fact_text("Arrivals faster than service make the backlog climb", [QUEUE], 0.9, ["s3"],
+                               "Each second more arrive than leave, so the backlog only grows."),
+}
+
+
+def two_merges(req, n):
+    """The loopback judge: the two latch spellings are one, the two queue spellings are one; all else is no."""
+    if req.prompt.startswith("Do motif A"):
+        pair = set(re.findall(r'"spelling": "([^"]+)"', req.prompt))
+        same = pair in ({LATCH, LATCHING}, {QUEUE, QUEUEING})
+        return text(json.dumps({"same": same, "mechanism": "One mechanism under two names." if same else ""}))
+    if req.prompt.startswith("Are fact A"):
+        return text(json.dumps({"decision": "distinct", "rationale": ""}))
+    return text(json.dumps({"entails": False, "fact": None, "rationale": ""}))
+
+
+def test_approve_some_re_applies_them_in_order_and_leaves_one_made_on_another(tmp_path, judge_env):
+    judge_env.responder, judge_env.describer = two_merges, lines_for_every_spelling
+    repo = make_repo(tmp_path / "kb", SHARED)  # no remote: the proposals branch stays in this clone
+    repo.write("knomit-judge.toml", ONE_CALL + UNTHROTTLED + PROPOSE)
+    repo.commit("config: propose")
+    head, before = rev(repo.root, "HEAD"), repo.read("facts/a/fx.md")
+    code, out = run("-q", "review", repo.root, "--json")
+    assert code == 0, out
+    assert rev(repo.root, "HEAD") == head and repo.read("facts/a/fx.md") == before and repo.status() == ""
+    first, second = (p["verdict"] for p in out["proposals"]["waiting"])  # in the order they were proposed
+    assert [p["paths"] for p in out["proposals"]["waiting"]] == [["facts/a/fx.md"]] * 2
+
+    code, out = run("approve", second, repo.root, "--json")  # made on the first's change: it waits for it
+    assert code == 0, out
+    assert out["approved"] == {} and out["left"] == {second: "its files changed since it was proposed "
+                                                             "(facts/a/fx.md)"}
+    assert rev(repo.root, "HEAD") == head
+
+    code, out = run("approve", first, repo.root, "--json")
+    assert code == 0, out
+    assert list(out["approved"]) == [first] and [p["verdict"] for p in out["proposals"]["waiting"]] == [second]
+    code, out = run("approve", second, repo.root, "--json")  # now its files are as it found them
+    assert code == 0, out
+    assert list(out["approved"]) == [second] and out["proposals"]["waiting"] == []
+    fx = parse_fact("facts/a/fx.md", repo.read("facts/a/fx.md"))
+    assert set(fx.motifs) == {LATCH, QUEUE}
+    assert trailers(repo.root, "HEAD", "Knomit-Verdict")[:2] == [second, first]  # landed in the order proposed
+    assert [lab["verdict"] for lab in map(json.loads, repo.read(".knomit/labels.jsonl").splitlines())] == \
+        [first, second]
+    assert repo.status() == ""
+
+
+def test_approve_and_reject_say_what_is_wrong_and_change_nothing(tmp_path, shared, judge):
+    reviewer, waiting = proposed_once(tmp_path, shared)
+    before = (rev(shared, "main"), rev(shared, PROPOSALS), rev(reviewer, "HEAD"))
+    for args in (["approve", reviewer], ["approve", "--all", waiting["alias"]["verdict"], reviewer],
+                 ["approve", "vffffffffffff", reviewer], ["reject", "vffffffffffff", reviewer],
+                 ["approve", "--all", reviewer, "extra"]):
+        out = CliRunner().invoke(cli, [str(a) for a in args])
+        assert out.exit_code == 2, (args, out.output)
+        assert "Traceback" not in out.output and out.output.strip()
+    assert (rev(shared, "main"), rev(shared, PROPOSALS), rev(reviewer, "HEAD")) == before
+    plain = make_repo(tmp_path / "plain", {})  # commit mode: nothing is proposed, and the command says why
+    out = CliRunner().invoke(cli, ["approve", "--all", str(plain.root)])
+    assert out.exit_code == 2 and 'apply.mode is "commit"' in out.output
+
+
+def test_status_the_metrics_and_the_report_show_the_proposals_waiting_and_their_age(tmp_path, shared, judge):
+    from prometheus_client.parser import text_string_to_metric_families
+    reviewer, waiting = proposed_once(tmp_path, shared)
+    metrics = tmp_path / "kj.prom"
+    code, out = run("-q", "review", reviewer, "--metrics-file", metrics)
+    assert code == 0, out
+    assert "proposals knomit-judge/proposals on origin/main: 4 waiting, 0 new" in out
+    oldest = min(p["proposed_at"] for p in waiting.values())
+    code, status = run("status", reviewer, "--json")
+    assert code == 0, status
+    for figures in (status["proposals"], status["metrics"]["proposals"]):
+        assert figures["waiting"] == 4 and figures["oldest_at"] == oldest and 0 <= figures["oldest_age_s"] < 600
+        assert sorted(i["verdict"] for i in figures["items"]) == sorted(p["verdict"] for p in waiting.values())
+    code, text_ = run("status", reviewer)
+    assert f"proposals knomit-judge/proposals on origin/main: 4 waiting, the oldest since {oldest}" in text_
+    samples = {s.name: s for f in text_string_to_metric_families(metrics.read_text()) for s in f.samples
+               if s.name.startswith("knomit_judge_proposals")}
+    assert samples["knomit_judge_proposals_waiting"].value == 4
+    assert samples["knomit_judge_proposals_waiting"].labels["branch"] == PROPOSALS
+    from datetime import datetime
+    assert samples["knomit_judge_proposals_oldest_timestamp_seconds"].value == \
+        datetime.fromisoformat(oldest).timestamp()
+    page = tmp_path / "report.html"
+    code, said = run("report", reviewer, "--html", page)
+    assert code == 0, said
+    html = page.read_text()
+    assert "<h2>Proposals waiting</h2>" in html and "4 decision(s) wait on" in html
+    assert all(f"knomit-judge approve {p['verdict']}" in html for p in waiting.values())

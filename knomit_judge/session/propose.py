@@ -19,7 +19,7 @@ from ..gitops import Applier, work_tree
 from ..labels import LABELS_FILE, Label, labeller, latest, parse_labels
 from ..passes import JUDGED_PASSES
 from ..proposals import Board, Proposal, ProposalsReport, Refreshed, approvals_by_merge, blob_at
-from ..recovery import sync_journal
+from ..recovery import sync_git, sync_journal
 from ..store import Store
 from ..sync import STATE_FILE, Remote
 from ..verdicts import Journal, encode_line, now_text
@@ -102,6 +102,7 @@ def open_proposals(root: Path, repo: git.Repo, config: Config, store: Store, bas
     # verdicts journalled on the branch (here or on other clones): answered here too, never bought again. Read with the
     # reviewed branch's marks (its journal is the first part of the branch's), so the marks stay the checkout's.
     sync_journal(work_tree(tree), store, keep_marks=False)
+    sync_git(repo, store, base)  # what the reviewed branch applied (a merged pull request), though the checkout lags
     report = ProposalsReport(board.branch, name, notes=notes)
     proposing = Proposing(board, tree, base, remote, report)
     proposing.before = proposing.proposed
