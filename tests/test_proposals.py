@@ -359,3 +359,63 @@ def test_status_the_metrics_and_the_report_show_the_proposals_waiting_and_their_
     html = page.read_text()
     assert "<h2>Proposals waiting</h2>" in html and "4 decision(s) wait on" in html
     assert all(f"knomit-judge approve {p['verdict']}" in html for p in waiting.values())
+
+
+PROPOSE_WORKFLOW = Path(__file__).resolve().parent.parent / "contrib" / "github-actions" / "knomit-judge-propose.yml"
+
+
+def test_the_propose_workflow_passes_actionlint(tmp_path):
+    from test_sync import actionlint
+    done = actionlint(PROPOSE_WORKFLOW)
+    assert done.returncode == 0 and not done.stdout.strip(), done.stdout + done.stderr
+    wf = PROPOSE_WORKFLOW.read_text()
+    for needed in ("schedule:", "fetch-depth: 0", "cancel-in-progress: false", "pull-requests: write",
+                   "secrets.ANTHROPIC_API_KEY", "knomit-judge review .", "gh pr create", "gh pr edit"):
+        assert needed in wf, needed
+    broken = tmp_path / "broken.yml"  # the check can fail: a context that does not exist is found
+    broken.write_text(wf.replace("github.token", "github.tokens"))
+    assert actionlint(broken).returncode != 0
+
+
+def pull_request_step(corpus: Path, tmp_path: Path, open_pr: str = "") -> tuple[list[str], str]:
+    """The workflow's pull-request step run as the runner runs it, the real knomit-judge and a stand-in `gh`
+    (not ours) that logs its arguments: (gh calls, the body it was given)."""
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+    step = next(s for s in yaml.safe_load(PROPOSE_WORKFLOW.read_text())["jobs"]["review"]["steps"]
+                if s.get("name") == "Open or update the pull request")
+    bin_dir, temp = tmp_path / "bin", tmp_path / "runner"
+    bin_dir.mkdir(exist_ok=True)
+    temp.mkdir(exist_ok=True)
+    log = tmp_path / "gh.log"
+    log.unlink(missing_ok=True)
+    gh = bin_dir / "gh"
+    gh.write_text(f'#!/bin/sh\necho "$*" >> {log}\n[ "$2" = list ] && echo "{open_pr}"\nexit 0\n')
+    gh.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{Path(sys.executable).parent}:/usr/bin:/bin", "RUNNER_TEMP": str(temp),
+           "PROPOSALS": PROPOSALS, "REVIEWED": "main", "GH_TOKEN": "test"}
+    done = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=corpus, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    body = temp / "body.md"
+    return log.read_text().splitlines(), body.read_text() if body.exists() else ""
+
+
+def test_the_pull_request_lists_each_decision_with_its_evidence_and_commands(tmp_path, shared, judge):
+    reviewer, waiting = proposed_once(tmp_path, shared)
+    calls, body = pull_request_step(reviewer, tmp_path)
+    assert calls[0] == f"pr list --head {PROPOSALS} --base main --state open --json number --jq .[0].number // empty"
+    assert calls[1].startswith(f"pr create --head {PROPOSALS} --base main --title knomit-judge: 4 decision(s) "
+                               "proposed --body-file ")
+    for p in waiting.values():
+        assert f"`knomit-judge approve {p['verdict']}`" in body and f"`knomit-judge reject {p['verdict']} --note" in body
+        assert p["subject"] in body
+    assert "Both report the same hedging result." in body and "Hedged requests cut p99" in body  # the evidence
+    calls, _ = pull_request_step(reviewer, tmp_path, open_pr="7")  # the pull request is open: it is updated
+    assert calls[1].startswith("pr edit 7 --title knomit-judge: 4 decision(s) proposed")
+    assert run("approve", "--all", reviewer)[0] == 0
+    calls, _ = pull_request_step(reviewer, tmp_path, open_pr="7")  # nothing waits: it is closed
+    assert calls[1].startswith("pr close 7 --comment")
