@@ -419,3 +419,27 @@ def test_the_pull_request_lists_each_decision_with_its_evidence_and_commands(tmp
     assert run("approve", "--all", reviewer)[0] == 0
     calls, _ = pull_request_step(reviewer, tmp_path, open_pr="7")  # nothing waits: it is closed
     assert calls[1].startswith("pr close 7 --comment")
+
+
+def test_a_proposing_session_killed_mid_commit_is_rolled_back_and_proposes_it_once(corpus_repo, judge_env):
+    from test_recovery import PAIR, alias_yes, kill_in_hook
+    judge_env.responder = alias_yes
+    corpus_repo.write("knomit-judge.toml", ONE_CALL + PROPOSE)
+    corpus_repo.commit("config: propose")
+    head, calls = rev(corpus_repo.root, "HEAD"), judge_env.calls
+    # the hook runs in the proposals' work tree too: the session dies as it commits its first decision there
+    kill_in_hook(corpus_repo.root, "pre-commit", "review", str(corpus_repo.root), "--pass", "alias")
+    tree = corpus_repo.root / ".git" / "knomit-proposals"
+    assert (corpus_repo.root / ".git" / "worktrees" / "knomit-proposals" / "knomit-pending.json").exists()
+    assert "facts/ops/f3.md" in git(tree, "status", "--porcelain")  # the change half-made, in its tree only
+    assert rev(corpus_repo.root, "HEAD") == head and corpus_repo.status() == ""
+
+    code, out = run("-q", "review", corpus_repo.root, "--pass", "alias", "--json")
+    assert code == 0, out
+    assert any("killed while applying verdict" in n for n in out["proposals"]["notes"]), out["proposals"]
+    # asked once, by the killed session: applied again from its verdict, not asked again
+    assert len([r for r in judge_env.requests[calls:] if all(f'"spelling": "{m}"' in r.prompt for m in PAIR)]) == 1
+    [alias] = out["proposals"]["waiting"]
+    assert out["proposals"]["proposed"] == [alias["verdict"]]
+    assert trailers(corpus_repo.root, f"main..{PROPOSALS}", "Knomit-Verdict") == [alias["verdict"]]  # once
+    assert git(tree, "status", "--porcelain") == "" and rev(corpus_repo.root, "HEAD") == head
