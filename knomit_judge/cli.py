@@ -436,7 +436,8 @@ def approve(args: tuple[str, ...], every: bool, as_json: bool) -> None:
     commits; record a `yes` label for each; push with [git] remote.
 
     What writers pushed is merged first, as a session merges it. A proposal whose files changed since it was
-    proposed is left (named), and the next session proposes it again or asks afresh.
+    proposed is left (named), and the next session proposes it again or asks afresh. Exit 1 when the reviewed
+    branch could not be pushed (no proposing session pushes it: run approve again).
 
     Example: knomit-judge approve v1a2b3c4d5e6 ~/corpus; knomit-judge approve --all ~/corpus
     """
@@ -452,7 +453,12 @@ def approve(args: tuple[str, ...], every: bool, as_json: bool) -> None:
     lines += [f"left {vid}: {why}" for vid, why in result["left"].items()]
     lines += [*([f"labels commit {result['label_commit']}"] if result["label_commit"] else []),
               *([_sync_line(result["sync"])] if result.get("sync") else []), _proposals_line(result["proposals"])]
+    unpushed = result.get("sync") and result["sync"]["state"] != "synced"
+    if unpushed:  # no proposing session pushes the reviewed branch: say so, and exit 1
+        lines.append("the reviewed branch was not pushed: run `knomit-judge approve --all` (or `git push`) again "
+                     "once the remote takes it")
     emit(result, as_json, lines if result["approved"] or result["left"] else ["nothing approved", *lines])
+    sys.exit(1 if unpushed else 0)
 
 
 @cli.command()

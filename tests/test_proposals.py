@@ -443,3 +443,17 @@ def test_a_proposing_session_killed_mid_commit_is_rolled_back_and_proposes_it_on
     assert out["proposals"]["proposed"] == [alias["verdict"]]
     assert trailers(corpus_repo.root, f"main..{PROPOSALS}", "Knomit-Verdict") == [alias["verdict"]]  # once
     assert git(tree, "status", "--porcelain") == "" and rev(corpus_repo.root, "HEAD") == head
+
+
+def test_an_approval_the_remote_did_not_take_exits_1_and_goes_out_with_the_next(tmp_path, shared, judge):
+    reviewer, waiting = proposed_once(tmp_path, shared)
+    main = rev(shared, "main")
+    git(reviewer, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
+    out = CliRunner().invoke(cli, ["approve", "--all", str(reviewer)])
+    assert out.exit_code == 1 and "the reviewed branch was not pushed" in out.output, out.output
+    assert "Traceback" not in out.output and rev(shared, "main") == main
+    assert set(trailers(reviewer, "HEAD", "Knomit-Verdict")) >= {p["verdict"] for p in waiting.values()}
+    git(reviewer, "remote", "set-url", "origin", str(shared))
+    code, again = run("approve", "--all", reviewer, "--json")
+    assert code == 0 and again["approved"] == {} and again["sync"]["state"] == "synced", again
+    assert rev(shared, "main") == rev(reviewer, "HEAD")
