@@ -457,3 +457,23 @@ def test_an_approval_the_remote_did_not_take_exits_1_and_goes_out_with_the_next(
     code, again = run("approve", "--all", reviewer, "--json")
     assert code == 0 and again["approved"] == {} and again["sync"]["state"] == "synced", again
     assert rev(shared, "main") == rev(reviewer, "HEAD")
+
+
+def test_rebuild_reads_the_proposals_tree_and_check_finds_it_equal(tmp_path, shared, judge):
+    reviewer, waiting = proposed_once(tmp_path, shared)
+    code, out = run("rebuild", reviewer, "--check")
+    assert code == 0, out  # the sessions' derived state is of the proposals' tree, and so is the check's
+    code, said = run("reject", waiting["discovery"]["verdict"], reviewer, "--json")
+    assert code == 0, said
+    for db in (reviewer / ".knomit").glob("judge.db*"):  # a lost db: the journal on both branches restores it
+        db.unlink()
+    code, out = run("rebuild", reviewer)
+    assert code == 0, out
+    code, out = run("rebuild", reviewer, "--check")
+    assert code == 0, out
+    verdicts = {v["id"]: v for v in run("verdicts", reviewer, "--json")[1]["verdicts"]}
+    assert verdicts[waiting["discovery"]["verdict"]]["reverted"] is True  # the reject's revert line, from the branch
+    calls = judge.calls
+    code, again = run("-q", "review", reviewer, "--json")
+    assert code == 0 and judge.calls == calls and again["proposals"]["proposed"] == [], again
+    assert len(again["proposals"]["waiting"]) == 3

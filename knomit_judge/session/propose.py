@@ -15,7 +15,7 @@ import git
 from ..config import Config
 from ..corpus import atomic_write
 from ..errors import KnomitError
-from ..gitops import Applier, work_tree
+from ..gitops import Applier, GitFailed, work_tree
 from ..labels import LABELS_FILE, Label, labeller, latest, parse_labels
 from ..passes import JUDGED_PASSES
 from ..proposals import Board, Proposal, ProposalsReport, Refreshed, approvals_by_merge, blob_at
@@ -79,6 +79,15 @@ def journal_paths(root: Path) -> list[str]:
 def open_proposals(root: Path, repo: git.Repo, config: Config, store: Store, base: str | None = None) -> Proposing:
     """Bring the proposals branch in step (the lock held, the corpus recovered): `base`, the reviewed branch's commit
     (None: the remote's, fetched now, or the checkout's branch)."""
+    try:
+        return _open(root, repo, config, store, base)
+    except GitFailed as e:  # a local git failure (a lock, a full disk): named, and nothing half-done is left
+        lines = e.raw.strip().splitlines()
+        raise KnomitError(f"the proposals branch {config.apply.proposals} could not be brought in step: "
+                          f"{lines[-1] if lines else e}") from None
+
+
+def _open(root: Path, repo: git.Repo, config: Config, store: Store, base: str | None) -> Proposing:
     board = Board(root, repo, config)
     notes: list[str] = []
     if base is None:
