@@ -388,8 +388,8 @@ class Board:
             what.append(f"merge {base_name} ({done.merged} commit(s))")
         if done.dropped:
             what.append(f"drop {len(done.dropped)} proposal(s)")
-        if notes and not what:
-            what.append("record " + ("a label" if len(notes) == 1 else f"{len(notes)} labels"))
+        if not what:  # only record lines moved: labels given on the reviewed branch or the checkout
+            what.append("record labels")
         body = [f"Dropped {vid}: {why}." for vid, why in done.dropped.items()] + notes
         trailers = "".join(f"{DROPPED}: {vid}\n" for vid in done.dropped)
         return f"proposals: {', '.join(what)}\n\n" + ("\n".join(body) + "\n\n" if body else "") + trailers

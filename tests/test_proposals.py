@@ -477,3 +477,14 @@ def test_rebuild_reads_the_proposals_tree_and_check_finds_it_equal(tmp_path, sha
     code, again = run("-q", "review", reviewer, "--json")
     assert code == 0 and judge.calls == calls and again["proposals"]["proposed"] == [], again
     assert len(again["proposals"]["waiting"]) == 3
+
+
+def test_a_no_label_on_a_waiting_proposal_drops_it_at_the_next_session(tmp_path, shared, judge):
+    reviewer, waiting = proposed_once(tmp_path, shared)
+    vid = waiting["prune"]["verdict"]
+    code, out = run("label", vid, "no", reviewer, "--note", "not one fact")
+    assert code == 0, out
+    code, out = run("-q", "review", reviewer, "--json")
+    assert code == 0, out
+    assert out["proposals"]["dropped"] == {vid: "labelled no"}
+    assert vid not in {p["verdict"] for p in out["proposals"]["waiting"]} and out["proposals"]["proposed"] == []

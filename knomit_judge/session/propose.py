@@ -115,9 +115,11 @@ def _open(root: Path, repo: git.Repo, config: Config, store: Store, base: str | 
     report = ProposalsReport(board.branch, name, notes=notes)
     proposing = Proposing(board, tree, base, remote, report)
     proposing.before = proposing.proposed
-    labels = parse_labels(blob_at(repo, f"{base}:{LABELS_FILE}") or b"") + parse_labels(
-        (work_tree(tree) / LABELS_FILE).read_bytes() if (work_tree(tree) / LABELS_FILE).exists() else b"")
-    said_for = latest(labels)
+    # the labels of the reviewed branch, of the proposals branch, and of the checkout (a `label` given here)
+    labels = parse_labels(blob_at(repo, f"{base}:{LABELS_FILE}") or b"")
+    for where in (work_tree(tree), root):
+        labels += parse_labels((where / LABELS_FILE).read_bytes() if (where / LABELS_FILE).exists() else b"")
+    said_for = latest(sorted(labels, key=lambda lab: lab.at))
     lines, approved = [], []
     for vid, sha in approvals_by_merge(repo, base).items():  # a merged pull request: approval of all it held
         v = store.verdict(vid)
@@ -127,7 +129,9 @@ def _open(root: Path, repo: git.Repo, config: Config, store: Store, base: str | 
                                        f"approved: merged into {name}", sha).record()))
         approved.append(vid)
     drop = {vid: "labelled no" for vid in proposing.before if said_for.get(vid) and said_for[vid].label == "no"}
-    proposing.refresh(drop, {LABELS_FILE: lines} if lines else None,
+    # the checkout's labels ride on the branch too: the session reads its labels there (a no gates the pass)
+    here = (root / LABELS_FILE).read_bytes().splitlines() if (root / LABELS_FILE).exists() else []
+    proposing.refresh(drop, {LABELS_FILE: [*here, *lines]} if here or lines else None,
                       [f"Approved {vid}: merged into {name}." for vid in approved])
     report.approved = approved
     return proposing
