@@ -6,6 +6,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import signal
 import sys
 import threading
@@ -438,6 +439,71 @@ def label(args: tuple[str, ...], note: str, label_file: Path | None, as_json: bo
     lines.append(f"commit {result['commit']}")
     lines += [f"applied decision labelled no; to undo it: {cmd}" for cmd in result["revert"]]
     emit(result, as_json, lines)
+
+
+VERDICT_ID = re.compile(r"^v[0-9a-f]{12}$")
+
+
+@cli.command()
+@click.argument("args", nargs=-1, metavar="[VERDICT...] [CORPUS]")
+@click.option("--all", "every", is_flag=True, help="Every proposal waiting, in the order they were proposed.")
+@json_opt
+def approve(args: tuple[str, ...], every: bool, as_json: bool) -> None:
+    """Land proposals ([apply] mode = "propose") on the reviewed branch, checked out here, as the same decision
+    commits; record a `yes` label for each; push with [git] remote.
+
+    What writers pushed is merged first, as a session merges it. A proposal whose files changed since it was
+    proposed is left (named), and the next session proposes it again or asks afresh. Exit 1 when the reviewed
+    branch could not be pushed (no proposing session pushes it: run approve again).
+
+    Example: knomit-judge approve v1a2b3c4d5e6 ~/corpus; knomit-judge approve --all ~/corpus
+    """
+    from .approve import approve as run
+    ids = [a for a in args if VERDICT_ID.match(a)]
+    rest = [a for a in args if not VERDICT_ID.match(a)]
+    if len(rest) > 1 or (rest and args[-1] != rest[0]):
+        raise click.UsageError("expected [VERDICT...] [CORPUS]: verdict ids (v and 12 hex digits), then the corpus")
+    if bool(ids) == every:
+        raise click.UsageError("name the proposals to approve (VERDICT...) or give --all, not both")
+    result = run(Path(rest[0] if rest else "."), ids, every)
+    lines = [f"approved {vid}: commit {sha}" for vid, sha in result["approved"].items()]
+    lines += [f"left {vid}: {why}" for vid, why in result["left"].items()]
+    lines += [*([f"labels commit {result['label_commit']}"] if result["label_commit"] else []),
+              *([_sync_line(result["sync"])] if result.get("sync") else []), _proposals_line(result["proposals"])]
+    unpushed = result.get("sync") and result["sync"]["state"] != "synced"
+    if unpushed:  # no proposing session pushes the reviewed branch: say so, and exit 1
+        lines.append("the reviewed branch was not pushed: run `knomit-judge approve --all` (or `git push`) again "
+                     "once the remote takes it")
+    emit(result, as_json, lines if result["approved"] or result["left"] else ["nothing approved", *lines])
+    sys.exit(1 if unpushed else 0)
+
+
+@cli.command()
+@click.argument("verdict")
+@corpus_arg
+@click.option("--note", default="", help="Why; kept with the `no` label.")
+@json_opt
+def reject(verdict: str, corpus: Path, note: str, as_json: bool) -> None:
+    """Drop a proposal ([apply] mode = "propose") from the proposals branch and record a `no` label: it is never
+    proposed or applied again while its facts stand. The reviewed branch does not move.
+
+    Example: knomit-judge reject v1a2b3c4d5e6 ~/corpus --note "different mechanisms"
+    """
+    from .approve import reject as run
+    result = run(corpus, verdict, note)
+    lines = [f"rejected {verdict}: commit {result['commit']}",
+             *(f"dropped {vid}: {why}" for vid, why in result["dropped"].items() if vid != verdict),
+             *([_sync_line(result["sync"])] if result.get("sync") else []), _proposals_line(result["proposals"])]
+    emit(result, as_json, lines)
+
+
+def _sync_line(sync: dict[str, Any]) -> str:
+    return (f"sync {sync['remote']}/{sync['branch']}: {sync['state']} - pushed {sync['pushed']}, unpushed "
+            f"{sync['unpushed']}" + (f"; error: {sync['error']}" if sync.get("error") else ""))
+
+
+def _proposals_line(report: dict[str, Any]) -> str:
+    return f"proposals {report['branch']} on {report['base']}: {len(report['waiting'])} waiting"
 
 
 @cli.command()

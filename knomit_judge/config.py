@@ -164,6 +164,17 @@ class GitConfig:
     branch: str = "main"  # the remote branch a session merges before reviewing and pushes to after
 
 
+APPLY_MODES = ("commit", "propose")
+
+
+@dataclass
+class ApplyConfig:
+    # "commit": a session commits its decisions on the branch it reviews (and pushes it, with [git] remote).
+    # "propose": it commits them on the proposals branch and pushes that one; `approve` lands them (proposals.py).
+    mode: str = "commit"
+    proposals: str = "knomit-judge/proposals"  # the branch a proposing session commits to, never the reviewed one
+
+
 @dataclass
 class CalibrationConfig:
     # One applied decision in ten per pass and session goes to the inbox (at least one when the pass applied
@@ -236,6 +247,7 @@ class Config:
     calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     git: GitConfig = field(default_factory=GitConfig)
+    apply: ApplyConfig = field(default_factory=ApplyConfig)
     prices: dict[str, Price] = field(default_factory=lambda: dict(DEFAULT_PRICES))
 
     def where(self, key: str, environ: Mapping[str, str] = os.environ) -> str:
@@ -317,6 +329,7 @@ _SECTION_TYPES: dict[str, type[DataclassInstance]] = {
     "calibration": CalibrationConfig,
     "metrics": MetricsConfig,
     "git": GitConfig,
+    "apply": ApplyConfig,
 }
 # Values that must be positive (or within 0..1) to make sense; checked after types.
 _BOUNDS = {
@@ -342,7 +355,8 @@ _BOUNDS = {
     "corpus.max_fact_bytes": (1, None),
     "calibration.sample_rate": (0, 1), "calibration.min_precision": (0, 1),
 }
-_CHOICES = {"corpus.retract": RETRACT_MODES, "corpus.front_matter": FRONT_MATTER, "judge.effort": EFFORTS}
+_CHOICES = {"corpus.retract": RETRACT_MODES, "corpus.front_matter": FRONT_MATTER, "judge.effort": EFFORTS,
+            "apply.mode": APPLY_MODES}
 # what `git check-ref-format --branch` would accept, less its rarer refusals (those fail at the push)
 _BRANCH = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)[A-Za-z0-9._/-]+(?<![./])$")
 _REMOTE = re.compile(r"^(?!-)[A-Za-z0-9._-]+$")  # a remote's name, not a URL: its URL and credentials stay in git
@@ -382,7 +396,7 @@ def _check(key: str, value: Any, typ: type) -> Any:
         return _check_list(key, value)
     if key in _CHOICES and value not in _CHOICES[key]:
         raise ConfigError(f"{key}: {value!r} is not one of {', '.join(map(repr, _CHOICES[key]))}")
-    if key == "git.branch" and not _BRANCH.match(value):
+    if key in ("git.branch", "apply.proposals") and not _BRANCH.match(value):
         raise ConfigError(f"{key}: {value!r} is not a branch name")
     if key == "git.remote" and value and not _REMOTE.match(value):
         raise ConfigError(f"{key}: {value!r} is not a git remote name (see `git remote`)")
@@ -435,6 +449,8 @@ def parse_config(data: dict[str, Any]) -> Config:
         raise ConfigError(f"judge.mode: {config.judge.mode!r} is not one of {', '.join(MODES)}")
     if config.discovery.min_group > config.discovery.max_group:
         raise ConfigError("discovery.min_group: larger than discovery.max_group")
+    if config.apply.proposals == config.git.branch:  # proposals committed on the reviewed branch are no proposals
+        raise ConfigError(f"apply.proposals: {config.apply.proposals!r} is git.branch, the branch it proposes to")
     if "cron" in data.get("schedule", {}):
         cron_trigger(config.schedule.cron, key="schedule.cron")
     return config
@@ -538,6 +554,10 @@ min_precision = 0.7      # a pass whose precision interval lies wholly below thi
 [git]                    # a shared remote (docs/unattended.md): merge before reviewing, push after
 remote = ""              # a configured git remote, e.g. "origin"; "" keeps sessions local (nothing fetched or pushed)
 branch = "main"          # the remote branch merged before a session and pushed to after it; never force-pushed
+
+[apply]                  # how decisions land (docs/people-in-the-loop.md): committed, or proposed for a person's word
+mode = "commit"          # "propose": decisions go on the proposals branch; `knomit-judge approve` lands them
+proposals = "knomit-judge/proposals"  # the proposals branch (pushed with [git] remote, never force-pushed)
 
 [metrics]
 textfile = ""            # e.g. "/var/lib/node_exporter/textfile/knomit-judge.prom": written after every session

@@ -40,6 +40,7 @@ LOCAL_ENV = ("GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAM
              "GIT_INTERNAL_SUPER_PREFIX", "GIT_SHALLOW_FILE", "GIT_COMMON_DIR")
 TMP_GLOB = ".knomit-*.tmp"  # atomic_write's temp files, left behind only by a kill
 MERGE_MARK = "knomit-merge.json"  # in .git: written before a sync's merge starts, gone once it is done or undone
+DROPPED = "Knomit-Dropped"  # a proposal taken off the proposals branch: its decision is applied nowhere
 LOCK_WAIT_S = 2.0  # how long a git lock file may take to go away before it counts as stale
 
 
@@ -478,17 +479,24 @@ def trailer_values(repo: git.Repo, key: str, *rev_args: str) -> list[str]:
     return [v.strip() for v in out.split("\0") if v.strip()]
 
 
-def applied_commits(repo: git.Repo) -> dict[str, str]:
-    """verdict id -> sha of the commit that applied it, read from the trailers."""
+def applied_commits(repo: git.Repo, rev: str = "HEAD") -> dict[str, str]:
+    """verdict id -> sha of the commit that applied it, read from the trailers of `rev`'s history.
+
+    A proposal dropped from the proposals branch (a Knomit-Dropped trailer newer than its commit) applied
+    nothing, though a merge of that branch brings its commit along (proposals.py): it is left out.
+    """
     if not repo.head.is_valid():
         return {}
-    out = repo.git.log("--format=%H%x01%(trailers:key=Knomit-Verdict,valueonly,separator=%x02)%x00")
+    out = repo.git.log("--format=%H%x01%(trailers:key=Knomit-Verdict,valueonly,separator=%x02)"
+                       f"%x01%(trailers:key={DROPPED},valueonly,separator=%x02)%x00", rev)
     found: dict[str, str] = {}
+    dropped: set[str] = set()
     for entry in out.split("\0"):
         if "\x01" in entry:
-            sha, ids = entry.strip().split("\x01", 1)
+            sha, ids, drops = (entry.strip().split("\x01", 2) + [""])[:3]
+            dropped.update(v.strip() for v in drops.split("\x02") if v.strip() and v.strip() not in found)
             for vid in ids.split("\x02"):
-                if vid.strip():
+                if vid.strip() and vid.strip() not in dropped:
                     found.setdefault(vid.strip(), sha)
     return found
 

@@ -79,11 +79,13 @@ def status(root: Path | str, limit: int = 10) -> dict[str, Any]:
         remote = Remote(open_repo(root), config) if config.git.remote else None
         last["sync"] = remote.last() if remote else None
     return {"last_session": last, "throttle": throttle, "judge": judge,
+            **({"proposals": metrics["proposals"]} if "proposals" in metrics else {}),
             "sessions": sessions, "unfinished": unfinished, "precision": {n: p.json() for n, p in precisions.items()},
             "spend": spend.json(), "metrics": metrics, "lines": lines,
             "models": metrics["models"], "first_reader": readers,
             "text": render(sessions, throttle, unfinished, judge,
-                           [*plain_lines(plain), *sync_lines(metrics.get("sync")), *model_lines(metrics["models"]),
+                           [*plain_lines(plain), *sync_lines(metrics.get("sync")),
+                            *proposal_lines(metrics.get("proposals")), *model_lines(metrics["models"]),
                             *audits.status_lines(readers),
                             *precision.precision_lines(precisions), *spend.text_lines()])}
 
@@ -105,6 +107,24 @@ def sync_lines(sync: dict[str, Any] | None) -> list[str]:
             + f"; last push {sync['last_push_at'] or 'never from here'}; unpushed {sync['unpushed_commits']} "
             f"commit(s) over {sync['unpushed_sessions']} session(s); decisions a writer overrode "
             f"{sync['overridden_decisions']}"]
+
+
+def proposal_lines(proposals: dict[str, Any] | None) -> list[str]:
+    """What waits on the proposals branch ([apply] mode = "propose"), and since when."""
+    if not proposals:
+        return []
+    if not proposals["waiting"]:
+        return [f"proposals {proposals['branch']} on {proposals['base']}: none waiting"]
+    return [f"proposals {proposals['branch']} on {proposals['base']}: {proposals['waiting']} waiting, the oldest "
+            f"since {proposals['oldest_at']} ({age_text(proposals['oldest_age_s'])}); `knomit-judge inbox` lists "
+            "them, `approve` or `reject` each"]
+
+
+def age_text(seconds: int | None) -> str:
+    """An age as a person reads it: 40 s, 12 min, 5 h, 3 d."""
+    s = max(0, seconds or 0)
+    return f"{s} s" if s < 60 else f"{s // 60} min" if s < 3600 else f"{s // 3600} h" if s < 86400 \
+        else f"{s // 86400} d"
 
 
 def lines_figures(store: Store, sessions: list[dict[str, Any]]) -> dict[str, Any]:

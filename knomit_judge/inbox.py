@@ -19,7 +19,7 @@ import math
 import random
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +34,11 @@ from .labels import latest, read_labels
 from .passes import JUDGED_PASSES, subject_names
 from .passes.registry import all_passes
 from .precision import of_pass
+from .proposals import Board, Proposal
 from .store import Store
 from .verdicts import Verdict
 
-KINDS = ("undecided", "held", "shorter-kept", "proposal", "sample")
+KINDS = ("undecided", "held", "shorter-kept", "proposal", "sample")  # proposal: waiting ones, then discovery's
 UNDECIDED = ("split by position:", "undecided:")  # the rationale judge.Judge._aggregate records
 MAX_TITLES = 4
 BODY_CHARS = 400
@@ -51,13 +52,18 @@ class Item:
     verdict: Verdict
     evidence: Evidence
     label_command: str
+    proposal: Proposal | None = None  # a decision waiting on the proposals branch ([apply] mode = "propose")
+    commands: dict[str, str] = field(default_factory=dict)  # a proposal's: its branch, approve, reject
 
     def json(self) -> dict[str, Any]:
         v = self.verdict
         return {"kind": self.kind, "why": self.why, "verdict": v.id, "pass": v.pass_name, "subject": v.subject,
-                "answer": v.answer, "rationale": v.rationale, "agreement": v.agreement, "commit": v.commit_sha,
+                "answer": v.answer, "rationale": v.rationale, "agreement": v.agreement,
+                "commit": self.proposal.commit if self.proposal else v.commit_sha,
                 "session": v.session, "judged_at": v.created_at, "evidence": self.evidence,
-                "label": self.label_command}
+                "label": self.label_command,
+                **({"proposed_at": self.proposal.at, "title": self.proposal.subject, **self.commands}
+                   if self.proposal else {})}
 
 
 def undecided(v: Verdict) -> bool:
@@ -84,12 +90,17 @@ def inbox(root: Path | str) -> dict[str, Any]:
     repo = open_repo(root)
     config = load_config(root)
     with Store.read_only(root) as store:
-        verdicts = [v for v in store.verdicts() if v.pass_name in JUDGED_PASSES]
+        every = store.verdicts()
+        verdicts = [v for v in every if v.pass_name in JUDGED_PASSES]
         # the file index makes this a lookup per fact; its copy lives in memory and is never saved
         corpus = load_corpus(root, config.corpus.max_fact_bytes, FileIndex(store), config.corpus)
     labels = read_labels(root)
     labelled = latest(labels)
     passes = all_passes()
+    board = Board(root, repo, config) if config.apply.mode == "propose" else None
+    waiting = board.waiting() if board else []
+    known = {v.id: v for v in every}
+    proposals = [(p, known[p.verdict]) for p in waiting if p.verdict in known]
     open_ = [v for v in verdicts if v.id not in labelled and not v.reverted]
     newest = sorted(open_, key=lambda v: (v.created_at, v.id), reverse=True)
     current: dict[tuple[str, str], Verdict] = {}
@@ -113,14 +124,20 @@ def inbox(root: Path | str) -> dict[str, Any]:
     chosen += [("sample", f"sampled from session {v.session} ({config.calibration.sample_rate:g} of its "
                           f"{v.pass_name} decisions, at least one)", v)
                for v in sample(applied, config.calibration.sample_rate)]
-    seen: set[str] = set()
-    items = []
+    seen: set[str] = {p.verdict for p, _ in proposals}  # a waiting proposal is listed as one, first
+    items = [Item("proposal", f"waits on {board.branch if board else ''} for a person's word: approve or reject it",
+                  v, evidence(v, corpus, repo, p.commit), f"knomit-judge label {v.id} yes|no {shlex.quote(str(root))}",
+                  p, {"branch": board.branch if board else "",
+                      "approve": f"knomit-judge approve {v.id} {shlex.quote(str(root))}",
+                      "reject": f"knomit-judge reject {v.id} {shlex.quote(str(root))} --note WHY"})
+             for p, v in proposals]
     for kind, why, v in chosen:
         if v.id not in seen:
             seen.add(v.id)
             items.append(Item(kind, why, v, evidence(v, corpus, repo),
                               f"knomit-judge label {v.id} yes|no {shlex.quote(str(root))}"))
     return {"corpus": str(root), "items": items, "probation": sorted(on_probation),
+            **({"proposals": board.figures()} if board else {}),
             "precision": {n: p.json() for n, p in precision.items()},
             "labels": len(labelled), "counts": {k: sum(i.kind == k for i in items) for k in KINDS}}
 
@@ -148,14 +165,18 @@ def shorter_kept(v: Verdict, corpus: Corpus, repo: git.Repo) -> str | None:
             f"undo it with `knomit-judge revert {v.id}`")
 
 
-def evidence(v: Verdict, corpus: Corpus, repo: git.Repo) -> Evidence:
-    """What a person needs to answer the question, from the corpus as it is now (and the decision's commit)."""
+def evidence(v: Verdict, corpus: Corpus, repo: git.Repo, commit: str | None = None) -> Evidence:
+    """What a person needs to answer the question, from the corpus as it is now (and the decision's commit, or the
+    proposal's: `commit`)."""
     s = v.subject
     out: Evidence
+    commit = commit or v.commit_sha
+    if v.pass_name == "exact":  # a group of copies: each one's title and body
+        return {path: _fact(corpus, path) for path in s.get("group", [])}
     if v.pass_name == "alias":
         out = {m: [f.title for f in corpus.carrier_facts(m)[:MAX_TITLES]] for m in (s["a"], s["b"])}
-        if v.commit_sha:  # the losing spelling has no carriers left: the commit rewrote them
-            out["carriers rewritten by the commit"] = [_title(corpus, p) for p in changed(repo, v.commit_sha)]
+        if commit:  # once applied, the losing spelling has no carriers left: the commit rewrote them
+            out["carriers rewritten by the commit"] = [_title(corpus, p) for p in changed(repo, commit)]
         return out
     out = {path: _fact(corpus, path) for path in subject_names(s)}
     if v.payload:
@@ -193,7 +214,7 @@ def inbox_lines(result: dict[str, Any], limit: int) -> list[str]:
     """The inbox as text: one numbered block per item."""
     items = result["items"]
     if not items:
-        return ["inbox empty: nothing undecided, held, proposed or sampled waits for a label"]
+        return ["inbox empty: nothing waits for approval, and nothing undecided, held, proposed or sampled for a label"]
     out = [f"inbox: {len(items)} item(s)" + (f", first {limit} shown" if len(items) > limit else "")
            + " - best use of a minute first"]
     for name in result["probation"]:
@@ -203,13 +224,17 @@ def inbox_lines(result: dict[str, Any], limit: int) -> list[str]:
     for n, item in enumerate(items[:limit], 1):
         v = item.verdict
         subject = " / ".join(subject_names(v.subject))
-        where = f"applied in {v.commit_sha[:10]}" if v.commit_sha else "not applied"
+        where = f"proposed in {item.proposal.commit[:10]} on {item.commands['branch']}" if item.proposal else \
+            f"applied in {v.commit_sha[:10]}" if v.commit_sha else "not applied"
         out.append(f"{n}. [{item.kind}] {v.pass_name} {subject}")
         out.append(f"   why: {item.why}")
         out.append(f"   judge: {v.answer} ({where}) - {v.rationale or '(no rationale)'}")
         for key, value in item.evidence.items():
             out.append(f"   {key}: {evidence_text(value)}")
-        out.append(f"   verdict {v.id}: {item.label_command}")
+        if item.proposal:
+            out += [f"   approve: {item.commands['approve']}", f"   reject: {item.commands['reject']}"]
+        else:
+            out.append(f"   verdict {v.id}: {item.label_command}")
     return out
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from .errors import BadLabel, UnknownVerdict
 from .gitops import Applier
 from .jsonl import read_jsonl
-from .recovery import locked_store
+from .recovery import Locked, locked_store
 from .verdicts import now_text
 
 LABELS_FILE = ".knomit/labels.jsonl"
@@ -65,10 +65,13 @@ class Label:
 def read_labels(root: Path | str) -> list[Label]:
     """Every well-formed label of the corpus, oldest first (by time; the journal order breaks ties)."""
     path = Path(root) / LABELS_FILE
-    if not path.exists():
-        return []
+    return parse_labels(path.read_bytes()) if path.exists() else []
+
+
+def parse_labels(data: bytes) -> list[Label]:
+    """The well-formed labels of a labels file's bytes (a file, or a commit's copy of it), oldest first."""
     out = []
-    for raw in path.read_bytes().splitlines():
+    for raw in data.splitlines():
         try:
             label = Label.from_record(json.loads(raw))
         except (json.JSONDecodeError, UnicodeDecodeError):
@@ -135,19 +138,28 @@ def label(root: Path | str, entries: list[tuple[str, str, str]], by: str | None 
             raise BadLabel(f"a label is yes or no, not {value!r}")
     with locked_store(root) as opened:
         opened.recover()
-        root, store = opened.root, opened.store
-        who, at = by or labeller(root), now_text()
-        labels, reverts = [], []
-        for vid, value, note in entries:
-            v = store.verdict(vid)
-            if v is None:
-                raise UnknownVerdict(f"no verdict {vid!r} (see `knomit-judge verdicts` or `knomit-judge inbox`)")
-            labels.append(Label(v.id, v.pass_name, v.answer, v.is_yes, value, who, at, " ".join(note.split()),
-                                v.commit_sha))
-            if value == "no" and v.commit_sha and not v.reverted:
-                reverts.append(revert_command(v.id, root, note))
-        sha = Applier(opened.repo).commit({}, [], _message(labels, source), _key(labels[0]), trailer=TRAILER,
-                                          appends={LABELS_FILE: [lab.record() for lab in labels]})
+        return commit_labels(opened, entries, by, source)
+
+
+def commit_labels(opened: Locked, entries: list[tuple[str, str, str]], by: str | None = None,
+                  source: str | None = None, commits: dict[str, str] | None = None,
+                  carried: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """label()'s commit, under the lock the caller holds and after its recovery; `commits`: verdict -> the commit
+    a label names where the db does not have it yet (a proposal landed just now); `carried`: label records given
+    elsewhere (on the proposals branch) that go into the same commit."""
+    root, store = opened.root, opened.store
+    who, at = by or labeller(root), now_text()
+    labels, reverts = [], []
+    for vid, value, note in entries:
+        v = store.verdict(vid)
+        if v is None:
+            raise UnknownVerdict(f"no verdict {vid!r} (see `knomit-judge verdicts` or `knomit-judge inbox`)")
+        labels.append(Label(v.id, v.pass_name, v.answer, v.is_yes, value, who, at, " ".join(note.split()),
+                            (commits or {}).get(v.id, v.commit_sha)))
+        if value == "no" and v.commit_sha and not v.reverted:
+            reverts.append(revert_command(v.id, root, note))
+    sha = Applier(opened.repo).commit({}, [], _message(labels, source), _key(labels[0]), trailer=TRAILER,
+                                      appends={LABELS_FILE: [*(carried or []), *(lab.record() for lab in labels)]})
     return {"commit": sha, "labels": [lab.record() for lab in labels], "revert": reverts}
 
 

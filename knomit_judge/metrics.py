@@ -26,6 +26,7 @@ from .gitops import open_repo
 from .models import kept_lifecycles
 from .passes import JUDGED_PASSES
 from .passes.base import DESCRIBE
+from .proposals import Board
 from .spend import Spend, summarise
 from .status import STATES
 from .store import Store
@@ -146,7 +147,9 @@ def figures(root: Path, store: Store, config: Config, judge: str = "anthropic", 
         ended = [r[0] for r in store.db.execute("SELECT ended_at FROM sessions WHERE ended_at IS NOT NULL "
                                                 "ORDER BY started_at DESC LIMIT ?", [SCAN_SESSIONS])]
         sync = Remote(open_repo(root), config).figures(ended)
-    return {**({"sync": sync} if sync else {}),
+    # [apply] mode = "propose": what waits on the proposals branch for a person's word, read from git
+    proposals = Board(root, open_repo(root), config).figures(now) if config.apply.mode == "propose" else None
+    return {**({"sync": sync} if sync else {}), **({"proposals": proposals} if proposals else {}),
             "models": kept_lifecycles(config, store),
             # each pass's first reader as its last session had it (suspended or reading), with its window
             "first_reader": audits.first_readers(store, config, JUDGED_PASSES, reader_states(history)),
@@ -320,6 +323,14 @@ def render(fig: dict[str, Any]) -> str:
                     [(_labels(corpus=corpus), sync["last_push_at"])])
         for name, help_text, key in _SYNC_GAUGES:
             _family(out, name, help_text, [(_labels(corpus=corpus), sync[key])])
+    if proposals := fig.get("proposals"):
+        _family(out, "knomit_judge_proposals_waiting",
+                "Decisions waiting on the proposals branch for `approve` or `reject` ([apply] mode = \"propose\").",
+                [(_labels(corpus=corpus, branch=proposals["branch"]), proposals["waiting"])])
+        if proposals["oldest_at"]:
+            _family(out, "knomit_judge_proposals_oldest_timestamp_seconds",
+                    "When the oldest proposal still waiting was made (Unix time); absent while none waits.",
+                    [(_labels(corpus=corpus, branch=proposals["branch"]), proposals["oldest_at"])])
     readers = {n: f for n, f in (fig.get("first_reader") or {}).items() if f["state"] != "off"}
     if readers:
         _family(out, "knomit_judge_first_reader_state", "The pass's first reader: 1 for its state.",

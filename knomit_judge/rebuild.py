@@ -32,6 +32,7 @@ from .passes import subject_names
 from .passes.base import CandidateSource, Inputs
 from .passes.exact import DuplicateGroups
 from .passes.registry import all_passes
+from .proposals import Board
 from .recovery import locked_store, sync_git, sync_journal
 from .session.lines import current, describe_model
 from .shortlist import remembered
@@ -64,8 +65,9 @@ def rebuild(root: Path | str) -> dict[str, int]:
         store.db.execute("UPDATE verdicts SET commit_sha = NULL, reverted = 0, revert_reason = NULL")
         store.db.conn.commit()
         notes = opened.recover(keep_marks=True)
+        reads = proposing_tree(opened.root, opened.repo, config, store)  # propose mode: where sessions read
         index = FileIndex(store)
-        corpus = load_corpus(opened.root, config.corpus.max_fact_bytes, index, config.corpus)
+        corpus = load_corpus(reads, config.corpus.max_fact_bytes, index, config.corpus)
         index.save()
         derived = Derivation(corpus, store, config)
         derived.run()  # embeds, searches and keeps exactly what a review would
@@ -195,10 +197,23 @@ def check(root: Path | str) -> CheckResult:
     result = CheckResult()
     # both in memory: the db file is only read
     with _reading(repo), Store.read_only(root) as kept, Store(None) as fresh:
+        reads = proposing_tree(root, repo, config, fresh)
         _verdicts(root, repo, kept, fresh, result)
         _lines(kept, fresh, result)
-        compare_derived(root, config, kept, fresh, result)
+        compare_derived(reads, config, kept, fresh, result)
     return result
+
+
+def proposing_tree(root: Path, repo: Repo, config: Config, store: Store) -> Path:
+    """Where sessions read the corpus: the proposals branch's work tree in propose mode (once a session made it),
+    whose journal is imported into `store` too, with the applied state of the reviewed branch; else `root`."""
+    board = Board(root, repo, config)
+    if config.apply.mode != "propose" or not (board.path / ".git").is_file():
+        return root
+    sync_journal(board.path, store, keep_marks=False)  # read from the checkout's marks, as a session reads it
+    if base := board.base()[1]:
+        sync_git(repo, store, base)
+    return board.path
 
 
 def compare_derived(root: Path, config: Config, kept: Store, fresh: Store, result: CheckResult | None = None) -> CheckResult:

@@ -114,16 +114,17 @@ def sync_journal(root: Path, store: Store, keep_marks: bool = True) -> int:
     return len(fresh)
 
 
-def sync_git(repo: Repo, store: Store) -> None:
-    """Which verdicts were applied or reverted, read back from the commit trailers."""
-    applied = applied_commits(repo)
+def sync_git(repo: Repo, store: Store, rev: str = "HEAD") -> None:
+    """Which verdicts were applied or reverted, read back from the commit trailers (of `rev`'s history: a proposing
+    session's reviewed branch is the remote's, which the checkout may lag)."""
+    applied = applied_commits(repo, rev)
     # of the verdicts git says were applied, those the db lacks the commit of (one per decision, so few)
     unapplied = store.known_ids(list(applied), where="commit_sha IS NULL")
     for vid, sha in applied.items():
         if vid in unapplied:
             store.mark_applied(vid, sha)
     reverted = store.reverted_ids()  # the journal's reason, when it has one, is kept
-    for vid in trailer_values(repo, "Knomit-Reverts"):
+    for vid in trailer_values(repo, "Knomit-Reverts", rev):
         if vid not in reverted:
             store.mark_reverted(vid, "reverted (from git history)")
 

@@ -438,13 +438,16 @@ def labels_sections(root: Path) -> str:
         v = item.verdict
         evidence = "".join(f"<li><b>{e(k)}</b>: {e(_clip(evidence_text(val)))}</li>"
                            for k, val in item.evidence.items())
-        commit = f"applied in {ident(v.commit_sha[:10], v.commit_sha)}" if v.commit_sha \
+        commit = f"proposed in {ident(item.proposal.commit[:10], item.proposal.commit)} ({e(item.proposal.at)})" \
+            if item.proposal else f"applied in {ident(v.commit_sha[:10], v.commit_sha)}" if v.commit_sha \
             else "not applied"
+        command = " or ".join(item.commands[k] for k in ("approve", "reject")) if item.proposal \
+            else item.label_command
         rows.append(f"<tr><td>{n}<br><b>{e(item.kind)}</b></td>"
                     f"<td><b>{e(v.pass_name)}</b><br>{subject_html(v.subject)}"
                     f"<br><span class=muted>{ids_whole(e(item.why))}</span></td>"
                     f"<td><b>{e(v.answer)}</b>: {e(v.rationale)}<br>{commit}<br>verdict {ident(v.id)}"
-                    f"<br><code class=muted>{'/<wbr>'.join(e(p) for p in item.label_command.split('/'))}</code></td>"
+                    f"<br><code class=muted>{'/<wbr>'.join(e(p) for p in command.split('/'))}</code></td>"
                     f"<td><ul class=evidence>{evidence}</ul></td></tr>")
     more = len(box["items"]) - len(rows)
     inbox_html = ('<table class=inbox><colgroup><col style="width:7.5em"><col style="width:24%"><col style="width:30%">'
@@ -462,8 +465,14 @@ def labels_sections(root: Path) -> str:
     # with no label at all, one line says so (not a table of "no labels yet" and a line per pass saying it again)
     precision = (f"{table(['pass', 'precision', 'state'], precision_rows)}{''.join(charts)}" if charts else
                  "<p class=muted>No labels yet, so every pass applies its decisions.</p>")
-    return (f"<style>{LABELS_CSS}</style><h2>Inbox: what needs a look</h2>"
-            f"<p>Undecided questions first, then yeses held by probation, "
+    waiting = box.get("proposals")
+    proposals = "" if waiting is None else (
+        f"<h2>Proposals waiting</h2><p>{e(waiting['waiting'])} decision(s) wait on <code>{e(waiting['branch'])}</code> "
+        f"for <code>knomit-judge approve</code> or <code>reject</code>"
+        + (f"; the oldest since {e(waiting['oldest_at'])}" if waiting["oldest_at"] else "") + ". They lead the inbox.</p>")
+    return (f"<style>{LABELS_CSS}</style>{proposals}<h2>Inbox: what needs a look</h2>"
+            f"<p>{'Proposals waiting, then undecided questions' if waiting else 'Undecided questions first'}, "
+            "then yeses held by probation, "
             f"discovery proposals, and a sample of applied decisions ({e(f'{cfg.sample_rate:g}')} of each "
             f"session's per pass, at least one). Label one with <code>knomit-judge label VERDICT yes|no</code>."
             f"</p>{inbox_html}"

@@ -49,6 +49,7 @@ from .gitops import (
     trailer_values,
     work_tree,
 )
+from .gitquery import git_cause, is_ancestor, last_line, push_rejected, rev
 from .layout import matches
 from .verdicts import Journal
 
@@ -166,8 +167,12 @@ class Remote:
             return self._fetch() and self._merge()
         except GitFailed as e:  # a local git failure (a lock, a full disk): named, the session goes on locally
             self._abort()
-            self.report.fail("broken", f"git failed: {_last(e.raw)}")
+            self.report.fail("broken", f"git failed: {last_line(e.raw)}")
             return False
+
+    def fetch(self) -> bool:
+        """Fetch the remote branch into its remote-tracking ref and merge nothing (a proposing session's base)."""
+        return self._fetch()
 
     def push(self) -> None:
         """Push HEAD to the remote branch; on a rejection fetch, merge and push again (never forced)."""
@@ -176,7 +181,7 @@ class Remote:
             self._push()
         except GitFailed as e:
             self._abort()
-            r.fail("broken", f"git failed: {_last(e.raw)}")
+            r.fail("broken", f"git failed: {last_line(e.raw)}")
         finally:
             try:
                 r.unpushed = self.unpushed()
@@ -190,7 +195,7 @@ class Remote:
         try:
             current = run_git(self.repo, "symbolic-ref", "-q", "--short", "HEAD").strip()
         except GitFailed:
-            head = self._rev("HEAD")
+            head = rev(self.repo, "HEAD")
             return f"detached HEAD{f' at {head[:10]}' if head else ''}, not {self.branch}"
         if current == self.branch:
             return None
@@ -213,8 +218,8 @@ class Remote:
             try:
                 self._net("push", "--quiet", self.name, f"HEAD:refs/heads/{self.branch}")
             except GitFailed as e:
-                if not _rejected(e.raw):  # refused by the remote (a hook, a permission), or not reached
-                    r.fail("unpushed" if "remote rejected" in e.raw else "unreachable", _cause(e.raw, self.name))
+                if not push_rejected(e.raw):  # refused by the remote (a hook, a permission), or not reached
+                    r.fail("unpushed" if "remote rejected" in e.raw else "unreachable", git_cause(e.raw, self.name))
                     return
                 log.info("push to %s/%s rejected: the remote moved on; merging it again", self.name, self.branch)
                 if not self._fetch():
@@ -237,7 +242,7 @@ class Remote:
     # --- fetch and merge ---------------------------------------------------------------------------
 
     def _fetch(self) -> bool:
-        before = self._rev(self.tracking)
+        before = rev(self.repo, self.tracking)
         try:
             self._net("fetch", "--quiet", "--no-tags", self.name, f"+refs/heads/{self.branch}:{self.tracking}")
         except GitFailed as e:
@@ -246,23 +251,23 @@ class Remote:
                     run_git(self.repo, "update-ref", "-d", self.tracking)
                 self.report.note(f"{self.name} has no branch {self.branch}: the push creates it")
                 return False
-            self.report.fail("unreachable", _cause(e.raw, self.name))
+            self.report.fail("unreachable", git_cause(e.raw, self.name))
             return False
-        after = self._rev(self.tracking)
-        if before and after and not self._is_ancestor(before, after):
+        after = rev(self.repo, self.tracking)
+        if before and after and not is_ancestor(self.repo, before, after):
             self.report.note(f"{self.name}/{self.branch} was rewritten (force-pushed): {before[:10]}, fetched "
                              f"before, is no longer in its history; merged as it is now")
         return True
 
     def _merge(self) -> bool:
         """Merge the fetched branch into HEAD, the writers' hunks winning; False when nothing moved."""
-        head, theirs = self._rev("HEAD"), self._rev(self.tracking)
+        head, theirs = rev(self.repo, "HEAD"), rev(self.repo, self.tracking)
         if theirs is None:
             return False
         if head is None:  # no commit here yet (never so after `init`): nothing to merge into
             self.report.fail("broken", f"HEAD has no commit: {self.name}/{self.branch} is not merged")
             return False
-        if self._is_ancestor(theirs, head):
+        if is_ancestor(self.repo, theirs, head):
             return False
         if dirty := dirty_paths(self.repo, self.fact_globs):
             self.blocked = f"the work tree has {len(dirty)} uncommitted change(s) (e.g. {dirty[0]})"
@@ -270,12 +275,12 @@ class Remote:
             return False
         self._intend(head, theirs)  # a kill from here on is finished or undone by the next start (recover_merge)
         count = int(run_git(self.repo, "rev-list", "--count", f"HEAD..{theirs}").strip())
-        if self._is_ancestor(head, theirs):
+        if is_ancestor(self.repo, head, theirs):
             try:
                 run_git(self.repo, "merge", "--ff-only", "-q", theirs)
             except GitFailed as e:  # an untracked file in the way, say: nothing was changed
                 self.mark.unlink(missing_ok=True)
-                self.report.fail("broken", f"the fast-forward to {self.name}/{self.branch} failed: {_cause(e.raw)}")
+                self.report.fail("broken", f"the fast-forward to {self.name}/{self.branch} failed: {git_cause(e.raw)}")
                 return False
             self.mark.unlink(missing_ok=True)
             self.report.merged += count
@@ -286,7 +291,7 @@ class Remote:
         said = (done.stdout + done.stderr).decode("utf-8", "replace")
         if done.returncode and not self._merging():  # refused before it began (an untracked file in the way, say)
             self.mark.unlink(missing_ok=True)
-            self.report.fail("broken", f"the merge of {self.name}/{self.branch} did not start: {_cause(said)}")
+            self.report.fail("broken", f"the merge of {self.name}/{self.branch} did not start: {git_cause(said)}")
             return False
         try:
             if way := re.search(r"CONFLICT \((?:file/directory|directory/file)\).*? of (.+?) from ", said):
@@ -300,7 +305,7 @@ class Remote:
             self.mark.unlink(missing_ok=True)
         except (Unmergeable, GitFailed) as e:
             self._abort()
-            path, reason = (e.path, e.reason) if isinstance(e, Unmergeable) else (".", _last(e.raw))
+            path, reason = (e.path, e.reason) if isinstance(e, Unmergeable) else (".", last_line(e.raw))
             self.report.fail("broken", f"the merge of {self.name}/{self.branch} was aborted: {reason}; "
                                        "the local commits stay and the next session tries again", [path])
             return False
@@ -447,9 +452,9 @@ class Remote:
 
     def unpushed(self) -> int:
         """Local commits not on the remote branch as last fetched or pushed."""
-        if self._rev("HEAD") is None:
+        if rev(self.repo, "HEAD") is None:
             return 0
-        since = [f"^{self.tracking}"] if self._rev(self.tracking) else []
+        since = [f"^{self.tracking}"] if rev(self.repo, self.tracking) else []
         return int(run_git(self.repo, "rev-list", "--count", "HEAD", *since).strip())
 
     def last_push_at(self) -> str | None:
@@ -469,7 +474,7 @@ class Remote:
         """When the oldest local commit not on the remote was made, or None when everything went out."""
         if not self.unpushed():
             return None
-        since = [f"^{self.tracking}"] if self._rev(self.tracking) else []
+        since = [f"^{self.tracking}"] if rev(self.repo, self.tracking) else []
         stamps = run_git(self.repo, "log", "--format=%ct", "HEAD", *since).split()
         return datetime.fromtimestamp(min(map(int, stamps)), UTC).isoformat(timespec="seconds")
 
@@ -479,7 +484,7 @@ class Remote:
 
     def _broken_facts(self) -> list[str]:
         """Facts the push would break: they parse on the remote branch and not at HEAD."""
-        if self._rev(self.tracking) is None:
+        if rev(self.repo, self.tracking) is None:
             return []
         out: list[str] = []
         for path in self._changed(self.tracking, "HEAD"):
@@ -501,19 +506,6 @@ class Remote:
             raise GitFailed(["git", *args], -1, f"git {args[0]} timed out after {NET_TIMEOUT_S:.0f} s") from None
         if done.returncode:
             raise GitFailed(["git", *args], done.returncode, done.stderr.decode("utf-8", "replace"))
-
-    def _rev(self, rev: str) -> str | None:
-        try:
-            return run_git(self.repo, "rev-parse", "--verify", "-q", f"{rev}^{{commit}}").strip() or None
-        except GitFailed:
-            return None
-
-    def _is_ancestor(self, a: str, b: str) -> bool:
-        try:
-            run_git(self.repo, "merge-base", "--is-ancestor", a, b)
-            return True
-        except GitFailed:
-            return False
 
     def _merging(self) -> bool:
         return (Path(self.repo.git_dir) / "MERGE_HEAD").exists()
@@ -558,7 +550,7 @@ class Remote:
             plain = subprocess.run(["git", "merge-file", "-p", *names], capture_output=True)
             settled = subprocess.run(["git", "merge-file", "-p", favour, *names], capture_output=True)
         if plain.returncode < 0 or settled.returncode != 0:
-            raise Unmergeable(path, "git merge-file failed: " + _last(settled.stderr.decode("utf-8", "replace")))
+            raise Unmergeable(path, "git merge-file failed: " + last_line(settled.stderr.decode("utf-8", "replace")))
         return settled.stdout, plain.returncode
 
     def _stage(self, path: str, mode: str, content: bytes | str) -> None:
@@ -567,31 +559,3 @@ class Remote:
             run_git(self.repo, "hash-object", "-w", "--stdin", input=content).strip()
         run_git(self.repo, "update-index", "--add", "--cacheinfo", f"{mode},{sha},{path}")
         run_git(self.repo, "checkout", "--", path)
-
-
-def _rejected(stderr: str) -> bool:
-    """A push refused because the remote has commits we lack (not a network or permission failure)."""
-    s = stderr.lower()
-    # "failed to update ref" / "cannot lock ref": another push won the race after ours read the remote's refs
-    return "[rejected]" in s and ("fetch first" in s or "non-fast-forward" in s) or "stale info" in s or \
-        "failed to update ref" in s or "cannot lock ref" in s
-
-
-def _cause(stderr: str, remote: str = "") -> str:
-    """The line of git's stderr that names the cause, with what the remote said (a hook's reason) kept.
-
-    git ends most failures with advice ("and the repository exists."), so its last line is rarely the cause.
-    """
-    lines = [l.strip() for l in stderr.strip().splitlines() if l.strip()]
-    said = [l[len("remote:"):].strip() for l in lines if l.startswith("remote:") and l[len("remote:"):].strip()]
-    rejected = next((l for l in lines if "[remote rejected]" in l or "[rejected]" in l), None)
-    fatal = next((l for l in lines if l.startswith(("fatal:", "error:"))), None)
-    head = rejected or (fatal.split(":", 1)[1].strip() if fatal else _last(stderr))
-    if remote and not rejected and fatal:
-        head = f"{remote}: {head}"
-    return head + (f"; the remote said: {' / '.join(said)}" if said else "")
-
-
-def _last(stderr: str) -> str:
-    lines = [l.strip() for l in stderr.strip().splitlines() if l.strip()]
-    return lines[-1] if lines else "git failed"

@@ -22,6 +22,7 @@ from ..gitops import Applier
 from ..judge import Judge, JudgeSpec, make_backend
 from ..models import Lineup
 from ..passes import JUDGED_PASSES, Candidate
+from ..proposals import ProposalsReport
 from ..spend import Caps
 from ..status import PassResult, total_cost
 from ..store import Store
@@ -67,6 +68,7 @@ class SessionResult:
     spend: dict[str, Any] | None = None  # spend.Spend.json() after the session: today, 7 and 30 days, per pass
     metrics_error: str | None = None  # the metrics file could not be written after the session: exit 1
     sync: SyncReport | None = None  # [git] remote set: what was merged before the session and pushed after
+    proposals: ProposalsReport | None = None  # [apply] mode = "propose": what it did with the proposals branch
     unpriced: list[str] = field(default_factory=list)  # dry run: "key 'model'" of each model with no price
     stops: bool = False  # dry run: a real session would exit 2 on a retired or unknown model (see the notes)
 
@@ -87,7 +89,8 @@ class SessionResult:
         return None if None in usd else round(sum(usd), 6)
 
     def text_lines(self) -> list[str]:
-        return [*([self.sync.line()] if self.sync else []), *([self.corpus.line()] if self.corpus else []),
+        return [*([self.sync.line()] if self.sync else []), *([self.proposals.line()] if self.proposals else []),
+                *([self.corpus.line()] if self.corpus else []),
                 *(r.line() for r in self.passes.values())]
 
     def summary(self) -> str:
@@ -128,6 +131,7 @@ class SessionResult:
                 **({"spend": self.spend} if self.spend is not None else {}),
                 **({"metrics_error": self.metrics_error} if self.metrics_error else {}),
                 **({"sync": self.sync.json()} if self.sync is not None else {}),
+                **({"proposals": self.proposals.json()} if self.proposals is not None else {}),
                 **({"plan": self.plan, "estimate_usd": self.estimate_usd} if self.dry_run else {})}
 
 
@@ -182,6 +186,10 @@ class Context:
     lineup: Lineup  # the models' lifecycles and dialects, read before the session
     commits: list[str] = field(default_factory=list)
     dirty: frozenset[str] = frozenset()  # uncommitted files that are no fact: a decision that would write one waits
+    # [apply] mode = "propose": the proposals branch its decisions are committed on, and the verdicts waiting there
+    # (never applied again by the session); "" commits them on the branch it reviews
+    proposals: str = ""
+    proposed: set[str] = field(default_factory=set)
     seen: dict[str, set[str]] = field(default_factory=dict)  # pass -> the fingerprints met this session
     problems: list[BadFact] = field(default_factory=list)  # the session's, for decisions refused as they were applied
     allowances: dict[str, Allowance] = field(default_factory=dict)

@@ -18,6 +18,7 @@ from ..passes import Candidate, Change
 from ..passes.base import Pass
 from ..precision import Gate
 from ..precision import gate as precision_gate
+from ..proposals import PROPOSAL
 from ..relink import refusal, would_break
 from ..status import PassResult
 from ..verdicts import Verdict
@@ -57,8 +58,10 @@ def apply(ctx: Context, pass_name: str, verdict: Verdict, change: Change) -> str
     if broken := would_break(ctx.corpus, change.writes, change.retired):
         raise DecisionRefused(broken[0].link.note, refusal(broken), broken[0].link.line or None)
     judge = f"{verdict.model} / {verdict.prompt}"
-    msg = message(change.subject, change.body,
-                  decision_trailers(Decision(pass_name, verdict.id, judge, verdict.rationale)))
+    trailers = decision_trailers(Decision(pass_name, verdict.id, judge, verdict.rationale))
+    if ctx.proposals:  # committed on the proposals branch: it waits there for `approve` (proposals.py)
+        trailers[PROPOSAL] = ctx.proposals
+    msg = message(change.subject, change.body, trailers)
     sha = ctx.applier.commit(change.writes, [ctx.journal.relpath(pass_name)], msg, verdict.id,
                              check=ctx.corpus.check)
     for path, text in change.writes.items():
@@ -66,7 +69,10 @@ def apply(ctx: Context, pass_name: str, verdict: Verdict, change: Change) -> str
         if fact is not None:
             # indexed now, inside the session: its change is the judge's own, fresh next session but not new
             ctx.index.remember(ctx.root, fact, parsed=False)
-    ctx.store.mark_applied(verdict.id, sha)
+    if ctx.proposals:  # the db's commit is the reviewed branch's: a proposal has none until it is approved
+        ctx.proposed.add(verdict.id)
+    else:
+        ctx.store.mark_applied(verdict.id, sha)
     ctx.commits.append(sha)
     log.info("%s (%s)", change.subject, sha[:10])
     return sha
@@ -173,7 +179,8 @@ def standing(p: Pass, ctx: Context, gate: Gate) -> Iterator[tuple[Verdict, bool]
         have = ctx.store.verdict_for(p.name, v.fingerprint)
         if have is None:
             yield v, True
-        elif have.is_yes and not have.commit_sha and not have.reverted and have.id not in gate.refused:
+        elif have.is_yes and not have.commit_sha and not have.reverted and have.id not in gate.refused \
+                and have.id not in ctx.proposed:
             yield have, False
 
 

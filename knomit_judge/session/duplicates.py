@@ -22,7 +22,7 @@ def run_exact(ctx: Context, result: SessionResult) -> PassResult:
     r.candidates = len(groups)
     answered = ctx.store.answered("exact")
     # a retraction refused as it was applied (a file it cannot write) is tried again, not taken as answered
-    unapplied = {v.fingerprint: v for v in ctx.store.unapplied_yes("exact")}
+    unapplied = {v.fingerprint: v for v in ctx.store.unapplied_yes("exact") if v.id not in ctx.proposed}
     for group, fp in zip(groups, kept.fingerprints):
         if fp in answered and fp not in unapplied:  # a reverted exact retraction stays a "no"
             r.cached += 1

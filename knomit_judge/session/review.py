@@ -26,6 +26,7 @@ from ..passes import JUDGED_PASSES
 from ..passes.alias import no_motif_note
 from ..passes.base import Pass
 from ..passes.registry import all_passes
+from ..proposals import Board
 from ..recovery import locked_store, sync_git, sync_journal
 from ..scripted import ScriptedBackend
 from ..shortlist import gc_paused, remembered
@@ -43,6 +44,7 @@ from .dry_run import lower_bound, other_judge, unpriced
 from .duplicates import run_exact
 from .freshness import since
 from .lines import PASS as DESCRIBE
+from .propose import Proposing, open_proposals
 from .rounds import finish_pass, run_round
 
 log = logging.getLogger(__name__)
@@ -76,19 +78,26 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
     remote = Remote.of(repo, config)  # an unknown remote exits 2 now
     with locked_store(root) as opened:
         store = opened.store
-        ran, result = False, None
+        ran, result, proposing = False, None, None
         try:
             # a retired or unknown model exits 2 here: before recovery, a merge or an exact duplicate changes anything
             models = require_usable(config, store) if options.judge.anthropic else Lineup()
             notes = opened.recover(keep_marks=True)
-            if remote:
+            if config.apply.mode == "propose":  # the session reads and commits in the proposals branch's tree
+                models.confirm()  # a refresh is a change: a model retired since it was last read stops us first
+                proposing = open_proposals(root, opened.repo, config, store)
+            elif remote:
                 models.confirm()  # a merge is a change: a model retired since it was last read stops us first
                 pull(remote, root, opened.repo, store)
             with remembered(Memory(store)):  # neighbour lists are searched again only where vectors changed
                 ran = True
-                result = asyncio.run(_session(root, opened.repo, config, store, options, [*models.notes, *notes],
-                                              models))
-            if remote:
+                result = asyncio.run(_session(proposing.root if proposing else root,
+                                              proposing.tree if proposing else opened.repo, config, store, options,
+                                              [*models.notes, *notes], models, proposing))
+            if proposing:
+                proposing.finish()  # the proposals branch pushed; the reviewed one never moves
+                result.proposals, result.sync = proposing.report, proposing.remote.report if proposing.remote else None
+            elif remote:
                 remote.push()  # after the session's last commit, its journal's
                 remote.save()
                 result.sync = remote.report
@@ -115,12 +124,22 @@ def _dry_run(root: Path, repo: Repo, config: Config, store: Store, options: Revi
             store.keep_derived()
     if note := other_judge(store, root, options):
         result.notes.insert(0, note)
+    if config.apply.mode == "propose":
+        result.notes.append(f"apply.mode = propose: planned on the checkout, not on {config.apply.proposals}, whose "
+                            "waiting proposals are left out of the plan")
     result.spend = summarise(store, config).json()
     if options.judge.anthropic:
         unpriced(config, models, result)
     if any(e["calls"] for e in result.estimates.values()):
         result.notes.append(lower_bound(store, result, options.passes))
     return result
+
+
+def waiting_here(root: Path, repo: Repo, config: Config, options: ReviewOptions) -> set[str]:
+    """A dry run in propose mode reads the checkout: what waits on the proposals branch is not planned again."""
+    if not options.dry_run or config.apply.mode != "propose":
+        return set()
+    return {p.verdict for p in Board(root, repo, config).waiting()}
 
 
 def pull(remote: Remote, root: Path, repo: Repo, store: Store) -> None:
@@ -135,7 +154,7 @@ def pull(remote: Remote, root: Path, repo: Repo, store: Store) -> None:
 
 
 def _context(root: Path, repo: Repo, config: Config, store: Store, options: ReviewOptions, models: Lineup,
-             result: SessionResult) -> Context:
+             result: SessionResult, proposing: Proposing | None = None) -> Context:
     """Read the corpus (what is broken, what is dirty, into the result) and make the session's context."""
     with gc_paused():  # 100k facts, their tuples and index rows: the collector would rescan them over and over
         index = FileIndex(store)
@@ -167,13 +186,15 @@ def _context(root: Path, repo: Repo, config: Config, store: Store, options: Revi
                    dirty=others,
                    batches=Batches(store, result.session, batch_mode(options.batch, config, options.judge)),
                    index=index, caps=Caps.for_session(store, config), lineup=models,
-                   commits=result.commits, problems=result.problems)
+                   commits=result.commits, problems=result.problems,
+                   proposals=config.apply.proposals if proposing else "",
+                   proposed=proposing.proposed if proposing else waiting_here(root, repo, config, options))
 
 
 async def _session(root: Path, repo: Repo, config: Config, store: Store, options: ReviewOptions, notes: list[str],
-                   models: Lineup) -> SessionResult:
+                   models: Lineup, proposing: Proposing | None = None) -> SessionResult:
     result = SessionResult(session=new_session_id(), dry_run=options.dry_run, notes=list(notes))
-    ctx = _context(root, repo, config, store, options, models, result)
+    ctx = _context(root, repo, config, store, options, models, result, proposing)
     index, report = ctx.index, result.corpus
     assert report is not None  # _context read the corpus
     result.batch_prices = ctx.batches.submitting

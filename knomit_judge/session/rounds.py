@@ -34,7 +34,8 @@ async def run_round(p: Pass, ctx: Context, result: SessionResult, r: PassResult,
         await describe(ctx, result.passes[DESCRIBE], result)
     with gc_paused():  # millions of small objects at 100k facts; see shortlist.gc_paused
         candidates = CandidateLists(ctx.store).candidates(p, ctx)  # read back when nothing it depends on changed
-    yeses = ctx.store.unapplied_yes(p.name, ctx.kind)  # read once a round: asked again, or applied below
+    # read once a round: asked again, or applied below (not those waiting on the proposals branch)
+    yeses = [v for v in ctx.store.unapplied_yes(p.name, ctx.kind) if v.id not in ctx.proposed]
     fps = candidates.fingerprints  # compared without making the candidates: most are answered
     reader = reader_of(ctx, p, fps)
     allowance = ctx.allowances[p.name]
