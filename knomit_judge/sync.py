@@ -34,7 +34,7 @@ from typing import Any, TypedDict
 
 import git
 
-from .config import Config
+from .config import CONFIG_FILE, Config
 from .corpus import parse_as
 from .errors import BadFact, ConfigError
 from .files import atomic_write
@@ -50,7 +50,7 @@ from .gitops import (
     work_tree,
 )
 from .gitquery import git_cause, is_ancestor, last_line, push_rejected, rev
-from .layout import matches
+from .layout import covered, matches
 from .verdicts import Journal
 
 log = logging.getLogger(__name__)
@@ -269,7 +269,7 @@ class Remote:
             return False
         if is_ancestor(self.repo, theirs, head):
             return False
-        if dirty := dirty_paths(self.repo, self.fact_globs):
+        if dirty := self._held(head, theirs):
             self.blocked = f"the work tree has {len(dirty)} uncommitted change(s) (e.g. {dirty[0]})"
             self.report.note(f"{self.blocked}: {self.name}/{self.branch} is not merged")
             return False
@@ -317,6 +317,14 @@ class Remote:
         self.report.overridden += [{"verdict": vid, "paths": paths} for vid, paths in overridden.items()]
         self.report.same += [{"verdict": ours, "as": other} for ours, other in twins.items()]
         return True
+
+    def _held(self, head: str, theirs: str) -> list[str]:
+        """Uncommitted changes that hold the merge back: to a fact or the settings (the session reads them), or
+        to a file the writers' commits change. Any other (an open vault's .obsidian/workspace.json) git's merge
+        leaves as it is, and an aborted one too (`merge --abort` keeps changes to files the merge did not touch)."""
+        incoming = set(run_git(self.repo, "diff", "--name-only", "-z", "--no-renames", f"{head}...{theirs}").split("\0"))
+        return [p for p in dirty_paths(self.repo, self.fact_globs)
+                if covered(p, self.fact_globs, self.layout.exclude) or p == CONFIG_FILE or p in incoming]
 
     def _resolve(self) -> set[str]:
         """Settle every conflicted path; returns the paths where the writer's side replaced ours."""

@@ -268,3 +268,29 @@ def test_status_names_the_last_sessions_sync(tmp_path, path_remote, judge_env):
 
     assert sync["state"] == "synced" and sync["overridden"] == [] and sync["pushed"] == result.sync.pushed, sync
     assert json.loads(json.dumps(sync)) == sync
+
+
+def test_an_open_vaults_workspace_file_holds_neither_the_merge_nor_a_decision(tmp_path, path_remote, judge_env):
+    """Obsidian rewrites .obsidian/workspace.json while it is open: a change to a file that is no fact and that the
+    writers' commits do not touch is left as it is by the merge, and holds nothing back (issue 50)."""
+    judge_env.responder = respond
+    seed = tmp_path / "settings"
+    git(tmp_path, "clone", "-q", str(path_remote), str(seed))
+    (seed / ".obsidian").mkdir()
+    (seed / ".obsidian" / "workspace.json").write_text('{"main": {}}\n')
+    git(seed, "add", ".obsidian")
+    git(seed, "commit", "-q", "-m", "the vault's settings")
+    git(seed, "push", "-q", "origin", "HEAD:main")
+    reviewer = clone(str(path_remote), tmp_path / "reviewer", "sync")
+    opened = '{"main": {"active": "f1"}}\n'
+    (reviewer / ".obsidian" / "workspace.json").write_text(opened)
+    writer_edit(tmp_path, path_remote, "facts/ops/f2.md", 'sources: ["s2"]', 'sources: ["s2", "s5"]')
+
+    result = review(reviewer, ReviewOptions())
+
+    assert result.sync.state == "synced" and result.sync.merged >= 1 and result.sync.unpushed == 0, result.sync.line()
+    assert result.passes["prune"].applied == 1 and result.passes["alias"].applied == 1
+    assert (reviewer / ".obsidian" / "workspace.json").read_text() == opened
+    assert git(reviewer, "status", "--porcelain").strip() == "M .obsidian/workspace.json"
+    assert ".obsidian/" not in git(reviewer, "log", "--name-only", "--format=", "origin/main@{1}..HEAD")
+    assert git(path_remote, "rev-parse", "main").strip() == git(reviewer, "rev-parse", "HEAD").strip()
