@@ -61,9 +61,10 @@ class Group(click.Group):
             click.echo(f"knomit-judge: {e}", err=True)
             _json_error(ctx, str(e), e.exit_code)
             sys.exit(e.exit_code)
-        except KeyboardInterrupt:
-            click.echo("knomit-judge: interrupted; verdicts parsed so far are kept", err=True)
-            _json_error(ctx, "interrupted; verdicts parsed so far are kept", 130)
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (sigterm_as_interrupt); the command said what it keeps
+            said = "; ".join(["interrupted", *([ctx.meta[KEPT]] if KEPT in ctx.meta else [])])
+            click.echo(f"knomit-judge: {said}", err=True)
+            _json_error(ctx, said, 130)
             sys.exit(130)
         except BrokenPipeError:
             # The reader stopped reading (`verdicts | head`): exit as a process ended by SIGPIPE does (141),
@@ -78,6 +79,13 @@ class Group(click.Group):
         except Exception as e:  # a bug: the traceback follows on stderr, and a script still reads JSON
             _json_error(ctx, f"{type(e).__name__}: {e}", 1)
             raise
+
+
+# What an interrupted command keeps, said on Ctrl-C or SIGTERM; a command that keeps something sets it in ctx.meta.
+KEPT = "knomit_judge.kept"
+SESSION_KEEPS = "the verdicts parsed and the vectors embedded so far are kept"
+DRY_RUN_KEEPS = ("a dry run buys and commits nothing: only the derived caches computed so far (vectors, neighbour "
+                 "and candidate lists) are kept in the db")
 
 
 def _json_error(ctx: click.Context, message: str, exit_code: int) -> None:
@@ -197,6 +205,7 @@ def review(corpus: Path, dry_run: bool, evidence: bool, passes: tuple[str, ...],
     """
     from .session.context import ReviewOptions
     from .session.review import review as run
+    click.get_current_context().meta[KEPT] = DRY_RUN_KEEPS if dry_run else SESSION_KEEPS
     with sigterm_as_interrupt():
         result = run(corpus, ReviewOptions(dry_run=dry_run, passes=tuple(passes) or JUDGED_PASSES, judge=judge,
                                            batch=batch or None,  # None: judge.mode decides
@@ -214,7 +223,8 @@ def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM (kill, systemd, a cron timeout) cancels a session as Ctrl-C does: nothing half-written.
 
     Raising SIGINT hands it to asyncio.run's own handler, which cancels the session task at its next
-    await; the session's cleanup then commits the verdicts parsed so far.
+    await, or at the next text in an embedding (interrupts.py); the session's cleanup then commits the
+    verdicts parsed so far, and the vectors embedded so far are in the db.
     """
     if threading.current_thread() is not threading.main_thread():
         yield

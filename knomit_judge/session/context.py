@@ -61,7 +61,7 @@ class SessionResult:
     estimates: dict[str, dict[str, Any]] = field(default_factory=dict)  # dry run: questions, calls, estimate_usd
     batches: list[dict[str, Any]] = field(default_factory=list)  # Message Batches submitted, waiting or collected
     batch_prices: bool = False  # a batch session: its dry-run estimate is at batch prices (not in --json)
-    embedded: int = 0  # texts embedded this session (0 when nothing changed: the model is not even loaded)
+    embedded: int = 0  # texts embedded this session (0 when nothing changed)
     parsed: int = 0  # fact files parsed this session (unchanged ones come from the file index)
     corpus: CorpusReport | None = None  # what was read: no fact read is broken, never a silent zero
     spend: dict[str, Any] | None = None  # spend.Spend.json() after the session: today, 7 and 30 days, per pass

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from git import Repo
 
-from .. import metrics
+from .. import interrupts, metrics
 from ..batches import Batches, batch_mode
 from ..config import Config, load_config
 from ..corpus import corpus_report, load_corpus
@@ -18,6 +18,7 @@ from ..embeddings import Embedder
 from ..errors import ConfigError, JudgeRefused, KnomitError
 from ..file_index import FileIndex
 from ..gitops import Applier, dirty_paths, merge_in_progress, open_repo, shared_lock
+from ..interrupts import Interrupted
 from ..judge import make_backend
 from ..models import Lineup, has_key, read_lineup, require_usable
 from ..neighbours import Memory
@@ -78,14 +79,16 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
         try:
             # a retired or unknown model exits 2 here: before recovery, a merge or an exact duplicate changes anything
             models = require_usable(config, store) if options.judge.anthropic else Lineup()
+            embedder = Embedder(store)
             notes = opened.recover(keep_marks=True)
             if remote:
                 models.confirm()  # a merge is a change: a model retired since it was last read stops us first
                 pull(remote, root, opened.repo, store)
             with remembered(Memory(store)):  # neighbour lists are searched again only where vectors changed
                 ran = True
-                result = asyncio.run(_session(root, opened.repo, config, store, options, [*models.notes, *notes],
-                                              models))
+                with interrupts.watching(options.stop):  # the session's task sees the daemon's stop
+                    result = asyncio.run(_session(root, opened.repo, config, store, options,
+                                                  [*models.notes, *notes], models, embedder))
             if remote:
                 remote.push()  # after the session's last commit, its journal's
                 remote.save()
@@ -103,14 +106,17 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
 def _dry_run(root: Path, repo: Repo, config: Config, store: Store, options: ReviewOptions) -> SessionResult:
     """A dry run on an in-memory copy of the db: what a real session would ask, and what it would cost."""
     models = read_lineup(config, store, offline=not has_key()) if options.judge.anthropic else Lineup()
-    with remembered(Memory(store)):
-        result = asyncio.run(_session(root, repo, config, store, options, list(models.notes), models))
+    try:
+        with remembered(Memory(store)):
+            result = asyncio.run(_session(root, repo, config, store, options, list(models.notes), models))
+    except BaseException:  # interrupted (or failed): what it computed still spares the next run the work
+        log.info("dry run stopped: %d vector(s) embedded so far kept in the db, with the neighbour and candidate "
+                 "lists finished; nothing else written", _keep_derived(repo, store))
+        raise
     if models.problem:  # what the session would do: stop before it starts
         result.notes.insert(0, f"a real session exits 2: {models.problem}")
         result.stops = True
-    with shared_lock(repo) as holder:  # a session running now writes the db: its own derived state will do
-        if holder is None:
-            store.keep_derived()
+    _keep_derived(repo, store)
     if note := other_judge(store, root, options):
         result.notes.insert(0, note)
     result.spend = summarise(store, config).json()
@@ -119,6 +125,14 @@ def _dry_run(root: Path, repo: Repo, config: Config, store: Store, options: Revi
     if any(e["calls"] for e in result.estimates.values()):
         result.notes.append(lower_bound(store, result, options.passes))
     return result
+
+
+def _keep_derived(repo: Repo, store: Store) -> int:
+    """A dry run's derived caches (vectors, neighbour and candidate lists) written to the db file; returns how
+    many vectors were kept."""
+    vectors = sum(len(args[1]) for name, args in store.derived or () if name == "put_embeddings")
+    with shared_lock(repo) as holder:  # a session running now writes the db: its own derived state will do
+        return vectors if holder is None and store.keep_derived() else 0
 
 
 def pull(remote: Remote, root: Path, repo: Repo, store: Store) -> None:
@@ -133,7 +147,7 @@ def pull(remote: Remote, root: Path, repo: Repo, store: Store) -> None:
 
 
 def _context(root: Path, repo: Repo, config: Config, store: Store, options: ReviewOptions, models: Lineup,
-             result: SessionResult) -> Context:
+             result: SessionResult, embedder: Embedder | None) -> Context:
     """Read the corpus (what is broken, what is dirty, into the result) and make the session's context."""
     with gc_paused():  # 100k facts, their tuples and index rows: the collector would rescan them over and over
         index = FileIndex(store)
@@ -149,7 +163,7 @@ def _context(root: Path, repo: Repo, config: Config, store: Store, options: Revi
     elif dirty:
         result.notes.append(f"work tree has {len(dirty)} uncommitted change(s) (e.g. {dirty[0]}): "
                             "judging and storing, applying nothing")
-    return Context(root, config, store, corpus, Embedder(store), Journal(root),
+    return Context(root, config, store, corpus, embedder or Embedder(store), Journal(root),
                    None if options.dry_run else Applier(repo), options, result.session, clean=not dirty,
                    batches=Batches(store, result.session, batch_mode(options.batch, config, options.judge)),
                    index=index, caps=Caps.for_session(store, config), lineup=models,
@@ -157,9 +171,9 @@ def _context(root: Path, repo: Repo, config: Config, store: Store, options: Revi
 
 
 async def _session(root: Path, repo: Repo, config: Config, store: Store, options: ReviewOptions, notes: list[str],
-                   models: Lineup) -> SessionResult:
+                   models: Lineup, embedder: Embedder | None = None) -> SessionResult:
     result = SessionResult(session=new_session_id(), dry_run=options.dry_run, notes=list(notes))
-    ctx = _context(root, repo, config, store, options, models, result)
+    ctx = _context(root, repo, config, store, options, models, result, embedder)
     index, report = ctx.index, result.corpus
     assert report is not None  # _context read the corpus
     result.batch_prices = ctx.batches.submitting
@@ -213,6 +227,8 @@ async def _session(root: Path, repo: Repo, config: Config, store: Store, options
                 ctx.charge(r)
         if gone:
             raise ConfigError(gone) from None
+        if isinstance(e, Interrupted) and options.stop is not None and options.stop.is_set():
+            return result  # the daemon's stop, seen in a long step: recorded as its stop between judgments is
         raise
     finally:
         result.batches = ctx.batches.reports
