@@ -32,7 +32,7 @@ def text_hash(text: str) -> str:
 
 
 class Embedder:
-    """Embeds texts, computing only those whose hash is not cached; loads the model only when needed."""
+    """Embeds texts, computing only those whose hash is not cached; loads the model on first use, or load()."""
 
     CHUNK = 1024  # texts encoded and stored at a time, so an interrupted first embedding resumes
 

@@ -79,7 +79,9 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
         try:
             # a retired or unknown model exits 2 here: before recovery, a merge or an exact duplicate changes anything
             models = require_usable(config, store) if options.judge.anthropic else Lineup()
+            # The embedding model too: one that cannot be loaded exits 2 (MissingResource) with nothing changed yet.
             embedder = Embedder(store)
+            embedder.load()
             notes = opened.recover(keep_marks=True)
             if remote:
                 models.confirm()  # a merge is a change: a model retired since it was last read stops us first
