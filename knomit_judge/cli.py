@@ -81,6 +81,7 @@ class Group(click.Group):
             raise
 
 
+QUIET = "knomit_judge.quiet"  # -q, in ctx.meta for the commands' output
 # What an interrupted command keeps, said on Ctrl-C or SIGTERM; a command that keeps something sets it in ctx.meta.
 KEPT = "knomit_judge.kept"
 SESSION_KEEPS = "the verdicts parsed and the vectors embedded so far are kept"
@@ -138,14 +139,17 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
 @click.group(cls=Group)
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
               help="Show the version, the prompts' versions and the embedding model, and exit.")
-@click.option("-q", "--quiet", is_flag=True, help="Log only warnings and errors.")
-def cli(quiet: bool) -> None:
+@click.option("-q", "--quiet", is_flag=True,
+              help="Print no progress or confirmation line and log only warnings and errors; results and --json still print.")
+@click.pass_context
+def cli(ctx: click.Context, quiet: bool) -> None:
     """knomit-judge keeps a git-backed knowledge corpus tidy: embeddings shortlist, an LLM judge decides,
     git records every decision.
 
     Example: knomit-judge review ~/corpus --judge scripted:replies.jsonl
     """
     check_install()
+    ctx.meta[QUIET] = quiet
     logger = logging.getLogger("knomit_judge")
     logger.handlers = [h for h in logger.handlers if not isinstance(h, _StderrHandler)] + [_StderrHandler()]
     logger.setLevel(logging.WARNING if quiet else logging.INFO)
@@ -158,10 +162,11 @@ class _StderrHandler(logging.Handler):
         click.echo(f"knomit-judge: {record.getMessage()}", err=True)
 
 
-def emit(data: dict[str, Any], as_json: bool, lines: list[str]) -> None:
+def emit(data: dict[str, Any], as_json: bool, lines: list[str], confirms: bool = False) -> None:
+    """The command's JSON object, or its lines; lines that only confirm what was done are not printed under -q."""
     if as_json:
         click.echo(json.dumps(data, ensure_ascii=False))
-    else:
+    elif not (confirms and click.get_current_context().meta.get(QUIET)):
         for line in lines:
             click.echo(line)
 
@@ -178,8 +183,7 @@ def init(corpus: Path, create: bool) -> None:
     Example: knomit-judge init ~/corpus
     """
     from .init import init_corpus
-    for line in init_corpus(corpus, create=create):
-        click.echo(line)
+    emit({}, False, init_corpus(corpus, create=create), confirms=True)
 
 
 @cli.command()
@@ -324,7 +328,7 @@ def rebuild(corpus: Path, check: bool, as_json: bool) -> None:
         emit(result.json(), as_json, result.text_lines())
         sys.exit(0 if result.equal else 1)
     counts = run(corpus)
-    emit(counts, as_json, [rebuilt_line(counts)])
+    emit(counts, as_json, [rebuilt_line(counts)], confirms=True)
 
 
 @cli.command()
@@ -338,7 +342,7 @@ def revert(verdict: str, corpus: Path, reason: str) -> None:
     """
     from .revert import revert as run
     sha = run(verdict, corpus, reason)
-    click.echo(f"reverted {verdict}: commit {sha}")
+    emit({}, False, [f"reverted {verdict}: commit {sha}"], confirms=True)
 
 
 @cli.command()
@@ -430,7 +434,7 @@ def label(args: tuple[str, ...], note: str, label_file: Path | None, as_json: bo
     lines = [f"labelled {r['verdict']} {r['label']} ({r['pass']} {r['answer']})" for r in result["labels"]]
     lines.append(f"commit {result['commit']}")
     lines += [f"applied decision labelled no; to undo it: {cmd}" for cmd in result["revert"]]
-    emit(result, as_json, lines)
+    emit(result, as_json, lines, confirms=True)
 
 
 @cli.command()
@@ -443,7 +447,7 @@ def report(corpus: Path, html_file: Path) -> None:
     Example: knomit-judge report ~/corpus --html report.html
     """
     from .report import write_report
-    click.echo(f"wrote {write_report(corpus, html_file)}")
+    emit({}, False, [f"wrote {write_report(corpus, html_file)}"], confirms=True)
 
 
 def main() -> None:

@@ -130,8 +130,8 @@ class Progress:
         """Count a batch of vectors done (shown once the rest is slow enough to show), and pass them on."""
         self.done += len(vectors)
         rate = self.done / max(time.perf_counter() - self.started, 1e-9)
-        if self.bar is None and self.done < self.total and sys.stderr.isatty() \
-                and (self.total - self.done) / rate > SHOW_PROGRESS_AFTER_S:
+        if self.bar is None and self.done < self.total and sys.stderr.isatty() and log.isEnabledFor(logging.INFO) \
+                and (self.total - self.done) / rate > SHOW_PROGRESS_AFTER_S:  # -q (warnings only): no bar
             self._show()
         if self.bar is not None and self.task is not None:  # set together by _show
             self.bar.update(self.task, completed=self.done, rate=f"{rate:.1f} texts/s")

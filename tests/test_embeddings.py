@@ -103,7 +103,8 @@ class _Terminal(io.StringIO):
         return True
 
 
-def test_a_long_embedding_shows_a_progress_bar_on_a_terminal(tmp_path, monkeypatch):
+def test_a_long_embedding_shows_a_progress_bar_on_a_terminal(tmp_path, monkeypatch, caplog):
+    caplog.set_level(logging.INFO, logger="knomit_judge")  # the CLI's level, without -q
     monkeypatch.setattr(embeddings, "SHOW_PROGRESS_AFTER_S", 0.0)
     err = _Terminal()
     monkeypatch.setattr(sys, "stderr", err)
@@ -114,16 +115,23 @@ def test_a_long_embedding_shows_a_progress_bar_on_a_terminal(tmp_path, monkeypat
     store.close()
 
 
-def test_no_progress_bar_off_a_terminal_or_when_quick(tmp_path, monkeypatch):
+def test_no_progress_bar_off_a_terminal_or_when_quick_or_quiet(tmp_path, monkeypatch, caplog):
+    caplog.set_level(logging.INFO, logger="knomit_judge")
     err = io.StringIO()
     monkeypatch.setattr(sys, "stderr", err)
     store = Store(tmp_path / "judge.db")
     monkeypatch.setattr(embeddings, "SHOW_PROGRESS_AFTER_S", 0.0)
     Embedder(store, batch_size=4).embed([f"{t} [{i}]" for i in range(3) for t in TEXTS])  # not a terminal
-    monkeypatch.setattr(sys, "stderr", _Terminal())
+    quick = _Terminal()
+    monkeypatch.setattr(sys, "stderr", quick)
     monkeypatch.setattr(embeddings, "SHOW_PROGRESS_AFTER_S", 3600.0)
     Embedder(store, batch_size=4).embed([f"{t} <{i}>" for i in range(3) for t in TEXTS])  # quick
-    for shown in (err.getvalue(), sys.stderr.getvalue()):  # log lines may be there, a bar never
+    quiet = _Terminal()
+    monkeypatch.setattr(sys, "stderr", quiet)
+    monkeypatch.setattr(embeddings, "SHOW_PROGRESS_AFTER_S", 0.0)
+    caplog.set_level(logging.WARNING, logger="knomit_judge")  # -q
+    Embedder(store, batch_size=4).embed([f"{t} {{{i}}}" for i in range(3) for t in TEXTS])
+    for shown in (err.getvalue(), quick.getvalue(), quiet.getvalue()):  # log lines may be there, a bar never
         assert "texts/s" not in shown and "ETA" not in shown and "━" not in shown
     store.close()
 
