@@ -328,7 +328,7 @@ def rebuild(corpus: Path, check: bool, as_json: bool) -> None:
         emit(result.json(), as_json, result.text_lines())
         sys.exit(0 if result.equal else 1)
     counts = run(corpus)
-    emit(counts, as_json, [rebuilt_line(counts)], confirms=True)
+    emit(counts, as_json, [rebuilt_line(counts)])  # what it counted: a result, -q or not
 
 
 @cli.command()

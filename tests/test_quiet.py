@@ -1,8 +1,8 @@
 """`-q` on every command: nothing on stderr but warnings and errors, no progress or confirmation line on stdout.
 
 A command's results (review's status lines, status, verdicts, inbox, calibrate, any --json) are what it was
-run for: -q keeps them, byte for byte. A command that only does something (init, rebuild, revert, label,
-report, daemon) prints nothing under -q (issue 54: `knomit-judge -q init` printed 4 lines). Each runs as a
+run for: -q keeps them, byte for byte. A command that only does something (init, revert, label, report,
+daemon) prints nothing under -q (issue 54: `knomit-judge -q init` printed 4 lines). Each runs as a
 user runs it, the real console script in its own process.
 """
 
@@ -92,7 +92,7 @@ COMMANDS = {
     "status": (lambda root, tmp: ["status", str(root)], True),
     "verdicts": (lambda root, tmp: ["verdicts", str(root)], True),
     "inbox": (lambda root, tmp: ["inbox", str(root)], True),
-    "rebuild": (lambda root, tmp: ["rebuild", str(root)], False),
+    "rebuild": (lambda root, tmp: ["rebuild", str(root)], True),
     "revert": (lambda root, tmp: ["revert", applied_verdict(root), str(root)], False),
     "label": (lambda root, tmp: ["label", applied_verdict(root), "yes", str(root)], False),
     "report": (lambda root, tmp: ["report", str(root), "--html", str(tmp / "report.html")], False),
