@@ -4,8 +4,10 @@ Ctrl-C, and SIGTERM turned into it (cli.py), reach asyncio.run's handler, which 
 task; a cancellation lands at the task's next await. Embedding a cold corpus, or searching its
 neighbours, runs for seconds without one, so the signal waited for the step to end (issue 54). Those
 steps call check() between small units of work (a few texts, a block of rows): once the task is
-cancelled, or the daemon's stop is set, it raises Interrupted there, which unwinds the session as the
-cancellation would have, and the step keeps what it finished (the vectors embedded so far are stored).
+cancelled, or the session's interrupt is set (ReviewOptions.interrupt: the daemon's SIGTERM), it raises
+Interrupted there, which unwinds the session as the cancellation would have, and the step keeps what it
+finished (the vectors embedded so far are stored). ReviewOptions.stop alone (nothing new offered, decided
+changes still applied) does not interrupt a step.
 """
 
 from __future__ import annotations
@@ -16,12 +18,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-# The daemon's stop (ReviewOptions.stop): set by its SIGTERM, read by the session it runs in another thread.
+# ReviewOptions.interrupt (the daemon's SIGTERM sets it), read by the session the daemon runs in another thread.
 _STOP: ContextVar[threading.Event | None] = ContextVar("knomit_judge_stop", default=None)
 
 
 class Interrupted(asyncio.CancelledError):
-    """A stop was asked (a signal, the daemon's stop) and a long step saw it: the session unwinds as cancelled.
+    """A stop was asked (a signal, the daemon's SIGTERM) and a long step saw it: the session unwinds as cancelled.
 
     A CancelledError, so asyncio.run treats it as the cancellation its own SIGINT handler asked for (and raises
     KeyboardInterrupt after it), and no `except Exception` on the way swallows it.
@@ -30,7 +32,7 @@ class Interrupted(asyncio.CancelledError):
 
 @contextmanager
 def watching(stop: threading.Event | None) -> Iterator[None]:
-    """Within this block (in this task or thread), check() also raises once `stop` is set."""
+    """Within this block (in this task or thread, and tasks started in it), check() also raises once `stop` is set."""
     token = _STOP.set(stop)
     try:
         yield
@@ -39,8 +41,8 @@ def watching(stop: threading.Event | None) -> Iterator[None]:
 
 
 def watcher() -> Callable[[], bool]:
-    """Whether the session running here was asked to stop (its task cancelled, or the daemon's stop set), as a
-    function that worker threads may call: they have neither the task nor the daemon's stop of their own."""
+    """Whether the session running here was asked to stop (its task cancelled, or its interrupt set), as a
+    function that worker threads may call: they have neither the task nor the interrupt of their own."""
     stop = _STOP.get()
     try:
         task = asyncio.current_task()

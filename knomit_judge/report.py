@@ -316,7 +316,8 @@ def balance_section(status: dict[str, Any]) -> str:
     """Each pass's throttle for its next session, as `status` says it: its state and probe, its balance (in money,
     or in questions for the scripted judge), what that buys at each reader's price, and why."""
     rows = [[e(name), e(t["state_text"]), e(t["balance_text"]),
-             e(t["buys_text"].partition(" buys ")[2] or "–"), e(t["why"])]
+             # status's buys, where status says them (a balance in money): none for one counted in questions
+             e(", ".join(f"{n} at {m}" for m, n in t["buys"].items()) if t["buys_text"] else "–"), e(t["why"])]
             for name, t in status["throttle"].items()]
     return (f"<p>What each pass may still spend in its next session ({e(status['judge'])} judge), what it buys, and "
             "why: as <code>knomit-judge status</code> says it (docs/throttle.md).</p>"

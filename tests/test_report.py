@@ -384,7 +384,8 @@ def test_every_figure_the_report_shows_agrees_with_status_after_a_session(tmp_pa
     throttle = said[said.index("throttle for the next session (scripted judge):") + 1:][:3]
     for name, line in zip(("alias", "prune", "discovery"), throttle):
         _, state, balance, buys, why = rows[(name, 5)]
-        assert line == f"  {name}: {state} - {why}" + (f"; balance {balance} buys {buys}" if buys != "–" else "")
+        assert line == f"  {name}: {state} - {why}" + (
+            f"; balance {balance} buys {buys.replace(' at ', ' reads at ', 1)}" if buys != "–" else "")
         assert balance == data["throttle"][name]["balance_text"]
         # the chart's "now" is the state status names for the next session, not the one the last session ran in
         assert f"now {state}" in re.search(rf'aria-label="throttle history of {name}".*?</svg>', page).group(0)

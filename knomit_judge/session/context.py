@@ -40,6 +40,9 @@ class ReviewOptions:
     passes: tuple[str, ...] = JUDGED_PASSES
     judge: JudgeSpec = ANTHROPIC  # --judge; its str form ("scripted:FILE", the CLI's and daemon's) is parsed here
     stop: threading.Event | None = None  # once set, nothing new is offered; judgments in flight finish
+    # once set, a long step (an embedding, a neighbour search, the exact duplicates) ends the session at once, as
+    # Ctrl-C does; what it finished is kept (interrupts.py). The daemon's SIGTERM sets it with stop.
+    interrupt: threading.Event | None = None
     batch: bool | None = None  # submit offered questions as a Message Batch; None: judge.mode decides
     metrics_file: Path | None = None  # review --metrics-file: wins over [metrics] textfile
 

@@ -88,7 +88,7 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
                 pull(remote, root, opened.repo, store)
             with remembered(Memory(store)):  # neighbour lists are searched again only where vectors changed
                 ran = True
-                with interrupts.watching(options.stop):  # the session's task sees the daemon's stop
+                with interrupts.watching(options.interrupt):  # the session's task sees the daemon's SIGTERM
                     result = asyncio.run(_session(root, opened.repo, config, store, options,
                                                   [*models.notes, *notes], models, embedder))
             if remote:
@@ -229,8 +229,8 @@ async def _session(root: Path, repo: Repo, config: Config, store: Store, options
                 ctx.charge(r)
         if gone:
             raise ConfigError(gone) from None
-        if isinstance(e, Interrupted) and options.stop is not None and options.stop.is_set():
-            return result  # the daemon's stop, seen in a long step: recorded as its stop between judgments is
+        if isinstance(e, Interrupted) and options.interrupt is not None and options.interrupt.is_set():
+            return result  # the daemon's SIGTERM, seen in a long step: recorded as its stop between judgments is
         raise
     finally:
         result.batches = ctx.batches.reports
