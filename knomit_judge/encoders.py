@@ -40,7 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -297,22 +297,11 @@ class OnnxEncoder:
 
     def __init__(self, backend: str) -> None:
         _offline()
-        ort = onnxruntime()
-        from tokenizers import Tokenizer
-
         self.backend = backend
         path, tokenizer = int8_files() if backend == "onnx-int8" else (exported(backend), model_path() / TOKENIZER)
-        options = ort.SessionOptions()
-        # One thread a run and one run a text on each worker: a run's result never depends on how many
-        # threads split it, and short texts do not wait on thread hand-offs (measured faster than batches).
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        # Busy-waiting threads steal the CPU other work on a shared machine needs; measured no faster alone.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        self.tokenizer = Tokenizer.from_file(str(tokenizer))
-        self.tokenizer.enable_truncation(MAX_TOKENS)
-        self.tokenizer.no_padding()  # tokenizer.json pads every text to 128 tokens
+        # Every review session loads the model before its first change (a broken one stops it there): a process
+        # that runs many (the daemon, the tests) loads each file once, named by its path, size and time.
+        self.session, self.tokenizer = _loaded(*_stamp(path), *_stamp(tokenizer))
         self.workers = os.cpu_count() or 1
 
     def encode(self, texts: list[str], batch_size: int, stop: Callable[[], bool] | None = None) -> np.ndarray:
@@ -326,6 +315,31 @@ class OnnxEncoder:
                                          "token_type_ids": np.zeros_like(ids)})[0][0]
         v = hidden.mean(axis=0, dtype=np.float32)  # every token is real: nothing is padded
         return v / max(float(np.linalg.norm(v)), 1e-12)
+
+
+def _stamp(path: Path) -> tuple[str, int, int]:
+    st = path.stat()
+    return str(path), st.st_size, st.st_mtime_ns
+
+
+@functools.lru_cache(maxsize=4)
+def _loaded(model: str, _size: int, _mtime: int, tokenizer: str, _tsize: int, _tmtime: int) -> tuple[Any, Any]:
+    """An ONNX Runtime session of `model` and the `tokenizer`, set up to run one text at a time."""
+    ort = onnxruntime()
+    from tokenizers import Tokenizer
+
+    options = ort.SessionOptions()
+    # One thread a run and one run a text on each worker: a run's result never depends on how many
+    # threads split it, and short texts do not wait on thread hand-offs (measured faster than batches).
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    # Busy-waiting threads steal the CPU other work on a shared machine needs; measured no faster alone.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    loaded = Tokenizer.from_file(tokenizer)
+    loaded.enable_truncation(MAX_TOKENS)
+    loaded.no_padding()  # tokenizer.json pads every text to 128 tokens
+    return session, loaded
 
 
 def each(one: Callable[[_Item], np.ndarray], items: Sequence[_Item], workers: int,
