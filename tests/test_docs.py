@@ -124,7 +124,8 @@ def test_make_demo_and_test_install_nothing_outside_the_clone_and_venv(tmp_path)
     import subprocess
     repo = Path(__file__).resolve().parent.parent
     clone = tmp_path / "clone"
-    shutil.copytree(repo, clone, ignore=shutil.ignore_patterns(".venv", ".demo", ".git", "__pycache__"))
+    # not .pytest-tmp: the test's own folder is in it (tests/conftest.py), and the copy would copy itself
+    shutil.copytree(repo, clone, ignore=shutil.ignore_patterns(".venv", ".demo", ".git", "__pycache__", ".pytest-tmp"))
     done = subprocess.run(["make", "-n", "demo", "test"], cwd=clone, capture_output=True, text=True,
                           env={k: v for k, v in os.environ.items() if k not in ("DEMO_DIR", "CALIBRATION_DIR")})
     assert done.returncode == 0, done.stderr
