@@ -20,6 +20,9 @@ from contextvars import ContextVar
 
 # ReviewOptions.interrupt (the daemon's SIGTERM sets it), read by the session the daemon runs in another thread.
 _STOP: ContextVar[threading.Event | None] = ContextVar("knomit_judge_stop", default=None)
+# The session's own task, the one asyncio.run's SIGINT handler cancels: a worker task's cancelling is its own
+# business (asyncio.timeout cancels a judge call's task), not a stop.
+_SESSION: ContextVar[asyncio.Task[object] | None] = ContextVar("knomit_judge_session", default=None)
 
 
 class Interrupted(asyncio.CancelledError):
@@ -40,12 +43,17 @@ def watching(stop: threading.Event | None) -> Iterator[None]:
         _STOP.reset(token)
 
 
+def session_task() -> None:
+    """Name the running task as the session's (the first thing the session does): the tasks it starts see it."""
+    _SESSION.set(asyncio.current_task())
+
+
 def watcher() -> Callable[[], bool]:
     """Whether the session running here was asked to stop (its task cancelled, or its interrupt set), as a
     function that worker threads may call: they have neither the task nor the interrupt of their own."""
     stop = _STOP.get()
     try:
-        task = asyncio.current_task()
+        task = _SESSION.get() or asyncio.current_task()
     except RuntimeError:  # no event loop here (rebuild, a plain call): Ctrl-C raises KeyboardInterrupt by itself
         task = None
     return lambda: (stop is not None and stop.is_set()) or (task is not None and task.cancelling() > 0)

@@ -174,6 +174,7 @@ def _context(root: Path, repo: Repo, config: Config, store: Store, options: Revi
 
 async def _session(root: Path, repo: Repo, config: Config, store: Store, options: ReviewOptions, notes: list[str],
                    models: Lineup, embedder: Embedder | None = None) -> SessionResult:
+    interrupts.session_task()  # what Ctrl-C cancels: a long step in it, or in a task it starts, looks at it
     result = SessionResult(session=new_session_id(), dry_run=options.dry_run, notes=list(notes))
     ctx = _context(root, repo, config, store, options, models, result, embedder)
     index, report = ctx.index, result.corpus
