@@ -84,11 +84,10 @@ class Embedder:
         self._last = (hashes, out.copy())
         return out
 
-
     def _compute(self, missing: list[tuple[str, str]], encoder: Encoder, known: dict[str, np.ndarray]) -> None:
         """Encode the missing (hash, text) pairs into `known`, storing them CHUNK at a time.
 
-        A stop (Ctrl-C, SIGTERM, the daemon's) is looked at before each text starts: the texts in flight
+        A stop (Ctrl-C, SIGTERM, the daemon's SIGTERM) is looked at before each text starts: the texts in flight
         finish, what was computed is stored, and Interrupted is raised, so the next run embeds only the rest.
         """
         stop = interrupts.watcher()
