@@ -1,6 +1,7 @@
 # make demo: a full review of corpus-fixtures/demo with the scripted judge (no key needed).
 # make test: the type and lint gates, then the whole suite. make test-fast: the gates and the tests not marked slow.
-# Both create or update .venv first and install nothing outside the clone and .venv.
+# Both create or update .venv first and install nothing outside the clone and .venv; the tests write nothing
+# outside the clone either: their temporary corpora go to .pytest-tmp/ (tests/conftest.py), gone after a run that passes.
 # make docs: rewrite the generated parts of docs/ (every --help, every config key and default) from the code.
 # make test-browser: the report's browser tests in a headless Chromium (which you install yourself; see the README).
 # CI (.ci/run) installs Chromium with apt, then runs make test with KNOMIT_REQUIRE_BROWSER=1: a browser test that skips fails.
@@ -98,4 +99,4 @@ dist: install
 	@ls dist/*
 
 clean:
-	rm -rf $(VENV) "$(DEMO)" "$(DEMO)-report.html" "$(CALIBRATION)" "$(CALIBRATION)-report.html" dist build
+	rm -rf $(VENV) "$(DEMO)" "$(DEMO)-report.html" "$(CALIBRATION)" "$(CALIBRATION)-report.html" dist build .pytest-tmp

@@ -62,9 +62,10 @@ class Group(click.Group):
             click.echo(f"knomit-judge: {e}", err=True)
             _json_error(ctx, str(e), e.exit_code)
             sys.exit(e.exit_code)
-        except KeyboardInterrupt:
-            click.echo("knomit-judge: interrupted; verdicts parsed so far are kept", err=True)
-            _json_error(ctx, "interrupted; verdicts parsed so far are kept", 130)
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (sigterm_as_interrupt); the command said what it keeps
+            said = "; ".join(["interrupted", *([ctx.meta[KEPT]] if KEPT in ctx.meta else [])])
+            click.echo(f"knomit-judge: {said}", err=True)
+            _json_error(ctx, said, 130)
             sys.exit(130)
         except BrokenPipeError:
             # The reader stopped reading (`verdicts | head`): exit as a process ended by SIGPIPE does (141),
@@ -79,6 +80,14 @@ class Group(click.Group):
         except Exception as e:  # a bug: the traceback follows on stderr, and a script still reads JSON
             _json_error(ctx, f"{type(e).__name__}: {e}", 1)
             raise
+
+
+QUIET = "knomit_judge.quiet"  # -q, in ctx.meta for the commands' output
+# What an interrupted command keeps, said on Ctrl-C or SIGTERM; a command that keeps something sets it in ctx.meta.
+KEPT = "knomit_judge.kept"
+SESSION_KEEPS = "the verdicts parsed and the vectors embedded so far are kept"
+DRY_RUN_KEEPS = ("a dry run buys and commits nothing: only the derived caches computed so far (vectors, neighbour "
+                 "and candidate lists) are kept in the db")
 
 
 def _json_error(ctx: click.Context, message: str, exit_code: int) -> None:
@@ -131,17 +140,21 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
 @click.group(cls=Group)
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
               help="Show the version, the prompts' versions and the embedding model, and exit.")
-@click.option("-q", "--quiet", is_flag=True, help="Log only warnings and errors.")
-def cli(quiet: bool) -> None:
+@click.option("-q", "--quiet", is_flag=True,
+              help="Print no progress or confirmation line and log only errors; results (status lines, the corpus "
+                   "line with what it skipped, --json) still print.")
+@click.pass_context
+def cli(ctx: click.Context, quiet: bool) -> None:
     """knomit-judge keeps a git-backed knowledge corpus tidy: embeddings shortlist, an LLM judge decides,
     git records every decision.
 
     Example: knomit-judge review ~/corpus --judge scripted:replies.jsonl
     """
     check_install()
+    ctx.meta[QUIET] = quiet
     logger = logging.getLogger("knomit_judge")
     logger.handlers = [h for h in logger.handlers if not isinstance(h, _StderrHandler)] + [_StderrHandler()]
-    logger.setLevel(logging.WARNING if quiet else logging.INFO)
+    logger.setLevel(logging.ERROR if quiet else logging.INFO)  # issue 54: -q says nothing but errors
 
 
 class _StderrHandler(logging.Handler):
@@ -151,10 +164,11 @@ class _StderrHandler(logging.Handler):
         click.echo(f"knomit-judge: {record.getMessage()}", err=True)
 
 
-def emit(data: dict[str, Any], as_json: bool, lines: list[str]) -> None:
+def emit(data: dict[str, Any], as_json: bool, lines: list[str], confirms: bool = False) -> None:
+    """The command's JSON object, or its lines; lines that only confirm what was done are not printed under -q."""
     if as_json:
         click.echo(json.dumps(data, ensure_ascii=False))
-    else:
+    elif not (confirms and click.get_current_context().meta.get(QUIET)):
         for line in lines:
             click.echo(line)
 
@@ -171,8 +185,7 @@ def init(corpus: Path, create: bool) -> None:
     Example: knomit-judge init ~/corpus
     """
     from .init import init_corpus
-    for line in init_corpus(corpus, create=create):
-        click.echo(line)
+    emit({}, False, init_corpus(corpus, create=create), confirms=True)
 
 
 @cli.command()
@@ -198,6 +211,7 @@ def review(corpus: Path, dry_run: bool, evidence: bool, passes: tuple[str, ...],
     """
     from .session.context import ReviewOptions
     from .session.review import review as run
+    click.get_current_context().meta[KEPT] = DRY_RUN_KEEPS if dry_run else SESSION_KEEPS
     with sigterm_as_interrupt():
         result = run(corpus, ReviewOptions(dry_run=dry_run, passes=tuple(passes) or JUDGED_PASSES, judge=judge,
                                            batch=batch or None,  # None: judge.mode decides
@@ -215,7 +229,8 @@ def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM (kill, systemd, a cron timeout) cancels a session as Ctrl-C does: nothing half-written.
 
     Raising SIGINT hands it to asyncio.run's own handler, which cancels the session task at its next
-    await; the session's cleanup then commits the verdicts parsed so far.
+    await, or at the next text in an embedding (interrupts.py); the session's cleanup then commits the
+    verdicts parsed so far, and the vectors embedded so far are in the db.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -332,7 +347,7 @@ def rebuild(corpus: Path, check: bool, as_json: bool) -> None:
         emit(result.json(), as_json, result.text_lines())
         sys.exit(0 if result.equal else 1)
     counts = run(corpus)
-    emit(counts, as_json, [rebuilt_line(counts)])
+    emit(counts, as_json, [rebuilt_line(counts)])  # what it counted: a result, -q or not
 
 
 @cli.command()
@@ -346,7 +361,7 @@ def revert(verdict: str, corpus: Path, reason: str) -> None:
     """
     from .revert import revert as run
     sha = run(verdict, corpus, reason)
-    click.echo(f"reverted {verdict}: commit {sha}")
+    emit({}, False, [f"reverted {verdict}: commit {sha}"], confirms=True)
 
 
 @cli.command()
@@ -438,7 +453,7 @@ def label(args: tuple[str, ...], note: str, label_file: Path | None, as_json: bo
     lines = [f"labelled {r['verdict']} {r['label']} ({r['pass']} {r['answer']})" for r in result["labels"]]
     lines.append(f"commit {result['commit']}")
     lines += [f"applied decision labelled no; to undo it: {cmd}" for cmd in result["revert"]]
-    emit(result, as_json, lines)
+    emit(result, as_json, lines, confirms=True)
 
 
 VERDICT_ID = re.compile(r"^v[0-9a-f]{12}$")
@@ -494,7 +509,7 @@ def reject(verdict: str, corpus: Path, note: str, as_json: bool) -> None:
     lines = [f"rejected {verdict}: commit {result['commit']}",
              *(f"dropped {vid}: {why}" for vid, why in result["dropped"].items() if vid != verdict),
              *([_sync_line(result["sync"])] if result.get("sync") else []), _proposals_line(result["proposals"])]
-    emit(result, as_json, lines)
+    emit(result, as_json, lines, confirms=True)
 
 
 def _sync_line(sync: dict[str, Any]) -> str:
@@ -516,7 +531,7 @@ def report(corpus: Path, html_file: Path) -> None:
     Example: knomit-judge report ~/corpus --html report.html
     """
     from .report import write_report
-    click.echo(f"wrote {write_report(corpus, html_file)}")
+    emit({}, False, [f"wrote {write_report(corpus, html_file)}"], confirms=True)
 
 
 def main() -> None:

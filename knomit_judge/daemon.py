@@ -49,7 +49,9 @@ def run_daemon(root: Path | str, cron: str | None = None, judge: str = "anthropi
             return
         try:
             # The same library call as `knomit-judge review`; it re-reads the config, so edits apply next run.
-            result = review(root, ReviewOptions(judge=spec, stop=stop))
+            # stop: nothing new is offered, the judgment in flight finishes; interrupt: a long step (embedding a cold
+            # corpus) ends at once, its vectors kept
+            result = review(root, ReviewOptions(judge=spec, stop=stop, interrupt=stop))
         except KnomitError as e:  # a locked corpus or a refused key: say so, try again next time
             log.error("session failed: %s", e)
             return

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from . import interrupts
 from .encoders import DIM, MODEL_NAME, Encoder, cache_key, keyed_backend, load_encoder, wanted_backend
 from .store import Store
 
@@ -31,7 +32,7 @@ def text_hash(text: str) -> str:
 
 
 class Embedder:
-    """Embeds texts, computing only those whose hash is not cached; loads the model only when needed."""
+    """Embeds texts, computing only those whose hash is not cached; loads the model on first use, or load()."""
 
     CHUNK = 1024  # texts encoded and stored at a time, so an interrupted first embedding resumes
 
@@ -51,6 +52,10 @@ class Embedder:
             if self._encoder.backend != self.backend:  # fell back: never store its vectors under the other key
                 self.backend, self.model_name = self._encoder.backend, cache_key(self._encoder.backend)
         return self._encoder
+
+    def load(self) -> None:
+        """Load the model now, so a model that cannot be loaded stops a session before its first change."""
+        self.encoder  # noqa: B018  the property loads it
 
     @property
     def model_loaded(self) -> bool:
@@ -73,20 +78,39 @@ class Embedder:
             if self.model_name != key:  # the backend fell back to PyTorch: look again under its key
                 known = self.store.embeddings(self.model_name, list(text_of))
                 missing = [h for h in text_of if h not in known]
-            with Progress(len(missing)) as progress:
-                for start in range(0, len(missing), self.CHUNK):
-                    chunk = missing[start:start + self.CHUNK]
-                    vectors = np.concatenate([progress.step(encoder.encode(
-                        [text_of[h] for h in chunk[i:i + self.batch_size]], self.batch_size))
-                        for i in range(0, len(chunk), self.batch_size)])
-                    fresh = dict(zip(chunk, vectors.astype(np.float32)))
-                    self.store.put_embeddings(self.model_name, fresh)
-                    known.update(fresh)
-                    self.computed += len(fresh)
+            self._compute([(h, text_of[h]) for h in missing], encoder, known)
         for i, h in enumerate(hashes):
             out[i] = known[h]
         self._last = (hashes, out.copy())
         return out
+
+    def _compute(self, missing: list[tuple[str, str]], encoder: Encoder, known: dict[str, np.ndarray]) -> None:
+        """Encode the missing (hash, text) pairs into `known`, storing them CHUNK at a time.
+
+        A stop (Ctrl-C, SIGTERM, the daemon's SIGTERM) is looked at before each text starts: the texts in flight
+        finish, what was computed is stored, and Interrupted is raised, so the next run embeds only the rest.
+        """
+        stop = interrupts.watcher()
+        fresh: dict[str, np.ndarray] = {}
+        try:
+            with Progress(len(missing)) as progress:
+                for i in range(0, len(missing), self.batch_size):
+                    batch = missing[i:i + self.batch_size]
+                    vectors = progress.step(encoder.encode([t for _, t in batch], self.batch_size, stop))
+                    fresh.update(zip([h for h, _ in batch], vectors.astype(np.float32)))
+                    if len(vectors) < len(batch):
+                        raise interrupts.Interrupted()
+                    if len(fresh) >= self.CHUNK:
+                        self._keep(fresh, known)
+        finally:  # an interruption or a failure keeps what was computed before it
+            self._keep(fresh, known)
+
+    def _keep(self, fresh: dict[str, np.ndarray], known: dict[str, np.ndarray]) -> None:
+        if fresh:
+            self.store.put_embeddings(self.model_name, dict(fresh))  # a copy: a dry run's store keeps the dict
+            known.update(fresh)
+            self.computed += len(fresh)
+            fresh.clear()
 
 
 class Progress:
@@ -105,8 +129,8 @@ class Progress:
         """Count a batch of vectors done (shown once the rest is slow enough to show), and pass them on."""
         self.done += len(vectors)
         rate = self.done / max(time.perf_counter() - self.started, 1e-9)
-        if self.bar is None and self.done < self.total and sys.stderr.isatty() \
-                and (self.total - self.done) / rate > SHOW_PROGRESS_AFTER_S:
+        if self.bar is None and self.done < self.total and sys.stderr.isatty() and log.isEnabledFor(logging.INFO) \
+                and (self.total - self.done) / rate > SHOW_PROGRESS_AFTER_S:  # -q (warnings only): no bar
             self._show()
         if self.bar is not None and self.task is not None:  # set together by _show
             self.bar.update(self.task, completed=self.done, rate=f"{rate:.1f} texts/s")

@@ -35,12 +35,12 @@ import shutil
 import sys
 import tempfile
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -65,6 +65,7 @@ INT8, TOKENIZER = "model-int8.onnx", "tokenizer.json"  # the files of the shippe
 SHIPPED = resources.files("knomit_judge") / "data" / "model"  # written by `make install` (ship), put in the wheel
 TORCH_EXTRA = "knomit-judge[torch]"
 log = logging.getLogger(__name__)
+_Item = TypeVar("_Item")
 
 
 class Encoder(Protocol):
@@ -72,7 +73,9 @@ class Encoder(Protocol):
 
     backend: str
 
-    def encode(self, texts: list[str], batch_size: int) -> np.ndarray: ...
+    def encode(self, texts: list[str], batch_size: int, stop: Callable[[], bool] | None = None) -> np.ndarray:
+        """Vectors of `texts`, in order; once stop() is true no text starts, and only those before it are returned."""
+        ...
 
 
 def _offline() -> None:
@@ -267,18 +270,13 @@ class TorchEncoder:
         self.bert, self.tokenizer = model[0].auto_model.eval(), model.tokenizer
         self.workers = os.cpu_count() or 1
 
-    def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+    def encode(self, texts: list[str], batch_size: int, stop: Callable[[], bool] | None = None) -> np.ndarray:
         """Vectors of `texts`, each computed alone (batch_size is not used: see the module docstring)."""
         import torch
 
-        if not texts:
-            return np.empty((0, DIM), dtype=np.float32)
         threads = torch.get_num_threads()
         try:
-            if self.workers < 2 or len(texts) < 2:
-                return np.stack([self._one(t) for t in texts])
-            with ThreadPoolExecutor(min(self.workers, len(texts))) as pool:  # a forward pass releases the GIL
-                return np.stack(list(pool.map(self._one, texts)))
+            return each(self._one, texts, self.workers, stop)  # a forward pass releases the GIL
         finally:
             torch.set_num_threads(threads)
 
@@ -299,33 +297,17 @@ class OnnxEncoder:
 
     def __init__(self, backend: str) -> None:
         _offline()
-        ort = onnxruntime()
-        from tokenizers import Tokenizer
-
         self.backend = backend
         path, tokenizer = int8_files() if backend == "onnx-int8" else (exported(backend), model_path() / TOKENIZER)
-        options = ort.SessionOptions()
-        # One thread a run and one run a text on each worker: a run's result never depends on how many
-        # threads split it, and short texts do not wait on thread hand-offs (measured faster than batches).
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        # Busy-waiting threads steal the CPU other work on a shared machine needs; measured no faster alone.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        self.tokenizer = Tokenizer.from_file(str(tokenizer))
-        self.tokenizer.enable_truncation(MAX_TOKENS)
-        self.tokenizer.no_padding()  # tokenizer.json pads every text to 128 tokens
+        # Every review session loads the model before its first change (a broken one stops it there): a process
+        # that runs many (the daemon, the tests) loads each file once, named by its path, size and time.
+        self.session, self.tokenizer = _loaded(*_stamp(path), *_stamp(tokenizer))
         self.workers = os.cpu_count() or 1
 
-    def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+    def encode(self, texts: list[str], batch_size: int, stop: Callable[[], bool] | None = None) -> np.ndarray:
         """Vectors of `texts`, each computed alone (batch_size is not used: see the module docstring)."""
-        if not texts:
-            return np.empty((0, DIM), dtype=np.float32)
-        encodings = self.tokenizer.encode_batch(texts)
-        if self.workers < 2 or len(texts) < 2:
-            return np.stack([self._one(e.ids) for e in encodings])
-        with ThreadPoolExecutor(min(self.workers, len(texts))) as pool:  # a run releases the GIL
-            return np.stack(list(pool.map(lambda e: self._one(e.ids), encodings)))
+        encodings = self.tokenizer.encode_batch(texts) if texts else []
+        return each(lambda e: self._one(e.ids), encodings, self.workers, stop)  # a run releases the GIL
 
     def _one(self, token_ids: list[int]) -> np.ndarray:
         ids = np.array([token_ids], dtype=np.int64)
@@ -333,6 +315,58 @@ class OnnxEncoder:
                                          "token_type_ids": np.zeros_like(ids)})[0][0]
         v = hidden.mean(axis=0, dtype=np.float32)  # every token is real: nothing is padded
         return v / max(float(np.linalg.norm(v)), 1e-12)
+
+
+def _stamp(path: Path) -> tuple[str, int, int]:
+    st = path.stat()
+    return str(path), st.st_size, st.st_mtime_ns
+
+
+@functools.lru_cache(maxsize=4)
+def _loaded(model: str, _size: int, _mtime: int, tokenizer: str, _tsize: int, _tmtime: int) -> tuple[Any, Any]:
+    """An ONNX Runtime session of `model` and the `tokenizer`, set up to run one text at a time."""
+    ort = onnxruntime()
+    from tokenizers import Tokenizer
+
+    options = ort.SessionOptions()
+    # One thread a run and one run a text on each worker: a run's result never depends on how many
+    # threads split it, and short texts do not wait on thread hand-offs (measured faster than batches).
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    # Busy-waiting threads steal the CPU other work on a shared machine needs; measured no faster alone.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    loaded = Tokenizer.from_file(tokenizer)
+    loaded.enable_truncation(MAX_TOKENS)
+    loaded.no_padding()  # tokenizer.json pads every text to 128 tokens
+    return session, loaded
+
+
+def each(one: Callable[[_Item], np.ndarray], items: Sequence[_Item], workers: int,
+         stop: Callable[[], bool] | None = None) -> np.ndarray:
+    """`one` of every item, in order, on up to `workers` threads.
+
+    stop() is asked before each item starts: once it is true no item starts, and the vectors of the items
+    before the first one skipped are returned (fewer rows than items), so a signal waits for one text per
+    thread, not for the whole batch, and what was computed is not thrown away.
+    """
+    def guarded(item: _Item) -> np.ndarray | None:
+        return None if stop is not None and stop() else one(item)
+
+    def until_skipped(results: Iterable[np.ndarray | None]) -> list[np.ndarray]:
+        done = []
+        for vector in results:
+            if vector is None:
+                break
+            done.append(vector)
+        return done
+
+    if workers < 2 or len(items) < 2:
+        done = until_skipped(map(guarded, items))
+    else:
+        with ThreadPoolExecutor(min(workers, len(items))) as pool:  # the rest return at once after a stop
+            done = until_skipped(pool.map(guarded, items))
+    return np.stack(done) if done else np.empty((0, DIM), dtype=np.float32)
 
 
 def cache_dir() -> Path:

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 import sqlite_utils
 
+from . import interrupts
 from .corpus import Fact, content_id, fact_from_record
 from .verdicts import now_text
 
@@ -44,8 +45,12 @@ class FileIndex:
         self.parsed = 0  # facts parsed (and remembered) this session
         self.read = 0  # of the reused, files read to verify their content id (the rest: stat alone)
         self.gone: list[str] = []  # paths the index held that left the corpus (forget_missing), deleted on save
+        self.looked = 0  # lookups this session
 
     def lookup(self, root: Path, path: str) -> Fact | None:
+        self.looked += 1
+        if not self.looked % 512:  # a 100k corpus takes seconds to load: a stop asked for is seen within it
+            interrupts.check()
         row = self.rows.get(path)
         if not row:
             return None

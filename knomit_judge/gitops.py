@@ -55,12 +55,11 @@ def enclosing_top(path: Path) -> Path | None:
     """The top of the git repository that holds path (or its nearest existing parent), if any."""
     scrub_git_env()
     path = Path(path).absolute()
-    while not path.exists():
+    while not path.is_dir():
         path = path.parent
-    try:
-        top = git.Repo(path, search_parent_directories=True).working_tree_dir
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        return None
+    # git's own search, not GitPython's: it stops at GIT_CEILING_DIRECTORIES as every git command does
+    found = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=path, capture_output=True, text=True)
+    top = found.stdout.strip() if found.returncode == 0 else ""
     return Path(top).resolve() if top else None
 
 

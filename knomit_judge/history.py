@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from . import audits, precision
-from .config import load_config
+from .config import Config, load_config
 from .corpus import CorpusReport
 from .gitops import open_repo
 from .metrics import figures
@@ -26,9 +26,16 @@ def upcoming(t: ThrottleState) -> str:
     """What the next session's throttle will do, with why, as one phrase."""
     if t.probe:
         return f"{t.state} - {t.why}; the next session probes one candidate"
+    return f"{state_text(t)} - {t.why}"
+
+
+def state_text(t: ThrottleState) -> str:
+    """The next session's throttle state, with when it probes: `defunded (next probe in 5 sessions)`."""
+    if t.probe:
+        return f"{t.state} (the next session probes one candidate)"
     if t.probe_in:
-        return f"{t.state} (next probe in {t.probe_in} session{'s' if t.probe_in != 1 else ''}) - {t.why}"
-    return f"{t.state} - {t.why}"
+        return f"{t.state} (next probe in {t.probe_in} session{'s' if t.probe_in != 1 else ''})"
+    return t.state
 
 
 def pass_line(name: str, counts: dict[str, Any]) -> str:
@@ -49,30 +56,39 @@ def status(root: Path | str, limit: int = 10) -> dict[str, Any]:
     open_repo(root)
     config = load_config(root)
     with Store.read_only(root) as store:
-        sessions = store.sessions(limit)
-        # A session that started and never ended is running now, or was killed: say so, it is not "caught-up".
-        unfinished = store.db.execute("SELECT count(*) FROM sessions WHERE ended_at IS NULL").fetchone()[0]
-        throttle: dict[str, dict[str, Any]] = {}
-        # Verdicts bind only their own kind of judge: show the throttle of the judge that answered last.
-        judge = store.latest_judge() or "anthropic"
-        passes = all_passes()
-        money = terms(config, judge)
-        for name in JUDGED_PASSES:
-            t = assess(store, name, money, judge)
-            flips, measured = store.flips(name, passes[name].default, judge)
-            bought = buys_text(t, money)
-            throttle[name] = {"state": t.state, "why": t.why, **shown(t, money),
-                              "probe_due": t.probe, "next_probe_in": t.probe_in,
-                              "text": upcoming(t) + (f"; {bought}" if bought else ""),
-                              "flips": flips, "flip_measured": measured,
-                              "flip_rate": round(flips / measured, 4) if measured else None}
-        # after a scripted session (the demo, a test), a plain `review` still starts from the real judge's own
-        plain = {} if judge == "anthropic" else \
-            {name: upcoming(assess(store, name, terms(config, "anthropic"), "anthropic")) for name in JUDGED_PASSES}
-        spend = summarise(store, config)
-        metrics = figures(root, store, config, judge, spend=spend)  # what the metrics file holds, same figures
-        lines = lines_figures(store, sessions)
-        readers = metrics["first_reader"]
+        return status_of(root, store, config, limit)
+
+
+def status_of(root: Path, store: Store, config: Config, limit: int = 10) -> dict[str, Any]:
+    """status() of an open store: the one source of every figure `status` and the report show."""
+    sessions = store.sessions(limit)
+    # A session that started and never ended is running now, or was killed: say so, it is not "caught-up".
+    unfinished = store.db.execute("SELECT count(*) FROM sessions WHERE ended_at IS NULL").fetchone()[0]
+    throttle: dict[str, dict[str, Any]] = {}
+    # Verdicts bind only their own kind of judge: show the throttle of the judge that answered last.
+    judge = store.latest_judge() or "anthropic"
+    passes = all_passes()
+    money = terms(config, judge)
+    for name in JUDGED_PASSES:
+        t = assess(store, name, money, judge)
+        flips, measured = store.flips(name, passes[name].default, judge)
+        bought = buys_text(t, money)
+        throttle[name] = {"state": t.state, "why": t.why, **shown(t, money),
+                          "probe_due": t.probe, "next_probe_in": t.probe_in,
+                          "text": upcoming(t) + (f"; {bought}" if bought else ""),
+                          # the same, in parts (the report's table): state and probe, balance, what it buys
+                          "state_text": state_text(t),
+                          "balance_text": "unlimited" if t.balance is None else money.amount(t.balance),
+                          "buys_text": bought,
+                          "flips": flips, "flip_measured": measured,
+                          "flip_rate": round(flips / measured, 4) if measured else None}
+    # after a scripted session (the demo, a test), a plain `review` still starts from the real judge's own
+    plain = {} if judge == "anthropic" else \
+        {name: upcoming(assess(store, name, terms(config, "anthropic"), "anthropic")) for name in JUDGED_PASSES}
+    spend = summarise(store, config)
+    metrics = figures(root, store, config, judge, spend=spend)  # what the metrics file holds, same figures
+    lines = lines_figures(store, sessions)
+    readers = metrics["first_reader"]
     precisions = precision.by_pass(root, config.calibration)  # from the labels journal: no db needed
     last = dict(sessions[0]) if sessions else None
     if last is not None:  # what the last session did with the remote, its overridden decisions named

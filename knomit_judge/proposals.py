@@ -260,11 +260,14 @@ class Board:
         if (self.path / ".git").is_file():
             try:
                 tree = git.Repo(self.path)
-                if tree.head.is_valid() and not tree.head.is_detached and tree.head.reference.path == self.ref:
+                # a corpus copied or moved with its .git keeps a tree whose link names the old repository's
+                ours = Path(tree.common_dir).resolve() == Path(self.repo.common_dir).resolve()
+                if ours and tree.head.is_valid() and not tree.head.is_detached and tree.head.reference.path == self.ref:
                     return tree
             except (git.InvalidGitRepositoryError, git.NoSuchPathError, TypeError):
                 pass
         run_git(self.repo, "worktree", "prune")
+        self._forget_elsewhere()
         shutil.rmtree(self.path, ignore_errors=True)
         try:
             run_git(self.repo, "worktree", "add", "--quiet", str(self.path), self.branch)
@@ -272,6 +275,14 @@ class Board:
             raise KnomitError(f"cannot check out {self.branch} in {self.path}: {e.raw.strip().splitlines()[-1]} "
                               f"(is it checked out in {self.root}? check out {self.config.git.branch} there)") from None
         return git.Repo(self.path)
+
+    def _forget_elsewhere(self) -> None:
+        """This repository's records of a proposals tree at another place (the corpus was copied or moved, with its
+        .git): git would hold the branch checked out there, and refuse to check it out here."""
+        for record in (Path(self.repo.common_dir) / "worktrees").glob("*/gitdir"):
+            where = Path(record.read_text(encoding="utf-8").strip()).parent
+            if where.name == self.path.name and where.resolve() != self.path.resolve():
+                shutil.rmtree(record.parent)
 
     def remote_of(self, tree: git.Repo) -> Remote | None:
         """The branch's own sync with [git] remote: merged from the remote before, pushed after (never forced)."""

@@ -14,18 +14,16 @@ import git
 
 from . import audits
 from .calibrate import subject_text
-from .config import Config, load_config
+from .config import load_config
 from .errors import CannotWrite
 from .gitops import open_repo, run_git
+from .history import status_of
 from .inbox import evidence_text, inbox
 from .labels import read_labels
 from .layout import matches
-from .metrics import pass_history, reader_states
 from .passes import JUDGED_PASSES
-from .passes.registry import all_passes
 from .precision import history, of_pass
 from .store import Store
-from .throttle import assess, shown, terms
 from .verdicts import Verdict
 
 SESSIONS = 10
@@ -112,9 +110,9 @@ def sessions_section(sessions: list[dict[str, Any]]) -> str:
     return table(["session", "started (UTC)", "cost", "commits", "exact", *JUDGED_PASSES], rows, {2, 3})
 
 
-def throttle_chart(name: str, rows: list[dict[str, Any]]) -> str:
+def throttle_chart(name: str, rows: list[dict[str, Any]], now: str) -> str:
     """Per session, offered and judged side by side, resolved below them to its own scale, over a strip coloured by
-    throttle state.
+    the throttle state each session ran in; `now` is the state the next one runs in, as `status` says it.
 
     The sessions share the chart's whole width, however few they are. A few resolutions out of 190 judged would
     be a pixel or two on the judged scale, so resolved has a panel and a scale of its own, every count above zero
@@ -188,7 +186,7 @@ def throttle_chart(name: str, rows: list[dict[str, Any]]) -> str:
     states = sorted({r["state"] for r in rows})
     judged, resolved = sum(r["judged"] for r in rows), sum(r["resolved"] for r in rows)
     parts.append(f'<text x="{left}" y="{h - 22}" font-size="11" fill="#555">{len(rows)} session(s), oldest first: '
-                 f'resolved {resolved} of {judged} judged; now {e(rows[-1]["state"])}'
+                 f'resolved {resolved} of {judged} judged; the last ran {e(rows[-1]["state"])}, now {e(now)}'
                  f'{"; ✓ caught-up: nothing left to ask" if caught_up else ""}</text>')
     parts.append(chart_legend(left, h - 14, [(key, colour) for key, colour in BARS]
                               + [(s, STATE_COLOURS.get(s, "#000")) for s in states]))
@@ -301,14 +299,12 @@ def written_facts(repo: git.Repo, verdicts: list[Verdict], fact_globs: list[str]
     return found
 
 
-def flips_section(store: Store) -> str:
-    """The position flip rate per pass, from the swap sample of review's own verdicts."""
-    passes = all_passes()
+def flips_section(throttle: dict[str, dict[str, Any]]) -> str:
+    """The position flip rate per pass, from the swap sample of review's own verdicts (`status`'s throttle)."""
     rows = []
-    for name in JUDGED_PASSES:
-        flips, measured = store.flips(name, passes[name].default)
-        if measured:
-            rows.append([e(name), f"{flips / measured:.3f}", str(flips), str(measured)])
+    for name, t in throttle.items():
+        if t["flip_measured"]:
+            rows.append([e(name), f"{t['flip_rate']:.3f}", str(t["flips"]), str(t["flip_measured"])])
     if not rows:
         return "<p class=muted>Position flips: no pair in the swap sample yet.</p>"
     return ("<p>Position flips: of the pairs whose first order gave the default and that were asked in both "
@@ -316,19 +312,16 @@ def flips_section(store: Store) -> str:
             + table(["pass", "flip rate", "flips", "measured"], rows, {1, 2, 3}))
 
 
-def balance_section(store: Store, config: Config) -> str:
-    """Each pass's balance for its next session: in money, and in the reads it buys at each reader's price."""
-    judge = store.latest_judge() or "anthropic"
-    money = terms(config, judge)
-    rows = []
-    for name in JUDGED_PASSES:
-        t = assess(store, name, money, judge)
-        figures = shown(t, money)
-        amount = "unlimited" if t.balance is None else money.amount(t.balance)
-        buys = ", ".join(f"{'–' if n is None else n} at {m}" for m, n in figures["buys"].items())
-        rows.append([e(name), e(t.state), e(amount), e(buys)])
-    return (f"<p>The balance each pass may still spend ({e(judge)} judge), and what it buys "
-            "(docs/throttle.md).</p>" + table(["pass", "state", "balance", "reads it buys"], rows, {2}))
+def balance_section(status: dict[str, Any]) -> str:
+    """Each pass's throttle for its next session, as `status` says it: its state and probe, its balance (in money,
+    or in questions for the scripted judge), what that buys at each reader's price, and why."""
+    rows = [[e(name), e(t["state_text"]), e(t["balance_text"]),
+             # status's buys, where status says them (a balance in money): none for one counted in questions
+             e(", ".join(f"{n} at {m}" for m, n in t["buys"].items()) if t["buys_text"] else "–"), e(t["why"])]
+            for name, t in status["throttle"].items()]
+    return (f"<p>What each pass may still spend in its next session ({e(status['judge'])} judge), what it buys, and "
+            "why: as <code>knomit-judge status</code> says it (docs/throttle.md).</p>"
+            + table(["pass", "next session", "balance", "reads it buys", "why"], rows, {2}, wide={4}))
 
 
 DEMO_CORPUS = (".demo", "knomit-demo")  # where `make demo` reviews (the Makefile's DEMO), by its last two parts
@@ -370,15 +363,17 @@ def render(root: Path | str) -> str:
     """The report page for the corpus at root, from a read-only copy of its db."""
     root = Path(root).resolve()
     repo = open_repo(root)
+    config = load_config(root)
     with Store.read_only(root) as store:
-        sessions = store.sessions(SESSIONS)
-        charts = "".join(throttle_chart(n, list(reversed(store.throttle_history(n, HISTORY)))) for n in JUDGED_PASSES)
-        charts = balance_section(store, load_config(root)) + charts + flips_section(store)
+        now = status_of(root, store, config, SESSIONS)  # every figure `status` also shows comes from here
+        sessions = now["sessions"]
+        charts = "".join(throttle_chart(n, list(reversed(store.throttle_history(n, HISTORY))),
+                                        now["throttle"][n]["state_text"]) for n in JUDGED_PASSES)
+        charts = balance_section(now) + charts + flips_section(now["throttle"])
         verdicts = store.verdicts()
-        decisions = decisions_section(verdicts, written_facts(repo, verdicts, load_config(root).corpus.paths))
+        decisions = decisions_section(verdicts, written_facts(repo, verdicts, config.corpus.paths))
         calibration = calibration_section(store.last_calibration(), demo=(root.parent.name, root.name) == DEMO_CORPUS)
-        readers = first_reader_section(audits.first_readers(store, load_config(root), JUDGED_PASSES,
-                                                            reader_states(pass_history(store))))
+        readers = first_reader_section(now["first_reader"])
     people = labels_sections(root)
     made = datetime.now(UTC).isoformat(timespec="seconds")
     return ("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"

@@ -29,6 +29,8 @@ from typing import Protocol, TypeVar
 
 import numpy as np
 
+from . import interrupts
+
 # Floats per tile of the similarity product (16 MiB of float32): bounds memory, never N*N.
 _BLOCK_FLOATS = 1 << 22
 # Bound on |float32 tile product - canonical similarity| for unit vectors: 384 terms * 2**-24 is 2.3e-5.
@@ -259,6 +261,7 @@ def _workers(blocks: int) -> Iterator[_Run]:
     scikit-learn); without it, or for a single tile, tiles run in order on this thread.
     """
     cores = os.cpu_count() or 1
+    asked = interrupts.watcher()  # a stop asked for skips the tiles not begun, and raises once those running end
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
@@ -266,13 +269,15 @@ def _workers(blocks: int) -> Iterator[_Run]:
     if blocks < 2 or cores < 2 or threadpool_limits is None:
         def in_order(fn: Callable[[_Item], None], items: Sequence[_Item], /) -> None:
             for item in items:
+                interrupts.check()
                 fn(item)
 
         yield in_order
         return
     with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(cores) as pool:
         def on_threads(fn: Callable[[_Item], None], items: Sequence[_Item], /) -> None:
-            list(pool.map(fn, items))  # waits for every tile, and raises what one raised
+            list(pool.map(lambda item: None if asked() else fn(item), items))  # waits, and raises what one raised
+            interrupts.check()
 
         yield on_threads
 

@@ -91,5 +91,13 @@ def spelling_rank(motif: str, corpus: Corpus) -> tuple[int, float, str]:
 
 
 def spelling_survivor(a: str, b: str, corpus: Corpus) -> str:
-    """The spelling the fixed rules keep (spelling_rank's best)."""
-    return min((a, b), key=lambda m: spelling_rank(m, corpus))
+    """The spelling the fixed rules keep (spelling_rank's best).
+
+    Two spellings that differ only in case and tie on carriers and confidence keep the one with fewer
+    capitals (`running`, not `Running`): the lexicographic rule would keep the capitalised one only
+    because ASCII sorts capitals first (docs/judges.md says why).
+    """
+    ra, rb = spelling_rank(a, corpus), spelling_rank(b, corpus)
+    if ra[:2] == rb[:2] and a.casefold() == b.casefold():
+        return min((a, b), key=lambda m: (sum(c.isupper() for c in m), m))
+    return a if ra <= rb else b

@@ -26,6 +26,17 @@ from messages_server import MessagesServer, text  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "corpus-fixtures" / "demo"
+
+# A test run writes nothing outside the clone: pytest's temporary folders are under .pytest-tmp/ in it
+# (git-ignored; pytest's own numbered folders, so two runs never share one), a passing test's removed at once
+# and a passing run's at its end (pyproject's tmp_path_retention_policy = "failed"): a failure's stay to look at.
+TEMPROOT = Path(os.environ.get("PYTEST_DEBUG_TEMPROOT") or REPO / ".pytest-tmp")
+TEMPROOT.mkdir(exist_ok=True)
+os.environ["PYTEST_DEBUG_TEMPROOT"] = str(TEMPROOT)  # read by pytest's tmp_path_factory, and by nested runs
+# The test corpora are git repositories inside the clone's work tree: git looks no higher than the folder
+# (knomit-judge's own search too, gitops.enclosing_top), so a corpus is never taken for a folder of the clone.
+os.environ["GIT_CEILING_DIRECTORIES"] = os.pathsep.join(
+    [str(TEMPROOT), *filter(None, os.environ.get("GIT_CEILING_DIRECTORIES", "").split(os.pathsep))])
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@localhost",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@localhost"}
 

@@ -281,3 +281,22 @@ def test_the_cost_cap_holds_and_unasked_questions_are_named(corpus_repo, tmp_pat
     assert ("unanswered: line 2 alias penalty-blocks-own-recovery / queue-amplifies-latency: not asked - "
             "judge.max_cost_usd $0.0001 reached") in result.stdout
     assert re.search(r"^alias\s+1\s", result.stdout, re.M), result.stdout
+
+
+def test_the_docs_transcript_is_what_the_command_prints_after_make_demo(tmp_path, monkeypatch):
+    """docs/calibration.md shows the calibrate command a reader runs after `make demo`, which calibrated the same
+    corpus once: every answer then comes from the reply cache (issue 54: the page showed the first run's calls)."""
+    page = (REPO / "docs" / "calibration.md").read_text(encoding="utf-8")
+    block = re.search(r"```console\n\$ knomit-judge calibrate (.*?)\n```", page, re.S).group(1).splitlines()
+    shown = block[2:block.index("…")]  # past the command's two lines, up to the cut
+    repo = make_repo(tmp_path / "knomit-calibration")  # as `make demo` makes it: init, the facts committed
+    shutil.copytree(CALIBRATION / "facts", repo.root / "facts", dirs_exist_ok=True)
+    repo.commit("calibration corpus")
+    monkeypatch.chdir(REPO)  # the page's paths are the clone's
+    args = ["calibrate", "corpus-fixtures/calibration/labels.jsonl", str(repo.root),
+            "--judge", "scripted:corpus-fixtures/calibration/judge-replies.jsonl"]
+    made = CliRunner().invoke(cli, args)  # `make demo`'s run
+    assert made.exit_code == 0 and " 38 " in made.stdout, made.output
+    again = CliRunner().invoke(cli, args)
+    assert again.exit_code == 0
+    assert again.stdout.splitlines()[:len(shown)] == shown

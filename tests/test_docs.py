@@ -125,7 +125,8 @@ def test_make_demo_and_test_install_nothing_outside_the_clone_and_venv(tmp_path)
     import subprocess
     repo = Path(__file__).resolve().parent.parent
     clone = tmp_path / "clone"
-    shutil.copytree(repo, clone, ignore=shutil.ignore_patterns(".venv", ".demo", ".git", "__pycache__"))
+    # not .pytest-tmp: the test's own folder is in it (tests/conftest.py), and the copy would copy itself
+    shutil.copytree(repo, clone, ignore=shutil.ignore_patterns(".venv", ".demo", ".git", "__pycache__", ".pytest-tmp"))
     done = subprocess.run(["make", "-n", "demo", "test"], cwd=clone, capture_output=True, text=True,
                           env={k: v for k, v in os.environ.items() if k not in ("DEMO_DIR", "CALIBRATION_DIR")})
     assert done.returncode == 0, done.stderr
@@ -156,3 +157,27 @@ def test_no_figure_is_given_at_a_retired_models_prices_as_current(page):
 def test_the_readme_says_how_long_make_test_takes():
     """A newcomer who runs the suite knows what to expect of it (measured, on how many cores)."""
     assert re.search(r"\$ make test .*: about \d+ minutes on \d+ cores", README)
+
+
+def test_the_readme_gives_the_opening_as_the_money_the_shipped_defaults_say():
+    """Issue 54: the README said the first session is capped at 20 questions; since the balance counts money
+    it opens at budget.opening_usd (250 first reads), and only the scripted judge opens at 20 questions."""
+    from knomit_judge.config import SCRIPTED_QUESTIONS, Config
+
+    config = Config()
+    text = " ".join(README.split())  # the paragraph as one line, however it is wrapped
+    said = re.search(r"`budget\.opening_usd` \(\$([\d.]+): about (\d+) first reads at ([\w.-]+), or (\d+) questions "
+                     r"read by the judge model alone\).*?each resolution deposits \$([\d.]+).*?The scripted judge "
+                     r"has no price: its balance counts questions and opens at (\d+)\. A session never spends more "
+                     r"than `judge\.max_cost_usd` \(\$(\d+)\)", text)
+    assert said, "the README's paragraph on the opening balance"
+    opening, first_reads, first_reader, judge_reads, deposit, scripted, cap = said.groups()
+    first, judge = config.question_usd(config.judge.first_reader), config.question_usd(config.judge.model)
+    assert float(opening) == config.budget.opening_usd and float(deposit) == config.budget.usd_per_resolution
+    assert first_reader == config.judge.first_reader
+    assert int(first_reads) == round(config.budget.opening_usd / first)
+    assert int(judge_reads) == int(config.budget.opening_usd / judge)
+    assert int(scripted) == SCRIPTED_QUESTIONS[0] and float(cap) == config.judge.max_cost_usd
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:  # nowhere a cap of 20 questions
+        flat = " ".join(page.read_text(encoding="utf-8").split())
+        assert not re.search(r"capped \(`optimistic`, 20 questions\)|optimistic cap's 20", flat), page.name

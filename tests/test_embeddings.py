@@ -103,7 +103,8 @@ class _Terminal(io.StringIO):
         return True
 
 
-def test_a_long_embedding_shows_a_progress_bar_on_a_terminal(tmp_path, monkeypatch):
+def test_a_long_embedding_shows_a_progress_bar_on_a_terminal(tmp_path, monkeypatch, caplog):
+    caplog.set_level(logging.INFO, logger="knomit_judge")  # the CLI's level, without -q
     monkeypatch.setattr(embeddings, "SHOW_PROGRESS_AFTER_S", 0.0)
     err = _Terminal()
     monkeypatch.setattr(sys, "stderr", err)
@@ -114,16 +115,23 @@ def test_a_long_embedding_shows_a_progress_bar_on_a_terminal(tmp_path, monkeypat
     store.close()
 
 
-def test_no_progress_bar_off_a_terminal_or_when_quick(tmp_path, monkeypatch):
+def test_no_progress_bar_off_a_terminal_or_when_quick_or_quiet(tmp_path, monkeypatch, caplog):
+    caplog.set_level(logging.INFO, logger="knomit_judge")
     err = io.StringIO()
     monkeypatch.setattr(sys, "stderr", err)
     store = Store(tmp_path / "judge.db")
     monkeypatch.setattr(embeddings, "SHOW_PROGRESS_AFTER_S", 0.0)
     Embedder(store, batch_size=4).embed([f"{t} [{i}]" for i in range(3) for t in TEXTS])  # not a terminal
-    monkeypatch.setattr(sys, "stderr", _Terminal())
+    quick = _Terminal()
+    monkeypatch.setattr(sys, "stderr", quick)
     monkeypatch.setattr(embeddings, "SHOW_PROGRESS_AFTER_S", 3600.0)
     Embedder(store, batch_size=4).embed([f"{t} <{i}>" for i in range(3) for t in TEXTS])  # quick
-    for shown in (err.getvalue(), sys.stderr.getvalue()):  # log lines may be there, a bar never
+    quiet = _Terminal()
+    monkeypatch.setattr(sys, "stderr", quiet)
+    monkeypatch.setattr(embeddings, "SHOW_PROGRESS_AFTER_S", 0.0)
+    caplog.set_level(logging.WARNING, logger="knomit_judge")  # -q
+    Embedder(store, batch_size=4).embed([f"{t} {{{i}}}" for i in range(3) for t in TEXTS])
+    for shown in (err.getvalue(), quick.getvalue(), quiet.getvalue()):  # log lines may be there, a bar never
         assert "texts/s" not in shown and "ETA" not in shown and "━" not in shown
     store.close()
 
@@ -200,3 +208,36 @@ def test_the_run_that_exports_the_model_logs_each_decision_once(tmp_path):
     decisions = [line for line in done.stderr.splitlines() if "alias: merge" in line]
     assert decisions and all(line.startswith("knomit-judge: ") for line in decisions), done.stderr
     assert len(set(decisions)) == len(decisions) and "INFO:knomit_judge" not in done.stderr
+
+
+# A plain install: no torch, so nothing to fall back to; the shipped model read from `folder` (a copy).
+PLAIN_INSTALL = ("import sys; from pathlib import Path; sys.modules['torch'] = None; "
+                 "import knomit_judge.encoders as e; e.SHIPPED = Path(sys.argv.pop(1)); "
+                 "from knomit_judge.cli import main; main()")
+
+
+def test_a_corrupt_embedding_model_stops_a_session_before_it_changes_anything(tmp_path):
+    """Issue 51: a corrupt model was found only when the first text was embedded, after the exact duplicates'
+    commits. The model is loaded before the session's first change: exit 2, naming the file, nothing changed."""
+    from conftest import GIT_ENV, SMALL, fact_text, git, make_repo, tree_digest
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    shipped_model, tokenizer = int8_files()
+    (folder / "model-int8.onnx").write_bytes(shipped_model.read_bytes()[:1_000_000])  # cut short: no model
+    (folder / "tokenizer.json").write_bytes(tokenizer.read_bytes())
+    twin = fact_text("Twins are retracted without a judge", ["twin"], body="The same body.")
+    repo = make_repo(tmp_path / "corpus", {**SMALL, "facts/a.md": twin, "facts/b.md": twin})
+    head, before = git(repo.root, "rev-parse", "HEAD"), tree_digest(repo.root / "facts")
+    replies = tmp_path / "replies.jsonl"
+    replies.write_text("", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-c", PLAIN_INSTALL, str(folder), "review", str(repo.root),
+                           "--judge", f"scripted:{replies}"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **GIT_ENV})
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "knomit-judge: the embedding model cannot be loaded" in done.stderr
+    assert str(folder / "model-int8.onnx") in done.stderr  # the file it could not load
+    assert "exact:" not in done.stderr  # no retraction was made first
+    assert git(repo.root, "rev-parse", "HEAD") == head and repo.status() == ""
+    assert tree_digest(repo.root / "facts") == before

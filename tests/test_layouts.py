@@ -30,7 +30,8 @@ REPO_ID = "kb://3f2a9c1e7b40/"
 
 
 def run(*args):
-    return CliRunner().invoke(cli, ["-q", *map(str, args)], catch_exceptions=False)
+    # not -q: init's lines are what these tests read, and -q prints no confirmation line (tests/test_quiet.py)
+    return CliRunner().invoke(cli, [*map(str, args)], catch_exceptions=False)
 
 
 def knomit_kb(tmp_path) -> Path:

@@ -288,7 +288,9 @@ def test_a_cron_line_logs_a_missing_key_file_and_the_tool_s_errors_in_its_log_no
     home = tmp_path / "home"
     (home / "my-kb").mkdir(parents=True)  # a directory, not a corpus: the tool itself must say so
     (home / ".local" / "state").mkdir(parents=True)
-    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"}
+    # cron's bare environment; and git's ceiling (tests/conftest.py): the test's folder is inside the clone
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1",
+           "GIT_CEILING_DIRECTORIES": os.environ["GIT_CEILING_DIRECTORIES"]}
     # cron mails whatever the line itself prints: it must print nothing
     done = subprocess.run(["/bin/sh", "-c", line], env=env, capture_output=True, text=True, timeout=60)
     assert (done.stdout, done.stderr) == ("", "") and done.returncode != 0

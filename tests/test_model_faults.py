@@ -145,6 +145,8 @@ def measured(answer: dict):
     return respond
 
 
+# claude-opus-4-5 on purpose (a model that thinks only when asked): the SDK warns that it is deprecated
+@pytest.mark.filterwarnings("ignore:The model 'claude-opus-4-5' is deprecated:DeprecationWarning")
 def test_a_model_that_thinks_only_when_asked_gets_no_thinking_room_and_is_estimated_so(tmp_path, judge_env):
     from conftest import TEMPLATES
     repo = make_repo(tmp_path / "c", TEMPLATES["many"])
@@ -160,6 +162,8 @@ def test_a_model_that_thinks_only_when_asked_gets_no_thinking_room_and_is_estima
     assert estimate == pytest.approx(out["cost_usd"], rel=0.25)  # not 7.9 times what the session spends
 
 
+# claude-opus-4-5 on purpose (a model that thinks only when asked): the SDK warns that it is deprecated
+@pytest.mark.filterwarnings("ignore:The model 'claude-opus-4-5' is deprecated:DeprecationWarning")
 def test_the_caps_bound_of_a_call_of_unknown_cost_counts_no_thinking_where_there_is_none(pair_repo, judge_env):
     write_config(pair_repo, NO_LINES + '[judge]\nmodel = "claude-opus-4-5"\nposition_swap = false\n')
     judge_env.responder = lambda req, n: text(json.dumps({"same": False, "mechanism": ""}), usage=False)

@@ -250,6 +250,26 @@ def test_approve_all_of_an_unmoved_branch_lands_the_very_commits(tmp_path, share
     assert code == 0 and judge.calls == calls and again["proposals"]["waiting"] == []
 
 
+def test_a_corpus_copied_with_its_git_proposes_in_its_own_tree_and_leaves_the_original_alone(tmp_path, shared, judge):
+    """A copy (a restored backup, a runner's cache) holds a proposals tree whose link names the original's repository:
+    it is made again here, never used, so the copy's sessions never touch the original's branch."""
+    import shutil
+    reviewer, waiting = proposed_once(tmp_path, shared)
+    original = rev(reviewer, PROPOSALS)
+    copy = tmp_path / "copied"
+    shutil.copytree(reviewer, copy, symlinks=True)
+    calls = judge.calls
+    code, out = run("-q", "review", copy, "--json")
+    assert code == 0, out
+    assert judge.calls == calls and sorted(p["verdict"] for p in out["proposals"]["waiting"]) == \
+        sorted(p["verdict"] for p in waiting.values())
+    assert Path(git(copy / ".git" / "knomit-proposals", "rev-parse", "--git-common-dir").strip()).resolve() == \
+        (copy / ".git").resolve()
+    assert rev(reviewer, PROPOSALS) == original  # the original's branch did not move
+    code, out = run("approve", "--all", copy, "--json")
+    assert code == 0 and sorted(out["approved"]) == sorted(p["verdict"] for p in waiting.values()), out
+
+
 def test_a_fresh_clone_buys_nothing_again_and_proposes_nothing_twice(tmp_path, shared, judge):
     proposed_once(tmp_path, shared)
     calls, tip = judge.calls, rev(shared, PROPOSALS)
@@ -366,7 +386,7 @@ PROPOSE_WORKFLOW = Path(__file__).resolve().parent.parent / "contrib" / "github-
 
 def test_the_propose_workflow_passes_actionlint(tmp_path):
     from test_sync import actionlint
-    done = actionlint(PROPOSE_WORKFLOW)
+    done = actionlint(PROPOSE_WORKFLOW, tmp_path)
     assert done.returncode == 0 and not done.stdout.strip(), done.stdout + done.stderr
     wf = PROPOSE_WORKFLOW.read_text()
     for needed in ("schedule:", "fetch-depth: 0", "cancel-in-progress: false", "pull-requests: write",
@@ -374,7 +394,7 @@ def test_the_propose_workflow_passes_actionlint(tmp_path):
         assert needed in wf, needed
     broken = tmp_path / "broken.yml"  # the check can fail: a context that does not exist is found
     broken.write_text(wf.replace("github.token", "github.tokens"))
-    assert actionlint(broken).returncode != 0
+    assert actionlint(broken, tmp_path).returncode != 0
 
 
 def pull_request_step(corpus: Path, tmp_path: Path, open_pr: str = "") -> tuple[list[str], str]:

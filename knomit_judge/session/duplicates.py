@@ -5,6 +5,7 @@ so the dry run says what the session would do, and plans the judged passes witho
 
 from __future__ import annotations
 
+from .. import interrupts
 from ..candidate_lists import CandidateLists
 from ..corpus import Fact
 from ..passes.exact import DuplicateGroups, exact_change, exact_verdict
@@ -24,6 +25,7 @@ def run_exact(ctx: Context, result: SessionResult) -> PassResult:
     # a retraction refused as it was applied (a file it cannot write) is tried again, not taken as answered
     unapplied = {v.fingerprint: v for v in ctx.store.unapplied_yes("exact") if v.id not in ctx.proposed}
     for group, fp in zip(groups, kept.fingerprints):
+        interrupts.check()  # between commits: a stop asked for lands here, not after the last group
         if fp in answered and fp not in unapplied:  # a reverted exact retraction stays a "no"
             r.cached += 1
             continue

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from git import Repo
 
-from .. import metrics
+from .. import interrupts, metrics
 from ..batches import Batches, batch_mode
 from ..config import CONFIG_FILE, Config, load_config
 from ..corpus import corpus_report, load_corpus
@@ -18,6 +18,7 @@ from ..embeddings import Embedder
 from ..errors import ConfigError, JudgeRefused, KnomitError
 from ..file_index import FileIndex
 from ..gitops import Applier, merge_in_progress, open_repo, shared_lock, status_entries
+from ..interrupts import Interrupted
 from ..judge import make_backend
 from ..layout import matches
 from ..models import Lineup, has_key, read_lineup, require_usable
@@ -82,6 +83,9 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
         try:
             # a retired or unknown model exits 2 here: before recovery, a merge or an exact duplicate changes anything
             models = require_usable(config, store) if options.judge.anthropic else Lineup()
+            # The embedding model too: one that cannot be loaded exits 2 (MissingResource) with nothing changed yet.
+            embedder = Embedder(store)
+            embedder.load()
             notes = opened.recover(keep_marks=True)
             if config.apply.mode == "propose":  # the session reads and commits in the proposals branch's tree
                 models.confirm()  # a refresh is a change: a model retired since it was last read stops us first
@@ -91,9 +95,10 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
                 pull(remote, root, opened.repo, store)
             with remembered(Memory(store)):  # neighbour lists are searched again only where vectors changed
                 ran = True
-                result = asyncio.run(_session(proposing.root if proposing else root,
-                                              proposing.tree if proposing else opened.repo, config, store, options,
-                                              [*models.notes, *notes], models, proposing))
+                with interrupts.watching(options.interrupt):  # the session's task sees the daemon's SIGTERM
+                    result = asyncio.run(_session(proposing.root if proposing else root,
+                                                  proposing.tree if proposing else opened.repo, config, store,
+                                                  options, [*models.notes, *notes], models, proposing, embedder))
             if proposing:
                 proposing.finish()  # the proposals branch pushed; the reviewed one never moves
                 result.proposals, result.sync = proposing.report, proposing.remote.report if proposing.remote else None
@@ -114,14 +119,17 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
 def _dry_run(root: Path, repo: Repo, config: Config, store: Store, options: ReviewOptions) -> SessionResult:
     """A dry run on an in-memory copy of the db: what a real session would ask, and what it would cost."""
     models = read_lineup(config, store, offline=not has_key()) if options.judge.anthropic else Lineup()
-    with remembered(Memory(store)):
-        result = asyncio.run(_session(root, repo, config, store, options, list(models.notes), models))
+    try:
+        with remembered(Memory(store)):
+            result = asyncio.run(_session(root, repo, config, store, options, list(models.notes), models))
+    except BaseException:  # interrupted (or failed): what it computed still spares the next run the work
+        log.info("dry run stopped: %d vector(s) embedded so far kept in the db, with the neighbour and candidate "
+                 "lists finished; nothing else written", _keep_derived(repo, store))
+        raise
     if models.problem:  # what the session would do: stop before it starts
         result.notes.insert(0, f"a real session exits 2: {models.problem}")
         result.stops = True
-    with shared_lock(repo) as holder:  # a session running now writes the db: its own derived state will do
-        if holder is None:
-            store.keep_derived()
+    _keep_derived(repo, store)
     if note := other_judge(store, root, options):
         result.notes.insert(0, note)
     if config.apply.mode == "propose":
@@ -142,6 +150,14 @@ def waiting_here(root: Path, repo: Repo, config: Config, options: ReviewOptions)
     return {p.verdict for p in Board(root, repo, config).waiting()}
 
 
+def _keep_derived(repo: Repo, store: Store) -> int:
+    """A dry run's derived caches (vectors, neighbour and candidate lists) written to the db file; returns how
+    many vectors were kept."""
+    vectors = sum(len(args[1]) for name, args in store.derived or () if name == "put_embeddings")
+    with shared_lock(repo) as holder:  # a session running now writes the db: its own derived state will do
+        return vectors if holder is None and store.keep_derived() else 0
+
+
 def pull(remote: Remote, root: Path, repo: Repo, store: Store) -> None:
     """Merge the remote branch before the corpus is read; what it brought is imported like a lost db's journal."""
     # journal lines a killed session left uncommitted would stop the merge: committed first, as its own commit
@@ -154,7 +170,8 @@ def pull(remote: Remote, root: Path, repo: Repo, store: Store) -> None:
 
 
 def _context(root: Path, repo: Repo, config: Config, store: Store, options: ReviewOptions, models: Lineup,
-             result: SessionResult, proposing: Proposing | None = None) -> Context:
+             result: SessionResult, proposing: Proposing | None = None, embedder: Embedder | None = None
+             ) -> Context:
     """Read the corpus (what is broken, what is dirty, into the result) and make the session's context."""
     with gc_paused():  # 100k facts, their tuples and index rows: the collector would rescan them over and over
         index = FileIndex(store)
@@ -181,7 +198,7 @@ def _context(root: Path, repo: Repo, config: Config, store: Store, options: Revi
     elif others:
         result.notes.append(f"{len(others)} uncommitted change(s) outside the facts (e.g. {min(others)}): left "
                             "as they are; only a decision that would write one waits")
-    return Context(root, config, store, corpus, Embedder(store), Journal(root),
+    return Context(root, config, store, corpus, embedder or Embedder(store), Journal(root),
                    None if options.dry_run else Applier(repo), options, result.session, clean=not held,
                    dirty=others,
                    batches=Batches(store, result.session, batch_mode(options.batch, config, options.judge)),
@@ -192,9 +209,11 @@ def _context(root: Path, repo: Repo, config: Config, store: Store, options: Revi
 
 
 async def _session(root: Path, repo: Repo, config: Config, store: Store, options: ReviewOptions, notes: list[str],
-                   models: Lineup, proposing: Proposing | None = None) -> SessionResult:
+                   models: Lineup, proposing: Proposing | None = None,
+                   embedder: Embedder | None = None) -> SessionResult:
+    interrupts.session_task()  # what Ctrl-C cancels: a long step in it, or in a task it starts, looks at it
     result = SessionResult(session=new_session_id(), dry_run=options.dry_run, notes=list(notes))
-    ctx = _context(root, repo, config, store, options, models, result, proposing)
+    ctx = _context(root, repo, config, store, options, models, result, proposing, embedder)
     index, report = ctx.index, result.corpus
     assert report is not None  # _context read the corpus
     result.batch_prices = ctx.batches.submitting
@@ -250,6 +269,8 @@ async def _session(root: Path, repo: Repo, config: Config, store: Store, options
                 ctx.charge(r)
         if gone:
             raise ConfigError(gone) from None
+        if isinstance(e, Interrupted) and options.interrupt is not None and options.interrupt.is_set():
+            return result  # the daemon's SIGTERM, seen in a long step: recorded as its stop between judgments is
         raise
     finally:
         result.batches = ctx.batches.reports
