@@ -88,6 +88,7 @@ def test_the_wheel_and_the_sdist_hold_every_prompt_migration_and_module(built):
     assert {f"knomit_judge/data/migrations/{m}" for m in MIGRATIONS} <= names
     modules = {p.relative_to(REPO).as_posix() for p in (REPO / "knomit_judge").rglob("*.py")}
     assert modules <= names  # passes/ too
+    assert "knomit_judge/py.typed" in names  # PEP 561: users' mypy reads the package's types (issue 53)
     with tarfile.open(sdist) as tar:
         files = {m.name.partition("/")[2]: m for m in tar.getmembers()}
     for rel in [*(f"knomit_judge/data/prompts/{p}" for p in PROMPTS),
