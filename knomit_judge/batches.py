@@ -14,7 +14,6 @@ that into its own batch (the question is judged once both are in), a synchronous
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .config import Config
 from .errors import ConfigError, JudgeRefused, Refused, Unavailable, Unparsed
+from .jsonl import dumps
 from .judge import Judge, JudgedCandidate, JudgedPass, JudgeSpec
 from .store import Store
 from .transport import REFUSAL, STOPS_SESSION, AnthropicBackend, completion, error_message, status_retryable
@@ -315,7 +315,7 @@ def _chunks(requests: list[BatchRequest]) -> Iterator[list[BatchRequest]]:
     chunk: list[BatchRequest] = []
     size = 0
     for r in requests:
-        n = len(json.dumps(r.params, ensure_ascii=False).encode("utf-8")) + 200
+        n = len(dumps(r.params, ensure_ascii=False).encode("utf-8")) + 200
         if chunk and (len(chunk) >= MAX_REQUESTS or size + n > MAX_BYTES):
             yield chunk
             chunk, size = [], 0

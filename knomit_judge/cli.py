@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import signal
@@ -17,6 +16,7 @@ import click
 
 from .encoders import MODEL_NAME, model_sources
 from .errors import KnomitError
+from .jsonl import dumps
 from .judge import JudgeSpec
 from .migrations import migration_set
 from .passes import JUDGED_PASSES
@@ -83,7 +83,7 @@ class Group(click.Group):
 def _json_error(ctx: click.Context, message: str, exit_code: int) -> None:
     """With --json, stdout holds one JSON object on every exit: on an error, {"error": ..., "exit_code": N}."""
     if ctx.meta.get("as_json"):
-        click.echo(json.dumps({"error": message, "exit_code": exit_code}, ensure_ascii=False))
+        click.echo(dumps({"error": message, "exit_code": exit_code}, ensure_ascii=False))
 
 
 def version_lines() -> list[str]:
@@ -152,7 +152,7 @@ class _StderrHandler(logging.Handler):
 
 def emit(data: dict[str, Any], as_json: bool, lines: list[str]) -> None:
     if as_json:
-        click.echo(json.dumps(data, ensure_ascii=False))
+        click.echo(dumps(data, ensure_ascii=False))
     else:
         for line in lines:
             click.echo(line)
@@ -253,10 +253,10 @@ def _plan_lines(result: SessionResult, evidence: bool) -> list[str]:
                 out.append(f"would retract exact {', '.join(item['evidence']['retract'])}, keeping "
                            f"{item['evidence']['survivor']}")
                 continue
-            out.append(f"would offer {name} {json.dumps(item['subject'], ensure_ascii=False)} "
+            out.append(f"would offer {name} {dumps(item['subject'], ensure_ascii=False)} "
                        f"(similarity {item['score']:.3f})")
             if evidence:
-                out.append("  evidence: " + json.dumps(item["evidence"], ensure_ascii=False))
+                out.append("  evidence: " + dumps(item["evidence"], ensure_ascii=False))
     return out
 
 
@@ -285,7 +285,7 @@ def verdicts(corpus: Path, pass_name: str | None, as_json: bool) -> None:
     """
     from .history import list_verdicts
     rows = list_verdicts(corpus, pass_name)
-    lines = [f"{r['id']} {r['pass']} {r['answer']:<9} {json.dumps(r['subject'], ensure_ascii=False)}"
+    lines = [f"{r['id']} {r['pass']} {r['answer']:<9} {dumps(r['subject'], ensure_ascii=False)}"
              f"{' redundant ' + r['payload']['redundant'] if (r['payload'] or {}).get('redundant') else ''}"
              f"{' commit ' + r['commit_sha'][:10] if r['commit_sha'] else ''}{' REVERTED' if r['reverted'] else ''}"
              f"{' - ' + r['rationale'] if r['rationale'] else ''}" for r in rows]

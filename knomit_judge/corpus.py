@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import stat
@@ -16,6 +15,7 @@ import yaml
 
 from .config import CorpusConfig
 from .errors import BadFact
+from .jsonl import dumps
 from .layout import DEFAULT_PATHS, fact_paths, glob_prefix, matches, where_facts_may_be
 
 FACTS_DIR = "facts"
@@ -453,7 +453,7 @@ def load_corpus(root: Path, max_bytes: int = 1_048_576, index: FactIndex | None 
 
 def parse_key(layout: CorpusConfig | None) -> str:
     """What parsing depends on besides the file: a cached parse made with other motif keys is stale."""
-    return json.dumps(list(layout.motif_keys) if layout else list(DEFAULT_MOTIF_KEYS))
+    return dumps(list(layout.motif_keys) if layout else list(DEFAULT_MOTIF_KEYS))
 
 
 def fact_from_record(record: dict[str, Any]) -> Fact:

@@ -158,7 +158,9 @@ def _context(root: Path, repo: Repo, config: Config, store: Store, options: Revi
 
 async def _session(root: Path, repo: Repo, config: Config, store: Store, options: ReviewOptions, notes: list[str],
                    models: Lineup) -> SessionResult:
-    result = SessionResult(session=new_session_id(), dry_run=options.dry_run, notes=list(notes))
+    for ignored in config.ignored:  # an older budget key beside its newer one: said, in the log and the notes
+        log.warning("%s", ignored)
+    result = SessionResult(session=new_session_id(), dry_run=options.dry_run, notes=[*config.ignored, *notes])
     ctx = _context(root, repo, config, store, options, models, result)
     index, report = ctx.index, result.corpus
     assert report is not None  # _context read the corpus
