@@ -241,6 +241,9 @@ def _batch_line(b: dict[str, Any]) -> str:
         return f"waiting on batch {b['id']}, {b['requests']} requests"
     if b["status"] == "lost":
         return f"batch {b['id']}: lost by the API; its {b['requests']} requests are asked again"
+    if b["status"] == "not submitted":
+        return (f"batch submission {b['id']}: cut short before the API made it; its {b['requests']} requests are "
+                "asked again")
     return f"batch {b['id']}: {b['requests']} requests collected"
 
 

@@ -286,12 +286,13 @@ class Store:
         return flips, measured
 
     def reserved_questions(self, pass_name: str, judge: str | None = None) -> int:
-        """Questions of this pass in Message Batches submitted and not yet collected: spent, not yet verdicts."""
+        """Questions of this pass in Message Batches submitted (or pending: perhaps made) and not yet collected:
+        spent, not yet verdicts."""
         if judge not in (None, "anthropic") or "batches" not in self.db.table_names():
             return 0  # only the real API has batches
         return self.db.execute(
             "SELECT count(DISTINCT r.fingerprint) FROM batch_requests r JOIN batches b ON b.id = r.batch_id "
-            "WHERE b.status = 'submitted' AND r.pass = ? AND r.fingerprint NOT IN "
+            "WHERE b.status IN ('submitted', 'pending') AND r.pass = ? AND r.fingerprint NOT IN "
             "(SELECT fingerprint FROM verdicts WHERE pass = ?)", [pass_name, pass_name]).fetchone()[0]
 
     def latest_judge(self) -> str | None:

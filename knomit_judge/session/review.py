@@ -184,7 +184,7 @@ async def _session(root: Path, repo: Repo, config: Config, store: Store, options
             worth = Worth.of_pass(store, p.name, ctx.kind) if money.unit == "usd" else None
             ctx.allowances[p.name] = Allowance(throttles[p.name], money, worth)
         since(ctx, passes, repo)  # what is fresh for each pass, and what its new facts are owed
-        if not options.dry_run and ctx.batches.open_batches():
+        if not options.dry_run and ctx.batches.unsettled():
             await ctx.batches.collect(ctx.judge, all_passes())  # finished batches first, whatever --pass says
         for p in passes:
             result.passes[p.name] = PassResult(p.name)
