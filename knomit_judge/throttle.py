@@ -240,7 +240,7 @@ class Allowance:
         """Whether a question at `score` is worth its reader's price (worth.py); always, with no rule."""
         if self.worth is None or self.t.allowance is None or (self.t.allowance <= EPS and self.t.probes):
             return True  # no rule, unthrottled, or the defunded pass's probe: asked whatever its chance
-        if self.worth.worth(score, self.worth.price(fingerprint, self.reader or ""), self.terms.deposit):
+        if self.worth.worth(score, self.worth.price(self.reader or ""), self.terms.deposit):
             self.scores[fingerprint] = score
             return True
         self.unworthy += 1

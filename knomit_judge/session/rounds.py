@@ -9,7 +9,6 @@ from ..shortlist import gc_paused
 from ..status import PassResult
 from ..throttle import ThrottleState, record
 from ..verdicts import Verdict
-from ..worth import call_usd
 from .asking import Offer, judge_all
 from .context import Context, SessionResult
 from .decisions import decide, restatable, restate
@@ -40,6 +39,8 @@ async def run_round(p: Pass, ctx: Context, result: SessionResult, r: PassResult,
     reader = reader_of(ctx, p, fps)
     allowance = ctx.allowances[p.name]
     allowance.reader = reader.model if reader.model and reader.reads else ctx.config.judge.model  # whose price
+    if allowance.worth is not None:  # priced as this pass's calls of each model cost, measured as they come in
+        allowance.worth.pricing(ctx.config.judge.model, allowance.terms.price, ctx.config.judge.audit_share)
     # a suspended first reader's standing no's are asked again of the judge model
     answered = ctx.store.answered(p.name, ctx.kind) - asked_again(p, ctx, yeses) - reader.askable
     # not asked now: refused by the API under this prompt version (by the judge model: a first reader's refusal
@@ -49,10 +50,6 @@ async def run_round(p: Pass, ctx: Context, result: SessionResult, r: PassResult,
     busy = ctx.batches.busy(p.name) - answered
     waiting = fresh_first([candidates[i] for i, fp in enumerate(fps) if fp not in answered and fp not in refused
                            and fp not in busy and fp not in restating], ctx.fresh.get(p.name, set()))
-    if allowance.worth is not None:  # each question at its own prompt's price (worth.py)
-        allowance.worth.pricing(p.prompt, waiting, call_usd(ctx.config, ctx.lineup, allowance.terms.price,
-                                                            ctx.batches.submitting),
-                                ctx.config.judge.model, ctx.config.judge.audit_share)
     seen = ctx.seen.setdefault(p.name, set())
     seen.update(fps)
     r.candidates = len(seen)  # distinct questions met this session, over all rounds
