@@ -3,10 +3,15 @@
 `review --batch` (or `[judge] mode = "batch"`) gathers the requests its offered questions need now (each
 sample of the first order, and of the second for questions in the swap sample; with a first reader, its one
 order, the judge model reading its yeses and the audits once that reply is in) and submits them as
-one Message Batch after its rounds, storing the batch id and its requests in the db before it returns. Every later session (batch mode or not, and the daemon)
+one Message Batch after its rounds. A batch is bought once: its requests are stored as a pending submission
+(their custom ids, the time) before the create call is made, and the batch id replaces the marker when the
+call returns. A session killed during the call (SIGTERM), or a call whose answer never came back, leaves
+the marker: the next session finds the batch in the API's batch list (made since the marker, with as many
+requests) and collects it, or, when the API has none, asks its questions again. Every later session (batch mode or not, and the daemon)
 first collects finished batches: each result goes where a synchronous reply would (parsed, into the
 reply cache, then judged, journalled and applied as usual), so the decisions land in that session.
-A batch still running is reported and its questions are never asked again meanwhile. A collected
+A batch still running is reported and its questions are never asked again meanwhile; an ended batch whose
+results are gone (`results_url: null`: archived) is lost, and its questions are asked again. A collected
 question whose first order did not give the default needs its second order: a batch session gathers
 that into its own batch (the question is judged once both are in), a synchronous one asks it at once.
 """
@@ -14,14 +19,16 @@ that into its own batch (the question is judged once both are in), a synchronous
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
+import secrets
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from .config import Config
 from .errors import ConfigError, JudgeRefused, Refused, Unavailable, Unparsed
+from .jsonl import dumps
 from .judge import Judge, JudgedCandidate, JudgedPass, JudgeSpec
 from .store import Store
 from .transport import REFUSAL, STOPS_SESSION, AnthropicBackend, completion, error_message, status_retryable
@@ -30,7 +37,7 @@ from .verdicts import now_text
 if TYPE_CHECKING:  # for annotations: at run time only a session with batches imports it (start-up time)
     import anthropic
     from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
-    from anthropic.types.messages import MessageBatchIndividualResponse
+    from anthropic.types.messages import MessageBatch, MessageBatchIndividualResponse
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +48,13 @@ MAX_BYTES = 200_000_000
 REFUSED_TYPES = ("invalid_request_error", "request_too_large")
 # Estimated reply length for the cost cap at submission (replies are one short JSON object).
 REPLY_TOKENS = 100
+# A submission recorded before its create call returns: its id is ours (PENDING_PREFIX...) until the API's is known.
+PENDING = "pending"
+PENDING_PREFIX = "pending-"
+OPEN = ("submitted", PENDING)  # batches whose questions are bought, or may be: never asked again meanwhile
+# How much earlier than the marker's own time the API's clock may put the batch it made (a clock set wrong here).
+CLOCK_SKEW = timedelta(hours=1)
+LIST_PAGE = 100  # batches a page of the API's list, newest first
 
 
 @dataclass
@@ -71,17 +85,22 @@ class Batches:
     reports: list[dict[str, Any]] = field(default_factory=list)
 
     # -- the db ---------------------------------------------------------------------------------------
-    def open_batches(self) -> list[dict[str, Any]]:
-        """The batches submitted and not yet collected, oldest first: {"id", "requests"}."""
-        return [dict(id=r[0], requests=r[1]) for r in self.store.db.execute(
-            "SELECT id, requests FROM batches WHERE status = 'submitted' ORDER BY submitted_at, id")]
+    def open_batches(self, status: str = "submitted") -> list[dict[str, Any]]:
+        """The batches submitted (or, given PENDING, whose create call never returned) and not yet collected,
+        oldest first: {"id", "requests", "submitted_at"}."""
+        return [dict(id=r[0], requests=r[1], submitted_at=r[2]) for r in self.store.db.execute(
+            "SELECT id, requests, submitted_at FROM batches WHERE status = ? ORDER BY submitted_at, id", [status])]
+
+    def unsettled(self) -> bool:
+        """Whether a batch waits to be collected, or a submission to be found in the API's list."""
+        return bool(self.open_batches() or self.open_batches(PENDING))
 
     def waiting(self, pass_name: str) -> dict[str, set[str]]:
-        """Batch id -> this pass's fingerprints in it, for batches not yet collected."""
+        """Batch id -> this pass's fingerprints in it, for batches not yet collected (and pending submissions)."""
         out: dict[str, set[str]] = {}
         for batch_id, fp in self.store.db.execute(
                 "SELECT r.batch_id, r.fingerprint FROM batch_requests r JOIN batches b ON b.id = r.batch_id "
-                "WHERE b.status = 'submitted' AND r.pass = ?", [pass_name]):
+                f"WHERE b.status IN ({', '.join('?' for _ in OPEN)}) AND r.pass = ?", [*OPEN, pass_name]):
             out.setdefault(batch_id, set()).add(fp)
         return out
 
@@ -107,14 +126,16 @@ class Batches:
     async def collect(self, judge: Judge, passes: Mapping[str, JudgedPass]) -> None:
         """Take in every finished batch: results into the reply cache (and judge.fresh), spend into the ledgers."""
         import anthropic  # only with batches to collect: see transport.AnthropicBackend
-        open_batches = self.open_batches()
-        if not open_batches:
+        if not self.unsettled():
             return
         if not isinstance(judge.backend, AnthropicBackend):
-            log.warning("%d batch(es) not collected: collecting needs --judge anthropic", len(open_batches))
+            log.warning("%d batch(es) not collected: collecting needs --judge anthropic",
+                        len(self.open_batches()) + len(self.open_batches(PENDING)))
             return
         client = judge.backend.client
-        for row in open_batches:
+        if pending := self.open_batches(PENDING):
+            await self._find_pending(client, pending)
+        for row in self.open_batches():
             try:
                 batch = await client.messages.batches.retrieve(row["id"])
             except anthropic.APIStatusError as e:
@@ -133,7 +154,54 @@ class Batches:
             if batch.processing_status != "ended":
                 self.reports.append({"id": row["id"], "requests": row["requests"], "status": "waiting"})
                 continue
+            if not batch.results_url:  # ended, and its results are gone (archived): they will never come
+                self._lost(row, "it ended without results (results_url null: archived"
+                                f"{' at ' + batch.archived_at.isoformat() if batch.archived_at else ''})")
+                continue
             await self._take(client, row, judge, passes)
+
+    async def _find_pending(self, client: anthropic.AsyncAnthropic, pending: list[dict[str, Any]]) -> None:
+        """Match each pending submission to the batch it made, in the API's list: one made since the marker
+        (less CLOCK_SKEW), with as many requests, that no row of ours names; none there: it was never made.
+
+        The list (newest first) is read back to the oldest marker's time. A batch matched here whose results
+        turn out not to be our requests is lost when collected (`_take`), so a wrong match buys nothing twice.
+        """
+        import anthropic
+        known = {r[0] for r in self.store.db.execute("SELECT id FROM batches")}
+        oldest = min(_when(row["submitted_at"]) for row in pending) - CLOCK_SKEW
+        made: list[MessageBatch] = []
+        try:
+            async for batch in client.messages.batches.list(limit=LIST_PAGE):
+                if batch.created_at < oldest:
+                    break
+                if batch.id not in known:
+                    made.append(batch)
+        except anthropic.APIStatusError as e:
+            if e.status_code in STOPS_SESSION:
+                raise JudgeRefused(f"judge refused the batch list: HTTP {e.status_code} {error_message(e)}; "
+                                   "check ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL") from None
+            log.warning("%d batch submission(s) not looked up (HTTP %d %s); their questions wait, tried again next "
+                        "session", len(pending), e.status_code, error_message(e))
+            return
+        except anthropic.APIConnectionError as e:
+            log.warning("%d batch submission(s) not looked up (%s); their questions wait, tried again next session",
+                        len(pending), type(e).__name__)
+            return
+        for row in pending:
+            at = _when(row["submitted_at"])
+            # of the batches of its size made since (less the skew), the one made nearest its own time
+            match = min((b for b in made if b.created_at >= at - CLOCK_SKEW and _size(b) == row["requests"]),
+                        key=lambda b: abs(b.created_at - at), default=None)
+            if match is None:
+                self._lost(row, "its submission was cut short before the API made it (no batch of its "
+                                f"{row['requests']} requests in the API's list since {row['submitted_at']})",
+                           status="not submitted")
+                continue
+            made.remove(match)
+            self._adopt(row["id"], match.id)
+            log.info("batch %s: found in the API's list, made by a submission cut short (%d requests)", match.id,
+                     row["requests"])
 
     async def _take(self, client: anthropic.AsyncAnthropic, row: dict[str, Any], judge: Judge,
                     passes: Mapping[str, JudgedPass]) -> None:
@@ -142,10 +210,12 @@ class Batches:
         requests = {r[0]: (r[1], r[2], r[3]) for r in self.store.db.execute(
             "SELECT custom_id, pass, fingerprint, model FROM batch_requests WHERE batch_id = ?", [row["id"]])}
         kinds: dict[str, int] = {}
+        foreign = 0  # results of requests that are not ours: a batch matched to a pending submission wrongly
         try:
             results = await client.messages.batches.results(row["id"])
             async for entry in results:
                 if entry.custom_id not in requests:
+                    foreign += 1
                     continue
                 pass_name, fp, model = requests[entry.custom_id]
                 p = passes.get(pass_name)
@@ -162,6 +232,12 @@ class Batches:
             # what came in is in the reply cache already; the rest is fetched again next session
             log.warning("batch %s: results cut short (%s); tried again next session", row["id"], type(e).__name__)
             return
+        except anthropic.AnthropicError as e:  # the SDK's own: no results_url (gone since it was retrieved)
+            self._lost(row, f"its results cannot be had ({e})")
+            return
+        if foreign and not kinds:
+            self._lost(row, f"its {foreign} results are not this corpus's requests")
+            return
         with self.store.db.atomic():
             self.store.db.execute("UPDATE batches SET status = 'collected', collected_at = ? WHERE id = ?",
                                   [now_text(), row["id"]])
@@ -174,12 +250,25 @@ class Batches:
         row = self.store.db.execute("SELECT position FROM batch_requests WHERE custom_id = ? LIMIT 1", [key]).fetchone()
         return row[0] if row else None
 
-    def _lost(self, row: dict[str, Any], why: str) -> None:
-        """A batch that will never give results: its questions become askable again (next round or session)."""
+    def _lost(self, row: dict[str, Any], why: str, status: str = "lost") -> None:
+        """A batch that will never give results (or a submission that made none): its questions become askable
+        again (next round or session)."""
         log.warning("batch %s: %s; its %d request(s) will be asked again", row["id"], why, row["requests"])
         with self.store.db.atomic():
             self.store.db.execute("UPDATE batches SET status = 'lost', collected_at = ? WHERE id = ?", [now_text(), row["id"]])
-        self.reports.append({"id": row["id"], "requests": row["requests"], "status": "lost"})
+        self.reports.append({"id": row["id"], "requests": row["requests"], "status": status})
+
+    def _adopt(self, marker: str, batch_id: str) -> None:
+        """A pending submission's batch is known: its id replaces the marker, and it is collected as submitted."""
+        with self.store.db.atomic():
+            self.store.db.execute("UPDATE batch_requests SET batch_id = ? WHERE batch_id = ?", [batch_id, marker])
+            self.store.db.execute("UPDATE batches SET id = ?, status = 'submitted' WHERE id = ?", [batch_id, marker])
+
+    def _forget(self, marker: str) -> None:
+        """A submission the API answered no to, every time: it made no batch, so its marker goes."""
+        with self.store.db.atomic():
+            self.store.db.execute("DELETE FROM batch_requests WHERE batch_id = ?", [marker])
+            self.store.db.execute("DELETE FROM batches WHERE id = ?", [marker])
 
     def _result(self, entry: MessageBatchIndividualResponse, p: JudgedPass, judge: Judge) -> str:
         """One batch result, filed as a synchronous call's would be; returns its kind."""
@@ -264,43 +353,89 @@ class Batches:
         return made
 
     async def _create(self, judge: Judge, chunk: list[BatchRequest]) -> str:
-        """Submit one batch, with counted retries, and store it and its requests before anything else happens."""
+        """Submit one batch, with counted retries: stored as a pending submission before the call is made, so a
+        session killed during it (or a call whose answer was lost) leaves the next session a batch to find in
+        the API's list, never one to buy again."""
         import anthropic
         backend = _api(judge)
         cfg = judge.config.judge
-        last, batch = "", None
-        for attempt in range(1, cfg.max_attempts + 1):
-            await backend.limiter.wait()
-            try:
-                batch = await backend.client.messages.batches.create(
-                    requests=[{"custom_id": r.custom_id, "params": r.params} for r in chunk])
-                break
-            except anthropic.APIStatusError as e:
-                if e.status_code in STOPS_SESSION:
-                    raise JudgeRefused(f"judge refused the batch: HTTP {e.status_code} {error_message(e)}; "
-                                       "check ANTHROPIC_API_KEY, the model name and ANTHROPIC_BASE_URL") from None
-                last = f"HTTP {e.status_code} {error_message(e)}"
-                backend.limiter.pause_for(e.status_code, e.response.headers)
-                if not status_retryable(e.status_code):
-                    break  # the batch as sent is refused: retrying cannot help; asked again next session
-            except anthropic.APIConnectionError as e:
-                last = type(e).__name__
-            log.warning("batch submission failed (%s), attempt %d of %d", last, attempt, cfg.max_attempts)
-            if attempt < cfg.max_attempts:
-                await asyncio.sleep(backend._wait(attempt))
-        else:
-            raise Unavailable(f"batch not submitted: {last} after {cfg.max_attempts} attempts", cfg.max_attempts)
+        marker = self._pending(judge, chunk)
+        last, batch, unanswered = "", None, False  # unanswered: an attempt whose outcome no answer told us
+        attempt = 0
+        try:
+            for attempt in range(1, cfg.max_attempts + 1):
+                await backend.limiter.wait()
+                if unanswered and (found := await self._made_since(backend.client, marker, len(chunk))):
+                    self._adopt(marker, found)  # the lost answer's batch: made, so not made again
+                    return found
+                try:
+                    batch = await backend.client.messages.batches.create(
+                        requests=[{"custom_id": r.custom_id, "params": r.params} for r in chunk])
+                    break
+                except anthropic.APIStatusError as e:
+                    if e.status_code in STOPS_SESSION:
+                        raise JudgeRefused(f"judge refused the batch: HTTP {e.status_code} {error_message(e)}; "
+                                           "check ANTHROPIC_API_KEY, the model name and ANTHROPIC_BASE_URL") from None
+                    last = f"HTTP {e.status_code} {error_message(e)}"
+                    backend.limiter.pause_for(e.status_code, e.response.headers)
+                    if not status_retryable(e.status_code):
+                        break  # the batch as sent is refused: retrying cannot help; asked again next session
+                except anthropic.APIConnectionError as e:
+                    last, unanswered = type(e).__name__, True
+                log.warning("batch submission failed (%s), attempt %d of %d", last, attempt, cfg.max_attempts)
+                if attempt < cfg.max_attempts:
+                    await asyncio.sleep(backend._wait(attempt))
+        except JudgeRefused:
+            if not unanswered:
+                self._forget(marker)
+            raise
         if batch is None:
-            raise Unavailable(f"batch not submitted: {last}", attempt)
-        # Stored before anything else happens: a session killed from here on leaves the batch to the next one.
+            if not unanswered:  # every attempt was answered no: nothing was made
+                self._forget(marker)
+                raise Unavailable(f"batch not submitted: {last} after {attempt} attempt(s)", attempt)
+            raise Unavailable(f"batch not submitted: {last} after {attempt} attempt(s); an answer was lost, so the "
+                              "next session looks for it in the API's batch list before asking again", attempt)
+        self._adopt(marker, batch.id)
+        return batch.id
+
+    def _pending(self, judge: Judge, chunk: list[BatchRequest]) -> str:
+        """Store a submission and its requests (custom ids) as pending, committed before the create call."""
+        marker = f"{PENDING_PREFIX}{self.session}-{secrets.token_hex(4)}"
         with self.store.db.atomic():
-            self.store.db.table("batches").insert({"id": batch.id, "model": judge.model, "session": self.session,
-                                                   "requests": len(chunk), "status": "submitted",
+            self.store.db.table("batches").insert({"id": marker, "model": judge.model, "session": self.session,
+                                                   "requests": len(chunk), "status": PENDING,
                                                    "submitted_at": now_text()})
             self.store.db.table("batch_requests").insert_all(
-                ({"batch_id": batch.id, "custom_id": r.custom_id, "pass": r.pass_name, "fingerprint": r.fingerprint,
+                ({"batch_id": marker, "custom_id": r.custom_id, "pass": r.pass_name, "fingerprint": r.fingerprint,
                   "prompt": r.prompt, "position": r.position, "model": r.model} for r in chunk), batch_size=500)
-        return batch.id
+        return marker
+
+    async def _made_since(self, client: anthropic.AsyncAnthropic, marker: str, size: int) -> str | None:
+        """After an attempt whose answer was lost: the batch it made, if the API's list has one (else None)."""
+        import anthropic
+        since = _when(self.store.db.execute("SELECT submitted_at FROM batches WHERE id = ?",
+                                            [marker]).fetchone()[0]) - CLOCK_SKEW
+        known = {r[0] for r in self.store.db.execute("SELECT id FROM batches")}
+        try:
+            async for batch in client.messages.batches.list(limit=LIST_PAGE):
+                if batch.created_at < since:
+                    return None
+                if batch.id not in known and _size(batch) == size:
+                    return batch.id
+        except (anthropic.APIStatusError, anthropic.APIConnectionError):
+            return None  # not known: the next attempt's answer (or the next session) tells
+        return None
+
+
+def _when(stored: str) -> datetime:
+    """A stored timestamp (verdicts.now_text) as an aware datetime."""
+    return datetime.fromisoformat(stored)
+
+
+def _size(batch: MessageBatch) -> int:
+    """How many requests a batch holds, whatever became of them."""
+    c = batch.request_counts
+    return c.processing + c.succeeded + c.errored + c.canceled + c.expired
 
 
 def _api(judge: Judge) -> AnthropicBackend:
@@ -315,7 +450,7 @@ def _chunks(requests: list[BatchRequest]) -> Iterator[list[BatchRequest]]:
     chunk: list[BatchRequest] = []
     size = 0
     for r in requests:
-        n = len(json.dumps(r.params, ensure_ascii=False).encode("utf-8")) + 200
+        n = len(dumps(r.params, ensure_ascii=False).encode("utf-8")) + 200
         if chunk and (len(chunk) >= MAX_REQUESTS or size + n > MAX_BYTES):
             yield chunk
             chunk, size = [], 0

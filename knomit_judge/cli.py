@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import re
@@ -18,6 +17,7 @@ import click
 
 from .encoders import MODEL_NAME, model_sources
 from .errors import KnomitError
+from .jsonl import dumps
 from .judge import JudgeSpec
 from .migrations import migration_set
 from .passes import JUDGED_PASSES
@@ -93,7 +93,7 @@ DRY_RUN_KEEPS = ("a dry run buys and commits nothing: only the derived caches co
 def _json_error(ctx: click.Context, message: str, exit_code: int) -> None:
     """With --json, stdout holds one JSON object on every exit: on an error, {"error": ..., "exit_code": N}."""
     if ctx.meta.get("as_json"):
-        click.echo(json.dumps({"error": message, "exit_code": exit_code}, ensure_ascii=False))
+        click.echo(dumps({"error": message, "exit_code": exit_code}, ensure_ascii=False))
 
 
 def version_lines() -> list[str]:
@@ -167,7 +167,7 @@ class _StderrHandler(logging.Handler):
 def emit(data: dict[str, Any], as_json: bool, lines: list[str], confirms: bool = False) -> None:
     """The command's JSON object, or its lines; lines that only confirm what was done are not printed under -q."""
     if as_json:
-        click.echo(json.dumps(data, ensure_ascii=False))
+        click.echo(dumps(data, ensure_ascii=False))
     elif not (confirms and click.get_current_context().meta.get(QUIET)):
         for line in lines:
             click.echo(line)
@@ -257,6 +257,9 @@ def _batch_line(b: dict[str, Any]) -> str:
         return f"waiting on batch {b['id']}, {b['requests']} requests"
     if b["status"] == "lost":
         return f"batch {b['id']}: lost by the API; its {b['requests']} requests are asked again"
+    if b["status"] == "not submitted":
+        return (f"batch submission {b['id']}: cut short before the API made it; its {b['requests']} requests are "
+                "asked again")
     return f"batch {b['id']}: {b['requests']} requests collected"
 
 
@@ -269,10 +272,10 @@ def _plan_lines(result: SessionResult, evidence: bool) -> list[str]:
                 out.append(f"would retract exact {', '.join(item['evidence']['retract'])}, keeping "
                            f"{item['evidence']['survivor']}")
                 continue
-            out.append(f"would offer {name} {json.dumps(item['subject'], ensure_ascii=False)} "
+            out.append(f"would offer {name} {dumps(item['subject'], ensure_ascii=False)} "
                        f"(similarity {item['score']:.3f})")
             if evidence:
-                out.append("  evidence: " + json.dumps(item["evidence"], ensure_ascii=False))
+                out.append("  evidence: " + dumps(item["evidence"], ensure_ascii=False))
     return out
 
 
@@ -301,7 +304,7 @@ def verdicts(corpus: Path, pass_name: str | None, as_json: bool) -> None:
     """
     from .history import list_verdicts
     rows = list_verdicts(corpus, pass_name)
-    lines = [f"{r['id']} {r['pass']} {r['answer']:<9} {json.dumps(r['subject'], ensure_ascii=False)}"
+    lines = [f"{r['id']} {r['pass']} {r['answer']:<9} {dumps(r['subject'], ensure_ascii=False)}"
              f"{' redundant ' + r['payload']['redundant'] if (r['payload'] or {}).get('redundant') else ''}"
              f"{' commit ' + r['commit_sha'][:10] if r['commit_sha'] else ''}{' REVERTED' if r['reverted'] else ''}"
              f"{' - ' + r['rationale'] if r['rationale'] else ''}" for r in rows]

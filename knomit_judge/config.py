@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 import tomllib
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .cron import cron_trigger
 from .errors import ConfigError
+from .prices import DEFAULT_PRICES, Price, retired_model
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -53,28 +55,6 @@ class JudgeConfig:
 
 MODES = ("sync", "batch")
 EFFORTS = ("low", "medium", "high", "xhigh", "max")
-
-
-@dataclass
-class Price:
-    input_per_mtok: float
-    output_per_mtok: float
-    batch_discount: float = 0.5  # Message Batches bill this share less than the same calls made one by one
-    # A prompt-size tier (Haiku 5.5's): a prompt of more than tier_tokens input tokens bills the whole call at
-    # the *_above prices. 0 = one price whatever the prompt's size.
-    tier_tokens: int = 0
-    input_per_mtok_above: float = 0.0
-    output_per_mtok_above: float = 0.0
-
-    def usd(self, tokens_in: float, tokens_out: float) -> float:
-        """What a call of these token counts costs, one by one (a batch takes batch_discount off).
-
-        tokens_out is the output as the API reports it, thinking included: thinking is billed as output.
-        """
-        above = bool(self.tier_tokens) and tokens_in > self.tier_tokens
-        rate_in = self.input_per_mtok_above if above else self.input_per_mtok
-        rate_out = self.output_per_mtok_above if above else self.output_per_mtok
-        return tokens_in * rate_in / 1e6 + tokens_out * rate_out / 1e6
 
 
 @dataclass
@@ -185,48 +165,6 @@ class CalibrationConfig:
     min_precision: float = 0.7
 
 
-# List prices in USD per million tokens, input / output, read from the model pages on platform.claude.com on
-# 2026-12-05 (docs/real-api.md); overridable with [prices."MODEL"]. Batch: 50% off on every model listed.
-# Only models that can be called today: a retired model (claude-sonnet-4-5 since 2026-11-30, and the 4.1 and
-# earlier generations) has no price, so no session plans to pay it.
-DEFAULT_PRICES = {
-    "claude-haiku-5-5": Price(0.10, 0.50, tier_tokens=100_000, input_per_mtok_above=0.50, output_per_mtok_above=2.50),
-    "claude-sonnet-5-5": Price(2.0, 10.0),
-    "claude-opus-5-5": Price(4.0, 20.0),
-    "claude-fable-5-1": Price(10.0, 50.0),
-    "claude-opus-5": Price(5.0, 25.0),
-    "claude-sonnet-5": Price(2.0, 10.0),
-    "claude-sonnet-4-6": Price(3.0, 15.0),
-    "claude-opus-4-5": Price(5.0, 25.0),
-    "claude-haiku-4-5": Price(1.0, 5.0),
-}
-
-
-# Models retired, with the day where it is known and the current model of their line: what a plan names them by
-# when no Models API can be asked (a dry run without a key), instead of "no price". An exact id or a dated one
-# (claude-sonnet-4-5-20250929) matches, never a longer family name (claude-opus-4 is not claude-opus-4-5).
-RETIRED_MODELS = {
-    "claude-sonnet-4-5": ("2026-11-30", "claude-sonnet-5-5"),
-    "claude-opus-4-1": (None, "claude-opus-5-5"),
-    "claude-opus-4": (None, "claude-opus-5-5"),
-    "claude-sonnet-4": (None, "claude-sonnet-5-5"),
-    "claude-3-7-sonnet": (None, "claude-sonnet-5-5"),
-    "claude-3-5-sonnet": (None, "claude-sonnet-5-5"),
-    "claude-3-5-haiku": (None, "claude-haiku-5-5"),
-    "claude-3-opus": (None, "claude-opus-5-5"),
-    "claude-3-haiku": (None, "claude-haiku-5-5"),
-}
-
-
-def retired_model(model: str) -> str | None:
-    """How a retired model is named from RETIRED_MODELS ("retired (since ...); ..."), or None."""
-    name = next((n for n in RETIRED_MODELS if model == n or re.fullmatch(re.escape(n) + r"-\d{8}", model)), None)
-    if name is None:
-        return None
-    day, current = RETIRED_MODELS[name]
-    return (f"retired{f' (since {day})' if day else ''}: no request naming it can succeed; "
-            f"its line's current model is {current!r}")
-
 # A judge question's typical size, tokens in and out: what converts the old counts of questions to money and
 # back. The mean of claude-sonnet-5-5's reads on the replay of a real KB (docs/choices.md).
 QUESTION_TOKENS = (1500, 100)
@@ -249,6 +187,9 @@ class Config:
     git: GitConfig = field(default_factory=GitConfig)
     apply: ApplyConfig = field(default_factory=ApplyConfig)
     prices: dict[str, Price] = field(default_factory=lambda: dict(DEFAULT_PRICES))
+    # What the file sets that is ignored, each a sentence naming the keys (an older budget key beside its newer
+    # one): a session's notes and `status` show them, and a session logs them as warnings.
+    ignored: list[str] = field(default_factory=list)
 
     def where(self, key: str, environ: Mapping[str, str] = os.environ) -> str:
         """Where `key`'s value comes from: the environment variable that set it (load_config), else the file.
@@ -316,6 +257,10 @@ _Section = TypeVar("_Section", bound="DataclassInstance")  # a section's datacla
 
 # Keys still accepted so that older files load, no longer read (DEFAULT_TOML leaves them out).
 RETIRED = {"budget.window", "budget.patience", "budget.unproven_allowance"}
+# An older budget key (in judge-model questions) and the key in USD that replaced it: a file that sets both (an
+# older init file with opening_usd added) means the one added, so the newer wins and a note names the older.
+SUPERSEDED = {"budget.optimistic_cap": "budget.opening_usd",
+              "budget.questions_per_resolution": "budget.usd_per_resolution"}
 
 _TYPES: dict[str, type] = {"bool": bool, "int": int, "float": float, "str": str, "list[str]": list}
 _SECTION_TYPES: dict[str, type[DataclassInstance]] = {
@@ -331,30 +276,55 @@ _SECTION_TYPES: dict[str, type[DataclassInstance]] = {
     "git": GitConfig,
     "apply": ApplyConfig,
 }
-# Values that must be positive (or within 0..1) to make sense; checked after types.
-_BOUNDS = {
-    "judge.concurrency": (1, None), "judge.timeout_s": (0.001, None), "judge.max_attempts": (1, None),
-    "judge.samples": (1, None), "judge.min_agreement": (0, 1), "judge.swap_sample": (0, 1),
+# Every number's range, checked after its type (and that it is finite: NaN passes no comparison, so a NaN price
+# would turn off every dollar cap). The upper bounds sit far above any setting that makes sense and far below
+# where the arithmetic downstream stops being finite (a balance divided by a read's price, a count of reads
+# turned into an int, a retry wait doubled per attempt): money at most USD_MAX, a price at most PRICE_MAX per
+# million tokens, a wait at most a day, a count at most what a session could ever ask (docs/configuration.md).
+USD_MAX = 1_000_000.0  # a session, a day, a month, an opening, a resolution
+PRICE_MAX = 1_000_000.0  # USD per million tokens: a dollar a token
+PRICE_MIN = 1e-6  # ... and a price that is not 0 is at least this: the balance over a read's price stays finite
+SECONDS_MAX = 86_400.0  # a judgment's time limit, a retry wait
+QUESTIONS_MAX = 1_000_000  # the older budget keys, in judge-model questions
+_BOUNDS: dict[str, tuple[float, float]] = {
+    "judge.concurrency": (1, 1000), "judge.timeout_s": (0.001, SECONDS_MAX), "judge.max_attempts": (1, 100),
+    "judge.samples": (1, 100), "judge.min_agreement": (0, 1), "judge.swap_sample": (0, 1),
     "judge.audit_share": (0, 1), "judge.first_reader_recall": (0.01, 0.99),
-    "judge.max_cost_usd": (0, None),
-    "judge.max_tokens": (1, None), "judge.backoff_s": (0, None), "judge.backoff_max_s": (0, None),
-    "judge.max_evidence_chars": (200, None),
+    "judge.max_cost_usd": (0, USD_MAX),
+    "judge.max_tokens": (1, 1_000_000), "judge.backoff_s": (0, SECONDS_MAX), "judge.backoff_max_s": (0, SECONDS_MAX),
+    "judge.max_evidence_chars": (200, 10_000_000),
     # optimistic_cap and unproven_allowance of 0 would latch a pass off: no offers, so never the verdicts
     # that move it to another state. Every off-state must still generate the evidence its way back reads.
-    "shortlist.k": (1, None), "describe.batch": (1, None), "describe.carriers": (1, None),
-    "describe.body_chars": (100, None), "describe.max_tries": (1, None), "budget.window": (1, None),
-    "budget.patience": (1, None), "budget.probe_every": (1, None), "budget.unproven_allowance": (1, None),
+    "shortlist.k": (1, 1000), "describe.batch": (1, 10_000), "describe.carriers": (1, 100),
+    "describe.body_chars": (100, 10_000_000), "describe.max_tries": (1, 1000), "budget.window": (1, QUESTIONS_MAX),
+    "budget.patience": (1, QUESTIONS_MAX), "budget.probe_every": (1, QUESTIONS_MAX),
+    "budget.unproven_allowance": (1, QUESTIONS_MAX),
     # 0 = not set: opening_usd and usd_per_resolution hold
-    "budget.optimistic_cap": (0, None), "budget.questions_per_resolution": (0, None),
+    "budget.optimistic_cap": (0, QUESTIONS_MAX), "budget.questions_per_resolution": (0, QUESTIONS_MAX),
     # 0 would latch a defunded pass off: a probe that resolved something would leave it at zero.
-    "budget.opening_usd": (0, None), "budget.usd_per_resolution": (0.0001, None),
-    "budget.fresh_per_change": (0, None),  # 0: a changed fact waits for its rank like any other question
-    "budget.max_usd_per_day": (0, None), "budget.max_usd_per_month": (0, None),
-    "discovery.confidence": (0, 1), "discovery.min_group": (2, None), "discovery.max_group": (2, None),
+    "budget.opening_usd": (0, USD_MAX), "budget.usd_per_resolution": (0.0001, USD_MAX),
+    "budget.fresh_per_change": (0, 1000),  # 0: a changed fact waits for its rank like any other question
+    "budget.max_usd_per_day": (0, USD_MAX), "budget.max_usd_per_month": (0, USD_MAX),
+    "discovery.confidence": (0, 1), "discovery.min_group": (2, 100), "discovery.max_group": (2, 100),
     "discovery.group_similarity": (-1, 1), "discovery.match_similarity": (-1, 1),
-    "corpus.max_fact_bytes": (1, None),
+    "corpus.max_fact_bytes": (1, 1 << 30),
     "calibration.sample_rate": (0, 1), "calibration.min_precision": (0, 1),
 }
+# [prices."MODEL"], by key: a negative price makes every estimate negative, and a cost cap then never stops a
+# session (a price of nothing at all is refused in parse_config: no balance or cap can count it)
+_PRICE_BOUNDS: dict[str, tuple[float, float]] = {
+    "input_per_mtok": (0, PRICE_MAX), "output_per_mtok": (0, PRICE_MAX), "batch_discount": (0, 1),
+    "tier_tokens": (0, 100_000_000), "input_per_mtok_above": (0, PRICE_MAX), "output_per_mtok_above": (0, PRICE_MAX),
+}
+
+
+def bounds(key: str) -> tuple[float, float] | None:
+    """The range of a numeric key (`budget.opening_usd`, `prices."MODEL".input_per_mtok`), or None for another."""
+    if key.startswith("prices."):
+        return _PRICE_BOUNDS.get(key.rsplit(".", 1)[1])
+    return _BOUNDS.get(key)
+
+
 _CHOICES = {"corpus.retract": RETRACT_MODES, "corpus.front_matter": FRONT_MATTER, "judge.effort": EFFORTS,
             "apply.mode": APPLY_MODES}
 # what `git check-ref-format --branch` would accept, less its rarer refusals (those fail at the push)
@@ -402,14 +372,42 @@ def _check(key: str, value: Any, typ: type) -> Any:
         raise ConfigError(f"{key}: {value!r} is not a git remote name (see `git remote`)")
     if key == "judge.model" and not value.strip():
         raise ConfigError(f"{key}: must name a model, got {value!r}")
-    # a negative price makes every estimate negative, and a cost cap then never stops a session
-    if key.startswith("prices.") and typ in (float, int) and value < 0:
-        raise ConfigError(f"{key}: {value!r} must not be negative (USD per million tokens)")
-    lo, hi = _BOUNDS.get(key, (None, None))
-    if (lo is not None and value < lo) or (hi is not None and value > hi):
-        want = f"at least {lo}" if hi is None else f"at most {hi}" if lo is None else f"from {lo} to {hi}"
-        raise ConfigError(f"{key}: {value!r} is out of range (must be {want})")
+    if typ in (int, float):
+        _check_number(key, value)
     return float(value) if typ is float else value
+
+
+def _check_number(key: str, value: float) -> None:
+    """A number is finite and within its key's range; the error names the key and the value as written."""
+    if not math.isfinite(value):
+        raise ConfigError(f"{key}: {value!r} is not a finite number")
+    if key.startswith("prices.") and value < 0:
+        raise ConfigError(f"{key}: {value!r} must not be negative (USD per million tokens)")
+    if key.endswith("_mtok") or key.endswith("_mtok_above"):
+        if 0 < value < PRICE_MIN:
+            raise ConfigError(f"{key}: {value!r} is out of range (must be 0 or from {PRICE_MIN!r} to {_num(PRICE_MAX)} "
+                              "USD per million tokens)")
+    lo, hi = bounds(key) or (-math.inf, math.inf)
+    if not lo <= value <= hi:
+        want = f"from {_num(lo)} to {_num(hi)}" if hi <= 1 else \
+            f"at least {_num(lo)}" if value < lo else f"at most {_num(hi)}"
+        raise ConfigError(f"{key}: {value!r} is out of range (must be {want})")
+
+
+def value_range(key: str) -> str:
+    """A numeric key's range as the docs give it (`1 to 1000`, `0, or 1e-06 to 1000000`); "" for another key."""
+    if (b := bounds(key)) is None:
+        return ""
+    if key.endswith(("_mtok", "_mtok_above")):
+        return f"0, or {PRICE_MIN!r} to {_num(PRICE_MAX)}"
+    if key.endswith("batch_discount"):
+        return "0 to below 1"
+    return f"{_num(b[0])} to {_num(b[1])}"
+
+
+def _num(x: float) -> str:
+    """A bound as a person writes it: 1000000, 0.0001."""
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
 
 
 def _section(name: str, cls: type[_Section], raw: Any) -> _Section:
@@ -438,6 +436,10 @@ def parse_config(data: dict[str, Any]) -> Config:
                 raise ConfigError("prices: expected a table of models")
             for model, price in raw.items():
                 config.prices[model] = _section(f'prices."{model}"', Price, price)
+                if not (config.prices[model].input_per_mtok or config.prices[model].output_per_mtok):
+                    raise ConfigError(f'prices."{model}": input_per_mtok and output_per_mtok are both 0: a read that '
+                                      "costs nothing has no price the balance and the dollar caps can count; set "
+                                      "the model's list price")
                 if not 0 <= config.prices[model].batch_discount < 1:
                     raise ConfigError(f'prices."{model}".batch_discount: '
                                       f"{config.prices[model].batch_discount!r} is out of range (0 to below 1)")
@@ -445,6 +447,7 @@ def parse_config(data: dict[str, Any]) -> Config:
             setattr(config, name, _section(name, _SECTION_TYPES[name], raw))
         else:
             raise ConfigError(f"{name}: unknown section (known: {', '.join([*_SECTION_TYPES, 'prices'])})")
+    config.ignored = superseded(config, data)
     if config.judge.mode not in MODES:
         raise ConfigError(f"judge.mode: {config.judge.mode!r} is not one of {', '.join(MODES)}")
     if config.discovery.min_group > config.discovery.max_group:
@@ -456,6 +459,25 @@ def parse_config(data: dict[str, Any]) -> Config:
     return config
 
 
+def superseded(config: Config, data: dict[str, Any]) -> list[str]:
+    """Older budget keys set beside the newer ones: set to 0 (not set), so the newer holds, each named in a note.
+
+    Every file `init` wrote before the balance counted money has optimistic_cap = 20 and
+    questions_per_resolution = 8; a person who adds opening_usd means it. An error naming both would stop
+    an unattended cron job over a file whose meaning is plain, so the newer key wins, and the note says so
+    wherever a session's outcome is read (docs/choices.md).
+    """
+    notes = []
+    for old, new in SUPERSEDED.items():
+        section, old_name = old.split(".")
+        raw = data.get(section) or {}
+        if raw.get(old_name) and new.split(".")[1] in raw:
+            setattr(getattr(config, section), old_name, 0)
+            notes.append(f"{CONFIG_FILE}: {old} = {raw[old_name]!r} is ignored: {new} = "
+                         f"{raw[new.split('.')[1]]!r} is set beside it and wins (delete {old} to say so)")
+    return notes
+
+
 def load_config(corpus: Path, environ: Mapping[str, str] = os.environ) -> Config:
     """Read CORPUS/knomit-judge.toml if present, then apply environment overrides."""
     path = Path(corpus) / CONFIG_FILE
@@ -465,7 +487,10 @@ def load_config(corpus: Path, environ: Mapping[str, str] = os.environ) -> Config
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
             raise ConfigError(f"{path}: {e}") from None
-    config = parse_config(data)
+    try:
+        config = parse_config(data)
+    except ConfigError as e:  # the key and the value, and the file they are in
+        raise ConfigError(f"{path}: {e}") from None
     if environ.get("KNOMIT_JUDGE_MODEL"):
         config.judge.model = environ["KNOMIT_JUDGE_MODEL"]
     if "KNOMIT_JUDGE_FIRST_READER" in environ:  # "" turns the first reader off, as judge.first_reader = "" does

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import stat
@@ -16,6 +15,7 @@ import yaml
 
 from .config import CorpusConfig
 from .errors import BadFact, TemplateNote
+from .jsonl import dumps
 from .layout import DEFAULT_PATHS, covered, fact_paths, glob_prefix, where_facts_may_be
 from .notes import OBSIDIAN_TAG_KEYS, inline_tags, obsidian_tags, template_marker
 
@@ -510,7 +510,7 @@ def parse_key(layout: CorpusConfig | None) -> str:
     """What parsing depends on besides the file: a cached parse made with other settings, or by an older
     reader (PARSE_VERSION), is stale."""
     motif_keys, front = (list(layout.motif_keys), layout.front_matter) if layout else (list(DEFAULT_MOTIF_KEYS), "")
-    return json.dumps([PARSE_VERSION, motif_keys, front or "required", bool(layout and layout.inline_tags)])
+    return dumps([PARSE_VERSION, motif_keys, front or "required", bool(layout and layout.inline_tags)])
 
 
 def fact_from_record(record: dict[str, Any]) -> Fact:

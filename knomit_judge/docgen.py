@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from click.testing import CliRunner
 
 from .cli import cli
-from .config import DEFAULT_PRICES, Config, Price
+from .config import DEFAULT_PRICES, Config, Price, value_range
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -49,9 +49,10 @@ def command_help(name: str | None) -> str:
 
 
 def config_sections() -> dict[str, type[DataclassInstance]]:
-    """Each knomit-judge.toml section (but prices) and its dataclass, in Config's order."""
+    """Each knomit-judge.toml section (but prices) and its dataclass, in Config's order (`ignored` is no section)."""
     defaults = Config()
-    return {f.name: type(getattr(defaults, f.name)) for f in dataclasses.fields(Config) if f.name != "prices"}
+    return {f.name: type(getattr(defaults, f.name)) for f in dataclasses.fields(Config)
+            if f.name != "prices" and dataclasses.is_dataclass(getattr(defaults, f.name))}
 
 
 def config_keys() -> list[str]:
@@ -107,11 +108,12 @@ def _cell(text: str) -> str:
 
 
 def config_table(section: str, cls: type[DataclassInstance], whys: dict[str, str], prefix: str | None = None) -> str:
-    """One section's keys as a Markdown table: key, type, default, and why."""
-    rows = ["| key | type | default | why |", "|---|---|---|---|"]
+    """One section's keys as a Markdown table: key, type, default, range (of a number), and why."""
+    rows = ["| key | type | default | range | why |", "|---|---|---|---|---|"]
     for f in dataclasses.fields(cls):
         key = f"{prefix or section}.{f.name}"
-        rows.append(f"| `{f.name}` | {type_name(f)} | {_default(f)} | {_cell(whys.get(key, MISSING_WHY))} |")
+        limits = value_range(f'prices."MODEL".{f.name}' if section == "prices" else key)
+        rows.append(f"| `{f.name}` | {type_name(f)} | {_default(f)} | {limits} | {_cell(whys.get(key, MISSING_WHY))} |")
     return "\n".join(rows) + "\n"
 
 

@@ -13,6 +13,7 @@ import sqlite_utils
 
 from . import interrupts
 from .corpus import Fact, content_id, fact_from_record
+from .jsonl import dumps
 from .verdicts import now_text
 
 
@@ -86,7 +87,7 @@ class FileIndex:
         changed = prior[7] if prior and prior[4] == fact.content_id else now_text()
         self.pending[fact.path] = dict(path=fact.path, mtime_ns=st.st_mtime_ns, size=st.st_size,
                                        ctime_ns=st.st_ctime_ns, checked_ns=0,  # read before this stat: verify next time
-                                       content_id=fact.content_id, record=json.dumps(record, ensure_ascii=False),
+                                       content_id=fact.content_id, record=dumps(record, ensure_ascii=False),
                                        changed_at=changed)
 
     def changed_since(self, since: str) -> set[str]:

@@ -20,6 +20,7 @@ import git
 
 from .errors import BadFact, CorpusLocked, CorpusUnwritable, DecisionRefused, KnomitError, NotACorpus
 from .files import atomic_write, file_mode
+from .jsonl import dumps
 from .layout import matches
 from .verdicts import Record, append_line, encode_line, line_id, now_text
 
@@ -408,7 +409,7 @@ class Applier:
                 "to HEAD (the verdict is kept; a decision is applied again, a revert is not recorded)")
 
     def _intend(self, intent: dict[str, Any]) -> None:
-        atomic_write(self.pending, json.dumps(intent))
+        atomic_write(self.pending, dumps(intent))
 
     def _head(self) -> str | None:
         return self.repo.head.commit.hexsha if self.repo.head.is_valid() else None

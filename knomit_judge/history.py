@@ -94,13 +94,13 @@ def status_of(root: Path, store: Store, config: Config, limit: int = 10) -> dict
     if last is not None:  # what the last session did with the remote, its overridden decisions named
         remote = Remote(open_repo(root), config) if config.git.remote else None
         last["sync"] = remote.last() if remote else None
-    return {"last_session": last, "throttle": throttle, "judge": judge,
+    return {"last_session": last, "throttle": throttle, "judge": judge, "config_notes": config.ignored,
             **({"proposals": metrics["proposals"]} if "proposals" in metrics else {}),
             "sessions": sessions, "unfinished": unfinished, "precision": {n: p.json() for n, p in precisions.items()},
             "spend": spend.json(), "metrics": metrics, "lines": lines,
             "models": metrics["models"], "first_reader": readers,
             "text": render(sessions, throttle, unfinished, judge,
-                           [*plain_lines(plain), *sync_lines(metrics.get("sync")),
+                           [*config.ignored, *plain_lines(plain), *sync_lines(metrics.get("sync")),
                             *proposal_lines(metrics.get("proposals")), *model_lines(metrics["models"]),
                             *audits.status_lines(readers),
                             *precision.precision_lines(precisions), *spend.text_lines()])}

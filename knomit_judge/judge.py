@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 from .config import Config
 from .cost import UNKNOWN, Cost
 from .errors import ConfigError, JudgeRefused, Refused, Unavailable, Unparsed
+from .jsonl import dumps
 from .limiter import QuestionClock, question_clock
 from .models import Lineup
 from .prompts import Prompt
@@ -210,7 +210,7 @@ def cache_key(model: str, prompt_id: str, system: str, user: str, sample: int,
     text = f"{system}\n\n{user}"
     key = f"{model}|{prompt_id}|{text}" + (f"|sample={sample}" if sample else "")
     if tool:  # a tool-use request is a different request: its replies never mix with text-only ones
-        key += "|tool=" + json.dumps(tool, sort_keys=True, ensure_ascii=False)
+        key += "|tool=" + dumps(tool, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 

@@ -266,6 +266,8 @@ def _value(v: float | str | None) -> str:
         return "+Inf"  # only the allowance is None with a sample: unlimited
     if isinstance(v, float) and math.isinf(v):
         return "+Inf"
+    if isinstance(v, float) and math.isnan(v):  # no figure here can be NaN (config.py keeps every number finite)
+        raise ValueError("a metric is NaN")
     return repr(float(v)) if isinstance(v, float) else str(int(v))
 
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .config import CONFIG_FILE, EFFORTS, Config
 from .errors import ConfigError
+from .jsonl import dumps
 
 if TYPE_CHECKING:  # for annotations: at run time only a session that calls the API imports it (start-up time)
     import anthropic
@@ -452,7 +453,7 @@ def status_lines(models: list[dict[str, Any]]) -> list[str]:
 
 def info_json(info: ModelInfo) -> str:
     """A ModelInfo as the `models` table keeps it."""
-    return json.dumps(asdict(info), sort_keys=True)
+    return dumps(asdict(info), sort_keys=True)
 
 
 def info_from_json(text: str) -> ModelInfo | None:

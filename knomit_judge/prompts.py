@@ -6,7 +6,6 @@ through importlib.resources, so an installed copy reads its own prompts wherever
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -16,6 +15,7 @@ from typing import Any
 import yaml
 
 from .errors import MissingResource
+from .jsonl import dumps
 
 PROMPTS_DIR = resources.files("knomit_judge") / "data" / "prompts"
 _USER_MARK = "\n=== user ===\n"
@@ -72,7 +72,7 @@ def quote(evidence: object) -> str:
     '<' and '>' are escaped inside the JSON, so no fact text can close the
     block or open a tag of its own: the delimiter cannot be forged from inside.
     """
-    data = json.dumps(evidence, indent=2, ensure_ascii=False)
+    data = dumps(evidence, indent=2, ensure_ascii=False)
     data = data.replace("<", "\\u003c").replace(">", "\\u003e")
     return f"<evidence>\n{data}\n</evidence>"
 

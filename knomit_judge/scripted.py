@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .jsonl import dumps
 from .transport import Completion
 
 
@@ -55,7 +56,7 @@ class ScriptedBackend:
     async def describe(self, spellings: Iterable[str]) -> Completion:
         """The recorded lines of these spellings, as the describe reply a model would give (no line: left out)."""
         lines = [{"spelling": s, "mechanism": self.lines[s]} for s in spellings if s in self.lines]
-        return Completion(text=json.dumps({"lines": lines}, ensure_ascii=False), tokens_in=0, tokens_out=0)
+        return Completion(text=dumps({"lines": lines}, ensure_ascii=False), tokens_in=0, tokens_out=0)
 
     def _match(self, entry: dict[str, Any], pass_name: str, subject: dict[str, Any]) -> bool:
         if entry.get("pass") != pass_name:
@@ -69,7 +70,7 @@ class ScriptedBackend:
 
     async def complete(self, system: str, user: str, subject: dict[str, Any], position: int,
                        pass_name: str = "") -> Completion:
-        question = json.dumps([pass_name, subject], sort_keys=True)
+        question = dumps([pass_name, subject], sort_keys=True)
         self.asked.add(question)
         entry = next((e for e in self.entries if self._match(e, pass_name, subject)), None)
         reply: dict[str, Any] | str
@@ -78,7 +79,7 @@ class ScriptedBackend:
         else:
             self.matched.add(question)
             reply = shown_as(entry, subject, position)
-        text = reply if isinstance(reply, str) else json.dumps(reply)
+        text = reply if isinstance(reply, str) else dumps(reply)
         return Completion(text=text, tokens_in=0, tokens_out=0)
 
     def unmatched_note(self) -> str | None:

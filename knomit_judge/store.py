@@ -13,6 +13,7 @@ import numpy as np
 import sqlite_utils
 
 from .errors import CorpusUnwritable
+from .jsonl import dumps
 from .migrations import migrate
 from .models import ModelInfo, info_from_json, info_json
 from .verdicts import MECHANICAL, JournalMarks, Line, Verdict, now_text
@@ -285,12 +286,13 @@ class Store:
         return flips, measured
 
     def reserved_questions(self, pass_name: str, judge: str | None = None) -> int:
-        """Questions of this pass in Message Batches submitted and not yet collected: spent, not yet verdicts."""
+        """Questions of this pass in Message Batches submitted (or pending: perhaps made) and not yet collected:
+        spent, not yet verdicts."""
         if judge not in (None, "anthropic") or "batches" not in self.db.table_names():
             return 0  # only the real API has batches
         return self.db.execute(
             "SELECT count(DISTINCT r.fingerprint) FROM batch_requests r JOIN batches b ON b.id = r.batch_id "
-            "WHERE b.status = 'submitted' AND r.pass = ? AND r.fingerprint NOT IN "
+            "WHERE b.status IN ('submitted', 'pending') AND r.pass = ? AND r.fingerprint NOT IN "
             "(SELECT fingerprint FROM verdicts WHERE pass = ?)", [pass_name, pass_name]).fetchone()[0]
 
     def latest_judge(self) -> str | None:
@@ -325,7 +327,7 @@ class Store:
 
     def _insert_lines(self, sql: str, lines: Iterable[Line]) -> None:
         with self.db.atomic():
-            self.db.conn.executemany(sql, [tuple(json.dumps(list(x.facts)) if c == "facts" else getattr(x, c)
+            self.db.conn.executemany(sql, [tuple(dumps(list(x.facts)) if c == "facts" else getattr(x, c)
                                                  for c in self._LINE_COLUMNS) for x in lines])
 
     def put_line(self, line: Line) -> None:
@@ -383,7 +385,7 @@ class Store:
             self.db.execute(
                 "INSERT OR REPLACE INTO refusals (pass, fingerprint, model, prompt, subject, error, session, "
                 "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [pass_name, fp, model, prompt, json.dumps(subject, ensure_ascii=False), error, session, now_text()])
+                [pass_name, fp, model, prompt, dumps(subject, ensure_ascii=False), error, session, now_text()])
 
     def refused(self, pass_name: str, prompt: str, model: str | None = None) -> set[str]:
         """Fingerprints the API refused under this prompt version (given a model, that model's refusals: another
@@ -475,7 +477,7 @@ class Store:
         with self.db.atomic():
             self.db.table("calibrations").insert({"created_at": result["created_at"], "labels": result["labels"],
                                                   "model": result["judge"],
-                                                  "result": json.dumps(result, ensure_ascii=False)})
+                                                  "result": dumps(result, ensure_ascii=False)})
 
     def last_calibration(self) -> Row | None:
         """The last calibration's result, or None."""
@@ -492,9 +494,9 @@ class Store:
     def end_session(self, session_id: str, passes: dict[str, Row], cost_usd: float | None, commits: list[str],
                     corpus: Row | None = None) -> None:
         with self.db.atomic():
-            self.db.table("sessions").update(session_id, {"ended_at": now_text(), "passes": json.dumps(passes),
-                                                    "cost_usd": cost_usd, "commits": json.dumps(commits),
-                                                    "corpus": json.dumps(corpus) if corpus else None})
+            self.db.table("sessions").update(session_id, {"ended_at": now_text(), "passes": dumps(passes),
+                                                    "cost_usd": cost_usd, "commits": dumps(commits),
+                                                    "corpus": dumps(corpus) if corpus else None})
 
     def sessions(self, limit: int = 10) -> list[Row]:
         rows = self.db.execute(

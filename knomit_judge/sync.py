@@ -50,6 +50,7 @@ from .gitops import (
     work_tree,
 )
 from .gitquery import git_cause, is_ancestor, last_line, push_rejected, rev
+from .jsonl import dumps
 from .layout import covered, matches
 from .verdicts import Journal
 
@@ -433,7 +434,7 @@ class Remote:
         """Keep this session's report for the metrics file and `status` (a per-clone fact: in .git)."""
         record = {**self.report.json(), "at": datetime.now(UTC).isoformat(timespec="seconds")}
         try:
-            atomic_write(Path(self.repo.git_dir) / STATE_FILE, json.dumps(record))
+            atomic_write(Path(self.repo.git_dir) / STATE_FILE, dumps(record))
         except OSError as e:
             log.warning("could not keep the sync state: %s", e)
 
@@ -525,7 +526,7 @@ class Remote:
 
     def _intend(self, head: str, theirs: str) -> None:
         """Say, before a merge starts, that this tool started it: recovery then knows it may undo it."""
-        atomic_write(self.mark, json.dumps({"head": head, "theirs": theirs, "remote": self.name,
+        atomic_write(self.mark, dumps({"head": head, "theirs": theirs, "remote": self.name,
                                             "branch": self.branch}))
 
     def _blob(self, sha: str) -> bytes:

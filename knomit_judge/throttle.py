@@ -223,7 +223,6 @@ class Allowance:
     def __init__(self, t: ThrottleState, terms: Terms, worth: Worth | None = None) -> None:
         self.t, self.terms, self.worth = t, terms, worth
         self.reader: str | None = None  # the model that reads first this session (review sets it)
-        self.read_price = 0.0  # what a read costs in fact, audits included: the worth rule's price (review sets it)
         self.in_flight = 0
         self.taken: dict[str, float] = {}  # fingerprint -> what its offer took from the balance
         self.probe: str | None = None  # the fingerprint the probe was spent on
@@ -241,7 +240,7 @@ class Allowance:
         """Whether a question at `score` is worth its reader's price (worth.py); always, with no rule."""
         if self.worth is None or self.t.allowance is None or (self.t.allowance <= EPS and self.t.probes):
             return True  # no rule, unthrottled, or the defunded pass's probe: asked whatever its chance
-        if self.worth.worth(score, self.read_price, self.terms.deposit):
+        if self.worth.worth(score, self.worth.price(self.reader or ""), self.terms.deposit):
             self.scores[fingerprint] = score
             return True
         self.unworthy += 1

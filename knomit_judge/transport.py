@@ -6,7 +6,6 @@ Shared by the judge (one question at a time) and batches (many at once), through
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import random
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .config import Config
 from .errors import ConfigError, JudgeRefused, Refused, Unavailable
+from .jsonl import dumps
 from .limiter import RateLimiter
 from .models import Dialect, Lineup, has_key
 
@@ -174,7 +174,7 @@ def completion(msg: anthropic.types.Message, tool: dict[str, Any] | None) -> Com
         for block in content:
             if getattr(block, "type", "") == "tool_use" and getattr(block, "name", "") == tool["name"]:
                 # the raw reply recorded, and parsed by the same strict parser as a text reply
-                return Completion(json.dumps(getattr(block, "input", None), ensure_ascii=False), tokens_in,
+                return Completion(dumps(getattr(block, "input", None), ensure_ascii=False), tokens_in,
                                   tokens_out, stop_reason=stop_reason)
     text = message_text(msg)
     return None if text is None else Completion(text, tokens_in, tokens_out, stop_reason=stop_reason)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .corpus import Fact
+from .jsonl import dumps
 
 JOURNAL_DIR = ".knomit/verdicts"
 
@@ -36,7 +37,7 @@ def fingerprint(*sides: Side) -> str:
 
 def encoded_side(side: Side) -> tuple[str, str]:
     """A side as fingerprint() sorts and writes it; a caller meeting one side in many pairs encodes it once."""
-    return json.dumps(side), json.dumps(side, separators=(",", ":"))
+    return dumps(side), dumps(side, separators=(",", ":"))
 
 
 def fingerprint_encoded(*encoded: tuple[str, str]) -> str:
@@ -121,7 +122,7 @@ class Verdict:
         row = asdict(self)
         row["pass"] = row.pop("pass_name")
         for key in ("subject", "replies", "payload", "by_position", "audit"):
-            row[key] = json.dumps(row[key], ensure_ascii=False) if row[key] is not None else None
+            row[key] = dumps(row[key], ensure_ascii=False) if row[key] is not None else None
         row["is_yes"] = int(self.is_yes)
         row["reverted"] = int(self.reverted)
         return row
@@ -140,7 +141,7 @@ class Verdict:
 
     def journal_line(self) -> Record:
         """What the journal keeps: the verdict as judged (applied/reverted state lives in git)."""
-        line = {"type": "verdict", **json.loads(json.dumps(asdict(self)))}
+        line = {"type": "verdict", **json.loads(dumps(asdict(self)))}
         line["pass"] = line.pop("pass_name")
         for key in ("commit_sha", "reverted", "revert_reason"):
             line.pop(key)
@@ -153,7 +154,7 @@ class Verdict:
 
 def encode_line(record: Record) -> bytes:
     """One journal line, without its newline."""
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def line_id(raw: bytes) -> str | None:

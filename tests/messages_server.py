@@ -351,11 +351,14 @@ class _Handler(BaseHTTPRequestHandler):
         """Keep test output quiet."""
 
     def do_GET(self) -> None:
-        """GET /v1/models[/{id}], /v1/messages/batches/{id} and its results; nothing else."""
+        """GET /v1/models[/{id}], /v1/messages/batches (the list), /v1/messages/batches/{id} and its results."""
         path, _, query = self.path.partition("?")
         if path.rstrip("/") == "/v1/models" or path.startswith("/v1/models/"):
             self._send(self.server.owner._models_get(path.rstrip("/").removeprefix("/v1/models").strip("/"), query),
                        "req_models")
+            return
+        if path.rstrip("/") == "/v1/messages/batches":
+            self._send(self.server.owner._batch_list(query), "req_batch")
             return
         m = re.fullmatch(r"/v1/messages/batches/([\w-]+)(/results)?", path.rstrip("/"))
         if not m:
@@ -414,13 +417,18 @@ class Batch:
     requests: list[dict]
     created_at: str
     results: list[dict] | None = None  # None while processing
+    archived_at: str | None = None  # archived: ended, its results no longer available (results_url null)
 
 
 class MessagesServer:
     """A scripted `POST /v1/messages` server on 127.0.0.1, one thread per request.
 
-    Also the Message Batches endpoints: a batch stays `in_progress` until `end_batches()`, which answers
-    each of its requests with `responder` (or `batch_outcome`: "expired", "errored", "invalid", "canceled").
+    Also the Message Batches endpoints as the API has them: create, retrieve, list (newest first, paged with
+    `limit`, `after_id` and `before_id`) and results (JSON Lines). A batch stays `in_progress` until
+    `end_batches()`, which answers each of its requests with `responder` (or `batch_outcome`: "expired",
+    "errored", "invalid", "canceled"); `archive(id)` ends it with its results gone (`results_url: null`), and
+    `batch_create_hold`, while it is set and not released, keeps a create's reply back after the batch is made
+    (the API has it, the client waits: what a SIGTERM during the create meets).
     `max_body` makes any larger request body a 400 "prompt is too long", as the real API does.
     """
 
@@ -440,8 +448,10 @@ class MessagesServer:
         self.max_body: int | None = None
         self.batch_outcome: Callable[[int, dict], str | None] = lambda n, params: None
         self.batches: dict[str, Batch] = {}
-        self.batch_calls: list[str] = []  # "create", "retrieve <id>", "results <id>", in order
+        self.batch_calls: list[str] = []  # "create", "retrieve <id>", "results <id>", "list", in order
         self.batch_create_faults: deque[int] = deque()  # HTTP statuses the next batch creations fail with
+        self.batch_create_hold: threading.Event | None = None  # set: a create's reply waits for it (batch made)
+        self.batch_created = threading.Event()  # set once a create has made its batch
         # Describe requests (the forced tool `describe_reply`: one line per spelling) are answered here, apart
         # from the questions: they take no scripted action and are not in `calls`. By default no line at all, and
         # no usage, so a test of the questions sees the same candidates, calls and cost as before lines existed.
@@ -603,12 +613,50 @@ class MessagesServer:
                   "canceled": 0, "expired": 0}
         for r in batch.results or []:
             counts[r["result"]["type"]] += 1
+        expires = (datetime.fromisoformat(batch.created_at.replace("Z", "+00:00")) + timedelta(hours=24))
         return {"id": batch.id, "type": "message_batch", "processing_status": "ended" if ended else "in_progress",
-                "request_counts": counts, "created_at": batch.created_at, "expires_at": batch.created_at,
-                "ended_at": batch.created_at if ended else None, "cancel_initiated_at": None, "archived_at": None,
-                "results_url": f"{self.url}/v1/messages/batches/{batch.id}/results" if ended else None}
+                "request_counts": counts, "created_at": batch.created_at,
+                "expires_at": expires.isoformat().replace("+00:00", "Z"),
+                "ended_at": batch.created_at if ended else None, "cancel_initiated_at": None,
+                "archived_at": batch.archived_at,
+                "results_url": f"{self.url}/v1/messages/batches/{batch.id}/results"
+                if ended and not batch.archived_at else None}
 
-    def _batch_create(self, body: Any) -> Reply:
+    def _batch_list(self, query: str) -> Reply:
+        """GET /v1/messages/batches: newest first, `limit` (1 to 1000, default 20) a page, `after_id` the page
+        after (older than) that batch, `before_id` the page before (newer)."""
+        params = dict(part.split("=", 1) for part in query.split("&") if "=" in part)
+        try:
+            limit = int(params.get("limit", 20))
+        except ValueError:
+            return _error_reply(400, "limit: not an integer")
+        if not 1 <= limit <= 1000:
+            return _error_reply(400, "limit: must be from 1 to 1000")
+        with self._lock:
+            self.batch_calls.append("list")
+            newest = sorted(self.batches.values(), key=lambda b: (b.created_at, b.id), reverse=True)
+        ids = [b.id for b in newest]
+        for cursor in ("after_id", "before_id"):
+            if cursor in params and params[cursor] not in ids:
+                return _error_reply(404, f"{cursor}: no batch {params[cursor]}")
+        if "before_id" in params:
+            end = ids.index(params["before_id"])
+            page = newest[max(0, end - limit):end]
+            more = end - limit > 0
+        else:
+            start = ids.index(params["after_id"]) + 1 if "after_id" in params else 0
+            page = newest[start:start + limit]
+            more = start + limit < len(newest)
+        return _json_reply(200, {"data": [self._batch_json(b) for b in page], "has_more": more,
+                                 "first_id": page[0].id if page else None, "last_id": page[-1].id if page else None})
+
+    def archive(self, batch_id: str) -> None:
+        """The batch ends (if it had not) and is archived: its results are gone, `results_url` is null."""
+        self.end_batches()
+        with self._lock:
+            self.batches[batch_id].archived_at = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+
+    def _batch_create(self, body: Any) -> Reply | None:
         requests = body.get("requests") if isinstance(body, dict) else None
         if not isinstance(requests, list) or not requests or not all(
                 isinstance(r, dict) and isinstance(r.get("custom_id"), str) and isinstance(r.get("params"), dict)
@@ -623,6 +671,12 @@ class MessagesServer:
             batch = Batch(f"msgbatch_{len(self.batches):04d}", requests,
                           datetime.now(UTC).isoformat().replace("+00:00", "Z"))
             self.batches[batch.id] = batch
+            hold = self.batch_create_hold
+        self.batch_created.set()
+        if hold is not None and not hold.is_set():  # the API has the batch; its reply waits
+            while not hold.wait(0.05):
+                if self._stop.is_set():
+                    return None
         return _json_reply(200, self._batch_json(batch))
 
     def _batch_get(self, batch_id: str, results: bool) -> Reply:
@@ -635,6 +689,8 @@ class MessagesServer:
             return _json_reply(200, self._batch_json(batch))
         if batch.results is None:
             return _error_reply(400, f"batch {batch_id} is still processing")
+        if batch.archived_at:
+            return _error_reply(404, f"batch {batch_id} is archived: its results are no longer available")
         data = "".join(json.dumps(r) + "\n" for r in batch.results).encode()
         return Reply(200, data, {"content-type": "application/binary"})
 

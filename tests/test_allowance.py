@@ -112,9 +112,10 @@ def test_the_balance_survives_deleting_every_counter(tmp_path, judge_env):
     assert get_status(repo.root)["throttle"]["alias"]["balance"] == expected
 
 
-def fresh_motif(repo, name: str = "photosynthesis") -> None:
-    """A writer's new fact, with a spelling unlike the others: by score alone its questions rank low."""
-    repo.fact("facts/t/new.md", "Plants turn light into sugar", motifs=[name], body="Unrelated.")
+def fresh_motif(repo, name: str = "photosynthesis", title: str = "Plants turn light into sugar") -> None:
+    """A writer's new fact, with a spelling unlike the others: by score alone its questions rank low
+    (photosynthesis's all at or below alias's floor: hopeless by the prior, asked by nothing but a probe)."""
+    repo.fact("facts/t/new.md", title, motifs=[name], body="Unrelated.")
     repo.commit("a writer adds a fact")
 
 
@@ -128,20 +129,22 @@ def test_fresh_questions_go_before_the_backlog(tmp_path, judge_env):
     repo = motif_repo(tmp_path, "")
     write_config(repo, SERIAL + "\n[budget]\noptimistic_cap = 10\n")
     assert session(repo, judge_env)[1] == 10
-    fresh_motif(repo)
+    # a spelling whose best three questions (0.182 to 0.199) rank among the backlog's (0.184, 0.181, ...), above
+    # alias's floor: photosynthesis's are all below it, hopeless, and a prior holds them back
+    fresh_motif(repo, "password-reuse", "One leaked password opens every account that reuses it")
     # by score alone, the backlog would come first; the new spelling's questions do
     by_score = sorted(plan(repo, enabled=False), key=lambda q: -q["score"])
-    assert any("photosynthesis" not in (q["subject"]["a"], q["subject"]["b"]) for q in by_score[:3])
+    assert any("password-reuse" not in (q["subject"]["a"], q["subject"]["b"]) for q in by_score[:3])
     # three more questions (a larger opening cap re-values the balance: 13 - 10)
     write_config(repo, repo.read("knomit-judge.toml").replace("optimistic_cap = 10", "optimistic_cap = 13"))
     offered = plan(repo)
-    assert len(offered) == 3 and all("photosynthesis" in (q["subject"]["a"], q["subject"]["b"]) for q in offered)
-    fresh = [q for q in by_score if "photosynthesis" in (q["subject"]["a"], q["subject"]["b"])]
+    assert len(offered) == 3 and all("password-reuse" in (q["subject"]["a"], q["subject"]["b"]) for q in offered)
+    fresh = [q for q in by_score if "password-reuse" in (q["subject"]["a"], q["subject"]["b"])]
     assert [q["subject"] for q in offered] == [q["subject"] for q in fresh[:3]]  # by score among the fresh
     before = len(judge_env.requests)
     result, spent = session(repo, judge_env)
     assert spent == 3 and result.passes["alias"].fresh >= 3
-    assert all('"spelling": "photosynthesis"' in r.prompt for r in judge_env.requests[before:])
+    assert all('"spelling": "password-reuse"' in r.prompt for r in judge_env.requests[before:])
     assert get_status(repo.root)["throttle"]["alias"]["balance"] == 0
 
 
@@ -170,9 +173,13 @@ def test_an_unchanged_corpus_converges_to_caught_up_or_to_the_probe_alone(tmp_pa
     write_config(rich, SERIAL + "\n[budget]\noptimistic_cap = 100\nquestions_per_resolution = 100\n")
     results = [session(rich, judge_env) for _ in range(4)]
     first = results[0][0].passes["alias"]
-    assert results[0][1] == first.candidates < 100 and first.waiting == 0
+    # every question but the 7 the prior rules out (at or below alias's floor, worth.PRIORS): they wait for good
+    assert results[0][1] == first.candidates - 7 < 100 and first.waiting == 7
     assert [spent for _, spent in results[1:]] == [0, 0, 0]
-    assert {r.passes["alias"].state for r, _ in results[1:]} == {"caught-up"}
+    # nothing is asked again; the 7 the prior rules out wait, held by the worth rule (not the balance)
+    assert {r.passes["alias"].state for r, _ in results[1:]} == {"defunded"}
+    assert {r.passes["alias"].waiting for r, _ in results[1:]} == {7}
+    assert get_status(rich.root)["throttle"]["alias"]["state"] == "unproven"  # its balance is kept
 
 
 def test_a_session_killed_mid_pass_with_a_live_balance_is_followed_by_one_that_spends_exactly_the_rest(

@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -259,3 +260,116 @@ def test_a_batch_the_api_lost_gives_its_questions_back(repo, judge_env):
     assert result.exit_code == 0, result.output
     assert out["batches"][0]["status"] == "lost"
     assert out["passes"]["alias"]["judged"] >= 3 and judge_env.calls >= 6  # asked synchronously instead
+
+
+def cli_env(server) -> dict[str, str]:
+    env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "sk-ant-test-FAKEKEY",
+           "HF_HUB_OFFLINE": "1", "KNOMIT_JUDGE_FIRST_READER": ""}  # the judge model reads alone, as counted here
+    env.pop("KNOMIT_JUDGE_MODEL", None)
+    return env
+
+
+def sigterm_during_create(repo, server) -> subprocess.CompletedProcess:
+    """`review --batch` in its own process, sent SIGTERM once the API has made the batch and before its reply."""
+    server.batch_create_hold = threading.Event()
+    proc = subprocess.Popen([sys.executable, "-c", "from knomit_judge.cli import main; main()", "-q", "review",
+                             str(repo.root), "--pass", "alias", "--batch"],
+                            cwd=REPO, env=cli_env(server), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.batch_created.wait(90), "the session never created its batch"
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        server.batch_create_hold.set()  # the held reply goes to a closed connection
+        server.batch_create_hold = None
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+@pytest.mark.slow
+def test_a_sigterm_during_the_create_call_leaves_a_batch_the_next_session_finds_not_one_it_buys_again(repo, judge_env):
+    killed = sigterm_during_create(repo, judge_env)
+    assert killed.returncode == 130, killed.stderr
+    assert "Traceback" not in killed.stderr
+    assert judge_env.batch_calls == ["create"] and len(judge_env.batches) == 1  # the API has the batch
+    [row] = db(repo)["batches"].rows
+    assert row["status"] == "pending" and row["requests"] == 6  # recorded before the call returned
+    assert {r["batch_id"] for r in db(repo)["batch_requests"].rows} == {row["id"]}
+
+    again, out = run(repo, "--batch", "--json")  # the next session, in batch mode too
+    assert again.exit_code == 0, again.output
+    [made] = judge_env.batches.values()
+    assert judge_env.batch_calls.count("create") == 1 and "list" in judge_env.batch_calls
+    assert judge_env.calls == 0  # nothing asked one by one either: the questions wait on the batch found
+    assert {"id": made.id, "requests": 6, "status": "waiting"} in out["batches"]
+    assert [r["id"] for r in db(repo)["batches"].rows] == [made.id]
+
+    judge_env.end_batches()
+    done, out = run(repo, "--batch", "--json")  # collects it; what its merge makes new goes in a batch of its own
+    alias = out["passes"]["alias"]
+    assert alias["judged"] == 3 and alias["applied"] == 1 and judge_env.calls == 0
+    assert any(s.startswith("alias: merge motif") for s in repo.log())
+    ids = [r["custom_id"] for b in judge_env.batches.values() for r in b.requests]
+    assert len(ids) == len(set(ids))  # no request was ever submitted twice
+
+
+@pytest.mark.slow
+def test_a_submission_cut_short_before_the_api_made_it_asks_its_questions_again(repo, judge_env):
+    killed = sigterm_during_create(repo, judge_env)
+    assert killed.returncode == 130, killed.stderr
+    judge_env.batches.clear()  # the API never had it (the request did not arrive whole)
+    again, out = run(repo, "--json")
+    assert again.exit_code == 0, again.output
+    assert [b["status"] for b in out["batches"]] == ["not submitted"]
+    alias = out["passes"]["alias"]
+    assert alias["judged"] >= 3 and alias["applied"] == 1 and judge_env.calls >= 6  # asked now, one by one
+    [row] = db(repo)["batches"].rows
+    assert row["status"] == "lost"
+
+
+def test_a_create_whose_answer_is_lost_is_found_in_the_list_before_it_is_sent_again(repo, judge_env):
+    configure(repo, timeout_s=1.0)  # the SDK gives up on a reply that does not come: an answer lost
+    judge_env.batch_create_hold = threading.Event()
+    try:
+        result, out = run(repo, "--batch", "--json")
+    finally:
+        judge_env.batch_create_hold.set()
+    assert result.exit_code == 0, result.output
+    assert judge_env.batch_calls.count("create") == 1  # the retry looked in the list first, and found it
+    [made] = judge_env.batches.values()
+    assert [b["id"] for b in out["batches"] if b["status"] == "submitted"] == [made.id]
+    assert [(r["id"], r["status"]) for r in db(repo)["batches"].rows] == [(made.id, "submitted")]
+
+
+def test_pending_submissions_are_matched_across_pages_of_the_list_by_size_and_time(repo, judge_env, monkeypatch):
+    import anthropic
+
+    from knomit_judge import batches
+    monkeypatch.setattr(batches, "LIST_PAGE", 2)  # the list read a page of two at a time
+    killed = sigterm_during_create(repo, judge_env)
+    assert killed.returncode == 130, killed.stderr
+    [ours] = judge_env.batches.values()
+    # other clients of the same key make batches since: newer than ours, of other sizes
+    client = anthropic.Anthropic(base_url=judge_env.url, api_key="sk-ant-test-FAKEKEY")
+    params = {"model": "claude-sonnet-5-5", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
+    for n in (1, 2, 3, 5, 7):
+        client.messages.batches.create(requests=[{"custom_id": f"other-{n}-{i}", "params": params}
+                                                 for i in range(n)])
+    again, out = run(repo, "--batch", "--json")
+    assert again.exit_code == 0, again.output
+    assert {"id": ours.id, "requests": 6, "status": "waiting"} in out["batches"]
+    assert judge_env.batch_calls.count("list") >= 3  # six batches, newest first, two a page
+    assert [r["id"] for r in db(repo)["batches"].rows] == [ours.id]
+
+
+def test_an_ended_batch_without_results_is_lost_and_its_questions_asked_again(repo, judge_env):
+    run(repo, "--batch")
+    [batch] = judge_env.batches.values()
+    judge_env.archive(batch.id)  # ended, archived: results_url null
+    result, out = run(repo, "--json")
+    assert result.exit_code == 0, result.output  # not a traceback (the SDK's AnthropicError)
+    assert [b["status"] for b in out["batches"]] == ["lost"]
+    alias = out["passes"]["alias"]
+    assert alias["judged"] >= 3 and alias["applied"] == 1 and judge_env.calls >= 6  # asked again, one by one
+    assert db(repo)["batches"].get(batch.id)["status"] == "lost"

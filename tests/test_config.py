@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import tomllib
 
 import pytest
@@ -10,8 +11,9 @@ from click.testing import CliRunner
 from conftest import SMALL, make_repo, write_config
 
 from knomit_judge.cli import cli
-from knomit_judge.config import DEFAULT_TOML, RETIRED, Config, parse_config, retired_model
+from knomit_judge.config import DEFAULT_TOML, RETIRED, Config, load_config, parse_config, retired_model
 from knomit_judge.errors import ConfigError
+from knomit_judge.throttle import terms
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +77,7 @@ def test_environment_model_wins_over_the_file(corpus_repo, judge_env, monkeypatc
 def test_the_written_config_is_the_defaults_and_documents_every_key():
     assert parse_config(tomllib.loads(DEFAULT_TOML)) == Config()
     for section in dataclasses.fields(Config):
-        if section.name == "prices":
+        if section.name in ("prices", "ignored"):  # the models' prices; what the file set that is ignored
             continue
         assert f"[{section.name}]" in DEFAULT_TOML
         for key in dataclasses.fields(section.default_factory()):
@@ -101,3 +103,104 @@ def test_a_retired_model_named_without_a_key_is_called_retired_not_unpriced(tmp_
     assert retired_model("claude-sonnet-5-5") is None
     with pytest.raises(ConfigError, match="judge.model 'claude-sonnet-4-5' is retired"):
         Config().require_price("claude-sonnet-4-5")
+
+
+def strict(text: str):
+    """JSON as a strict parser reads it (jq, JavaScript): NaN and Infinity are not JSON."""
+    def refuse(constant: str):
+        raise ValueError(f"not strict JSON: {constant}")
+    return json.loads(text, parse_constant=refuse)
+
+
+# A NaN price turned off every dollar cap (NaN passes no comparison: a $0.002 cap, 215 calls, exit 0, `NaN` in
+# --json); inf or 1e308 in the balance crashed status, the dry run and the metrics with an OverflowError.
+@pytest.mark.parametrize("toml, key, value", [
+    ('[judge]\nmax_cost_usd = 0.002\n[prices."claude-sonnet-5-5"]\ninput_per_mtok = nan\noutput_per_mtok = 10.0\n',
+     'prices."claude-sonnet-5-5".input_per_mtok', "nan"),
+    ("[judge]\nmax_cost_usd = nan\n", "judge.max_cost_usd", "nan"),
+    ("[budget]\nopening_usd = inf\n", "budget.opening_usd", "inf"),
+    ("[budget]\nopening_usd = 1e308\n", "budget.opening_usd", "1e+308"),
+    ("[budget]\nusd_per_resolution = 1e308\n", "budget.usd_per_resolution", "1e+308"),
+    ("[budget]\nmax_usd_per_month = -inf\n", "budget.max_usd_per_month", "-inf"),
+    ("[budget]\noptimistic_cap = 9223372036854775807\n", "budget.optimistic_cap", "9223372036854775807"),
+    # a price of nothing at all: the balance divided by it crashed status (ZeroDivisionError)
+    ('[prices."claude-sonnet-5-5"]\ninput_per_mtok = 0.0\noutput_per_mtok = 0.0\n', 'prices."claude-sonnet-5-5"',
+     "both 0"),
+])
+def test_a_number_not_finite_or_out_of_range_exits_2_naming_the_key_the_file_and_the_value(shared_repo, judge_env,
+                                                                                          tmp_path, toml, key, value):
+    write_config(shared_repo, toml)
+    head, root = shared_repo.log(), shared_repo.root
+    for args in (["review", str(root), "--json"], ["review", str(root), "--dry-run", "--json"],
+                 ["review", str(root), "--json", "--metrics-file", str(tmp_path / "k.prom")],
+                 ["status", str(root), "--json"]):
+        result = CliRunner().invoke(cli, ["-q", *args])
+        assert result.exit_code == 2, (args, result.output)
+        error = strict(result.stdout)["error"]
+        assert key in error and value in error and str(root / "knomit-judge.toml") in error, error
+        assert "Traceback" not in result.output
+    assert judge_env.calls == 0 and shared_repo.log() == head and not (tmp_path / "k.prom").exists()
+
+
+def numeric_keys() -> list[tuple[str, type]]:
+    """Every numeric key of every section, and of a [prices."MODEL"] table."""
+    from knomit_judge.config import Price
+    from knomit_judge.docgen import config_sections
+    sections = {**config_sections(), 'prices."claude-x"': Price}
+    return [(f"{name}.{f.name}", {"int": int, "float": float}[f.type]) for name, cls in sections.items()
+            for f in dataclasses.fields(cls) if f.type in ("int", "float")]
+
+
+def test_every_numeric_key_has_a_finite_range_and_refuses_nan_infinity_and_the_largest_number():
+    keys = numeric_keys()
+    assert len(keys) > 40 and 'prices."claude-x".input_per_mtok' in keys[-6][0]
+    for key, typ in keys:
+        section, name = key.rsplit(".", 1)
+        base = {'prices."claude-x"': {"input_per_mtok": 1.0, "output_per_mtok": 1.0}}.get(section, {})
+        bad = [float("nan"), float("inf"), -float("inf"), 1e308] if typ is float else [2 ** 63 - 1, -(2 ** 63)]
+        for value in bad:
+            data = {section.strip('"'): {**base, name: value}} if "." not in section else \
+                {"prices": {"claude-x": {**base, name: value}}}
+            with pytest.raises(ConfigError) as e:
+                parse_config(data)
+            assert key in str(e.value) and repr(value) in str(e.value), (key, value, str(e.value))
+
+
+def test_an_older_budget_key_beside_its_newer_one_is_ignored_and_said(shared_repo, judge_env):
+    # what every init file held before the balance counted money, with the newer key added by a person
+    write_config(shared_repo, "[budget]\noptimistic_cap = 20\nquestions_per_resolution = 8\nopening_usd = 1.0\n")
+    status = CliRunner().invoke(cli, ["status", str(shared_repo.root), "--json"])
+    assert status.exit_code == 0, status.output
+    out = strict(status.stdout)
+    assert out["throttle"]["alias"]["balance_usd"] == 1.0  # the newer key wins: $1.00, not 20 questions ($0.08)
+    [note] = out["config_notes"]
+    assert "budget.optimistic_cap = 20 is ignored" in note and "budget.opening_usd = 1.0" in note
+    assert note in out["text"]
+    # the deposit: questions_per_resolution has no newer key beside it, so it still holds (8 judge-model questions)
+    config = load_config(shared_repo.root)
+    assert terms(config).deposit == pytest.approx(8 * config.question_usd())
+    review = CliRunner().invoke(cli, ["review", str(shared_repo.root), "--dry-run", "--json"])
+    assert review.exit_code == 0, review.output
+    assert note in strict(review.stdout)["notes"] and f"knomit-judge: {note}" in review.stderr  # and a warning
+    write_config(shared_repo, "[budget]\noptimistic_cap = 20\nquestions_per_resolution = 8\n")  # older keys alone
+    out = strict(CliRunner().invoke(cli, ["status", str(shared_repo.root), "--json"]).stdout)
+    assert out["config_notes"] == [] and out["throttle"]["alias"]["balance_usd"] == pytest.approx(20 * 0.004)
+
+
+def test_json_out_the_journal_and_the_metrics_are_strict_json(corpus_repo, judge_env, tmp_path):
+    from knomit_judge.jsonl import dumps
+    with pytest.raises(ValueError):
+        dumps({"cost_usd": float("nan")})  # a NaN is a bug, refused where it is made, never written as `NaN`
+    prom = tmp_path / "k.prom"
+    write_config(corpus_repo, "[judge]\nbackoff_s = 0.0\n")
+    root = str(corpus_repo.root)
+    outputs = [CliRunner().invoke(cli, ["-q", *args]) for args in (
+        ["review", root, "--pass", "alias", "--json", "--metrics-file", str(prom)],
+        ["review", root, "--dry-run", "--json"],
+        ["status", root, "--json"], ["verdicts", root, "--json"])]
+    assert [r.exit_code for r in outputs] == [0, 0, 0, 0], [r.output for r in outputs]
+    figures = [strict(r.stdout) for r in outputs]
+    assert figures[0]["passes"]["alias"]["judged"] > 0 and figures[3]["verdicts"]
+    journal = list((corpus_repo.root / ".knomit" / "verdicts").glob("*.jsonl"))
+    assert journal and all(strict(line) for path in journal for line in path.read_text().splitlines())
+    assert "nan" not in prom.read_text().lower()

@@ -110,7 +110,7 @@ def test_make_docs_picks_up_a_new_key_a_new_section_and_a_new_command(docs_copy,
 
     assert docgen.main(["--docs", str(docs_copy)]) == 1  # written, but two keys still owe a why
     config = (docs_copy / "configuration.md").read_text(encoding="utf-8")
-    assert "| `max_usd_per_week` | float | `0.0` | **no why yet**" in config
+    assert "| `max_usd_per_week` | float | `0.0` |  | **no why yet**" in config  # no range: none set
     assert "## [alerts]\n\n<!-- docgen: config alerts -->" in config
     assert config.rstrip().endswith("-->") and config.index("[alerts]") < config.index("<!-- docgen-why")
     assert "### knomit-judge status\n\n<!-- docgen: help status -->\n```text\nUsage: knomit-judge status" in (

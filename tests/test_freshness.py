@@ -24,6 +24,9 @@ TOPICS = [
     ("retry-storm", "Clients retrying timed-out requests multiply the load on an overloaded server"),
     ("bus-factor", "A project only one engineer understands stalls when that engineer leaves"),
     ("alert-fatigue", "On-call engineers who get too many false alarms start ignoring real ones"),
+    # two claims on one theme, distinct: the best-ranked pair, the one question the opening asks (most pairs of
+    # these facts score below prune's floor, worth.PRIORS: hopeless, never read but by a probe or as owed)
+    ("knowledge-silo", "A system only one engineer knows stops changing whenever that engineer is away"),
 ]
 STAMPEDE = TOPICS[0][1]
 # A writer's duplicate of the stampede fact, in other words: its pair ranks by similarity below the copy's.

@@ -253,8 +253,10 @@ def test_an_unapplied_prune1_retract_is_asked_again_never_applied_by_the_fixed_r
     finally:
         store.close()
     calls = judge_env.calls
-    assert review(repo.root, ReviewOptions(passes=("prune",))).passes["prune"].state == "caught-up"
-    assert judge_env.calls == calls
+    again = review(repo.root, ReviewOptions(passes=("prune",))).passes["prune"]
+    # nothing asked again: what waits scores below prune's floor (worth.PRIORS), hopeless, held by the worth rule
+    assert judge_env.calls == calls and again.judged == 0
+    assert again.state == ("defunded" if again.waiting else "caught-up")
 
 
 def test_inbox_lists_applied_prune1_retracts_that_kept_the_shorter_body(tmp_path):

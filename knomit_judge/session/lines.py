@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from typing import Any
 from ..config import Config
 from ..corpus import Corpus, Fact
 from ..errors import Refused, Unavailable, Unparsed
+from ..jsonl import dumps
 from ..judge import Judge, JudgeSpec
 from ..passes.base import DESCRIBE, one_sentence, reply_object
 from ..prompts import Prompt, cut, kept, load_prompt
@@ -61,7 +61,7 @@ def carriers_fingerprint(facts: Iterable[Fact], body_chars: int) -> str:
     content id, which also covers the front matter (a merge that rewrites a carrier's motifs must not buy its
     lines again), nor the cut's marker, whose count of characters not shown moves with any edit below it."""
     shown = sorted([f.title, kept(f.body, body_chars)] for f in facts)
-    return hashlib.sha256(json.dumps(shown, ensure_ascii=False).encode()).hexdigest()[:24]
+    return hashlib.sha256(dumps(shown, ensure_ascii=False).encode()).hexdigest()[:24]
 
 
 def shown(spelling: str, corpus: Corpus, carriers: int, body_chars: int = 600, before: tuple[str, ...] = ()) -> Shown:

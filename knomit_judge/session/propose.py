@@ -4,7 +4,6 @@ pushed after it. `approve` and `reject` open it the same way (proposals.py holds
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -16,6 +15,7 @@ from ..config import Config
 from ..errors import KnomitError
 from ..files import atomic_write
 from ..gitops import Applier, GitFailed, work_tree
+from ..jsonl import dumps
 from ..labels import LABELS_FILE, Label, labeller, latest, parse_labels
 from ..passes import JUDGED_PASSES
 from ..proposals import Board, Proposal, ProposalsReport, Refreshed, approvals_by_merge, blob_at
@@ -63,7 +63,7 @@ class Proposing:
             self.remote.push()
             record = {**self.remote.report.json(), "at": datetime.now(UTC).isoformat(timespec="seconds")}
             try:  # where `status` and the metrics read a clone's last sync: the corpus's own .git
-                atomic_write(Path(self.board.repo.git_dir) / STATE_FILE, json.dumps(record))
+                atomic_write(Path(self.board.repo.git_dir) / STATE_FILE, dumps(record))
             except OSError as e:
                 log.warning("could not keep the sync state: %s", e)
         waiting = self.waiting()

@@ -212,7 +212,9 @@ async def _session(root: Path, repo: Repo, config: Config, store: Store, options
                    models: Lineup, proposing: Proposing | None = None,
                    embedder: Embedder | None = None) -> SessionResult:
     interrupts.session_task()  # what Ctrl-C cancels: a long step in it, or in a task it starts, looks at it
-    result = SessionResult(session=new_session_id(), dry_run=options.dry_run, notes=list(notes))
+    for ignored in config.ignored:  # an older budget key beside its newer one: said, in the log and the notes
+        log.warning("%s", ignored)
+    result = SessionResult(session=new_session_id(), dry_run=options.dry_run, notes=[*config.ignored, *notes])
     ctx = _context(root, repo, config, store, options, models, result, proposing, embedder)
     index, report = ctx.index, result.corpus
     assert report is not None  # _context read the corpus
@@ -236,7 +238,7 @@ async def _session(root: Path, repo: Repo, config: Config, store: Store, options
             worth = Worth.of_pass(store, p.name, ctx.kind) if money.unit == "usd" else None
             ctx.allowances[p.name] = Allowance(throttles[p.name], money, worth)
         since(ctx, passes, repo)  # what is fresh for each pass, and what its new facts are owed
-        if not options.dry_run and ctx.batches.open_batches():
+        if not options.dry_run and ctx.batches.unsettled():
             await ctx.batches.collect(ctx.judge, all_passes())  # finished batches first, whatever --pass says
         for p in passes:
             result.passes[p.name] = PassResult(p.name)

@@ -40,9 +40,8 @@ async def run_round(p: Pass, ctx: Context, result: SessionResult, r: PassResult,
     reader = reader_of(ctx, p, fps)
     allowance = ctx.allowances[p.name]
     allowance.reader = reader.model if reader.model and reader.reads else ctx.config.judge.model  # whose price
-    if allowance.worth is not None:
-        allowance.read_price = allowance.worth.price(allowance.reader, ctx.config.judge.model, allowance.terms.price,
-                                                     ctx.config.judge.audit_share)
+    if allowance.worth is not None:  # priced as this pass's calls of each model cost, measured as they come in
+        allowance.worth.pricing(ctx.config.judge.model, allowance.terms.price, ctx.config.judge.audit_share)
     # a suspended first reader's standing no's are asked again of the judge model
     answered = ctx.store.answered(p.name, ctx.kind) - asked_again(p, ctx, yeses) - reader.askable
     # not asked now: refused by the API under this prompt version (by the judge model: a first reader's refusal
