@@ -245,6 +245,7 @@ class Judge:
         self._model = model  # another model than the backend's (the first reader): see reader()
         self.semaphore = asyncio.Semaphore(config.judge.concurrency)
         self.ledgers: dict[str, Ledger] = {}
+        self.by_model: dict[str, Ledger] = {}  # the same calls by model: what a call of each cost this session
         # Message Batch results collected this session, by cache key: a Completion, or the error to raise
         self.fresh: dict[str, Completion | Exception] = {}
 
@@ -349,6 +350,17 @@ class Judge:
         """USD this session counts against the dollar caps, over every pass (unknown costs at their bound)."""
         return sum(l.charged_usd for l in self.ledgers.values())
 
+    def mean_usd(self, model: str) -> float | None:
+        """What a call of `model` cost this session on average, as the caps count it (None: no call of it yet)."""
+        ledger = self.by_model.get(model)
+        return ledger.charged_usd / ledger.calls if ledger and ledger.calls else None
+
+    def _count(self, pass_name: str, attempts: int, tokens_in: int | None, tokens_out: int | None, cost: float | None,
+               bound: float) -> None:
+        """One call into the pass's ledger and its model's."""
+        for ledger in (self.ledger(pass_name), self.by_model.setdefault(self.model, Ledger())):
+            ledger.add(1, attempts, tokens_in, tokens_out, cost, bound)
+
     async def _sample(self, p: JudgedPass, subject: dict[str, Any], ask: Ask, out: Outcome) -> Sample:
         fresh = self.fresh.pop(ask.key, None)
         if isinstance(fresh, Exception):
@@ -373,23 +385,22 @@ class Judge:
                     # a refusal the model gave is a 200, billed (its Completion rides along); an error reply is not
                     billed: Completion | None = e.args[2] if len(e.args) > 2 else None
                     cost = self.cost(billed.tokens_in, billed.tokens_out) if billed else 0.0
-                    self.ledger(p.name).add(1, _attempts(e), billed.tokens_in if billed else None,
-                                            billed.tokens_out if billed else None, cost,
-                                            self.unknown_call_usd(_bytes(p, ask)))
+                    self._count(p.name, _attempts(e), billed.tokens_in if billed else None,
+                                billed.tokens_out if billed else None, cost, self.unknown_call_usd(_bytes(p, ask)))
                     out.attempts += _attempts(e)
                     out.calls += 1
                     out.cost += cost
                     raise
                 except asyncio.CancelledError:
                     # a call cut off by the time limit may still have been billed: its cost is unknown
-                    self.ledger(p.name).add(1, 1, None, None, None, self.unknown_call_usd(_bytes(p, ask)))
+                    self._count(p.name, 1, None, None, None, self.unknown_call_usd(_bytes(p, ask)))
                     out.calls += 1
                     out.cost = UNKNOWN
                     raise
         cost = self.cost(done.tokens_in, done.tokens_out, batch=done.batch)
         if not done.batch:  # a batch result went into the ledger when it was collected
-            self.ledger(p.name).add(1, done.attempts, done.tokens_in, done.tokens_out, cost,
-                                    self.unknown_call_usd(_bytes(p, ask)))
+            self._count(p.name, done.attempts, done.tokens_in, done.tokens_out, cost,
+                        self.unknown_call_usd(_bytes(p, ask)))
         out.calls += 1
         out.attempts += done.attempts
         out.tokens_in += done.tokens_in or 0
