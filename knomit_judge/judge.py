@@ -299,6 +299,12 @@ class Judge:
             return jobs
         return jobs + self.asks(p, candidate, positions=(1,)) if self._decided(p, samples) != p.default else jobs
 
+    def needs_call(self, p: JudgedPass, candidate: JudgedCandidate, one_order: bool = False) -> bool:
+        """Whether reading the question starts with a call: its first requests are not all in the reply cache or
+        among the batch results collected this session (a reading that makes no call costs nothing)."""
+        jobs = [a for a in self.first_asks(p, candidate) if a.position == 0 or not one_order]
+        return any(a.key not in self.fresh and not self.store.cached_reply(a.key, self.kind) for a in jobs)
+
     def asks(self, p: JudgedPass, candidate: JudgedCandidate, positions: tuple[int, ...] | None = None) -> list[Ask]:
         """The requests of these orders of a question (default: every order it has), each sample, in order."""
         cfg = self.config.judge

@@ -260,14 +260,20 @@ class Allowance:
 
     async def take(self, fingerprint: str, price: float, fund: float = 0.0) -> bool:
         """Reserve one read at `price` (and `fund` for its audits); False once the balance cannot pay it and nothing
-        in flight can refill it."""
-        while not self.room(price + fund) and not self.t.probes:
+        in flight can refill it. With nothing in flight, what is left above zero pays for one question more whatever
+        its price (the balance's last: past it by less than that question), so a price above the opening never
+        latches a pass off; at zero, only the probe is asked."""
+        while not self.room(price + fund):
+            if self.t.probes and self.t.allowance is not None and self.t.allowance <= EPS:
+                break  # the probe
             if not self.in_flight:
+                if self.t.allowance is not None and self.t.allowance > EPS:
+                    break  # the balance's last question
                 return False
             self._settled.clear()
             await self._settled.wait()
-        if not self.room(price + fund):  # the probe: asked at zero, charged nothing
-            self.t.probes -= 1
+        if self.t.allowance is not None and self.t.allowance <= EPS and not self.room(price + fund):
+            self.t.probes -= 1  # the probe: asked at zero, charged nothing
             self.probe = fingerprint
             self.uncharged.add(fingerprint)
         elif self.t.allowance is not None:
@@ -295,8 +301,8 @@ class Allowance:
         short = price - (self.taken[fingerprint] - self.spent.get(fingerprint, 0.0))
         if short <= EPS:
             return True
-        if not self.room(short):
-            return False
+        if not self.room(short) and (self.in_flight > 1 or self.t.allowance <= EPS):
+            return False  # alone in flight, what is left above zero pays for it, as for the balance's last question
         self.t.allowance -= short
         self.taken[fingerprint] += short
         return True

@@ -282,14 +282,18 @@ class Context:
         """One reading of `c` by `judge`'s model, charged to that model when it is made: asked only if the pass's
         balance (for a question offered: its offer's reservation, topped up) and the dollar caps (with every reading
         now with a model) can pay it at that model's price, else an Outcome of kind HELD saying which could not.
-        Not `offered` (an audit, a shadow read): the caps alone hold it, and the balance is charged as it is made."""
+        Not `offered` (an audit, a shadow read): the caps alone hold it, and the balance is charged as it is made. A
+        reading whose replies are in the cache or came in a batch makes no call to start with: nothing holds it."""
         allowance = self.allowances.get(p.name)
         price = allowance.price(judge.model) if allowance else 0.0
-        if offered and allowance is not None and not allowance.cover(c.fingerprint, price):
+        free = not judge.needs_call(p, c, one_order)
+        if offered and allowance is not None and not free and not allowance.cover(c.fingerprint, price):
             return Outcome(kind=HELD, error="balance spent")
-        usd = self.read_usd(judge, c, one_order)
-        while (why := self.capped(usd, judge.model)) and self.reading:
+        usd = 0.0 if free else self.read_usd(judge, c, one_order)
+        why = None if free else self.capped(usd, judge.model)
+        while why and self.reading:
             await self.read_done()  # the reads in flight are counted at their most: they may leave room
+            why = self.capped(usd, judge.model)
         if why:
             return Outcome(kind=HELD, error=why)
         self.reserved_usd += usd
