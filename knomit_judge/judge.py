@@ -169,6 +169,7 @@ class Outcome:
     by_position: list[str] = field(default_factory=list)  # each order's majority answer, in order asked
     orders: int = 0  # orders asked: 1, or 2 when the first was not the default or the question was swap-sampled
     truncated: bool = False  # a reply cut at max_tokens, or with no text at all: remembered like a refusal
+    made: int = 0  # of `calls`, those made in this reading (not batch results collected: paid when submitted)
 
     @property
     def cost_usd(self) -> float | None:
@@ -361,9 +362,10 @@ class Judge:
         ledger = self.by_model.get(model)
         return ledger.charged_usd / ledger.calls if ledger and ledger.calls else None
 
-    def _count(self, pass_name: str, attempts: int, tokens_in: int | None, tokens_out: int | None, cost: float | None,
-               bound: float) -> None:
-        """One call into the pass's ledger and its model's."""
+    def _count(self, out: Outcome, pass_name: str, attempts: int, tokens_in: int | None, tokens_out: int | None,
+               cost: float | None, bound: float) -> None:
+        """One call made now: into the outcome's count, the pass's ledger and its model's."""
+        out.made += 1
         for ledger in (self.ledger(pass_name), self.by_model.setdefault(self.model, Ledger())):
             ledger.add(1, attempts, tokens_in, tokens_out, cost, bound)
 
@@ -391,7 +393,7 @@ class Judge:
                     # a refusal the model gave is a 200, billed (its Completion rides along); an error reply is not
                     billed: Completion | None = e.args[2] if len(e.args) > 2 else None
                     cost = self.cost(billed.tokens_in, billed.tokens_out) if billed else 0.0
-                    self._count(p.name, _attempts(e), billed.tokens_in if billed else None,
+                    self._count(out, p.name, _attempts(e), billed.tokens_in if billed else None,
                                 billed.tokens_out if billed else None, cost, self.unknown_call_usd(_bytes(p, ask)))
                     out.attempts += _attempts(e)
                     out.calls += 1
@@ -399,13 +401,13 @@ class Judge:
                     raise
                 except asyncio.CancelledError:
                     # a call cut off by the time limit may still have been billed: its cost is unknown
-                    self._count(p.name, 1, None, None, None, self.unknown_call_usd(_bytes(p, ask)))
+                    self._count(out, p.name, 1, None, None, None, self.unknown_call_usd(_bytes(p, ask)))
                     out.calls += 1
                     out.cost = UNKNOWN
                     raise
         cost = self.cost(done.tokens_in, done.tokens_out, batch=done.batch)
         if not done.batch:  # a batch result went into the ledger when it was collected
-            self._count(p.name, done.attempts, done.tokens_in, done.tokens_out, cost,
+            self._count(out, p.name, done.attempts, done.tokens_in, done.tokens_out, cost,
                         self.unknown_call_usd(_bytes(p, ask)))
         out.calls += 1
         out.attempts += done.attempts

@@ -308,8 +308,10 @@ class Allowance:
         return True
 
     def spend(self, fingerprint: str, usd: float) -> None:
-        """A read of the question in hand was made: `usd`, its calls at its model's price."""
-        self.spent[fingerprint] = self.spent.get(fingerprint, 0.0) + usd
+        """A read of the question in hand was made: `usd`, its calls at its model's price (a paid batch result's
+        question took nothing and is not settled here: nothing to keep)."""
+        if fingerprint in self.taken or fingerprint in self.uncharged:
+            self.spent[fingerprint] = self.spent.get(fingerprint, 0.0) + usd
 
     def charge(self, usd: float) -> None:
         """A read outside any offer (an audit, a shadow read) was made: withdrawn from the audit fund first."""

@@ -305,10 +305,10 @@ class Context:
             self.reserved_usd = self.reserved_usd - usd if self.reading else 0.0
             self._done.set()
             self._done = asyncio.Event()
-        if allowance is not None and offered:
-            allowance.spend(c.fingerprint, out.calls * price)
+        if allowance is not None and offered:  # the calls made now: a batch result was paid when it was submitted
+            allowance.spend(c.fingerprint, out.made * price)
         elif allowance is not None:
-            allowance.charge(out.calls * price)
+            allowance.charge(out.made * price)
         return out
 
     def charge(self, r: PassResult) -> None:
