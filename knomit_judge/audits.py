@@ -345,8 +345,9 @@ class Shadow:
 
 @dataclass
 class Standing:
-    """Where a pass's first reader stands at a session's start: its window's estimate, why it is suspended (""
-    when it reads), the shadow evidence since, and whether that evidence lifted it now."""
+    """Where a pass's first reader stands at a session's start: its window's estimate, why the window suspends it
+    ("" when it reads), the shadow evidence since, and whether that evidence lifts the suspension now (the session
+    then reads, and a new window begins with it)."""
 
     estimate: Estimate = field(default_factory=Estimate)
     suspended: str = ""
@@ -354,8 +355,8 @@ class Standing:
     lifted: bool = False
 
     def lifts_when(self, target: float) -> str:
-        """While suspended (or lifted now), which evidence lifts it; "" while it reads."""
-        return self.shadow.needs(target) if self.suspended or self.lifted else ""
+        """While suspended, which evidence lifts it (or that it has); "" while it reads."""
+        return self.shadow.needs(target) if self.suspended else ""
 
 
 def windows(store: Store, pass_name: str, model: str) -> tuple[list[str], list[str], bool]:
@@ -411,9 +412,7 @@ def standing(store: Store, pass_name: str, model: str, target: float, all_read: 
     e = estimate(store, pass_name, model, reading)
     why = e.reason(target, all_read)
     evidence = shadow(store, pass_name, model, shadowed)
-    if why and evidence.clears(target):
-        return Standing(Estimate(), "", evidence, lifted=True)
-    return Standing(e, why, evidence)
+    return Standing(e, why, evidence, lifted=bool(why) and evidence.clears(target))
 
 
 def published(e: Estimate, model: str | None, state: str, target: float, at: Standing | None = None) -> dict[str, Any]:
@@ -440,8 +439,8 @@ def first_readers(store: Store, config: Config, passes: Iterable[str],
             out[name] = published(Estimate(), None, "off", target)
             continue
         at = standing(store, name, model, target)
-        state = (states or {}).get(name) or ("suspended" if at.suspended else "reading")
-        if state == "suspended" and not at.suspended and not at.lifted:
+        state = (states or {}).get(name) or ("suspended" if at.suspended and not at.lifted else "reading")
+        if state == "suspended" and not at.suspended:
             # suspended in its last session by what it showed there: the same rule, read on its window now
             at.suspended = at.estimate.reason(target) or "suspended in its last session"
         out[name] = published(at.estimate, model, state, target, at)
@@ -459,5 +458,6 @@ def status_lines(readers: dict[str, dict[str, Any]]) -> list[str]:
         low = bound_text(f["recall_low"])
         out.append(f"first reader on {name}: {f['model']} {f['state']}; {f['reads']} reads, {f['audits']} audits "
                    f"over its last {WINDOW} reading sessions; {est}, {low}; target {f['target']:g}"
-                   + (f"; suspended: {f['suspended_because']}; {f['lifts_when']}" if f.get("lifts_when") else ""))
+                   + (f"; suspended: {f['suspended_because']}" if f.get("suspended_because") else "")
+                   + (f"; {f['lifts_when']}" if f.get("lifts_when") else ""))
     return out

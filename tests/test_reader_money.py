@@ -218,8 +218,11 @@ def test_a_suspended_reader_keeps_a_shadow_sample_and_is_re_trusted_once_it_clea
         out = review(repo)["passes"]["alias"]
         if session <= LIFT_MIN:  # each session's shadow sample reads the one yes of the judge model it has
             assert out["first_reader_state"] == "suspended" and out["first_reads"] == 0 and out["shadow_reads"] > 0
-            published = first_reader_status(repo)["first_reader"]["alias"]
+            shown = first_reader_status(repo)
+            published = shown["first_reader"]["alias"]
             assert published["shadow"]["positives"] == session and published["shadow"]["hits"] == session
+            [line] = [t for t in shown["text"] if t.startswith("first reader on alias:")]
+            assert line.endswith(published["lifts_when"]) and "suspended: estimated recall" in line
             assert published["lifts_when"].startswith("lifts once" if session < LIFT_MIN else "cleared"), published
     # LIFT_MIN of the judge model's yeses read alike, and its no's read alike: the next session reads first again
     assert out["first_reader_state"] == "reading" and out["first_reads"] > 0

@@ -58,8 +58,10 @@ def first_reader(ctx: Context, p: Pass, fps: list[str]) -> FirstReader:
     standing = ctx.store.read_first_only(p.name, ctx.kind, model)
     all_read = not any(fp in standing for fp in fps)  # a changed fingerprint is a new question: not owed a reading
     at = audits.standing(ctx.store, p.name, model, target, all_read)
-    return FirstReader(model, at.suspended, standing, refused=ctx.store.refused(p.name, p.prompt.id, model),
-                       estimate=at.estimate, target=target, at=at)
+    lifted = at.lifted  # re-trusted by its shadow sample: it reads, under a new window
+    return FirstReader(model, "" if lifted else at.suspended, standing,
+                       refused=ctx.store.refused(p.name, p.prompt.id, model),
+                       estimate=audits.Estimate() if lifted else at.estimate, target=target, at=at)
 
 
 def meet(reader: FirstReader, candidates: CandidateList, fps: list[str]) -> None:
@@ -84,8 +86,10 @@ def reader_notes(r: PassResult, reader: FirstReader | None) -> None:
     r.first_reader = reader.model
     r.first_reader_state = reader.state
     if reader.at.lifted:
-        r.notes.append(f"first reader re-trusted: its shadow sample over {reader.at.shadow.sessions} session(s) "
-                       f"{reader.at.lifts_when(reader.target).removeprefix('cleared: ')}")
+        ev = reader.at.shadow
+        r.notes.append(f"first reader re-trusted: its shadow sample over {ev.sessions} session(s) cleared the target "
+                       f"({ev.hits} of the judge model's {ev.positives} yeses read alike, {ev.negatives} of its no's "
+                       f"read, ~{ev.rejected:.1f} of them its yeses); it reads again, under a new window")
     if reader.midway:
         r.notes.append(f"first reader suspended: {reader.suspended}; suspended during this session, after "
                        f"{r.first_reads} first read(s): the judge model read the rest, and "
