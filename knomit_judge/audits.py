@@ -8,7 +8,14 @@ Each session, every first-reader no of a pass gets an inclusion probability pi b
   chance of a miss at that score as past audits show it.
 The draw is a hash of the session, the pass and the fingerprint: a rerun of the session draws the same audits.
 Over a window of the pass's last sessions, the audits give an inverse-probability (Horvitz-Thompson) estimate of
-the misses and of the recall, and the floor's audits alone a Clopper-Pearson 95% lower bound on the recall.
+the misses and of the recall, and the floor's audits alone a Clopper-Pearson 95% lower bound on the recall; the
+judge model's readings of its yeses say how many it rejects. Either suspends it for the pass.
+
+A suspended reader keeps reading a shadow sample of what the judge model reads (every question the judge model
+says yes to, its session's first SHADOW_TOP no's and SHADOW_RATE of the rest, each with its pi), never acted on: its recall and precision measured again,
+and the suspension lifts once they clear (Shadow.clears). Each session's record of the reader (store.audit_draws,
+journalled) says whether it read or shadowed: the window is the reader's last run of reading sessions, the shadow
+evidence the shadowing sessions since, so the state is a function of the journal and `rebuild` gives it back.
 """
 
 from __future__ import annotations
@@ -30,6 +37,9 @@ CONFIDENCE = 0.95  # of the lower bound
 BOUND_MIN = 3  # floor-sampled no's the window needs before a bound is published
 REJECT_MIN = 5  # first-reader yeses the judge model read before a rejection rate can suspend the reader
 REJECT_SHARE = 0.8  # of those, the share rejected that suspends it
+SHADOW_RATE = 0.1  # while suspended: of the judge model's no's, the share the first reader reads in its shadow
+SHADOW_TOP = 2  # ... and the session's first no's of the judge model, read in the shadow for sure
+LIFT_MIN = 3  # shadow reads of the judge model's yeses, and of its no's, before the evidence can lift a suspension
 DESIGN = ("top", "target", "floor")  # strata of the seeded draw: the estimate reads these alone
 KERNEL = 0.05  # width, in score, of the miss-chance fit
 
@@ -47,6 +57,16 @@ def floor_draw(session: str, pass_name: str, fp: str) -> float:
 def target_draw(session: str, pass_name: str, fp: str) -> float:
     """The uniform number a no's targeted draw compares with its targeted share, in a given session."""
     return uniform("target", session, pass_name, fp)
+
+
+def shadow_pi(session: str, pass_name: str, fp: str, strong_yes: bool, nos: int = 0) -> float:
+    """A suspended reader's shadow sample: the inclusion probability of a question the judge model just read, or 0
+    when the seeded draw leaves it out. Every yes of the judge model (pi = 1: they are rare, and they are what its
+    recall is measured on); of its no's (what its precision is measured on) the session's first SHADOW_TOP (`nos`:
+    how many it has shadowed so far), so every shadowing session reads some, and SHADOW_RATE of the rest."""
+    if strong_yes or nos < SHADOW_TOP:
+        return 1.0
+    return SHADOW_RATE if uniform("shadow", session, pass_name, fp) < SHADOW_RATE else 0.0
 
 
 @dataclass
@@ -205,10 +225,25 @@ class Estimate:
                 return ""
             return (f"estimated recall {self.recall:.2f} below the target {target:g} "
                     f"({self.misses} miss(es) in {self.audits} audits over its last {WINDOW} reading sessions)")
+        return self.rejecting()
+
+    def rejecting(self) -> str:
+        """Why the judge model's readings of its yeses suspend the first reader, or "": REJECT_MIN rejected at least,
+        REJECT_SHARE of its yeses."""
         if self.rejected >= REJECT_MIN and self.rejected >= REJECT_SHARE * (self.rejected + self.confirmed):
             return (f"the judge model rejected {self.rejected} of its {self.rejected + self.confirmed} yeses, "
                     f"${self.rejected_usd:.4f} spent on them")
         return ""
+
+    def judged_yes(self, confirmed: bool, usd: float | None) -> None:
+        """The judge model read one of its yeses this session: counted at once, so the session that shows a reader
+        whose yeses it rejects suspends it."""
+        self.reads += 1
+        if confirmed:
+            self.confirmed += 1
+        else:
+            self.rejected += 1
+            self.rejected_usd = round(self.rejected_usd + (usd or 0.0), 6)
 
     def line(self, target: float) -> str:
         """The estimate and the bound as the pass line and `status` say them."""
@@ -272,9 +307,74 @@ def fit(store: Store, pass_name: str, model: str) -> MissFit:
     return MissFit(store.audit_scores(pass_name, model, DESIGN))
 
 
-def estimate(store: Store, pass_name: str, model: str) -> Estimate:
-    """The estimate and bound for a pass's first reader over its last WINDOW reading sessions."""
-    window = store.reader_sessions(pass_name, model, WINDOW)
+@dataclass
+class Shadow:
+    """What a suspended reader's shadow sample says: its reads of the judge model's yeses (hits: it said yes too),
+    and of its no's (rejected: it said yes, weighted by 1/pi)."""
+
+    reads: int = 0
+    positives: int = 0  # the judge model's yeses the shadow read (each at pi = 1)
+    hits: int = 0
+    negatives: int = 0  # the judge model's no's the shadow read (each at SHADOW_RATE)
+    rejected: float = 0.0  # of them, the first reader's yeses, each weighted by 1/pi: its rejected yeses estimated
+    sessions: int = 0
+
+    def recall(self) -> float | None:
+        return self.hits / self.positives if self.positives else None
+
+    def clears(self, target: float) -> bool:
+        """The evidence that lifts a suspension: LIFT_MIN of the judge model's yeses read with a recall at the
+        target at least, and LIFT_MIN of its no's read with its rejected yeses under REJECT_SHARE of its yeses (the
+        two rules that suspend, met again on a fresh sample)."""
+        recall = self.recall()
+        return self.positives >= LIFT_MIN and recall is not None and recall >= target \
+            and self.negatives >= LIFT_MIN and self.rejected < REJECT_SHARE * (self.rejected + self.hits)
+
+    def needs(self, target: float) -> str:
+        """Which evidence would lift the suspension, with what the shadow has read so far (status says it)."""
+        if self.clears(target):
+            return ("cleared: the shadow sample meets the target, so the next session reads first again "
+                    f"({self.hits} of {self.positives} yeses, {self.negatives} no's read)")
+        recall = self.recall()
+        return (f"lifts once its shadow reads hold {LIFT_MIN} or more of the judge model's yeses with a recall of "
+                f"{target:g} or more (now {self.hits} of {self.positives}"
+                + (f", {recall:.2f}" if recall is not None else "") + f"), and {LIFT_MIN} or more of its no's "
+                f"with its own yeses there under {REJECT_SHARE:.0%} of its yeses (now {self.negatives} read, "
+                f"~{self.rejected:.1f} rejected)")
+
+
+@dataclass
+class Standing:
+    """Where a pass's first reader stands at a session's start: its window's estimate, why the window suspends it
+    ("" when it reads), the shadow evidence since, and whether that evidence lifts the suspension now (the session
+    then reads, and a new window begins with it)."""
+
+    estimate: Estimate = field(default_factory=Estimate)
+    suspended: str = ""
+    shadow: Shadow = field(default_factory=Shadow)
+    lifted: bool = False
+
+    def lifts_when(self, target: float) -> str:
+        """While suspended, which evidence lifts it (or that it has); "" while it reads."""
+        return self.shadow.needs(target) if self.suspended else ""
+
+
+def windows(store: Store, pass_name: str, model: str) -> tuple[list[str], list[str], bool]:
+    """The reader's window, its last run of reading sessions (newest first, at most WINDOW), and the shadowing
+    sessions after that run (newest first, at most WINDOW); and whether its last recorded session shadowed."""
+    runs = store.reader_runs(pass_name, model)  # (session, state), oldest first
+    shadow: list[str] = []
+    while runs and runs[-1][1] == "shadow":
+        shadow.append(runs.pop()[0])
+    reading: list[str] = []
+    while runs and runs[-1][1] != "shadow" and len(reading) < WINDOW:
+        reading.append(runs.pop()[0])
+    return reading, shadow[:WINDOW], bool(shadow)
+
+
+def estimate(store: Store, pass_name: str, model: str, window: list[str] | None = None) -> Estimate:
+    """The estimate and bound for a pass's first reader over its window (its last run of reading sessions)."""
+    window = windows(store, pass_name, model)[0] if window is None else window
     if not window:
         return Estimate()
     floors = store.audit_floors(pass_name, model, window)
@@ -288,17 +388,49 @@ def estimate(store: Store, pass_name: str, model: str) -> Estimate:
                          rejected_usd=sum(a["cost_usd"] or 0.0 for a in rejected))
 
 
-def published(e: Estimate, model: str | None, state: str, target: float) -> dict[str, Any]:
-    """One pass's entry of `status --json`'s first_reader object (and calibrate's, the report's)."""
+def shadow(store: Store, pass_name: str, model: str, sessions: list[str]) -> Shadow:
+    """What the shadow reads of these sessions say (store.audit_rows of kind "shadow")."""
+    out = Shadow(sessions=len(sessions))
+    for a in store.audit_rows(pass_name, model, sessions) if sessions else []:
+        if a["kind"] != "shadow" or a["session"] not in sessions:
+            continue
+        out.reads += 1
+        if a["strong_yes"]:
+            out.positives += 1
+            out.hits += bool(a["first_yes"])
+        else:
+            out.negatives += 1
+            out.rejected += bool(a["first_yes"]) / (a["pi"] or 1.0)
+    return out
+
+
+def standing(store: Store, pass_name: str, model: str, target: float, all_read: bool = False) -> Standing:
+    """Where the reader stands at a session's start: suspended while its window's evidence says so (Estimate.reason),
+    unless the shadow sample read since has cleared the target (Shadow.clears), which lifts it: the session then
+    reads, and a new window begins with it."""
+    reading, shadowed, _ = windows(store, pass_name, model)
+    e = estimate(store, pass_name, model, reading)
+    why = e.reason(target, all_read)
+    evidence = shadow(store, pass_name, model, shadowed)
+    return Standing(e, why, evidence, lifted=bool(why) and evidence.clears(target))
+
+
+def published(e: Estimate, model: str | None, state: str, target: float, at: Standing | None = None) -> dict[str, Any]:
+    """One pass's entry of `status --json`'s first_reader object (and calibrate's, the report's): the window's
+    figures, and while suspended why, and which evidence would lift it (`shadow`: what its shadow sample read)."""
+    at = at or Standing()
+    ev = at.shadow
     return {"model": model or None, "state": state, "reads": e.reads, "audits": e.audits, "misses": e.misses,
             "misses_estimated": e.misses_estimated, "recall": e.recall, "recall_low": e.recall_low,
-            "target": target}
+            "target": target, "suspended_because": at.suspended or None, "lifts_when": at.lifts_when(target) or None,
+            "shadow": {"sessions": ev.sessions, "reads": ev.reads, "positives": ev.positives, "hits": ev.hits,
+                       "negatives": ev.negatives, "rejected_estimated": round(ev.rejected, 3)}}
 
 
 def first_readers(store: Store, config: Config, passes: Iterable[str],
                   states: Mapping[str, str | None] | None = None) -> dict[str, dict[str, Any]]:
     """`status --json`'s first_reader object: each judged pass's first reader, its state (as its last session
-    had it, in `states`, else from the evidence) and its window."""
+    had it, in `states`, else from the evidence), its window, and what would lift a suspension."""
     model = config.models().get("judge.first_reader")
     target = config.judge.first_reader_recall
     out = {}
@@ -306,14 +438,18 @@ def first_readers(store: Store, config: Config, passes: Iterable[str],
         if model is None:
             out[name] = published(Estimate(), None, "off", target)
             continue
-        e = estimate(store, name, model)
-        state = (states or {}).get(name) or ("suspended" if e.reason(target) else "reading")
-        out[name] = published(e, model, state, target)
+        at = standing(store, name, model, target)
+        state = (states or {}).get(name) or ("suspended" if at.suspended and not at.lifted else "reading")
+        if state == "suspended" and not at.suspended:
+            # suspended in its last session by what it showed there: the same rule, read on its window now
+            at.suspended = at.estimate.reason(target) or "suspended in its last session"
+        out[name] = published(at.estimate, model, state, target, at)
     return out
 
 
 def status_lines(readers: dict[str, dict[str, Any]]) -> list[str]:
-    """The first reader's lines of `status`: per pass, its state, the estimate and the bound."""
+    """The first reader's lines of `status`: per pass, its state, the estimate and the bound, and while suspended
+    which evidence would lift it."""
     out = []
     for name, f in readers.items():
         if f["state"] == "off":
@@ -321,5 +457,7 @@ def status_lines(readers: dict[str, dict[str, Any]]) -> list[str]:
         est = recall_text(f["recall"], f["misses_estimated"], found=f["misses"])
         low = bound_text(f["recall_low"])
         out.append(f"first reader on {name}: {f['model']} {f['state']}; {f['reads']} reads, {f['audits']} audits "
-                   f"over its last {WINDOW} reading sessions; {est}, {low}; target {f['target']:g}")
+                   f"over its last {WINDOW} reading sessions; {est}, {low}; target {f['target']:g}"
+                   + (f"; suspended: {f['suspended_because']}" if f.get("suspended_because") else "")
+                   + (f"; {f['lifts_when']}" if f.get("lifts_when") else ""))
     return out

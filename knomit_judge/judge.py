@@ -169,6 +169,7 @@ class Outcome:
     by_position: list[str] = field(default_factory=list)  # each order's majority answer, in order asked
     orders: int = 0  # orders asked: 1, or 2 when the first was not the default or the question was swap-sampled
     truncated: bool = False  # a reply cut at max_tokens, or with no text at all: remembered like a refusal
+    made: int = 0  # of `calls`, those made in this reading (not batch results collected: paid when submitted)
 
     @property
     def cost_usd(self) -> float | None:
@@ -245,6 +246,7 @@ class Judge:
         self._model = model  # another model than the backend's (the first reader): see reader()
         self.semaphore = asyncio.Semaphore(config.judge.concurrency)
         self.ledgers: dict[str, Ledger] = {}
+        self.by_model: dict[str, Ledger] = {}  # the same calls by model: what a call of each cost this session
         # Message Batch results collected this session, by cache key: a Completion, or the error to raise
         self.fresh: dict[str, Completion | Exception] = {}
 
@@ -298,6 +300,12 @@ class Judge:
             return jobs
         return jobs + self.asks(p, candidate, positions=(1,)) if self._decided(p, samples) != p.default else jobs
 
+    def needs_call(self, p: JudgedPass, candidate: JudgedCandidate, one_order: bool = False) -> bool:
+        """Whether reading the question starts with a call: its first requests are not all in the reply cache or
+        among the batch results collected this session (a reading that makes no call costs nothing)."""
+        jobs = [a for a in self.first_asks(p, candidate) if a.position == 0 or not one_order]
+        return any(a.key not in self.fresh and not self.store.cached_reply(a.key, self.kind) for a in jobs)
+
     def asks(self, p: JudgedPass, candidate: JudgedCandidate, positions: tuple[int, ...] | None = None) -> list[Ask]:
         """The requests of these orders of a question (default: every order it has), each sample, in order."""
         cfg = self.config.judge
@@ -349,6 +357,18 @@ class Judge:
         """USD this session counts against the dollar caps, over every pass (unknown costs at their bound)."""
         return sum(l.charged_usd for l in self.ledgers.values())
 
+    def mean_usd(self, model: str) -> float | None:
+        """What a call of `model` cost this session on average, as the caps count it (None: no call of it yet)."""
+        ledger = self.by_model.get(model)
+        return ledger.charged_usd / ledger.calls if ledger and ledger.calls else None
+
+    def _count(self, out: Outcome, pass_name: str, attempts: int, tokens_in: int | None, tokens_out: int | None,
+               cost: float | None, bound: float) -> None:
+        """One call made now: into the outcome's count, the pass's ledger and its model's."""
+        out.made += 1
+        for ledger in (self.ledger(pass_name), self.by_model.setdefault(self.model, Ledger())):
+            ledger.add(1, attempts, tokens_in, tokens_out, cost, bound)
+
     async def _sample(self, p: JudgedPass, subject: dict[str, Any], ask: Ask, out: Outcome) -> Sample:
         fresh = self.fresh.pop(ask.key, None)
         if isinstance(fresh, Exception):
@@ -373,23 +393,22 @@ class Judge:
                     # a refusal the model gave is a 200, billed (its Completion rides along); an error reply is not
                     billed: Completion | None = e.args[2] if len(e.args) > 2 else None
                     cost = self.cost(billed.tokens_in, billed.tokens_out) if billed else 0.0
-                    self.ledger(p.name).add(1, _attempts(e), billed.tokens_in if billed else None,
-                                            billed.tokens_out if billed else None, cost,
-                                            self.unknown_call_usd(_bytes(p, ask)))
+                    self._count(out, p.name, _attempts(e), billed.tokens_in if billed else None,
+                                billed.tokens_out if billed else None, cost, self.unknown_call_usd(_bytes(p, ask)))
                     out.attempts += _attempts(e)
                     out.calls += 1
                     out.cost += cost
                     raise
                 except asyncio.CancelledError:
                     # a call cut off by the time limit may still have been billed: its cost is unknown
-                    self.ledger(p.name).add(1, 1, None, None, None, self.unknown_call_usd(_bytes(p, ask)))
+                    self._count(out, p.name, 1, None, None, None, self.unknown_call_usd(_bytes(p, ask)))
                     out.calls += 1
                     out.cost = UNKNOWN
                     raise
         cost = self.cost(done.tokens_in, done.tokens_out, batch=done.batch)
         if not done.batch:  # a batch result went into the ledger when it was collected
-            self.ledger(p.name).add(1, done.attempts, done.tokens_in, done.tokens_out, cost,
-                                    self.unknown_call_usd(_bytes(p, ask)))
+            self._count(out, p.name, done.attempts, done.tokens_in, done.tokens_out, cost,
+                        self.unknown_call_usd(_bytes(p, ask)))
         out.calls += 1
         out.attempts += done.attempts
         out.tokens_in += done.tokens_in or 0

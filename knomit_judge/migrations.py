@@ -23,7 +23,9 @@ TABLES = frozenset({"verdicts", "replies", "embeddings", "files", "sessions", "t
                     "audit_draws"})
 # Columns a later migration adds to a table an earlier one made: without them the set was incomplete too.
 COLUMNS = {"lines": frozenset({"facts", "tries", "why"}), "batch_requests": frozenset({"model"}),
-           "verdicts": frozenset({"score", "audit"}), "audits": frozenset({"verdict", "pi", "stratum", "born", "cost_usd"})}
+           "verdicts": frozenset({"score", "audit"}),
+           "audits": frozenset({"verdict", "pi", "stratum", "born", "cost_usd", "first_yes", "strong_yes"}),
+           "audit_draws": frozenset({"reads", "state"})}
 _FILE = re.compile(r"[0-9]{4}_\w+\.sql")
 
 

@@ -96,11 +96,13 @@ def recover_corpus(root: Path | str) -> list[str]:
 
 
 def sync_journal(root: Path, store: Store, keep_marks: bool = True) -> int:
-    """Import journal lines the db lacks (verdicts, reverts, describe lines); only lines appended since the
-    last kept marks are read."""
+    """Import journal lines the db lacks (verdicts, reverts, describe lines, the first reader's session records); only
+    lines appended since the last kept marks are read."""
     marks = store.journal_marks()
-    verdicts, reverts, lines = Journal(root).entries(marks)
+    verdicts, reverts, lines, draws = Journal(root).entries(marks)
     store.import_lines([x for x in map(Line.from_record, lines) if x is not None])
+    for draw in draws:  # in the order written: a session's later record of a pass replaces its earlier one
+        store.add_draw(draw)
     known = store.known_ids([v.id for v in verdicts])
     fresh = [v for v in verdicts if v.id not in known]
     for v in fresh:

@@ -206,20 +206,27 @@ class Caps:
     month_usd: float
     today_before: float = 0.0  # spent today by earlier sessions
     month_before: float = 0.0  # spent this month by earlier sessions
-    usd_per_question: float = 0.0  # what a question cost over the last 30 days: the guess before this session's own
+    # model -> what one of its calls cost on this corpus over the last 30 days: the measured price before this
+    # session's own calls of it (a model with none here counts at its nominal price: session.context.call_usd)
+    per_call: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def for_session(cls, store: Store, config: Config, now: datetime | None = None) -> Caps:
         """The caps of a session starting `now`, with what the day and month spent before it."""
         s = summarise(store, config, now)
+        since = stamp(utc(now) - timedelta(days=WINDOW_DAYS))
+        per_call = {m: usd for m, usd in store.db.execute(
+            "SELECT model, sum(cost_usd) / sum(calls) FROM verdicts WHERE cost_usd IS NOT NULL AND calls > 0 "
+            "AND judge = 'anthropic' AND created_at >= ? GROUP BY model", [since])}
         return cls(config.judge.max_cost_usd, config.budget.max_usd_per_day, config.budget.max_usd_per_month,
-                   s.today_usd, s.month_to_date_usd, s.usd_per_question or 0.0)
+                   s.today_usd, s.month_to_date_usd, per_call)
 
     def reached(self, spent: float, next_usd: float = 0.0) -> str | None:
         """Which cap the session's spend would exceed by asking once more, if any (checked before each question).
 
-        `next_usd` is what the questions in flight and the next one should cost (session.context.Context.next_usd):
-        a cap stops the session before the question that would cross it, not after.
+        `next_usd` is what the reads with a model now and the next one may cost (session.context.Context.capped,
+        each read at most its calls at its model's price): a cap stops the session before the read that would
+        cross it, not after.
         """
         def over(before: float, cap: float) -> bool:
             return before + spent >= cap or before + spent + next_usd > cap

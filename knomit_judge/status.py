@@ -52,6 +52,7 @@ class PassResult:
     misses: int = 0
     audits_batched: int = 0  # audits gathered into this session's Message Batch: read in the next collection
     handed_over: int = 0  # questions the first reader could not read (unavailable, refused): the judge model read them
+    shadow_reads: int = 0  # a suspended first reader's reads of its shadow sample: recorded, never acted on
     missing: int = 0  # describe: spellings with an active carrier and no line at the session's end
 
     def describe_line(self) -> str:

@@ -139,11 +139,12 @@ class Store:
     def _audit_row(self, v: Verdict, a: dict[str, Any]) -> None:
         self.db.execute(
             "INSERT OR REPLACE INTO audits (pass, fingerprint, session, kind, first_model, strong_model, first_answer, "
-            "strong_answer, miss, score, created_at, verdict, pi, stratum, born, cost_usd) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "strong_answer, miss, score, created_at, verdict, pi, stratum, born, cost_usd, first_yes, strong_yes) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [v.pass_name, v.fingerprint, v.session or "", a["kind"], a["first_model"], v.model, a["first_answer"],
-             v.answer, int(a["kind"] == "audit" and v.answer != a["first_answer"]), a.get("score"), v.created_at,
-             v.id, a.get("pi"), a.get("stratum"), a.get("born") or v.session, v.cost_usd])
+             v.answer, int(miss_of(a, v)), a.get("score"), v.created_at, v.id, a.get("pi"), a.get("stratum"),
+             a.get("born") or v.session, v.cost_usd,
+             None if a.get("first_yes") is None else int(bool(a["first_yes"])), int(v.is_yes)])
 
     def verdict(self, verdict_id: str) -> Verdict | None:
         rows = list(self.db["verdicts"].rows_where("id = ?", [verdict_id]))
@@ -197,19 +198,18 @@ class Store:
             args) if model == first_model}
 
     # audits (session/rereads.py): the judge model's second reading of the first reader's answers -------------------
-    def add_draw(self, session: str, pass_name: str, first_model: str, floor: float, new: int, standing: int,
-                 expected: float) -> None:
-        """A session's draw of audits for a pass (audits.py): the floor rate its new no's faced."""
-        self.db.table("audit_draws").insert({"session": session, "pass": pass_name, "first_model": first_model,
-                                       "floor": floor, "new": new, "standing": standing, "expected": expected,
-                                       "created_at": now_text()}, replace=True)
+    def add_draw(self, row: Row) -> None:
+        """A session's record of a pass's first reader (audits.py, verdicts.DRAW_KEYS): the floor rate its new no's
+        faced, how many questions it read, and whether it read or shadowed. A later record of the same session
+        and pass replaces it."""
+        self.db.table("audit_draws").insert(row, replace=True)
 
-    def reader_sessions(self, pass_name: str, first_model: str, limit: int) -> list[str]:
-        """The last `limit` sessions in which this first reader read the pass (gave no's and drew audits), newest
-        first: the window audits.py reads. A suspended reader reads nothing, so its window stands still."""
-        return [r[0] for r in self.db.execute(
-            "SELECT session FROM audit_draws WHERE pass = ? AND first_model = ? AND new > 0 "
-            "ORDER BY created_at DESC LIMIT ?", [pass_name, first_model, limit])]
+    def reader_runs(self, pass_name: str, first_model: str) -> list[tuple[str, str]]:
+        """(session, state) of every session this first reader read the pass (gave no's, or read any question) or
+        read its shadow sample, oldest first: the window audits.py reads is the last run of reading ones."""
+        return [(r[0], r[1] or "reading") for r in self.db.execute(
+            "SELECT session, state FROM audit_draws WHERE pass = ? AND first_model = ? "
+            "AND (new > 0 OR coalesce(reads, 0) > 0) ORDER BY created_at, rowid", [pass_name, first_model])]
 
     def audit_floors(self, pass_name: str, first_model: str, sessions: list[str]) -> dict[str, float]:
         marks = ",".join("?" * len(sessions))
@@ -228,7 +228,8 @@ class Store:
         """The audits and confirmations of this first reader read in those sessions."""
         marks = ",".join("?" * len(sessions))
         cur = self.db.execute(
-            f"SELECT fingerprint, session, born, kind, stratum, pi, miss, first_answer, strong_answer, cost_usd "
+            f"SELECT fingerprint, session, born, kind, stratum, pi, miss, first_answer, strong_answer, cost_usd, "
+            f"first_yes, strong_yes "
             f"FROM audits WHERE pass = ? AND first_model = ? AND (session IN ({marks}) OR born IN ({marks}))",
             [pass_name, first_model, *sessions, *sessions])
         names = [d[0] for d in cur.description]
@@ -533,6 +534,14 @@ class Store:
             [pass_name, limit])
         cols = [c[0] for c in cur.description]
         return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+
+def miss_of(a: dict[str, Any], v: Verdict) -> bool:
+    """Whether the judge model's verdict `v`, reading a first-reader answer (`a`, its audit record), found a miss:
+    an audited no it answered otherwise, or a shadow no on a question it said yes to."""
+    if a["kind"] == "shadow":
+        return v.is_yes and not a.get("first_yes")
+    return a["kind"] == "audit" and v.answer != a["first_answer"]
 
 
 def of_judge(where: str, args: list[Any], judge: str | None) -> tuple[str, list[Any]]:

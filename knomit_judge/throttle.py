@@ -8,8 +8,9 @@ question asked at zero is the probe, which the balance does not charge). A file 
 `optimistic_cap` / `questions_per_resolution` means them in judge-model questions, converted at that price.
 A judge with no price (the scripted one) keeps the balance in questions: one a verdict. Nothing here can be
 reset by deleting a counter: the verdicts come back from the journal in git. Within a session the balance
-moves live (`Allowance`): each offer takes its reader's price, each resolution coming back deposits, so a
-session stops asking when its balance runs out, not when the dollar cap is hit; and within the balance a
+moves live (`Allowance`): each read withdraws the price of the model that made it (the first reader, the judge
+model reading a first yes, a hand-over, an audit), each resolution coming back deposits, so a session stops
+asking when its balance runs out, not when the dollar cap is hit; and within the balance a
 question is offered only while it is worth its price (worth.py).
 
 The states name where the balance stands:
@@ -213,74 +214,130 @@ def buys_text(state: ThrottleState, t: Terms) -> str:
 
 
 class Allowance:
-    """A pass's balance as it moves during a session: an offer takes its reader's price, a resolution deposits.
+    """A pass's balance as it moves during a session: every read withdraws its own model's price as it is made,
+    a resolution deposits.
 
-    Offers wait while the balance is spent but questions are still in flight, since one of them may
-    resolve something and deposit more; with nothing in flight and nothing left, the pass stops asking.
-    The live figure is kept in `t.allowance`, which others read as "what this pass may still spend".
+    An offer takes the price of one call at the model that would read it (and, read by the first reader, its audit
+    share: the audits its no may draw are put by in `fund`); a further reading of the same question (the judge
+    model's reading of a first yes, a hand-over) must find its price in the balance too (`cover`), or the question
+    waits. What a question's reads cost at their models' prices replaces what it took once it is settled. Offers
+    wait while the balance is spent but questions are still in flight, since one of them may resolve something
+    and deposit more; with nothing in flight and nothing left, the pass stops asking. The live figure is kept in
+    `t.allowance`, which others read as "what this pass may still spend".
     """
 
     def __init__(self, t: ThrottleState, terms: Terms, worth: Worth | None = None) -> None:
         self.t, self.terms, self.worth = t, terms, worth
-        self.reader: str | None = None  # the model that reads first this session (review sets it)
         self.in_flight = 0
-        self.taken: dict[str, float] = {}  # fingerprint -> what its offer took from the balance
+        self.taken: dict[str, float] = {}  # fingerprint -> what its offer holds from the balance (reserved, topped up)
+        self.spent: dict[str, float] = {}  # fingerprint -> what its reads cost so far, at their models' prices
+        self.fund = 0.0  # the audit share first reads put by this round: what the round's audits are paid from
         self.probe: str | None = None  # the fingerprint the probe was spent on
         self.uncharged: set[str] = set()  # owed questions asked at a balance of zero: they took nothing
         self.unworthy = 0  # questions passed over this session: not worth their price
         self.scores: dict[str, float] = {}  # fingerprint -> score of a question offered as worth its price
         self._settled = asyncio.Event()
 
-    @property
-    def price(self) -> float:
-        """What the next read takes: one call at the reader's price."""
-        return self.terms.price(self.reader)
+    def price(self, model: str | None) -> float:
+        """What one call of `model` withdraws (the terms' price: a typical question's at that model)."""
+        return self.terms.price(model)
 
-    def worth_asking(self, fingerprint: str, score: float) -> bool:
-        """Whether a question at `score` is worth its reader's price (worth.py); always, with no rule."""
+    def room(self, usd: float) -> bool:
+        """Whether the balance holds `usd` (always, unthrottled)."""
+        return self.t.allowance is None or self.t.allowance + EPS >= usd
+
+    def worth_asking(self, fingerprint: str, score: float, model: str | None = None) -> bool:
+        """Whether a question at `score` is worth its price at the model that would read it (worth.py); always,
+        with no rule."""
         if self.worth is None or self.t.allowance is None or (self.t.allowance <= EPS and self.t.probes):
             return True  # no rule, unthrottled, or the defunded pass's probe: asked whatever its chance
-        if self.worth.worth(score, self.worth.price(self.reader or ""), self.terms.deposit):
+        if self.worth.worth(score, self.worth.price(model or self.worth.judge), self.terms.deposit):
             self.scores[fingerprint] = score
             return True
         self.unworthy += 1
         return False
 
-    async def take(self, fingerprint: str) -> bool:
-        """Reserve one read; False once the balance is spent and nothing in flight can refill it."""
-        while self.t.allowance is not None and self.t.allowance <= EPS and not self.t.probes:
+    async def take(self, fingerprint: str, price: float, fund: float = 0.0) -> bool:
+        """Reserve one read at `price` (and `fund` for its audits); False once the balance cannot pay it and nothing
+        in flight can refill it. With nothing in flight, what is left above zero pays for one question more whatever
+        its price (the balance's last: past it by less than that question), so a price above the opening never
+        latches a pass off; at zero, only the probe is asked."""
+        while not self.room(price + fund):
+            if self.t.probes and self.t.allowance is not None and self.t.allowance <= EPS:
+                break  # the probe
             if not self.in_flight:
+                if self.t.allowance is not None and self.t.allowance > EPS:
+                    break  # the balance's last question
                 return False
             self._settled.clear()
             await self._settled.wait()
-        if self.t.allowance is not None and self.t.allowance <= EPS:  # the probe: asked at zero, charged nothing
-            self.t.probes -= 1
+        if self.t.allowance is not None and self.t.allowance <= EPS and not self.room(price + fund):
+            self.t.probes -= 1  # the probe: asked at zero, charged nothing
             self.probe = fingerprint
             self.uncharged.add(fingerprint)
         elif self.t.allowance is not None:
-            self.taken[fingerprint] = self.price
-            self.t.allowance -= self.price
+            self.taken[fingerprint] = price
+            self.t.allowance -= price + fund
+            self.fund += fund
         self.in_flight += 1
         return True
 
-    def owe(self, fingerprint: str) -> None:
+    def owe(self, fingerprint: str, price: float) -> None:
         """Take a question owed to a fresh fact: asked whatever is left, withdrawing its price if the balance holds it."""
         if self.t.allowance is not None:
-            if self.t.allowance > EPS:
-                self.taken[fingerprint] = self.price
-                self.t.allowance -= self.price
+            if self.room(price):
+                self.taken[fingerprint] = price
+                self.t.allowance -= price
             else:
                 self.uncharged.add(fingerprint)
         self.in_flight += 1
 
+    def cover(self, fingerprint: str, price: float) -> bool:
+        """Whether the question in hand may be read (again) at `price`: what it took and has not spent pays it, or the
+        balance tops it up. Asked at zero (the probe, an owed question), it is read whatever the balance."""
+        if self.t.allowance is None or fingerprint in self.uncharged or fingerprint not in self.taken:
+            return True
+        if self.terms.unit != "usd":  # counted in questions (the scripted judge): one a verdict, taken at its offer
+            return True
+        short = price - (self.taken[fingerprint] - self.spent.get(fingerprint, 0.0))
+        if short <= EPS:
+            return True
+        if not self.room(short) and (self.in_flight > 1 or self.t.allowance <= EPS):
+            return False  # alone in flight, what is left above zero pays for it, as for the balance's last question
+        self.t.allowance -= short
+        self.taken[fingerprint] += short
+        return True
+
+    def spend(self, fingerprint: str, usd: float) -> None:
+        """A read of the question in hand was made: `usd`, its calls at its model's price (a paid batch result's
+        question took nothing and is not settled here: nothing to keep)."""
+        if fingerprint in self.taken or fingerprint in self.uncharged:
+            self.spent[fingerprint] = self.spent.get(fingerprint, 0.0) + usd
+
+    def charge(self, usd: float) -> None:
+        """A read outside any offer (an audit, a shadow read) was made: withdrawn from the audit fund first."""
+        if self.t.allowance is not None:
+            from_fund = min(self.fund, usd)
+            self.fund -= from_fund
+            self.t.allowance -= usd - from_fund
+
+    def close_round(self) -> None:
+        """The round's audits are read: what its first reads put by for them and they did not use goes back."""
+        if self.t.allowance is not None:
+            self.t.allowance += self.fund
+        self.fund = 0.0
+        self._settled.set()
+
     def settle(self, fingerprint: str, asked: bool, resolved: bool = False, judged: bool = True) -> None:
-        """A reserved question is done: given back if it was never asked; a resolution deposits; a verdict
-        (`judged`: not a refusal or a failed call) teaches the worth rule's curve.
+        """A reserved question is done: given back if it was never asked, else what it took is replaced by what its
+        reads cost; a resolution deposits; a verdict (`judged`: not a refusal or a failed call) teaches the worth
+        rule's curve.
 
         The probe, and an owed question asked at zero, take the derived balance nowhere below zero: one
-        that resolved leaves the deposit less its price, as the verdicts will say next session.
+        that resolved leaves the deposit less its cost, as the verdicts will say next session.
         """
         self.in_flight -= 1
+        spent = self.spent.pop(fingerprint, 0.0)
         if self.t.allowance is not None:
             free = fingerprint in self.uncharged
             self.uncharged.discard(fingerprint)
@@ -289,8 +346,11 @@ class Allowance:
                 self.t.allowance += took
                 if fingerprint == self.probe:
                     self.probe, self.t.probes = None, self.t.probes + 1  # not spent: the grant goes to the next
-            elif resolved:
-                self.t.allowance += self.terms.deposit - self.price * free
+            elif not free and self.terms.unit == "usd":  # in questions, a verdict costs the one its offer took
+                self.t.allowance += took - spent
+            if asked and resolved:
+                cost = spent if self.terms.unit == "usd" else self.terms.price(None)
+                self.t.allowance += self.terms.deposit - cost * free
         score = self.scores.pop(fingerprint, None)
         if asked and judged and score is not None and self.worth is not None:  # scored only with a rule
             self.worth.seen(score, resolved)

@@ -219,17 +219,24 @@ class Journal:
 
     def verdicts(self, marks: JournalMarks | None = None) -> tuple[list[Verdict], dict[str, str]]:
         """The journalled verdicts and the reverts (verdict id -> reason); given marks, those after them."""
-        verdicts, reverts, _ = self.entries(marks)
+        verdicts, reverts, _, _ = self.entries(marks)
         return verdicts, reverts
 
-    def entries(self, marks: JournalMarks | None = None) -> tuple[list[Verdict], dict[str, str], list[Record]]:
-        """verdicts() and the describe lines' records (session/lines.py reads them)."""
+    def entries(self, marks: JournalMarks | None = None
+                ) -> tuple[list[Verdict], dict[str, str], list[Record], list[Record]]:
+        """verdicts(), the describe lines' records (session/lines.py reads them) and the first reader's session
+        records (draw_record), in the order written."""
         verdicts: list[Verdict] = []
         reverts: dict[str, str] = {}
         lines: list[Record] = []
-        for record in self.records(marks, ("verdict", "revert", "line")):
+        draws: list[Record] = []
+        for record in self.records(marks, ("verdict", "revert", "line", "draw")):
             if record["type"] == "line":
                 lines.append(record)
+                continue
+            if record["type"] == "draw":
+                if draw := _draw(record):
+                    draws.append(draw)
                 continue
             if record["type"] == "revert":
                 if isinstance(record.get("verdict"), str):
@@ -237,7 +244,24 @@ class Journal:
                 continue
             if v := _journalled(record):
                 verdicts.append(v)
-        return verdicts, reverts, lines
+        return verdicts, reverts, lines, draws
+
+
+DRAW_KEYS: dict[str, type | tuple[type, ...]] = {"session": str, "pass": str, "first_model": str, "floor": (int, float), "new": int, "standing": int,
+             "expected": (int, float), "reads": int, "state": str, "created_at": str}
+
+
+def draw_record(row: Record) -> Record:
+    """A session's record of a pass's first reader (store.add_draw's row) as the journal keeps it: the window audits.py
+    reads, so `rebuild` gives the same first-reader state."""
+    return {"type": "draw", **{k: row[k] for k in DRAW_KEYS}}
+
+
+def _draw(record: Record) -> Record | None:
+    """A journalled draw record, or None for one a hand edit or a merge conflict mangled."""
+    if not all(isinstance(record.get(k), t) and not isinstance(record.get(k), bool) for k, t in DRAW_KEYS.items()):
+        return None
+    return {k: record[k] for k in DRAW_KEYS}
 
 
 class JournalMarks:

@@ -79,6 +79,11 @@ class Worth:
         called costs), and the share of a first reader's reads the judge model audits."""
         self._judge, self._nominal, self._share = judge, nominal, audit_share
 
+    @property
+    def judge(self) -> str:
+        """The judge model the reads are priced against (set by pricing)."""
+        return self._judge
+
     def price(self, reader: str) -> float:
         """What a read costs the pass: a call of `reader` at what this pass's calls of it cost, and, when the
         first reader reads, audit_share of a judge-model call at what the pass's calls of that model cost.

@@ -144,13 +144,17 @@ def test_a_recall_below_target_suspends_the_first_reader_while_the_evidence_stan
     assert any(t.startswith("first reader on alias: claude-haiku-5-5 suspended") for t in status["text"])
 
     # every no it gave has been read by the judge model: the misses are counted, 2 of 2 true pairs, and a
-    # recall of 0 stays below the target, so the suspension stands (a window frozen while it reads nothing)
+    # recall of 0 stays below the target, so the suspension stands (a window frozen while it reads nothing but its
+    # shadow sample: the judge model reads every question, the first reader some of them again, never acted on)
     corpus.fact("facts/m/new.md", "Mechanism 99: a feedback loop of a new kind", motifs=["loop-kind-new"])
     corpus.commit("a new spelling")
     readers.asked.clear()
     third = alias(corpus)
     assert any("suspended" in n for n in third["notes"])
-    assert readers.asked and {m for m, _ in readers.asked} == {STRONG}
+    strong = [p for m, p in readers.asked if m == STRONG]
+    assert strong and third["first_reads"] == 0 and third["judged"] == len(strong)
+    shadowed = [p for m, p in readers.asked if m == FIRST]  # each after the judge model's reading of it
+    assert len(shadowed) == third["shadow_reads"] and shadowed[:2] == strong[:2] and set(shadowed) <= set(strong)
 
 
 def test_a_suspended_readers_standing_nos_are_read_though_no_read_is_worth_its_price(corpus, judge_env):

@@ -16,10 +16,14 @@ from ..passes.base import Pass
 from ..status import PassResult
 from ..verdicts import Verdict
 from .batch import BATCHED
-from .context import Context, FirstReader
+from .context import HELD, Context, FirstReader
 from .decisions import keep, verdict_of
 from .readers import read
 from .rereads import audit
+
+# Questions in a row whose every reading came back unavailable (each after its judge.max_attempts) after which the
+# pass offers nothing more this session: with both models down, at most DEAD_AFTER + judge.concurrency - 1 are read.
+DEAD_AFTER = 5
 
 
 @dataclass
@@ -32,19 +36,48 @@ class Offer:
 
 
 class Hold:
-    """Why nothing new may be offered now, if so: a stop, or a dollar cap (which a paid question passes)."""
+    """Why nothing new may be offered now, if so: a stop, a pass whose reads all fail, a reading the balance or a
+    cap could not pay, or a dollar cap the next question would cross at the price of the model that would read it
+    (which a paid question passes)."""
 
-    def __init__(self, ctx: Context, paid: set[str]) -> None:
-        self.ctx, self.paid = ctx, paid
+    def __init__(self, ctx: Context, paid: set[str], reader: FirstReader) -> None:
+        self.ctx, self.paid, self.reader = ctx, paid, reader
+        self.blocked: str | None = None  # a reading came back HELD: the rest waits
+
+    def model(self, c: Candidate) -> str:
+        """The model that would read `c` first: the first reader's while it reads it, else the judge model's."""
+        return self.reader.model if self.reader.model and self.reader.reads_first(c.fingerprint) \
+            else self.ctx.config.judge.model
 
     def __call__(self, c: Candidate | None = None) -> str | None:
+        return self.fixed(c) or self.cap(c)
+
+    def fixed(self, c: Candidate | None = None) -> str | None:
+        """What holds `c` whatever the readings in flight cost: a stop, a pass whose reads all fail, a reading
+        that could not be paid."""
         stop = self.ctx.options.stop
         if stop is not None and stop.is_set():
             return "stopping"
-        if (why := self.ctx.caps.reached(self.ctx.spent(), self.ctx.next_usd())) and \
-                (c is None or c.fingerprint not in self.paid):
-            return why  # session, day or month: the rest waits
-        return None
+        if self.reader.failing >= DEAD_AFTER:
+            return f"the API answered none of the last {DEAD_AFTER} question(s) (unavailable)"
+        return None if c is not None and c.fingerprint in self.paid else self.blocked
+
+    def cap(self, c: Candidate | None = None) -> str | None:
+        """The dollar cap (session, day or month) reading `c` would cross at the price of the model that would read
+        it, counted with the readings in flight; a paid question passes."""
+        if c is None:
+            return self.ctx.capped()
+        if c.fingerprint in self.paid:
+            return None
+        judge = self.ctx.judge
+        reader = judge if self.model(c) == judge.model else judge.reader(self.model(c))
+        return self.ctx.capped(self.ctx.read_usd(reader, c, one_order=reader is not judge), reader.model)
+
+    async def clear(self, c: Candidate) -> str | None:
+        """What holds `c`; a cap only once the readings in flight, counted at their most, have ended."""
+        while not self.fixed(c) and self.cap(c) and self.ctx.reading:
+            await self.ctx.read_done()
+        return self(c)
 
 
 class Pool:
@@ -52,12 +85,13 @@ class Pool:
 
     def __init__(self, p: Pass, ctx: Context, r: PassResult, offer: Offer, reader: FirstReader) -> None:
         self.p, self.ctx, self.r, self.offer, self.reader = p, ctx, r, offer, reader
-        self.hold = Hold(ctx, offer.paid)
+        self.hold = Hold(ctx, offer.paid, reader)
         self.allowance = ctx.allowances[p.name]
         self.concurrency = ctx.config.judge.concurrency
         self.queue: asyncio.Queue[Candidate | None] = asyncio.Queue(maxsize=2 * self.concurrency)
         self.yes: list[tuple[float, Verdict]] = []
-        self.held: list[str] = []  # why workers put back what the producer had offered
+        self.held: list[str] = []  # why workers put back what the producer had offered, or could not read it
+        self.stopped: str | None = None  # why the producer stopped offering, if it did
 
     async def run(self) -> None:
         tasks = [asyncio.ensure_future(self.produce()),
@@ -77,17 +111,23 @@ class Pool:
         # how often a question resolves, not how often that reader missed, and they are the evidence its way back
         # reads.
         audits_again = self.reader.askable
+        share = self.ctx.config.judge.audit_share * self.allowance.price(self.ctx.config.judge.model)
         for c in self.offer.questions:
-            if self.hold(c):
+            if why := await self.hold.clear(c):
+                self.stopped = why
                 break
-            # paid questions were charged when their batch was submitted; the rest take one from the balance,
-            # waiting while questions in flight may still resolve something and deposit more
+            # paid questions were charged when their batch was submitted; the rest take one read at the price of
+            # the model that would read it (and, read first, its audit share), waiting while questions in flight
+            # may still resolve something and deposit more
+            model = self.hold.model(c)
+            price = self.allowance.price(model)
             if c.fingerprint in owed:
-                self.allowance.owe(c.fingerprint)
+                self.allowance.owe(c.fingerprint, price)
             elif c.fingerprint not in paid and c.fingerprint not in audits_again \
-                    and not self.allowance.worth_asking(c.fingerprint, c.score):
+                    and not self.allowance.worth_asking(c.fingerprint, c.score, model):
                 continue  # not worth its reader's price (worth.py): it waits, and the next may be
-            elif c.fingerprint not in paid and not await self.allowance.take(c.fingerprint):
+            elif c.fingerprint not in paid and not await self.allowance.take(
+                    c.fingerprint, price, share if model != self.ctx.config.judge.model else 0.0):
                 break
             await self.queue.put(c)
         # Not in a `finally`: once cancelled the workers are gone, and a put into a full queue never returns.
@@ -99,34 +139,39 @@ class Pool:
         while (c := await self.queue.get()) is not None:
             budgeted = c.fingerprint not in self.offer.paid
             # checked again here, not only at put: the queue holds candidates not yet paid for
-            if reason := self.hold(c):
+            if reason := await self.hold.clear(c):
                 self.held.append(reason)
                 if budgeted:
                     self.allowance.settle(c.fingerprint, asked=False)
                 continue
             self.r.offered += 1
-            v = None
+            v, spent = None, True
             try:
-                self.ctx.in_flight += 1  # what is with the judge counts toward the caps' next question
-                try:
-                    out, model, audited = await read(self.p, c, self.ctx, self.r, self.reader)
-                finally:
-                    self.ctx.in_flight -= 1
+                out, model, audited = await read(self.p, c, self.ctx, self.r, self.reader)
                 if out.kind == BATCHED:
                     self.r.batched += 1  # asked in the session's Message Batch; the next session collects it
+                    if budgeted:
+                        self.allowance.spend(c.fingerprint, self.allowance.taken.get(c.fingerprint, 0.0))
+                    continue
+                if out.kind == HELD:  # not decided: it waits, its first reader's reply (if any) in the cache
+                    self.r.offered -= 1  # counted with the round's questions left waiting (judge_all)
+                    self.held.append(out.error)
+                    self.hold.blocked = self.hold.blocked or out.error
+                    spent = c.fingerprint in self.allowance.spent
                     continue
                 v = self.came_back(c, out, model, audited)
             finally:
                 resolved = v is not None and v.is_yes
                 if budgeted:
-                    self.allowance.settle(c.fingerprint, asked=True, resolved=resolved, judged=v is not None)
+                    self.allowance.settle(c.fingerprint, asked=spent, resolved=resolved, judged=v is not None)
                 elif resolved:
                     self.allowance.deposit(1)
 
     def came_back(self, c: Candidate, out: Outcome, model: str, audited: dict[str, Any] | None) -> Verdict | None:
         """What a reading becomes: a verdict kept and counted, or a fault counted (a refusal remembered)."""
         p, ctx, r = self.p, self.ctx, self.r
-        ctx.asked += 1
+        # the API answered (a verdict, a reply it could not parse, a refusal), or it did not
+        self.reader.failing = self.reader.failing + 1 if out.kind == "unavailable" else 0
         if out.kind == "verdict":
             v = verdict_of(p, c, out, model, ctx, audited)
             keep(ctx, v)
@@ -159,9 +204,10 @@ async def judge_all(p: Pass, ctx: Context, r: PassResult, offer: Offer, reader: 
         found = await audit(p, ctx, r, reader, pool.hold)
         pool.yes.extend(found)
         pool.allowance.deposit(len(found))  # a miss the audit found resolved a question the balance already paid
+    pool.allowance.close_round()
     left = len(offer.questions) - (r.offered - before)  # held back by the cost cap or a stop
     r.waiting += left
-    reason = pool.hold() or (pool.held[0] if pool.held else None)
+    reason = pool.stopped or pool.hold() or (pool.held[0] if pool.held else None)
     if reason and left:
         r.notes.append(f"{reason}: {left} candidate(s) wait" + (" for the next session" * (reason == "stopping")))
     return [v for _, v in sorted(pool.yes, key=lambda sv: -sv[0])]

@@ -6,6 +6,7 @@ through passes.base.Session (config, corpus, embedder, lines).
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,7 @@ from ..embeddings import Embedder
 from ..errors import BadFact
 from ..file_index import FileIndex
 from ..gitops import Applier
-from ..judge import Judge, JudgeSpec, make_backend
+from ..judge import Judge, JudgedPass, JudgeSpec, Outcome, make_backend
 from ..models import Lineup
 from ..passes import JUDGED_PASSES, Candidate
 from ..proposals import ProposalsReport
@@ -33,6 +34,8 @@ from .lines import PASS as DESCRIBE
 
 ANTHROPIC = JudgeSpec("anthropic")
 MAX_ROUNDS = 4  # a session's rounds: a pass is asked again while its applied decisions make new questions
+DOWN_AFTER = 3  # unavailable answers in a row after which the judge model reads the rest of the session alone
+HELD = "held"  # an Outcome's kind: the balance or a dollar cap could not pay the reading (its error says which)
 
 
 @dataclass
@@ -154,10 +157,19 @@ class FirstReader:
     handed: dict[str, int] = field(default_factory=lambda: {"unavailable": 0, "refused": 0})  # handed over
     drawn: audits.Draw = field(default_factory=audits.Draw)  # the session's draws so far, over its rounds
     fit: audits.MissFit = field(default_factory=audits.MissFit)  # the miss-chance fit, read once a round
+    at: audits.Standing = field(default_factory=audits.Standing)  # where it stood at the session's start
+    midway: bool = False  # suspended during this session, by what its yeses showed
+    failing: int = 0  # questions in a row none of whose readings came back (unavailable), this session
+    shadow_nos: int = 0  # no's of the judge model its shadow sample has read this session
 
     @property
     def reads(self) -> bool:
         return bool(self.model) and not self.suspended
+
+    @property
+    def shadowing(self) -> bool:
+        """Suspended from the session's start: it reads its shadow sample (audits.SHADOW_RATE), never acted on."""
+        return bool(self.model) and bool(self.suspended) and not self.midway
 
     @property
     def state(self) -> str:
@@ -167,6 +179,17 @@ class FirstReader:
     def askable(self) -> set[str]:
         """Answered questions asked again this session: a suspended reader's standing no's."""
         return set(self.standing) if self.suspended else set()
+
+    def reads_first(self, fp: str) -> bool:
+        """Whether it reads this question first: it reads, is not down this session, and never refused it."""
+        return self.reads and self.down < DOWN_AFTER and fp not in self.refused
+
+    def judged_yes(self, confirmed: bool, usd: float | None) -> None:
+        """The judge model read one of its yeses: a reader whose yeses it mostly rejects is suspended at once
+        (audits.Estimate.rejecting: REJECT_MIN of them, REJECT_SHARE of its yeses over its window and this session)."""
+        self.estimate.judged_yes(confirmed, usd)
+        if self.reads and (why := self.estimate.rejecting()):
+            self.suspended, self.midway = why, True
 
 
 @dataclass
@@ -203,8 +226,9 @@ class Context:
     readers: dict[str, FirstReader] = field(default_factory=dict)  # pass -> who reads its questions first
     no_line: list[str] = field(default_factory=list)  # spellings asked this session whose reply gave no line
     described: set[tuple[str, str]] = field(default_factory=set)  # (spelling, carriers) asked this session
-    asked: int = 0  # questions that came back from the judge this session
-    in_flight: int = 0  # questions with the judge now
+    reserved_usd: float = 0.0  # what the reads with a model now may cost at most (call_usd): the caps count it
+    reading: int = 0  # those reads (a count: a float sum of their reservations may not come back to 0 exactly)
+    _done: asyncio.Event = field(default_factory=asyncio.Event)  # set (and replaced) as each of those reads ends
     _judge: Judge | None = None
 
     @property
@@ -229,14 +253,75 @@ class Context:
         gathered = self.batches.estimated_usd
         return gathered if self._judge is None else self._judge.spent() + gathered
 
-    def next_usd(self) -> float:
-        """What the questions in flight and one more should cost: at this session's mean once it has one,
-        before that at the last 30 days' (0 on a corpus never asked)."""
-        if not self.asked:
-            return self.caps.usd_per_question * (self.in_flight + 1)
-        ledgers = self._judge.ledgers if self._judge else {}
-        questions = self.batches.estimated_usd + sum(l.charged_usd for n, l in ledgers.items() if n != DESCRIBE)
-        return questions / self.asked * (self.in_flight + 1)
+    def measured_usd(self, model: str) -> float | None:
+        """What a call of `model` cost: this session's mean of its calls, else the corpus's over the last 30 days
+        (Caps.per_call); None when it was never called here."""
+        mean = self._judge.mean_usd(model) if self._judge else None
+        return mean if mean is not None else self.caps.per_call.get(model)
+
+    def call_usd(self, model: str) -> float:
+        """What a call of `model` should cost: its measured mean, its nominal price (a typical question's,
+        config.QUESTION_TOKENS) until it has one; recorded replies cost nothing."""
+        if not self.options.judge.anthropic:
+            return 0.0
+        measured = self.measured_usd(model)
+        return measured if measured is not None else self.config.question_usd(model) or 0.0
+
+    def capped(self, usd: float = 0.0, model: str | None = None) -> str | None:
+        """Which dollar cap a read that may cost `usd` would cross, counted with what is spent and what the reads
+        now with a model may still cost (reserved_usd), if any.
+
+        One exception, so that a cap below a model's nominal price still lets its price be measured: the first
+        call of a `model` never called on this corpus, with nothing else in flight and no cap reached yet, goes;
+        it alone can cross the cap, by at most itself."""
+        why = self.caps.reached(self.spent(), self.reserved_usd + usd)
+        if why and model is not None and not self.reading and self.measured_usd(model) is None \
+                and not self.caps.reached(self.spent()):
+            return None
+        return why
+
+    async def read_done(self) -> None:
+        """Wait until a reading now with a model ends (call only while `reading`: one is)."""
+        await self._done.wait()
+
+    def read_usd(self, judge: Judge, c: Candidate, one_order: bool = False) -> float:
+        """The most a reading of `c` by `judge`'s model should cost: each call it may make (every order and sample)
+        at call_usd."""
+        return self.call_usd(judge.model) * self.config.judge.samples * (1 if one_order else judge.orders(c))
+
+    async def ask(self, p: JudgedPass, c: Candidate, judge: Judge, one_order: bool = False,
+                  offered: bool = True) -> Outcome:
+        """One reading of `c` by `judge`'s model, charged to that model when it is made: asked only if the pass's
+        balance (for a question offered: its offer's reservation, topped up) and the dollar caps (with every reading
+        now with a model) can pay it at that model's price, else an Outcome of kind HELD saying which could not.
+        Not `offered` (an audit, a shadow read): the caps alone hold it, and the balance is charged as it is made. A
+        reading whose replies are in the cache or came in a batch makes no call to start with: nothing holds it."""
+        allowance = self.allowances.get(p.name)
+        price = allowance.price(judge.model) if allowance else 0.0
+        free = not judge.needs_call(p, c, one_order)
+        if offered and allowance is not None and not free and not allowance.cover(c.fingerprint, price):
+            return Outcome(kind=HELD, error="balance spent")
+        usd = 0.0 if free else self.read_usd(judge, c, one_order)
+        why = None if free else self.capped(usd, judge.model)
+        while why and self.reading:
+            await self.read_done()  # the reads in flight are counted at their most: they may leave room
+            why = self.capped(usd, judge.model)
+        if why:
+            return Outcome(kind=HELD, error=why)
+        self.reserved_usd += usd
+        self.reading += 1
+        try:
+            out = await judge.ask(p, c, one_order=one_order)
+        finally:
+            self.reading -= 1
+            self.reserved_usd = self.reserved_usd - usd if self.reading else 0.0
+            self._done.set()
+            self._done = asyncio.Event()
+        if allowance is not None and offered:  # the calls made now: a batch result was paid when it was submitted
+            allowance.spend(c.fingerprint, out.made * price)
+        elif allowance is not None:
+            allowance.charge(out.made * price)
+        return out
 
     def charge(self, r: PassResult) -> None:
         """The calls and cost of a pass (or the describe step) from the judge's ledger: the one record of them."""

@@ -8,9 +8,13 @@ after a yes, both must agree), and only that agreeing yes is applied. Once a pas
 read again by judge.model: audits (rereads.py), drawn with recorded inclusion probabilities (audits.py) among the
 session's no's and the older ones the judge model has not read, so no miss is lost for good. The window's audits
 estimate the first reader's recall; when the evidence puts it below judge.first_reader_recall, or the judge model
-rejects most of its yeses, the pass reads with judge.model alone and its standing no's are asked again, highest pi
-first, until the window clears (docs/choices.md). A first reader that is unavailable or refuses hands the question
-to judge.model in the same session. The scripted judge reads alone.
+rejects most of its yeses (counted as they come back: the session that shows it suspends it), the pass reads with
+judge.model alone and its standing no's are asked again, highest pi first. A suspended reader reads a shadow sample
+of what the judge model reads (audits.SHADOW_RATE, every yes of the judge model), recorded with its pi and never
+acted on, until that evidence clears the target and lifts the suspension (docs/choices.md). A first reader that
+is unavailable or refuses hands the question to judge.model in the same session. Every reading is charged to the
+model that makes it, when it is made (Context.ask): a reading the balance or a cap cannot pay waits. The scripted
+judge reads alone.
 
 A Message Batch keeps the readers: a batch session gathers the first reader's one order into its batch, at the
 first reader's batch price; once that reply is in (a later session collects it), a yes gathers the judge
@@ -28,10 +32,9 @@ from ..passes import Candidate
 from ..passes.base import Pass
 from ..status import PassResult
 from .batch import BATCHED, gathered
-from .context import Context, FirstReader
+from .context import DOWN_AFTER as DOWN_AFTER
+from .context import HELD, Context, FirstReader
 from .rereads import audit_of, counted
-
-DOWN_AFTER = 3  # unavailable answers in a row after which the judge model reads the rest of the session alone
 
 
 def reader_of(ctx: Context, p: Pass, fps: list[str]) -> FirstReader:
@@ -52,11 +55,13 @@ def first_reader(ctx: Context, p: Pass, fps: list[str]) -> FirstReader:
     if model is None or not ctx.options.judge.anthropic:
         return FirstReader(None)
     target = ctx.config.judge.first_reader_recall
-    est = audits.estimate(ctx.store, p.name, model)
     standing = ctx.store.read_first_only(p.name, ctx.kind, model)
     all_read = not any(fp in standing for fp in fps)  # a changed fingerprint is a new question: not owed a reading
-    return FirstReader(model, est.reason(target, all_read), standing,
-                       refused=ctx.store.refused(p.name, p.prompt.id, model), estimate=est, target=target)
+    at = audits.standing(ctx.store, p.name, model, target, all_read)
+    lifted = at.lifted  # re-trusted by its shadow sample: it reads, under a new window
+    return FirstReader(model, "" if lifted else at.suspended, standing,
+                       refused=ctx.store.refused(p.name, p.prompt.id, model),
+                       estimate=audits.Estimate() if lifted else at.estimate, target=target, at=at)
 
 
 def meet(reader: FirstReader, candidates: CandidateList, fps: list[str]) -> None:
@@ -80,9 +85,19 @@ def reader_notes(r: PassResult, reader: FirstReader | None) -> None:
         return
     r.first_reader = reader.model
     r.first_reader_state = reader.state
-    if reader.suspended:
-        r.notes.append(f"first reader suspended: {reader.suspended}; {reader.model} reads nothing, "
+    if reader.at.lifted:
+        ev = reader.at.shadow
+        r.notes.append(f"first reader re-trusted: its shadow sample over {ev.sessions} session(s) cleared the target "
+                       f"({ev.hits} of the judge model's {ev.positives} yeses read alike, {ev.negatives} of its no's "
+                       f"read, ~{ev.rejected:.1f} of them its yeses); it reads again, under a new window")
+    if reader.midway:
+        r.notes.append(f"first reader suspended: {reader.suspended}; suspended during this session, after "
+                       f"{r.first_reads} first read(s): the judge model read the rest, and "
                        f"{len(reader.standing)} of its no's are askable again")
+    elif reader.suspended:
+        r.notes.append(f"first reader suspended: {reader.suspended}; {reader.model} reads only its shadow sample "
+                       f"({r.shadow_reads} read, never acted on), {len(reader.standing)} of its no's are askable "
+                       f"again; it {reader.at.lifts_when(reader.target)}")
     handed = sum(reader.handed.values())
     r.handed_over = handed
     if handed:
@@ -99,15 +114,15 @@ def reader_notes(r: PassResult, reader: FirstReader | None) -> None:
 async def read(p: Pass, c: Candidate, ctx: Context, r: PassResult,
                reader: FirstReader) -> tuple[Outcome, str, dict[str, Any] | None]:
     """Ask one question as the readers share it; returns the outcome that stands, the model that gave it, and
-    what its verdict records of an audit (an Outcome of kind BATCHED: the reading it needs next waits in this
-    session's Message Batch)."""
+    what its verdict records of a first-reader answer (an Outcome of kind BATCHED: the reading it needs next waits
+    in this session's Message Batch; of kind HELD: the balance or a cap could not pay the next reading)."""
     strong = ctx.judge
     fp = c.fingerprint
-    if reader.model and reader.reads and reader.down < DOWN_AFTER and fp not in reader.refused:
+    if reader.model and reader.reads_first(fp):
         first = strong.reader(reader.model)
         if gathered(ctx, first, p, c, one_order=True):
             return Outcome(kind=BATCHED), first.model, None
-        out = await first.ask(p, c, one_order=True)
+        out = await ctx.ask(p, c, first, one_order=True)
         if out.kind == "verdict":
             reader.down = 0
             r.first_reads += 1
@@ -116,14 +131,17 @@ async def read(p: Pass, c: Candidate, ctx: Context, r: PassResult,
                 return out, first.model, None
             if gathered(ctx, strong, p, c):  # the judge model reads the first yes in the next collection
                 return Outcome(kind=BATCHED), strong.model, None
-            again = await strong.ask(p, c)  # a first yes acts on nothing: the judge model decides
+            # a first yes acts on nothing: the judge model decides, if the balance and the caps can pay it (else it
+            # waits, the first reader's reply in the cache)
+            again = await ctx.ask(p, c, strong)
             if again.kind != "verdict":
                 return again, strong.model, None
             confirmed = again.answer == out.answer
             r.first_confirmed += confirmed
             r.first_unconfirmed += not confirmed
+            reader.judged_yes(confirmed, again.cost_usd)
             return again, strong.model, audit_of("confirm", first.model, out.answer, c, ctx.session, 1.0, "confirm")
-        if out.kind == "unparsed" and not out.truncated:
+        if out.kind == HELD or out.kind == "unparsed" and not out.truncated:
             return out, first.model, None
         # unavailable after its retries, refused, or cut at max_tokens: the judge model reads it this session
         if out.kind == "unavailable":
@@ -137,9 +155,31 @@ async def read(p: Pass, c: Candidate, ctx: Context, r: PassResult,
         reader.handed["refused" if fp in reader.refused else "unavailable"] += 1
     if gathered(ctx, strong, p, c):
         return Outcome(kind=BATCHED), strong.model, None
-    out = await strong.ask(p, c)
-    if reader.model and fp in reader.standing and out.kind == "verdict":
+    out = await ctx.ask(p, c, strong)  # at the judge model's price: a hand-over, a suspension, or no first reader
+    if not reader.model or out.kind != "verdict":
+        return out, strong.model, None
+    if fp in reader.standing:
         # a standing first-reader no the judge model now reads: an audit; offered again only while its reader is
         # suspended (FirstReader.askable)
         return out, strong.model, counted(p, c, out, r, reader.model, reader.standing.pop(fp), None, "suspended")
-    return out, strong.model, None
+    return out, strong.model, await shadow(p, c, ctx, r, reader, out)
+
+
+async def shadow(p: Pass, c: Candidate, ctx: Context, r: PassResult, reader: FirstReader,
+                 judged: Outcome) -> dict[str, Any] | None:
+    """A suspended reader's shadow read of a question the judge model has just read: drawn at its pi (every yes of
+    the judge model, its first no's, audits.SHADOW_RATE of the rest), read by the first reader in one order, never acted on; what
+    the judge model's verdict records of it, or None when not drawn or not read."""
+    if not reader.shadowing or reader.model is None or c.fingerprint in reader.refused or ctx.batches.submitting:
+        return None
+    strong_yes = judged.answer != p.default
+    pi = audits.shadow_pi(ctx.session, p.name, c.fingerprint, strong_yes, reader.shadow_nos)
+    if not pi:
+        return None
+    reader.shadow_nos += not strong_yes  # counted as drawn, read or not: the next no's pi is fixed by it
+    out = await ctx.ask(p, c, ctx.judge.reader(reader.model), one_order=True, offered=False)
+    if out.kind != "verdict":
+        return None  # not read (down, refused, a cap): nothing recorded, and nothing lost but the sample
+    r.shadow_reads += 1
+    first_yes = out.answer != p.default
+    return {**audit_of("shadow", reader.model, out.answer, c, ctx.session, pi, "shadow"), "first_yes": first_yes}

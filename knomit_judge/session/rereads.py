@@ -18,7 +18,7 @@ from ..judge import Outcome
 from ..passes import Candidate
 from ..passes.base import Pass
 from ..status import PassResult
-from ..verdicts import Verdict
+from ..verdicts import Verdict, draw_record, now_text
 from .batch import gathered
 from .context import Context, FirstReader
 from .decisions import keep, verdict_of
@@ -42,12 +42,13 @@ def counted(p: Pass, c: Candidate, out: Outcome, r: PassResult, first_model: str
 
 async def reread(p: Pass, c: Candidate, ctx: Context, r: PassResult, first_model: str, born: str | None,
                  pi: float | None, stratum: str) -> Verdict | None:
-    """The judge model reads a first-reader no again, outside the balance: its verdict kept (a yes counted
-    resolved), or None when its request went into this session's batch or it could not be read (the no stands)."""
+    """The judge model reads a first-reader no again, charged to the balance as it is made (the round's first reads
+    put its share by) and held by the dollar caps: its verdict kept (a yes counted resolved), or None when its
+    request went into this session's batch or it could not be read, or paid (the no stands)."""
     if gathered(ctx, ctx.judge, p, c):  # read in the next collection (collected_audits); its no stands till then
         r.audits_batched += 1
         return None
-    out = await ctx.judge.ask(p, c)
+    out = await ctx.ask(p, c, ctx.judge, offered=False)
     if out.kind != "verdict":
         return None
     v = verdict_of(p, c, out, ctx.judge.model, ctx, counted(p, c, out, r, first_model, born, pi, stratum))
@@ -82,8 +83,7 @@ async def audit(p: Pass, ctx: Context, r: PassResult, reader: FirstReader,
     floor = min(so_far.floor, d.floor) if so_far.new and d.new else d.floor if d.new else so_far.floor
     reader.drawn = audits.Draw(floor=floor, new=so_far.new + d.new, standing=d.standing,
                                expected=so_far.expected + d.expected, tops=so_far.tops + d.tops)
-    ctx.store.add_draw(ctx.session, p.name, model, reader.drawn.floor, reader.drawn.new, d.standing,
-                       reader.drawn.expected)
+    record_draw(ctx, p.name, reader, r)
     found: list[tuple[float, Verdict]] = []
     every = {**pool, **new}
 
@@ -125,6 +125,24 @@ async def standing_audits(p: Pass, ctx: Context, r: PassResult, reader: FirstRea
         if v.is_yes:
             found.append((c.score, v))
     return found
+
+
+def record_draw(ctx: Context, pass_name: str, reader: FirstReader, r: PassResult) -> None:
+    """The session's record of the pass's first reader (audits.windows reads them): journal first, then the db. A
+    reading session with its draw and its reads, yeses included; a shadowing one with its shadow reads; a session
+    in which it read nothing has none."""
+    assert reader.model is not None, "only a first reader has a record"
+    shadowing = reader.shadowing
+    reads = r.shadow_reads if shadowing else r.first_reads
+    if not reads and not reader.drawn.new:
+        return
+    d = reader.drawn
+    row = {"session": ctx.session, "pass": pass_name, "first_model": reader.model,
+           "floor": 0.0 if shadowing else d.floor, "new": 0 if shadowing else d.new,
+           "standing": d.standing, "expected": 0.0 if shadowing else d.expected,
+           "reads": reads, "state": "shadow" if shadowing else "reading", "created_at": now_text()}
+    ctx.journal.append(pass_name, draw_record(row))
+    ctx.store.add_draw(row)
 
 
 def audits_due(p: Pass, ctx: Context, candidates: CandidateList,

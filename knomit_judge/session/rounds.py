@@ -17,7 +17,7 @@ from .dry_run import plan_dry
 from .freshness import fresh_first, owed_to_fresh
 from .lines import PASS as DESCRIBE
 from .readers import meet, reader_notes, reader_of, standing_first
-from .rereads import audits_due, collected_audits
+from .rereads import audits_due, collected_audits, record_draw
 
 
 async def run_round(p: Pass, ctx: Context, result: SessionResult, r: PassResult, t: ThrottleState,
@@ -39,9 +39,9 @@ async def run_round(p: Pass, ctx: Context, result: SessionResult, r: PassResult,
     fps = candidates.fingerprints  # compared without making the candidates: most are answered
     reader = reader_of(ctx, p, fps)
     allowance = ctx.allowances[p.name]
-    allowance.reader = reader.model if reader.model and reader.reads else ctx.config.judge.model  # whose price
+    judge = ctx.config.judge.model
     if allowance.worth is not None:  # priced as this pass's calls of each model cost, measured as they come in
-        allowance.worth.pricing(ctx.config.judge.model, allowance.terms.price, ctx.config.judge.audit_share)
+        allowance.worth.pricing(judge, allowance.price, ctx.config.judge.audit_share)
     # a suspended first reader's standing no's are asked again of the judge model
     answered = ctx.store.answered(p.name, ctx.kind) - asked_again(p, ctx, yeses) - reader.askable
     # not asked now: refused by the API under this prompt version (by the judge model: a first reader's refusal
@@ -74,12 +74,14 @@ async def run_round(p: Pass, ctx: Context, result: SessionResult, r: PassResult,
     pending = [unapplied[fp] for fp in fps if fp in unapplied]
     r.fresh = max(r.fresh, sum(c.fresh for c in rest))
     if ctx.options.dry_run:  # no verdict comes back to move the balance: what it holds now is what is offered
-        # the owed withdraw from the balance, and are asked past it; the rest as many as the balance buys
-        room = max(len(owed), int((t.allowance or 0) / allowance.price + 1e-9), t.probes)
+        # the owed withdraw from the balance, and are asked past it; the rest as many as the balance buys at the
+        # price of the model that reads them
+        model = reader.model if reader.model and reader.reads else judge
+        room = max(len(owed), int((t.allowance or 0) / allowance.price(model) + 1e-9), t.probes)
         # as the session's producer does: the owed and a suspended reader's standing no's whatever they are worth,
         # the rest only while the worth rule finds them worth their price
         rest = [c for c in rest if c.fingerprint in owed or c.fingerprint in reader.askable
-                or allowance.worth_asking(c.fingerprint, c.score)]
+                or allowance.worth_asking(c.fingerprint, c.score, model)]
         offer = [c for c in waiting if c.fingerprint in paid] + (rest if t.allowance is None else rest[:room])
         r.waiting = len(waiting) - len(offer)
         plan_dry(ctx, p, r, offer, result, reader)
@@ -127,7 +129,10 @@ def finish_pass(p: Pass, ctx: Context, r: PassResult, t: ThrottleState) -> None:
         r.notes.append(f"{unworthy} question(s) not worth their price at the pass's chance of resolving something "
                        "by score: they wait")
     ctx.charge(r)
-    reader_notes(r, ctx.readers.get(p.name))
+    reader = ctx.readers.get(p.name)
+    reader_notes(r, reader)
+    if reader is not None and reader.model and not ctx.options.dry_run:
+        record_draw(ctx, p.name, reader, r)  # what it read this session, yeses included: its window (audits.py)
     if r.cost_usd is None:
         r.notes.append("cost incomplete: a call reported no usage or its model has no price")
     if not ctx.options.dry_run:
