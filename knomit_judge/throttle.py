@@ -234,6 +234,9 @@ class Allowance:
         self.fund = 0.0  # the audit share first reads put by this round: what the round's audits are paid from
         self.probe: str | None = None  # the fingerprint the probe was spent on
         self.uncharged: set[str] = set()  # owed questions asked at a balance of zero: they took nothing
+        # questions owed to a fresh fact: asked past the balance, every reading of them too (the judge model's read
+        # of a first yes), so a new duplicate is decided in the session that first sees it
+        self.owed: set[str] = set()
         self.unworthy = 0  # questions passed over this session: not worth their price
         self.scores: dict[str, float] = {}  # fingerprint -> score of a question offered as worth its price
         self._settled = asyncio.Event()
@@ -284,6 +287,7 @@ class Allowance:
 
     def owe(self, fingerprint: str, price: float) -> None:
         """Take a question owed to a fresh fact: asked whatever is left, withdrawing its price if the balance holds it."""
+        self.owed.add(fingerprint)
         if self.t.allowance is not None:
             if self.room(price):
                 self.taken[fingerprint] = price
@@ -302,7 +306,9 @@ class Allowance:
         short = price - (self.taken[fingerprint] - self.spent.get(fingerprint, 0.0))
         if short <= EPS:
             return True
-        if not self.room(short) and (self.in_flight > 1 or self.t.allowance <= EPS):
+        if fingerprint in self.owed:  # read past the balance: it pays what it holds, the rest goes uncharged
+            short = min(short, max(self.t.allowance, 0.0))
+        elif not self.room(short) and (self.in_flight > 1 or self.t.allowance <= EPS):
             return False  # alone in flight, what is left above zero pays for it, as for the balance's last question
         self.t.allowance -= short
         self.taken[fingerprint] += short
@@ -338,6 +344,8 @@ class Allowance:
         """
         self.in_flight -= 1
         spent = self.spent.pop(fingerprint, 0.0)
+        owed = fingerprint in self.owed
+        self.owed.discard(fingerprint)
         if self.t.allowance is not None:
             free = fingerprint in self.uncharged
             self.uncharged.discard(fingerprint)
@@ -348,6 +356,8 @@ class Allowance:
                     self.probe, self.t.probes = None, self.t.probes + 1  # not spent: the grant goes to the next
             elif not free and self.terms.unit == "usd":  # in questions, a verdict costs the one its offer took
                 self.t.allowance += took - spent
+                if owed and self.t.allowance < 0:
+                    self.t.allowance = 0.0  # read past the balance: the derived one is floored at zero too
             if asked and resolved:
                 cost = spent if self.terms.unit == "usd" else self.terms.price(None)
                 self.t.allowance += self.terms.deposit - cost * free

@@ -227,3 +227,26 @@ def test_a_suspended_reader_keeps_a_shadow_sample_and_is_re_trusted_once_it_clea
     # LIFT_MIN of the judge model's yeses read alike, and its no's read alike: the next session reads first again
     assert out["first_reader_state"] == "reading" and out["first_reads"] > 0
     assert any(n.startswith("first reader re-trusted") for n in out["notes"]), out["notes"]
+
+
+# -- a new duplicate is decided while it is new, past the balance -------------------------------------------------
+
+
+def test_a_new_duplicate_is_read_by_the_judge_model_in_the_session_that_first_sees_it_past_the_balance(
+        tmp_path, judge_env, with_first_reader):
+    """A question owed to a fresh fact is asked whatever the balance holds, and so is the judge model's reading of the
+    first reader's yes on it: held for the balance, a duplicate found on the day it appeared waited for resolutions
+    elsewhere to refill the pass (12 sessions on the aekb replay)."""
+    from conftest import THREE, planted
+    judge_env.responder = planted
+    repo = make_repo(tmp_path / "kb", {p: t for p, t in THREE.items() if p != "facts/perf/backup.md"})
+    write_config(repo, config(budget="opening_usd = 1.0\n"))
+    review(repo, "--pass", "prune")  # every question of the corpus answered: distinct
+    left = first_reader_status(repo)["throttle"]["prune"]["balance_usd"]
+    # the next session opens with a balance that pays the new fact's first reads, not a judge-model reading of a yes
+    write_config(repo, config(budget=f"opening_usd = {1.0 - left + price('claude-sonnet-5-5') * 0.75}\n"))
+    repo.write("facts/perf/backup.md", THREE["facts/perf/backup.md"])  # the duplicate, new today
+    repo.commit("a writer adds a note")
+    prune = review(repo, "--pass", "prune")["passes"]["prune"]
+    assert prune["first_confirmed"] == 1 and prune["resolved"] == 1 and prune["applied"] == 1, prune
+    assert any(s.startswith("prune: merge") for s in repo.log()), repo.log()
