@@ -31,10 +31,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks"), str(ROOT / "tests")]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# the judge model reads alone, as the figures of docs/choices.md were made (tests/conftest.py, once imported here, set it)
+os.environ["KNOMIT_JUDGE_FIRST_READER"] = ""
 
 from bench_living import apply_settings  # noqa: E402
 from bench_recall import DESCRIBED, extract_sample, label_truth, perfect_replies, shared_data  # noqa: E402
-from conftest import git  # noqa: E402
+from helpers import git  # noqa: E402
 
 from knomit_judge.init import init_corpus  # noqa: E402
 from knomit_judge.session.review import ReviewOptions, review  # noqa: E402

@@ -11,10 +11,10 @@ import json
 import signal
 
 import pytest
-from conftest import SAME, fact_text, make_repo, write_config
+from helpers import SAME, TOPICS, fact_text, make_repo, motif_repo, session, write_config
+from judges import asked
 from messages_server import text
-from test_kill_resume import signal_after, slow_then_held, start
-from test_throttle import TOPICS, asked, motif_repo, session
+from processes import signal_after, slow_then_held, start
 
 from knomit_judge.config import load_config
 from knomit_judge.history import status as get_status

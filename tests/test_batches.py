@@ -18,7 +18,7 @@ import time
 import pytest
 import sqlite_utils
 from click.testing import CliRunner
-from conftest import REPO, SAME, SMALL, CorpusRepo, make_repo, write_config
+from helpers import REPO, SAME, SMALL, CorpusRepo, make_repo, write_config
 from messages_server import reply_name, tool
 
 from knomit_judge.cli import cli

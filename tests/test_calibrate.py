@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 from click.testing import CliRunner
-from conftest import FAST, REPO, SAME, make_repo, scripted, write_config
+from helpers import FAST, REPO, SAME, make_repo, scripted, write_config
 from messages_server import text
 
 from knomit_judge.calibrate import calibrate, kappa

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from conftest import fact_text, scripted
+from helpers import fact_text, scripted
 
 from knomit_judge import ReviewOptions, review
 from knomit_judge.candidate_lists import CandidateLists

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from helpers import REPO
 
 TESTS = Path(__file__).resolve().parent
 
@@ -109,7 +109,7 @@ def test_a_test_run_leaves_nothing_outside_the_clone_and_removes_its_corpora(tmp
     """Issue 54: `make test` left an npm log in ~/.npm/_logs and 779 MB in pytest-of-<user> under the system's
     temporary folder. A run of real tests with HOME and TMPDIR pointed at empty folders leaves both empty, and
     a run that passed leaves none of its temporary corpora behind."""
-    from conftest import GIT_ENV, TEMPROOT
+    from helpers import GIT_ENV, TEMPROOT
     # where the suite's temporary folders go unless told: inside the clone, and git ignores them
     assert TEMPROOT.resolve().is_relative_to(REPO.resolve())
     assert subprocess.run(["git", "check-ignore", "-q", str(TEMPROOT / "x")], cwd=REPO).returncode == 0

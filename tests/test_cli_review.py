@@ -6,23 +6,13 @@ import json
 import subprocess
 
 from click.testing import CliRunner
-from conftest import SAME, bought_digest, derived_rows, fact_text, git
+from helpers import SAME, bought_digest, derived_rows, fact_text, git
+from judges import DIFFERENT, PAIR, alias_responder
 from messages_server import status, text
 
 from knomit_judge.cli import cli
 from knomit_judge.gitops import Lock, open_repo
 from knomit_judge.session.review import ReviewOptions, review
-
-PAIR = ("penalty-blocks-own-recovery", "self-locking-penalty")
-DIFFERENT = {"same": False, "mechanism": ""}
-
-
-def alias_responder(same=SAME):
-    """'same' only for the planted pair; every other question gets the default."""
-    def respond(request, n):
-        hit = all(f'"spelling": "{m}"' in request.prompt for m in PAIR)
-        return text(json.dumps(same if hit else DIFFERENT))
-    return respond
 
 
 def run(*args):
@@ -67,7 +57,7 @@ def test_alias_merge_commits_with_trailers_and_second_run_is_free(corpus_repo, j
 def test_a_case_only_tie_keeps_the_lower_case_spelling(tmp_path, judge_env):
     """Issue 54: `merge motif 'running' into 'Running'`: with one carrier each at one confidence, the last rule,
     the lexicographically smaller, kept the capital (ASCII sorts it first). The lower-case form survives."""
-    from conftest import make_repo
+    from helpers import make_repo
     repo = make_repo(tmp_path / "corpus", {
         "facts/a.md": fact_text("Long runs build the aerobic base", ["Running"], body="Slow miles, every week."),
         "facts/b.md": fact_text("Intervals raise the lactate threshold", ["running"], body="Hard repeats, then rest."),

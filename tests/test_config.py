@@ -8,7 +8,7 @@ import tomllib
 
 import pytest
 from click.testing import CliRunner
-from conftest import SMALL, make_repo, write_config
+from helpers import SMALL, make_repo, write_config
 
 from knomit_judge.cli import cli
 from knomit_judge.config import DEFAULT_TOML, RETIRED, Config, load_config, parse_config, retired_model

@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers import motif_repo, stored_sessions
 from messages_server import DEFAULT_REPLY, delay, text
-from test_status import stored_sessions
-from test_throttle import motif_repo
 
 from knomit_judge.cli import cli
 from knomit_judge.daemon import cron_trigger, run_daemon

@@ -1,7 +1,7 @@
 """The demo corpus: one of each decision on the first review, caught-up at 0 calls on the second."""
 
 import pytest
-from conftest import DEMO, demo_repo, git
+from helpers import DEMO, demo_repo, git
 
 from knomit_judge.corpus import load_corpus
 from knomit_judge.session.review import ReviewOptions, review

@@ -8,7 +8,8 @@ import re
 
 import pytest
 from click.testing import CliRunner
-from conftest import fact_text, git, make_repo, write_config
+from helpers import fact_text, git, make_repo, stored_lines, write_config
+from judges import LINES, evidence_of
 from messages_server import reply_name, tool
 from messages_server import status as http_status
 
@@ -24,30 +25,12 @@ from knomit_judge.session.lines import batches, request, shown
 from knomit_judge.session.review import ReviewOptions, review
 from knomit_judge.store import Store
 
-LINES = {
-    "penalty-blocks-own-recovery": "A punishment cuts off the signal that would end it, so it never ends.",
-    "self-locking-penalty": "A punishment cuts off the signal that would end it, so it lasts for ever.",
-    "queue-amplifies-latency": "Waiting work makes each request slower, which makes more work wait.",
-}
-
 
 def lines_file(tmp_path, lines=LINES, extra=()):
     path = tmp_path / "replies.jsonl"
     entries = [{"pass": "describe", "spelling": s, "reply": {"mechanism": m}} for s, m in lines.items()]
     path.write_text("".join(json.dumps(e) + "\n" for e in [*entries, *extra]), encoding="utf-8")
     return f"scripted:{path}"
-
-
-def stored_lines(root) -> dict:
-    store = Store.for_corpus(root)
-    try:
-        return {r["spelling"]: r["line"] for r in store.db["lines"].rows}
-    finally:
-        store.close()
-
-
-def evidence_of(req) -> dict:
-    return json.loads(re.search(r"<evidence>\n(.*)\n</evidence>", req.prompt, re.S).group(1))
 
 
 def describer(lines=LINES, usage=(1000, 200)):

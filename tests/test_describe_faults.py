@@ -11,10 +11,9 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from conftest import write_config
+from helpers import parse, stored_lines, value, write_config
+from judges import LINES, evidence_of
 from messages_server import status, text, tool
-from test_describe import LINES, evidence_of, stored_lines
-from test_metrics import parse, value
 
 from knomit_judge.cli import cli
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from conftest import FAST, fact_text, git, make_repo, scripted, write_config
-from test_prune import assert_four_trailers, responder
+from helpers import FAST, assert_four_trailers, fact_text, git, make_repo, scripted, write_config
+from judges import responder
 
 from knomit_judge.config import Config
 from knomit_judge.corpus import fact_paths, load_corpus, parse_fact

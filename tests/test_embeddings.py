@@ -196,7 +196,7 @@ def test_loading_the_encoder_writes_nothing_in_home_and_turns_onnxruntime_teleme
 
 def test_the_run_that_exports_the_model_logs_each_decision_once(tmp_path):
     """The exporters give the root logger a stderr handler of its own; left there, every line printed twice."""
-    from conftest import DEMO, demo_repo
+    from helpers import DEMO, demo_repo
     repo = demo_repo(tmp_path / "demo")
     env = {**os.environ, CACHE_ENV: str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1",  # a cache with no export yet
            BACKEND_ENV: "onnx"}  # fp32: always exported (int8 ships in the package)
@@ -219,7 +219,7 @@ PLAIN_INSTALL = ("import sys; from pathlib import Path; sys.modules['torch'] = N
 def test_a_corrupt_embedding_model_stops_a_session_before_it_changes_anything(tmp_path):
     """Issue 51: a corrupt model was found only when the first text was embedded, after the exact duplicates'
     commits. The model is loaded before the session's first change: exit 2, naming the file, nothing changed."""
-    from conftest import GIT_ENV, SMALL, fact_text, git, make_repo, tree_digest
+    from helpers import GIT_ENV, SMALL, fact_text, git, make_repo, tree_digest
 
     folder = tmp_path / "model"
     folder.mkdir()

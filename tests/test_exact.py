@@ -6,17 +6,13 @@ import json
 import socket
 
 from click.testing import CliRunner
-from conftest import FAST, fact_text, git, make_repo, write_config
+from helpers import BODY, FAST, TITLE, assert_four_trailers, duplicates_corpus, fact_text, git, make_repo, write_config
+from judges import responder
 from messages_server import status
-from test_prune import assert_four_trailers, responder
 
 from knomit_judge.cli import cli
 from knomit_judge.corpus import load_corpus, parse_fact
 from knomit_judge.session.review import ReviewOptions, review
-
-BODY = "A retry without jitter synchronises clients into waves that hit the server together."
-TITLE = "Retries without jitter arrive in synchronised waves"
-OTHER = "Caches keyed on the full URL miss when tracking parameters vary."
 
 
 def closed_port_url() -> str:
@@ -25,23 +21,6 @@ def closed_port_url() -> str:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     return f"http://127.0.0.1:{port}"
-
-
-def duplicates_corpus(tmp_path):
-    """A triple and a pair of exact duplicates (case, spacing and line endings differ), and a linker."""
-    return make_repo(tmp_path / "corpus", {
-        "facts/retry/waves.md": fact_text(TITLE, ["retry-sync"], 0.5, ["r1"], BODY),
-        "facts/retry/waves-copy.md": fact_text(TITLE.upper(), ["retry-sync"], 0.9, ["r2"], BODY + "   \n\n"),
-        "facts/retry/waves-again.md": fact_text(TITLE, ["retry-sync"], 0.5, ["r3", "r4"],
-                                                BODY.replace(" ", "  ")).replace("\n", "\r\n"),
-        "facts/cache/url.md": fact_text("Full-URL cache keys miss on tracking parameters", ["cache-key"], 0.6, ["c1"],
-                                        OTHER, extra="owner: web-team\n"),
-        "facts/cache/url-dup.md": fact_text("Full-URL cache keys miss on tracking parameters", ["cache-key"], 0.6,
-                                            ["c1"], OTHER),
-        "facts/notes/linker.md": fact_text("Jitter and cache keys both come up in load tests", ["load-test"], 0.5,
-                                           ["n1"], "See the linked facts.",
-                                           links=["facts/retry/waves.md", "facts/cache/url-dup.md"]),
-    })
 
 
 def test_exact_duplicates_retracted_with_no_judge_even_when_unreachable(tmp_path, monkeypatch):

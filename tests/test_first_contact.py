@@ -13,10 +13,8 @@ from pathlib import Path
 
 import yaml
 from click.testing import CliRunner
-from conftest import tree_digest, write_config
+from helpers import JUDGE, duplicates_corpus, motif_repo, tree_digest, write_config
 from messages_server import status, text
-from test_exact import duplicates_corpus
-from test_throttle import JUDGE, motif_repo
 
 from knomit_judge.cli import cli
 

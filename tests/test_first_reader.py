@@ -13,30 +13,14 @@ import re
 import pytest
 import sqlite_utils
 from click.testing import CliRunner
-from conftest import SMALL, demo_repo, fact_text, git, make_repo, write_config
+from helpers import SMALL, demo_repo, git, make_repo, write_config
+from judges import FIRST, NO, OTHERS, PENALTY, RETRY, RETRY_FACTS, STRONG, YES
 from messages_server import refusal, status, tool
 
 from knomit_judge.audits import FLOOR_MIN
 from knomit_judge.cli import cli
 from knomit_judge.session.readers import DOWN_AFTER
 from knomit_judge.store import Store
-
-FIRST, STRONG = "claude-haiku-5-5", "claude-sonnet-5-5"
-YES = {"same": True, "mechanism": "Both name one mechanism."}
-NO = {"same": False, "mechanism": ""}
-PENALTY = frozenset(("penalty-blocks-own-recovery", "self-locking-penalty"))
-RETRY = frozenset(("retry-storm-amplification", "retry-amplification-cascade"))
-RETRY_FACTS = {
-    "facts/retry/storm.md": fact_text("Clients that retry an overloaded server multiply its load",
-                                      ["retry-storm-amplification"], 0.7, ["r1"],
-                                      "Each timeout brings a retry, which deepens the overload that caused it."),
-    "facts/retry/cascade.md": fact_text("Retries of slow requests amplify an overload into a cascade",
-                                        ["retry-amplification-cascade"], 0.6, ["r2"],
-                                        "Retrying clients add load exactly when the server is slowest."),
-}
-OTHERS = {f"facts/m/f{i}.md": fact_text(f"Mechanism {i}: a feedback loop of kind {i}", [f"loop-kind-{i}"])
-          for i in range(24)}
-
 
 # slow: many sessions in a row: first reads, audits, suspensions and batches collected later
 pytestmark = pytest.mark.slow

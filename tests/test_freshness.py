@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 
-from conftest import fact_text, make_repo, write_config
-from test_prune import responder, titles_of
+from helpers import fact_text, make_repo, write_config
+from judges import responder, titles_of
 
 from knomit_judge.history import status as get_status
 from knomit_judge.session.review import ReviewOptions, review

@@ -6,8 +6,7 @@ import os
 import subprocess
 import sys
 
-from conftest import fact_text, git, make_repo, tree_digest
-from test_exact import duplicates_corpus
+from helpers import duplicates_corpus, fact_text, git, make_repo, tree_digest
 
 from knomit_judge.session.review import ReviewOptions, review
 

@@ -7,7 +7,7 @@ import os
 import re
 
 from click.testing import CliRunner
-from conftest import FAST, SAME, SMALL, fact_text, git, make_repo
+from helpers import FAST, SAME, SMALL, fact_text, git, make_repo
 from messages_server import text
 
 from knomit_judge.cli import cli

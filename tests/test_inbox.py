@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from click.testing import CliRunner
-from conftest import DEMO, SAME, demo_repo, tree_digest
+from helpers import DEMO, SAME, demo_repo, tree_digest
 from messages_server import text
 
 from knomit_judge.cli import cli

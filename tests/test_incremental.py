@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import FAST, REPO, SMALL, fact_text, make_repo, scripted, write_config
+from helpers import FAST, REPO, SMALL, fact_text, make_repo, scripted, write_config
 
 from knomit_judge import ReviewOptions, load_config, load_corpus, review
 from knomit_judge.embeddings import Embedder

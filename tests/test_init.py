@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from click.testing import CliRunner
-from conftest import SMALL, fact_text, git
+from helpers import SMALL, fact_text, git
 
 from knomit_judge.cli import cli
 from knomit_judge.session.review import ReviewOptions, review

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import DEMO, GIT_ENV, REPO, git
+from helpers import DEMO, GIT_ENV, REPO, git
 from messages_server import DEFAULT_REPLY, MessagesServer, text
 
 from knomit_judge.encoders import cache_key, exported, load_encoder, ship

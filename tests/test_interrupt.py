@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import GIT_ENV, REPO, git
+from helpers import GIT_ENV, REPO, git
 
 KNOMIT_JUDGE = Path(sys.executable).parent / "knomit-judge"
 GEN = REPO / "benchmarks" / "gen_corpus.py"

@@ -6,7 +6,7 @@ import json
 import os
 import time
 
-from conftest import scripted
+from helpers import scripted
 
 from knomit_judge import ReviewOptions, review
 from knomit_judge.recovery import sync_journal

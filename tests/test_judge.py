@@ -13,7 +13,7 @@ import time
 import pytest
 import sqlite_utils
 from click.testing import CliRunner
-from conftest import SAME, CorpusRepo, copy_of, write_config
+from helpers import SAME, CorpusRepo, copy_of, write_config
 from messages_server import Action, Model, delay, garbage, hang, status, text, tool
 
 from knomit_judge.cli import cli

@@ -7,17 +7,12 @@ which runs here, in the test process, and records every prompt it was asked.
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
-import threading
-import time
 
 import pytest
 import sqlite_utils
-from conftest import REPO, fact_text, git, make_repo, write_config
-from messages_server import delay, held, text
+from helpers import fact_text, git, make_repo, write_config
+from processes import signal_after, slow_then_held, start
 
 from knomit_judge.judge import cache_key
 from knomit_judge.models import format_schema
@@ -46,45 +41,6 @@ def busy_repo(tmp_path):
     write_config(repo, CONFIG)
     rebuild(repo.root)
     return repo
-
-
-def start(repo, server, sigint=signal.SIG_DFL) -> subprocess.Popen:
-    """The review as its own process; `sigint=signal.SIG_IGN` starts it as a shell starts a background job."""
-    env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "sk-ant-test-FAKEKEY",
-           "HF_HUB_OFFLINE": "1"}
-    env.pop("KNOMIT_JUDGE_MODEL", None)
-    env["KNOMIT_JUDGE_FIRST_READER"] = ""  # the judge model reads alone, as these tests count its calls
-    return subprocess.Popen([sys.executable, "-c", "from knomit_judge.cli import main; main()", "-q",
-                             "review", str(repo.root), "--pass", "alias", "--json"],
-                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, sigint))
-
-
-def slow_then_held(server, calls: int) -> threading.Event:
-    """Replies after 0.4 s; from request `calls` on, only once the returned event is set.
-
-    The session then cannot finish before the test has sent its signal, however long this process is
-    descheduled between seeing the calls and signalling (under load, a stall once let a session end first
-    and exit 0 instead of 130).
-    """
-    released = threading.Event()
-    slow = delay(0.4, text(DIFFERENT))
-    server.responder = lambda req, n: slow if n < calls else held(released, slow)
-    return released
-
-
-def signal_after(proc, server, calls: int, sig, released: threading.Event) -> tuple[int, str]:
-    """Send sig once the server has seen `calls` requests, then release the held ones; returns exit code and stderr."""
-    deadline = time.monotonic() + 60
-    while server.calls < calls:
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "the session never reached the judge"
-        time.sleep(0.02)
-    assert proc.poll() is None, "the session ended before the signal"
-    proc.send_signal(sig)
-    released.set()
-    _, err = proc.communicate(timeout=60)
-    return proc.returncode, err
 
 
 def key(request) -> str:

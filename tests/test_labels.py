@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 
 import pytest
 from click.testing import CliRunner
-from conftest import git, scripted, tree_digest
+from helpers import git, scripted, tree_digest
 
 from knomit_judge.cli import cli
 from knomit_judge.config import parse_config

@@ -4,6 +4,9 @@ The graph counts every import of a package module, at any depth (a lazy import i
 edge like any other), so a cycle hidden behind a lazy import still shows. A package's face
 (knomit_judge/__init__.py re-exports the library API, passes/__init__.py the shared types) counts only
 where a module imports names from it, not for every module beneath it.
+
+The tests' imports run one way too: a test file takes its helpers from tests/helpers.py, judges.py or
+processes.py (or a fixture), never from conftest.py or from another test file.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "knomit_judge"
 LAYOUT = PACKAGE.parent / "docs" / "layout.md"
 TOP = "knomit_judge"
+TESTS = PACKAGE.parent / "tests"
 ROW = re.compile(r"^\| (\d+)\. [^|]+\| ([^|]+) \|")
 
 
@@ -156,6 +160,40 @@ def test_the_cycle_finder_finds_a_cycle_behind_a_lazy_import(tmp_path):
     edges = {"knomit_judge.low": imported("knomit_judge.low", low, known),
              "knomit_judge.high": imported("knomit_judge.high", high, known)}
     assert find_cycle(edges) == ["knomit_judge.high", "knomit_judge.low", "knomit_judge.high"]
+
+
+def helper_imports(path: Path) -> list[str]:
+    """Where a file imports conftest or a test file, at any depth: 'test_x.py:2 imports conftest'."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        else:
+            continue
+        out += [f"{path.name}:{node.lineno} imports {name}" for name in names
+                if name.split(".")[0] == "conftest" or name.split(".")[0].startswith("test_")]
+    return sorted(out, key=lambda line: int(line.split(":")[1].split()[0]))
+
+
+def test_no_test_imports_conftest_or_another_test_file():
+    """conftest.py is pytest's (the fixtures and the run's setup) and a test file holds tests: a name imported
+    from either resolves only through pytest's path insertion, and runs its module's setup as a side effect.
+    Helpers live in modules of their own (helpers.py, judges.py, processes.py); the benchmarks use them too."""
+    files = sorted(TESTS.glob("*.py")) + sorted((PACKAGE.parent / "benchmarks").glob("*.py"))
+    assert len([f for f in files if f.name.startswith("test_")]) > 60  # the tests were read, not an empty glob
+    assert [line for f in files for line in helper_imports(f)] == []
+
+
+def test_the_helper_import_check_finds_an_import_of_conftest_or_a_test_file(tmp_path):
+    """The check can fail: an import of conftest at the top or in a function, and one of a test file, are found;
+    the helper modules' are not."""
+    test = tmp_path / "test_x.py"
+    test.write_text("import json\nfrom conftest import git\nfrom helpers import make_repo\n\n\ndef test_a():\n"
+                    "    import conftest\n    from test_sync import clone\n    from judges import planted\n")
+    assert helper_imports(test) == ["test_x.py:2 imports conftest", "test_x.py:7 imports conftest",
+                                    "test_x.py:8 imports test_sync"]
 
 
 @pytest.mark.slow  # a fresh interpreter per module: the longest test of the fast tier otherwise

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import REPO, git, write_config
+from helpers import FIXTURE, INCIDENT, KEEP, LOSE, REPO_ID, git, knomit_kb, run, use_entities, write_config
 from knomit_format import NotAKnomitFact, knomit_parse
 
 from knomit_judge.cli import cli
@@ -18,30 +17,10 @@ from knomit_judge.corpus import parse_fact
 from knomit_judge.errors import BadFact
 from knomit_judge.rewrite import absorbed, relinked_changes, rewrite
 
-FIXTURE = REPO / "corpus-fixtures" / "knomit"
 REPLIES = FIXTURE / "judge-replies.jsonl"
-KEEP = "kb/gotchas/runtime/pool-exhaustion/4be1c0d2.md"
-LOSE = "kb/gotchas/runtime/pool-exhaustion/9a03f5e1.md"
-INCIDENT = "kb/incidents/bugs/7c9d1e2f.md"
 DECISION = "kb/decisions/accepted/5d2c8b7a.md"
 UNTOUCHED = ["kb/conventions/testing/1f8e6a3b.md", "kb/gotchas/libraries/2e7f9a41.md", "kb/meta/ontology/6c1d0b93.md",
              "kb/drafts/notes.md", ".knomit/ontology.yaml", ".knomit/jobs/nightly-review.md"]
-REPO_ID = "kb://3f2a9c1e7b40/"
-
-
-def run(*args):
-    # not -q: init's lines are what these tests read, and -q prints no confirmation line (tests/test_quiet.py)
-    return CliRunner().invoke(cli, [*map(str, args)], catch_exceptions=False)
-
-
-def knomit_kb(tmp_path) -> Path:
-    """The fixture KB as a user has it: a git repository of its own, committed, not yet initialised."""
-    root = tmp_path / "kb-repo"
-    shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns("judge-replies.jsonl"))
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "knowledge written by knomit's agents")
-    return root
 
 
 def files(root: Path) -> dict[str, bytes]:
@@ -59,12 +38,6 @@ def knomit_readable(root: Path) -> dict[str, str]:
         except NotAKnomitFact as e:
             out[p.relative_to(root).as_posix()] = str(e)
     return out
-
-
-def use_entities(root: Path) -> None:
-    """Review entity spellings: what init writes for this KB, whose facts carry `entities:` and no `motifs:`."""
-    toml = (root / "knomit-judge.toml").read_text(encoding="utf-8")
-    assert 'motif_keys = ["entities"]' in toml
 
 
 def test_init_detects_a_knomit_kb_and_writes_its_settings(tmp_path):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import git, make_repo, scripted
+from helpers import git, make_repo, scripted
 
 from knomit_judge.cli import cli
 from knomit_judge.config import CorpusConfig
@@ -314,7 +314,7 @@ def test_the_survivor_takes_names_that_lead_nowhere_else_and_keeps_its_keys_shap
 
 def test_a_link_by_name_from_outside_code_in_a_facts_corpus_and_a_kb_ref_are_relinked_as_before(tmp_path):
     """Our facts/ layout: `links:` paths relinked as before; no alias is written where no note has one."""
-    from conftest import fact_text
+    from helpers import fact_text
 
     from knomit_judge.passes.prune import retire
     facts = {"facts/a.md": fact_text("A", links=["facts/b.md", "facts/c.md"]), "facts/b.md": fact_text("B"),

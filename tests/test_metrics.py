@@ -20,10 +20,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import copy_of, git, write_config
+from helpers import JUDGE as THROTTLE_JUDGE
+from helpers import copy_of, git, parse, value, write_config
 from messages_server import DEFAULT_REPLY, status, text
-from prometheus_client.parser import text_string_to_metric_families
-from test_throttle import JUDGE as THROTTLE_JUDGE
 
 from knomit_judge.cli import cli
 from knomit_judge.config import load_config
@@ -40,23 +39,6 @@ pytestmark = pytest.mark.slow
 @pytest.fixture
 def many(templates, tmp_path):
     return copy_of(templates["many"], tmp_path)
-
-
-def parse(path: Path) -> dict:
-    """{(name, sorted labels): value} for every sample, through prometheus_client's parser; checks the types."""
-    samples = {}
-    for family in text_string_to_metric_families(path.read_text(encoding="utf-8")):
-        assert family.name.startswith("knomit_judge_") and family.type == "gauge", family
-        assert not family.name.endswith("_total")  # nothing here is a counter
-        for s in family.samples:
-            samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
-    return samples
-
-
-def value(samples: dict, name: str, **labels) -> float:
-    matches = [v for (n, ls), v in samples.items() if n == name and all(dict(ls).get(k) == v for k, v in labels.items())]
-    assert len(matches) == 1, (name, labels, matches)
-    return matches[0]
 
 
 def review_cli(repo, *extra):

@@ -17,10 +17,11 @@ import shutil
 
 import pytest
 from click.testing import CliRunner
-from conftest import fact_text, git, make_repo, write_config
+from helpers import SAME as YES
+from helpers import alias, duplicates_corpus, fact_text, git, invoke, make_repo, write_config
+from helpers import cli_review as review
+from judges import demo_judge
 from messages_server import Action, _json_reply, text, thinking_only, tool
-from test_exact import duplicates_corpus
-from test_models import YES, alias, demo_judge, invoke, review
 
 from knomit_judge.cli import cli
 from knomit_judge.store import Store
@@ -148,7 +149,7 @@ def measured(answer: dict):
 # claude-opus-4-5 on purpose (a model that thinks only when asked): the SDK warns that it is deprecated
 @pytest.mark.filterwarnings("ignore:The model 'claude-opus-4-5' is deprecated:DeprecationWarning")
 def test_a_model_that_thinks_only_when_asked_gets_no_thinking_room_and_is_estimated_so(tmp_path, judge_env):
-    from conftest import TEMPLATES
+    from helpers import TEMPLATES
     repo = make_repo(tmp_path / "c", TEMPLATES["many"])
     write_config(repo, NO_LINES + '[judge]\nmodel = "claude-opus-4-5"\nposition_swap = false\n'
                                   '[budget]\nenabled = false\n')  # every offer is read: estimate vs spend
@@ -263,7 +264,7 @@ def test_the_dry_run_says_its_estimate_is_the_first_round_and_a_lower_bound(pair
 
 
 def test_the_dry_run_gives_the_last_sessions_questions_over_all_rounds_per_first_round_question(tmp_path, judge_env):
-    from conftest import SMALL
+    from helpers import SMALL
     repo = make_repo(tmp_path / "c", SMALL)
     write_config(repo, NO_LINES + "[judge]\nposition_swap = false\n")
     planted = lambda req: "self-locking-penalty" in req.prompt and "penalty-blocks-own-recovery" in req.prompt  # noqa

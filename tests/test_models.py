@@ -13,51 +13,18 @@ import re
 
 import anthropic
 import pytest
-from click.testing import CliRunner
-from conftest import DEMO, demo_repo, git, tree_digest, write_config
+from helpers import DEMO, alias, demo_repo, duplicates_corpus, git, invoke, tree_digest, write_config
+from helpers import cli_review as review
+from judges import DEMO_REPLIES, demo_judge
 from messages_server import MessagesServer, cut_off, refusal, tool
-from test_exact import duplicates_corpus
 
-from knomit_judge.cli import cli
 from knomit_judge.config import load_config
 from knomit_judge.models import format_schema, nearest
 from knomit_judge.prompts import load_prompt
 from knomit_judge.store import Store
 
 KEY = "sk-ant-test-FAKEKEY-0123456789"
-DEMO_REPLIES = [json.loads(line) for line in (DEMO / "judge-replies.jsonl").read_text().splitlines() if line.strip()]
 PLANTED = [(e["a"], e["b"]) for e in DEMO_REPLIES if e["pass"] == "alias" and e["reply"]["same"]]
-DEFAULTS = {"alias": {"same": False, "mechanism": ""}, "prune": {"decision": "distinct", "rationale": ""},
-            "discovery": {"entails": False, "fact": None, "rationale": ""}}
-
-
-def evidence(req) -> dict:
-    m = re.search(r"<evidence>\n(.*)\n</evidence>", req.prompt, re.S)
-    return json.loads(m.group(1)) if m else {}
-
-
-def demo_judge(req, n):
-    """A model that answers the demo's alias questions as its recorded replies do, and the default elsewhere."""
-    e = evidence(req)
-    if "motif_a" in e:
-        pair = {e["motif_a"]["spelling"], e["motif_b"]["spelling"]}
-        reply = next((r["reply"] for r in DEMO_REPLIES if r["pass"] == "alias" and {r["a"], r["b"]} == pair),
-                     DEFAULTS["alias"])
-        return tool(reply)
-    return tool(DEFAULTS["prune" if "fact_a" in e else "discovery"])
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, [*map(str, args)])
-
-
-def review(repo, *args):
-    return invoke("review", repo.root, *args)
-
-
-def alias(repo, *args):
-    """A review of the alias pass alone (the pair corpus also holds one prune question)."""
-    return review(repo, "--pass", "alias", *args)
 
 
 def test_a_fresh_corpus_with_no_model_named_runs_on_todays_api_and_merges_the_planted_aliases(tmp_path, judge_env,
@@ -168,7 +135,7 @@ def test_a_deprecated_model_is_asked_with_a_forced_tool_and_its_retirement_day_i
 
 
 def test_a_refused_question_costs_one_call_a_session_and_does_nothing(tmp_path, judge_env):
-    from conftest import fact_text, make_repo
+    from helpers import fact_text, make_repo
     # ten pairs of look-alike spellings: some fall in the swap sample, which must not cost a second call
     repo = make_repo(tmp_path / "c", {f"facts/f{i}{s}.md": fact_text(f"Loop {i} kind {s}", [f"loop-{i}-{s}"])
                                       for i in range(10) for s in ("a", "b")})
@@ -304,7 +271,7 @@ def test_the_loopback_refuses_what_the_api_of_today_refuses():
 
 def test_the_2025_api_is_one_mode_of_the_loopback(tmp_path, monkeypatch):
     """An API with no lifecycle nor capabilities in its Models API: the plain request, and it works."""
-    from conftest import SMALL, make_repo
+    from helpers import SMALL, make_repo
     with MessagesServer(era="2025") as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)

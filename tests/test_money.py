@@ -10,9 +10,8 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from conftest import write_config
+from helpers import motif_repo, write_config
 from messages_server import tool
-from test_throttle import motif_repo
 
 from knomit_judge.cli import cli
 from knomit_judge.config import QUESTION_TOKENS, Config, load_config

@@ -129,7 +129,7 @@ def test_lists_are_kept_per_vector_set_and_rebuilt_when_emptied(tmp_path):
 
 
 def test_sessions_keep_the_lists_and_rebuild_recomputes_them(corpus_repo, tmp_path):
-    from conftest import scripted
+    from helpers import scripted
 
     from knomit_judge import ReviewOptions, review
     from knomit_judge.rebuild import rebuild

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, fact_text, git, make_repo
+from helpers import REPO, fact_text, git, make_repo
 
 from knomit_judge.config import load_config
 from knomit_judge.corpus import load_corpus, parse_fact

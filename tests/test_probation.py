@@ -8,7 +8,7 @@ import threading
 
 import pytest
 from click.testing import CliRunner
-from conftest import CorpusRepo, fact_text, make_repo
+from helpers import CorpusRepo, fact_text, make_repo
 
 from knomit_judge.cli import cli
 from knomit_judge.labels import label

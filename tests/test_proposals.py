@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import ONE_CALL, SYNC, THREE, fact_text, git, make_repo, planted
+from helpers import ONE_CALL, SYNC, THREE, fact_text, git, make_repo
+from judges import planted
 from messages_server import text, tool
 
 from knomit_judge.cli import cli
@@ -385,7 +386,7 @@ PROPOSE_WORKFLOW = Path(__file__).resolve().parent.parent / "contrib" / "github-
 
 
 def test_the_propose_workflow_passes_actionlint(tmp_path):
-    from test_sync import actionlint
+    from helpers import actionlint
     done = actionlint(PROPOSE_WORKFLOW, tmp_path)
     assert done.returncode == 0 and not done.stdout.strip(), done.stdout + done.stderr
     wf = PROPOSE_WORKFLOW.read_text()
@@ -442,7 +443,8 @@ def test_the_pull_request_lists_each_decision_with_its_evidence_and_commands(tmp
 
 
 def test_a_proposing_session_killed_mid_commit_is_rolled_back_and_proposes_it_once(corpus_repo, judge_env):
-    from test_recovery import PAIR, alias_yes, kill_in_hook
+    from judges import PAIR, alias_yes
+    from processes import kill_in_hook
     judge_env.responder = alias_yes
     corpus_repo.write("knomit-judge.toml", ONE_CALL + PROPOSE)
     corpus_repo.commit("config: propose")

@@ -4,81 +4,15 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 
 import pytest
 from click.testing import CliRunner
-from conftest import FAST, fact_text, git, make_repo, scripted, write_config
-from messages_server import text
+from helpers import FAST, assert_four_trailers, decision_commits, fact_text, git, make_repo, scripted, write_config
+from judges import responder
 
 from knomit_judge.cli import cli
 from knomit_judge.corpus import load_corpus, parse_fact
 from knomit_judge.session.review import ReviewOptions, review
-
-TRAILER_KEYS = ["Knomit-Pass", "Knomit-Verdict", "Knomit-Judge", "Knomit-Rationale"]
-DEFAULTS = {
-    "alias": {"same": False, "mechanism": ""},
-    "prune": {"decision": "distinct", "rationale": ""},
-    "discovery": {"entails": False, "fact": None, "rationale": ""},
-}
-
-
-# --- helpers shared with test_exact.py and test_discovery.py ------------------------------------
-
-def pass_of(request) -> str:
-    if "Are fact A and fact B one fact?" in request.prompt:
-        return "prune"
-    if "Does this group of facts entail" in request.prompt:
-        return "discovery"
-    return "alias"
-
-
-def evidence_of(request) -> dict:
-    """The evidence block of a prompt, as the judge reads it."""
-    return json.loads(re.search(r"<evidence>\n(.*)\n</evidence>", request.prompt, re.S).group(1))
-
-
-def titles_of(request) -> frozenset:
-    ev = evidence_of(request)
-    if "facts" in ev:
-        return frozenset(f["title"] for f in ev["facts"])
-    if "fact_a" in ev:
-        return frozenset(ev[k]["title"] for k in ("fact_a", "fact_b"))
-    return frozenset()
-
-
-def responder(prune: dict | None = None, discovery: dict | None = None):
-    """Answer by reading the prompt: a reply for an exact set of fact titles, else the pass's default."""
-    answers = {"prune": prune or {}, "discovery": discovery or {}, "alias": {}}
-
-    def respond(request, n):
-        name = pass_of(request)
-        reply = answers[name].get(titles_of(request), DEFAULTS[name])
-        return text(json.dumps(reply))
-    return respond
-
-
-def trailers(root, rev: str = "HEAD") -> dict[str, str]:
-    """The trailers of one commit, as `git interpret-trailers --parse` reads them."""
-    body = git(root, "log", "-1", "--format=%B", rev)
-    parsed = subprocess.run(["git", "interpret-trailers", "--parse"], input=body, capture_output=True,
-                            text=True, check=True).stdout
-    return dict(line.split(": ", 1) for line in parsed.splitlines())
-
-
-def decision_commits(root, pass_name: str) -> list[str]:
-    return git(root, "log", f"--grep=^Knomit-Pass: {pass_name}$", "--format=%H").split()
-
-
-def assert_four_trailers(root, pass_name: str) -> list[dict]:
-    out = []
-    for sha in decision_commits(root, pass_name):
-        t = trailers(root, sha)
-        assert list(t) == TRAILER_KEYS, t
-        assert t["Knomit-Pass"] == pass_name and re.fullmatch(r"v[0-9a-f]{12}", t["Knomit-Verdict"])
-        out.append(t)
-    assert out, f"no {pass_name} commit"
-    return out
 
 
 def front_of(text: str) -> str:

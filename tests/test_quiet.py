@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import DEMO, GIT_ENV, REPO, git
+from helpers import DEMO, GIT_ENV, REPO, git
 
 from knomit_judge.cli import cli
 

@@ -10,7 +10,7 @@ import json
 import logging
 
 import pytest
-from conftest import CorpusRepo, copy_of, write_config
+from helpers import CorpusRepo, copy_of, write_config
 from messages_server import delay, ratelimit, status, text
 
 from knomit_judge.session.review import ReviewOptions, review

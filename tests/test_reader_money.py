@@ -12,10 +12,9 @@ import re
 
 import pytest
 from click.testing import CliRunner
-from conftest import SMALL, fact_text, make_repo, write_config
+from helpers import SMALL, fact_text, make_repo, motif_repo, write_config
+from judges import FIRST, NO, OTHERS, PENALTY, RETRY, RETRY_FACTS, STRONG, YES
 from messages_server import status, tool
-from test_first_reader import FIRST, NO, OTHERS, PENALTY, RETRY, RETRY_FACTS, STRONG, YES
-from test_throttle import motif_repo
 
 from knomit_judge.audits import LIFT_MIN, REJECT_MIN, REJECT_SHARE
 from knomit_judge.cli import cli

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import DEMO, GIT_ENV, REPO, git
+from helpers import DEMO, GIT_ENV, REPO, git
 
 from knomit_judge.init import init_corpus
 from knomit_judge.session.review import ReviewOptions, review

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import REPO, git, scripted, tree_digest
-from conftest import fact_text as fact_file
+from helpers import REPO, git, scripted, tree_digest
+from helpers import fact_text as fact_file
 
 from knomit_judge.cli import cli
 from knomit_judge.config import load_config

@@ -7,14 +7,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import FAST, SAME, bought_digest, git, write_config
-from messages_server import text
-from test_revert import decision
+from helpers import FAST, bought_digest, decision, git, write_config
+from judges import PAIR, alias_yes
+from processes import hook, kill_in_hook
 
 from knomit_judge.cli import cli
 from knomit_judge.errors import KnomitError
@@ -24,7 +22,6 @@ from knomit_judge.session.review import ReviewOptions, review
 from knomit_judge.store import Store
 from knomit_judge.verdicts import Journal
 
-PAIR = ("penalty-blocks-own-recovery", "self-locking-penalty")
 JOURNAL_COMMIT = "journal: verdicts of session"
 
 
@@ -34,11 +31,6 @@ pytestmark = pytest.mark.slow
 
 def run(*args):
     return CliRunner().invoke(cli, list(args), catch_exceptions=False)
-
-
-def alias_yes(request, n):
-    hit = all(f'"spelling": "{m}"' in request.prompt for m in PAIR)
-    return text(json.dumps(SAME if hit else {"same": False, "mechanism": ""}))
 
 
 def listed(root) -> dict[str, dict]:
@@ -118,31 +110,6 @@ def test_a_torn_journal_line_is_skipped_and_the_next_line_starts_fresh(three, ju
         assert store.db["verdicts"].count == count
     finally:
         store.close()
-
-
-def hook(root: Path, name: str, body: str) -> Path:
-    path = root / ".git" / "hooks" / name
-    path.write_text(f"#!/bin/sh\n{body}\n", encoding="utf-8")
-    path.chmod(0o755)
-    return path
-
-
-def kill_in_hook(root: Path, name: str, *argv: str) -> None:
-    """Run a knomit-judge command in its own process group and SIGKILL the group inside a git hook."""
-    marker = root.parent / f"{name}.running"
-    hook(root, name, f"touch '{marker}'\nsleep 60")
-    exe = Path(sys.executable).parent / "knomit-judge"
-    proc = subprocess.Popen([str(exe), *argv], start_new_session=True, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    deadline = time.monotonic() + 120
-    while not marker.exists():
-        assert proc.poll() is None, proc.stderr.read().decode()
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    (root / ".git" / "hooks" / name).unlink()
-    marker.unlink()
 
 
 def test_a_session_killed_mid_commit_is_rolled_back_and_the_decision_applied_again_unasked(corpus_repo, judge_env):

@@ -11,7 +11,7 @@ import json
 import pytest
 import sqlite_utils
 from click.testing import CliRunner
-from conftest import fact_text, make_repo, write_config
+from helpers import fact_text, make_repo, write_config
 from messages_server import status, text
 
 from knomit_judge.cli import cli

@@ -12,7 +12,7 @@ from html.parser import HTMLParser
 import pytest
 from browser import chromium_dom
 from click.testing import CliRunner
-from conftest import DEMO, demo_repo, git, make_repo, scripted
+from helpers import DEMO, demo_repo, git, make_repo, scripted
 
 from knomit_judge.cli import cli
 from knomit_judge.report import render, throttle_chart
@@ -359,7 +359,7 @@ def test_every_figure_the_report_shows_agrees_with_status_after_a_session(tmp_pa
     compared here with what `knomit-judge status` prints."""
     import shutil
 
-    from conftest import REPO
+    from helpers import REPO
     fixture = REPO / "corpus-fixtures" / "knomit"
     root = tmp_path / "kb"
     root.mkdir()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from conftest import ONE_CALL, SAME, fact_text, make_repo, write_config
+from helpers import ONE_CALL, SAME, fact_text, make_repo, write_config
 from messages_server import text
 
 from knomit_judge.history import status as get_status

@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import FAST, fact_text, git, make_repo, write_config
+from helpers import FAST, INCIDENT, fact_text, git, knomit_kb, make_repo, run, write_config
+from helpers import KEEP as K_KEEP
+from helpers import LOSE as K_LOSE
+from judges import evidence_of, pass_of
 from knomit_format import knomit_parse
 from messages_server import text, tool
-from test_layouts import INCIDENT, knomit_kb, run
-from test_layouts import KEEP as K_KEEP
-from test_layouts import LOSE as K_LOSE
-from test_prune import evidence_of, pass_of
 
 from knomit_judge.corpus import load_corpus, parse_fact
 from knomit_judge.gitops import Decision, decision_trailers, message

@@ -6,20 +6,13 @@ import json
 import subprocess
 
 from click.testing import CliRunner
-from conftest import THREE, git, planted_reply
+from helpers import THREE, decision, git
+from judges import planted_reply
 
 from knomit_judge.cli import cli
 from knomit_judge.config import load_config
 from knomit_judge.session.review import ReviewOptions, review
 from knomit_judge.store import DB_PATH, Store
-
-
-def decision(repo, pass_name: str) -> tuple[str, str]:
-    """(verdict id, commit sha) of the one applied decision of a pass."""
-    out = git(repo.root, "log", f"--grep=^Knomit-Pass: {pass_name}$",
-              "--format=%H %(trailers:key=Knomit-Verdict,valueonly,separator=)")
-    sha, vid = out.split()
-    return vid, sha
 
 
 def run(*args):

@@ -7,9 +7,8 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from conftest import SAME, git
-from test_cli_review import alias_responder
-from test_throttle import motif_repo
+from helpers import SAME, git, motif_repo
+from judges import alias_responder
 
 from knomit_judge.cli import cli
 from knomit_judge.rebuild import rebuild

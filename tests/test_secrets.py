@@ -7,7 +7,7 @@ import os
 import subprocess
 
 from click.testing import CliRunner
-from conftest import FAST, SAME, fact_text, git, write_config
+from helpers import FAST, SAME, fact_text, git, write_config
 from messages_server import status, text
 
 from knomit_judge.cli import cli

@@ -11,9 +11,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from click.testing import CliRunner
-from conftest import copy_of, write_config
+from helpers import JUDGE as THROTTLE_JUDGE
+from helpers import copy_of, write_config
 from messages_server import DEFAULT_REPLY, text
-from test_throttle import JUDGE as THROTTLE_JUDGE
 
 from knomit_judge.cli import cli
 from knomit_judge.config import load_config, parse_config

@@ -5,22 +5,12 @@ from __future__ import annotations
 import json
 
 from click.testing import CliRunner
-from conftest import tree_digest, write_config
+from helpers import motif_repo, session, stored_sessions, tree_digest, write_config
 from messages_server import DEFAULT_REPLY, text
-from test_throttle import motif_repo, session
 
 from knomit_judge.cli import cli
 from knomit_judge.session.review import ReviewOptions, review
 from knomit_judge.store import Store
-
-
-def stored_sessions(repo) -> list[dict]:
-    store = Store.for_corpus(repo.root)
-    try:
-        return list(reversed(store.sessions(100)))  # oldest first
-    finally:
-        store.close()
-
 
 
 def status_cli(root, *extra):

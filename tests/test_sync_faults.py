@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import git
-from test_sync import clone, respond
+from helpers import clone, git
+from judges import respond
 
 from knomit_judge.history import status
 from knomit_judge.session.review import ReviewOptions, review

@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from conftest import ONE_CALL, SAME, fact_text, make_repo, write_config
+from helpers import SAME, TOPICS, fact_text, motif_repo, session
+from judges import asked
 from messages_server import status, text
 
 from knomit_judge.config import load_config
@@ -14,38 +15,6 @@ from knomit_judge.rebuild import rebuild
 from knomit_judge.session.review import ReviewOptions, review
 from knomit_judge.store import Store
 
-# Unrelated regularities, one motif each: plenty of alias candidates, none of them one mechanism.
-TOPICS = [
-    ("Queue growth amplifies latency under load", "queue-amplifies-latency"),
-    ("Caches hide slow disks until they are cold", "cache-masks-slowness"),
-    ("Retries multiply load during an outage", "retry-storm"),
-    ("Alerts nobody reads train people to ignore alerts", "alert-fatigue"),
-    ("A single writer avoids lock contention", "single-writer"),
-    ("Backups nobody restored are not backups", "untested-backup"),
-    ("Feature flags left on become permanent forks", "flag-debt"),
-    ("Clock skew breaks lease expiry", "clock-skew-lease"),
-]
-JUDGE = ONE_CALL
-
-
-def motif_repo(tmp_path, budget: str, n: int = len(TOPICS), topics=None):
-    """A corpus of n one-motif facts (of TOPICS, or of `topics`), with [budget] set as given.
-
-    Its 28 alias questions score 0.116 to 0.348; the 7 at or below alias's floor (0.15, worth.PRIORS) are
-    hopeless by the prior, and never read but by a probe."""
-    facts = {f"facts/t/f{i}.md": fact_text(title, [motif], body=f"{title}. Seen in more than one system.")
-             for i, (title, motif) in enumerate((topics or TOPICS)[:n])}
-    repo = make_repo(tmp_path / "corpus", facts)
-    write_config(repo, JUDGE + "\n[budget]\n" + budget)
-    return repo
-
-
-def session(repo, server):
-    """One alias session; returns its result and how many judge calls reached the server."""
-    before = server.calls
-    result = review(repo.root, ReviewOptions(passes=("alias",)))
-    return result, server.calls - before
-
 
 def throttle_rows(repo):
     store = Store.for_corpus(repo.root)
@@ -53,10 +22,6 @@ def throttle_rows(repo):
         return list(reversed(store.throttle_rows("alias")))  # oldest first
     finally:
         store.close()
-
-
-def asked(request, subject) -> bool:
-    return all(f'"spelling": "{m}"' in request.prompt for m in (subject["a"], subject["b"]))
 
 
 def test_declining_judge_walks_to_defunded_then_spends_one_probe_per_probe_every(tmp_path, judge_env):

@@ -15,9 +15,24 @@ import sys
 
 import pytest
 from click.testing import CliRunner
-from conftest import DEMO, SAME, SMALL, demo_repo, fact_text, git, make_repo, scripted, tree_digest
+from helpers import (
+    DEMO,
+    INCIDENT,
+    KEEP,
+    LOSE,
+    REPO_ID,
+    SAME,
+    SMALL,
+    demo_repo,
+    fact_text,
+    git,
+    knomit_kb,
+    make_repo,
+    scripted,
+    tree_digest,
+    use_entities,
+)
 from knomit_format import knomit_parse
-from test_layouts import INCIDENT, KEEP, LOSE, REPO_ID, knomit_kb, use_entities
 
 from knomit_judge.cli import cli
 from knomit_judge.corpus import parse_fact

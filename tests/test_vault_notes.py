@@ -9,7 +9,7 @@ import tomllib
 from pathlib import Path
 
 from click.testing import CliRunner
-from conftest import git, scripted
+from helpers import git, scripted
 
 from knomit_judge.cli import cli
 

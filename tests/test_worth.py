@@ -9,9 +9,8 @@ from __future__ import annotations
 import json
 
 from click.testing import CliRunner
-from conftest import fact_text, make_repo, write_config
+from helpers import fact_text, make_repo, motif_repo, write_config
 from messages_server import tool
-from test_throttle import motif_repo
 
 from knomit_judge.cli import cli
 
