@@ -12,8 +12,8 @@ import re
 
 import pytest
 from click.testing import CliRunner
-from helpers import SMALL, fact_text, make_repo, motif_repo, write_config
-from judges import FIRST, NO, OTHERS, PENALTY, RETRY, RETRY_FACTS, STRONG, YES
+from helpers import SMALL, THREE, fact_text, make_repo, motif_repo, write_config
+from judges import FIRST, NO, OTHERS, PENALTY, RETRY, RETRY_FACTS, STRONG, YES, planted
 from messages_server import status, tool
 
 from knomit_judge.audits import LIFT_MIN, REJECT_MIN, REJECT_SHARE
@@ -236,7 +236,6 @@ def test_a_new_duplicate_is_read_by_the_judge_model_in_the_session_that_first_se
     """A question owed to a fresh fact is asked whatever the balance holds, and so is the judge model's reading of the
     first reader's yes on it: held for the balance, a duplicate found on the day it appeared waited for resolutions
     elsewhere to refill the pass (12 sessions on the aekb replay)."""
-    from conftest import THREE, planted
     judge_env.responder = planted
     repo = make_repo(tmp_path / "kb", {p: t for p, t in THREE.items() if p != "facts/perf/backup.md"})
     write_config(repo, config(budget="opening_usd = 1.0\n"))
