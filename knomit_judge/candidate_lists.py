@@ -46,14 +46,14 @@ def code_digest() -> str:
     return _code
 
 
-def inputs_digest(pass_name: str, ctx: Session) -> str:
+def inputs_digest(p: CandidateSource, ctx: Session) -> str:
     """A digest of everything a pass's candidate list depends on (evidence aside, which is made on reading)."""
     corpus, config = ctx.corpus, ctx.config
     h = hashlib.blake2b(facts_digest(corpus).encode(), digest_size=16)
-    h.update(repr((pass_name, code_digest(), ctx.embedder.model_name, tuple(corpus.motif_keys), corpus.inline_tags,
+    h.update(repr((p.name, code_digest(), ctx.embedder.model_name, tuple(corpus.motif_keys), corpus.inline_tags,
                    config.shortlist, config.discovery)).encode())
     # the describe lines nominate alias pairs too (a context made without them, as tests make, has none)
-    if pass_name == "alias" and ctx.lines:
+    if p.reads_lines and ctx.lines:
         h.update(repr(sorted(ctx.lines.items())).encode())
     return h.hexdigest()
 
@@ -144,7 +144,7 @@ class CandidateLists:
 
     def candidates(self, p: CandidateSource, ctx: Session) -> CandidateList[Candidate]:
         """The pass's candidates, exactly as p.candidates(ctx) gives them, read back when nothing they depend on changed."""
-        digest = inputs_digest(p.name, ctx)
+        digest = inputs_digest(p, ctx)
         row = self.store.candidate_list(p.name, digest)
         if row is not None:
             self.last = "stored"

@@ -301,10 +301,13 @@ def _broken_at(e: yaml.YAMLError) -> Any:
     return problem
 
 
+ALIAS_KEYS = ("aliases", "alias")  # the keys of a note's other names: Obsidian's, then its older one
+
+
 def _aliases(path: str, meta: dict[str, Any], lines: dict[str, int]) -> tuple[str, ...]:
     """The note's other names: Obsidian's `aliases` (a list, or one name), and its older `alias`."""
     names: list[str] = []
-    for key in ("aliases", "alias"):
+    for key in ALIAS_KEYS:
         value = meta.get(key)
         names.extend(_str_list(path, key, [value] if isinstance(value, (str, int, float)) and
                                not isinstance(value, bool) else value, lines.get(key)))

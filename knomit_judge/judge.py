@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeAlias, runtime_checkable
@@ -23,7 +23,7 @@ from .jsonl import dumps
 from .limiter import QuestionClock, question_clock
 from .models import Lineup
 from .prompts import Prompt
-from .scripted import ScriptedBackend
+from .scripted import Answerable, ScriptedBackend
 from .store import Store
 from .transport import AnthropicBackend, Completion
 
@@ -119,10 +119,12 @@ class JudgeSpec:
 Backend: TypeAlias = AnthropicBackend | ScriptedBackend
 
 
-def make_backend(spec: JudgeSpec, config: Config, lineup: Lineup | None = None) -> Backend:
-    """The backend --judge names; `lineup` (models.py) says how the anthropic one asks each model."""
+def make_backend(spec: JudgeSpec, config: Config, lineup: Lineup | None = None, *,
+                 answers: Iterable[Answerable]) -> Backend:
+    """The backend --judge names; `lineup` (models.py) says how the anthropic one asks each model, `answers` what
+    the scripted one answers (passes.registry.answered())."""
     if spec.path is not None:
-        return ScriptedBackend(spec.path)
+        return ScriptedBackend(spec.path, answers)
     return AnthropicBackend(config, lineup=lineup)
 
 

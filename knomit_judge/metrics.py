@@ -36,7 +36,9 @@ from .throttle import assess, shown, terms
 
 log = logging.getLogger(__name__)
 
-PASS_STATES = (*STATES, "aborted")  # aborted: the session stopped on an error or a signal (session.review.aborted)
+# what a pass's recorded session may end as: a dry run (would-offer) records none, and only the describe step skips
+# (its series say its own state)
+PASS_STATES = tuple(s for s in STATES if s not in ("would-offer", "skipped"))
 THROTTLE_STATES = ("optimistic", "funded", "unproven", "defunded", "unthrottled")
 CORPUS_STATES = ("read", "broken")
 LIFECYCLES = ("active", "deprecated", "retired")

@@ -149,7 +149,7 @@ class Derivation:
                 kept = lists.candidates(p, self.ctx)
                 self.how[p.name] = lists.last
                 if lists.last == "stored":
-                    row = self.store.candidate_list(p.name, inputs_digest(p.name, self.ctx))
+                    row = self.store.candidate_list(p.name, inputs_digest(p, self.ctx))
                     assert row is not None  # read back just now
                     self.lists[p.name] = list(decode(row, _plain))
                     if search_all:

@@ -83,7 +83,7 @@ def test_yes_writes_a_linked_fact_never_edits_a_match_and_is_not_asked_twice(tmp
     again = review(repo.root, ReviewOptions(passes=("prune", "discovery")))
     assert judge_env.calls == calls
     assert again.passes["discovery"].state == "caught-up"
-    # prune asked nothing: the pairs that wait score below its floor (worth.PRIORS), hopeless by the prior
+    # prune asked nothing: the pairs that wait score below its floor (Pass.prior), hopeless by the prior
     prune = again.passes["prune"]
     assert prune.judged == 0 and prune.waiting == result.passes["prune"].waiting
     assert prune.state == ("defunded" if prune.waiting else "caught-up")

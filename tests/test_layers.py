@@ -171,3 +171,72 @@ def test_every_module_imports_first_in_a_fresh_interpreter():
     with ThreadPoolExecutor(4) as pool:
         failed = [(n, err) for n, rc, err in pool.map(load, sorted(modules())) if rc]
     assert not failed
+
+
+# -- code asks a pass what it can do, never its name ------------------------------------------------------------
+PASS_NAMES = {"alias", "prune", "discovery", "exact", "describe"}
+KNOWS_NAMES = ("passes/", "config.py")  # the passes themselves, and the config's [alias], [prune] .. tables
+
+
+def _a_name(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value in PASS_NAMES
+
+
+def _names(node: ast.AST) -> bool:
+    """A pass name, or a tuple, list or set holding one (`x in ("alias", "self")`)."""
+    return _a_name(node) or isinstance(node, (ast.Tuple, ast.List, ast.Set)) and any(map(_a_name, node.elts))
+
+
+def _by_name(node: ast.AST) -> bool:
+    """A lookup keyed by a literal pass name: `passes["prune"]`, `passes.get("prune")`."""
+    return isinstance(node, ast.Subscript) and _a_name(node.slice) or \
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
+        and bool(node.args) and _a_name(node.args[0])
+
+
+def name_comparisons(source: str) -> list[str]:
+    """Where code picks behaviour by a pass's name: a comparison with one (==, !=, in, not in, is), a match case on
+    one, a table keyed by two or more (`{"alias": .., "prune": ..}`), or a method called on a pass looked up by its
+    literal name (`passes["prune"].outdated(v)`). A result keyed by its own step (`result.passes["exact"] = ..`) or
+    a JSON key that is a step's name (`{"describe": ..}` alone) picks nothing."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare) and any(map(_names, [node.left, *node.comparators])) \
+                or isinstance(node, ast.match_case) and any(isinstance(p, ast.MatchValue) and _a_name(p.value)
+                                                            for p in ast.walk(node.pattern)) \
+                or isinstance(node, ast.Dict) and sum(k is not None and _a_name(k) for k in node.keys) >= 2 \
+                or isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _by_name(node.func.value):
+            where = node.pattern if isinstance(node, ast.match_case) else node
+            out.append(f"{where.lineno}: {ast.get_source_segment(source, where)}")
+    return out
+
+
+def test_no_code_outside_the_passes_asks_a_pass_its_name():
+    """A pass says what it can do (passes/base.py's Step, CandidateSource and Pass: reads_lines, writes_lines, shape,
+    names_side, proposes, labels, prior ..); only the passes and the config know their names (#53)."""
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if not rel.startswith(KNOWS_NAMES) and (hits := name_comparisons(path.read_text(encoding="utf-8"))):
+            found[rel] = hits
+    assert len(list(PACKAGE.rglob("*.py"))) > 30  # the package was read
+    assert found == {}
+
+
+def test_the_name_check_finds_each_form_of_asking_a_pass_its_name():
+    """The check can fail: each form is found, and what only looks like one is not."""
+    source = "\n".join([
+        'if p.name == "alias": pass',  # 1
+        'ok = v.pass_name != "exact"',  # 2
+        'ok = how in ("prune", "self")',  # 3
+        'ok = "describe" in s["passes"]',  # 4
+        'match p.name:\n    case "discovery": pass',  # 5-6
+        'KAPPA = {"alias": "yes/no", "prune": "distinct/merge/retract"}',  # 7
+        'ok = passes["prune"].outdated(v)',  # 8
+        'ok = passes.get("alias").proposes()',  # 9
+        # what picks nothing: another vocabulary, a step's own result, a JSON key, a name in a variable
+        'ok = how not in ("path", "name"); result.passes["exact"] = r; out = {"describe": d}; ok = p.name == n',
+    ])
+    found = name_comparisons(source)
+    assert [int(f.split(":")[0]) for f in found] == [1, 2, 3, 4, 6, 7, 8, 9], found
+    assert found[0] == '1: p.name == "alias"' and found[4] == '6: "discovery"'

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ..corpus import Corpus, body_start, front_matter
 from ..nominate import MAX_TITLES, TRUNCATED, nominate
@@ -12,6 +13,8 @@ from ..rewrite import renamed_motif
 from ..survivors import spelling_survivor
 from ..verdicts import MECHANICAL, Verdict, encoded_side, fingerprint_encoded
 from .base import (
+    YES_NO,
+    About,
     AnswersAsShown,
     Candidate,
     Change,
@@ -19,6 +22,7 @@ from .base import (
     Reply,
     Restorer,
     Session,
+    Shape,
     Subject,
     one_sentence,
     reply_object,
@@ -45,9 +49,15 @@ class AliasPass(AnswersAsShown):
     """The alias pass: two spellings asked whether they name one mechanism."""
 
     name = "alias"
-    about = "spellings"  # a question's sides are motif spellings (the other passes': fact paths)
+    about: About = "spellings"  # a question's sides are motif spellings (the other passes': fact paths)
+    shape: Shape = "pair"
     default = "different"
     yes = {"same"}
+    proposes = False
+    labels: tuple[str, ...] = YES_NO
+    prior = (0.15, 0.5)  # (floor, full), worth.py: the lowest true pair scored 0.20 (calibration), 0.30 (knomit's KB)
+    reads_lines = True  # the describe lines nominate pairs too (nominate.py): the step runs before the first round
+    writes_lines = False
     # A yes names the two spellings themselves, so it stands when their carriers change (see restated)
     stands = True
     # A new spelling is owed its questions only where a name match nominated them (string or acronym, 0.85 and
@@ -131,6 +141,14 @@ class AliasPass(AnswersAsShown):
                        answer=origin.answer, is_yes=True, rationale=f"as verdict {origin.id} decided: {origin.rationale}",
                        model=MECHANICAL, prompt=origin.prompt, attempts=0, calls=0, cost_usd=0.0, session=session,
                        judge=judge)
+
+    @property
+    def default_reply(self) -> dict[str, Any]:
+        return {"same": False, "mechanism": ""}
+
+    def label_of(self, answer: str) -> str:
+        """same is a yes label, different a no."""
+        return "yes" if answer == "same" else "no"
 
     def parse(self, text: str) -> Reply:
         """same with a mechanism, or different (a bare 'same' included)."""

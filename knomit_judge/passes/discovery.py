@@ -16,6 +16,8 @@ from ..rewrite import yaml_value
 from ..shortlist import mean_pairwise, top_k
 from ..verdicts import Verdict, group_fingerprint
 from .base import (
+    YES_NO,
+    About,
     AnswersAsShown,
     Candidate,
     Change,
@@ -23,6 +25,7 @@ from .base import (
     Reply,
     Restorer,
     Session,
+    Shape,
     Subject,
     one_sentence,
     reply_object,
@@ -136,9 +139,15 @@ class DiscoveryPass(AnswersAsShown):
     """The discovery pass: a group of related facts asked whether it entails a new fact."""
 
     name = "discovery"
-    about = "facts"
+    about: About = "facts"
+    shape: Shape = "group"
     default = "no"
     yes = {"yes"}
+    proposes = True  # a yes writes the fact the group entails (proposal_text)
+    labels: tuple[str, ...] = YES_NO
+    prior = (0.2, 0.5)  # (floor, full), worth.py: the lowest group that entailed a fact scored 0.35
+    reads_lines = False
+    writes_lines = False
     stands = False  # a yes is about the facts' content: a changed fact is asked again
     owes_new = False  # a new fact's groups wait their turn (see PrunePass.owes_new)
     owed_from = 0.0
@@ -202,6 +211,14 @@ class DiscoveryPass(AnswersAsShown):
         """Every group, in offer order (see groups)."""
         limit = ctx.config.judge.max_evidence_chars
         return [self.candidate(members, score, max_chars=limit) for members, score in self.groups(ctx)]
+
+    @property
+    def default_reply(self) -> dict[str, Any]:
+        return {"entails": False, "fact": None, "rationale": ""}
+
+    def label_of(self, answer: str) -> str:
+        """The answers are the labels: yes or no."""
+        return answer
 
     def parse(self, text: str) -> Reply:
         """yes with a proposed fact (its motifs as slugs), or no."""

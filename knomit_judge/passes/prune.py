@@ -15,7 +15,19 @@ from ..rewrite import absorbed, carried_over, copy_provenance, provenance, retra
 from ..shortlist import neighbour_pairs
 from ..survivors import fact_survivor, why_survives
 from ..verdicts import Verdict, fingerprint, pair_fingerprint
-from .base import Candidate, Change, Evidence, Reply, Restorer, Session, Subject, one_sentence, reply_object
+from .base import (
+    About,
+    Candidate,
+    Change,
+    Evidence,
+    Reply,
+    Restorer,
+    Session,
+    Shape,
+    Subject,
+    one_sentence,
+    reply_object,
+)
 
 
 def fact_evidence(fact: Fact, max_chars: int = JudgeConfig.max_evidence_chars) -> Evidence:
@@ -135,9 +147,18 @@ class PrunePass:
     """The prune pass: two facts asked whether they are one (merge), or one holds the other (retract)."""
 
     name = "prune"
-    about = "facts"
+    about: About = "facts"
+    shape: Shape = "pair"
     default = "distinct"
     yes = {"merge", "retract"}
+    names_side = True  # a retract names the redundant fact as the order shows it (in_subject_terms)
+    proposes = False
+    labels: tuple[str, ...] = ("distinct", "merge", "retract")
+    # (floor, full), worth.py: the lowest true pair scored 0.74 (0.65 in the aekb replay); the floor sits far below,
+    # as two instances of one mechanism, worded apart, can score 0.34 and still be a containment
+    prior = (0.3, 0.8)
+    reads_lines = False
+    writes_lines = False
     stands = False  # a yes is about the facts' content: a changed fact is asked again
     # A new fact is owed its nearest question in the session that first sees it, whatever the balance
     # (session.freshness.owed_to_fresh): a duplicate's pair ranks by similarity among all pairs, often far down.
@@ -194,6 +215,14 @@ class PrunePass:
         if decision != "distinct" and not rationale:
             return "distinct", f"'{decision}' without a rationale: recorded as distinct", None
         return decision, rationale, {"redundant": obj["redundant"]} if decision == "retract" else None
+
+    @property
+    def default_reply(self) -> dict[str, Any]:
+        return {"decision": "distinct", "rationale": ""}
+
+    def label_of(self, answer: str) -> str:
+        """The answers are the labels."""
+        return answer
 
     def in_subject_terms(self, answer: str, payload: dict[str, Any] | None, subject: Subject,
                          position: int) -> tuple[dict[str, Any] | None, str]:

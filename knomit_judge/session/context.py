@@ -23,6 +23,7 @@ from ..gitops import Applier
 from ..judge import Judge, JudgedPass, JudgeSpec, Outcome, make_backend
 from ..models import Lineup
 from ..passes import JUDGED_PASSES, Candidate
+from ..passes.registry import answered
 from ..proposals import ProposalsReport
 from ..spend import Caps
 from ..status import PassResult, total_cost
@@ -234,7 +235,8 @@ class Context:
     @property
     def judge(self) -> Judge:
         if self._judge is None:  # made when a question needs it: a caught-up session never loads the SDK
-            self._judge = Judge(make_backend(self.options.judge, self.config, self.lineup), self.store, self.config)
+            self._judge = Judge(make_backend(self.options.judge, self.config, self.lineup, answers=answered()),
+                                self.store, self.config)
         return self._judge
 
     @property

@@ -26,13 +26,13 @@ from ..neighbours import Memory
 from ..passes import JUDGED_PASSES
 from ..passes.alias import no_motif_note
 from ..passes.base import Pass
-from ..passes.registry import all_passes
+from ..passes.registry import all_passes, answered
 from ..proposals import Board
 from ..recovery import locked_store, sync_git, sync_journal
 from ..scripted import ScriptedBackend
 from ..shortlist import gc_paused, remembered
 from ..spend import Caps, summarise
-from ..status import PassResult
+from ..status import LinesResult, PassResult
 from ..store import Store
 from ..sync import Remote
 from ..throttle import Allowance, ThrottleState, assess, terms
@@ -63,7 +63,7 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
     config = config or load_config(root)
     if not options.judge.anthropic:
         # a bad replies file fails here, before a session starts and stores anything
-        make_backend(options.judge, config)
+        make_backend(options.judge, config, answers=answered())
     elif not options.dry_run:
         # Whatever ends a session with exit 2 is checked before recovery or exact duplicates change the corpus:
         # no key here; a retired or unknown model, and no price (no cap that holds), once the lock is held.
@@ -235,15 +235,15 @@ async def _session(root: Path, repo: Repo, config: Config, store: Store, options
         throttles = {p.name: assess(store, p.name, money, ctx.kind) for p in passes}
         for p in passes:
             # the scripted judge has no price: its balance counts questions, and every question is worth one
-            worth = Worth.of_pass(store, p.name, ctx.kind) if money.unit == "usd" else None
+            worth = Worth.of_pass(store, p.name, ctx.kind, prior=p.prior) if money.unit == "usd" else None
             ctx.allowances[p.name] = Allowance(throttles[p.name], money, worth)
         since(ctx, passes, repo)  # what is fresh for each pass, and what its new facts are owed
         if not options.dry_run and ctx.batches.unsettled():
             await ctx.batches.collect(ctx.judge, all_passes())  # finished batches first, whatever --pass says
         for p in passes:
             result.passes[p.name] = PassResult(p.name)
-            if p.name == "alias":  # the describe step's own line, after the alias pass's
-                result.passes[DESCRIBE] = PassResult(DESCRIBE, throttle="never budgeted")
+            if p.reads_lines:  # the describe step's own line, after the alias pass's
+                result.passes[DESCRIBE] = LinesResult(DESCRIBE, throttle="never budgeted")
                 if note := no_motif_note(ctx.corpus):  # not `nothing-qualified` alone: the keys hold no motif
                     result.passes[p.name].notes.append(note)
         await _rounds(ctx, result, passes, throttles)

@@ -30,7 +30,7 @@ async def run_round(p: Pass, ctx: Context, result: SessionResult, r: PassResult,
         restating = restatable(p, ctx)
         if restating:
             r.notes.append(f"{len(restating)} merge(s) the judge decided before would be restated without a call")
-    if p.name == "alias":
+    if p.reads_lines:  # the describe step first: its lines nominate the pass's candidates too
         await describe(ctx, result.passes[DESCRIBE], result)
     with gc_paused():  # millions of small objects at 100k facts; see shortlist.gc_paused
         candidates = CandidateLists(ctx.store).candidates(p, ctx)  # read back when nothing it depends on changed
