@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
@@ -28,22 +29,19 @@ from .verdicts import subject_names
 log = logging.getLogger(__name__)
 
 PACKAGE = Path(__file__).resolve().parent
-_code: str | None = None
 
 T = TypeVar("T")
 # Makes an item of a list read back from (subject, fingerprint, score): a Candidate, or what rebuild compares.
 Restore = Callable[[dict[str, Any], str, float], T]
 
 
+@cache  # the installed code does not change while it runs: read once a process
 def code_digest() -> str:
     """Of every module of the package: lists made by other code (another release) are never reused."""
-    global _code
-    if _code is None:
-        h = hashlib.blake2b(digest_size=16)
-        for f in sorted(PACKAGE.rglob("*.py")):
-            h.update(f.relative_to(PACKAGE).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
-        _code = h.hexdigest()
-    return _code
+    h = hashlib.blake2b(digest_size=16)
+    for f in sorted(PACKAGE.rglob("*.py")):
+        h.update(f.relative_to(PACKAGE).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 def inputs_digest(p: CandidateSource, ctx: Session) -> str:

@@ -46,7 +46,7 @@ class Searched(TypedDict, total=False):
 
 
 class Memory:
-    """The stored searches of one db; shortlist.top_k asks it while `shortlist.remembered` is active."""
+    """The stored searches of one db; a shortlist.Searcher made with it asks it (Embedder(store, memory=..))."""
 
     def __init__(self, store: Store) -> None:
         self.store = store

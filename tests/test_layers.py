@@ -240,3 +240,23 @@ def test_the_name_check_finds_each_form_of_asking_a_pass_its_name():
     found = name_comparisons(source)
     assert [int(f.split(":")[0]) for f in found] == [1, 2, 3, 4, 6, 7, 8, 9], found
     assert found[0] == '1: p.name == "alias"' and found[4] == '6: "discovery"'
+
+
+# -- what a function needs it is handed: no module state, no wide positional signatures ----------------------------
+def globals_in(source: str) -> list[str]:
+    """Every `global` statement: state a function keeps in its module, so its answer depends on what ran before."""
+    return [f"{n.lineno}: global {', '.join(n.names)}" for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Global)]
+
+
+def test_no_function_keeps_state_in_its_module():
+    """State lives on an object its caller owns (shortlist.Searcher on the session's embedder, #53)."""
+    found = {rel: hits for path in sorted(PACKAGE.rglob("*.py"))
+             if (hits := globals_in(path.read_text(encoding="utf-8")))
+             and (rel := path.relative_to(PACKAGE).as_posix())}
+    assert found == {}
+
+
+def test_the_global_check_finds_a_global_statement():
+    """The check can fail."""
+    assert globals_in("_last = None\ndef f():\n    global _last\n    _last = 1\n") == ["3: global _last"]
+    assert globals_in("def f():\n    last = 1\n    def g():\n        nonlocal last\n") == []

@@ -13,7 +13,7 @@ from ..corpus import FACTS_DIR, Corpus, Fact, front_matter
 from ..errors import Unparsed
 from ..prompts import Prompt, cut, load_prompt
 from ..rewrite import yaml_value
-from ..shortlist import mean_pairwise, top_k
+from ..shortlist import mean_pairwise
 from ..verdicts import Verdict, group_fingerprint
 from .base import (
     YES_NO,
@@ -180,7 +180,7 @@ class DiscoveryPass(AnswersAsShown):
             return [(ordered, mean_pairwise(vectors[ordered]))]
 
         by_motif = [g for paths in ctx.corpus.carriers.values() for g in group([index[p] for p in paths if p in index])]
-        idx, sims = top_k(vectors, cfg.max_group - 1)
+        idx, sims = ctx.embedder.searcher.top_k(vectors, cfg.max_group - 1)
         near = [g for i in range(len(facts)) for g in group(
             [i, *(j for j, s in zip(idx[i].tolist(), sims[i].tolist()) if s >= cfg.group_similarity)])]
         # Largest first, then most coherent: a big group is kept over the smaller ones inside it.

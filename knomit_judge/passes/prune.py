@@ -185,7 +185,8 @@ class PrunePass:
         limit = ctx.config.judge.max_evidence_chars
         return [self.candidate(facts[i], facts[j], score, limit)
                 # one search of the fact vectors serves discovery's deeper groups too (see discovery.groups)
-                for i, j, score in neighbour_pairs(vectors, ctx.config.shortlist.k, ctx.config.discovery.max_group - 1)]
+                for i, j, score in neighbour_pairs(vectors, ctx.config.shortlist.k, ctx.config.discovery.max_group - 1,
+                                                   ctx.embedder.searcher)]
 
     def restorer(self, ctx: Session) -> Restorer:
         """Makes a candidate read back from candidate_lists, its evidence from the facts (when read)."""
