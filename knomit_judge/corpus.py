@@ -385,7 +385,7 @@ class Corpus:
     """
 
     def __init__(self, root: Path, facts: dict[str, Fact], problems: list[BadFact], layout: CorpusConfig | None = None,
-                 files: int | None = None, templates: list[str] | None = None) -> None:
+                 *, files: int | None = None, templates: list[str] | None = None) -> None:
         self.root = Path(root)
         self.facts = facts
         self.problems = problems

@@ -82,7 +82,7 @@ class Ledger:
     def cost_usd(self) -> float | None:
         return self.cost.usd
 
-    def add(self, calls: int, attempts: int, tokens_in: int | None, tokens_out: int | None, cost: float | None,
+    def add(self, calls: int, attempts: int, tokens_in: int | None, tokens_out: int | None, cost: float | None, *,
             bound: float = 0.0) -> None:
         """Count calls and what they cost: `cost` None when unknown, then charged at `bound`."""
         self.calls += calls
@@ -207,7 +207,7 @@ def _read(results: list[Sample | BaseException]) -> list[Sample]:
     return [r for r in results if isinstance(r, Sample)]
 
 
-def cache_key(model: str, prompt_id: str, system: str, user: str, sample: int,
+def cache_key(model: str, prompt_id: str, system: str, user: str, sample: int, *,
               tool: dict[str, Any] | None = None) -> str:
     """The reply-cache key: model, prompt version, exact prompt, sample number, and the forced tool if any."""
     text = f"{system}\n\n{user}"
@@ -318,7 +318,7 @@ class Judge:
                 continue
             user = p.prompt.render(evidence)
             for n in range(cfg.samples):
-                out.append(Ask(pos, n, user, cache_key(self.model, p.prompt.id, p.prompt.system, user, n, self.shape(p))))
+                out.append(Ask(pos, n, user, cache_key(self.model, p.prompt.id, p.prompt.system, user, n, tool=self.shape(p))))
         return out
 
     def cost(self, tokens_in: int | None, tokens_out: int | None, batch: bool = False,
@@ -364,12 +364,12 @@ class Judge:
         ledger = self.by_model.get(model)
         return ledger.charged_usd / ledger.calls if ledger and ledger.calls else None
 
-    def _count(self, out: Outcome, pass_name: str, attempts: int, tokens_in: int | None, tokens_out: int | None,
+    def _count(self, out: Outcome, pass_name: str, attempts: int, tokens_in: int | None, tokens_out: int | None, *,
                cost: float | None, bound: float) -> None:
         """One call made now: into the outcome's count, the pass's ledger and its model's."""
         out.made += 1
         for ledger in (self.ledger(pass_name), self.by_model.setdefault(self.model, Ledger())):
-            ledger.add(1, attempts, tokens_in, tokens_out, cost, bound)
+            ledger.add(1, attempts, tokens_in, tokens_out, cost, bound=bound)
 
     async def _sample(self, p: JudgedPass, subject: dict[str, Any], ask: Ask, out: Outcome) -> Sample:
         fresh = self.fresh.pop(ask.key, None)
@@ -396,21 +396,22 @@ class Judge:
                     billed: Completion | None = e.args[2] if len(e.args) > 2 else None
                     cost = self.cost(billed.tokens_in, billed.tokens_out) if billed else 0.0
                     self._count(out, p.name, _attempts(e), billed.tokens_in if billed else None,
-                                billed.tokens_out if billed else None, cost, self.unknown_call_usd(_bytes(p, ask)))
+                                billed.tokens_out if billed else None, cost=cost,
+                                bound=self.unknown_call_usd(_bytes(p, ask)))
                     out.attempts += _attempts(e)
                     out.calls += 1
                     out.cost += cost
                     raise
                 except asyncio.CancelledError:
                     # a call cut off by the time limit may still have been billed: its cost is unknown
-                    self._count(out, p.name, 1, None, None, None, self.unknown_call_usd(_bytes(p, ask)))
+                    self._count(out, p.name, 1, None, None, cost=None, bound=self.unknown_call_usd(_bytes(p, ask)))
                     out.calls += 1
                     out.cost = UNKNOWN
                     raise
         cost = self.cost(done.tokens_in, done.tokens_out, batch=done.batch)
         if not done.batch:  # a batch result went into the ledger when it was collected
-            self._count(out, p.name, done.attempts, done.tokens_in, done.tokens_out, cost,
-                        self.unknown_call_usd(_bytes(p, ask)))
+            self._count(out, p.name, done.attempts, done.tokens_in, done.tokens_out, cost=cost,
+                        bound=self.unknown_call_usd(_bytes(p, ask)))
         out.calls += 1
         out.attempts += done.attempts
         out.tokens_in += done.tokens_in or 0
@@ -434,8 +435,8 @@ class Judge:
                                "question changes") from None
             raise
         # written right after each parse: a killed session resumes without paying for this reply again
-        self.store.cache_reply(ask.key, self.model, p.prompt.id, done.text, done.tokens_in, done.tokens_out, self.kind,
-                               ask.position)
+        self.store.cache_reply(ask.key, self.model, p.prompt.id, done.text, tokens_in=done.tokens_in,
+                               tokens_out=done.tokens_out, judge=self.kind, position=ask.position)
         return sample
 
     async def ask(self, p: JudgedPass, candidate: JudgedCandidate, one_order: bool = False) -> Outcome:

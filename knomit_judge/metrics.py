@@ -108,7 +108,7 @@ def pass_history(store: Store, limit: int = SCAN_SESSIONS) -> dict[str, dict[str
     return out
 
 
-def figures(root: Path, store: Store, config: Config, judge: str = "anthropic", now: datetime | None = None,
+def figures(root: Path, store: Store, config: Config, judge: str = "anthropic", now: datetime | None = None, *,
             spend: Spend | None = None) -> dict[str, Any]:
     """Everything the metrics file holds, as one JSON-able dict (also `status --json`'s "metrics")."""
     spend = spend or summarise(store, config, now)

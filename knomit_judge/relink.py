@@ -41,7 +41,7 @@ class Relinked:
     by_file_name: bool  # a wikilink named the retired note by its file name
 
 
-def relinked_note(vault: Vault, path: str, text: str, old: str, new: str, gone: set[str]) -> Relinked:
+def relinked_note(vault: Vault, path: str, text: str, *, old: str, new: str, gone: set[str]) -> Relinked:
     """Every link of the note at `path` that leads to `old` pointed at `new`, keeping how it was written.
 
     `text` is the note as this decision's earlier writes left it; `gone` the files the decision deletes. A
@@ -166,7 +166,8 @@ def _swapped(value: str, swaps: list[tuple[str, str]]) -> str:
     return value
 
 
-def names_taken(vault: Vault, text: str, keep: Fact, lose: Fact, by_file_name: bool, titles: bool) -> tuple[str, list[str]]:
+def names_taken(vault: Vault, text: str, keep: Fact, lose: Fact, *, by_file_name: bool,
+                titles: bool) -> tuple[str, list[str]]:
     """The survivor's text with the retired note's names among its aliases, and the names added.
 
     It takes the retired note's aliases; with `titles` (a corpus whose notes are linked by name) its title,

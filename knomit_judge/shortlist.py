@@ -139,10 +139,10 @@ def exact_top_k(v: np.ndarray, rank: np.ndarray, k: int,
         cand, fsims = _search(v, kk)
     else:
         cand, fsims = _search_rows(v, rows, kk)
-    return _settle(v, rank, rows, cand, fsims, k)
+    return _settle(v, rank, rows, cand, fsims=fsims, k=k)
 
 
-def _settle(v: np.ndarray, rank: np.ndarray, rows: np.ndarray, cand: np.ndarray, fsims: np.ndarray,
+def _settle(v: np.ndarray, rank: np.ndarray, rows: np.ndarray, cand: np.ndarray, *, fsims: np.ndarray,
             k: int) -> tuple[np.ndarray, np.ndarray]:
     """Order each row's float32 candidates canonically; a row whose k-th could be an outsider is searched whole."""
     m, kk = cand.shape

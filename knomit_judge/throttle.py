@@ -363,7 +363,7 @@ class Allowance:
         self._settled.set()
 
 
-def record(store: Store, session: str, pass_name: str, t: ThrottleState, offered: int, judged: int, resolved: int,
+def record(store: Store, session: str, pass_name: str, t: ThrottleState, *, offered: int, judged: int, resolved: int,
            probe_spent: bool, judge: str = "anthropic") -> None:
     """Keep this session's throttle record of a pass: what it allowed, what it bought, whether a probe was spent."""
     store.record_throttle({"session": session, "pass": pass_name, "state": t.state, "allowance": t.granted,

@@ -110,7 +110,7 @@ class AnthropicBackend:
                 "system": system, "messages": [{"role": "user", "content": user}]}
         return d.params(body, tool)
 
-    async def complete(self, system: str, user: str, subject: dict[str, Any], position: int,
+    async def complete(self, system: str, user: str, subject: dict[str, Any], position: int, *,
                        tool: dict[str, Any] | None = None, max_tokens: int | None = None,
                        model: str | None = None) -> Completion:
         import anthropic

@@ -260,3 +260,67 @@ def test_the_global_check_finds_a_global_statement():
     """The check can fail."""
     assert globals_in("_last = None\ndef f():\n    global _last\n    _last = 1\n") == ["3: global _last"]
     assert globals_in("def f():\n    last = 1\n    def g():\n        nonlocal last\n") == []
+
+
+MAX_POSITIONAL = 5
+# #53: session/ is made keyword-only on its own branch (i53-session); drop it from here when that branch is merged.
+NOT_YET = {"session/"}
+
+
+def wide_functions(source: str) -> list[str]:
+    """Functions taking more than MAX_POSITIONAL positional parameters (a method's self or cls not counted): past
+    the fifth a caller names what it passes (`*,`), so an int and a float cannot swap unseen. A click command
+    (decorated `@cli.command` or `@click.…`) takes its options as click hands them, and is left out."""
+    tree = ast.parse(source)
+    methods = {id(f) for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for f in c.body
+               if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and not any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in f.decorator_list)}
+    out = []
+    for f in ast.walk(tree):
+        if not isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if any(ast.unparse(d).startswith(("cli.", "click.")) for d in f.decorator_list):
+            continue
+        positional = [*f.args.posonlyargs, *f.args.args][1 if id(f) in methods else 0:]
+        if len(positional) > MAX_POSITIONAL:
+            out.append(f"{f.lineno}: {f.name} ({len(positional)} positional)")
+    return out
+
+
+def wide_functions_in(package: Path, exempt: set[str]) -> dict[str, list[str]]:
+    """Each module's wide functions, by its path in `package`, but for modules under an `exempt` folder ("session/")."""
+    return {rel: hits for path in sorted(package.rglob("*.py"))
+            if not (rel := path.relative_to(package).as_posix()).startswith(tuple(exempt))
+            and (hits := wide_functions(path.read_text(encoding="utf-8")))}
+
+
+def test_no_function_takes_more_than_five_positional_parameters():
+    assert wide_functions_in(PACKAGE, NOT_YET) == {}
+
+
+def test_the_width_check_reads_every_module_but_the_exempt_folders(tmp_path):
+    """A wide function under an exempt folder is left out, and found once the folder is no longer exempt."""
+    wide = "def f(a, b, c, d, e, f): pass\n"
+    (tmp_path / "session").mkdir()
+    (tmp_path / "session" / "rounds.py").write_text(wide)
+    (tmp_path / "judge.py").write_text(wide)
+    (tmp_path / "store.py").write_text("def f(a, b, c, d, e, *, f): pass\n")
+    assert wide_functions_in(tmp_path, {"session/"}) == {"judge.py": ["1: f (6 positional)"]}
+    assert wide_functions_in(tmp_path, set()) == {"judge.py": ["1: f (6 positional)"],
+                                                  "session/rounds.py": ["1: f (6 positional)"]}
+
+
+def test_the_width_check_finds_a_wide_function_and_leaves_self_and_click_commands_out():
+    """The check can fail: a sixth positional parameter is found, in a function or a method (self aside)."""
+    source = "\n".join([
+        "def wide(a, b, c, d, e, f): pass",  # 1
+        "def fine(a, b, c, d, e, *, f, g): pass",
+        "class C:",
+        "    def method(self, a, b, c, d, e): pass",  # self is not counted
+        "    def wide(self, a, b, c, d, e, f=0): pass",  # 5
+        "    @staticmethod",
+        "    def static(a, b, c, d, e, f): pass",  # 7: no self to leave out
+        "@cli.command()",
+        "def review(a, b, c, d, e, f, g): pass",  # click hands a command its options
+    ])
+    assert wide_functions(source) == ["1: wide (6 positional)", "5: wide (6 positional)", "7: static (6 positional)"]

@@ -74,7 +74,7 @@ class AliasPass(AnswersAsShown):
         carriers = corpus.carrier_facts(motif)
         return {"spelling": motif, "carriers": len(carriers), "carrier_titles": [f.title for f in carriers[:MAX_TITLES]]}
 
-    def candidate(self, a: str, b: str, corpus: Corpus, score: float,
+    def candidate(self, a: str, b: str, corpus: Corpus, score: float, *,
                   evidence: Callable[[str], Evidence] | None = None,
                   side: Callable[[str], Side] | None = None) -> Candidate:
         """The question about spellings a and b, with the evidence in both orders (and how many carriers both have)."""
@@ -108,7 +108,7 @@ class AliasPass(AnswersAsShown):
                 sides[m] = motif_side(m, corpus)
             return sides[m]
 
-        return [self.candidate(n.a, n.b, corpus, n.score, evidence, side)
+        return [self.candidate(n.a, n.b, corpus, n.score, evidence=evidence, side=side)
                 for n in nominate(list(corpus.carriers), corpus, ctx.embedder, ctx.config.shortlist.k,
                                   ctx.lines)]
 

@@ -59,7 +59,7 @@ def new_fact_path(corpus: Corpus, name: str) -> str:
     return f"{DISCOVERED_DIR}/{name}"
 
 
-def proposal_text(corpus: Corpus, model: Fact, new: dict[str, Any], confidence: float, verdict_id: str,
+def proposal_text(corpus: Corpus, model: Fact, new: dict[str, Any], *, confidence: float, verdict_id: str,
                   links: list[str]) -> str:
     """A proposed fact in the shape of `model`, a fact of its group, so the corpus's own tools read it.
 
@@ -269,7 +269,8 @@ class DiscoveryPass(AnswersAsShown):
         path = new_fact_path(corpus, f"{slug(new['title'])}.md")
         if path in corpus.facts or (corpus.root / path).exists():
             path = new_fact_path(corpus, f"{slug(new['title'], 47)}-{verdict.id}.md")
-        text = proposal_text(corpus, corpus.facts[group[0]], new, cfg.confidence, verdict.id, group + close)
+        text = proposal_text(corpus, corpus.facts[group[0]], new, confidence=cfg.confidence, verdict_id=verdict.id,
+                             links=group + close)
         body = (f"The judge read the titles and bodies of {len(group)} facts:\n"
                 + "\n".join(f"- {p}" for p in group)
                 + (f"\nClose to existing fact(s), linked and left for the prune pass: {', '.join(close)}" if close else ""))

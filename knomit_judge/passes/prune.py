@@ -36,7 +36,7 @@ def fact_evidence(fact: Fact, max_chars: int = JudgeConfig.max_evidence_chars) -
             "sources": list(fact.sources)}
 
 
-def retire(corpus: Corpus, loser: Fact, survivor: Fact, verdict_id: str, absorb: bool,
+def retire(corpus: Corpus, loser: Fact, survivor: Fact, verdict_id: str, *, absorb: bool,
            writes: dict[str, str | None] | None = None, carried: list[str] | None = None,
            copy: bool = False, relinked: list[str] | None = None) -> dict[str, str | None]:
     """The writes that retract `loser` in favour of `survivor` and point every link to it at the survivor.
@@ -77,15 +77,16 @@ def retire(corpus: Corpus, loser: Fact, survivor: Fact, verdict_id: str, absorb:
     for path in sorted(vault.linkers(loser.path)):
         if path == loser.path or path in gone or path in vault.retracted or _retired_here(corpus, writes, path):
             continue  # a retired note keeps its own links (history); a deleted one needs none
-        done = relinked_note(vault, path, writes.get(path) or vault.texts[path], loser.path, survivor.path, gone)
+        done = relinked_note(vault, path, writes.get(path) or vault.texts[path], old=loser.path, new=survivor.path,
+                             gone=gone)
         if done.count:
             writes[path] = done.text
             by_file_name |= done.by_file_name
             if relinked is not None:
                 relinked.append(f"- {path}: {done.count} link(s) to {loser.path}")
     keep = current(survivor)
-    text, names = names_taken(vault, keep.text, keep, loser, by_file_name,
-                              titles_are_names(corpus) or by_file_name or bool(loser.aliases))
+    text, names = names_taken(vault, keep.text, keep, loser, by_file_name=by_file_name,
+                              titles=titles_are_names(corpus) or by_file_name or bool(loser.aliases))
     if names:
         writes[survivor.path] = text
         if carried is not None:

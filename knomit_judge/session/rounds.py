@@ -136,5 +136,5 @@ def finish_pass(p: Pass, ctx: Context, r: PassResult, t: ThrottleState) -> None:
     if r.cost_usd is None:
         r.notes.append("cost incomplete: a call reported no usage or its model has no price")
     if not ctx.options.dry_run:
-        record(ctx.store, ctx.session, p.name, t, r.offered, r.judged, r.resolved,
+        record(ctx.store, ctx.session, p.name, t, offered=r.offered, judged=r.judged, resolved=r.resolved,
                probe_spent=t.probe and r.judged > 0, judge=ctx.kind)
