@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from .config import Config
 from .cost import UNKNOWN, Cost
@@ -93,11 +93,18 @@ class Ledger:
         self.cost += cost
 
 
+# Who answers: the Messages API, or recorded replies (of verdicts.JudgeKind, all but `mechanical`).
+BackendKind = Literal["anthropic", "scripted"]
+# What came of one question: a verdict, or why none (a failed request; or, in a session, its next read went into
+# the Message Batch, or the balance or a dollar cap held it: session/batch.py's BATCHED, session/context.py's HELD).
+OutcomeKind = Literal["verdict", "unavailable", "unparsed", "refused", "batched", "held"]
+
+
 @dataclass(frozen=True)
 class JudgeSpec:
     """What --judge names, parsed once: the Messages API ("anthropic") or recorded replies ("scripted:FILE")."""
 
-    kind: str  # "anthropic" or ScriptedBackend.kind
+    kind: BackendKind
     path: Path | None = None  # the replies file of a scripted judge
 
     @classmethod
@@ -154,9 +161,9 @@ def read_sample(p: JudgedPass, text: str, subject: dict[str, Any], position: int
 
 @dataclass
 class Outcome:
-    """One question's result. kind is 'verdict', 'unavailable', 'unparsed' or 'refused'."""
+    """One question's result: its kind says which (OutcomeKind)."""
 
-    kind: str
+    kind: OutcomeKind
     answer: str | None = None
     rationale: str = ""
     payload: dict[str, Any] | None = None
@@ -194,7 +201,9 @@ def _failed(results: list[Sample | BaseException], out: Outcome) -> bool:
             raise r
     failures = [r for r in results if isinstance(r, (Unavailable, Unparsed, Refused))]
     # a refusal is about the question itself, so it names the outcome whatever else happened
-    for kind, cls in (("refused", Refused), ("unavailable", Unavailable), ("unparsed", Unparsed)):
+    named: tuple[tuple[OutcomeKind, type[Exception]], ...] = (("refused", Refused), ("unavailable", Unavailable),
+                                                              ("unparsed", Unparsed))
+    for kind, cls in named:
         first = next((r for r in failures if isinstance(r, cls)), None)
         if first is not None:
             out.kind, out.error = kind, str(first.args[0])
@@ -264,7 +273,7 @@ class Judge:
         return other
 
     @property
-    def kind(self) -> str:
+    def kind(self) -> BackendKind:
         """anthropic or scripted: verdicts and cached replies bind only the kind of judge that gave them."""
         return self.backend.kind
 

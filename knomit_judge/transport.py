@@ -9,7 +9,7 @@ import asyncio
 import logging
 import random
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .config import Config
 from .errors import ConfigError, JudgeRefused, Refused, Unavailable
@@ -66,7 +66,7 @@ class AnthropicBackend:
     the session goes through one shared RateLimiter.
     """
 
-    kind = "anthropic"
+    kind: Literal["anthropic"] = "anthropic"
 
     def __init__(self, config: Config, client: anthropic.AsyncAnthropic | None = None,
                  lineup: Lineup | None = None) -> None:

@@ -112,7 +112,7 @@ class Verdict:
     commit_sha: str | None = None
     reverted: bool = False
     revert_reason: str | None = None
-    judge: str = ""  # a JudgeKind: a verdict binds only the kind of judge that gave it ("": its model says it)
+    judge: JudgeKind | Literal[""] = ""  # a verdict binds only the kind of judge that gave it ("": its model says it)
     orders: int | None = None  # orders of the question asked (1 or 2); None: recorded before they were counted
     by_position: list[str] = field(default_factory=list)  # each asked order's majority answer, first order first
     score: float | None = None  # the candidate's score when asked: what the worth rule's curve is fitted on

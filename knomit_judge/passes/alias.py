@@ -11,7 +11,7 @@ from ..notes import inline_tags, is_tag
 from ..prompts import Prompt, load_prompt
 from ..rewrite import renamed_motif
 from ..survivors import spelling_survivor
-from ..verdicts import MECHANICAL, Verdict, encoded_side, fingerprint_encoded
+from ..verdicts import MECHANICAL, JudgeKind, Verdict, encoded_side, fingerprint_encoded
 from .base import (
     YES_NO,
     About,
@@ -127,7 +127,7 @@ class AliasPass(AnswersAsShown):
 
         return restore
 
-    def restated(self, origin: Verdict, corpus: Corpus, session: str, judge: str) -> Verdict | None:
+    def restated(self, origin: Verdict, corpus: Corpus, session: str, judge: JudgeKind) -> Verdict | None:
         """The judge's yes on two spellings, recorded again for their carriers as they are now (no call).
 
         A writer who uses a retired spelling again, or a merge of a third spelling that rewrote a carrier both

@@ -14,7 +14,7 @@ from ..embeddings import Embedder
 from ..errors import Unparsed
 from ..judge import Reply  # (answer, rationale, payload): what a pass's parser gives the judge
 from ..prompts import Prompt
-from ..verdicts import About, Shape, Verdict, subject_names  # noqa: F401  (re-exported: the passes' shared names)
+from ..verdicts import About, JudgeKind, Shape, Verdict, subject_names  # noqa: F401  (re-exported: the passes' shared names)
 
 Subject = dict[str, Any]  # {"a": .., "b": ..} for pairs, {"group": [..]} for groups: stored as JSON
 Evidence = dict[str, Any]  # what the judge reads in one order, rendered into the prompt as JSON
@@ -151,7 +151,7 @@ class Pass(CandidateSource, Protocol):
     def outdated(self, verdict: Verdict) -> bool: ...
     def label_of(self, answer: str) -> str: ...  # an answer in its labels' terms (calibrate)
     def still_holds(self, verdict: Verdict, corpus: Corpus) -> bool: ...
-    def restated(self, origin: Verdict, corpus: Corpus, session: str, judge: str) -> Verdict | None: ...
+    def restated(self, origin: Verdict, corpus: Corpus, session: str, judge: JudgeKind) -> Verdict | None: ...
     def change(self, verdict: Verdict, ctx: Session) -> Change: ...
 
 

@@ -14,7 +14,7 @@ from ..errors import Unparsed
 from ..prompts import Prompt, cut, load_prompt
 from ..rewrite import yaml_value
 from ..shortlist import mean_pairwise
-from ..verdicts import Verdict, group_fingerprint
+from ..verdicts import JudgeKind, Verdict, group_fingerprint
 from .base import (
     YES_NO,
     About,
@@ -247,7 +247,7 @@ class DiscoveryPass(AnswersAsShown):
         held = [f for f in facts if f is not None and f.active]
         return len(held) == len(facts) and group_fingerprint(held) == verdict.fingerprint
 
-    def restated(self, origin: Verdict, corpus: Corpus, session: str, judge: str) -> Verdict | None:
+    def restated(self, origin: Verdict, corpus: Corpus, session: str, judge: JudgeKind) -> Verdict | None:
         """Never: a yes is about the facts' content, and a changed fact is asked again."""
         return None
 

@@ -14,7 +14,7 @@ from ..relink import names_taken, relinked_note, titles_are_names
 from ..rewrite import absorbed, carried_over, copy_provenance, provenance, retracted, rewrite
 from ..shortlist import neighbour_pairs
 from ..survivors import fact_survivor, why_survives
-from ..verdicts import Verdict, fingerprint, pair_fingerprint
+from ..verdicts import JudgeKind, Verdict, fingerprint, pair_fingerprint
 from .base import (
     About,
     Candidate,
@@ -250,7 +250,7 @@ class PrunePass:
             return False
         return fingerprint(a.content_id, b.content_id) == verdict.fingerprint
 
-    def restated(self, origin: Verdict, corpus: Corpus, session: str, judge: str) -> Verdict | None:
+    def restated(self, origin: Verdict, corpus: Corpus, session: str, judge: JudgeKind) -> Verdict | None:
         """Never: a yes is about the facts' content, and a changed fact is asked again."""
         return None
 

@@ -20,7 +20,7 @@ from ..embeddings import Embedder
 from ..errors import BadFact
 from ..file_index import FileIndex
 from ..gitops import Applier
-from ..judge import Judge, JudgedPass, JudgeSpec, Outcome, make_backend
+from ..judge import BackendKind, Judge, JudgedPass, JudgeSpec, Outcome, OutcomeKind, make_backend
 from ..models import Lineup
 from ..passes import JUDGED_PASSES, Candidate
 from ..passes.registry import answered
@@ -36,7 +36,7 @@ from .lines import PASS as DESCRIBE
 ANTHROPIC = JudgeSpec("anthropic")
 MAX_ROUNDS = 4  # a session's rounds: a pass is asked again while its applied decisions make new questions
 DOWN_AFTER = 3  # unavailable answers in a row after which the judge model reads the rest of the session alone
-HELD = "held"  # an Outcome's kind: the balance or a dollar cap could not pay the reading (its error says which)
+HELD: OutcomeKind = "held"  # an Outcome's kind: the balance or a dollar cap could not pay the reading (its error says which)
 
 
 @dataclass
@@ -245,7 +245,7 @@ class Context:
         return self._judge
 
     @property
-    def kind(self) -> str:
+    def kind(self) -> BackendKind:
         """The kind of judge this session asks: only its own verdicts bind it (see verdicts.judge_of)."""
         return self.options.judge.kind
 
