@@ -978,8 +978,9 @@ def main(argv=None) -> int:
             if args.no_lines:  # as before lines existed: no describe step at all
                 args.set.append("describe.enabled = false")
             if not args.no_lines and args.lines.is_file():
+                from knomit_judge.passes.registry import answered
                 from knomit_judge.scripted import ScriptedBackend
-                judge.lines = dict(ScriptedBackend(args.lines).lines)
+                judge.lines = dict(ScriptedBackend(args.lines, answered()).lines)
                 print(f"describe lines: {len(judge.lines)} recorded ({args.lines.relative_to(ROOT)})", flush=True)
             else:
                 print("describe lines: none (the judge gives every spelling no line)", flush=True)

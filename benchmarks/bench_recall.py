@@ -194,8 +194,9 @@ def recorded_lines(path: Path = DESCRIBED) -> dict | None:
     """spelling -> line from a scripted replies file's describe entries, or None when there is no file."""
     if not path.is_file():
         return None
+    from knomit_judge.passes.registry import answered
     from knomit_judge.scripted import ScriptedBackend
-    return dict(ScriptedBackend(path).lines)
+    return dict(ScriptedBackend(path, answered()).lines)
 SAMPLE = "knomit-kb-sample.tar.gz"
 SESSIONS = 3
 

@@ -123,28 +123,27 @@ def session(root: Path, store, memory) -> dict:
     index.save()
     out["load_s"] = round(time.perf_counter() - start, 2)
     out.update(parsed=index.parsed, read=index.read)
-    embedder = Embedder(store)
+    embedder = Embedder(store, memory=memory)  # as a session's: its neighbour lists kept in the db
     ctx = Inputs(corpus=corpus, embedder=embedder, config=Config())
     lists = CandidateLists(store)
     t = time.perf_counter()
     len(lists.candidates(DuplicateGroups(), ctx))
     out["exact_s"] = round(time.perf_counter() - t, 2)
     kinds, kept = [], [lists.last]
-    with shortlist.remembered(memory):
-        for p in all_passes().values():
-            t = time.perf_counter()
-            with shortlist.gc_paused():
-                candidates = lists.candidates(p, ctx)
-            answered = store.answered(p.name)
-            waiting = sum(fp not in answered for fp in candidates.fingerprints)
-            out[f"{p.name}_s"] = round(time.perf_counter() - t, 2)
-            out[f"{p.name}_candidates"] = len(candidates)
-            out[f"{p.name}_waiting"] = waiting
-            session_candidates[p.name] = candidates
-            kept.append(lists.last)
-            if memory.last:
-                kinds.append(memory.last.get("kind"))
-                memory.last = {}
+    for p in all_passes().values():
+        t = time.perf_counter()
+        with shortlist.gc_paused():
+            candidates = lists.candidates(p, ctx)
+        answered = store.answered(p.name)
+        waiting = sum(fp not in answered for fp in candidates.fingerprints)
+        out[f"{p.name}_s"] = round(time.perf_counter() - t, 2)
+        out[f"{p.name}_candidates"] = len(candidates)
+        out[f"{p.name}_waiting"] = waiting
+        session_candidates[p.name] = candidates
+        kept.append(lists.last)
+        if memory.last:
+            kinds.append(memory.last.get("kind"))
+            memory.last = {}
     out["wall_s"] = round(time.perf_counter() - start, 2)
     out["searches"] = kinds
     out["lists"] = kept  # per pass: stored (read back) or computed
@@ -231,9 +230,9 @@ def check_identical(ctx, store) -> bool:
     from knomit_judge.passes.prune import fact_text
     vectors = ctx.embedder.embed([fact_text(f) for f in ctx.corpus.active()])
     deep = max(ctx.config.shortlist.k, ctx.config.discovery.max_group - 1)  # prune searches as deep as discovery reads
-    with shortlist.remembered(Memory(store)) as memory:
-        kept_idx, kept_sims = shortlist.top_k(vectors, deep)
-        assert memory.last["kind"] == "stored", memory.last
+    memory = Memory(store)
+    kept_idx, kept_sims = shortlist.Searcher(memory).top_k(vectors, deep)
+    assert memory.last["kind"] == "stored", memory.last
     idx, sims = shortlist.exact_top_k(vectors, shortlist.key_rank(shortlist.row_keys(vectors)), deep)
     return bool((idx == kept_idx).all() and (sims == kept_sims).all())
 

@@ -226,7 +226,7 @@ def prompt_key(request) -> str | None:
         p = load_prompt(name)
         if p.system == request.system:
             tool = (request.body.get("tools") or [None])[0]  # the forced reply tool is part of the key
-            return cache_key(request.body.get("model", ""), p.id, p.system, request.prompt, 0, tool)
+            return cache_key(request.body.get("model", ""), p.id, p.system, request.prompt, 0, tool=tool)
     return None
 
 

@@ -117,7 +117,7 @@ class Draw:
     tops: int = 0  # no's given pi = 1 as the top of the list
 
 
-def draw(session: str, pass_name: str, new: list[tuple[str, float]], standing: list[tuple[str, float, str]],
+def draw(session: str, pass_name: str, new: list[tuple[str, float]], standing: list[tuple[str, float, str]], *,
          reads: int, share: float, target: float, confirmed: int, fit: MissFit, spent: float = 0.0,
          tops: int = TOP) -> Draw:
     """Fix every no's pi, then draw. `new`: this round's first-reader no's (fingerprint, score); `standing`:
@@ -270,8 +270,8 @@ def bound_text(recall_low: float | None, labelled: bool = True) -> str:
     return f"{CONFIDENCE:.0%} lower bound {recall_low:.2f}" if labelled else f"{recall_low:.2f}"
 
 
-def estimate_from(nos: list[tuple[str, str]], floors: dict[str, float], audits: list[dict[str, Any]], confirmed: int, pass_name: str,
-                  reads: int = 0, rejected: int = 0, rejected_usd: float = 0.0) -> Estimate:
+def estimate_from(nos: list[tuple[str, str]], floors: dict[str, float], audits: list[dict[str, Any]], confirmed: int,
+                  pass_name: str, *, reads: int = 0, rejected: int = 0, rejected_usd: float = 0.0) -> Estimate:
     """The estimate and bound from the window's record. `nos`: (session, fingerprint) of each first-reader no
     read in a session that drew (`floors`: session -> floor rate); `audits`: rows with fingerprint, born,
     stratum, pi, miss; `confirmed`: first-reader yeses the judge model confirmed."""

@@ -278,11 +278,11 @@ class Batches:
             done = completion(result.message, judge.tool(p))
             if done is None:
                 judge.fresh[key] = Unavailable("malformed batch result: not a Message", 1)
-                ledger.add(1, 1, None, None, None, judge.unknown_call_usd(batch=True))  # billed, for all we know
+                ledger.add(1, 1, None, None, None, bound=judge.unknown_call_usd(batch=True))  # billed, for all we know
                 return "malformed"
             done.batch = True
             cost = judge.cost(done.tokens_in, done.tokens_out, batch=True)
-            ledger.add(1, 1, done.tokens_in, done.tokens_out, cost, judge.unknown_call_usd(batch=True))
+            ledger.add(1, 1, done.tokens_in, done.tokens_out, cost, bound=judge.unknown_call_usd(batch=True))
             if done.stop_reason == "refusal":
                 judge.fresh[key] = Refused(f"batch request: {REFUSAL}", 1)
                 return "refused"
@@ -291,8 +291,8 @@ class Batches:
             except Unparsed:
                 pass  # judged (as unparsed) like any reply; only parsed replies are cached
             else:
-                judge.store.cache_reply(key, judge.model, p.prompt.id, done.text, done.tokens_in, done.tokens_out,
-                                       judge.kind, self.position_of(key))
+                judge.store.cache_reply(key, judge.model, p.prompt.id, done.text, tokens_in=done.tokens_in,
+                                       tokens_out=done.tokens_out, judge=judge.kind, position=self.position_of(key))
             judge.fresh[key] = done
             return "succeeded"
         ledger.add(1, 1, None, None, 0.0)  # an errored or expired request is not billed

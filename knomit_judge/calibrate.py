@@ -29,17 +29,15 @@ from .labels import LABELS_FILE, latest, read_labels
 from .models import require_callable
 from .passes import JUDGED_PASSES, Candidate
 from .passes.alias import AliasPass
-from .passes.base import Pass
+from .passes.base import YES_NO, Pass
 from .passes.discovery import DiscoveryPass
 from .passes.prune import PrunePass
-from .passes.registry import all_passes
+from .passes.registry import all_passes, answered
 from .store import Store
 from .verdicts import Journal, now_text
 
-PRUNE_LABELS = ("distinct", "merge", "retract")
 # A retract of the fact a retract label says contains the other: a yes, but not the labelled decision.
 WRONG_SIDE = "retract (the other fact)"
-KAPPA_OVER = {"alias": "yes/no", "prune": "distinct/merge/retract", "discovery": "yes/no"}
 
 
 @dataclass
@@ -64,13 +62,6 @@ class Question:
                 **({"error": self.error} if self.error else {})}
 
 
-def in_label_terms(pass_name: str, answer: str) -> str:
-    """A judge answer as the labels say it: alias same/different become yes/no."""
-    if pass_name == "alias":
-        return "yes" if answer == "same" else "no"
-    return answer
-
-
 def side_checked(q: Question, answer: str, payload: dict[str, Any] | None) -> str:
     """A retract answer on a retract label that names the redundant fact: WRONG_SIDE when it retires the other."""
     if answer == "retract" and q.redundant and (payload or {}).get("redundant") != q.redundant:
@@ -83,32 +74,39 @@ def is_yes(category: str) -> bool:
     return category in ("yes", "merge", "retract") or category.startswith("retract ")
 
 
-def read_labelled_questions(path: Path) -> list[tuple[int, dict[str, Any]]]:
+def read_labelled_questions(path: Path, passes: Mapping[str, Pass]) -> list[tuple[int, dict[str, Any]]]:
     """The labels file's questions with their line numbers; a malformed line is an error naming it."""
     out = []
     for n, entry in read_jsonl(path, BadLabelledQuestion):
-        problem = _label_problem(entry)
+        problem = _label_problem(entry, passes)
         if problem or not isinstance(entry, dict):
             raise BadLabelledQuestion(f"{path}:{n}: {problem}")
         out.append((n, entry))
     return out
 
 
-def _label_problem(entry: object) -> str:
+def _label_problem(entry: object, passes: Mapping[str, Pass]) -> str:
     if not isinstance(entry, dict) or entry.get("pass") not in JUDGED_PASSES:
         return f"'pass' must be one of {', '.join(JUDGED_PASSES)}"
-    label = entry.get("label")
-    if entry["pass"] == "discovery":
+    p, label = passes[entry["pass"]], entry.get("label")
+    if p.shape == "group":
         group = entry.get("group")
-        if not isinstance(group, list) or len(set(group)) < 2 or not all(isinstance(p, str) for p in group):
+        if not isinstance(group, list) or len(set(group)) < 2 or not all(isinstance(x, str) for x in group):
             return "'group' must list at least two fact paths"
     elif not (isinstance(entry.get("a"), str) and isinstance(entry.get("b"), str)) or entry["a"] == entry["b"]:
         return "'a' and 'b' must be two different strings"
-    if entry["pass"] == "prune":
-        if "redundant" in entry and (label != "retract" or entry["redundant"] not in ("A", "B")):
-            return "'redundant' goes with a retract label only: \"A\" (the entry's a) or \"B\" (its b)"
-        return "" if label in PRUNE_LABELS else f"'label' must be one of {', '.join(PRUNE_LABELS)}"
-    return "" if isinstance(label, bool) else "'label' must be true or false"
+    if p.names_side and "redundant" in entry and (label != "retract" or entry["redundant"] not in ("A", "B")):
+        return "'redundant' goes with a retract label only: \"A\" (the entry's a) or \"B\" (its b)"
+    if p.labels == YES_NO:  # said true or false
+        return "" if isinstance(label, bool) else "'label' must be true or false"
+    return "" if label in p.labels else f"'label' must be one of {', '.join(p.labels)}"
+
+
+def label_text(p: Pass, label: object) -> str:
+    """A labels file's label in its pass's terms: true/false as yes/no, a word as it is."""
+    if p.labels == YES_NO:
+        return "yes" if label else "no"
+    return str(label)
 
 
 def build(entry: dict[str, Any], corpus: Corpus, passes: Mapping[str, Pass],
@@ -166,7 +164,7 @@ def kappa(pairs: list[tuple[str, str]]) -> float | None:
     return round((observed - chance) / (1 - chance), 4) if chance < 1 else None
 
 
-def score(pass_name: str, questions: list[Question], ledger: Ledger | None) -> dict[str, Any]:
+def score(p: Pass, questions: list[Question], ledger: Ledger | None) -> dict[str, Any]:
     """One pass's numbers: precision/recall of yes, agreement and kappa, flips, agreement spread, cost."""
     answered = [q for q in questions if q.answer is not None]
     pairs = [(q.label, q.answer) for q in questions if q.answer is not None]
@@ -184,7 +182,7 @@ def score(pass_name: str, questions: list[Question], ledger: Ledger | None) -> d
         "n": len(answered), "labelled": len(questions),
         "precision": ratio(tp, tp + fp), "recall": ratio(tp, tp + fn),
         "agreement": ratio(sum(l == a for l, a in pairs), len(pairs)), "kappa": kappa(pairs),
-        "kappa_over": KAPPA_OVER[pass_name],
+        "kappa_over": "/".join(p.labels),
         "tp": tp, "fp": fp, "fn": fn, "tn": len(pairs) - tp - fp - fn,
         # discovery asks one order only, so it has no flips to measure
         "flip_rate": ratio(len(flips), len(swapped)), "flips": len(flips), "flip_measured": len(swapped),
@@ -208,21 +206,21 @@ def calibrate(labels_path: Path | str, root: Path | str = ".", judge_spec: str =
     spec = JudgeSpec.parse(judge_spec)
     root = Path(root).resolve()
     open_repo(root)
-    entries = read_labelled_questions(Path(labels_path))
+    passes = all_passes()
+    entries = read_labelled_questions(Path(labels_path), passes)
     config = config or load_config(root)
     # Measuring is what calibrate is for: every labelled pair it asks is in its swap sample (both orders),
     # whatever the corpus's own setting. Stored verdicts it reuses keep the orders review asked.
     swap_was = config.judge.position_swap
     config = dataclasses.replace(config, judge=dataclasses.replace(config.judge, position_swap=True, swap_sample=1.0))
     corpus = load_corpus(root, config.corpus.max_fact_bytes, layout=config.corpus)
-    passes = all_passes()
     questions, skipped = [], []
     for n, entry in entries:
         c, missing, reason = build(entry, corpus, passes, config.judge.max_evidence_chars)
         if c is None:
             skipped.append({"line": n, "pass": entry["pass"], "missing": missing, "reason": reason})
             continue
-        label = entry["label"] if entry["pass"] == "prune" else ("yes" if entry["label"] else "no")
+        label = label_text(passes[entry["pass"]], entry["label"])
         redundant = entry.get("redundant") and entry["a" if entry["redundant"] == "A" else "b"]
         questions.append(Question(n, entry["pass"], c.subject, label, c, redundant=redundant))
     with Store.for_corpus(root) as store:
@@ -231,7 +229,7 @@ def calibrate(labels_path: Path | str, root: Path | str = ".", judge_spec: str =
         lineup = require_callable(config, store) if spec.anthropic else None
         if spec.anthropic:
             config.require_price(config.judge.model)  # judge.max_cost_usd holds here too: the price must be known
-        judge = Judge(make_backend(spec, config, lineup), store, config)
+        judge = Judge(make_backend(spec, config, lineup, answers=answered()), store, config)
         try:
             asyncio.run(_answer(questions, passes, judge, store, config))
         except JudgeRefused as e:  # a 404 naming the model: read it again, and say "retired" when it is
@@ -242,8 +240,8 @@ def calibrate(labels_path: Path | str, root: Path | str = ".", judge_spec: str =
             "labels": str(labels_path), "corpus": str(root), "judge": judge.model, "created_at": now_text(),
             "prompts": {name: passes[name].prompt.id for name in JUDGED_PASSES},
             "position_swap": {"asked_both_orders": True, "configured": swap_was},
-            "passes": {name: score(name, [q for q in questions if q.pass_name == name], judge.ledgers.get(name))
-                       for name in JUDGED_PASSES},
+            "passes": {name: score(passes[name], [q for q in questions if q.pass_name == name],
+                                   judge.ledgers.get(name)) for name in JUDGED_PASSES},
             "skipped": skipped, "questions": [q.json() for q in questions],
         }
         result["overall"] = overall(questions)
@@ -280,8 +278,8 @@ def calibrate_journal(root: Path | str = ".") -> dict[str, Any]:
         "prompts": {name: sorted({v.prompt for v in verdicts.values() if v.pass_name == name})
                     for name in JUDGED_PASSES},
         "position_swap": {"asked_both_orders": False, "configured": load_config(root).judge.position_swap},
-        "passes": {name: {**score(name, [q for q in questions if q.pass_name == name], None), "kappa_over": "yes/no"}
-                   for name in JUDGED_PASSES},
+        "passes": {name: {**score(p, [q for q in questions if q.pass_name == name], None), "kappa_over": "yes/no"}
+                   for name, p in all_passes().items()},
         "skipped": skipped, "questions": [q.json() for q in questions],
     }
     result["overall"] = overall(questions)
@@ -331,10 +329,10 @@ async def _answer(questions: list[Question], passes: Mapping[str, Pass], judge: 
         assert c is not None  # calibrate asks only the questions it built
         v = store.verdict_for(p.name, c.fingerprint)
         if v and v.model == judge.model and v.prompt == p.prompt.id:
-            q.source, q.answer = "stored", side_checked(q, in_label_terms(p.name, v.answer), v.payload)
+            q.source, q.answer = "stored", side_checked(q, p.label_of(v.answer), v.payload)
             q.agreement, q.rationale = v.agreement, v.rationale
             asked = v.by_position or cached_positions(p, c, judge)  # recorded, else (older) from the cache
-            q.by_position = [in_label_terms(p.name, a) for a in asked]
+            q.by_position = [p.label_of(a) for a in asked]
             return
         async with gate:
             if judge.spent() >= cfg.max_cost_usd:  # the session cost cap holds here too; the rest stays unasked
@@ -345,9 +343,9 @@ async def _answer(questions: list[Question], passes: Mapping[str, Pass], judge: 
             q.source, q.error = out.kind, out.error
             return
         assert out.answer is not None  # a verdict's outcome carries its answer
-        q.source, q.answer = "asked", side_checked(q, in_label_terms(p.name, out.answer), out.payload)
+        q.source, q.answer = "asked", side_checked(q, p.label_of(out.answer), out.payload)
         q.agreement, q.rationale = out.agreement, out.rationale
-        q.by_position = [in_label_terms(p.name, a) for a in out.by_position]
+        q.by_position = [p.label_of(a) for a in out.by_position]
 
     await asyncio.gather(*(one(q) for q in questions))
 

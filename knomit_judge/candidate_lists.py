@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
@@ -28,32 +29,29 @@ from .verdicts import subject_names
 log = logging.getLogger(__name__)
 
 PACKAGE = Path(__file__).resolve().parent
-_code: str | None = None
 
 T = TypeVar("T")
 # Makes an item of a list read back from (subject, fingerprint, score): a Candidate, or what rebuild compares.
 Restore = Callable[[dict[str, Any], str, float], T]
 
 
+@cache  # the installed code does not change while it runs: read once a process
 def code_digest() -> str:
     """Of every module of the package: lists made by other code (another release) are never reused."""
-    global _code
-    if _code is None:
-        h = hashlib.blake2b(digest_size=16)
-        for f in sorted(PACKAGE.rglob("*.py")):
-            h.update(f.relative_to(PACKAGE).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
-        _code = h.hexdigest()
-    return _code
+    h = hashlib.blake2b(digest_size=16)
+    for f in sorted(PACKAGE.rglob("*.py")):
+        h.update(f.relative_to(PACKAGE).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
-def inputs_digest(pass_name: str, ctx: Session) -> str:
+def inputs_digest(p: CandidateSource, ctx: Session) -> str:
     """A digest of everything a pass's candidate list depends on (evidence aside, which is made on reading)."""
     corpus, config = ctx.corpus, ctx.config
     h = hashlib.blake2b(facts_digest(corpus).encode(), digest_size=16)
-    h.update(repr((pass_name, code_digest(), ctx.embedder.model_name, tuple(corpus.motif_keys), corpus.inline_tags,
+    h.update(repr((p.name, code_digest(), ctx.embedder.model_name, tuple(corpus.motif_keys), corpus.inline_tags,
                    config.shortlist, config.discovery)).encode())
     # the describe lines nominate alias pairs too (a context made without them, as tests make, has none)
-    if pass_name == "alias" and ctx.lines:
+    if p.reads_lines and ctx.lines:
         h.update(repr(sorted(ctx.lines.items())).encode())
     return h.hexdigest()
 
@@ -144,7 +142,7 @@ class CandidateLists:
 
     def candidates(self, p: CandidateSource, ctx: Session) -> CandidateList[Candidate]:
         """The pass's candidates, exactly as p.candidates(ctx) gives them, read back when nothing they depend on changed."""
-        digest = inputs_digest(p.name, ctx)
+        digest = inputs_digest(p, ctx)
         row = self.store.candidate_list(p.name, digest)
         if row is not None:
             self.last = "stored"

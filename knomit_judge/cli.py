@@ -268,7 +268,7 @@ def _plan_lines(result: SessionResult, evidence: bool) -> list[str]:
     out = []
     for name, items in result.plan.items():
         for item in items:
-            if name == "exact":  # mechanical: nothing is offered to a judge
+            if name not in JUDGED_PASSES:  # exact duplicates, mechanical: nothing is offered to a judge
                 out.append(f"would retract exact {', '.join(item['evidence']['retract'])}, keeping "
                            f"{item['evidence']['survivor']}")
                 continue

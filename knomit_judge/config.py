@@ -10,7 +10,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 from .cron import cron_trigger
 from .errors import ConfigError
@@ -22,13 +22,26 @@ if TYPE_CHECKING:
 CONFIG_FILE = "knomit-judge.toml"
 ENVIRONMENT = {"judge.model": "KNOMIT_JUDGE_MODEL", "judge.first_reader": "KNOMIT_JUDGE_FIRST_READER"}  # win over it
 
+# The keys that take one of a few words, as types (mypy catches a typo in the code) and as the choices a file is
+# checked against (_CHOICES); in the file and the docs they are strings (WORDS: each by its annotation).
+JudgeMode = Literal["sync", "batch"]
+Effort = Literal["low", "medium", "high", "xhigh", "max"]  # output_config.effort as the Messages API types it
+RetractMode = Literal["status", "delete"]
+FrontMatter = Literal["required", "optional"]
+ApplyMode = Literal["commit", "propose"]
+MODES: tuple[JudgeMode, ...] = get_args(JudgeMode)
+EFFORTS: tuple[Effort, ...] = get_args(Effort)
+RETRACT_MODES: tuple[RetractMode, ...] = get_args(RetractMode)
+FRONT_MATTER: tuple[FrontMatter, ...] = get_args(FrontMatter)
+APPLY_MODES: tuple[ApplyMode, ...] = get_args(ApplyMode)
+
 
 @dataclass
 class JudgeConfig:
     model: str = "claude-sonnet-5-5"
     # How hard a thinking model thinks (output_config.effort, where the model takes it): low for a yes/no verdict
     # on short evidence (docs/choices.md). Thinking tokens are billed as output.
-    effort: str = "low"
+    effort: Effort = "low"
     # The cheapest current model reads every offered question first, in one order; its no is a verdict, its yes
     # goes to `model`, whose agreeing yes is the one that acts (session/readers.py). "" = off: `model` reads alone.
     first_reader: str = "claude-haiku-5-5"
@@ -50,11 +63,8 @@ class JudgeConfig:
     backoff_s: float = 1.0  # first retry wait; doubles each attempt, with jitter
     backoff_max_s: float = 60.0
     max_evidence_chars: int = 8000  # per fact body in prune and discovery; longer bodies are cut, visibly
-    mode: str = "sync"  # "batch": offered questions go into one Message Batch, collected by the next session
+    mode: JudgeMode = "sync"  # "batch": offered questions go into one Message Batch, collected by the next session
 
-
-MODES = ("sync", "batch")
-EFFORTS = ("low", "medium", "high", "xhigh", "max")
 
 
 @dataclass
@@ -110,18 +120,15 @@ class DiscoveryConfig:
     match_similarity: float = 0.85  # a proposed fact this close to an existing one is linked to it
 
 
-RETRACT_MODES = ("status", "delete")
-FRONT_MATTER = ("required", "optional")
-
 
 @dataclass
 class CorpusConfig:
     paths: list[str] = field(default_factory=lambda: ["facts/**/*.md"])  # globs relative to the corpus root
     motif_keys: list[str] = field(default_factory=lambda: ["motifs"])  # front-matter list keys holding motifs
-    retract: str = "status"  # "status": keep the file with status: retracted; "delete": remove it in the commit
+    retract: RetractMode = "status"  # "status": keep the file with status: retracted; "delete": remove it in the commit
     # "optional": a note without front matter is a fact too (a vault, a folder of notes: init writes it);
     # "required": such a file is reported and skipped, as knomit's own reader and our facts/ layout want.
-    front_matter: str = "required"
+    front_matter: FrontMatter = "required"
     # globs of files `paths` matches that are no facts: a vault's templates, drawings, an attachments folder
     exclude: list[str] = field(default_factory=list)
     inline_tags: bool = False  # true: `#tags` in a note's body are motifs too, beside the motif keys (a vault's)
@@ -144,14 +151,12 @@ class GitConfig:
     branch: str = "main"  # the remote branch a session merges before reviewing and pushes to after
 
 
-APPLY_MODES = ("commit", "propose")
-
 
 @dataclass
 class ApplyConfig:
     # "commit": a session commits its decisions on the branch it reviews (and pushes it, with [git] remote).
     # "propose": it commits them on the proposals branch and pushes that one; `approve` lands them (proposals.py).
-    mode: str = "commit"
+    mode: ApplyMode = "commit"
     proposals: str = "knomit-judge/proposals"  # the branch a proposing session commits to, never the reviewed one
 
 
@@ -262,7 +267,12 @@ RETIRED = {"budget.window", "budget.patience", "budget.unproven_allowance"}
 SUPERSEDED = {"budget.optimistic_cap": "budget.opening_usd",
               "budget.questions_per_resolution": "budget.usd_per_resolution"}
 
-_TYPES: dict[str, type] = {"bool": bool, "int": int, "float": float, "str": str, "list[str]": list}
+WORDS = {"JudgeMode": MODES, "Effort": EFFORTS, "RetractMode": RETRACT_MODES, "FrontMatter": FRONT_MATTER,
+         "ApplyMode": APPLY_MODES}
+_TYPES: dict[str, type] = {"bool": bool, "int": int, "float": float, "str": str, "list[str]": list,
+                           **dict.fromkeys(WORDS, str)}
+
+
 _SECTION_TYPES: dict[str, type[DataclassInstance]] = {
     "judge": JudgeConfig,
     "shortlist": ShortlistConfig,

@@ -301,10 +301,13 @@ def _broken_at(e: yaml.YAMLError) -> Any:
     return problem
 
 
+ALIAS_KEYS = ("aliases", "alias")  # the keys of a note's other names: Obsidian's, then its older one
+
+
 def _aliases(path: str, meta: dict[str, Any], lines: dict[str, int]) -> tuple[str, ...]:
     """The note's other names: Obsidian's `aliases` (a list, or one name), and its older `alias`."""
     names: list[str] = []
-    for key in ("aliases", "alias"):
+    for key in ALIAS_KEYS:
         value = meta.get(key)
         names.extend(_str_list(path, key, [value] if isinstance(value, (str, int, float)) and
                                not isinstance(value, bool) else value, lines.get(key)))
@@ -382,7 +385,7 @@ class Corpus:
     """
 
     def __init__(self, root: Path, facts: dict[str, Fact], problems: list[BadFact], layout: CorpusConfig | None = None,
-                 files: int | None = None, templates: list[str] | None = None) -> None:
+                 *, files: int | None = None, templates: list[str] | None = None) -> None:
         self.root = Path(root)
         self.facts = facts
         self.problems = problems

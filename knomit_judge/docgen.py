@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from click.testing import CliRunner
 
 from .cli import cli
-from .config import DEFAULT_PRICES, Config, Price, value_range
+from .config import DEFAULT_PRICES, WORDS, Config, Price, value_range
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -100,7 +100,9 @@ def _default(f: dataclasses.Field[Any]) -> str:
 
 def type_name(f: dataclasses.Field[Any]) -> str:
     """config.py's annotations are strings (postponed); a dataclass made elsewhere may hold the type itself."""
-    return f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+    if isinstance(f.type, str):
+        return "str" if f.type in WORDS else f.type  # a key of a few words (ApplyMode) is a string in the file
+    return getattr(f.type, "__name__", str(f.type))
 
 
 def _cell(text: str) -> str:

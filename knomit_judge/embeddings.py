@@ -16,6 +16,7 @@ import numpy as np
 
 from . import interrupts
 from .encoders import DIM, MODEL_NAME, Encoder, cache_key, keyed_backend, load_encoder, wanted_backend
+from .shortlist import NeighbourMemory, Searcher
 from .store import Store
 
 if TYPE_CHECKING:
@@ -32,16 +33,22 @@ def text_hash(text: str) -> str:
 
 
 class Embedder:
-    """Embeds texts, computing only those whose hash is not cached; loads the model on first use, or load()."""
+    """Embeds texts, computing only those whose hash is not cached; loads the model on first use, or load().
+
+    Its `searcher` finds the vectors' nearest neighbours for whoever holds it (a session, rebuild, a test),
+    keeping the lists in `memory` between sessions when given one (neighbours.Memory).
+    """
 
     CHUNK = 1024  # texts encoded and stored at a time, so an interrupted first embedding resumes
 
-    def __init__(self, store: Store, batch_size: int = 32, backend: str | None = None) -> None:
+    def __init__(self, store: Store, batch_size: int = 32, backend: str | None = None, *,
+                 memory: NeighbourMemory | None = None) -> None:
         self.store, self.batch_size = store, batch_size  # batch_size: texts per progress step and per write
         self.backend, self.model_name = keyed_backend(backend or wanted_backend())
         self._encoder: Encoder | None = None
         self.computed = 0  # texts actually encoded this session
         self._last: tuple[list[str], np.ndarray] | None = None  # prune and discovery embed the same fact texts
+        self.searcher = Searcher(memory)
 
     @property
     def encoder(self) -> Encoder:

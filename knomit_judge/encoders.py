@@ -301,7 +301,7 @@ class OnnxEncoder:
         path, tokenizer = int8_files() if backend == "onnx-int8" else (exported(backend), model_path() / TOKENIZER)
         # Every review session loads the model before its first change (a broken one stops it there): a process
         # that runs many (the daemon, the tests) loads each file once, named by its path, size and time.
-        self.session, self.tokenizer = _loaded(*_stamp(path), *_stamp(tokenizer))
+        self.session, self.tokenizer = _loaded(_stamp(path), _stamp(tokenizer))
         self.workers = os.cpu_count() or 1
 
     def encode(self, texts: list[str], batch_size: int, stop: Callable[[], bool] | None = None) -> np.ndarray:
@@ -317,14 +317,19 @@ class OnnxEncoder:
         return v / max(float(np.linalg.norm(v)), 1e-12)
 
 
-def _stamp(path: Path) -> tuple[str, int, int]:
+Stamp = tuple[str, int, int]  # a file's path, size and mtime: a file replaced in place is loaded again
+
+
+def _stamp(path: Path) -> Stamp:
     st = path.stat()
     return str(path), st.st_size, st.st_mtime_ns
 
 
 @functools.lru_cache(maxsize=4)
-def _loaded(model: str, _size: int, _mtime: int, tokenizer: str, _tsize: int, _tmtime: int) -> tuple[Any, Any]:
-    """An ONNX Runtime session of `model` and the `tokenizer`, set up to run one text at a time."""
+def _loaded(model_stamp: Stamp, tokenizer_stamp: Stamp) -> tuple[Any, Any]:
+    """An ONNX Runtime session of the model and the tokenizer (their stamps key the cache), set up to run one text at a
+    time."""
+    model, tokenizer = model_stamp[0], tokenizer_stamp[0]
     ort = onnxruntime()
     from tokenizers import Tokenizer
 

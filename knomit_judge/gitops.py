@@ -198,7 +198,7 @@ class Applier:
         self.pending = Path(repo.git_dir) / "knomit-pending.json"
         self.index = Path(repo.git_dir) / "knomit-index"  # a private index a decision commit is built in
 
-    def commit(self, writes: Mapping[str, str | None], extra_paths: list[str], msg: str, verdict_id: str,
+    def commit(self, writes: Mapping[str, str | None], extra_paths: list[str], msg: str, verdict_id: str, *,
                trailer: str = "Knomit-Verdict", appends: Mapping[str, Record | list[Record]] | None = None,
                check: Callable[[str, str], object] | None = None) -> str:
         """Write the files (None deletes), append `appends` to our own files, and commit it all at once.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -14,9 +14,10 @@ from .gitops import open_repo
 from .metrics import figures
 from .models import status_lines as model_lines
 from .passes import JUDGED_PASSES
-from .passes.registry import all_passes
+from .passes.base import DESCRIBE, Step
+from .passes.registry import all_passes, steps
 from .spend import summarise
-from .status import PassResult
+from .status import LinesResult, PassResult
 from .store import Store
 from .sync import Remote
 from .throttle import ThrottleState, assess, buys_text, shown, terms
@@ -38,10 +39,12 @@ def state_text(t: ThrottleState) -> str:
     return t.state
 
 
-def pass_line(name: str, counts: dict[str, Any]) -> str:
-    """A stored pass's status line; keys this version does not know (or no longer has) are skipped."""
+def pass_line(name: str, counts: dict[str, Any], every: Mapping[str, Step]) -> str:
+    """A stored pass's status line (`every`: registry.steps()); keys this version does not know (or no longer has)
+    are skipped."""
     known = {f.name for f in fields(PassResult)}
-    return PassResult(name, **{k: v for k, v in counts.items() if k in known}).line()
+    lines = name in every and every[name].writes_lines
+    return (LinesResult if lines else PassResult)(name, **{k: v for k, v in counts.items() if k in known}).line()
 
 
 def corpus_line(stored: dict[str, Any]) -> str:
@@ -147,7 +150,7 @@ def lines_figures(store: Store, sessions: list[dict[str, Any]]) -> dict[str, Any
     """The describe lines (session/lines.py): what the last session that ran the step wrote and paid, how
     many spellings it left without a line, and how many lines the db holds (a spelling asked and given none
     is not one of them)."""
-    last = next((s["passes"]["describe"] for s in sessions if "describe" in s["passes"]), None)
+    last = next((s["passes"][DESCRIBE] for s in sessions if DESCRIBE in s["passes"]), None)
     stored = store.db.execute("SELECT count(*), total(cost_usd) FROM lines WHERE line != ''").fetchone()
     out = {"stored": stored[0], "stored_cost_usd": round(stored[1], 6)}
     if last is None:
@@ -172,7 +175,8 @@ def render(sessions: list[dict[str, Any]], throttle: dict[str, dict[str, Any]], 
                 f"{len(last['commits'])} commit(s)):"]
         if last.get("corpus"):
             text.append("  " + corpus_line(last["corpus"]))
-        text.extend("  " + pass_line(name, counts) for name, counts in last["passes"].items())
+        every = steps()
+        text.extend("  " + pass_line(name, counts, every) for name, counts in last["passes"].items())
     text.append("throttle for the next session" + (f" ({judge} judge):" if judge != "anthropic" else ":"))
     text.extend(f"  {name}: {t['text']}" for name, t in throttle.items())
     flips = [f"{name} {t['flip_rate']:.3f} ({t['flips']}/{t['flip_measured']})"

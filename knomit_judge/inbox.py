@@ -36,7 +36,7 @@ from .passes.registry import all_passes
 from .precision import of_pass
 from .proposals import Board, Proposal
 from .store import Store
-from .verdicts import Verdict
+from .verdicts import About, Verdict
 
 KINDS = ("undecided", "held", "shorter-kept", "proposal", "sample")  # proposal: waiting ones, then discovery's
 UNDECIDED = ("split by position:", "undecided:")  # the rationale judge.Judge._aggregate records
@@ -97,6 +97,10 @@ def inbox(root: Path | str) -> dict[str, Any]:
     labels = read_labels(root)
     labelled = latest(labels)
     passes = all_passes()
+
+    def about(v: Verdict) -> About:
+        return passes[v.pass_name].about if v.pass_name in passes else "facts"  # exact duplicates: copies of a fact
+
     board = Board(root, repo, config) if config.apply.mode == "propose" else None
     waiting = board.waiting() if board else []
     known = {v.id: v for v in every}
@@ -115,18 +119,18 @@ def inbox(root: Path | str) -> dict[str, Any]:
                and passes[v.pass_name].still_holds(v, corpus)]
     chosen += [("held", f"{v.pass_name} is on probation: this yes waits for labels", v)
                for v in newest if v.is_yes and not v.commit_sha and v.pass_name in on_probation
-               and not (v.pass_name == "prune" and passes["prune"].outdated(v))]  # asked again, never applied
+               and not passes[v.pass_name].outdated(v)]  # asked again, never applied
     chosen += [("shorter-kept", why, v) for v in sorted(applied, key=lambda v: (v.created_at, v.id), reverse=True)
-               if v.pass_name == "prune" and passes["prune"].outdated(v)
-               and (why := shorter_kept(v, corpus, repo))]
+               if passes[v.pass_name].outdated(v) and (why := shorter_kept(v, corpus, repo))]
     chosen += [("proposal", "a proposed fact nobody has looked at", v)
-               for v in sorted(applied, key=lambda v: (v.created_at, v.id), reverse=True) if v.pass_name == "discovery"]
+               for v in sorted(applied, key=lambda v: (v.created_at, v.id), reverse=True)
+               if passes[v.pass_name].proposes]
     chosen += [("sample", f"sampled from session {v.session} ({config.calibration.sample_rate:g} of its "
                           f"{v.pass_name} decisions, at least one)", v)
                for v in sample(applied, config.calibration.sample_rate)]
     seen: set[str] = {p.verdict for p, _ in proposals}  # a waiting proposal is listed as one, first
     items = [Item("proposal", f"waits on {board.branch if board else ''} for a person's word: approve or reject it",
-                  v, evidence(v, corpus, repo, p.commit), f"knomit-judge label {v.id} yes|no {shlex.quote(str(root))}",
+                  v, evidence(v, about(v), corpus, repo, p.commit), f"knomit-judge label {v.id} yes|no {shlex.quote(str(root))}",
                   p, {"branch": board.branch if board else "",
                       "approve": f"knomit-judge approve {v.id} {shlex.quote(str(root))}",
                       "reject": f"knomit-judge reject {v.id} {shlex.quote(str(root))} --note WHY"})
@@ -134,7 +138,7 @@ def inbox(root: Path | str) -> dict[str, Any]:
     for kind, why, v in chosen:
         if v.id not in seen:
             seen.add(v.id)
-            items.append(Item(kind, why, v, evidence(v, corpus, repo),
+            items.append(Item(kind, why, v, evidence(v, about(v), corpus, repo),
                               f"knomit-judge label {v.id} yes|no {shlex.quote(str(root))}"))
     return {"corpus": str(root), "items": items, "probation": sorted(on_probation),
             **({"proposals": board.figures()} if board else {}),
@@ -165,15 +169,13 @@ def shorter_kept(v: Verdict, corpus: Corpus, repo: git.Repo) -> str | None:
             f"undo it with `knomit-judge revert {v.id}`")
 
 
-def evidence(v: Verdict, corpus: Corpus, repo: git.Repo, commit: str | None = None) -> Evidence:
+def evidence(v: Verdict, about: About, corpus: Corpus, repo: git.Repo, commit: str | None = None) -> Evidence:
     """What a person needs to answer the question, from the corpus as it is now (and the decision's commit, or the
-    proposal's: `commit`)."""
+    proposal's: `commit`): each spelling's carriers, or each fact's title and body (a proposal's too)."""
     s = v.subject
     out: Evidence
     commit = commit or v.commit_sha
-    if v.pass_name == "exact":  # a group of copies: each one's title and body
-        return {path: _fact(corpus, path) for path in s.get("group", [])}
-    if v.pass_name == "alias":
+    if about == "spellings":
         out = {m: [f.title for f in corpus.carrier_facts(m)[:MAX_TITLES]] for m in (s["a"], s["b"])}
         if commit:  # once applied, the losing spelling has no carriers left: the commit rewrote them
             out["carriers rewritten by the commit"] = [_title(corpus, p) for p in changed(repo, commit)]

@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from .config import Config
 from .cost import UNKNOWN, Cost
@@ -23,7 +23,7 @@ from .jsonl import dumps
 from .limiter import QuestionClock, question_clock
 from .models import Lineup
 from .prompts import Prompt
-from .scripted import ScriptedBackend
+from .scripted import Answerable, ScriptedBackend
 from .store import Store
 from .transport import AnthropicBackend, Completion
 
@@ -82,7 +82,7 @@ class Ledger:
     def cost_usd(self) -> float | None:
         return self.cost.usd
 
-    def add(self, calls: int, attempts: int, tokens_in: int | None, tokens_out: int | None, cost: float | None,
+    def add(self, calls: int, attempts: int, tokens_in: int | None, tokens_out: int | None, cost: float | None, *,
             bound: float = 0.0) -> None:
         """Count calls and what they cost: `cost` None when unknown, then charged at `bound`."""
         self.calls += calls
@@ -93,11 +93,18 @@ class Ledger:
         self.cost += cost
 
 
+# Who answers: the Messages API, or recorded replies (of verdicts.JudgeKind, all but `mechanical`).
+BackendKind = Literal["anthropic", "scripted"]
+# What came of one question: a verdict, or why none (a failed request; or, in a session, its next read went into
+# the Message Batch, or the balance or a dollar cap held it: session/batch.py's BATCHED, session/context.py's HELD).
+OutcomeKind = Literal["verdict", "unavailable", "unparsed", "refused", "batched", "held"]
+
+
 @dataclass(frozen=True)
 class JudgeSpec:
     """What --judge names, parsed once: the Messages API ("anthropic") or recorded replies ("scripted:FILE")."""
 
-    kind: str  # "anthropic" or ScriptedBackend.kind
+    kind: BackendKind
     path: Path | None = None  # the replies file of a scripted judge
 
     @classmethod
@@ -119,10 +126,12 @@ class JudgeSpec:
 Backend: TypeAlias = AnthropicBackend | ScriptedBackend
 
 
-def make_backend(spec: JudgeSpec, config: Config, lineup: Lineup | None = None) -> Backend:
-    """The backend --judge names; `lineup` (models.py) says how the anthropic one asks each model."""
+def make_backend(spec: JudgeSpec, config: Config, lineup: Lineup | None = None, *,
+                 answers: Iterable[Answerable]) -> Backend:
+    """The backend --judge names; `lineup` (models.py) says how the anthropic one asks each model, `answers` what
+    the scripted one answers (passes.registry.answered())."""
     if spec.path is not None:
-        return ScriptedBackend(spec.path)
+        return ScriptedBackend(spec.path, answers)
     return AnthropicBackend(config, lineup=lineup)
 
 
@@ -152,9 +161,9 @@ def read_sample(p: JudgedPass, text: str, subject: dict[str, Any], position: int
 
 @dataclass
 class Outcome:
-    """One question's result. kind is 'verdict', 'unavailable', 'unparsed' or 'refused'."""
+    """One question's result: its kind says which (OutcomeKind)."""
 
-    kind: str
+    kind: OutcomeKind
     answer: str | None = None
     rationale: str = ""
     payload: dict[str, Any] | None = None
@@ -192,7 +201,9 @@ def _failed(results: list[Sample | BaseException], out: Outcome) -> bool:
             raise r
     failures = [r for r in results if isinstance(r, (Unavailable, Unparsed, Refused))]
     # a refusal is about the question itself, so it names the outcome whatever else happened
-    for kind, cls in (("refused", Refused), ("unavailable", Unavailable), ("unparsed", Unparsed)):
+    named: tuple[tuple[OutcomeKind, type[Exception]], ...] = (("refused", Refused), ("unavailable", Unavailable),
+                                                              ("unparsed", Unparsed))
+    for kind, cls in named:
         first = next((r for r in failures if isinstance(r, cls)), None)
         if first is not None:
             out.kind, out.error = kind, str(first.args[0])
@@ -205,7 +216,7 @@ def _read(results: list[Sample | BaseException]) -> list[Sample]:
     return [r for r in results if isinstance(r, Sample)]
 
 
-def cache_key(model: str, prompt_id: str, system: str, user: str, sample: int,
+def cache_key(model: str, prompt_id: str, system: str, user: str, sample: int, *,
               tool: dict[str, Any] | None = None) -> str:
     """The reply-cache key: model, prompt version, exact prompt, sample number, and the forced tool if any."""
     text = f"{system}\n\n{user}"
@@ -262,7 +273,7 @@ class Judge:
         return other
 
     @property
-    def kind(self) -> str:
+    def kind(self) -> BackendKind:
         """anthropic or scripted: verdicts and cached replies bind only the kind of judge that gave them."""
         return self.backend.kind
 
@@ -316,7 +327,7 @@ class Judge:
                 continue
             user = p.prompt.render(evidence)
             for n in range(cfg.samples):
-                out.append(Ask(pos, n, user, cache_key(self.model, p.prompt.id, p.prompt.system, user, n, self.shape(p))))
+                out.append(Ask(pos, n, user, cache_key(self.model, p.prompt.id, p.prompt.system, user, n, tool=self.shape(p))))
         return out
 
     def cost(self, tokens_in: int | None, tokens_out: int | None, batch: bool = False,
@@ -362,12 +373,12 @@ class Judge:
         ledger = self.by_model.get(model)
         return ledger.charged_usd / ledger.calls if ledger and ledger.calls else None
 
-    def _count(self, out: Outcome, pass_name: str, attempts: int, tokens_in: int | None, tokens_out: int | None,
+    def _count(self, out: Outcome, pass_name: str, attempts: int, tokens_in: int | None, tokens_out: int | None, *,
                cost: float | None, bound: float) -> None:
         """One call made now: into the outcome's count, the pass's ledger and its model's."""
         out.made += 1
         for ledger in (self.ledger(pass_name), self.by_model.setdefault(self.model, Ledger())):
-            ledger.add(1, attempts, tokens_in, tokens_out, cost, bound)
+            ledger.add(1, attempts, tokens_in, tokens_out, cost, bound=bound)
 
     async def _sample(self, p: JudgedPass, subject: dict[str, Any], ask: Ask, out: Outcome) -> Sample:
         fresh = self.fresh.pop(ask.key, None)
@@ -394,21 +405,22 @@ class Judge:
                     billed: Completion | None = e.args[2] if len(e.args) > 2 else None
                     cost = self.cost(billed.tokens_in, billed.tokens_out) if billed else 0.0
                     self._count(out, p.name, _attempts(e), billed.tokens_in if billed else None,
-                                billed.tokens_out if billed else None, cost, self.unknown_call_usd(_bytes(p, ask)))
+                                billed.tokens_out if billed else None, cost=cost,
+                                bound=self.unknown_call_usd(_bytes(p, ask)))
                     out.attempts += _attempts(e)
                     out.calls += 1
                     out.cost += cost
                     raise
                 except asyncio.CancelledError:
                     # a call cut off by the time limit may still have been billed: its cost is unknown
-                    self._count(out, p.name, 1, None, None, None, self.unknown_call_usd(_bytes(p, ask)))
+                    self._count(out, p.name, 1, None, None, cost=None, bound=self.unknown_call_usd(_bytes(p, ask)))
                     out.calls += 1
                     out.cost = UNKNOWN
                     raise
         cost = self.cost(done.tokens_in, done.tokens_out, batch=done.batch)
         if not done.batch:  # a batch result went into the ledger when it was collected
-            self._count(out, p.name, done.attempts, done.tokens_in, done.tokens_out, cost,
-                        self.unknown_call_usd(_bytes(p, ask)))
+            self._count(out, p.name, done.attempts, done.tokens_in, done.tokens_out, cost=cost,
+                        bound=self.unknown_call_usd(_bytes(p, ask)))
         out.calls += 1
         out.attempts += done.attempts
         out.tokens_in += done.tokens_in or 0
@@ -432,8 +444,8 @@ class Judge:
                                "question changes") from None
             raise
         # written right after each parse: a killed session resumes without paying for this reply again
-        self.store.cache_reply(ask.key, self.model, p.prompt.id, done.text, done.tokens_in, done.tokens_out, self.kind,
-                               ask.position)
+        self.store.cache_reply(ask.key, self.model, p.prompt.id, done.text, tokens_in=done.tokens_in,
+                               tokens_out=done.tokens_out, judge=self.kind, position=ask.position)
         return sample
 
     async def ask(self, p: JudgedPass, candidate: JudgedCandidate, one_order: bool = False) -> Outcome:

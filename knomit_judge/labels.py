@@ -142,7 +142,7 @@ def label(root: Path | str, entries: list[tuple[str, str, str]], by: str | None 
 
 
 def commit_labels(opened: Locked, entries: list[tuple[str, str, str]], by: str | None = None,
-                  source: str | None = None, commits: dict[str, str] | None = None,
+                  source: str | None = None, *, commits: dict[str, str] | None = None,
                   carried: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """label()'s commit, under the lock the caller holds and after its recovery; `commits`: verdict -> the commit
     a label names where the db does not have it yet (a proposal landed just now); `carried`: label records given

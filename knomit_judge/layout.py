@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from .config import FrontMatter, RetractMode
+
 DEFAULT_PATHS = ("facts/**/*.md",)
 _GLOB_CHARS = re.compile(r"[*?\[]")
 
@@ -102,9 +104,9 @@ class Detected:
     kind: str
     paths: tuple[str, ...]
     motif_keys: tuple[str, ...]
-    retract: str
+    retract: RetractMode
     evidence: str
-    front_matter: str = "required"
+    front_matter: FrontMatter = "required"
     exclude: tuple[str, ...] = ()
     inline_tags: bool = False
     notes: int | None = None  # the Markdown files these settings read (None: not counted)

@@ -18,13 +18,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import unquote
 from weakref import WeakKeyDictionary
 
 import yaml
 
-from .corpus import _SCHEME, FRONT, KEY_LINE, Corpus, Fact, link_target, load_front
+from .corpus import _SCHEME, ALIAS_KEYS, FRONT, KEY_LINE, Corpus, Fact, link_target, load_front
 from .errors import BadFact
 from .layout import fact_paths
 
@@ -257,7 +257,7 @@ def note_aliases(path: str, text: str) -> tuple[str, ...]:
     front = FRONT.match(text)
     meta = front_mapping(path, front.group(1)) if front else None
     names: list[str] = []
-    for key in ("aliases", "alias"):
+    for key in ALIAS_KEYS:
         value = (meta or {}).get(key)
         for v in value if isinstance(value, list) else [value]:
             if isinstance(v, (str, int, float)) and not isinstance(v, bool) and str(v).strip():
@@ -311,6 +311,10 @@ def headings(text: str) -> set[str]:
 
 def fold(s: str) -> str:
     return " ".join(s.split()).casefold()
+
+
+# How a link found its note (Vault.resolve): its own note, a path, a name, an alias; "": it leads nowhere.
+Resolved = Literal["self", "path", "name", "alias", ""]
 
 
 class Vault:
@@ -420,8 +424,8 @@ class Vault:
     def active(self, path: str) -> bool:
         return path.casefold() in self.files and path not in self.retracted
 
-    def resolve(self, link: Link) -> tuple[str | None, str]:
-        """(the file the link leads to, or None; how: "self", "path", "name" or "alias").
+    def resolve(self, link: Link) -> tuple[str | None, Resolved]:
+        """(the file the link leads to, or None; how: "self", "path", "name" or "alias", "" when it leads nowhere).
 
         As Obsidian resolves: a path from the vault's root or from the note's folder (a Markdown link
         tries the note's folder first), with or without `.md`; else the note of that name (or path

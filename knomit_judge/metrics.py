@@ -32,12 +32,13 @@ from .status import STATES
 from .store import Store
 from .sync import STATES as SYNC_STATES
 from .sync import Remote
-from .throttle import assess, shown, terms
+from .throttle import STANDINGS, assess, shown, terms
 
 log = logging.getLogger(__name__)
 
-PASS_STATES = (*STATES, "aborted")  # aborted: the session stopped on an error or a signal (session.review.aborted)
-THROTTLE_STATES = ("optimistic", "funded", "unproven", "defunded", "unthrottled")
+# what a pass's recorded session may end as: a dry run (would-offer) records none, and only the describe step skips
+# (its series say its own state)
+PASS_STATES = tuple(s for s in STATES if s not in ("would-offer", "skipped"))
 CORPUS_STATES = ("read", "broken")
 LIFECYCLES = ("active", "deprecated", "retired")
 FAILED = ("broken", "aborted")  # a pass that did not do its work this session
@@ -106,7 +107,7 @@ def pass_history(store: Store, limit: int = SCAN_SESSIONS) -> dict[str, dict[str
     return out
 
 
-def figures(root: Path, store: Store, config: Config, judge: str = "anthropic", now: datetime | None = None,
+def figures(root: Path, store: Store, config: Config, judge: str = "anthropic", now: datetime | None = None, *,
             spend: Spend | None = None) -> dict[str, Any]:
     """Everything the metrics file holds, as one JSON-able dict (also `status --json`'s "metrics")."""
     spend = spend or summarise(store, config, now)
@@ -292,7 +293,7 @@ def render(fig: dict[str, Any]) -> str:
              for n, p in ran.items() for s in sorted({*PASS_STATES, p["state"]})])
     _family(out, "knomit_judge_pass_throttle_state", "The throttle's state for the pass's next session: 1 for the current one.",
             [(_labels(corpus=corpus, **{"pass": n}, state=s), int(p["throttle"] == s))
-             for n, p in passes.items() for s in sorted({*THROTTLE_STATES, p["throttle"]})])
+             for n, p in passes.items() for s in sorted({*STANDINGS, p["throttle"]})])
     for name, help_text, key in _PASS_GAUGES:
         samples = [(_labels(corpus=corpus, **{"pass": n}), p[key]) for n, p in passes.items()
                    if key == "allowance" or p[key] is not None]  # an allowance of None is +Inf: unlimited

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from .config import CONFIG_FILE, EFFORTS, Config
+from .config import CONFIG_FILE, EFFORTS, Config, Effort
 from .errors import ConfigError
 from .jsonl import dumps
 
@@ -39,8 +39,7 @@ TIMEOUT_S = 20.0  # the Models API is one small GET: a session does not wait lon
 # what the dry run and the caps expect it to spend before a session has measured it (docs/real-api.md).
 THINKING_ROOM = {"low": 4_000, "medium": 8_000, "high": 16_000, "xhigh": 32_000, "max": 64_000}
 THINKING_EXPECTED = {"low": 300, "medium": 1_000, "high": 2_500, "xhigh": 5_000, "max": 10_000}
-# output_config.effort as the Messages API types it, by config.EFFORTS' names (a level read from a model is one)
-Effort = Literal["low", "medium", "high", "xhigh", "max"]
+# output_config.effort by config.EFFORTS' names (a level read from a model is one)
 LEVELS: dict[str, Effort] = {"low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh", "max": "max"}
 
 

@@ -46,7 +46,7 @@ class Searched(TypedDict, total=False):
 
 
 class Memory:
-    """The stored searches of one db; shortlist.top_k asks it while `shortlist.remembered` is active."""
+    """The stored searches of one db; a shortlist.Searcher made with it asks it (Embedder(store, memory=..))."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -65,13 +65,13 @@ class Memory:
             self.last = {"kind": "stored", "rows": len(keys), "searched": 0, "merged": 0, "digest": digest}
             return idx[:, :width].copy(), sims[:, :width].copy()
         base, old = self._closest(stored, keys)
-        update = incremental(v, keys, rank, depth, *old, need=k) if old is not None else None
+        update = incremental(v, keys, rank, depth, old=old, need=k) if old is not None else None
         if update is not None:
             idx, sims, self.last = update
         else:
             idx, sims = shortlist.exact_top_k(v, rank, depth)
             self.last = {"kind": "full", "rows": len(keys), "searched": len(keys), "merged": 0}
-        self.store.put_neighbour_set(base, depth, digest, keys, idx, sims, KEEP)
+        self.store.put_neighbour_set(base, depth, digest, (keys, idx, sims), KEEP)
         self.last["digest"] = digest
         log.debug("neighbour lists: %s", self.last)
         return idx[:, :width].copy(), sims[:, :width].copy()
@@ -95,13 +95,16 @@ class Memory:
         return best, (best_set, idx, sims)
 
 
-def incremental(v: np.ndarray, keys: list[bytes], rank: np.ndarray, depth: int, old_keys: list[bytes],
-                old_idx: np.ndarray, old_sims: np.ndarray, need: int) -> tuple[np.ndarray, np.ndarray, Searched] | None:
+def incremental(v: np.ndarray, keys: list[bytes], rank: np.ndarray, depth: int, *,
+                old: tuple[list[bytes], np.ndarray, np.ndarray],
+                need: int) -> tuple[np.ndarray, np.ndarray, Searched] | None:
     """Update a stored search (lists up to `depth` deep) to the rows `keys`; None when a full search is cheaper.
+    `old`: the stored search (its keys, lists and similarities).
 
     A stored list is the exact top-m of its row for some m <= depth. A neighbour that leaves shortens it
     (what remains is still exact); a row is searched again only when fewer than `need` remain.
     """
+    old_keys, old_idx, old_sims = old
     n, n_old = len(keys), len(old_keys)
     width = min(depth, n - 1)
     at = {key: i for i, key in enumerate(keys)}
@@ -130,15 +133,16 @@ def incremental(v: np.ndarray, keys: list[bytes], rank: np.ndarray, depth: int, 
     sims[rows, :w] = sims_old[keep, :w]
     merged = 0
     if len(fresh) and len(rows):
-        merged = _merge_fresh(v, rank, rows, fresh, idx, sims, np.minimum(count[keep], w), complete[keep])
+        merged = _merge_fresh(v, rank, rows, fresh, idx=idx, sims=sims, count=np.minimum(count[keep], w),
+                              complete=complete[keep])
     if len(search):
         idx[search], sims[search] = shortlist.exact_top_k(v, rank, width, rows=search)
     return idx, sims, {"kind": "incremental", "rows": n, "fresh": len(fresh), "short": len(short),
                        "searched": len(search), "merged": merged}
 
 
-def _merge_fresh(v: np.ndarray, rank: np.ndarray, rows: np.ndarray, fresh: np.ndarray, idx: np.ndarray, sims: np.ndarray,
-                 count: np.ndarray, complete: np.ndarray) -> int:
+def _merge_fresh(v: np.ndarray, rank: np.ndarray, rows: np.ndarray, fresh: np.ndarray, *, idx: np.ndarray,
+                 sims: np.ndarray, count: np.ndarray, complete: np.ndarray) -> int:
     """Put the fresh rows that reach a kept row's last known neighbour into its list, in the canonical order.
 
     Past that last neighbour nothing is known (rows outside the list may come next), so a merged list is

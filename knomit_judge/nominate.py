@@ -69,7 +69,6 @@ import numpy as np
 
 from .corpus import Corpus, Fact, fact_text
 from .embeddings import Embedder
-from .shortlist import top_k
 
 SIGNALS = ("name", "string", "acronym", "carriers", "content", "words", "gloss", "line", "named")
 # averaged into one evidence; string and acronym stand alone
@@ -542,7 +541,7 @@ def nominate(motifs: list[str], corpus: Corpus, embedder: Embedder, k: int,
                                   ("line", line_vectors[described], described)):
         if signal not in NOMINATE_BY or len(vectors) < 2:
             continue
-        idx, _ = top_k(vectors, k)
+        idx, _ = embedder.searcher.top_k(vectors, k)
         for i, row in enumerate(idx.tolist()):
             for j in row:
                 if rows is None:

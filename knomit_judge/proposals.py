@@ -293,7 +293,7 @@ class Board:
     # --- the refresh ---------------------------------------------------------------------------
 
     def refresh(self, tree: git.Repo, base: str, base_name: str, drop: dict[str, str] | None = None,
-                records: dict[str, list[bytes]] | None = None, notes: list[str] | None = None) -> Refreshed:
+                records: dict[str, list[bytes]] | None = None, *, notes: list[str] | None = None) -> Refreshed:
         """Keep the branch in step with the reviewed branch at `base`, in one commit (or none).
 
         `drop`: verdict -> why, proposals a person took off; `records`: lines to add to record files (labels);
@@ -313,7 +313,7 @@ class Board:
             tip_for_parents = tip
             done.merged = 0 if old == base else \
                 int(run_git(self.repo, "rev-list", "--count", f"{tip}..{base}").strip())
-        keep = self._replay(waiting, base, old, base_name, drop, done)
+        keep = self._replay(waiting, base, old, base_name, drop, done=done)
         parents = [tip_for_parents] + ([base] if not done.cleared and done.merged else [])
         tree_sha = self._tree(base, tip, keep, records)
         if parents == [tip] and tree_sha == self._tree_of(tip):
@@ -327,7 +327,7 @@ class Board:
         run_git(tree, "reset", "-q", "--hard", new)  # the branch and its work tree move together
         return done
 
-    def _replay(self, waiting: list[Proposal], base: str, old: str, base_name: str, drop: dict[str, str],
+    def _replay(self, waiting: list[Proposal], base: str, old: str, base_name: str, drop: dict[str, str], *,
                 done: Refreshed) -> list[Proposal]:
         """The proposals kept, replayed in order on `base`: each one whose files are as it found them (as the reviewed
         branch has them, or as a proposal kept before it left them). The rest are dropped, with why."""

@@ -35,7 +35,6 @@ from .passes.registry import all_passes
 from .proposals import Board
 from .recovery import locked_store, sync_git, sync_journal
 from .session.lines import current, describe_model
-from .shortlist import remembered
 from .store import Store
 
 log = logging.getLogger(__name__)
@@ -116,8 +115,8 @@ class _Recorder(Memory):
 class _Embedder(Embedder):
     """An Embedder that notes every text it was asked for."""
 
-    def __init__(self, store: Store) -> None:
-        super().__init__(store)
+    def __init__(self, store: Store, memory: _Recorder) -> None:
+        super().__init__(store, memory=memory)
         self.texts: dict[str, str] = {}
 
     def embed(self, texts: list[str]) -> np.ndarray:
@@ -135,27 +134,27 @@ class Derivation:
         self.store = store
         # the lines a session of the real judge nominates with (a scripted session's lists are its own)
         lines = current(store, corpus, config, describe_model(config)).lines if config.describe.enabled else {}
-        self.embedder = _Embedder(store)  # its own type: rebuild reads back the texts it was asked for
-        self.ctx = Inputs(corpus, self.embedder, config, lines)
         self.memory = _Recorder(store)
+        # its own type: rebuild reads back the texts it was asked for, and the searches its memory answered
+        self.embedder = _Embedder(store, self.memory)
+        self.ctx = Inputs(corpus, self.embedder, config, lines)
         self.lists: dict[str, list[Plain]] = {}
         self.how: dict[str, str] = {}  # stored | computed
 
     def run(self, search_all: bool = False) -> Derivation:
         """`search_all`: lists read back are also computed, so every neighbour search the corpus needs is run."""
         lists = CandidateLists(self.store)
-        with remembered(self.memory):
-            for p in derived_passes():
-                kept = lists.candidates(p, self.ctx)
-                self.how[p.name] = lists.last
-                if lists.last == "stored":
-                    row = self.store.candidate_list(p.name, inputs_digest(p.name, self.ctx))
-                    assert row is not None  # read back just now
-                    self.lists[p.name] = list(decode(row, _plain))
-                    if search_all:
-                        p.candidates(self.ctx)
-                else:
-                    self.lists[p.name] = [_plain(c.subject, c.fingerprint, c.score) for c in kept]
+        for p in derived_passes():
+            kept = lists.candidates(p, self.ctx)
+            self.how[p.name] = lists.last
+            if lists.last == "stored":
+                row = self.store.candidate_list(p.name, inputs_digest(p, self.ctx))
+                assert row is not None  # read back just now
+                self.lists[p.name] = list(decode(row, _plain))
+                if search_all:
+                    p.candidates(self.ctx)
+            else:
+                self.lists[p.name] = [_plain(c.subject, c.fingerprint, c.score) for c in kept]
         return self
 
 

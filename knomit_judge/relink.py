@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
 
-from .corpus import FRONT, KEY_LINE, Corpus, Fact
+from .corpus import ALIAS_KEYS, FRONT, KEY_LINE, Corpus, Fact
 from .errors import BadFact
 from .links import (
     MDLINK,
@@ -41,7 +41,7 @@ class Relinked:
     by_file_name: bool  # a wikilink named the retired note by its file name
 
 
-def relinked_note(vault: Vault, path: str, text: str, old: str, new: str, gone: set[str]) -> Relinked:
+def relinked_note(vault: Vault, path: str, text: str, *, old: str, new: str, gone: set[str]) -> Relinked:
     """Every link of the note at `path` that leads to `old` pointed at `new`, keeping how it was written.
 
     `text` is the note as this decision's earlier writes left it; `gone` the files the decision deletes. A
@@ -54,7 +54,7 @@ def relinked_note(vault: Vault, path: str, text: str, old: str, new: str, gone: 
         if link.start < 0:
             continue  # `links`/`refs` values are relinked by key below; a canvas is not rewritten
         target, how = vault.resolve(link)
-        if target != old or how in ("alias", "self"):
+        if target != old or how not in ("path", "name"):  # by an alias, or its own note: it leads where it did
             continue
         (front if link.kind == "property" else body).append((link, relinked_link(vault, link, new, gone)))
         by_file_name |= link.kind in WIKI_KINDS and "/" not in link.target.strip("/")
@@ -166,7 +166,8 @@ def _swapped(value: str, swaps: list[tuple[str, str]]) -> str:
     return value
 
 
-def names_taken(vault: Vault, text: str, keep: Fact, lose: Fact, by_file_name: bool, titles: bool) -> tuple[str, list[str]]:
+def names_taken(vault: Vault, text: str, keep: Fact, lose: Fact, *, by_file_name: bool,
+                titles: bool) -> tuple[str, list[str]]:
     """The survivor's text with the retired note's names among its aliases, and the names added.
 
     It takes the retired note's aliases; with `titles` (a corpus whose notes are linked by name) its title,
@@ -178,7 +179,7 @@ def names_taken(vault: Vault, text: str, keep: Fact, lose: Fact, by_file_name: b
     meta = _meta_of(keep.path, text)
     if meta is None:
         return text, []
-    key = "alias" if "alias" in meta and "aliases" not in meta else "aliases"
+    key = next((k for k in ALIAS_KEYS if k in meta), ALIAS_KEYS[0])  # the key the note has: `aliases` first
     old = meta.get(key)
     have = [] if old is None else [str(v) for v in (old if isinstance(old, list) else [old])]
     seen = {n.strip().casefold() for n in (*have, keep.title, stem(keep.path))}

@@ -22,6 +22,7 @@ from .inbox import evidence_text, inbox
 from .labels import read_labels
 from .layout import matches
 from .passes import JUDGED_PASSES
+from .passes.registry import all_passes
 from .precision import history, of_pass
 from .store import Store
 from .verdicts import Verdict
@@ -249,7 +250,8 @@ def decision_html(v: Verdict, written: Written) -> str:
         if v.answer == "merge":
             done.append(f"merged {path(retired)} into {path(kept)}" if kept else f"merged {path(retired)}")
         else:
-            why = ", an exact duplicate of " if v.pass_name == "exact" else "; kept "
+            # retired by no judged pass: an exact duplicate's copy
+            why = "; kept " if v.pass_name in JUDGED_PASSES else ", an exact duplicate of "
             done.append(f"retracted {path(retired)}" + (f"{why}{path(kept)}" if kept else ""))
     return "<br>".join(done) or e(v.answer)
 
@@ -283,7 +285,9 @@ def written_facts(repo: git.Repo, verdicts: list[Verdict], fact_globs: list[str]
             found.retired.setdefault(m.group(1), []).append(where)
         elif m := _SURVIVOR.match(text):
             found.survivor[where] = m.group(1)
-    proposals = {v.commit_sha: v.id for v in verdicts if v.pass_name == "discovery" and v.commit_sha}
+    passes = all_passes()
+    proposals = {v.commit_sha: v.id for v in verdicts
+                 if v.pass_name in passes and passes[v.pass_name].proposes and v.commit_sha}
     if proposals:
         try:
             out = run_git(repo, "-c", "core.quotePath=false", "log", "--no-walk=unsorted", "--diff-filter=A",

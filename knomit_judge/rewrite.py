@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from .config import RetractMode
 from .corpus import (
     BOM,
     CONTROL,
@@ -245,7 +246,7 @@ def relinked_keys(text: str, old: str, new: str) -> dict[str, Any]:
     return changes
 
 
-def retracted(fact: Fact, survivor: str, verdict_id: str, mode: str = "status") -> str | None:
+def retracted(fact: Fact, survivor: str, verdict_id: str, mode: RetractMode = "status") -> str | None:
     """The retired fact's new text: `status: retracted` with who and why, or None (delete the file)."""
     if mode == "delete":
         return None

@@ -3,13 +3,32 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Protocol
 
 from .errors import ConfigError
 from .jsonl import dumps
 from .transport import Completion
+from .verdicts import About, Shape
+
+
+class Answerable(Protocol):
+    """What the scripted judge reads of a pass (or the describe step) to check a file's entries for it and answer
+    its questions: passes.base's Pass and DescribeStep have it, passes.registry.answered() lists them."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def writes_lines(self) -> bool: ...  # its entries are spellings' lines: {"spelling": S, "reply": {"mechanism"..}}
+    @property
+    def about(self) -> About: ...  # what an entry's sides name: motif spellings, or fact paths
+    @property
+    def shape(self) -> Shape: ...  # an entry names a pair ('a', 'b'), or a group ('group' or 'contains')
+    @property
+    def names_side(self) -> bool: ...  # a reply's `redundant` names a side: "A" (the entry's a) or "B"
+    @property
+    def default_reply(self) -> dict[str, Any]: ...  # what a question no entry answers gets
 
 
 class ScriptedBackend:
@@ -25,15 +44,11 @@ class ScriptedBackend:
     whole at load, so a typo is a ConfigError naming FILE:LINE before any default is stored.
     """
 
-    kind = "scripted"
-    DEFAULTS: dict[str, dict[str, Any]] = {
-        "alias": {"same": False, "mechanism": ""},
-        "prune": {"decision": "distinct", "rationale": ""},
-        "discovery": {"entails": False, "fact": None, "rationale": ""},
-    }
+    kind: Literal["scripted"] = "scripted"
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, answers: Iterable[Answerable]) -> None:
         self.path = Path(path)
+        self.steps = {s.name: s for s in answers}  # what it answers, by the name a file's entries give
         self.model = f"scripted:{self.path.name}"
         self.entries: list[dict[str, Any]] = []
         self.asked: set[str] = set()  # distinct questions asked, and those a recorded reply answered
@@ -47,8 +62,8 @@ class ScriptedBackend:
         self.lines: dict[str, str] = {}  # spelling -> its recorded describe line
         for n, line in enumerate(lines, 1):
             if line.strip():
-                entry = _scripted_entry(line, f"{path}:{n}", [*self.DEFAULTS, "describe"])
-                if entry["pass"] == "describe":
+                entry = _scripted_entry(line, f"{path}:{n}", self.steps)
+                if self.steps[entry["pass"]].writes_lines:
                     self.lines.setdefault(entry["spelling"], entry["reply"]["mechanism"])
                 else:
                     self.entries.append(entry)
@@ -75,10 +90,11 @@ class ScriptedBackend:
         entry = next((e for e in self.entries if self._match(e, pass_name, subject)), None)
         reply: dict[str, Any] | str
         if entry is None:
-            reply = self.DEFAULTS.get(pass_name, {})
+            step = self.steps.get(pass_name)
+            reply = step.default_reply if step else {}
         else:
             self.matched.add(question)
-            reply = shown_as(entry, subject, position)
+            reply = shown_as(entry, subject, position, self.steps[pass_name].names_side)
         text = reply if isinstance(reply, str) else dumps(reply)
         return Completion(text=text, tokens_in=0, tokens_out=0)
 
@@ -96,21 +112,22 @@ class ScriptedBackend:
                 "not asked again, so if the file was meant to answer these, check its spellings and fact paths")
 
 
-def shown_as(entry: dict[str, Any], subject: dict[str, Any], position: int) -> dict[str, Any] | str:
-    """A prune entry's reply with `redundant` said as this order shows the facts.
+def shown_as(entry: dict[str, Any], subject: dict[str, Any], position: int, names_side: bool) -> dict[str, Any] | str:
+    """The reply of an entry for a pass whose answer names a side (prune's), with `redundant` said as this order
+    shows the facts.
 
     The file names the redundant fact by the entry's own sides ("A": its `a`); the judge is shown
     subject a first in order 0 and subject b first in order 1, and a real judge names the fact as shown.
     """
     reply: dict[str, Any] | str = entry["reply"]
-    if entry["pass"] != "prune" or not isinstance(reply, dict) or reply.get("redundant") not in ("A", "B"):
+    if not names_side or not isinstance(reply, dict) or reply.get("redundant") not in ("A", "B"):
         return reply
     named = entry["a"] if reply["redundant"] == "A" else entry["b"]
     first = subject["a"] if position == 0 else subject["b"]
     return {**reply, "redundant": "A" if named == first else "B"}
 
 
-def _scripted_entry(line: str, where: str, passes: list[str]) -> dict[str, Any]:
+def _scripted_entry(line: str, where: str, steps: Mapping[str, Answerable]) -> dict[str, Any]:
     """One line of a scripted replies file, checked: a JSON object with a known pass, a reply and its question."""
     try:
         entry = json.loads(line)
@@ -118,28 +135,30 @@ def _scripted_entry(line: str, where: str, passes: list[str]) -> dict[str, Any]:
         raise ConfigError(f"{where}: not JSON ({e.msg})") from None
     if not isinstance(entry, dict):
         raise ConfigError(f"{where}: expected a JSON object, got {type(entry).__name__}")
-    if entry.get("pass") not in passes:
-        raise ConfigError(f"{where}: 'pass' must be one of {', '.join(passes)}, got {entry.get('pass')!r}")
+    name = entry.get("pass")
+    step = steps.get(name) if isinstance(name, str) else None
+    if step is None:
+        raise ConfigError(f"{where}: 'pass' must be one of {', '.join(steps)}, got {entry.get('pass')!r}")
     if not isinstance(entry.get("reply"), (dict, str)):
         raise ConfigError(f"{where}: 'reply' (an object, or the raw reply text) is required")
-    if entry["pass"] == "describe":
+    an = f"{'an' if step.name[:1] in 'aeiou' else 'a'} {step.name}"
+    sides = "motif spellings" if step.about == "spellings" else "fact paths"
+    if step.writes_lines:
         reply = entry["reply"]
         if not (isinstance(entry.get("spelling"), str) and entry["spelling"] and isinstance(reply, dict)
                 and isinstance(reply.get("mechanism"), str) and reply["mechanism"].strip()):
-            raise ConfigError(f"{where}: a describe entry needs 'spelling' and a reply "
+            raise ConfigError(f"{where}: {an} entry needs 'spelling' and a reply "
                               '{"mechanism": "one sentence"}')
-    elif entry["pass"] == "discovery":
+    elif step.shape == "group":
         keys = [k for k in ("group", "contains") if k in entry]
         members = entry[keys[0]] if len(keys) == 1 else None
         if not isinstance(members, list) or not members or not all(isinstance(x, str) for x in members):
-            raise ConfigError(f"{where}: a discovery entry needs exactly one of 'group' or 'contains': "
-                              "a non-empty list of fact paths")
+            raise ConfigError(f"{where}: {an} entry needs exactly one of 'group' or 'contains': "
+                              f"a non-empty list of {sides}")
     elif not all(isinstance(entry.get(k), str) and entry[k] for k in ("a", "b")):
-        what = "an alias entry needs 'a' and 'b' (motif spellings)" if entry["pass"] == "alias" \
-            else "a prune entry needs 'a' and 'b' (fact paths)"
-        raise ConfigError(f"{where}: {what}")
+        raise ConfigError(f"{where}: {an} entry needs 'a' and 'b' ({sides})")
     reply = entry["reply"]
-    if entry["pass"] == "prune" and isinstance(reply, dict) and reply.get("redundant", "A") not in ("A", "B"):
-        raise ConfigError(f"{where}: a prune reply's 'redundant' names the entry's 'a' (\"A\") or 'b' (\"B\"), "
+    if step.names_side and isinstance(reply, dict) and reply.get("redundant", "A") not in ("A", "B"):
+        raise ConfigError(f"{where}: {an} reply's 'redundant' names the entry's 'a' (\"A\") or 'b' (\"B\"), "
                           f"got {reply['redundant']!r}")
     return entry

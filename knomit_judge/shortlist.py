@@ -43,56 +43,53 @@ _PAIRS = 8192
 
 
 class NeighbourMemory(Protocol):
-    """Where neighbour lists persist between sessions (neighbours.Memory): top_k asks it while it is remembered."""
+    """Where neighbour lists persist between sessions (neighbours.Memory): a Searcher with one asks it."""
 
     def top_k(self, v: np.ndarray, keys: list[bytes], rank: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]: ...
 
 
-_Memory = TypeVar("_Memory", bound=NeighbourMemory)
 _Item = TypeVar("_Item")
+# A search's key: the vectors' shape, the tile size and a digest of the vectors.
+_Key = tuple[tuple[int, ...], int, bytes]
 
-# The last result, reused when the same vectors are asked for again (prune and discovery
-# both search the fact vectors in one round; a smaller k is a prefix of a larger one):
-# (shape, tile size and digest of the vectors), k, indices, similarities.
-_last: tuple[tuple[tuple[int, ...], int, bytes], int, np.ndarray, np.ndarray] | None = None
-# Where neighbour lists persist between sessions, while a session runs.
-_memory: NeighbourMemory | None = None
+
+class Searcher:
+    """The nearest-neighbour searches of one owner (a session's embedder, Embedder.searcher): where the lists
+    persist between sessions (`memory`, a neighbours.Memory; None: searched in full every time), and the last
+    result, reused when the same vectors are asked for again (prune and discovery both search the fact vectors
+    in one round; a smaller k is a prefix of a larger one). What it answers depends on the vectors and k alone."""
+
+    def __init__(self, memory: NeighbourMemory | None = None) -> None:
+        self.memory = memory
+        self._last: tuple[_Key, int, np.ndarray, np.ndarray] | None = None  # key, k, indices, similarities
+
+    def top_k(self, vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Exact k nearest neighbours of each row (cosine on normalised rows), self excluded.
+
+        Returns (indices, similarities), each (n, min(k, n-1)), best first; ties break by the lower
+        row key (row_keys). With a memory, the lists come from the db, updated where rows changed.
+        """
+        n = len(vectors)
+        asked, k = k, min(k, n - 1)  # the stored lists are kept for the k asked, whatever the corpus size
+        if k <= 0:
+            return np.zeros((n, 0), dtype=np.int64), np.zeros((n, 0), dtype=np.float64)
+        v = np.ascontiguousarray(vectors, dtype=np.float32)
+        key = (v.shape, _BLOCK_FLOATS, hashlib.blake2b(v.data, digest_size=16).digest())
+        if self._last is not None and self._last[0] == key and self._last[1] >= k:
+            return self._last[2][:, :k].copy(), self._last[3][:, :k].copy()
+        keys = row_keys(v)
+        rank = key_rank(keys)
+        if self.memory is not None:
+            idx, sims = self.memory.top_k(v, keys, rank, asked)
+        else:
+            idx, sims = exact_top_k(v, rank, k)
+        self._last = (key, k, idx, sims)
+        return idx.copy(), sims.copy()
 
 
 def top_k(vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Exact k nearest neighbours of each row (cosine on normalised rows), self excluded.
-
-    Returns (indices, similarities), each (n, min(k, n-1)), best first; ties break by the lower
-    row key (row_keys). Inside `remembered(store)`, the lists come from the db, updated where rows changed.
-    """
-    global _last
-    n = len(vectors)
-    asked, k = k, min(k, n - 1)  # the stored lists are kept for the k asked, whatever the corpus size
-    if k <= 0:
-        return np.zeros((n, 0), dtype=np.int64), np.zeros((n, 0), dtype=np.float64)
-    v = np.ascontiguousarray(vectors, dtype=np.float32)
-    key = (v.shape, _BLOCK_FLOATS, hashlib.blake2b(v.data, digest_size=16).digest())
-    if _last is not None and _last[0] == key and _last[1] >= k:
-        return _last[2][:, :k].copy(), _last[3][:, :k].copy()
-    keys = row_keys(v)
-    rank = key_rank(keys)
-    if _memory is not None:
-        idx, sims = _memory.top_k(v, keys, rank, asked)
-    else:
-        idx, sims = exact_top_k(v, rank, k)
-    _last = (key, k, idx, sims)
-    return idx.copy(), sims.copy()
-
-
-@contextlib.contextmanager
-def remembered(memory: _Memory) -> Iterator[_Memory]:
-    """Within the block, top_k keeps its lists in `memory` (a neighbours.Memory) between sessions."""
-    global _memory, _last
-    before, _memory, _last = _memory, memory, None
-    try:
-        yield memory
-    finally:
-        _memory, _last = before, None
+    """Searcher.top_k of a searcher of its own: no memory, nothing reused."""
+    return Searcher().top_k(vectors, k)
 
 
 def row_keys(v: np.ndarray) -> list[bytes]:
@@ -142,10 +139,10 @@ def exact_top_k(v: np.ndarray, rank: np.ndarray, k: int,
         cand, fsims = _search(v, kk)
     else:
         cand, fsims = _search_rows(v, rows, kk)
-    return _settle(v, rank, rows, cand, fsims, k)
+    return _settle(v, rank, rows, cand, fsims=fsims, k=k)
 
 
-def _settle(v: np.ndarray, rank: np.ndarray, rows: np.ndarray, cand: np.ndarray, fsims: np.ndarray,
+def _settle(v: np.ndarray, rank: np.ndarray, rows: np.ndarray, cand: np.ndarray, *, fsims: np.ndarray,
             k: int) -> tuple[np.ndarray, np.ndarray]:
     """Order each row's float32 candidates canonically; a row whose k-th could be an outsider is searched whole."""
     m, kk = cand.shape
@@ -339,13 +336,14 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def neighbour_pairs(vectors: np.ndarray, k: int, search: int = 0) -> list[tuple[int, int, float]]:
+def neighbour_pairs(vectors: np.ndarray, k: int, search: int = 0,
+                    searcher: Searcher | None = None) -> list[tuple[int, int, float]]:
     """Unordered pairs (i < j) from each row's k nearest, best first (ties by i, then j).
 
     `search` > k searches that many and keeps the first k (the same k, the order being canonical): a later
-    top_k of the same vectors up to `search` deep is then read from this search, not made again.
+    top_k of the same vectors up to `search` deep by the same `searcher` is then read from this search.
     """
-    idx, sims = top_k(vectors, max(k, search))
+    idx, sims = (searcher or Searcher()).top_k(vectors, max(k, search))
     idx, sims = idx[:, :k], sims[:, :k]
     if not idx.size:
         return []

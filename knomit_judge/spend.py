@@ -19,6 +19,7 @@ from typing import Any
 
 from .config import Config
 from .passes import JUDGED_PASSES
+from .passes.registry import steps
 from .store import Store
 
 WINDOW_DAYS = 30  # the longest window any report or cap reads; a calendar month fits in it, plus one day
@@ -64,16 +65,17 @@ def pass_spends(store: Store, since: datetime) -> list[PassSpend]:
     ended = store.db.execute("SELECT id, started_at, ended_at, passes FROM sessions "
                              "WHERE ended_at IS NOT NULL AND ended_at >= ? ORDER BY started_at",
                              [stamp(since)]).fetchall()
+    every = steps()
     for sid, started, _, passes in ended:
         if started < stamp(since):
             continue
         for name, counts in json.loads(passes).items():
             usd = counts.get("charged_usd", counts.get("cost_usd"))
             known = counts.get("cost_usd") is not None
-            # describe's `offered` are spellings asked for lines, not questions
+            # the describe step's `offered` are spellings asked for lines, not questions
+            lines = name in every and every[name].writes_lines
             out.append(PassSpend(sid, started, name, usd if usd is not None else 0.0, known,
-                                 int(counts.get("resolved") or 0),
-                                 0 if name == "describe" else int(counts.get("offered") or 0)))
+                                 int(counts.get("resolved") or 0), 0 if lines else int(counts.get("offered") or 0)))
     # A session with no ended record (killed, or lost with a deleted db) counts what its journalled
     # verdicts cost. Its verdicts lie outside every ended session's span, so only those gaps are read,
     # through the (pass, created_at) index: a backfill's 100k recorded verdicts are never scanned.

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from .cost import Cost
 
-STATES = ("nothing-qualified", "caught-up", "defunded", "broken", "worked", "batched")  # and `aborted` (session.review.aborted)
+# Which zero a pass's session is, or that it worked: `aborted` when the session stopped on an error or a signal
+# (session.review.aborted), `would-offer` in a dry run that would ask (it asks nothing), `skipped`: the describe
+# step, turned off or with no lines to give (session/describe.py).
+State = Literal["nothing-qualified", "caught-up", "defunded", "broken", "worked", "batched", "aborted", "would-offer",
+                "skipped"]
+STATES: tuple[State, ...] = get_args(State)
 
 
 @dataclass
@@ -16,7 +21,7 @@ class PassResult:
     """What one pass (or the describe step) did in one session: its state, counts and cost."""
 
     name: str
-    state: str = "nothing-qualified"
+    state: State = "nothing-qualified"
     candidates: int = 0
     offered: int = 0
     judged: int = 0
@@ -55,14 +60,6 @@ class PassResult:
     shadow_reads: int = 0  # a suspended first reader's reads of its shadow sample: recorded, never acted on
     missing: int = 0  # describe: spellings with an active carrier and no line at the session's end
 
-    def describe_line(self) -> str:
-        """The describe step's line (session/lines.py): what the alias pass's line signal cost this session."""
-        counts = (f"lines written {self.written}, {self._cost()} - spellings {self.candidates}, with a line already "
-                  f"{self.cached}, asked {self.offered}, missing {self.missing}, judge calls {self.judge_calls}"
-                  + "".join(f", {k} {getattr(self, k)}" for k in ("unavailable", "unparsed", "refused")
-                            if getattr(self, k)))
-        return f"{self.name}: {self.state} - {counts}" + self._notes()
-
     def _cost(self) -> str:
         return "incomplete" if self.cost_usd is None else f"${self.cost_usd:.4f}"
 
@@ -93,9 +90,7 @@ class PassResult:
 
     def line(self) -> str:
         """The pass's status line."""
-        if self.name == "describe":
-            return self.describe_line()
-        state = self.state
+        state: str = self.state
         if state == "defunded" and self.next_probe_in:
             state += f" (next probe in {self.next_probe_in} session{'s' if self.next_probe_in != 1 else ''})"
         counts = (f"candidates {self.candidates}, offered {self.offered}, judged {self.judged}, "
@@ -111,6 +106,19 @@ class PassResult:
         d = asdict(self)
         d.pop("name")
         return d
+
+
+@dataclass
+class LinesResult(PassResult):
+    """What the step that writes the describe lines did (session/lines.py): its line says lines, not questions."""
+
+    def line(self) -> str:
+        """The describe step's line: what the alias pass's line signal cost this session."""
+        counts = (f"lines written {self.written}, {self._cost()} - spellings {self.candidates}, with a line already "
+                  f"{self.cached}, asked {self.offered}, missing {self.missing}, judge calls {self.judge_calls}"
+                  + "".join(f", {k} {getattr(self, k)}" for k in ("unavailable", "unparsed", "refused")
+                            if getattr(self, k)))
+        return f"{self.name}: {self.state} - {counts}" + self._notes()
 
 
 def total_cost(results: Iterable[PassResult]) -> float | None:

@@ -380,7 +380,7 @@ class Store:
         marks.moved = {}
 
     # refusals -----------------------------------------------------------------
-    def add_refusal(self, pass_name: str, fp: str, model: str, prompt: str, subject: dict[str, Any], error: str,
+    def add_refusal(self, pass_name: str, fp: str, model: str, prompt: str, subject: dict[str, Any], *, error: str,
                     session: str) -> None:
         with self.db.atomic():
             self.db.execute(
@@ -401,8 +401,8 @@ class Store:
         rows = list(self.db["replies"].rows_where(where, args))
         return rows[0] if rows else None
 
-    def cache_reply(self, key: str, model: str, prompt: str, text: str, tokens_in: int | None, tokens_out: int | None,
-                    judge: str = "anthropic", position: int | None = None) -> None:
+    def cache_reply(self, key: str, model: str, prompt: str, text: str, *, tokens_in: int | None,
+                    tokens_out: int | None, judge: str = "anthropic", position: int | None = None) -> None:
         with self.db.atomic():
             self.db.table("replies").insert(dict(key=key, model=model, prompt=prompt, text=text, tokens_in=tokens_in,
                                            tokens_out=tokens_out, created_at=now_text(), judge=judge, position=position),
@@ -446,10 +446,12 @@ class Store:
         with self.db.atomic():
             self.db.execute("UPDATE neighbour_sets SET used_at = ? WHERE id = ?", [now_text(), set_id])
 
-    def put_neighbour_set(self, set_id: int | None, k: int, digest: str, keys: list[bytes], idx: np.ndarray,
-                          sims: np.ndarray, keep: int) -> None:
-        """Store a search (replacing the one it was updated from); only the `keep` most recently used stay."""
-        self._derive("put_neighbour_set", set_id, k, digest, keys, idx, sims, keep)
+    def put_neighbour_set(self, set_id: int | None, k: int, digest: str,
+                          search: tuple[list[bytes], np.ndarray, np.ndarray], keep: int) -> None:
+        """Store a search (its row keys, lists and similarities, as neighbour_set gives them back), replacing the one
+        it was updated from; only the `keep` most recently used stay."""
+        self._derive("put_neighbour_set", set_id, k, digest, search, keep)
+        keys, idx, sims = search
         row = dict(k=k, rows=len(keys), digest=digest, keys=b"".join(keys),
                    neighbours=np.ascontiguousarray(idx, dtype=np.int64).tobytes(),
                    sims=np.ascontiguousarray(sims, dtype=np.float64).tobytes(), used_at=now_text())

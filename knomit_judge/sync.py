@@ -30,7 +30,7 @@ import tempfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict, get_args
 
 import git
 
@@ -63,7 +63,8 @@ SAME = "Knomit-Same-Decision"  # "<ours> as <theirs>": both sides applied one de
 STATE_FILE = "knomit-sync.json"  # in .git: this clone's last sync, for the metrics and `status`
 PUSHED = "knomit-judge: pushed"  # the reflog message of the remote-tracking ref after our push
 # skipped: not on the configured branch (nor one that tracks it), or a person's merge in progress
-STATES = ("synced", "unreachable", "unpushed", "broken", "skipped")
+SyncState = Literal["synced", "unreachable", "unpushed", "broken", "skipped"]
+STATES: tuple[SyncState, ...] = get_args(SyncState)
 TEXT_MODES = ("100644", "100755")
 
 
@@ -88,7 +89,7 @@ class SyncReport:
 
     remote: str
     branch: str
-    state: str = "synced"
+    state: SyncState = "synced"
     merged: int = 0  # remote commits this session merged in
     merges: list[str] = field(default_factory=list)  # merge commits made
     pushed: int = 0  # local commits the push put on the remote
@@ -99,7 +100,7 @@ class SyncReport:
     error: str = ""  # one line: why unreachable, unpushed or broken
     notes: list[str] = field(default_factory=list)
 
-    def fail(self, state: str, error: str, paths: list[str] | None = None) -> None:
+    def fail(self, state: SyncState, error: str, paths: list[str] | None = None) -> None:
         self.state, self.error = state, " ".join(error.split())
         self.paths = list(paths or [])
         log.warning("sync with %s/%s: %s: %s", self.remote, self.branch, state, self.error)

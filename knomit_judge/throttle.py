@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from .config import Config
 from .store import Store, of_judge
@@ -37,13 +37,18 @@ from .verdicts import MECHANICAL
 from .worth import Worth
 
 EPS = 1e-9  # USD: what is left of a balance after reads that spent it exactly (float sums) counts as zero
+# What a balance is counted in: money, or questions (a judge with no price: the scripted one).
+Unit = Literal["usd", "questions"]
+# Where a pass's balance stands (the module's docstring); unthrottled: budget.enabled = false.
+Standing = Literal["optimistic", "funded", "unproven", "defunded", "unthrottled"]
+STANDINGS: tuple[Standing, ...] = get_args(Standing)
 
 
 @dataclass
 class Terms:
     """What a pass's balance is counted in, and at what rates: money at each reader's price, or questions."""
 
-    unit: str  # "usd" | "questions" (a judge with no price: the scripted one)
+    unit: Unit
     opening: float
     deposit: float  # per resolution; also what one resolution is worth to the worth rule
     prices: dict[str, float] = field(default_factory=dict)  # model -> price of one call (usd); a model not here costs `default`
@@ -81,7 +86,7 @@ def terms(config: Config, judge: str | None = "anthropic") -> Terms:
 
 @dataclass
 class ThrottleState:
-    state: str  # optimistic | funded | unproven | defunded | unthrottled
+    state: Standing
     allowance: float | None  # what this pass may still spend this session (live, in the terms' unit); None = unlimited
     probe: bool  # this session's one offer is the defunded pass's probe
     why: str
@@ -179,7 +184,7 @@ def assess(store: Store, pass_name: str, t: Terms, judge: str | None = None) -> 
         return ThrottleState("optimistic", b.balance, False, why, balance=b.balance)
     terms_text = f"{b.resolved} resolved x {t.amount(t.deposit)}, opening {t.amount(t.opening)}{held}"
     if b.balance > 0:
-        state = "funded" if b.resolved else "unproven"
+        state: Standing = "funded" if b.resolved else "unproven"
         why = f"balance {t.amount(b.balance)}: {b.questions} asked for {t.amount(b.spent)}, {terms_text}"
         return ThrottleState(state, b.balance, False, why, balance=b.balance)
     # A due probe that was not spent (no candidate, or no verdict came back) leaves the run unbroken,
@@ -373,7 +378,7 @@ class Allowance:
         self._settled.set()
 
 
-def record(store: Store, session: str, pass_name: str, t: ThrottleState, offered: int, judged: int, resolved: int,
+def record(store: Store, session: str, pass_name: str, t: ThrottleState, *, offered: int, judged: int, resolved: int,
            probe_spent: bool, judge: str = "anthropic") -> None:
     """Keep this session's throttle record of a pass: what it allowed, what it bought, whether a probe was spent."""
     store.record_throttle({"session": session, "pass": pass_name, "state": t.state, "allowance": t.granted,

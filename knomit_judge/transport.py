@@ -9,7 +9,7 @@ import asyncio
 import logging
 import random
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .config import Config
 from .errors import ConfigError, JudgeRefused, Refused, Unavailable
@@ -66,7 +66,7 @@ class AnthropicBackend:
     the session goes through one shared RateLimiter.
     """
 
-    kind = "anthropic"
+    kind: Literal["anthropic"] = "anthropic"
 
     def __init__(self, config: Config, client: anthropic.AsyncAnthropic | None = None,
                  lineup: Lineup | None = None) -> None:
@@ -110,7 +110,7 @@ class AnthropicBackend:
                 "system": system, "messages": [{"role": "user", "content": user}]}
         return d.params(body, tool)
 
-    async def complete(self, system: str, user: str, subject: dict[str, Any], position: int,
+    async def complete(self, system: str, user: str, subject: dict[str, Any], position: int, *,
                        tool: dict[str, Any] | None = None, max_tokens: int | None = None,
                        model: str | None = None) -> Completion:
         import anthropic

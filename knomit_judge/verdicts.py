@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from .corpus import Fact
 from .jsonl import dumps
@@ -58,6 +58,11 @@ def group_fingerprint(facts: Iterable[Fact]) -> str:
 
 
 MECHANICAL = "mechanical"  # the model of a verdict no judge was asked for: exact duplicates, restated aliases
+# Which kind of judge gave a verdict, cached a reply or ran a pass's session (migration 0007): a verdict binds only
+# its own kind. A restated alias is model `mechanical` but keeps the kind of judge whose yes it restates.
+JudgeKind = Literal["anthropic", "scripted", "mechanical"]
+About = Literal["spellings", "facts"]  # what a question's sides are: motif spellings, or facts (their paths)
+Shape = Literal["pair", "group"]  # a question about two sides ({"a", "b"}), or about a group ({"group": [..]})
 
 
 def subject_names(subject: dict) -> list[str]:
@@ -65,14 +70,17 @@ def subject_names(subject: dict) -> list[str]:
     return subject["group"] if "group" in subject else [subject["a"], subject["b"]]
 
 
-def judge_of(pass_name: str, model: str) -> str:
+def judge_of(model: str) -> JudgeKind:
     """The kind of judge behind a verdict recorded without one (journal lines and rows before migration 0007).
 
-    The model always said it: the scripted judge records `scripted:FILE`, exact duplicates `mechanical`.
+    The model always said it: the scripted judge records `scripted:FILE`, exact duplicates `mechanical` (a
+    restated alias, model `mechanical` too, came after migration 0007 and always records its kind).
     """
-    if pass_name == "exact":
-        return MECHANICAL
-    return "scripted" if str(model).startswith("scripted:") else "anthropic"
+    if model == MECHANICAL:
+        return "mechanical"
+    if str(model).startswith("scripted:"):
+        return "scripted"
+    return "anthropic"
 
 
 def now_text() -> str:
@@ -104,7 +112,7 @@ class Verdict:
     commit_sha: str | None = None
     reverted: bool = False
     revert_reason: str | None = None
-    judge: str = ""  # anthropic | scripted | mechanical: a verdict binds only the kind of judge that gave it
+    judge: JudgeKind | Literal[""] = ""  # a verdict binds only the kind of judge that gave it ("": its model says it)
     orders: int | None = None  # orders of the question asked (1 or 2); None: recorded before they were counted
     by_position: list[str] = field(default_factory=list)  # each asked order's majority answer, first order first
     score: float | None = None  # the candidate's score when asked: what the worth rule's curve is fitted on
@@ -113,7 +121,7 @@ class Verdict:
     audit: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
-        self.judge = self.judge or judge_of(self.pass_name, self.model)
+        self.judge = self.judge or judge_of(self.model)
         if not self.id:
             seed = f"{self.pass_name}|{self.fingerprint}|{self.created_at}|{self.session}"
             self.id = "v" + hashlib.sha256(seed.encode()).hexdigest()[:12]

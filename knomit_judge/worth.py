@@ -35,18 +35,20 @@ PRIOR_READS = 10.0  # the prior's weight: about a resolution's worth of reads th
 # own verdicts are too few to go on, and a judge model's read may cost more than PRIOR_TOP of a resolution.
 EXPLORE = 20
 PRIOR_TOP = 0.1  # the prior's chance at and above a pass's `full` score: one resolution in ten reads
-# (floor, full) of each pass's score: the prior is 0 at and below `floor` and rises in a line to PRIOR_TOP at
-# `full`. From benchmarks/worth_prior.py (docs/choices.md): the lowest score of a true pair was alias 0.20 on
-# the calibration corpus and 0.30 on knomit's KB, prune 0.74 (0.65 in the aekb replay), discovery 0.35; each
-# floor sits below it with room (prune's far below: two instances of one mechanism, worded apart, can score
-# 0.34 and still be a containment); the line is above the shares measured low down, and at the top it stays at
-# the old flat PRIOR_TOP though the labels show more, so the top of a list is read as deep as before.
-PRIORS = {"alias": (0.15, 0.5), "prune": (0.3, 0.8), "discovery": (0.2, 0.5)}
+# (floor, full) of a pass's score, its `prior` (passes/alias.py, prune.py, discovery.py): the prior is 0 at and
+# below `floor` and rises in a line to PRIOR_TOP at `full`. From benchmarks/worth_prior.py (docs/choices.md): the
+# lowest score of a true pair was alias 0.20 on the calibration corpus and 0.30 on knomit's KB, prune 0.74 (0.65 in
+# the aekb replay), discovery 0.35; each floor sits below it with room (prune's far below: two instances of one
+# mechanism, worded apart, can score 0.34 and still be a containment); the line is above the shares measured low
+# down, and at the top it stays at the old flat PRIOR_TOP though the labels show more, so the top of a list is read
+# as deep as before.
+Prior = tuple[float, float]
+NO_PRIOR: Prior = (-1.0, -1.0)  # a pass with no prior: PRIOR_TOP everywhere
 
 
-def prior(pass_name: str, score: float) -> float:
+def prior(bounds: Prior, score: float) -> float:
     """P(resolve | score) before any read of the pass: 0 up to its floor, PRIOR_TOP from its full score."""
-    floor, full = PRIORS.get(pass_name, (-1.0, -1.0))  # a pass with no prior here: PRIOR_TOP everywhere
+    floor, full = bounds
     if score >= full:
         return PRIOR_TOP
     return PRIOR_TOP * max(0.0, (score - floor) / (full - floor))
@@ -56,9 +58,10 @@ class Worth:
     """The chance of resolving something, by score, from one pass's verdicts (and this session's reads)."""
 
     def __init__(self, scored: list[tuple[float, bool]], pass_name: str = "", store: Store | None = None,
-                 judge: str | None = None) -> None:
+                 judge: str | None = None, *, prior: Prior = NO_PRIOR) -> None:
         self.scores = sorted(scored)  # (score, resolved), by score
-        self.pass_name = pass_name  # whose prior
+        self.pass_name = pass_name
+        self.prior = prior  # the pass's (floor, full)
         self._judge, self._share = "", 0.0
         self._nominal: Callable[[str], float] = lambda model: 0.0
         # what this pass's calls of each model cost, as the store holds them (this session's as they come back):
@@ -68,11 +71,12 @@ class Worth:
         self._counted, self._stale = 0, True
 
     @classmethod
-    def of_pass(cls, store: Store, pass_name: str, judge: str | None) -> Worth:
-        """From the pass's stored verdicts that kept a score (those before migration 0019 kept none)."""
+    def of_pass(cls, store: Store, pass_name: str, judge: str | None, *, prior: Prior) -> Worth:
+        """From the pass's stored verdicts that kept a score (those before migration 0019 kept none), with its
+        prior (Pass.prior)."""
         where, args = of_judge("pass = ? AND model != ? AND score IS NOT NULL", [pass_name, MECHANICAL], judge)
         rows = store.db.execute(f"SELECT score, is_yes AND NOT reverted FROM verdicts WHERE {where}", args)
-        return cls([(float(s), bool(r)) for s, r in rows], pass_name, store, judge)
+        return cls([(float(s), bool(r)) for s, r in rows], pass_name, store, judge, prior=prior)
 
     def pricing(self, judge: str, nominal: Callable[[str], float], audit_share: float) -> None:
         """How a read is priced: the judge model, a typical question's price at a model (what a model not yet
@@ -130,11 +134,11 @@ class Worth:
             else:
                 hi += 1
         yes = sum(r for _, r in self.scores[lo:hi])
-        return (yes + PRIOR_READS * prior(self.pass_name, score)) / (hi - lo + PRIOR_READS)
+        return (yes + PRIOR_READS * prior(self.prior, score)) / (hi - lo + PRIOR_READS)
 
     def hopeless(self, score: float) -> bool:
         """No true pair of the calibration data scored here (the prior is 0), and none read near it resolved."""
-        return prior(self.pass_name, score) == 0 and self.chance(score) == 0
+        return prior(self.prior, score) == 0 and self.chance(score) == 0
 
     def worth(self, score: float, price: float, value: float) -> bool:
         """A read at `score` is worth `price` when its chance of a resolution worth `value` pays for it; a pass's

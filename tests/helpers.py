@@ -293,7 +293,7 @@ JUDGE = ONE_CALL
 def motif_repo(tmp_path, budget: str, n: int = len(TOPICS), topics=None):
     """A corpus of n one-motif facts (of TOPICS, or of `topics`), with [budget] set as given.
 
-    Its 28 alias questions score 0.116 to 0.348; the 7 at or below alias's floor (0.15, worth.PRIORS) are
+    Its 28 alias questions score 0.116 to 0.348; the 7 at or below alias's floor (0.15, Pass.prior) are
     hopeless by the prior, and never read but by a probe."""
     facts = {f"facts/t/f{i}.md": fact_text(title, [motif], body=f"{title}. Seen in more than one system.")
              for i, (title, motif) in enumerate((topics or TOPICS)[:n])}

@@ -173,7 +173,7 @@ def test_an_unchanged_corpus_converges_to_caught_up_or_to_the_probe_alone(tmp_pa
     write_config(rich, SERIAL + "\n[budget]\noptimistic_cap = 100\nquestions_per_resolution = 100\n")
     results = [session(rich, judge_env) for _ in range(4)]
     first = results[0][0].passes["alias"]
-    # every question but the 7 the prior rules out (at or below alias's floor, worth.PRIORS): they wait for good
+    # every question but the 7 the prior rules out (at or below alias's floor, Pass.prior): they wait for good
     assert results[0][1] == first.candidates - 7 < 100 and first.waiting == 7
     assert [spent for _, spent in results[1:]] == [0, 0, 0]
     # nothing is asked again; the 7 the prior rules out wait, held by the worth rule (not the balance)

@@ -35,8 +35,8 @@ def simulate(seed: int, recall: float, positives: int = 4, nos: int = 300, share
             else:
                 missed += 1
                 truth[f"{session}-m{i}"] = (rng.betavariate(5, 2), True)
-        d = draw(session, PASS, [(fp, s) for fp, (s, _) in truth.items()], [], len(truth) + caught, share, target,
-                 caught, MissFit(list(fit_rows)))
+        d = draw(session, PASS, [(fp, s) for fp, (s, _) in truth.items()], [], reads=len(truth) + caught,
+                 share=share, target=target, confirmed=caught, fit=MissFit(list(fit_rows)))
         floors[session] = d.floor
         window_nos += [(session, fp) for fp in truth]
         for fp in d.picked:
@@ -73,9 +73,12 @@ def test_a_good_reader_is_bounded_near_its_recall_and_a_bad_one_far_below_the_ta
 
 def test_the_draw_is_fixed_by_the_session_and_gives_the_top_two_certainty():
     new = [(f"q{i}", i / 100) for i in range(100)]
-    one = draw("sess", PASS, new, [("old", 0.5, "earlier")], 100, 0.05, 0.8, 3, MissFit())
-    again = draw("sess", PASS, new, [("old", 0.5, "earlier")], 100, 0.05, 0.8, 3, MissFit())
-    other = draw("other", PASS, new, [("old", 0.5, "earlier")], 100, 0.05, 0.8, 3, MissFit())
+    one = draw("sess", PASS, new, [("old", 0.5, "earlier")], reads=100, share=0.05, target=0.8, confirmed=3,
+               fit=MissFit())
+    again = draw("sess", PASS, new, [("old", 0.5, "earlier")], reads=100, share=0.05, target=0.8, confirmed=3,
+               fit=MissFit())
+    other = draw("other", PASS, new, [("old", 0.5, "earlier")], reads=100, share=0.05, target=0.8, confirmed=3,
+               fit=MissFit())
     assert one.picked == again.picked and one.pi == again.pi  # seeded: a rerun draws the same audits
     assert one.picked != other.picked
     assert [fp for fp, p in one.pi.items() if p == 1.0][:TOP] == ["q99", "q98"]

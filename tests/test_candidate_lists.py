@@ -16,7 +16,6 @@ from knomit_judge.passes.base import Inputs
 from knomit_judge.passes.exact import DuplicateGroups
 from knomit_judge.passes.registry import all_passes
 from knomit_judge.rebuild import rebuild
-from knomit_judge.shortlist import remembered
 from knomit_judge.store import Store
 
 TOPICS = ["queue backlog grows latency", "retry storms amplify outages", "cache stampede on expiry",
@@ -62,12 +61,11 @@ def listed(candidates) -> list:
 
 def every_list(lists: CandidateLists, ctx) -> tuple[dict, list[str]]:
     out, how = {}, []
-    with remembered(Memory(lists.store)):
-        for p in [DuplicateGroups(), *all_passes().values()]:
-            kept = lists.candidates(p, ctx)
-            assert kept.fingerprints == [c.fingerprint for c in kept]
-            out[p.name] = listed(kept)
-            how.append(lists.last)
+    for p in [DuplicateGroups(), *all_passes().values()]:
+        kept = lists.candidates(p, ctx)
+        assert kept.fingerprints == [c.fingerprint for c in kept]
+        out[p.name] = listed(kept)
+        how.append(lists.last)
     return out, how
 
 
@@ -86,10 +84,12 @@ def test_kept_lists_equal_a_fresh_computation_over_random_edits(tmp_path):
     config.discovery.group_similarity = 0.5  # some embedding groups too, not only motif ones
     lists = CandidateLists(store)
     for step in range(4):
-        ctx = Inputs(corpus=load_corpus(root), embedder=Embedder(store), config=config)
+        # the neighbour lists kept in the db, as a session keeps them
+        ctx = Inputs(corpus=load_corpus(root), embedder=Embedder(store, memory=Memory(store)), config=config)
         got, how = every_list(lists, ctx)
         assert how == ["computed"] * 4, f"step {step}: the facts changed, so every list is computed"
-        again, how = every_list(lists, Inputs(corpus=load_corpus(root), embedder=Embedder(store), config=config))
+        again, how = every_list(lists, Inputs(corpus=load_corpus(root), embedder=Embedder(store, memory=Memory(store)),
+                                              config=config))
         assert how == ["stored"] * 4, f"step {step}: nothing changed, so every list is read back"
         assert again == got
         assert got == fresh_lists(ctx), f"step {step}"

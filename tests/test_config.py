@@ -5,13 +5,27 @@ from __future__ import annotations
 import dataclasses
 import json
 import tomllib
+from typing import get_args
 
 import pytest
 from click.testing import CliRunner
 from helpers import SMALL, make_repo, write_config
 
 from knomit_judge.cli import cli
-from knomit_judge.config import DEFAULT_TOML, RETIRED, Config, load_config, parse_config, retired_model
+from knomit_judge.config import (
+    DEFAULT_TOML,
+    RETIRED,
+    ApplyMode,
+    Config,
+    Effort,
+    FrontMatter,
+    JudgeMode,
+    RetractMode,
+    load_config,
+    parse_config,
+    retired_model,
+)
+from knomit_judge.docgen import type_name
 from knomit_judge.errors import ConfigError
 from knomit_judge.throttle import terms
 
@@ -204,3 +218,17 @@ def test_json_out_the_journal_and_the_metrics_are_strict_json(corpus_repo, judge
     journal = list((corpus_repo.root / ".knomit" / "verdicts").glob("*.jsonl"))
     assert journal and all(strict(line) for path in journal for line in path.read_text().splitlines())
     assert "nan" not in prom.read_text().lower()
+
+
+@pytest.mark.parametrize(("key", "words"), [("judge.mode", JudgeMode), ("judge.effort", Effort),
+                                            ("corpus.retract", RetractMode), ("corpus.front_matter", FrontMatter),
+                                            ("apply.mode", ApplyMode)])
+def test_a_key_of_a_few_words_takes_its_type_s_words_and_no_other(key, words):
+    """A key typed by a Literal (#53) is checked against that type's words, and is a string in the file and the docs."""
+    section, name = key.split(".")
+    for word in get_args(words):
+        assert getattr(getattr(parse_config({section: {name: word}}), section), name) == word
+    with pytest.raises(ConfigError, match=f"^{key}: 'nope' is not one of "):
+        parse_config({section: {name: "nope"}})
+    field = next(f for f in dataclasses.fields(getattr(Config(), section)) if f.name == name)
+    assert type_name(field) == "str"

@@ -19,6 +19,7 @@ from knomit_judge.corpus import load_corpus
 from knomit_judge.embeddings import Embedder
 from knomit_judge.errors import ConfigError
 from knomit_judge.nominate import nominate
+from knomit_judge.passes.registry import answered
 from knomit_judge.rebuild import rebuild
 from knomit_judge.scripted import ScriptedBackend
 from knomit_judge.session.lines import batches, request, shown
@@ -207,7 +208,7 @@ def test_a_bad_describe_entry_is_an_error_naming_file_and_line(tmp_path, entry, 
     path = tmp_path / "r.jsonl"
     path.write_text(json.dumps(entry) + "\n")
     with pytest.raises(ConfigError, match=re.escape(message)):
-        ScriptedBackend(path)
+        ScriptedBackend(path, answered())
 
 
 # -- the real SDK, against the loopback Messages API -----------------------------------------------------

@@ -15,7 +15,6 @@ from knomit_judge.passes.base import Inputs
 from knomit_judge.passes.discovery import DiscoveryPass, distinct, spread
 from knomit_judge.passes.prune import PrunePass
 from knomit_judge.session.review import ReviewOptions, review
-from knomit_judge.shortlist import remembered
 from knomit_judge.store import Store
 
 G1, G2, G3 = "facts/delivery/gate.md", "facts/delivery/metrics.md", "facts/delivery/rollback.md"
@@ -83,7 +82,7 @@ def test_yes_writes_a_linked_fact_never_edits_a_match_and_is_not_asked_twice(tmp
     again = review(repo.root, ReviewOptions(passes=("prune", "discovery")))
     assert judge_env.calls == calls
     assert again.passes["discovery"].state == "caught-up"
-    # prune asked nothing: the pairs that wait score below its floor (worth.PRIORS), hopeless by the prior
+    # prune asked nothing: the pairs that wait score below its floor (Pass.prior), hopeless by the prior
     prune = again.passes["prune"]
     assert prune.judged == 0 and prune.waiting == result.passes["prune"].waiting
     assert prune.state == ("defunded" if prune.waiting else "caught-up")
@@ -205,10 +204,9 @@ def test_prune_and_discovery_search_the_fact_vectors_once(tmp_path):
     repo = make_repo(tmp_path / "corpus", {p: fact_text(t, [], 0.5, [f"s{i}"], b)
                                            for i, (p, (t, b)) in enumerate(facts.items())})
     store = Store(tmp_path / "judge.db")
-    ctx = Inputs(corpus=load_corpus(repo.root), embedder=Embedder(store), config=Config())
-    with remembered(Memory(store)):
-        PrunePass().candidates(ctx)
-        groups = DiscoveryPass().groups(ctx)
+    ctx = Inputs(corpus=load_corpus(repo.root), embedder=Embedder(store, memory=Memory(store)), config=Config())
+    PrunePass().candidates(ctx)
+    groups = DiscoveryPass().groups(ctx)
     assert store.db["neighbour_sets"].count == 1
     assert sorted(p for p in RETRY if p.startswith("facts/retries/")) in [[f.path for f in g] for g, _ in groups]
     store.close()

@@ -66,7 +66,7 @@ def test_exact_duplicates_retracted_with_no_judge_even_when_unreachable(tmp_path
 def test_exact_runs_while_prune_is_defunded_and_judge_returns_500(tmp_path, judge_env):
     repo = make_repo(tmp_path / "corpus", {
         "facts/a.md": fact_text(TITLE, ["retry-sync"], 0.5, ["r1"], BODY),
-        # three claims about retries: distinct, but close enough that the prior asks their pairs (worth.PRIORS)
+        # three claims about retries: distinct, but close enough that the prior asks their pairs (Pass.prior)
         "facts/b.md": fact_text("Exponential backoff alone still lets retrying clients collide", ["backoff"], 0.6,
                                 ["c1"], "Backoff without jitter keeps clients in step, so their retries collide."),
         "facts/c.md": fact_text("A retry storm after an outage keeps the server from recovering", ["retry-storm"], 0.5,

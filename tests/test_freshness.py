@@ -25,7 +25,7 @@ TOPICS = [
     ("bus-factor", "A project only one engineer understands stalls when that engineer leaves"),
     ("alert-fatigue", "On-call engineers who get too many false alarms start ignoring real ones"),
     # two claims on one theme, distinct: the best-ranked pair, the one question the opening asks (most pairs of
-    # these facts score below prune's floor, worth.PRIORS: hopeless, never read but by a probe or as owed)
+    # these facts score below prune's floor, Pass.prior: hopeless, never read but by a probe or as owed)
     ("knowledge-silo", "A system only one engineer knows stops changing whenever that engineer is away"),
 ]
 STAMPEDE = TOPICS[0][1]

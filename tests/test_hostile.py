@@ -43,7 +43,7 @@ def test_a_fact_cannot_close_the_evidence_block_or_speak_outside_it(tmp_path, ju
     facts["facts/ops/f3.md"] = fact_text(HOSTILE_TITLE, ["self-locking-penalty"], 0.5, ["s3"], HOSTILE_BODY)
     repo = make_repo(tmp_path / "corpus", facts)
     # unthrottled: every question reaches the judge, the hostile fact's prune pairs too (some score below prune's
-    # floor, and the worth rule would hold them back as hopeless: worth.PRIORS)
+    # floor, and the worth rule would hold them back as hopeless: Pass.prior)
     repo.write("knomit-judge.toml", FAST + "\n[budget]\nenabled = false\n")
     repo.commit("config")
     judge_env.responder = alias_yes

@@ -326,9 +326,9 @@ def test_only_parsed_replies_are_cached(pair_repo, judge_env):
     # the reply contract in the model's dialect (structured outputs here) is part of the request, hence of the key
     shape = {"format": format_schema(prompt.reply_schema)}
     assert parsed.body["output_config"]["format"]["schema"] == shape["format"]
-    assert row["key"] == cache_key("claude-sonnet-5-5", prompt.id, prompt.system, parsed.prompt, 0, shape)
+    assert row["key"] == cache_key("claude-sonnet-5-5", prompt.id, prompt.system, parsed.prompt, 0, tool=shape)
     assert row["key"] != cache_key("claude-sonnet-5-5", prompt.id, prompt.system, parsed.prompt, 0)
-    assert row["key"] != cache_key("claude-sonnet-5-5", prompt.id, prompt.system, parsed.prompt, 0, prompt.tool)
+    assert row["key"] != cache_key("claude-sonnet-5-5", prompt.id, prompt.system, parsed.prompt, 0, tool=prompt.tool)
     judge_env.responder = lambda req, n: text(DIFFERENT)
     r = session(pair_repo, swap_sample=1.0).passes["alias"]
     assert (r.judged, r.judge_calls) == (1, 1)

@@ -47,7 +47,7 @@ def key(request) -> str:
     prompt = load_prompt("alias")
     # the reply contract as structured outputs take it: claude-sonnet-5-5's dialect (models.py)
     return cache_key("claude-sonnet-5-5", prompt.id, prompt.system, request.prompt, 0,
-                     {"format": format_schema(prompt.reply_schema)})
+                     tool={"format": format_schema(prompt.reply_schema)})
 
 
 def db(repo) -> sqlite_utils.Database:

@@ -325,7 +325,8 @@ def test_a_proposed_fact_takes_the_shape_of_its_group(tmp_path):
                                                                 retract="delete"))
     path = new_fact_path(corpus, "pool-starvation.md")
     text = proposal_text(corpus, member, {"title": "Pool starvation hides behind an idle database", "body": "B.",
-                                          "motifs": ["pool-starvation"]}, 0.4, "v123", [KEEP])
+                                          "motifs": ["pool-starvation"]}, confidence=0.4, verdict_id="v123",
+                         links=[KEEP])
     assert path == "kb/discovered/pool-starvation.md"
     read = knomit_parse(text)
     assert (read["title"], read["sources"], read["entities"]) == \
@@ -334,8 +335,8 @@ def test_a_proposed_fact_takes_the_shape_of_its_group(tmp_path):
     fact = corpus.parse(path, text)
     assert proposed(fact) and fact.links == (KEEP,)
     ours = parse_fact("facts/a.md", "---\ntitle: A\nsources: [s]\nlinks: []\n---\nbody\n")
-    mine = proposal_text(Corpus(tmp_path, {}, []), ours, {"title": "T", "body": "B.", "motifs": ["m"]}, 0.4, "v1",
-                         ["facts/a.md"])
+    mine = proposal_text(Corpus(tmp_path, {}, []), ours, {"title": "T", "body": "B.", "motifs": ["m"]},
+                         confidence=0.4, verdict_id="v1", links=["facts/a.md"])
     assert mine == "---\ntitle: T\nmotifs: [m]\nconfidence: 0.4\nsources: ['knomit-judge:v1']\nlinks: [facts/a.md]\n---\nB.\n"
 
 

@@ -55,7 +55,7 @@ def test_a_balance_in_money_moves_with_each_readers_price_and_rebuild_gives_it_b
     write_config(repo, QUIET + "[budget]\nopening_usd = 0.05\nusd_per_resolution = 0.2\n")
     judge_env.responder = lambda req, n: tool(NO)
     r = alias(repo.root)
-    # every question the prior does not rule out (7 of the 28 score at or below alias's floor: worth.PRIORS)
+    # every question the prior does not rule out (7 of the 28 score at or below alias's floor: Pass.prior)
     assert r["candidates"] == 28 and r["first_reads"] == 21 and r["waiting"] == 7 and r["audits"] >= 2
     calls = spent_by_model(repo.root)
     assert calls[FIRST] == 21 and calls[STRONG] == r["audits"]

@@ -7,7 +7,7 @@ import pytest
 
 from knomit_judge import shortlist
 from knomit_judge.neighbours import Memory
-from knomit_judge.shortlist import exact_top_k, key_rank, row_keys, top_k
+from knomit_judge.shortlist import Searcher, exact_top_k, key_rank, row_keys
 from knomit_judge.store import Store
 
 
@@ -54,8 +54,8 @@ def test_updated_lists_equal_a_full_search_over_random_edits(tmp_path, block, k)
     store = Store(tmp_path / "judge.db")
     kinds = []
     for session in range(12):
-        with shortlist.remembered(Memory(store)) as memory:
-            idx, sims = top_k(v, k)
+        memory = Memory(store)
+        idx, sims = Searcher(memory).top_k(v, k)
         want_idx, want_sims = full(v, k)
         assert (idx == want_idx).all(), f"session {session}"
         assert (sims == want_sims).all(), f"session {session}"
@@ -80,8 +80,8 @@ def test_updates_on_random_vectors_and_growing_from_tiny(tmp_path, block):
     v = pool[:3]  # fewer rows than k: lists widen as the corpus grows
     store = Store(tmp_path / "judge.db")
     for session in range(10):
-        with shortlist.remembered(Memory(store)) as memory:
-            idx, sims = top_k(v, 5)
+        memory = Memory(store)
+        idx, sims = Searcher(memory).top_k(v, 5)
         want_idx, want_sims = full(v, 5)
         assert idx.shape == want_idx.shape
         assert (idx == want_idx).all() and (sims == want_sims).all(), f"session {session}: {memory.last}"
@@ -111,20 +111,21 @@ def test_lists_are_kept_per_vector_set_and_rebuilt_when_emptied(tmp_path):
     rng = np.random.default_rng(2)
     a, b = unit_rows(rng, 300), unit_rows(rng, 200)
     store = Store(tmp_path / "judge.db")
-    with shortlist.remembered(Memory(store)) as memory:
-        top_k(a, 5)
-        top_k(b, 5)
+    searcher = Searcher(Memory(store))
+    searcher.top_k(a, 5)
+    searcher.top_k(b, 5)
     assert store.db["neighbour_sets"].count == 2
-    with shortlist.remembered(Memory(store)) as memory:
-        ia, _ = top_k(a, 5)
-        assert memory.last["kind"] == "stored"
-        ib, _ = top_k(b, 5)
-        assert memory.last["kind"] == "stored"
+    memory = Memory(store)
+    searcher = Searcher(memory)
+    ia, _ = searcher.top_k(a, 5)
+    assert memory.last["kind"] == "stored"
+    ib, _ = searcher.top_k(b, 5)
+    assert memory.last["kind"] == "stored"
     assert (ia == full(a, 5)[0]).all() and (ib == full(b, 5)[0]).all()
     store.db.execute("DELETE FROM neighbour_sets")
-    with shortlist.remembered(Memory(store)) as memory:
-        top_k(a, 5)
-        assert memory.last["kind"] == "full"
+    memory = Memory(store)
+    Searcher(memory).top_k(a, 5)
+    assert memory.last["kind"] == "full"
     store.close()
 
 

@@ -253,7 +253,7 @@ def test_an_unapplied_prune1_retract_is_asked_again_never_applied_by_the_fixed_r
         store.close()
     calls = judge_env.calls
     again = review(repo.root, ReviewOptions(passes=("prune",))).passes["prune"]
-    # nothing asked again: what waits scores below prune's floor (worth.PRIORS), hopeless, held by the worth rule
+    # nothing asked again: what waits scores below prune's floor (Pass.prior), hopeless, held by the worth rule
     assert judge_env.calls == calls and again.judged == 0
     assert again.state == ("defunded" if again.waiting else "caught-up")
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from knomit_judge import shortlist
-from knomit_judge.shortlist import key_rank, neighbour_pairs, row_keys, top_k
+from knomit_judge.shortlist import Searcher, key_rank, neighbour_pairs, row_keys, top_k
 
 
 def brute_top_k(v: np.ndarray, k: int, tiebreak: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -97,14 +97,15 @@ def test_neighbour_pairs_of_tiny_inputs():
 def test_the_reused_result_is_never_stale(block):
     rng = np.random.default_rng(5)
     v = unit_rows(rng, 30)
-    first_idx, first_sims = top_k(v, 5)
+    searcher = Searcher()  # what it searched last it reuses
+    first_idx, first_sims = searcher.top_k(v, 5)
     first_idx[:] = -7  # the caller's copy: changing it must not change the next answer
-    again, _ = top_k(v, 5)
+    again, _ = searcher.top_k(v, 5)
     assert (again == brute_top_k(v, 5)[0]).all()
-    prefix, prefix_sims = top_k(v, 3)  # a smaller k is the prefix of the remembered larger one
+    prefix, prefix_sims = searcher.top_k(v, 3)  # a smaller k is the prefix of the remembered larger one
     assert (prefix == brute_top_k(v, 3)[0]).all()
     np.testing.assert_allclose(prefix_sims, brute_top_k(v, 3)[1], atol=1e-5)
     w = v.copy()
     w[0] = -w[0]  # one row changed: a different answer
-    np.testing.assert_allclose(top_k(w, 5)[1], brute_top_k(w, 5)[1], atol=1e-5)
-    assert (top_k(w, 8)[0] == brute_top_k(w, 8)[0]).all()  # a larger k than remembered is computed
+    np.testing.assert_allclose(searcher.top_k(w, 5)[1], brute_top_k(w, 5)[1], atol=1e-5)
+    assert (searcher.top_k(w, 8)[0] == brute_top_k(w, 8)[0]).all()  # a larger k than remembered is computed

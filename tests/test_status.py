@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import json
+from pathlib import Path
+from typing import get_args
 
 from click.testing import CliRunner
 from helpers import motif_repo, session, stored_sessions, tree_digest, write_config
@@ -10,7 +13,48 @@ from messages_server import DEFAULT_REPLY, text
 
 from knomit_judge.cli import cli
 from knomit_judge.session.review import ReviewOptions, review
+from knomit_judge.status import STATES, PassResult, State
 from knomit_judge.store import Store
+
+PACKAGE = Path(__file__).resolve().parent.parent / "knomit_judge"
+
+
+def states_given(source: str) -> set[str]:
+    """The states a PassResult is given in `source`: each string put in a `.state` (`r.state = "aborted"`, the
+    branches of a conditional, one of a tuple's targets) or passed as `state=` (`PassResult(name, state="broken")`)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        values: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                pairs = zip(target.elts, node.value.elts) if isinstance(target, ast.Tuple) and \
+                    isinstance(node.value, ast.Tuple) else [(target, node.value)]
+                values += [v for t, v in pairs if isinstance(t, ast.Attribute) and t.attr == "state"]
+        elif isinstance(node, ast.Call):
+            values += [k.value for k in node.keywords if k.arg == "state"]
+        found |= {c.value for v in values for c in ast.walk(v) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+    return found
+
+
+def test_states_name_every_state_a_pass_result_is_given():
+    """STATES is the State type's values (so the two cannot drift), and every state status.py or a session gives a
+    pass's result is one of them, each of them given somewhere: `aborted` and `would-offer` were left out (#53)."""
+    assert STATES == get_args(State) and PassResult("alias").state in STATES
+    given: set[str] = set()
+    for path in [PACKAGE / "status.py", *sorted((PACKAGE / "session").rglob("*.py"))]:
+        given |= states_given(path.read_text(encoding="utf-8"))
+    assert given == set(STATES)
+
+
+def test_the_state_scan_finds_each_way_a_state_is_given():
+    source = "\n".join([
+        'r.state = "aborted"',
+        'r.state, r.notes = "skipped", ["off"]',
+        'r.state = "worked" if r.applied else ("nothing-qualified" if not groups else "caught-up")',
+        'result.passes[n] = PassResult(n, state="broken", notes=["no fact read"])',
+        'ok = r.state == "batched"; r.notes = ["would-offer"]',  # a comparison and another field give nothing
+    ])
+    assert states_given(source) == {"aborted", "skipped", "worked", "nothing-qualified", "caught-up", "broken"}
 
 
 def status_cli(root, *extra):

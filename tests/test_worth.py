@@ -74,21 +74,23 @@ def dry_run(repo) -> dict:
 
 
 def test_the_first_dry_run_of_a_small_vault_offers_no_pair_the_prior_rules_out(tmp_path, judge_env, monkeypatch):
-    from knomit_judge.worth import PRIORS, prior
+    from knomit_judge.passes.registry import all_passes
+    from knomit_judge.worth import prior
+    passes = all_passes()
     monkeypatch.delenv("KNOMIT_JUDGE_FIRST_READER")  # the defaults: claude-haiku-5-5 reads first
     repo = vault(tmp_path)
     every = dry_run_unthrottled(repo)
     # the vault holds hopeless questions: prune pairs of notes on unrelated subjects (130 of its 132), far below
     # prune's floor, and tag pairs below alias's (asyncio / finance, 0.12)
     assert min(item["score"] for item in every["prune"]) < 0.2
-    hopeless = {n: [i for i in items if prior(n, i["score"]) == 0] for n, items in every.items()}
+    hopeless = {n: [i for i in items if prior(passes[n].prior, i["score"]) == 0] for n, items in every.items()}
     assert len(hopeless["prune"]) > 0.9 * len(every["prune"]) and hopeless["alias"] and hopeless["discovery"]
 
     out = dry_run(repo)  # the defaults: the opening balance, the worth rule, the first reader
     plan = out["plan"]
     assert plan["prune"] and plan["alias"]  # it still reads where the prior allows
     for name in ("alias", "prune", "discovery"):
-        floor = PRIORS[name][0]
+        floor = passes[name].prior[0]
         assert all(item["score"] > floor for item in plan.get(name, [])), (name, floor)
         assert not {json.dumps(i["subject"]) for i in plan.get(name, [])} & \
             {json.dumps(i["subject"]) for i in hopeless.get(name, [])}

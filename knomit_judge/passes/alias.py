@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ..corpus import Corpus, body_start, front_matter
 from ..nominate import MAX_TITLES, TRUNCATED, nominate
@@ -10,8 +11,10 @@ from ..notes import inline_tags, is_tag
 from ..prompts import Prompt, load_prompt
 from ..rewrite import renamed_motif
 from ..survivors import spelling_survivor
-from ..verdicts import MECHANICAL, Verdict, encoded_side, fingerprint_encoded
+from ..verdicts import MECHANICAL, JudgeKind, Verdict, encoded_side, fingerprint_encoded
 from .base import (
+    YES_NO,
+    About,
     AnswersAsShown,
     Candidate,
     Change,
@@ -19,6 +22,7 @@ from .base import (
     Reply,
     Restorer,
     Session,
+    Shape,
     Subject,
     one_sentence,
     reply_object,
@@ -45,9 +49,15 @@ class AliasPass(AnswersAsShown):
     """The alias pass: two spellings asked whether they name one mechanism."""
 
     name = "alias"
-    about = "spellings"  # a question's sides are motif spellings (the other passes': fact paths)
+    about: About = "spellings"  # a question's sides are motif spellings (the other passes': fact paths)
+    shape: Shape = "pair"
     default = "different"
     yes = {"same"}
+    proposes = False
+    labels: tuple[str, ...] = YES_NO
+    prior = (0.15, 0.5)  # (floor, full), worth.py: the lowest true pair scored 0.20 (calibration), 0.30 (knomit's KB)
+    reads_lines = True  # the describe lines nominate pairs too (nominate.py): the step runs before the first round
+    writes_lines = False
     # A yes names the two spellings themselves, so it stands when their carriers change (see restated)
     stands = True
     # A new spelling is owed its questions only where a name match nominated them (string or acronym, 0.85 and
@@ -64,7 +74,7 @@ class AliasPass(AnswersAsShown):
         carriers = corpus.carrier_facts(motif)
         return {"spelling": motif, "carriers": len(carriers), "carrier_titles": [f.title for f in carriers[:MAX_TITLES]]}
 
-    def candidate(self, a: str, b: str, corpus: Corpus, score: float,
+    def candidate(self, a: str, b: str, corpus: Corpus, score: float, *,
                   evidence: Callable[[str], Evidence] | None = None,
                   side: Callable[[str], Side] | None = None) -> Candidate:
         """The question about spellings a and b, with the evidence in both orders (and how many carriers both have)."""
@@ -98,7 +108,7 @@ class AliasPass(AnswersAsShown):
                 sides[m] = motif_side(m, corpus)
             return sides[m]
 
-        return [self.candidate(n.a, n.b, corpus, n.score, evidence, side)
+        return [self.candidate(n.a, n.b, corpus, n.score, evidence=evidence, side=side)
                 for n in nominate(list(corpus.carriers), corpus, ctx.embedder, ctx.config.shortlist.k,
                                   ctx.lines)]
 
@@ -117,7 +127,7 @@ class AliasPass(AnswersAsShown):
 
         return restore
 
-    def restated(self, origin: Verdict, corpus: Corpus, session: str, judge: str) -> Verdict | None:
+    def restated(self, origin: Verdict, corpus: Corpus, session: str, judge: JudgeKind) -> Verdict | None:
         """The judge's yes on two spellings, recorded again for their carriers as they are now (no call).
 
         A writer who uses a retired spelling again, or a merge of a third spelling that rewrote a carrier both
@@ -131,6 +141,14 @@ class AliasPass(AnswersAsShown):
                        answer=origin.answer, is_yes=True, rationale=f"as verdict {origin.id} decided: {origin.rationale}",
                        model=MECHANICAL, prompt=origin.prompt, attempts=0, calls=0, cost_usd=0.0, session=session,
                        judge=judge)
+
+    @property
+    def default_reply(self) -> dict[str, Any]:
+        return {"same": False, "mechanism": ""}
+
+    def label_of(self, answer: str) -> str:
+        """same is a yes label, different a no."""
+        return "yes" if answer == "same" else "no"
 
     def parse(self, text: str) -> Reply:
         """same with a mechanism, or different (a bare 'same' included)."""

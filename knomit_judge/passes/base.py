@@ -14,7 +14,7 @@ from ..embeddings import Embedder
 from ..errors import Unparsed
 from ..judge import Reply  # (answer, rationale, payload): what a pass's parser gives the judge
 from ..prompts import Prompt
-from ..verdicts import Verdict, subject_names  # noqa: F401  (re-exported: the passes' shared names)
+from ..verdicts import About, JudgeKind, Shape, Verdict, subject_names  # noqa: F401  (re-exported: the passes' shared names)
 
 Subject = dict[str, Any]  # {"a": .., "b": ..} for pairs, {"group": [..]} for groups: stored as JSON
 Evidence = dict[str, Any]  # what the judge reads in one order, rendered into the prompt as JSON
@@ -48,6 +48,8 @@ class Change:
 
 DESCRIBE = "describe"  # the describe step: its name in the journal, the ledger, the lines and the metrics
 
+YES_NO: tuple[str, ...] = ("yes", "no")  # the labels of a pass whose answer is a yes or a no (a labels file says them true/false)
+
 
 class Session(Protocol):
     """What a pass may read of a review session, and nothing more: a pass never holds the session itself."""
@@ -72,18 +74,48 @@ class Inputs:
     lines: dict[str, str] = field(default_factory=dict)
 
 
-class CandidateSource(Protocol):
+class Step(Protocol):
+    """What every step of a session says of itself: exact duplicates, each judged pass, the describe step.
+
+    Code outside passes/ asks these, never a step's name (llm asks `model.can_stream`); registry.steps() has them all.
+    """
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def writes_lines(self) -> bool: ...  # it writes the describe lines: its `offered` are spellings, not questions
+
+
+class CandidateSource(Step, Protocol):
     """What candidate_lists keeps for a pass, and for exact's duplicate groups too: its candidates, restorable."""
 
-    name: str
+    @property
+    def reads_lines(self) -> bool: ...  # its candidates are nominated by the describe lines too (alias)
 
     def candidates(self, ctx: Session) -> list[Candidate]: ...
     def restorer(self, ctx: Session) -> Restorer: ...
 
 
+class DescribeStep:
+    """The describe step (session/lines.py) as a Step: it writes the lines, a spelling's each; what the scripted
+    judge reads of it to take a replies file's describe entries as those lines."""
+
+    name = DESCRIBE
+    writes_lines = True
+    about: About = "spellings"
+    shape: Shape = "group"  # a request asks for the lines of a group of spellings
+    names_side = False
+
+    @property
+    def default_reply(self) -> dict[str, Any]:
+        return {"lines": []}  # no line for any spelling
+
+
 class AnswersAsShown:
     """What a pass whose answer names no side (alias, discovery) gives for the `Pass` members prune needs:
     the answer votes as it is in either order, and no stored verdict is of a shape the pass no longer applies."""
+
+    names_side = False
 
     def in_subject_terms(self, answer: str, payload: dict[str, Any] | None, subject: Subject,
                          position: int) -> tuple[dict[str, Any] | None, str]:
@@ -96,9 +128,17 @@ class AnswersAsShown:
 class Pass(CandidateSource, Protocol):
     """What the session and the judge use of a judged pass (alias, prune, discovery)."""
 
-    about: str  # what a question's sides are: "spellings" or "facts" (paths)
+    about: About  # what a question's sides are
+    shape: Shape  # what a question is about: two sides, or a group
     default: str  # the recoverable answer
     yes: set[str]  # the answers that change the corpus
+    names_side: bool  # an answer names one side as the order shows it (prune's retract: `redundant` "A" or "B")
+    proposes: bool  # a yes writes a new fact (discovery's proposal), where the others retire or rewrite
+    labels: tuple[str, ...]  # what a person's label says in a labels file (calibrate): YES_NO, or the answers
+    prior: tuple[float, float]  # (floor, full) of the worth rule's prior over score (worth.prior)
+
+    @property
+    def default_reply(self) -> dict[str, Any]: ...  # what a judge with nothing to go on replies: parsed, `default`
     stands: bool  # a yes stands when its sides' content changes (restated, not asked again)
     owes_new: bool  # a new fact or spelling is owed its questions in the session that first sees it
     owed_from: float  # ... those that score at least this much (session.freshness.owed_to_fresh)
@@ -109,8 +149,9 @@ class Pass(CandidateSource, Protocol):
     def in_subject_terms(self, answer: str, payload: dict[str, Any] | None, subject: Subject,
                          position: int) -> tuple[dict[str, Any] | None, str]: ...
     def outdated(self, verdict: Verdict) -> bool: ...
+    def label_of(self, answer: str) -> str: ...  # an answer in its labels' terms (calibrate)
     def still_holds(self, verdict: Verdict, corpus: Corpus) -> bool: ...
-    def restated(self, origin: Verdict, corpus: Corpus, session: str, judge: str) -> Verdict | None: ...
+    def restated(self, origin: Verdict, corpus: Corpus, session: str, judge: JudgeKind) -> Verdict | None: ...
     def change(self, verdict: Verdict, ctx: Session) -> Change: ...
 
 

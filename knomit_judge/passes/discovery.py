@@ -13,9 +13,11 @@ from ..corpus import FACTS_DIR, Corpus, Fact, front_matter
 from ..errors import Unparsed
 from ..prompts import Prompt, cut, load_prompt
 from ..rewrite import yaml_value
-from ..shortlist import mean_pairwise, top_k
-from ..verdicts import Verdict, group_fingerprint
+from ..shortlist import mean_pairwise
+from ..verdicts import JudgeKind, Verdict, group_fingerprint
 from .base import (
+    YES_NO,
+    About,
     AnswersAsShown,
     Candidate,
     Change,
@@ -23,6 +25,7 @@ from .base import (
     Reply,
     Restorer,
     Session,
+    Shape,
     Subject,
     one_sentence,
     reply_object,
@@ -56,7 +59,7 @@ def new_fact_path(corpus: Corpus, name: str) -> str:
     return f"{DISCOVERED_DIR}/{name}"
 
 
-def proposal_text(corpus: Corpus, model: Fact, new: dict[str, Any], confidence: float, verdict_id: str,
+def proposal_text(corpus: Corpus, model: Fact, new: dict[str, Any], *, confidence: float, verdict_id: str,
                   links: list[str]) -> str:
     """A proposed fact in the shape of `model`, a fact of its group, so the corpus's own tools read it.
 
@@ -136,9 +139,15 @@ class DiscoveryPass(AnswersAsShown):
     """The discovery pass: a group of related facts asked whether it entails a new fact."""
 
     name = "discovery"
-    about = "facts"
+    about: About = "facts"
+    shape: Shape = "group"
     default = "no"
     yes = {"yes"}
+    proposes = True  # a yes writes the fact the group entails (proposal_text)
+    labels: tuple[str, ...] = YES_NO
+    prior = (0.2, 0.5)  # (floor, full), worth.py: the lowest group that entailed a fact scored 0.35
+    reads_lines = False
+    writes_lines = False
     stands = False  # a yes is about the facts' content: a changed fact is asked again
     owes_new = False  # a new fact's groups wait their turn (see PrunePass.owes_new)
     owed_from = 0.0
@@ -171,7 +180,7 @@ class DiscoveryPass(AnswersAsShown):
             return [(ordered, mean_pairwise(vectors[ordered]))]
 
         by_motif = [g for paths in ctx.corpus.carriers.values() for g in group([index[p] for p in paths if p in index])]
-        idx, sims = top_k(vectors, cfg.max_group - 1)
+        idx, sims = ctx.embedder.searcher.top_k(vectors, cfg.max_group - 1)
         near = [g for i in range(len(facts)) for g in group(
             [i, *(j for j, s in zip(idx[i].tolist(), sims[i].tolist()) if s >= cfg.group_similarity)])]
         # Largest first, then most coherent: a big group is kept over the smaller ones inside it.
@@ -203,6 +212,14 @@ class DiscoveryPass(AnswersAsShown):
         limit = ctx.config.judge.max_evidence_chars
         return [self.candidate(members, score, max_chars=limit) for members, score in self.groups(ctx)]
 
+    @property
+    def default_reply(self) -> dict[str, Any]:
+        return {"entails": False, "fact": None, "rationale": ""}
+
+    def label_of(self, answer: str) -> str:
+        """The answers are the labels: yes or no."""
+        return answer
+
     def parse(self, text: str) -> Reply:
         """yes with a proposed fact (its motifs as slugs), or no."""
         obj = reply_object(text, {"entails": ((bool,), True), "fact": ((dict, type(None)), False),
@@ -230,7 +247,7 @@ class DiscoveryPass(AnswersAsShown):
         held = [f for f in facts if f is not None and f.active]
         return len(held) == len(facts) and group_fingerprint(held) == verdict.fingerprint
 
-    def restated(self, origin: Verdict, corpus: Corpus, session: str, judge: str) -> Verdict | None:
+    def restated(self, origin: Verdict, corpus: Corpus, session: str, judge: JudgeKind) -> Verdict | None:
         """Never: a yes is about the facts' content, and a changed fact is asked again."""
         return None
 
@@ -252,7 +269,8 @@ class DiscoveryPass(AnswersAsShown):
         path = new_fact_path(corpus, f"{slug(new['title'])}.md")
         if path in corpus.facts or (corpus.root / path).exists():
             path = new_fact_path(corpus, f"{slug(new['title'], 47)}-{verdict.id}.md")
-        text = proposal_text(corpus, corpus.facts[group[0]], new, cfg.confidence, verdict.id, group + close)
+        text = proposal_text(corpus, corpus.facts[group[0]], new, confidence=cfg.confidence, verdict_id=verdict.id,
+                             links=group + close)
         body = (f"The judge read the titles and bodies of {len(group)} facts:\n"
                 + "\n".join(f"- {p}" for p in group)
                 + (f"\nClose to existing fact(s), linked and left for the prune pass: {', '.join(close)}" if close else ""))

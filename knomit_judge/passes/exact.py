@@ -23,6 +23,8 @@ class DuplicateGroups:
     """The groups as a candidate list (no evidence: nothing is judged), so candidate_lists keeps them too."""
 
     name = "exact"
+    reads_lines = False
+    writes_lines = False
 
     def candidates(self, ctx: Session) -> list[Candidate]:
         return [Candidate(self.name, {"group": [f.path for f in g]}, group_fingerprint(g), 0.0, [])

@@ -14,8 +14,20 @@ from ..relink import names_taken, relinked_note, titles_are_names
 from ..rewrite import absorbed, carried_over, copy_provenance, provenance, retracted, rewrite
 from ..shortlist import neighbour_pairs
 from ..survivors import fact_survivor, why_survives
-from ..verdicts import Verdict, fingerprint, pair_fingerprint
-from .base import Candidate, Change, Evidence, Reply, Restorer, Session, Subject, one_sentence, reply_object
+from ..verdicts import JudgeKind, Verdict, fingerprint, pair_fingerprint
+from .base import (
+    About,
+    Candidate,
+    Change,
+    Evidence,
+    Reply,
+    Restorer,
+    Session,
+    Shape,
+    Subject,
+    one_sentence,
+    reply_object,
+)
 
 
 def fact_evidence(fact: Fact, max_chars: int = JudgeConfig.max_evidence_chars) -> Evidence:
@@ -24,7 +36,7 @@ def fact_evidence(fact: Fact, max_chars: int = JudgeConfig.max_evidence_chars) -
             "sources": list(fact.sources)}
 
 
-def retire(corpus: Corpus, loser: Fact, survivor: Fact, verdict_id: str, absorb: bool,
+def retire(corpus: Corpus, loser: Fact, survivor: Fact, verdict_id: str, *, absorb: bool,
            writes: dict[str, str | None] | None = None, carried: list[str] | None = None,
            copy: bool = False, relinked: list[str] | None = None) -> dict[str, str | None]:
     """The writes that retract `loser` in favour of `survivor` and point every link to it at the survivor.
@@ -65,15 +77,16 @@ def retire(corpus: Corpus, loser: Fact, survivor: Fact, verdict_id: str, absorb:
     for path in sorted(vault.linkers(loser.path)):
         if path == loser.path or path in gone or path in vault.retracted or _retired_here(corpus, writes, path):
             continue  # a retired note keeps its own links (history); a deleted one needs none
-        done = relinked_note(vault, path, writes.get(path) or vault.texts[path], loser.path, survivor.path, gone)
+        done = relinked_note(vault, path, writes.get(path) or vault.texts[path], old=loser.path, new=survivor.path,
+                             gone=gone)
         if done.count:
             writes[path] = done.text
             by_file_name |= done.by_file_name
             if relinked is not None:
                 relinked.append(f"- {path}: {done.count} link(s) to {loser.path}")
     keep = current(survivor)
-    text, names = names_taken(vault, keep.text, keep, loser, by_file_name,
-                              titles_are_names(corpus) or by_file_name or bool(loser.aliases))
+    text, names = names_taken(vault, keep.text, keep, loser, by_file_name=by_file_name,
+                              titles=titles_are_names(corpus) or by_file_name or bool(loser.aliases))
     if names:
         writes[survivor.path] = text
         if carried is not None:
@@ -135,9 +148,18 @@ class PrunePass:
     """The prune pass: two facts asked whether they are one (merge), or one holds the other (retract)."""
 
     name = "prune"
-    about = "facts"
+    about: About = "facts"
+    shape: Shape = "pair"
     default = "distinct"
     yes = {"merge", "retract"}
+    names_side = True  # a retract names the redundant fact as the order shows it (in_subject_terms)
+    proposes = False
+    labels: tuple[str, ...] = ("distinct", "merge", "retract")
+    # (floor, full), worth.py: the lowest true pair scored 0.74 (0.65 in the aekb replay); the floor sits far below,
+    # as two instances of one mechanism, worded apart, can score 0.34 and still be a containment
+    prior = (0.3, 0.8)
+    reads_lines = False
+    writes_lines = False
     stands = False  # a yes is about the facts' content: a changed fact is asked again
     # A new fact is owed its nearest question in the session that first sees it, whatever the balance
     # (session.freshness.owed_to_fresh): a duplicate's pair ranks by similarity among all pairs, often far down.
@@ -164,7 +186,8 @@ class PrunePass:
         limit = ctx.config.judge.max_evidence_chars
         return [self.candidate(facts[i], facts[j], score, limit)
                 # one search of the fact vectors serves discovery's deeper groups too (see discovery.groups)
-                for i, j, score in neighbour_pairs(vectors, ctx.config.shortlist.k, ctx.config.discovery.max_group - 1)]
+                for i, j, score in neighbour_pairs(vectors, ctx.config.shortlist.k, ctx.config.discovery.max_group - 1,
+                                                   ctx.embedder.searcher)]
 
     def restorer(self, ctx: Session) -> Restorer:
         """Makes a candidate read back from candidate_lists, its evidence from the facts (when read)."""
@@ -195,6 +218,14 @@ class PrunePass:
             return "distinct", f"'{decision}' without a rationale: recorded as distinct", None
         return decision, rationale, {"redundant": obj["redundant"]} if decision == "retract" else None
 
+    @property
+    def default_reply(self) -> dict[str, Any]:
+        return {"decision": "distinct", "rationale": ""}
+
+    def label_of(self, answer: str) -> str:
+        """The answers are the labels."""
+        return answer
+
     def in_subject_terms(self, answer: str, payload: dict[str, Any] | None, subject: Subject,
                          position: int) -> tuple[dict[str, Any] | None, str]:
         """A reply's payload and vote with the redundant side named by its path: order 0 shows subject a as
@@ -219,7 +250,7 @@ class PrunePass:
             return False
         return fingerprint(a.content_id, b.content_id) == verdict.fingerprint
 
-    def restated(self, origin: Verdict, corpus: Corpus, session: str, judge: str) -> Verdict | None:
+    def restated(self, origin: Verdict, corpus: Corpus, session: str, judge: JudgeKind) -> Verdict | None:
         """Never: a yes is about the facts' content, and a changed fact is asked again."""
         return None
 

@@ -186,7 +186,8 @@ class Pool:
         r.first_error = r.first_error or f"{out.kind}: {out.error}"
         if out.kind == "refused" or out.truncated:  # remembered: not asked again until the fingerprint
             # or prompt changes (a refusal, or a reply that ran out at max_tokens: never a paid loop)
-            ctx.store.add_refusal(p.name, c.fingerprint, model, p.prompt.id, c.subject, out.error, ctx.session)
+            ctx.store.add_refusal(p.name, c.fingerprint, model, p.prompt.id, c.subject, error=out.error,
+                                  session=ctx.session)
         return None
 
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from ..judge import Judge
+from ..judge import Judge, OutcomeKind
 from ..passes import Candidate
 from ..passes.base import Pass
 from .context import Context, SessionResult
 
-BATCHED = "batched"  # an Outcome's kind: the question's next request went into this session's Message Batch
+BATCHED: OutcomeKind = "batched"  # an Outcome's kind: the question's next request went into this session's Message Batch
 
 
 def gathered(ctx: Context, judge: Judge, p: Pass, c: Candidate, one_order: bool = False) -> bool:

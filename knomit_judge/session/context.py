@@ -20,9 +20,10 @@ from ..embeddings import Embedder
 from ..errors import BadFact
 from ..file_index import FileIndex
 from ..gitops import Applier
-from ..judge import Judge, JudgedPass, JudgeSpec, Outcome, make_backend
+from ..judge import BackendKind, Judge, JudgedPass, JudgeSpec, Outcome, OutcomeKind, make_backend
 from ..models import Lineup
 from ..passes import JUDGED_PASSES, Candidate
+from ..passes.registry import answered
 from ..proposals import ProposalsReport
 from ..spend import Caps
 from ..status import PassResult, total_cost
@@ -35,7 +36,7 @@ from .lines import PASS as DESCRIBE
 ANTHROPIC = JudgeSpec("anthropic")
 MAX_ROUNDS = 4  # a session's rounds: a pass is asked again while its applied decisions make new questions
 DOWN_AFTER = 3  # unavailable answers in a row after which the judge model reads the rest of the session alone
-HELD = "held"  # an Outcome's kind: the balance or a dollar cap could not pay the reading (its error says which)
+HELD: OutcomeKind = "held"  # an Outcome's kind: the balance or a dollar cap could not pay the reading (its error says which)
 
 
 @dataclass
@@ -234,7 +235,8 @@ class Context:
     @property
     def judge(self) -> Judge:
         if self._judge is None:  # made when a question needs it: a caught-up session never loads the SDK
-            self._judge = Judge(make_backend(self.options.judge, self.config, self.lineup), self.store, self.config)
+            self._judge = Judge(make_backend(self.options.judge, self.config, self.lineup, answers=answered()),
+                                self.store, self.config)
         return self._judge
 
     @property
@@ -243,7 +245,7 @@ class Context:
         return self._judge
 
     @property
-    def kind(self) -> str:
+    def kind(self) -> BackendKind:
         """The kind of judge this session asks: only its own verdicts bind it (see verdicts.judge_of)."""
         return self.options.judge.kind
 

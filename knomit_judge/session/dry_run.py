@@ -36,8 +36,9 @@ def plan_dry(ctx: Context, p: Pass, r: PassResult, offer: list[Candidate], resul
 
     if reader.model and reader.reads:  # one order each by the first reader; the audits it would draw, by the judge
         # priced as if every offered question came back a no: the draw's pi summed is the audits it expects
-        d = audits.draw(ctx.session, p.name, [(c.fingerprint, c.score) for c in offer], [], len(offer),
-                        cfg.audit_share, reader.target, reader.estimate.confirmed, reader.fit)
+        d = audits.draw(ctx.session, p.name, [(c.fingerprint, c.score) for c in offer], [], reads=len(offer),
+                        share=cfg.audit_share, target=reader.target, confirmed=reader.estimate.confirmed,
+                        fit=reader.fit)
         first, strong = len(offer), round(d.expected)
         parts = [usd(reader.model, first), usd(cfg.model, strong)]
         how = (f" ({first} by {reader.model}, about {d.expected:.1f} audits drawn, floor {d.floor:.3f}; "

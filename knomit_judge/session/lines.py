@@ -296,10 +296,10 @@ async def write_lines(todo: list[Shown], judge: Judge, config: Config, store: St
                 keep(req, {}, dict.fromkeys(req.spellings, f"refused: {e.args[0]}"), 0.0)
             return
         except asyncio.CancelledError:
-            judge.ledger(PASS).add(1, 1, None, None, None, bound)  # cut off: may still have been billed
+            judge.ledger(PASS).add(1, 1, None, None, None, bound=bound)  # cut off: may still have been billed
             raise
         cost = judge.cost(done.tokens_in, done.tokens_out, model=model)
-        judge.ledger(PASS).add(1, done.attempts, done.tokens_in, done.tokens_out, cost, bound)
+        judge.ledger(PASS).add(1, done.attempts, done.tokens_in, done.tokens_out, cost, bound=bound)
         try:
             lines, why = read_reply(done.text, req.spellings)
         except Unparsed as e:

@@ -53,7 +53,7 @@ class Proposing:
 
     def refresh(self, drop: dict[str, str] | None = None, records: dict[str, list[bytes]] | None = None,
                 notes: list[str] | None = None) -> Refreshed:
-        done = self.board.refresh(self.tree, self.base, self.report.base, drop, records, notes)
+        done = self.board.refresh(self.tree, self.base, self.report.base, drop, records, notes=notes)
         self.report.dropped.update(done.dropped)
         return done
 

@@ -148,7 +148,7 @@ async def read(p: Pass, c: Candidate, ctx: Context, r: PassResult,
             reader.down += 1
             reader.handed["unavailable"] += 1
         else:  # kept per model: the first reader is not asked it again, the judge model still is
-            ctx.store.add_refusal(p.name, fp, first.model, p.prompt.id, c.subject, out.error, ctx.session)
+            ctx.store.add_refusal(p.name, fp, first.model, p.prompt.id, c.subject, error=out.error, session=ctx.session)
             reader.refused.add(fp)
             reader.handed["refused"] += 1
     elif reader.reads:  # known refused by the first reader, or the first reader is down this session

@@ -74,8 +74,9 @@ async def audit(p: Pass, ctx: Context, r: PassResult, reader: FirstReader,
     cfg = ctx.config.judge
     so_far = reader.drawn  # a later round of the session draws with what the earlier ones left
     d = audits.draw(ctx.session, p.name, [(fp, c.score) for fp, c in new.items()],
-                    [(fp, c.score, reader.standing[fp]) for fp, c in pool.items()], r.first_reads, cfg.audit_share,
-                    reader.target, reader.estimate.confirmed, reader.fit, spent=so_far.expected,
+                    [(fp, c.score, reader.standing[fp]) for fp, c in pool.items()], reads=r.first_reads,
+                    share=cfg.audit_share, target=reader.target, confirmed=reader.estimate.confirmed,
+                    fit=reader.fit, spent=so_far.expected,
                     tops=audits.TOP - so_far.tops)
     if not d.pi:
         return []

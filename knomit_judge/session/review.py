@@ -26,13 +26,13 @@ from ..neighbours import Memory
 from ..passes import JUDGED_PASSES
 from ..passes.alias import no_motif_note
 from ..passes.base import Pass
-from ..passes.registry import all_passes
+from ..passes.registry import all_passes, answered
 from ..proposals import Board
 from ..recovery import locked_store, sync_git, sync_journal
 from ..scripted import ScriptedBackend
-from ..shortlist import gc_paused, remembered
+from ..shortlist import gc_paused
 from ..spend import Caps, summarise
-from ..status import PassResult
+from ..status import LinesResult, PassResult
 from ..store import Store
 from ..sync import Remote
 from ..throttle import Allowance, ThrottleState, assess, terms
@@ -63,7 +63,7 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
     config = config or load_config(root)
     if not options.judge.anthropic:
         # a bad replies file fails here, before a session starts and stores anything
-        make_backend(options.judge, config)
+        make_backend(options.judge, config, answers=answered())
     elif not options.dry_run:
         # Whatever ends a session with exit 2 is checked before recovery or exact duplicates change the corpus:
         # no key here; a retired or unknown model, and no price (no cap that holds), once the lock is held.
@@ -84,7 +84,7 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
             # a retired or unknown model exits 2 here: before recovery, a merge or an exact duplicate changes anything
             models = require_usable(config, store) if options.judge.anthropic else Lineup()
             # The embedding model too: one that cannot be loaded exits 2 (MissingResource) with nothing changed yet.
-            embedder = Embedder(store)
+            embedder = Embedder(store, memory=Memory(store))  # neighbour lists searched again only where vectors changed
             embedder.load()
             notes = opened.recover(keep_marks=True)
             if config.apply.mode == "propose":  # the session reads and commits in the proposals branch's tree
@@ -93,12 +93,11 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
             elif remote:
                 models.confirm()  # a merge is a change: a model retired since it was last read stops us first
                 pull(remote, root, opened.repo, store)
-            with remembered(Memory(store)):  # neighbour lists are searched again only where vectors changed
-                ran = True
-                with interrupts.watching(options.interrupt):  # the session's task sees the daemon's SIGTERM
-                    result = asyncio.run(_session(proposing.root if proposing else root,
-                                                  proposing.tree if proposing else opened.repo, config, store,
-                                                  options, [*models.notes, *notes], models, proposing, embedder))
+            ran = True
+            with interrupts.watching(options.interrupt):  # the session's task sees the daemon's SIGTERM
+                result = asyncio.run(_session(proposing.root if proposing else root,
+                                              proposing.tree if proposing else opened.repo, config, store,
+                                              options, [*models.notes, *notes], models, proposing, embedder))
             if proposing:
                 proposing.finish()  # the proposals branch pushed; the reviewed one never moves
                 result.proposals, result.sync = proposing.report, proposing.remote.report if proposing.remote else None
@@ -120,8 +119,7 @@ def _dry_run(root: Path, repo: Repo, config: Config, store: Store, options: Revi
     """A dry run on an in-memory copy of the db: what a real session would ask, and what it would cost."""
     models = read_lineup(config, store, offline=not has_key()) if options.judge.anthropic else Lineup()
     try:
-        with remembered(Memory(store)):
-            result = asyncio.run(_session(root, repo, config, store, options, list(models.notes), models))
+        result = asyncio.run(_session(root, repo, config, store, options, list(models.notes), models))
     except BaseException:  # interrupted (or failed): what it computed still spares the next run the work
         log.info("dry run stopped: %d vector(s) embedded so far kept in the db, with the neighbour and candidate "
                  "lists finished; nothing else written", _keep_derived(repo, store))
@@ -198,7 +196,7 @@ def _context(root: Path, repo: Repo, config: Config, store: Store, options: Revi
     elif others:
         result.notes.append(f"{len(others)} uncommitted change(s) outside the facts (e.g. {min(others)}): left "
                             "as they are; only a decision that would write one waits")
-    return Context(root, config, store, corpus, embedder or Embedder(store), Journal(root),
+    return Context(root, config, store, corpus, embedder or Embedder(store, memory=Memory(store)), Journal(root),
                    None if options.dry_run else Applier(repo), options, result.session, clean=not held,
                    dirty=others,
                    batches=Batches(store, result.session, batch_mode(options.batch, config, options.judge)),
@@ -235,15 +233,15 @@ async def _session(root: Path, repo: Repo, config: Config, store: Store, options
         throttles = {p.name: assess(store, p.name, money, ctx.kind) for p in passes}
         for p in passes:
             # the scripted judge has no price: its balance counts questions, and every question is worth one
-            worth = Worth.of_pass(store, p.name, ctx.kind) if money.unit == "usd" else None
+            worth = Worth.of_pass(store, p.name, ctx.kind, prior=p.prior) if money.unit == "usd" else None
             ctx.allowances[p.name] = Allowance(throttles[p.name], money, worth)
         since(ctx, passes, repo)  # what is fresh for each pass, and what its new facts are owed
         if not options.dry_run and ctx.batches.unsettled():
             await ctx.batches.collect(ctx.judge, all_passes())  # finished batches first, whatever --pass says
         for p in passes:
             result.passes[p.name] = PassResult(p.name)
-            if p.name == "alias":  # the describe step's own line, after the alias pass's
-                result.passes[DESCRIBE] = PassResult(DESCRIBE, throttle="never budgeted")
+            if p.reads_lines:  # the describe step's own line, after the alias pass's
+                result.passes[DESCRIBE] = LinesResult(DESCRIBE, throttle="never budgeted")
                 if note := no_motif_note(ctx.corpus):  # not `nothing-qualified` alone: the keys hold no motif
                     result.passes[p.name].notes.append(note)
         await _rounds(ctx, result, passes, throttles)

@@ -30,7 +30,7 @@ async def run_round(p: Pass, ctx: Context, result: SessionResult, r: PassResult,
         restating = restatable(p, ctx)
         if restating:
             r.notes.append(f"{len(restating)} merge(s) the judge decided before would be restated without a call")
-    if p.name == "alias":
+    if p.reads_lines:  # the describe step first: its lines nominate the pass's candidates too
         await describe(ctx, result.passes[DESCRIBE], result)
     with gc_paused():  # millions of small objects at 100k facts; see shortlist.gc_paused
         candidates = CandidateLists(ctx.store).candidates(p, ctx)  # read back when nothing it depends on changed
@@ -136,5 +136,5 @@ def finish_pass(p: Pass, ctx: Context, r: PassResult, t: ThrottleState) -> None:
     if r.cost_usd is None:
         r.notes.append("cost incomplete: a call reported no usage or its model has no price")
     if not ctx.options.dry_run:
-        record(ctx.store, ctx.session, p.name, t, r.offered, r.judged, r.resolved,
+        record(ctx.store, ctx.session, p.name, t, offered=r.offered, judged=r.judged, resolved=r.resolved,
                probe_spent=t.probe and r.judged > 0, judge=ctx.kind)
