@@ -99,9 +99,9 @@ class Pass(CandidateSource, Protocol):
     about: str  # what a question's sides are: "spellings" or "facts" (paths)
     default: str  # the recoverable answer
     yes: set[str]  # the answers that change the corpus
-    stands: bool  # a yes stands when its sides' content changes (restated, not asked again)
-    owes_new: bool  # a new fact or spelling is owed its questions in the session that first sees it
-    owed_from: float  # ... those that score at least this much (session.freshness.owed_to_fresh)
+    restates_yeses: bool  # a yes stands when its sides' content changes (restated, not asked again)
+    owes_questions_to_new: bool  # a new fact or spelling is owed its questions in the session that first sees it
+    owed_min_score: float  # ... those that score at least this much (session.freshness.owed_to_fresh)
 
     @property
     def prompt(self) -> Prompt: ...

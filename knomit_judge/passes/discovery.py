@@ -139,9 +139,9 @@ class DiscoveryPass(AnswersAsShown):
     about = "facts"
     default = "no"
     yes = {"yes"}
-    stands = False  # a yes is about the facts' content: a changed fact is asked again
-    owes_new = False  # a new fact's groups wait their turn (see PrunePass.owes_new)
-    owed_from = 0.0
+    restates_yeses = False  # a yes is about the facts' content: a changed fact is asked again
+    owes_questions_to_new = False  # a new fact's groups wait their turn (see PrunePass.owes_questions_to_new)
+    owed_min_score = 0.0
 
     @property
     def prompt(self) -> Prompt:
