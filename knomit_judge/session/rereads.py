@@ -76,15 +76,16 @@ async def audit(run: PassRun, hold: Callable[[], str | None]) -> list[tuple[floa
     assert reader.model is not None, "only a first reader's no's are audited"
     model = reader.model
     new = {c.fingerprint: c for c in reader.pending}
-    pool = {c.fingerprint: c for c in reader.standing_to_draw
-            if c.fingerprint not in new and c.fingerprint in reader.standing}
+    # its standing no's met since the last draw and still standing: drawn among with the new ones
+    older = {c.fingerprint: c for c in reader.standing_to_draw
+             if c.fingerprint not in new and c.fingerprint in reader.standing}
     reader.pending, reader.standing_to_draw = [], []
     if reader.suspended:
-        return await standing_audits(run, pool, hold)
+        return await standing_audits(run, older, hold)
     cfg = ctx.config.judge
     so_far = reader.drawn  # a later round of the session draws with what the earlier ones left
     d = audits.draw(ctx.session, p.name, [(fp, c.score) for fp, c in new.items()],
-                    [(fp, c.score, reader.standing[fp]) for fp, c in pool.items()], r.first_reads, cfg.audit_share,
+                    [(fp, c.score, reader.standing[fp]) for fp, c in older.items()], r.first_reads, cfg.audit_share,
                     reader.target, reader.estimate.confirmed, reader.fit, spent=so_far.expected,
                     tops=audits.TOP - so_far.tops)
     if not d.pi:
@@ -95,7 +96,7 @@ async def audit(run: PassRun, hold: Callable[[], str | None]) -> list[tuple[floa
                                expected=so_far.expected + d.expected, tops=so_far.tops + d.tops)
     record_draw(run)
     found: list[tuple[float, Verdict]] = []
-    every = {**pool, **new}
+    every = {**older, **new}
 
     async def one(fp: str) -> None:
         if hold():
@@ -103,7 +104,7 @@ async def audit(run: PassRun, hold: Callable[[], str | None]) -> list[tuple[floa
         c = every[fp]
         v = await reread(run, c, FirstAnswer(model, p.default, d.born[fp], d.pi[fp], d.stratum[fp]))
         if v is None:
-            return  # not read: the first reader's no stands, in the pool
+            return  # not read: the first reader's no stands (drawn among again when a round meets it)
         reader.standing.pop(fp, None)
         if v.is_yes:
             if fp in new:  # counted declined when the first reader said no this session
@@ -114,16 +115,16 @@ async def audit(run: PassRun, hold: Callable[[], str | None]) -> list[tuple[floa
     return found
 
 
-async def standing_audits(run: PassRun, pool: dict[str, Candidate],
+async def standing_audits(run: PassRun, older: dict[str, Candidate],
                           hold: Callable[[], str | None]) -> list[tuple[float, Verdict]]:
     """A suspended reader's standing no's the balance did not reach this session: audits.TOP of them, highest pi
     (the miss-chance fit) first, read by the judge model outside the balance, as audits are, so a miss standing
     low in the list is not lost while the throttle holds the pass to its owed questions."""
     reader = run.reader
     left = audits.TOP - reader.drawn.tops
-    if left <= 0 or not pool or reader.model is None:
+    if left <= 0 or not older or reader.model is None:
         return []
-    picks = sorted(pool.values(), key=lambda c: -reader.fit.weight(c.score))[:left]
+    picks = sorted(older.values(), key=lambda c: -reader.fit.weight(c.score))[:left]
     reader.drawn.tops += len(picks)
     found = []
     for c in picks:
