@@ -59,11 +59,11 @@ class AliasPass(AnswersAsShown):
     reads_lines = True  # the describe lines nominate pairs too (nominate.py): the step runs before the first round
     writes_lines = False
     # A yes names the two spellings themselves, so it stands when their carriers change (see restated)
-    stands = True
+    restates_yeses = True
     # A new spelling is owed its questions only where a name match nominated them (string or acronym, 0.85 and
     # up): a writer's `fail-open` beside `fail open`. Owing its nearest by meaning cost more and merged less.
-    owes_new = True
-    owed_from = TRUNCATED
+    owes_questions_to_new = True
+    owed_min_score = TRUNCATED
 
     @property
     def prompt(self) -> Prompt:

@@ -139,9 +139,9 @@ class Pass(CandidateSource, Protocol):
 
     @property
     def default_reply(self) -> dict[str, Any]: ...  # what a judge with nothing to go on replies: parsed, `default`
-    stands: bool  # a yes stands when its sides' content changes (restated, not asked again)
-    owes_new: bool  # a new fact or spelling is owed its questions in the session that first sees it
-    owed_from: float  # ... those that score at least this much (session.freshness.owed_to_fresh)
+    restates_yeses: bool  # a yes stands when its sides' content changes (restated, not asked again)
+    owes_questions_to_new: bool  # a new fact or spelling is owed its questions in the session that first sees it
+    owed_min_score: float  # ... those that score at least this much (session.freshness.owed_to_fresh)
 
     @property
     def prompt(self) -> Prompt: ...

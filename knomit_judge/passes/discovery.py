@@ -148,9 +148,9 @@ class DiscoveryPass(AnswersAsShown):
     prior = (0.2, 0.5)  # (floor, full), worth.py: the lowest group that entailed a fact scored 0.35
     reads_lines = False
     writes_lines = False
-    stands = False  # a yes is about the facts' content: a changed fact is asked again
-    owes_new = False  # a new fact's groups wait their turn (see PrunePass.owes_new)
-    owed_from = 0.0
+    restates_yeses = False  # a yes is about the facts' content: a changed fact is asked again
+    owes_questions_to_new = False  # a new fact's groups wait their turn (see PrunePass.owes_questions_to_new)
+    owed_min_score = 0.0
 
     @property
     def prompt(self) -> Prompt:

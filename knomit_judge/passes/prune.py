@@ -160,13 +160,13 @@ class PrunePass:
     prior = (0.3, 0.8)
     reads_lines = False
     writes_lines = False
-    stands = False  # a yes is about the facts' content: a changed fact is asked again
+    restates_yeses = False  # a yes is about the facts' content: a changed fact is asked again
     # A new fact is owed its nearest question in the session that first sees it, whatever the balance
     # (session.freshness.owed_to_fresh): a duplicate's pair ranks by similarity among all pairs, often far down.
     # Discovery is not, and alias only for name matches: on the replay, owing new spellings their nearest
     # spent the alias balance on pairs that rarely merge (48 merges, not 52) and discovery's found nothing.
-    owes_new = True
-    owed_from = 0.0
+    owes_questions_to_new = True
+    owed_min_score = 0.0
 
     @property
     def prompt(self) -> Prompt:

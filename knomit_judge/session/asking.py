@@ -12,11 +12,9 @@ from typing import Any
 
 from ..judge import Outcome
 from ..passes import Candidate
-from ..passes.base import Pass
-from ..status import PassResult
 from ..verdicts import Verdict
 from .batch import BATCHED
-from .context import HELD, Context, FirstReader
+from .context import HELD, PassRun
 from .decisions import keep, verdict_of
 from .readers import read
 from .rereads import audit
@@ -40,8 +38,8 @@ class Hold:
     cap could not pay, or a dollar cap the next question would cross at the price of the model that would read it
     (which a paid question passes)."""
 
-    def __init__(self, ctx: Context, paid: set[str], reader: FirstReader) -> None:
-        self.ctx, self.paid, self.reader = ctx, paid, reader
+    def __init__(self, run: PassRun, paid: set[str]) -> None:
+        self.ctx, self.paid, self.reader = run.ctx, paid, run.reader
         self.blocked: str | None = None  # a reading came back HELD: the rest waits
 
     def model(self, c: Candidate) -> str:
@@ -75,19 +73,19 @@ class Hold:
 
     async def clear(self, c: Candidate) -> str | None:
         """What holds `c`; a cap only once the readings in flight, counted at their most, have ended."""
-        while not self.fixed(c) and self.cap(c) and self.ctx.reading:
-            await self.ctx.read_done()
+        while not self.fixed(c) and self.cap(c) and self.ctx.in_flight.count:
+            await self.ctx.in_flight.one_ended()
         return self(c)
 
 
 class Pool:
     """One round's workers for one pass: a producer offers, `concurrency` workers read and keep."""
 
-    def __init__(self, p: Pass, ctx: Context, r: PassResult, offer: Offer, reader: FirstReader) -> None:
-        self.p, self.ctx, self.r, self.offer, self.reader = p, ctx, r, offer, reader
-        self.hold = Hold(ctx, offer.paid, reader)
-        self.allowance = ctx.allowances[p.name]
-        self.concurrency = ctx.config.judge.concurrency
+    def __init__(self, run: PassRun, offer: Offer) -> None:
+        self.pass_run, self.offer = run, offer
+        self.p, self.ctx, self.r, self.reader, self.allowance = run.p, run.ctx, run.result, run.reader, run.allowance
+        self.hold = Hold(run, offer.paid)
+        self.concurrency = self.ctx.config.judge.concurrency
         self.queue: asyncio.Queue[Candidate | None] = asyncio.Queue(maxsize=2 * self.concurrency)
         self.yes: list[tuple[float, Verdict]] = []
         self.held: list[str] = []  # why workers put back what the producer had offered, or could not read it
@@ -147,7 +145,7 @@ class Pool:
             self.r.offered += 1
             v, spent = None, True
             try:
-                out, model, audited = await read(self.p, c, self.ctx, self.r, self.reader)
+                out, model, audited = await read(self.pass_run, c)
                 if out.kind == BATCHED:
                     self.r.batched += 1  # asked in the session's Message Batch; the next session collects it
                     if budgeted:
@@ -173,7 +171,7 @@ class Pool:
         # the API answered (a verdict, a reply it could not parse, a refusal), or it did not
         self.reader.failing = self.reader.failing + 1 if out.kind == "unavailable" else 0
         if out.kind == "verdict":
-            v = verdict_of(p, c, out, model, ctx, audited)
+            v = verdict_of(self.pass_run, c, out, model, audited)
             keep(ctx, v)
             r.judged += 1
             if v.is_yes:
@@ -191,18 +189,19 @@ class Pool:
         return None
 
 
-async def judge_all(p: Pass, ctx: Context, r: PassResult, offer: Offer, reader: FirstReader) -> list[Verdict]:
+async def judge_all(run: PassRun, offer: Offer) -> list[Verdict]:
     """Ask what the round offers, then the audits its first reader's no's owe; the yeses, best first.
 
     In batch mode a question that needs a call is gathered for the session's Message Batch instead. What the
     caps or a stop held back is added to `r.waiting`, with a note saying why.
     """
-    pool = Pool(p, ctx, r, offer, reader)
+    r, reader = run.result, run.reader
+    pool = Pool(run, offer)
     before = r.offered
     await pool.run()
     # a pass that read nothing this round draws no audits; a suspended one reads its standing no's
-    if reader.pending or reader.suspended and reader.pool:
-        found = await audit(p, ctx, r, reader, pool.hold)
+    if reader.pending or reader.suspended and reader.standing_to_draw:
+        found = await audit(run, pool.hold)
         pool.yes.extend(found)
         pool.allowance.deposit(len(found))  # a miss the audit found resolved a question the balance already paid
     pool.allowance.close_round()

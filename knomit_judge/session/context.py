@@ -1,37 +1,42 @@
-"""What one review session shares, typed: its options, its result, the readers of each pass, and the context.
+"""What one review session shares, typed: its options, its result, the context, and each judged pass's run.
 
-The bottom of the session package: every session module takes a `Context` from here, and a pass reads it only
-through passes.base.Session (config, corpus, embedder, lines).
+The bottom of the session package: every session module takes a `Context` (what the session's passes share) or a
+`PassRun` (one pass in this session: its result, throttle and balance, first reader, what is fresh for it) from
+here, and a pass reads the context only through passes.base.Session (config, corpus, embedder, lines).
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .. import audits
 from ..batches import Batches
+from ..candidate_lists import CandidateList
 from ..config import Config
 from ..corpus import Corpus, CorpusReport
 from ..embeddings import Embedder
 from ..errors import BadFact
 from ..file_index import FileIndex
 from ..gitops import Applier
-from ..judge import BackendKind, Judge, JudgedPass, JudgeSpec, Outcome, OutcomeKind, make_backend
+from ..judge import BackendKind, Judge, JudgeSpec, Outcome, OutcomeKind, make_backend
 from ..models import Lineup
 from ..passes import JUDGED_PASSES, Candidate
+from ..passes.base import DESCRIBE, Pass
 from ..passes.registry import answered
 from ..proposals import ProposalsReport
 from ..spend import Caps
 from ..status import PassResult, total_cost
 from ..store import Store
 from ..sync import SyncReport
-from ..throttle import Allowance
+from ..throttle import Allowance, ThrottleState, assess, terms
 from ..verdicts import Journal
-from .lines import PASS as DESCRIBE
+from ..worth import Worth
 
 ANTHROPIC = JudgeSpec("anthropic")
 MAX_ROUNDS = 4  # a session's rounds: a pass is asked again while its applied decisions make new questions
@@ -150,12 +155,14 @@ class FirstReader:
     suspended: str = ""  # why it does not read this session (the evidence of audits.Estimate.reason)
     standing: dict[str, str] = field(default_factory=dict)  # its no's the judge model has not read: fp -> session
     pending: list[Candidate] = field(default_factory=list)  # this session's no's, among which audits are drawn
-    pool: list[Candidate] = field(default_factory=list)  # standing no's among this round's candidates, drawn too
+    # its standing no's among the candidates met since the last draw: drawn among too
+    standing_to_draw: list[Candidate] = field(default_factory=list)
     refused: set[str] = field(default_factory=set)  # questions it refused: the judge model reads them
     estimate: audits.Estimate = field(default_factory=audits.Estimate)
     target: float = 0.0  # judge.first_reader_recall
-    down: int = 0  # unavailable answers in a row this session
-    handed: dict[str, int] = field(default_factory=lambda: {"unavailable": 0, "refused": 0})  # handed over
+    unavailable_streak: int = 0  # its unavailable answers in a row this session
+    # questions handed to the judge model this session, by why
+    handovers: dict[str, int] = field(default_factory=lambda: {"unavailable": 0, "refused": 0})
     drawn: audits.Draw = field(default_factory=audits.Draw)  # the session's draws so far, over its rounds
     fit: audits.MissFit = field(default_factory=audits.MissFit)  # the miss-chance fit, read once a round
     at: audits.Standing = field(default_factory=audits.Standing)  # where it stood at the session's start
@@ -183,7 +190,7 @@ class FirstReader:
 
     def reads_first(self, fp: str) -> bool:
         """Whether it reads this question first: it reads, is not down this session, and never refused it."""
-        return self.reads and self.down < DOWN_AFTER and fp not in self.refused
+        return self.reads and self.unavailable_streak < DOWN_AFTER and fp not in self.refused
 
     def judged_yes(self, confirmed: bool, usd: float | None) -> None:
         """The judge model read one of its yeses: a reader whose yeses it mostly rejects is suspended at once
@@ -192,10 +199,65 @@ class FirstReader:
         if self.reads and (why := self.estimate.rejecting()):
             self.suspended, self.midway = why, True
 
+    def add_standing_to_draw(self, candidates: CandidateList[Candidate], fps: list[str]) -> None:
+        """Take the round's candidates that are its standing no's among those the audits are drawn from (a changed
+        fingerprint is a new question: not among them)."""
+        if self.model and self.standing:
+            seen = {c.fingerprint for c in self.standing_to_draw}
+            self.standing_to_draw += [candidates[i] for i, fp in enumerate(fps)
+                                      if fp in self.standing and fp not in seen]
+
+
+@dataclass
+class Freshness:
+    """What changed since a pass's last session (freshness.py finds it once a session)."""
+
+    ended: str | None = None  # when that session ended (None: no session before this one)
+    fresh: set[str] = field(default_factory=set)  # the facts (alias: spellings) changed since it started
+    new: set[str] = field(default_factory=set)  # those changed since it ended, by a writer: owed their questions
+
+
+@dataclass
+class DescribeStep:
+    """What the describe step keeps over a session's rounds (describe.py)."""
+
+    lines: dict[str, str] = field(default_factory=dict)  # spelling -> its describe line (lines.py)
+    no_line: list[str] = field(default_factory=list)  # spellings asked this session whose reply gave no line
+    keys_asked: set[tuple[str, str]] = field(default_factory=set)  # (spelling, carriers) asked for a line this session
+
+
+class InFlight:
+    """The readings with a model now in flight, over every pass: what they may cost at most (the dollar caps count
+    it), how many (a count: a float sum of their reservations may not come back to 0 exactly), and a wait for one
+    of them to end."""
+
+    def __init__(self) -> None:
+        self.usd = 0.0
+        self.count = 0
+        self._done = asyncio.Event()  # set (and replaced) as each reading ends
+
+    async def one_ended(self) -> None:
+        """Wait until a reading now in flight ends (call only while `count`: one is)."""
+        await self._done.wait()
+
+    @asynccontextmanager
+    async def reading(self, usd: float) -> AsyncIterator[None]:
+        """One reading that may cost `usd` at most, in flight while the block runs."""
+        self.usd += usd
+        self.count += 1
+        try:
+            yield
+        finally:
+            self.count -= 1
+            self.usd = self.usd - usd if self.count else 0.0
+            self._done.set()
+            self._done = asyncio.Event()
+
 
 @dataclass
 class Context:
-    """What one session's passes share (a pass reads only passes.base.Session of it)."""
+    """What one session's passes share (a pass reads only passes.base.Session of it); each pass's own state is
+    its PassRun."""
 
     root: Path
     config: Config
@@ -205,32 +267,29 @@ class Context:
     journal: Journal
     applier: Applier | None  # None in a dry run: it commits nothing
     options: ReviewOptions
-    session: str
+    result: SessionResult  # what the session did: its commits, problems, notes, each pass's line
     clean: bool
     batches: Batches
     index: FileIndex
     caps: Caps  # the session's dollar caps, with what the day and month spent before it
     lineup: Lineup  # the models' lifecycles and dialects, read before the session
-    commits: list[str] = field(default_factory=list)
     dirty: frozenset[str] = frozenset()  # uncommitted files that are no fact: a decision that would write one waits
     # [apply] mode = "propose": the proposals branch its decisions are committed on, and the verdicts waiting there
     # (never applied again by the session); "" commits them on the branch it reviews
     proposals: str = ""
     proposed: set[str] = field(default_factory=set)
-    seen: dict[str, set[str]] = field(default_factory=dict)  # pass -> the fingerprints met this session
-    problems: list[BadFact] = field(default_factory=list)  # the session's, for decisions refused as they were applied
-    allowances: dict[str, Allowance] = field(default_factory=dict)
-    fresh: dict[str, set[str]] = field(default_factory=dict)  # pass -> facts or spellings changed since its last
-    since: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)  # pass -> its last session's
-    new: dict[str, set[str]] = field(default_factory=dict)  # pass -> the fresh names the writer brought: owed
-    lines: dict[str, str] = field(default_factory=dict)  # spelling -> its describe line (lines.py)
-    readers: dict[str, FirstReader] = field(default_factory=dict)  # pass -> who reads its questions first
-    no_line: list[str] = field(default_factory=list)  # spellings asked this session whose reply gave no line
-    described: set[tuple[str, str]] = field(default_factory=set)  # (spelling, carriers) asked this session
-    reserved_usd: float = 0.0  # what the reads with a model now may cost at most (call_usd): the caps count it
-    reading: int = 0  # those reads (a count: a float sum of their reservations may not come back to 0 exactly)
-    _done: asyncio.Event = field(default_factory=asyncio.Event)  # set (and replaced) as each of those reads ends
+    describing: DescribeStep = field(default_factory=DescribeStep)
+    in_flight: InFlight = field(default_factory=InFlight)  # the reads with a model now: the caps count them
     _judge: Judge | None = None
+
+    @property
+    def session(self) -> str:
+        return self.result.session
+
+    @property
+    def lines(self) -> dict[str, str]:
+        """Spelling -> its describe line: what the alias pass reads (passes.base.Session)."""
+        return self.describing.lines
 
     @property
     def judge(self) -> Judge:
@@ -271,59 +330,30 @@ class Context:
 
     def capped(self, usd: float = 0.0, model: str | None = None) -> str | None:
         """Which dollar cap a read that may cost `usd` would cross, counted with what is spent and what the reads
-        now with a model may still cost (reserved_usd), if any.
+        now with a model may still cost (in_flight), if any.
 
         One exception, so that a cap below a model's nominal price still lets its price be measured: the first
         call of a `model` never called on this corpus, with nothing else in flight and no cap reached yet, goes;
         it alone can cross the cap, by at most itself."""
-        why = self.caps.reached(self.spent(), self.reserved_usd + usd)
-        if why and model is not None and not self.reading and self.measured_usd(model) is None \
+        why = self.caps.reached(self.spent(), self.in_flight.usd + usd)
+        if why and model is not None and not self.in_flight.count and self.measured_usd(model) is None \
                 and not self.caps.reached(self.spent()):
             return None
         return why
 
-    async def read_done(self) -> None:
-        """Wait until a reading now with a model ends (call only while `reading`: one is)."""
-        await self._done.wait()
+    async def cap_after_in_flight(self, usd: float, model: str) -> str | None:
+        """The dollar cap a read of `model` that may cost `usd` would cross, once the reads in flight (counted at
+        their most, so they may leave room) have ended; None: it may go now."""
+        why = self.capped(usd, model)
+        while why and self.in_flight.count:
+            await self.in_flight.one_ended()
+            why = self.capped(usd, model)
+        return why
 
     def read_usd(self, judge: Judge, c: Candidate, one_order: bool = False) -> float:
         """The most a reading of `c` by `judge`'s model should cost: each call it may make (every order and sample)
         at call_usd."""
         return self.call_usd(judge.model) * self.config.judge.samples * (1 if one_order else judge.orders(c))
-
-    async def ask(self, p: JudgedPass, c: Candidate, judge: Judge, one_order: bool = False,
-                  offered: bool = True) -> Outcome:
-        """One reading of `c` by `judge`'s model, charged to that model when it is made: asked only if the pass's
-        balance (for a question offered: its offer's reservation, topped up) and the dollar caps (with every reading
-        now with a model) can pay it at that model's price, else an Outcome of kind HELD saying which could not.
-        Not `offered` (an audit, a shadow read): the caps alone hold it, and the balance is charged as it is made. A
-        reading whose replies are in the cache or came in a batch makes no call to start with: nothing holds it."""
-        allowance = self.allowances.get(p.name)
-        price = allowance.price(judge.model) if allowance else 0.0
-        free = not judge.needs_call(p, c, one_order)
-        if offered and allowance is not None and not free and not allowance.cover(c.fingerprint, price):
-            return Outcome(kind=HELD, error="balance spent")
-        usd = 0.0 if free else self.read_usd(judge, c, one_order)
-        why = None if free else self.capped(usd, judge.model)
-        while why and self.reading:
-            await self.read_done()  # the reads in flight are counted at their most: they may leave room
-            why = self.capped(usd, judge.model)
-        if why:
-            return Outcome(kind=HELD, error=why)
-        self.reserved_usd += usd
-        self.reading += 1
-        try:
-            out = await judge.ask(p, c, one_order=one_order)
-        finally:
-            self.reading -= 1
-            self.reserved_usd = self.reserved_usd - usd if self.reading else 0.0
-            self._done.set()
-            self._done = asyncio.Event()
-        if allowance is not None and offered:  # the calls made now: a batch result was paid when it was submitted
-            allowance.spend(c.fingerprint, out.made * price)
-        elif allowance is not None:
-            allowance.charge(out.made * price)
-        return out
 
     def charge(self, r: PassResult) -> None:
         """The calls and cost of a pass (or the describe step) from the judge's ledger: the one record of them."""
@@ -332,3 +362,60 @@ class Context:
             r.judge_calls, r.attempts, r.cost_usd = ledger.calls, ledger.attempts, ledger.cost_usd
             r.charged_usd = round(ledger.charged_usd, 6)
 
+
+@dataclass
+class PassRun:
+    """One judged pass in one session: the pass, its status line, its throttle state and live balance, its first
+    reader, what is fresh for it and what it met. A round, its asking, its readers and its rereads take it alone."""
+
+    p: Pass
+    ctx: Context = field(repr=False)
+    result: PassResult
+    throttle: ThrottleState
+    allowance: Allowance
+    freshness: Freshness = field(default_factory=Freshness)
+    seen: set[str] = field(default_factory=set)  # the fingerprints met this session, over its rounds
+    decided_reader: FirstReader | None = None  # its first reader, once its first round decided it (readers.py)
+
+    @classmethod
+    def open(cls, ctx: Context, p: Pass, freshness: Freshness | None = None) -> PassRun:
+        """The pass's run in this session: its throttle state and balance from its stored verdicts, priced as this
+        session's judge pays (the scripted judge has no price: its balance counts questions, each worth one)."""
+        money = terms(ctx.config, ctx.kind)
+        throttle = assess(ctx.store, p.name, money, ctx.kind)
+        worth = Worth.of_pass(ctx.store, p.name, ctx.kind, prior=p.prior) if money.unit == "usd" else None
+        allowance = Allowance(throttle, money, worth)
+        if worth is not None:  # priced as this pass's calls of each model cost, measured as they come in
+            worth.pricing(ctx.config.judge.model, allowance.price, ctx.config.judge.audit_share)
+        return cls(p, ctx, PassResult(p.name), throttle, allowance, freshness or Freshness())
+
+    @property
+    def name(self) -> str:
+        return self.p.name
+
+    @property
+    def reader(self) -> FirstReader:
+        """Who reads the pass's questions first this session (decided in its first round)."""
+        assert self.decided_reader is not None, "the first reader is decided in the pass's first round (reader_of)"
+        return self.decided_reader
+
+    async def ask(self, c: Candidate, judge: Judge, *, one_order: bool = False, offered: bool = True) -> Outcome:
+        """One reading of `c` by `judge`'s model, charged to that model when it is made: asked only if the pass's
+        balance (for a question offered: its offer's reservation, topped up) and the dollar caps (with every reading
+        now with a model) can pay it at that model's price, else an Outcome of kind HELD saying which could not.
+        Not `offered` (an audit, a shadow read): the caps alone hold it, and the balance is charged as it is made. A
+        reading whose replies are in the cache or came in a batch makes no call to start with: nothing holds it."""
+        price = self.allowance.price(judge.model)
+        free = not judge.needs_call(self.p, c, one_order)
+        if offered and not free and not self.allowance.cover(c.fingerprint, price):
+            return Outcome(kind=HELD, error="balance spent")
+        usd = 0.0 if free else self.ctx.read_usd(judge, c, one_order)
+        if not free and (why := await self.ctx.cap_after_in_flight(usd, judge.model)):
+            return Outcome(kind=HELD, error=why)
+        async with self.ctx.in_flight.reading(usd):
+            out = await judge.ask(self.p, c, one_order=one_order)
+        if offered:  # the calls made now: a batch result was paid when it was submitted
+            self.allowance.spend(c.fingerprint, out.made * price)
+        else:
+            self.allowance.charge(out.made * price)
+        return out

@@ -15,14 +15,13 @@ from ..errors import BadFact, DecisionRefused
 from ..gitops import Decision, decision_trailers, message
 from ..judge import Outcome
 from ..passes import Candidate, Change
-from ..passes.base import Pass
 from ..precision import Gate
 from ..precision import gate as precision_gate
 from ..proposals import PROPOSAL
 from ..relink import refusal, would_break
 from ..status import PassResult
 from ..verdicts import Verdict
-from .context import Context
+from .context import Context, PassRun
 
 log = logging.getLogger(__name__)
 
@@ -34,10 +33,11 @@ def keep(ctx: Context, verdict: Verdict) -> None:
     ctx.store.add_verdict(verdict)
 
 
-def verdict_of(p: Pass, c: Candidate, out: Outcome, model: str, ctx: Context,
+def verdict_of(run: PassRun, c: Candidate, out: Outcome, model: str,
                audit: dict[str, Any] | None = None) -> Verdict:
     """The verdict of an outcome the model `model` gave on candidate `c` (with `audit`: a first-reader answer read
     again, audits.py)."""
+    p, ctx = run.p, run.ctx
     assert out.answer is not None, "an outcome of kind verdict has its answer"
     return Verdict(pass_name=p.name, fingerprint=c.fingerprint, subject=c.subject, answer=out.answer,
                    is_yes=out.answer in p.yes, rationale=out.rationale, model=model, prompt=p.prompt.id,
@@ -73,7 +73,7 @@ def apply(ctx: Context, pass_name: str, verdict: Verdict, change: Change) -> str
         ctx.proposed.add(verdict.id)
     else:
         ctx.store.mark_applied(verdict.id, sha)
-    ctx.commits.append(sha)
+    ctx.result.commits.append(sha)
     log.info("%s (%s)", change.subject, sha[:10])
     return sha
 
@@ -99,17 +99,18 @@ def applied(ctx: Context, r: PassResult, pass_name: str, verdict: Verdict, chang
         if note not in r.notes:  # each round meets the same unapplied yes again
             r.notes.append(note)
             problem = BadFact(e.path, f"verdict {verdict.id} ({pass_name}) not applied: {e.reason}", e.line)
-            if not any(str(p) == str(problem) for p in ctx.problems):
-                ctx.problems.append(problem)
+            if not any(str(p) == str(problem) for p in ctx.result.problems):
+                ctx.result.problems.append(problem)
         return False
 
 
-def decide(p: Pass, ctx: Context, r: PassResult, verdicts: list[Verdict]) -> None:
+def decide(run: PassRun, verdicts: list[Verdict]) -> None:
     """Apply yes verdicts best first, each checked against the corpus as it now is.
 
     People's labels gate this: a pass on probation applies nothing (its yeses stay stored and are applied,
     without asking again, once labels lift it), and a yes a person labelled no is never applied.
     """
+    p, ctx, r = run.p, run.ctx, run.result
     gate = precision_gate(ctx.root, p.name, ctx.config.calibration)
     waiting = stale = held = refused = 0
     for v in verdicts:
@@ -139,7 +140,7 @@ def decide(p: Pass, ctx: Context, r: PassResult, verdicts: list[Verdict]) -> Non
         r.notes.append(note)
 
 
-def restate(p: Pass, ctx: Context, r: PassResult) -> None:
+def restate(run: PassRun) -> None:
     """Apply the pass's standing yeses to their subjects as they are now, recorded again without a call.
 
     A spelling the judge merged stays merged: when a writer uses the retired spelling again, or a merge of
@@ -150,11 +151,12 @@ def restate(p: Pass, ctx: Context, r: PassResult) -> None:
     or a person's `no` label ends it; a dirty tree or a pass on probation restates nothing (decide() says
     why for the pass's other yeses).
     """
+    p, ctx, r = run.p, run.ctx, run.result
     gate = precision_gate(ctx.root, p.name, ctx.config.calibration)
     if not ctx.clean or gate.probation:
         return
     done = 0
-    for v, new in standing(p, ctx, gate):
+    for v, new in standing(run, gate):
         if new:
             keep(ctx, v)
             r.resolved += 1
@@ -166,12 +168,13 @@ def restate(p: Pass, ctx: Context, r: PassResult) -> None:
         r.notes.append(note)
 
 
-def standing(p: Pass, ctx: Context, gate: Gate) -> Iterator[tuple[Verdict, bool]]:
+def standing(run: PassRun, gate: Gate) -> Iterator[tuple[Verdict, bool]]:
     """(verdict, new) for each standing yes whose subject is in the corpus as it is now, made lazily.
 
     Lazily, so each is made after the merges before it were applied. `new`: a restated verdict to keep;
     otherwise a yes on the pair as it is now that was never applied (a refused rewrite, a killed session).
     """
+    p, ctx = run.p, run.ctx
     for origin in ctx.store.standing_yes(p.name, ctx.kind):
         v = None if origin.id in gate.refused else p.restated(origin, ctx.corpus, ctx.session, ctx.kind)
         if v is None:
@@ -184,7 +187,7 @@ def standing(p: Pass, ctx: Context, gate: Gate) -> Iterator[tuple[Verdict, bool]
             yield have, False
 
 
-def restatable(p: Pass, ctx: Context) -> set[str]:
+def restatable(run: PassRun) -> set[str]:
     """The fingerprints a session would restate rather than ask (what a dry run leaves out of its offer)."""
-    gate = precision_gate(ctx.root, p.name, ctx.config.calibration)
-    return set() if gate.probation else {v.fingerprint for v, _ in standing(p, ctx, gate)}
+    gate = precision_gate(run.ctx.root, run.name, run.ctx.config.calibration)
+    return set() if gate.probation else {v.fingerprint for v, _ in standing(run, gate)}

@@ -15,13 +15,14 @@ The state is one of every pass's (status.py), from what the session's requests d
 
 from __future__ import annotations
 
+from ..passes.base import DESCRIBE
 from ..scripted import ScriptedBackend
 from ..status import PassResult
-from .context import Context, SessionResult
-from .lines import PASS, Shown, Written, batches, current, describe_model, model_of, request, write_lines
+from .context import Context
+from .lines import LineKeeper, Shown, Written, batches, current, describe_model, model_of, request, write_lines
 
 
-async def describe(ctx: Context, r: PassResult, result: SessionResult) -> None:
+async def describe(ctx: Context) -> None:
     """The describe step: a line for each spelling that lacks one for its carriers as they are now, then
     ctx.lines for the alias pass. Skipped (the alias pass then nominates from the embeddings alone) when
     describe.enabled is false, or with a scripted judge whose file holds no lines (without a key no session
@@ -29,14 +30,14 @@ async def describe(ctx: Context, r: PassResult, result: SessionResult) -> None:
     Run before each alias round: a merge rewrites carriers, and a changed carrier set needs a new line.
     A key asked this session is not asked again in a later round: the next session asks it.
     """
-    cfg = ctx.config.describe
-    now = current(ctx.store, ctx.corpus, ctx.config, model_of(ctx.options.judge, ctx.config), frozenset(ctx.described))
-    ctx.lines, todo = now.lines, now.todo
+    cfg, step, r = ctx.config.describe, ctx.describing, ctx.result.passes[DESCRIBE]
+    now = current(ctx.store, ctx.corpus, ctx.config, model_of(ctx.options.judge, ctx.config), frozenset(step.keys_asked))
+    step.lines, todo = now.lines, now.todo
     if not r.candidates:  # as the session found them; a later round asks again for carriers a merge rewrote
         r.candidates, r.cached = now.spellings, len(now.lines)
     r.missing = now.missing
     if not cfg.enabled:
-        ctx.lines = {}
+        step.lines = {}
         r.state, r.notes = "skipped", ["describe.enabled is false"]
         return
     if todo and not ctx.options.dry_run and isinstance(ctx.judge.backend, ScriptedBackend) \
@@ -49,19 +50,19 @@ async def describe(ctx: Context, r: PassResult, result: SessionResult) -> None:
         r.notes.append(f"{len(now.held)} spelling(s) have no line and are not asked again until their carriers, "
                        f"describe.model or the prompt change (e.g. {name}: {why or 'no line'})")
     if todo and ctx.options.dry_run:
-        plan(ctx, r, result, todo)
+        plan(ctx, r, todo)
         return
     if todo:
         ctx.lineup.confirm()  # its lines go into the journal: a change, after the models' lifecycle is read
-        ctx.described.update((s.spelling, s.carriers) for s in todo)
-        done = await write_lines(todo, ctx.judge, ctx.config, ctx.store, ctx.journal, ctx.session,
-                                 lambda next_usd: ctx.caps.reached(ctx.spent(), next_usd), now.tries)
+        step.keys_asked.update((s.spelling, s.carriers) for s in todo)
+        done = await write_lines(now, ctx.judge, ctx.config, LineKeeper(ctx.store, ctx.journal, ctx.session),
+                                 lambda next_usd: ctx.caps.reached(ctx.spent(), next_usd))
         ctx.charge(r)  # its calls and cost: the judge's ledger holds them, as for every pass
         count(ctx, r, done, len(todo))
     settle(r)
 
 
-def plan(ctx: Context, r: PassResult, result: SessionResult, todo: list[Shown]) -> None:
+def plan(ctx: Context, r: PassResult, todo: list[Shown]) -> None:
     """A dry run: how many spellings would get a line, in how many requests, at about what cost."""
     cfg = ctx.config.describe
     requests = [request(b, cfg.body_chars) for b in batches(todo, cfg.batch)]
@@ -70,7 +71,7 @@ def plan(ctx: Context, r: PassResult, result: SessionResult, todo: list[Shown]) 
     # about a token per 4 prompt characters, and 50 tokens a line
     estimate = 0.0 if scripted else None if price is None else sum(
         price.usd((len(q.system) + len(q.user)) / 4, 50 * len(q.spellings)) for q in requests)
-    result.estimates[PASS] = {"questions": 0, "calls": len(requests),
+    ctx.result.estimates[DESCRIBE] = {"questions": 0, "calls": len(requests),
                               "estimate_usd": None if estimate is None else round(estimate, 6)}
     r.state, r.offered = "would-offer", len(todo)
     r.notes.insert(0, f"would write lines for {len(todo)} spelling(s) in {len(requests)} request(s)"
@@ -79,7 +80,7 @@ def plan(ctx: Context, r: PassResult, result: SessionResult, todo: list[Shown]) 
 
 def count(ctx: Context, r: PassResult, done: Written, asked: int) -> None:
     """Add one run of write_lines to the step's counts and notes."""
-    ctx.lines.update(done.lines)
+    ctx.describing.lines.update(done.lines)
     r.offered += asked - done.waiting
     r.written += done.written
     r.waiting = done.waiting
@@ -88,11 +89,12 @@ def count(ctx: Context, r: PassResult, done: Written, asked: int) -> None:
     r.unparsed += sum(f.startswith("unparsed") for f in done.failed)
     r.refused += sum(f.startswith("refused") for f in done.failed)
     r.first_error = r.first_error or (done.failed[0] if done.failed else "")
+    no_line = ctx.describing.no_line
     if done.missing:  # one note for the session, over its rounds
-        ctx.no_line.extend(done.missing)
+        no_line.extend(done.missing)
         r.notes = [n for n in r.notes if "got no line (e.g." not in n]
         scripted = isinstance(ctx.judge.backend, ScriptedBackend)
-        r.notes.append(f"{len(ctx.no_line)} spelling(s) got no line (e.g. {', '.join(ctx.no_line[:3])})"
+        r.notes.append(f"{len(no_line)} spelling(s) got no line (e.g. {', '.join(no_line[:3])})"
                        + (": the scripted replies file does not describe them" if scripted else
                           f": asked again next session, up to describe.max_tries ({ctx.config.describe.max_tries}) "
                           "request(s) for each"))

@@ -11,17 +11,15 @@ from ..config import CONFIG_FILE, Config, retired_model
 from ..judge import REPLY_TOKENS, swap_sampled
 from ..models import Lineup
 from ..passes import Candidate
-from ..passes.base import Pass
 from ..scripted import ScriptedBackend
-from ..status import PassResult
 from ..store import Store
-from .context import MAX_ROUNDS, Context, FirstReader, ReviewOptions, SessionResult
+from .context import MAX_ROUNDS, PassRun, ReviewOptions, SessionResult
 from .lines import describe_model
 
 
-def plan_dry(ctx: Context, p: Pass, r: PassResult, offer: list[Candidate], result: SessionResult,
-             reader: FirstReader) -> None:
+def plan_dry(run: PassRun, offer: list[Candidate]) -> None:
     """What a real session would offer, with its evidence and an estimate of calls and cost (both readers)."""
+    p, ctx, r, reader, result = run.p, run.ctx, run.result, run.reader, run.ctx.result
     cfg = ctx.config.judge
     chars = sum(len(p.prompt.system) + len(p.prompt.render(c.orders[0])) for c in offer)
     per_call_in = chars / max(len(offer), 1) / 4  # ~4 characters a token

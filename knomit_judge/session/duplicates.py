@@ -11,11 +11,11 @@ from ..corpus import Fact
 from ..passes.exact import DuplicateGroups, exact_change, exact_verdict
 from ..status import PassResult
 from ..survivors import first_seen
-from .context import Context, SessionResult
+from .context import Context
 from .decisions import applied, keep
 
 
-def run_exact(ctx: Context, result: SessionResult) -> PassResult:
+def run_exact(ctx: Context) -> PassResult:
     """Exact duplicates are retracted mechanically, before any judged pass, whatever the throttle says."""
     r = PassResult("exact", throttle="never budgeted")
     kept = CandidateLists(ctx.store).candidates(DuplicateGroups(), ctx)  # read back when no fact changed
@@ -33,7 +33,7 @@ def run_exact(ctx: Context, result: SessionResult) -> PassResult:
         if not ctx.clean:
             continue
         if ctx.options.dry_run:
-            plan_exact(ctx, group, fp, result)
+            plan_exact(ctx, group, fp)
             continue
         verdict = unapplied.get(fp)
         if verdict is None:
@@ -53,7 +53,7 @@ def run_exact(ctx: Context, result: SessionResult) -> PassResult:
     return r
 
 
-def plan_exact(ctx: Context, group: list[Fact], fingerprint: str, result: SessionResult) -> None:
+def plan_exact(ctx: Context, group: list[Fact], fingerprint: str) -> None:
     """A dry run's entry for one group of exact duplicates: which fact the session keeps and which it retracts.
 
     The retraction is taken into the in-memory corpus (never a file): the judged passes then plan on the corpus
@@ -62,7 +62,7 @@ def plan_exact(ctx: Context, group: list[Fact], fingerprint: str, result: Sessio
     keep_fact = first_seen(group, ctx.corpus)
     for path, text in exact_change(group, exact_verdict(group, ctx.session), ctx.corpus).writes.items():
         ctx.corpus.put(path, text)
-    result.plan.setdefault("exact", []).append({
+    ctx.result.plan.setdefault("exact", []).append({
         "subject": {"group": sorted(f.path for f in group)}, "score": 1.0, "fingerprint": fingerprint,
         "evidence": {"survivor": keep_fact.path, "retract": sorted(f.path for f in group if f is not keep_fact),
                      "why": "same normalised title and body"}})

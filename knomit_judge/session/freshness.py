@@ -1,7 +1,7 @@
 """Fresh first: what changed since a pass's last session, and the questions a new fact is owed.
 
-`since` finds each pass's last session (or, in a fresh clone of a shared corpus, the history's) and keeps the
-pass's `since`, `fresh` and `new` on the context; the rest only reads them.
+`freshness` finds each pass's last session (or, in a fresh clone of a shared corpus, the history's) and what is
+fresh and new since it, once a session: each pass's run keeps it; the rest only reads it.
 """
 
 from __future__ import annotations
@@ -13,12 +13,14 @@ from git import Repo
 from ..gitops import GitFailed, run_git
 from ..passes import Candidate, subject_names
 from ..passes.base import Pass
-from .context import Context
+from .context import Context, Freshness, PassRun
 
 
-def since(ctx: Context, passes: list[Pass], repo: Repo) -> None:
-    """Each pass's last session (started, ended), and the names fresh since it and new since it ended."""
+def freshness(ctx: Context, passes: list[Pass], repo: Repo) -> dict[str, Freshness]:
+    """Each pass's name -> what changed since its last session (started, ended): the names fresh since it started
+    and new since it ended."""
     in_git: tuple[set[str], str] | None | bool = False  # False: not read yet; what git says changed since
+    out = {}
     for p in passes:
         when = ctx.store.last_session(p.name, ctx.kind)
         paths = None
@@ -29,21 +31,20 @@ def since(ctx: Context, passes: list[Pass], repo: Repo) -> None:
                 in_git = changed_since_last_session(repo, set(ctx.corpus.facts))
             if isinstance(in_git, tuple):  # and what is owed is counted from that session's end, as it would
                 paths, when = in_git[0], (in_git[1], in_git[1])
-        ctx.since[p.name] = when
-        ctx.fresh[p.name] = fresh_names(p, ctx, when[0], paths)
-        ctx.new[p.name] = new_names(p, ctx, when[1], paths)
+        out[p.name] = Freshness(when[1], fresh_names(p, ctx, when[0], paths), new_names(p, ctx, when[1], paths))
+    return out
 
 
-def fresh_names(p: Pass, ctx: Context, since: str | None, paths: set[str] | None = None) -> set[str]:
+def fresh_names(p: Pass, ctx: Context, started: str | None, paths: set[str] | None = None) -> set[str]:
     """The facts (or, for alias, the spellings they carry) whose content changed since the pass's last session.
 
     `paths`, when given, are those facts as git tells them (a fresh clone of a shared corpus: no session of its
     own in its db).
     """
     if paths is None:
-        if since is None:  # a first session (or a db rebuilt without its history): nothing to be fresher than
+        if started is None:  # a first session (or a db rebuilt without its history): nothing to be fresher than
             return set()
-        paths = ctx.index.changed_since(since)
+        paths = ctx.index.changed_since(started)
     if p.about != "spellings":
         return paths
     return {m for path in paths if (f := ctx.corpus.facts.get(path)) is not None and f.active for m in f.motifs}
@@ -77,7 +78,7 @@ def new_names(p: Pass, ctx: Context, ended: str | None, paths: set[str] | None =
             if all(c in paths for c in ctx.corpus.carriers.get(m, []))}
 
 
-def owed_to_fresh(p: Pass, ctx: Context, waiting: list[Candidate], paid: set[str]) -> set[str]:
+def owed_to_fresh(run: PassRun, waiting: list[Candidate], paid: set[str]) -> set[str]:
     """The questions owed to new facts or spellings: each one's best `fresh_per_change` that touch it, by score.
 
     Its own best, not the pass's global rank: a new fact's duplicate may rank 34th of 771 questions, behind
@@ -85,12 +86,13 @@ def owed_to_fresh(p: Pass, ctx: Context, waiting: list[Candidate], paid: set[str
     session ended (an earlier round, a killed session, a paid batch result) counts against what it is owed,
     so the count is derived from stored verdicts and a rerun does not ask more.
     """
-    fresh, per = ctx.new.get(p.name, set()), ctx.config.budget.fresh_per_change
-    if not fresh or per <= 0 or not ctx.config.budget.enabled or not p.owes_new:
+    p, ctx = run.p, run.ctx
+    fresh, per = run.freshness.new, ctx.config.budget.fresh_per_change
+    if not fresh or per <= 0 or not ctx.config.budget.enabled or not p.owes_questions_to_new:
         return set()
-    floor = p.owed_from  # only questions scoring this much are owed (alias: name matches)
+    floor = p.owed_min_score  # only questions scoring this much are owed (alias: name matches)
     asked: dict[str, int] = {}
-    ended = ctx.since.get(p.name, (None, None))[1]
+    ended = run.freshness.ended
     subjects = ctx.store.subjects_since(p.name, ended, ctx.kind) if ended else []
     for subject in [*subjects, *(c.subject for c in waiting if c.fingerprint in paid)]:
         for name in subject_names(subject):

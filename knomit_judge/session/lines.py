@@ -38,13 +38,12 @@ from ..verdicts import Journal, Line
 
 log = logging.getLogger(__name__)
 
-PASS = DESCRIBE
 OUT_PER_LINE = 80  # output tokens a line may take (~35 words and its JSON), for the request's max_tokens
 OUT_BASE = 200
 
 
 def prompt() -> Prompt:
-    return load_prompt(PASS)
+    return load_prompt(DESCRIBE)
 
 
 @dataclass(frozen=True)
@@ -160,7 +159,7 @@ def read_reply(text: str, spellings: Iterable[str]) -> tuple[dict[str, str], dic
 
 @dataclass
 class Written:
-    """What one run of the describe step wrote (its calls and cost are in the judge's ledger, under PASS)."""
+    """What one run of the describe step wrote (its calls and cost are in the judge's ledger, under DESCRIBE)."""
 
     lines: dict[str, str] = field(default_factory=dict)  # spelling -> the line written for it now
     missing: list[str] = field(default_factory=list)  # spellings asked whose reply gave no line (or were refused)
@@ -243,11 +242,24 @@ def current(store: Store, corpus: Corpus, config: Config, model: str,
     return out
 
 
-async def write_lines(todo: list[Shown], judge: Judge, config: Config, store: Store, journal: Journal, session: str,
-                      hold: Callable[[float], str | None], tries: dict[tuple[str, str], int] | None = None) -> Written:
-    """Ask for the lines `todo` lacks, `judge.concurrency` requests at a time, while `hold(next_usd)` says
-    no dollar cap is reached (it names the cap that is). `tries`: (spelling, carriers) -> requests that gave
-    that key no line before (Current.tries).
+@dataclass(frozen=True)
+class LineKeeper:
+    """Where a session keeps the lines it writes, under its id: the journal first (the durable copy), then the db."""
+
+    store: Store
+    journal: Journal
+    session: str
+
+    def keep(self, record: Line) -> None:
+        self.journal.append(DESCRIBE, record.journal_line())
+        self.store.put_line(record)
+
+
+async def write_lines(now: Current, judge: Judge, config: Config, keeper: LineKeeper,
+                      hold: Callable[[float], str | None]) -> Written:
+    """Ask for the lines `now.todo` lacks, `judge.concurrency` requests at a time, while `hold(next_usd)` says
+    no dollar cap is reached (it names the cap that is); `now.tries` says how many requests gave each key no
+    line before.
 
     Each line is journalled before it is stored (the journal is the durable copy). A spelling a request gave
     no line is kept so too, with one more try and why: a reply that left it out or gave a bad item for it, a
@@ -256,7 +268,7 @@ async def write_lines(todo: list[Shown], judge: Judge, config: Config, store: St
     """
     cfg = config.describe
     out = Written()
-    tries = tries or {}
+    todo, tries = now.todo, now.tries
     backend = judge.backend
     scripted = isinstance(backend, ScriptedBackend)
     model = judge.model if scripted else describe_model(config)
@@ -271,12 +283,11 @@ async def write_lines(todo: list[Shown], judge: Judge, config: Config, store: St
             line = lines.get(name, "")
             # a recorded file answers the same every time: a spelling it does not describe is not asked again
             n = 1 if line else cfg.max_tries if scripted else tries.get(key, 0) + 1
-            record = Line(name, key[1], model, prompt().id, line, judge.kind, session, share if line else 0.0,
+            record = Line(name, key[1], model, prompt().id, line, judge.kind, keeper.session, share if line else 0.0,
                           facts=tuple(f.path for f in by_name[name].facts), tries=n,
                           why="" if line else "the scripted replies file does not describe it" if scripted
                           else why.get(name, ""))
-            journal.append(PASS, record.journal_line())  # first: the journal is the durable copy
-            store.put_line(record)
+            keeper.keep(record)
             if not line:
                 out.missing.append(name)
         out.lines.update(lines)
@@ -290,16 +301,16 @@ async def write_lines(todo: list[Shown], judge: Judge, config: Config, store: St
                     done = await backend.complete(req.system, req.user, {"spellings": list(req.spellings)}, 0,
                                                   tool=req.tool, max_tokens=req.max_tokens, model=model)
         except (Unavailable, Refused) as e:
-            judge.ledger(PASS).add(1, e.args[1] if len(e.args) > 1 else 1, None, None, 0.0)
+            judge.ledger(DESCRIBE).add(1, e.args[1] if len(e.args) > 1 else 1, None, None, 0.0)
             out.failed.append(f"{type(e).__name__.lower()}: {e.args[0]}")
             if isinstance(e, Refused):  # about the request's content: asked again it would be refused again
                 keep(req, {}, dict.fromkeys(req.spellings, f"refused: {e.args[0]}"), 0.0)
             return
         except asyncio.CancelledError:
-            judge.ledger(PASS).add(1, 1, None, None, None, bound=bound)  # cut off: may still have been billed
+            judge.ledger(DESCRIBE).add(1, 1, None, None, None, bound=bound)  # cut off: may still have been billed
             raise
         cost = judge.cost(done.tokens_in, done.tokens_out, model=model)
-        judge.ledger(PASS).add(1, done.attempts, done.tokens_in, done.tokens_out, cost, bound=bound)
+        judge.ledger(DESCRIBE).add(1, done.attempts, done.tokens_in, done.tokens_out, cost, bound=bound)
         try:
             lines, why = read_reply(done.text, req.spellings)
         except Unparsed as e:

@@ -18,12 +18,12 @@ from ..gitops import Applier, GitFailed, work_tree
 from ..jsonl import dumps
 from ..labels import LABELS_FILE, Label, labeller, latest, parse_labels
 from ..passes import JUDGED_PASSES
+from ..passes.base import DESCRIBE
 from ..proposals import Board, Proposal, ProposalsReport, Refreshed, approvals_by_merge, blob_at
 from ..recovery import sync_git, sync_journal
 from ..store import Store
 from ..sync import STATE_FILE, Remote
 from ..verdicts import Journal, encode_line, now_text
-from .lines import PASS as DESCRIBE
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ judge.model alone and its standing no's are asked again, highest pi first. A sus
 of what the judge model reads (audits.SHADOW_RATE, every yes of the judge model), recorded with its pi and never
 acted on, until that evidence clears the target and lifts the suspension (docs/choices.md). A first reader that
 is unavailable or refuses hands the question to judge.model in the same session. Every reading is charged to the
-model that makes it, when it is made (Context.ask): a reading the balance or a cap cannot pay waits. The scripted
+model that makes it, when it is made (PassRun.ask): a reading the balance or a cap cannot pay waits. The scripted
 judge reads alone.
 
 A Message Batch keeps the readers: a batch session gathers the first reader's one order into its batch, at the
@@ -26,31 +26,29 @@ from __future__ import annotations
 from typing import Any
 
 from .. import audits
-from ..candidate_lists import CandidateList
 from ..judge import Outcome
 from ..passes import Candidate
-from ..passes.base import Pass
-from ..status import PassResult
 from .batch import BATCHED, gathered
 from .context import DOWN_AFTER as DOWN_AFTER
-from .context import HELD, Context, FirstReader
-from .rereads import audit_of, counted
+from .context import HELD, FirstReader, PassRun
+from .rereads import FirstAnswer, audit_of, counted
 
 
-def reader_of(ctx: Context, p: Pass, fps: list[str]) -> FirstReader:
-    """The pass's first reader this session: decided in its first round and kept in ctx.readers, its miss-chance
+def reader_of(run: PassRun, fps: list[str]) -> FirstReader:
+    """The pass's first reader this session: decided in its first round and kept on its run, its miss-chance
     fit read again each round (a round's design audits move it)."""
-    reader = ctx.readers.get(p.name)
+    reader = run.decided_reader
     if reader is None:
-        reader = ctx.readers[p.name] = first_reader(ctx, p, fps)
+        reader = run.decided_reader = first_reader(run, fps)
     if reader.model:
-        reader.fit = audits.fit(ctx.store, p.name, reader.model)
+        reader.fit = audits.fit(run.ctx.store, run.name, reader.model)
     return reader
 
 
-def first_reader(ctx: Context, p: Pass, fps: list[str]) -> FirstReader:
+def first_reader(run: PassRun, fps: list[str]) -> FirstReader:
     """Who reads the pass's questions first this session, from the config and the window's audits; `fps`, the
     round's candidates, tell whether any of its no's still stand unread by the judge model."""
+    p, ctx = run.p, run.ctx
     model = ctx.config.models().get("judge.first_reader")  # none when off, or the judge model itself
     if model is None or not ctx.options.judge.anthropic:
         return FirstReader(None)
@@ -64,13 +62,6 @@ def first_reader(ctx: Context, p: Pass, fps: list[str]) -> FirstReader:
                        estimate=audits.Estimate() if lifted else at.estimate, target=target, at=at)
 
 
-def meet(reader: FirstReader, candidates: CandidateList, fps: list[str]) -> None:
-    """Take this round's standing no's into the audit pool (a changed fingerprint is a new question: not here)."""
-    if reader.model and reader.standing:
-        seen = {c.fingerprint for c in reader.pool}
-        reader.pool += [candidates[i] for i, fp in enumerate(fps) if fp in reader.standing and fp not in seen]
-
-
 def standing_first(reader: FirstReader, rest: list[Candidate], owed: set[str]) -> list[Candidate]:
     """While suspended, the standing no's are read after the owed, highest pi (the miss-chance fit) first."""
     if not reader.suspended:
@@ -79,8 +70,9 @@ def standing_first(reader: FirstReader, rest: list[Candidate], owed: set[str]) -
                                        -reader.fit.weight(c.score) if c.fingerprint in reader.standing else 0.0))
 
 
-def reader_notes(r: PassResult, reader: FirstReader | None) -> None:
+def reader_notes(run: PassRun) -> None:
     """What the first reader did in the pass this session, and what the window says of it, on the pass's line."""
+    r, reader = run.result, run.decided_reader
     if reader is None or not reader.model:
         return
     r.first_reader = reader.model
@@ -98,10 +90,10 @@ def reader_notes(r: PassResult, reader: FirstReader | None) -> None:
         r.notes.append(f"first reader suspended: {reader.suspended}; {reader.model} reads only its shadow sample "
                        f"({r.shadow_reads} read, never acted on), {len(reader.standing)} of its no's are askable "
                        f"again; it {reader.at.lifts_when(reader.target)}")
-    handed = sum(reader.handed.values())
+    handed = sum(reader.handovers.values())
     r.handed_over = handed
     if handed:
-        why = ", ".join(f"{k} {n}" for k, n in reader.handed.items() if n)
+        why = ", ".join(f"{k} {n}" for k, n in reader.handovers.items() if n)
         r.notes.append(f"{handed} question(s) handed to the judge model: {reader.model} {why}")
     if r.first_reads or r.audits or r.audits_batched:
         r.notes.append(f"first reads {r.first_reads} ({reader.model}): yes confirmed {r.first_confirmed}, "
@@ -111,65 +103,67 @@ def reader_notes(r: PassResult, reader: FirstReader | None) -> None:
         r.notes.append(line)
 
 
-async def read(p: Pass, c: Candidate, ctx: Context, r: PassResult,
-               reader: FirstReader) -> tuple[Outcome, str, dict[str, Any] | None]:
+async def read(run: PassRun, c: Candidate) -> tuple[Outcome, str, dict[str, Any] | None]:
     """Ask one question as the readers share it; returns the outcome that stands, the model that gave it, and
     what its verdict records of a first-reader answer (an Outcome of kind BATCHED: the reading it needs next waits
     in this session's Message Batch; of kind HELD: the balance or a cap could not pay the next reading)."""
+    p, ctx, r, reader = run.p, run.ctx, run.result, run.reader
     strong = ctx.judge
     fp = c.fingerprint
     if reader.model and reader.reads_first(fp):
         first = strong.reader(reader.model)
-        if gathered(ctx, first, p, c, one_order=True):
+        if gathered(run, first, c, one_order=True):
             return Outcome(kind=BATCHED), first.model, None
-        out = await ctx.ask(p, c, first, one_order=True)
+        out = await run.ask(c, first, one_order=True)
         if out.kind == "verdict":
-            reader.down = 0
+            reader.unavailable_streak = 0
             r.first_reads += 1
             if out.answer == p.default:
                 reader.pending.append(c)  # among this session's draw of audits, once the pass has read
                 return out, first.model, None
-            if gathered(ctx, strong, p, c):  # the judge model reads the first yes in the next collection
+            if gathered(run, strong, c):  # the judge model reads the first yes in the next collection
                 return Outcome(kind=BATCHED), strong.model, None
             # a first yes acts on nothing: the judge model decides, if the balance and the caps can pay it (else it
             # waits, the first reader's reply in the cache)
-            again = await ctx.ask(p, c, strong)
+            again = await run.ask(c, strong)
             if again.kind != "verdict":
                 return again, strong.model, None
             confirmed = again.answer == out.answer
             r.first_confirmed += confirmed
             r.first_unconfirmed += not confirmed
             reader.judged_yes(confirmed, again.cost_usd)
-            return again, strong.model, audit_of("confirm", first.model, out.answer, c, ctx.session, 1.0, "confirm")
+            return again, strong.model, audit_of("confirm", FirstAnswer(first.model, out.answer, ctx.session, 1.0,
+                                                                         "confirm"), c)
         if out.kind == HELD or out.kind == "unparsed" and not out.truncated:
             return out, first.model, None
         # unavailable after its retries, refused, or cut at max_tokens: the judge model reads it this session
         if out.kind == "unavailable":
-            reader.down += 1
-            reader.handed["unavailable"] += 1
+            reader.unavailable_streak += 1
+            reader.handovers["unavailable"] += 1
         else:  # kept per model: the first reader is not asked it again, the judge model still is
             ctx.store.add_refusal(p.name, fp, first.model, p.prompt.id, c.subject, error=out.error, session=ctx.session)
             reader.refused.add(fp)
-            reader.handed["refused"] += 1
+            reader.handovers["refused"] += 1
     elif reader.reads:  # known refused by the first reader, or the first reader is down this session
-        reader.handed["refused" if fp in reader.refused else "unavailable"] += 1
-    if gathered(ctx, strong, p, c):
+        reader.handovers["refused" if fp in reader.refused else "unavailable"] += 1
+    if gathered(run, strong, c):
         return Outcome(kind=BATCHED), strong.model, None
-    out = await ctx.ask(p, c, strong)  # at the judge model's price: a hand-over, a suspension, or no first reader
+    out = await run.ask(c, strong)  # at the judge model's price: a hand-over, a suspension, or no first reader
     if not reader.model or out.kind != "verdict":
         return out, strong.model, None
     if fp in reader.standing:
         # a standing first-reader no the judge model now reads: an audit; offered again only while its reader is
         # suspended (FirstReader.askable)
-        return out, strong.model, counted(p, c, out, r, reader.model, reader.standing.pop(fp), None, "suspended")
-    return out, strong.model, await shadow(p, c, ctx, r, reader, out)
+        first_no = FirstAnswer(reader.model, p.default, reader.standing.pop(fp), None, "suspended")
+        return out, strong.model, counted(run, c, out, first_no)
+    return out, strong.model, await shadow(run, c, out)
 
 
-async def shadow(p: Pass, c: Candidate, ctx: Context, r: PassResult, reader: FirstReader,
-                 judged: Outcome) -> dict[str, Any] | None:
+async def shadow(run: PassRun, c: Candidate, judged: Outcome) -> dict[str, Any] | None:
     """A suspended reader's shadow read of a question the judge model has just read: drawn at its pi (every yes of
     the judge model, its first no's, audits.SHADOW_RATE of the rest), read by the first reader in one order, never acted on; what
     the judge model's verdict records of it, or None when not drawn or not read."""
+    p, ctx, reader = run.p, run.ctx, run.reader
     if not reader.shadowing or reader.model is None or c.fingerprint in reader.refused or ctx.batches.submitting:
         return None
     strong_yes = judged.answer != p.default
@@ -177,9 +171,10 @@ async def shadow(p: Pass, c: Candidate, ctx: Context, r: PassResult, reader: Fir
     if not pi:
         return None
     reader.shadow_nos += not strong_yes  # counted as drawn, read or not: the next no's pi is fixed by it
-    out = await ctx.ask(p, c, ctx.judge.reader(reader.model), one_order=True, offered=False)
+    out = await run.ask(c, ctx.judge.reader(reader.model), one_order=True, offered=False)
     if out.kind != "verdict":
         return None  # not read (down, refused, a cap): nothing recorded, and nothing lost but the sample
-    r.shadow_reads += 1
+    run.result.shadow_reads += 1
     first_yes = out.answer != p.default
-    return {**audit_of("shadow", reader.model, out.answer, c, ctx.session, pi, "shadow"), "first_yes": first_yes}
+    shadowed = FirstAnswer(reader.model, out.answer, ctx.session, pi, "shadow")
+    return {**audit_of("shadow", shadowed, c), "first_yes": first_yes}

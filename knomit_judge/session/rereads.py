@@ -10,71 +10,82 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from .. import audits
 from ..candidate_lists import CandidateList
 from ..judge import Outcome
 from ..passes import Candidate
-from ..passes.base import Pass
-from ..status import PassResult
 from ..verdicts import Verdict, draw_record, now_text
 from .batch import gathered
-from .context import Context, FirstReader
+from .context import PassRun
 from .decisions import keep, verdict_of
 
 
-def audit_of(kind: str, reader_model: str, first_answer: str | None, c: Candidate, born: str | None, pi: float | None,
-             stratum: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class FirstAnswer:
+    """A first reader's answer the judge model reads (or, for a shadow read, that was read after it): by which
+    model, what it said, the session it was born in, and how it was drawn (its pi and stratum, audits.py)."""
+
+    model: str
+    answer: str | None
+    born: str | None
+    pi: float | None
+    stratum: str
+
+
+def audit_of(kind: str, first: FirstAnswer, c: Candidate) -> dict[str, Any]:
     """What a judge model's verdict records of the first-reader answer it read again."""
-    return {"kind": kind, "first_model": reader_model, "first_answer": first_answer, "pi": pi, "stratum": stratum,
-            "born": born, "score": c.score}
+    return {"kind": kind, "first_model": first.model, "first_answer": first.answer, "pi": first.pi,
+            "stratum": first.stratum, "born": first.born, "score": c.score}
 
 
-def counted(p: Pass, c: Candidate, out: Outcome, r: PassResult, first_model: str, born: str | None,
-            pi: float | None, stratum: str) -> dict[str, Any]:
+def counted(run: PassRun, c: Candidate, out: Outcome, first_no: FirstAnswer) -> dict[str, Any]:
     """The judge model's reading of a first-reader no, counted as an audit (a yes is a miss); what its verdict
     records of it."""
-    r.audits += 1
-    r.misses += out.answer != p.default
-    return audit_of("audit", first_model, p.default, c, born, pi, stratum)
+    run.result.audits += 1
+    run.result.misses += out.answer != run.p.default
+    return audit_of("audit", first_no, c)
 
 
-async def reread(p: Pass, c: Candidate, ctx: Context, r: PassResult, first_model: str, born: str | None,
-                 pi: float | None, stratum: str) -> Verdict | None:
+async def reread(run: PassRun, c: Candidate, first_no: FirstAnswer) -> Verdict | None:
     """The judge model reads a first-reader no again, charged to the balance as it is made (the round's first reads
     put its share by) and held by the dollar caps: its verdict kept (a yes counted resolved), or None when its
     request went into this session's batch or it could not be read, or paid (the no stands)."""
-    if gathered(ctx, ctx.judge, p, c):  # read in the next collection (collected_audits); its no stands till then
+    ctx, r = run.ctx, run.result
+    if gathered(run, ctx.judge, c):  # read in the next collection (collected_audits); its no stands till then
         r.audits_batched += 1
         return None
-    out = await ctx.ask(p, c, ctx.judge, offered=False)
+    out = await run.ask(c, ctx.judge, offered=False)
     if out.kind != "verdict":
         return None
-    v = verdict_of(p, c, out, ctx.judge.model, ctx, counted(p, c, out, r, first_model, born, pi, stratum))
+    v = verdict_of(run, c, out, ctx.judge.model, counted(run, c, out, first_no))
     keep(ctx, v)  # after the first reader's no: the latest verdict on the question is the judge model's
     if v.is_yes:
         r.resolved += 1
     return v
 
 
-async def audit(p: Pass, ctx: Context, r: PassResult, reader: FirstReader,
-                hold: Callable[[], str | None]) -> list[tuple[float, Verdict]]:
+async def audit(run: PassRun, hold: Callable[[], str | None]) -> list[tuple[float, Verdict]]:
     """The judge model reads again the first-reader no's this session's seeded draw picks (audits.draw), among
     the round's no's and the standing ones: a yes is a miss, returned to be applied. While suspended, the standing
     no's the balance left unread: the top ones by pi, audits.TOP a session. `hold()` names a cap reached or a
     stop: the audits not read then wait, their no's standing."""
+    p, ctx, r, reader = run.p, run.ctx, run.result, run.reader
     assert reader.model is not None, "only a first reader's no's are audited"
     model = reader.model
     new = {c.fingerprint: c for c in reader.pending}
-    pool = {c.fingerprint: c for c in reader.pool if c.fingerprint not in new and c.fingerprint in reader.standing}
-    reader.pending, reader.pool = [], []
+    # its standing no's met since the last draw and still standing: drawn among with the new ones
+    older = {c.fingerprint: c for c in reader.standing_to_draw
+             if c.fingerprint not in new and c.fingerprint in reader.standing}
+    reader.pending, reader.standing_to_draw = [], []
     if reader.suspended:
-        return await standing_audits(p, ctx, r, reader, pool, hold)
+        return await standing_audits(run, older, hold)
     cfg = ctx.config.judge
     so_far = reader.drawn  # a later round of the session draws with what the earlier ones left
     d = audits.draw(ctx.session, p.name, [(fp, c.score) for fp, c in new.items()],
-                    [(fp, c.score, reader.standing[fp]) for fp, c in pool.items()], reads=r.first_reads,
+                    [(fp, c.score, reader.standing[fp]) for fp, c in older.items()], reads=r.first_reads,
                     share=cfg.audit_share, target=reader.target, confirmed=reader.estimate.confirmed,
                     fit=reader.fit, spent=so_far.expected,
                     tops=audits.TOP - so_far.tops)
@@ -84,17 +95,17 @@ async def audit(p: Pass, ctx: Context, r: PassResult, reader: FirstReader,
     floor = min(so_far.floor, d.floor) if so_far.new and d.new else d.floor if d.new else so_far.floor
     reader.drawn = audits.Draw(floor=floor, new=so_far.new + d.new, standing=d.standing,
                                expected=so_far.expected + d.expected, tops=so_far.tops + d.tops)
-    record_draw(ctx, p.name, reader, r)
+    record_draw(run)
     found: list[tuple[float, Verdict]] = []
-    every = {**pool, **new}
+    every = {**older, **new}
 
     async def one(fp: str) -> None:
         if hold():
             return
         c = every[fp]
-        v = await reread(p, c, ctx, r, model, d.born[fp], d.pi[fp], d.stratum[fp])
+        v = await reread(run, c, FirstAnswer(model, p.default, d.born[fp], d.pi[fp], d.stratum[fp]))
         if v is None:
-            return  # not read: the first reader's no stands, in the pool
+            return  # not read: the first reader's no stands (drawn among again when a round meets it)
         reader.standing.pop(fp, None)
         if v.is_yes:
             if fp in new:  # counted declined when the first reader said no this session
@@ -105,21 +116,23 @@ async def audit(p: Pass, ctx: Context, r: PassResult, reader: FirstReader,
     return found
 
 
-async def standing_audits(p: Pass, ctx: Context, r: PassResult, reader: FirstReader, pool: dict[str, Candidate],
+async def standing_audits(run: PassRun, older: dict[str, Candidate],
                           hold: Callable[[], str | None]) -> list[tuple[float, Verdict]]:
     """A suspended reader's standing no's the balance did not reach this session: audits.TOP of them, highest pi
     (the miss-chance fit) first, read by the judge model outside the balance, as audits are, so a miss standing
     low in the list is not lost while the throttle holds the pass to its owed questions."""
+    reader = run.reader
     left = audits.TOP - reader.drawn.tops
-    if left <= 0 or not pool or reader.model is None:
+    if left <= 0 or not older or reader.model is None:
         return []
-    picks = sorted(pool.values(), key=lambda c: -reader.fit.weight(c.score))[:left]
+    picks = sorted(older.values(), key=lambda c: -reader.fit.weight(c.score))[:left]
     reader.drawn.tops += len(picks)
     found = []
     for c in picks:
         if hold():
             break
-        v = await reread(p, c, ctx, r, reader.model, reader.standing[c.fingerprint], None, "suspended")
+        v = await reread(run, c, FirstAnswer(reader.model, run.p.default, reader.standing[c.fingerprint], None,
+                                             "suspended"))
         if v is None:
             continue
         reader.standing.pop(c.fingerprint)
@@ -128,10 +141,11 @@ async def standing_audits(p: Pass, ctx: Context, r: PassResult, reader: FirstRea
     return found
 
 
-def record_draw(ctx: Context, pass_name: str, reader: FirstReader, r: PassResult) -> None:
+def record_draw(run: PassRun) -> None:
     """The session's record of the pass's first reader (audits.windows reads them): journal first, then the db. A
     reading session with its draw and its reads, yeses included; a shadowing one with its shadow reads; a session
     in which it read nothing has none."""
+    ctx, pass_name, reader, r = run.ctx, run.name, run.reader, run.result
     assert reader.model is not None, "only a first reader has a record"
     shadowing = reader.shadowing
     reads = r.shadow_reads if shadowing else r.first_reads
@@ -146,11 +160,12 @@ def record_draw(ctx: Context, pass_name: str, reader: FirstReader, r: PassResult
     ctx.store.add_draw(row)
 
 
-def audits_due(p: Pass, ctx: Context, candidates: CandidateList,
+def audits_due(run: PassRun, candidates: CandidateList[Candidate],
                answered: set[str]) -> list[tuple[Candidate, Verdict]]:
     """The answered candidates whose audit a batch bought and this session collected, each with its first
     reader's no: a batch result for it came in, and the latest verdict is still a first reader's no (another
     model's than the judge model)."""
+    p, ctx = run.p, run.ctx
     if not ctx.batches.collected.get(p.name):
         return []  # most sessions: no batch came in, and the candidate list is not walked
     fps = ctx.batches.take_paid(p.name, answered & set(candidates.fingerprints))
@@ -163,18 +178,17 @@ def audits_due(p: Pass, ctx: Context, candidates: CandidateList,
     return out
 
 
-async def collected_audits(p: Pass, ctx: Context, r: PassResult,
-                           due: list[tuple[Candidate, Verdict]]) -> list[Verdict]:
+async def collected_audits(run: PassRun, due: list[tuple[Candidate, Verdict]]) -> list[Verdict]:
     """Read the audits a batch bought (audits_due): a miss is returned to be applied, and deposits into the
     balance as audit() does. A second order the judge model still needs goes into this session's batch."""
     found: list[tuple[float, Verdict]] = []
 
     async def one(c: Candidate, first: Verdict) -> None:
         # outside the draw's design: its pi stayed with the session that gathered it (the module's docstring)
-        v = await reread(p, c, ctx, r, first.model, first.session, None, "batched")
+        v = await reread(run, c, FirstAnswer(first.model, run.p.default, first.session, None, "batched"))
         if v is not None and v.is_yes:
             found.append((c.score, v))
 
     await asyncio.gather(*(one(c, first) for c, first in due))
-    ctx.allowances[p.name].deposit(len(found))
+    run.allowance.deposit(len(found))
     return [v for _, v in sorted(found, key=lambda sv: -sv[0])]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from ..models import Lineup, has_key, read_lineup, require_usable
 from ..neighbours import Memory
 from ..passes import JUDGED_PASSES
 from ..passes.alias import no_motif_note
-from ..passes.base import Pass
+from ..passes.base import DESCRIBE, Pass
 from ..passes.registry import all_passes, answered
 from ..proposals import Board
 from ..recovery import locked_store, sync_git, sync_journal
@@ -35,16 +36,13 @@ from ..spend import Caps, summarise
 from ..status import LinesResult, PassResult
 from ..store import Store
 from ..sync import Remote
-from ..throttle import Allowance, ThrottleState, assess, terms
 from ..transport import require_key
 from ..verdicts import Journal
-from ..worth import Worth
 from .batch import submit_batch
-from .context import MAX_ROUNDS, Context, ReviewOptions, SessionResult
+from .context import MAX_ROUNDS, Context, PassRun, ReviewOptions, SessionResult
 from .dry_run import lower_bound, other_judge, unpriced
 from .duplicates import run_exact
-from .freshness import since
-from .lines import PASS as DESCRIBE
+from .freshness import freshness
 from .propose import Proposing, open_proposals
 from .rounds import finish_pass, run_round
 
@@ -53,6 +51,22 @@ log = logging.getLogger(__name__)
 
 def new_session_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(2)
+
+
+@dataclass
+class Opening:
+    """What a session is opened on: the tree it reads and commits in (the proposals branch's, proposing), how it is
+    read (config, options, the models read before it), its store and the notes made before it."""
+
+    root: Path
+    repo: Repo
+    config: Config
+    store: Store
+    options: ReviewOptions
+    models: Lineup = field(default_factory=Lineup)
+    notes: list[str] = field(default_factory=list)
+    proposing: Proposing | None = None
+    embedder: Embedder | None = None
 
 
 def review(root: Path | str, options: ReviewOptions | None = None, config: Config | None = None) -> SessionResult:
@@ -95,9 +109,9 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
                 pull(remote, root, opened.repo, store)
             ran = True
             with interrupts.watching(options.interrupt):  # the session's task sees the daemon's SIGTERM
-                result = asyncio.run(_session(proposing.root if proposing else root,
-                                              proposing.tree if proposing else opened.repo, config, store,
-                                              options, [*models.notes, *notes], models, proposing, embedder))
+                result = asyncio.run(_session(Opening(
+                    proposing.root if proposing else root, proposing.tree if proposing else opened.repo, config,
+                    store, options, models, [*models.notes, *notes], proposing, embedder)))
             if proposing:
                 proposing.finish()  # the proposals branch pushed; the reviewed one never moves
                 result.proposals, result.sync = proposing.report, proposing.remote.report if proposing.remote else None
@@ -119,7 +133,7 @@ def _dry_run(root: Path, repo: Repo, config: Config, store: Store, options: Revi
     """A dry run on an in-memory copy of the db: what a real session would ask, and what it would cost."""
     models = read_lineup(config, store, offline=not has_key()) if options.judge.anthropic else Lineup()
     try:
-        result = asyncio.run(_session(root, repo, config, store, options, list(models.notes), models))
+        result = asyncio.run(_session(Opening(root, repo, config, store, options, models, list(models.notes))))
     except BaseException:  # interrupted (or failed): what it computed still spares the next run the work
         log.info("dry run stopped: %d vector(s) embedded so far kept in the db, with the neighbour and candidate "
                  "lists finished; nothing else written", _keep_derived(repo, store))
@@ -167,10 +181,9 @@ def pull(remote: Remote, root: Path, repo: Repo, store: Store) -> None:
         sync_git(repo, store)
 
 
-def _context(root: Path, repo: Repo, config: Config, store: Store, options: ReviewOptions, models: Lineup,
-             result: SessionResult, proposing: Proposing | None = None, embedder: Embedder | None = None
-             ) -> Context:
+def open_context(at: Opening, result: SessionResult) -> Context:
     """Read the corpus (what is broken, what is dirty, into the result) and make the session's context."""
+    root, repo, config, store, options = at.root, at.repo, at.config, at.store, at.options
     with gc_paused():  # 100k facts, their tuples and index rows: the collector would rescan them over and over
         index = FileIndex(store)
         corpus = load_corpus(root, config.corpus.max_fact_bytes, index, config.corpus)
@@ -196,26 +209,25 @@ def _context(root: Path, repo: Repo, config: Config, store: Store, options: Revi
     elif others:
         result.notes.append(f"{len(others)} uncommitted change(s) outside the facts (e.g. {min(others)}): left "
                             "as they are; only a decision that would write one waits")
-    return Context(root, config, store, corpus, embedder or Embedder(store, memory=Memory(store)), Journal(root),
-                   None if options.dry_run else Applier(repo), options, result.session, clean=not held,
+    proposing = at.proposing
+    return Context(root, config, store, corpus, at.embedder or Embedder(store, memory=Memory(store)), Journal(root),
+                   None if options.dry_run else Applier(repo), options, result, clean=not held,
                    dirty=others,
                    batches=Batches(store, result.session, batch_mode(options.batch, config, options.judge)),
-                   index=index, caps=Caps.for_session(store, config), lineup=models,
-                   commits=result.commits, problems=result.problems,
+                   index=index, caps=Caps.for_session(store, config), lineup=at.models,
                    proposals=config.apply.proposals if proposing else "",
                    proposed=proposing.proposed if proposing else waiting_here(root, repo, config, options))
 
 
-async def _session(root: Path, repo: Repo, config: Config, store: Store, options: ReviewOptions, notes: list[str],
-                   models: Lineup, proposing: Proposing | None = None,
-                   embedder: Embedder | None = None) -> SessionResult:
+async def _session(at: Opening) -> SessionResult:
     interrupts.session_task()  # what Ctrl-C cancels: a long step in it, or in a task it starts, looks at it
+    config, store, options, models = at.config, at.store, at.options, at.models
     for ignored in config.ignored:  # an older budget key beside its newer one: said, in the log and the notes
         log.warning("%s", ignored)
-    result = SessionResult(session=new_session_id(), dry_run=options.dry_run, notes=[*config.ignored, *notes])
-    ctx = _context(root, repo, config, store, options, models, result, proposing, embedder)
+    result = SessionResult(session=new_session_id(), dry_run=options.dry_run, notes=[*config.ignored, *at.notes])
+    ctx = open_context(at, result)
     index, report = ctx.index, result.corpus
-    assert report is not None  # _context read the corpus
+    assert report is not None  # open_context read the corpus
     result.batch_prices = ctx.batches.submitting
     if not options.dry_run:
         store.start_session(result.session)
@@ -225,26 +237,23 @@ async def _session(root: Path, repo: Repo, config: Config, store: Store, options
             for name in ("exact", *(n for n in JUDGED_PASSES if n in options.passes)):
                 result.passes[name] = PassResult(name, state="broken", notes=["no fact read: see the corpus line"])
             return result
-        result.passes["exact"] = run_exact(ctx, result)
+        result.passes["exact"] = run_exact(ctx)
         passes: list[Pass] = [p for name, p in all_passes().items() if name in options.passes]
         # before collecting: questions in a batch still running count as spent, and collected ones are
-        # judged as paid below, so the balance charges each batched question once
-        money = terms(config, ctx.kind)
-        throttles = {p.name: assess(store, p.name, money, ctx.kind) for p in passes}
-        for p in passes:
-            # the scripted judge has no price: its balance counts questions, and every question is worth one
-            worth = Worth.of_pass(store, p.name, ctx.kind, prior=p.prior) if money.unit == "usd" else None
-            ctx.allowances[p.name] = Allowance(throttles[p.name], money, worth)
-        since(ctx, passes, repo)  # what is fresh for each pass, and what its new facts are owed
+        # judged as paid below, so the balance charges each batched question once; each pass's run keeps
+        # what is fresh for it, and what its new facts are owed
+        changed = freshness(ctx, passes, at.repo)
+        runs = [PassRun.open(ctx, p, changed[p.name]) for p in passes]
         if not options.dry_run and ctx.batches.unsettled():
             await ctx.batches.collect(ctx.judge, all_passes())  # finished batches first, whatever --pass says
-        for p in passes:
-            result.passes[p.name] = PassResult(p.name)
+        for run in runs:
+            p = run.p
+            result.passes[p.name] = run.result
             if p.reads_lines:  # the describe step's own line, after the alias pass's
                 result.passes[DESCRIBE] = LinesResult(DESCRIBE, throttle="never budgeted")
                 if note := no_motif_note(ctx.corpus):  # not `nothing-qualified` alone: the keys hold no motif
-                    result.passes[p.name].notes.append(note)
-        await _rounds(ctx, result, passes, throttles)
+                    run.result.notes.append(note)
+        await _rounds(ctx, runs)
         if options.stop is not None and options.stop.is_set():
             # Stopped before its end (the daemon's SIGTERM): recorded as a plain review's interruption is, so
             # status, the metrics and the report read one record; the passes it never reached are not defunded.
@@ -253,9 +262,9 @@ async def _session(root: Path, repo: Repo, config: Config, store: Store, options
                 ctx.charge(r)
             return result
         if ctx.batches.gathered:
-            await submit_batch(ctx, result)
-        for p in passes:
-            finish_pass(p, ctx, result.passes[p.name], throttles[p.name])
+            await submit_batch(ctx)
+        for run in runs:
+            finish_pass(run)
         if (judge := ctx.judge_if_asked) and isinstance(judge.backend, ScriptedBackend):
             if note := judge.backend.unmatched_note():
                 log.warning("%s", note)
@@ -288,15 +297,15 @@ async def _session(root: Path, repo: Repo, config: Config, store: Store, options
     return result
 
 
-async def _rounds(ctx: Context, result: SessionResult, passes: list[Pass], throttles: dict[str, ThrottleState]) -> None:
+async def _rounds(ctx: Context, runs: list[PassRun]) -> None:
     """Applied decisions change fingerprints, and so make new questions: ask them in this session, round after
     round, until a round applies nothing (each pass's allowance is per session)."""
     for round_no in range(1 if ctx.options.dry_run else MAX_ROUNDS):
         applied = 0
-        for p in passes:
-            r = result.passes[p.name]
+        for run in runs:
+            r = run.result
             before = r.applied
-            await run_round(p, ctx, result, r, throttles[p.name], first=round_no == 0)
+            await run_round(run, first=round_no == 0)
             applied += r.applied - before
             if round_no == 0:  # what a dry run's estimate covers: a later dry run says how far it falls short
                 r.first_round = r.offered

@@ -4,63 +4,57 @@ yeses; then the pass's state, spend and throttle record."""
 from __future__ import annotations
 
 from ..candidate_lists import CandidateLists
-from ..passes.base import Pass
 from ..shortlist import gc_paused
-from ..status import PassResult
-from ..throttle import ThrottleState, record
+from ..throttle import record
 from ..verdicts import Verdict
 from .asking import Offer, judge_all
-from .context import Context, SessionResult
+from .context import PassRun
 from .decisions import decide, restatable, restate
 from .describe import describe
 from .dry_run import plan_dry
 from .freshness import fresh_first, owed_to_fresh
-from .lines import PASS as DESCRIBE
-from .readers import meet, reader_notes, reader_of, standing_first
+from .readers import reader_notes, reader_of, standing_first
 from .rereads import audits_due, collected_audits, record_draw
 
 
-async def run_round(p: Pass, ctx: Context, result: SessionResult, r: PassResult, t: ThrottleState,
-                    first: bool) -> None:
+async def run_round(run: PassRun, *, first: bool) -> None:
     """One round of a pass: shortlist, skip what is answered, judge what the budget allows, apply the yeses."""
+    p, ctx, r, t = run.p, run.ctx, run.result, run.throttle
     restating: set[str] = set()
-    if p.stands and not ctx.options.dry_run:
-        restate(p, ctx, r)  # first: the candidates are then made from the corpus its merges leave
-    elif p.stands:
-        restating = restatable(p, ctx)
+    if p.restates_yeses and not ctx.options.dry_run:
+        restate(run)  # first: the candidates are then made from the corpus its merges leave
+    elif p.restates_yeses:
+        restating = restatable(run)
         if restating:
             r.notes.append(f"{len(restating)} merge(s) the judge decided before would be restated without a call")
     if p.reads_lines:  # the describe step first: its lines nominate the pass's candidates too
-        await describe(ctx, result.passes[DESCRIBE], result)
+        await describe(ctx)
     with gc_paused():  # millions of small objects at 100k facts; see shortlist.gc_paused
         candidates = CandidateLists(ctx.store).candidates(p, ctx)  # read back when nothing it depends on changed
     # read once a round: asked again, or applied below (not those waiting on the proposals branch)
     yeses = [v for v in ctx.store.unapplied_yes(p.name, ctx.kind) if v.id not in ctx.proposed]
     fps = candidates.fingerprints  # compared without making the candidates: most are answered
-    reader = reader_of(ctx, p, fps)
-    allowance = ctx.allowances[p.name]
+    reader = reader_of(run, fps)
+    allowance = run.allowance
     judge = ctx.config.judge.model
-    if allowance.worth is not None:  # priced as this pass's calls of each model cost, measured as they come in
-        allowance.worth.pricing(judge, allowance.price, ctx.config.judge.audit_share)
     # a suspended first reader's standing no's are asked again of the judge model
-    answered = ctx.store.answered(p.name, ctx.kind) - asked_again(p, ctx, yeses) - reader.askable
+    answered = ctx.store.answered(p.name, ctx.kind) - asked_again(run, yeses) - reader.askable
     # not asked now: refused by the API under this prompt version (by the judge model: a first reader's refusal
     # hands the question over), or in a Message Batch not yet collected
     refused = ctx.store.refused(p.name, p.prompt.id, ctx.config.judge.model if ctx.options.judge.anthropic
                                 else None) - answered
     busy = ctx.batches.busy(p.name) - answered
     waiting = fresh_first([candidates[i] for i, fp in enumerate(fps) if fp not in answered and fp not in refused
-                           and fp not in busy and fp not in restating], ctx.fresh.get(p.name, set()))
-    seen = ctx.seen.setdefault(p.name, set())
-    seen.update(fps)
-    r.candidates = len(seen)  # distinct questions met this session, over all rounds
+                           and fp not in busy and fp not in restating], run.freshness.fresh)
+    run.seen.update(fps)
+    r.candidates = len(run.seen)  # distinct questions met this session, over all rounds
     # questions whose batch results came in this session are paid for: judged whatever the budget says
     paid = ctx.batches.take_paid(p.name, {c.fingerprint for c in waiting})
     rest = [c for c in waiting if c.fingerprint not in paid]
-    owed = owed_to_fresh(p, ctx, waiting, paid)
+    owed = owed_to_fresh(run, waiting, paid)
     rest.sort(key=lambda c: c.fingerprint not in owed)  # stable: the owed first, then fresh, then backlog
     rest = standing_first(reader, rest, owed)
-    meet(reader, candidates, fps)  # the first reader's standing no's among them: in the audit pool
+    reader.add_standing_to_draw(candidates, fps)  # the first reader's standing no's among them: drawn among
     if first:
         if t.state == "defunded" and not t.probe and (owed or (waiting and waiting[0].fresh)):
             t.probe_fresh(len(owed))  # a new duplicate is asked while it is new, not probe_every sessions later
@@ -68,7 +62,7 @@ async def run_round(p: Pass, ctx: Context, result: SessionResult, r: PassResult,
         r.cached = len(fps) - len(waiting) - sum(fp in busy for fp in fps)
         r.throttle = t.state + (" (probe)" if t.probe else "")
         r.next_probe_in = t.next_probe_in
-        note_skipped(p, ctx, r, fps, refused, busy)
+        note_skipped(run, fps, refused, busy)
     # yes verdicts not yet applied (dirty tree, or a killed session rolled back): apply without asking again
     unapplied = {v.fingerprint: v for v in yeses if not p.outdated(v)}
     pending = [unapplied[fp] for fp in fps if fp in unapplied]
@@ -84,30 +78,31 @@ async def run_round(p: Pass, ctx: Context, result: SessionResult, r: PassResult,
                 or allowance.worth_asking(c.fingerprint, c.score, model)]
         offer = [c for c in waiting if c.fingerprint in paid] + (rest if t.allowance is None else rest[:room])
         r.waiting = len(waiting) - len(offer)
-        plan_dry(ctx, p, r, offer, result, reader)
+        plan_dry(run, offer)
         return
     # every waiting question is offered, best first; the live balance decides how far down the list it goes
     offer = [c for c in waiting if c.fingerprint in paid] + rest
     r.waiting = len(waiting) - len(offer)  # and judge_all adds what the caps or a stop held back
     # audits a batch bought of questions the first reader answered no: read now, a miss applied with the rest
-    audited = await collected_audits(p, ctx, r, audits_due(p, ctx, candidates, answered))
-    fresh = await judge_all(p, ctx, r, Offer(offer, paid, owed), reader) + audited
-    decide(p, ctx, r, pending + fresh)
+    audited = await collected_audits(run, audits_due(run, candidates, answered))
+    fresh = await judge_all(run, Offer(offer, paid, owed)) + audited
+    decide(run, pending + fresh)
 
 
-def asked_again(p: Pass, ctx: Context, yeses: list[Verdict]) -> set[str]:
+def asked_again(run: PassRun, yeses: list[Verdict]) -> set[str]:
     """Fingerprints whose latest verdict is an unapplied yes (of `yeses`) the pass no longer applies: asked
     again under the current prompt (a prune@1 retract, which left the survivor to the fixed rules), never applied."""
+    p, store = run.p, run.ctx.store
     out = set()
     for v in yeses:
-        if p.outdated(v) and (latest := ctx.store.verdict_for(p.name, v.fingerprint)) and latest.id == v.id:
+        if p.outdated(v) and (latest := store.verdict_for(p.name, v.fingerprint)) and latest.id == v.id:
             out.add(v.fingerprint)
     return out
 
 
-def note_skipped(p: Pass, ctx: Context, r: PassResult, fingerprints: list[str], refused: set[str],
-                 busy: set[str]) -> None:
+def note_skipped(run: PassRun, fingerprints: list[str], refused: set[str], busy: set[str]) -> None:
     """Say which candidates were not asked because the API refused them, or a batch holds them."""
+    p, ctx, r = run.p, run.ctx, run.result
     fps = set(fingerprints)
     if fps & refused:
         r.notes.append(f"{len(fps & refused)} question(s) refused by the API in an earlier session: "
@@ -118,21 +113,22 @@ def note_skipped(p: Pass, ctx: Context, r: PassResult, fingerprints: list[str], 
             r.notes.append(f"waiting on batch {batch_id}, {ctx.batches.requests_in(batch_id, p.name)} requests")
 
 
-def finish_pass(p: Pass, ctx: Context, r: PassResult, t: ThrottleState) -> None:
+def finish_pass(run: PassRun) -> None:
     """Name the pass's state, take its spend from the ledger, and record the throttle's session."""
+    p, ctx, r, t = run.p, run.ctx, run.result, run.throttle
     r.settle(held=r.waiting > 0, dry_run=ctx.options.dry_run)
     if r.waiting and r.state == "worked" and t.allowance is not None and t.allowance <= 1e-9 and \
             not any("wait" in n for n in r.notes):
         r.notes.append(f"balance spent: {r.waiting} candidate(s) wait until resolutions refill it")
-    unworthy = ctx.allowances[p.name].unworthy if p.name in ctx.allowances else 0
+    unworthy = run.allowance.unworthy
     if unworthy and not ctx.options.dry_run:
         r.notes.append(f"{unworthy} question(s) not worth their price at the pass's chance of resolving something "
                        "by score: they wait")
     ctx.charge(r)
-    reader = ctx.readers.get(p.name)
-    reader_notes(r, reader)
+    reader_notes(run)
+    reader = run.decided_reader
     if reader is not None and reader.model and not ctx.options.dry_run:
-        record_draw(ctx, p.name, reader, r)  # what it read this session, yeses included: its window (audits.py)
+        record_draw(run)  # what it read this session, yeses included: its window (audits.py)
     if r.cost_usd is None:
         r.notes.append("cost incomplete: a call reported no usage or its model has no price")
     if not ctx.options.dry_run:
