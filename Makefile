@@ -64,10 +64,12 @@ demo: install
 	@echo "== report of the calibration corpus: a calibration is kept in the db of the corpus it ran on"
 	$(BIN)/knomit-judge report "$(CALIBRATION)" --html "$(CALIBRATION)-report.html"
 
-# mypy (every function annotated: pyproject's [tool.mypy]) and ruff ([tool.ruff]) on the package and the tests.
+# mypy (every function annotated: pyproject's [tool.mypy]) and ruff ([tool.ruff]) on the package and the tests;
+# `ruff format --check` fails on a file the formatter would change (run `.venv/bin/ruff format knomit_judge tests`).
 lint: install
 	$(BIN)/mypy
 	$(BIN)/ruff check knomit_judge tests
+	$(BIN)/ruff format --check knomit_judge tests
 
 # Two pytest-xdist workers, each given whole files (--dist loadfile), so a module's fixtures are built by one
 # worker, and the template corpora once per worker. On this 2-core machine, shared with other jobs: eight

@@ -11,5 +11,19 @@ from .revert import revert
 from .session.context import ReviewOptions, SessionResult
 from .session.review import review
 
-__all__ = ["Config", "Corpus", "Fact", "KnomitError", "ReviewOptions", "SessionResult", "check_rebuild", "inbox",
-           "label", "load_config", "load_corpus", "rebuild", "review", "revert"]
+__all__ = [
+    "Config",
+    "Corpus",
+    "Fact",
+    "KnomitError",
+    "ReviewOptions",
+    "SessionResult",
+    "check_rebuild",
+    "inbox",
+    "label",
+    "load_config",
+    "load_corpus",
+    "rebuild",
+    "review",
+    "revert",
+]

@@ -34,8 +34,10 @@ class NotAProposal(KnomitError):
 
 def require_propose(config: Config) -> None:
     if config.apply.mode != "propose":
-        raise NotAProposal('apply.mode is "commit": decisions are committed as they are made, none is proposed '
-                           '(set [apply] mode = "propose" in knomit-judge.toml)')
+        raise NotAProposal(
+            'apply.mode is "commit": decisions are committed as they are made, none is proposed '
+            '(set [apply] mode = "propose" in knomit-judge.toml)'
+        )
 
 
 def approve(root: Path | str, ids: list[str], every: bool = False) -> dict[str, Any]:
@@ -49,23 +51,32 @@ def approve(root: Path | str, ids: list[str], every: bool = False) -> dict[str, 
         repo, store = opened.repo, opened.store
         _on_reviewed_branch(opened, config)
         if remote:
-            pull(remote, root, repo, store)  # what writers pushed meanwhile, merged as a session merges it
+            # what writers pushed meanwhile, merged as a session merges it
+            pull(remote, root, repo, store)
         proposing = open_proposals(root, repo, config, store, base=repo.head.commit.hexsha)
         waiting = proposing.waiting()
         chosen = pick(waiting, ids, every)
         landed, left, carried = land(opened, proposing, chosen)
         labels = None
         if landed:
-            labels = commit_labels(opened, [(vid, "yes", "approved") for vid in landed], commits=landed,
-                                   carried=carried)["commit"]
+            labels = commit_labels(
+                opened, [(vid, "yes", "approved") for vid in landed], commits=landed, carried=carried
+            )["commit"]
         if remote:
             remote.push()
             remote.save()
-        proposing.base = repo.head.commit.hexsha  # the proposals follow the reviewed branch as it now is
+        # the proposals follow the reviewed branch as it now is
+        proposing.base = repo.head.commit.hexsha
         proposing.refresh()
         proposing.finish()
-    return {"approved": landed, "left": left, "label_commit": labels, "head": proposing.base,
-            **({"sync": remote.report.json()} if remote else {}), "proposals": proposing.report.json()}
+    return {
+        "approved": landed,
+        "left": left,
+        "label_commit": labels,
+        "head": proposing.base,
+        **({"sync": remote.report.json()} if remote else {}),
+        "proposals": proposing.report.json(),
+    }
 
 
 def reject(root: Path | str, verdict: str, note: str = "") -> dict[str, Any]:
@@ -73,7 +84,8 @@ def reject(root: Path | str, verdict: str, note: str = "") -> dict[str, Any]:
     root = Path(root).resolve()
     config = load_config(root)
     require_propose(config)
-    Remote.of(open_repo(root), config)  # an unknown remote exits 2 before anything is done
+    # an unknown remote exits 2 before anything is done
+    Remote.of(open_repo(root), config)
     with locked_store(root) as opened:
         opened.recover()
         store = opened.store
@@ -89,14 +101,21 @@ def reject(root: Path | str, verdict: str, note: str = "") -> dict[str, Any]:
         label = Label(v.id, v.pass_name, v.answer, v.is_yes, "no", who, at, note, found[verdict].commit)
         # the revert line: a rejected yes counts as a no wherever the journal goes (an exact duplicate's too)
         revert = {"type": "revert", "verdict": v.id, "reason": reason, "at": at}
-        done = proposing.refresh({verdict: reason}, {LABELS_FILE: [encode_line(label.record())],
-                                                     Journal(root).relpath(v.pass_name): [encode_line(revert)]},
-                                 [f"Label: {verdict} no ({v.pass_name} {v.answer}), by {who}."])
+        done = proposing.refresh(
+            {verdict: reason},
+            {LABELS_FILE: [encode_line(label.record())], Journal(root).relpath(v.pass_name): [encode_line(revert)]},
+            [f"Label: {verdict} no ({v.pass_name} {v.answer}), by {who}."],
+        )
         store.mark_reverted(verdict, reason)
         proposing.finish()
-    return {"rejected": verdict, "commit": done.commit, "dropped": done.dropped, "label": label.record(),
-            **({"sync": proposing.remote.report.json()} if proposing.remote else {}),
-            "proposals": proposing.report.json()}
+    return {
+        "rejected": verdict,
+        "commit": done.commit,
+        "dropped": done.dropped,
+        "label": label.record(),
+        **({"sync": proposing.remote.report.json()} if proposing.remote else {}),
+        "proposals": proposing.report.json(),
+    }
 
 
 def pick(waiting: list[Proposal], ids: list[str], every: bool) -> list[Proposal]:
@@ -105,13 +124,16 @@ def pick(waiting: list[Proposal], ids: list[str], every: bool) -> list[Proposal]
         return waiting
     known = {p.verdict for p in waiting}
     if missing := [vid for vid in ids if vid not in known]:
-        raise NotAProposal(f"{', '.join(missing)}: not waiting on the proposals branch "
-                           f"(waiting: {', '.join(sorted(known)) or 'none'}; see `knomit-judge inbox`)")
+        raise NotAProposal(
+            f"{', '.join(missing)}: not waiting on the proposals branch "
+            f"(waiting: {', '.join(sorted(known)) or 'none'}; see `knomit-judge inbox`)"
+        )
     return [p for p in waiting if p.verdict in set(ids)]
 
 
-def land(opened: Locked, proposing: Proposing,
-         chosen: list[Proposal]) -> tuple[dict[str, str], dict[str, str], list[dict[str, Any]]]:
+def land(
+    opened: Locked, proposing: Proposing, chosen: list[Proposal]
+) -> tuple[dict[str, str], dict[str, str], list[dict[str, Any]]]:
     """Commit the chosen proposals on the checked-out reviewed branch: (landed verdict -> commit, left verdict ->
     why, the branch's label records the reviewed branch lacks, for the label commit)."""
     repo, store, board = opened.repo, opened.store, proposing.board
@@ -119,9 +141,13 @@ def land(opened: Locked, proposing: Proposing,
     if not chosen or tip is None:
         return {}, {}, []
     on_branch = events(repo, tip, f"^{head}")
-    if is_ancestor(board.repo, head, tip) and not any(e.dropped for e in on_branch) and \
-            {v for e in on_branch if not e.merge for v in e.verdicts} == {p.verdict for p in chosen}:
-        run_git(repo, "merge", "--ff-only", "-q", tip)  # the very commits: the branch holds no other decision
+    if (
+        is_ancestor(board.repo, head, tip)
+        and not any(e.dropped for e in on_branch)
+        and {v for e in on_branch if not e.merge for v in e.verdicts} == {p.verdict for p in chosen}
+    ):
+        # the very commits: the branch holds no other decision
+        run_git(repo, "merge", "--ff-only", "-q", tip)
         sync_git(repo, store)
         return {p.verdict: p.commit for p in chosen}, {}, []
     landed: dict[str, str] = {}
@@ -132,9 +158,12 @@ def land(opened: Locked, proposing: Proposing,
         if moved:
             left[p.verdict] = f"its files changed since it was proposed ({', '.join(moved)})"
             continue
-        writes = {path: None if (data := blob_at(repo, f"{p.commit}:{path}")) is None else data.decode("utf-8")
-                  for path in p.paths}
-        rel = journal.relpath(p.pass_name)  # its verdict's line goes into its commit, as in the session's
+        writes = {
+            path: None if (data := blob_at(repo, f"{p.commit}:{path}")) is None else data.decode("utf-8")
+            for path in p.paths
+        }
+        # its verdict's line goes into its commit, as in the session's
+        rel = journal.relpath(p.pass_name)
         carry(opened.root / rel, blob_at(repo, f"{p.commit}:{rel}") or b"", only=p.verdict)
         try:
             sha = Applier(repo).commit(writes, [rel], run_git(repo, "log", "-1", "--format=%B", p.commit), p.verdict)
@@ -143,14 +172,18 @@ def land(opened: Locked, proposing: Proposing,
             continue
         store.mark_applied(p.verdict, sha)
         landed[p.verdict] = sha
-    if landed:  # the verdicts the branch journalled (its no's, describe lines) come along: a clone re-buys nothing
+    # the verdicts the branch journalled (its no's, describe lines) come along: a clone re-buys nothing
+    if landed:
         paths = journal_paths(opened.root)
         for rel in paths:
             carry(opened.root / rel, blob_at(repo, f"{tip}:{rel}") or b"")
         Applier(repo).commit_paths(paths, f"journal: verdicts journalled on {board.branch}\n")
     have = set((opened.root / LABELS_FILE).read_bytes().splitlines()) if (opened.root / LABELS_FILE).exists() else set()
-    carried = [json.loads(raw) for raw in (blob_at(repo, f"{tip}:{LABELS_FILE}") or b"").splitlines()
-               if raw.strip() and raw not in have and parse_labels(raw)]
+    carried = [
+        json.loads(raw)
+        for raw in (blob_at(repo, f"{tip}:{LABELS_FILE}") or b"").splitlines()
+        if raw.strip() and raw not in have and parse_labels(raw)
+    ]
     return landed, left, carried
 
 
@@ -158,8 +191,11 @@ def carry(path: Path, data: bytes, only: str | None = None) -> None:
     """Append the lines of `data` that the file lacks (with `only`, that verdict's lines alone)."""
     have = path.read_bytes() if path.exists() else b""
     known = set(have.splitlines())
-    new = [line for line in data.splitlines() if line.strip() and line not in known
-           and (only is None or line_id(line) == only)]
+    new = [
+        line
+        for line in data.splitlines()
+        if line.strip() and line not in known and (only is None or line_id(line) == only)
+    ]
     if not new:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -183,11 +219,14 @@ def _on_reviewed_branch(opened: Locked, config: Config) -> None:
     if current == config.apply.proposals:
         raise KnomitError(f"on {current}, the proposals branch: check out the reviewed branch to approve")
     if dirty := dirty_paths(repo, config.corpus.paths):
-        raise KnomitError(f"the work tree has {len(dirty)} uncommitted change(s) (e.g. {dirty[0]}): "
-                          "commit or stash them first")
+        raise KnomitError(
+            f"the work tree has {len(dirty)} uncommitted change(s) (e.g. {dirty[0]}): commit or stash them first"
+        )
 
 
 def _not_waiting(verdict: str, proposing: Proposing) -> str:
     waiting = sorted(p.verdict for p in proposing.waiting())
-    return (f"{verdict}: not waiting on {proposing.board.branch} (waiting: {', '.join(waiting) or 'none'}; "
-            "see `knomit-judge inbox`)")
+    return (
+        f"{verdict}: not waiting on {proposing.board.branch} (waiting: {', '.join(waiting) or 'none'}; "
+        "see `knomit-judge inbox`)"
+    )

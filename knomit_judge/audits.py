@@ -29,24 +29,36 @@ from typing import Any
 from .config import Config
 from .store import Store
 
-TOP = 2  # a session's top no's by score: always audited
-WINDOW = 10  # the pass's last sessions the estimate and the bound look back on
-FLOOR_MIN = 0.0125  # every new no has at least this chance of an audit
-EDGE_MISSES = 3  # floor misses the floor should expect when the recall sits at its target
+# a session's top no's by score: always audited
+TOP = 2
+# the pass's last sessions the estimate and the bound look back on
+WINDOW = 10
+# every new no has at least this chance of an audit
+FLOOR_MIN = 0.0125
+# floor misses the floor should expect when the recall sits at its target
+EDGE_MISSES = 3
 CONFIDENCE = 0.95  # of the lower bound
-BOUND_MIN = 3  # floor-sampled no's the window needs before a bound is published
-REJECT_MIN = 5  # first-reader yeses the judge model read before a rejection rate can suspend the reader
-REJECT_SHARE = 0.8  # of those, the share rejected that suspends it
-SHADOW_RATE = 0.1  # while suspended: of the judge model's no's, the share the first reader reads in its shadow
-SHADOW_TOP = 2  # ... and the session's first no's of the judge model, read in the shadow for sure
-LIFT_MIN = 3  # shadow reads of the judge model's yeses, and of its no's, before the evidence can lift a suspension
-DESIGN = ("top", "target", "floor")  # strata of the seeded draw: the estimate reads these alone
-KERNEL = 0.05  # width, in score, of the miss-chance fit
+# floor-sampled no's the window needs before a bound is published
+BOUND_MIN = 3
+# first-reader yeses the judge model read before a rejection rate can suspend the reader
+REJECT_MIN = 5
+# of those, the share rejected that suspends it
+REJECT_SHARE = 0.8
+# while suspended: of the judge model's no's, the share the first reader reads in its shadow
+SHADOW_RATE = 0.1
+# ... and the session's first no's of the judge model, read in the shadow for sure
+SHADOW_TOP = 2
+# shadow reads of the judge model's yeses, and of its no's, before the evidence can lift a suspension
+LIFT_MIN = 3
+# strata of the seeded draw: the estimate reads these alone
+DESIGN = ("top", "target", "floor")
+# width, in score, of the miss-chance fit
+KERNEL = 0.05
 
 
 def uniform(*parts: str) -> float:
     """A number in [0, 1) fixed by its parts: the seeded draw, reproducible from what the session recorded."""
-    return int(hashlib.sha256("|".join(parts).encode()).hexdigest()[:13], 16) / 16 ** 13
+    return int(hashlib.sha256("|".join(parts).encode()).hexdigest()[:13], 16) / 16**13
 
 
 def floor_draw(session: str, pass_name: str, fp: str) -> float:
@@ -79,9 +91,10 @@ class MissFit:
     def chance(self, score: float) -> float:
         if not any(m for _, m, _ in self.rows):
             return min(max(score, 1e-3), 1.0)
-        weights = [(math.exp(-((score - s) / KERNEL) ** 2 / 2) / max(pi, 1e-6), m) for s, m, pi in self.rows]
+        weights = [(math.exp(-(((score - s) / KERNEL) ** 2) / 2) / max(pi, 1e-6), m) for s, m, pi in self.rows]
         total = sum(w for w, _ in weights)
-        prior = 0.01  # a pseudo-audit at a small miss rate: a score no audit has come near keeps a small chance
+        # a pseudo-audit at a small miss rate: a score no audit has come near keeps a small chance
+        prior = 0.01
         return (sum(w for w, m in weights if m) + prior * 0.05) / (total + prior)
 
     def weight(self, score: float) -> float:
@@ -108,18 +121,33 @@ class Draw:
 
     floor: float = 0.0
     pi: dict[str, float] = field(default_factory=dict)  # fingerprint -> inclusion probability
-    stratum: dict[str, str] = field(default_factory=dict)  # fingerprint -> top | target | floor
-    born: dict[str, str] = field(default_factory=dict)  # fingerprint -> the session whose first read gave the no
-    picked: list[str] = field(default_factory=list)  # fingerprints drawn, highest pi first
+    # fingerprint -> top | target | floor
+    stratum: dict[str, str] = field(default_factory=dict)
+    # fingerprint -> the session whose first read gave the no
+    born: dict[str, str] = field(default_factory=dict)
+    # fingerprints drawn, highest pi first
+    picked: list[str] = field(default_factory=list)
     expected: float = 0.0  # the sum of pi
     new: int = 0
     standing: int = 0
-    tops: int = 0  # no's given pi = 1 as the top of the list
+    # no's given pi = 1 as the top of the list
+    tops: int = 0
 
 
-def draw(session: str, pass_name: str, new: list[tuple[str, float]], standing: list[tuple[str, float, str]], *,
-         reads: int, share: float, target: float, confirmed: int, fit: MissFit, spent: float = 0.0,
-         tops: int = TOP) -> Draw:
+def draw(
+    session: str,
+    pass_name: str,
+    new: list[tuple[str, float]],
+    standing: list[tuple[str, float, str]],
+    *,
+    reads: int,
+    share: float,
+    target: float,
+    confirmed: int,
+    fit: MissFit,
+    spent: float = 0.0,
+    tops: int = TOP,
+) -> Draw:
     """Fix every no's pi, then draw. `new`: this round's first-reader no's (fingerprint, score); `standing`:
     older no's the judge model has not read (fingerprint, score, session that read it), under the same rule
     save the top and the floor, which each no meets once, in its own session. A session's later rounds draw
@@ -129,7 +157,7 @@ def draw(session: str, pass_name: str, new: list[tuple[str, float]], standing: l
     if not new and (not standing or total <= 0):
         return d
     ranked = sorted(new, key=lambda fs: -fs[1])
-    top, rest = ranked[:max(0, tops)], ranked[max(0, tops):]
+    top, rest = ranked[: max(0, tops)], ranked[max(0, tops) :]
     # what the share buys past the top: a session that read a few no's spends its top places and nothing more
     room = max(0.0, min(total, share * reads - spent) - len(top))
     # with every new no at the top, each was read for sure: a floor of 1, as far as the bound's frame goes
@@ -146,7 +174,8 @@ def draw(session: str, pass_name: str, new: list[tuple[str, float]], standing: l
         d.pi[fp] = 1 - (1 - f) * (1 - t)
         d.born[fp] = born
         if f and floor_draw(session, pass_name, fp) < f:
-            d.stratum[fp] = "floor"  # in the uniform sample, whatever the targeted draw says
+            # in the uniform sample, whatever the targeted draw says
+            d.stratum[fp] = "floor"
         elif target_draw(session, pass_name, fp) < t:
             # an older no drawn again: it finds the miss, but the estimate reads each no's draw in its own session
             d.stratum[fp] = "target" if born == session else "pool"
@@ -180,17 +209,21 @@ def upper_binomial(k: int, n: int, confidence: float = CONFIDENCE) -> float:
     if n <= 0 or k >= n:
         return 1.0
 
-    def cdf(p: float) -> float:  # P(X <= k) for X ~ Binomial(n, p)
+    # P(X <= k) for X ~ Binomial(n, p)
+    def cdf(p: float) -> float:
         if p <= 0:
             return 1.0
         if p >= 1:
             return 0.0
         lp, lq = math.log(p), math.log1p(-p)
-        return sum(math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * lp + (n - i) * lq)
-                   for i in range(k + 1))
+        return sum(
+            math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * lp + (n - i) * lq)
+            for i in range(k + 1)
+        )
 
     lo, hi = 0.0, 1.0
-    for _ in range(60):  # bisection: cdf falls as p rises
+    # bisection: cdf falls as p rises
+    for _ in range(60):
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if cdf(mid) > 1 - confidence else (lo, mid)
     return hi
@@ -200,16 +233,24 @@ def upper_binomial(k: int, n: int, confidence: float = CONFIDENCE) -> float:
 class Estimate:
     """What the window's audits say about a pass's first reader."""
 
-    reads: int = 0  # questions the first reader answered in the window
-    audits: int = 0  # its no's the judge model read again
+    # questions the first reader answered in the window
+    reads: int = 0
+    # its no's the judge model read again
+    audits: int = 0
     misses: int = 0  # of those, yeses
-    misses_estimated: float | None = None  # inverse-probability weighted, over the window's no's
+    # inverse-probability weighted, over the window's no's
+    misses_estimated: float | None = None
     recall: float | None = None
-    recall_low: float | None = None  # None: not enough audits to bound
-    confirmed: int = 0  # its yeses the judge model confirmed
-    rejected: int = 0  # its yeses the judge model did not
-    rejected_usd: float = 0.0  # what the judge model's readings of the rejected yeses cost
-    floor_sample: int = 0  # no's in the window's uniform sample
+    # None: not enough audits to bound
+    recall_low: float | None = None
+    # its yeses the judge model confirmed
+    confirmed: int = 0
+    # its yeses the judge model did not
+    rejected: int = 0
+    # what the judge model's readings of the rejected yeses cost
+    rejected_usd: float = 0.0
+    # no's in the window's uniform sample
+    floor_sample: int = 0
 
     @property
     def read_recall(self) -> float | None:
@@ -223,16 +264,20 @@ class Estimate:
         if self.recall is not None and self.misses and self.recall < target:
             if all_read and self.read_recall is not None and self.read_recall >= target:
                 return ""
-            return (f"estimated recall {self.recall:.2f} below the target {target:g} "
-                    f"({self.misses} miss(es) in {self.audits} audits over its last {WINDOW} reading sessions)")
+            return (
+                f"estimated recall {self.recall:.2f} below the target {target:g} "
+                f"({self.misses} miss(es) in {self.audits} audits over its last {WINDOW} reading sessions)"
+            )
         return self.rejecting()
 
     def rejecting(self) -> str:
         """Why the judge model's readings of its yeses suspend the first reader, or "": REJECT_MIN rejected at least,
         REJECT_SHARE of its yeses."""
         if self.rejected >= REJECT_MIN and self.rejected >= REJECT_SHARE * (self.rejected + self.confirmed):
-            return (f"the judge model rejected {self.rejected} of its {self.rejected + self.confirmed} yeses, "
-                    f"${self.rejected_usd:.4f} spent on them")
+            return (
+                f"the judge model rejected {self.rejected} of its {self.rejected + self.confirmed} yeses, "
+                f"${self.rejected_usd:.4f} spent on them"
+            )
         return ""
 
     def judged_yes(self, confirmed: bool, usd: float | None) -> None:
@@ -249,16 +294,21 @@ class Estimate:
         """The estimate and the bound as the pass line and `status` say them."""
         if not self.reads and not self.audits:
             return ""
-        return (f"first reader over its last {WINDOW} reading sessions: "
-                f"{recall_text(self.recall, self.misses_estimated)}, {bound_text(self.recall_low)}, target {target:g}")
+        return (
+            f"first reader over its last {WINDOW} reading sessions: "
+            f"{recall_text(self.recall, self.misses_estimated)}, {bound_text(self.recall_low)}, target {target:g}"
+        )
 
 
 def recall_text(recall: float | None, misses_estimated: float | None, found: int | None = None) -> str:
     """The estimated recall as the pass line and `status` say it (`found`: the misses the audits found)."""
     if recall is None:
         return "no estimate yet"
-    misses = f"~{misses_estimated or 0.0:.1f}" if found is None else \
-        f"found {found}, estimated {misses_estimated or 0.0:.1f}"
+    misses = (
+        f"~{misses_estimated or 0.0:.1f}"
+        if found is None
+        else f"found {found}, estimated {misses_estimated or 0.0:.1f}"
+    )
     return f"recall ~{recall:.2f} (misses {misses})"
 
 
@@ -270,13 +320,26 @@ def bound_text(recall_low: float | None, labelled: bool = True) -> str:
     return f"{CONFIDENCE:.0%} lower bound {recall_low:.2f}" if labelled else f"{recall_low:.2f}"
 
 
-def estimate_from(nos: list[tuple[str, str]], floors: dict[str, float], audits: list[dict[str, Any]], confirmed: int,
-                  pass_name: str, *, reads: int = 0, rejected: int = 0, rejected_usd: float = 0.0) -> Estimate:
+def estimate_from(
+    nos: list[tuple[str, str]],
+    floors: dict[str, float],
+    audits: list[dict[str, Any]],
+    confirmed: int,
+    pass_name: str,
+    *,
+    reads: int = 0,
+    rejected: int = 0,
+    rejected_usd: float = 0.0,
+) -> Estimate:
     """The estimate and bound from the window's record. `nos`: (session, fingerprint) of each first-reader no
     read in a session that drew (`floors`: session -> floor rate); `audits`: rows with fingerprint, born,
     stratum, pi, miss; `confirmed`: first-reader yeses the judge model confirmed."""
-    e = Estimate(reads=reads or len(nos) + confirmed + rejected, confirmed=confirmed, rejected=rejected,
-                 rejected_usd=round(rejected_usd, 6))
+    e = Estimate(
+        reads=reads or len(nos) + confirmed + rejected,
+        confirmed=confirmed,
+        rejected=rejected,
+        rejected_usd=round(rejected_usd, 6),
+    )
     e.audits = len(audits)
     e.misses = sum(bool(a["miss"]) for a in audits)
     design = [a for a in audits if a.get("stratum") in DESIGN and a.get("born") in floors and a.get("pi")]
@@ -293,10 +356,12 @@ def estimate_from(nos: list[tuple[str, str]], floors: dict[str, float], audits: 
     # a rate at least that: together a uniform sample of the window's no's at rate f_min
     sample = [(s, fp) for s, fp in frame if floor_draw(s, pass_name, fp) < f_min]
     read = {(a["born"], a["fingerprint"]): bool(a["miss"]) for a in design}
-    k = sum(read.get(x, True) for x in sample)  # a drawn no the judge model did not read counts as a miss
+    # a drawn no the judge model did not read counts as a miss
+    k = sum(read.get(x, True) for x in sample)
     e.floor_sample = len(sample)
     if len(sample) < BOUND_MIN and confirmed:
-        return e  # not enough audits to bound
+        # not enough audits to bound
+        return e
     high = max(upper_binomial(k, len(sample)) * len(frame), float(sum(read.values())))
     e.recall_low = round(confirmed / (confirmed + high), 4) if confirmed + high else None
     return e
@@ -313,10 +378,13 @@ class Shadow:
     and of its no's (rejected: it said yes, weighted by 1/pi)."""
 
     reads: int = 0
-    positives: int = 0  # the judge model's yeses the shadow read (each at pi = 1)
+    # the judge model's yeses the shadow read (each at pi = 1)
+    positives: int = 0
     hits: int = 0
-    negatives: int = 0  # the judge model's no's the shadow read (each at SHADOW_RATE)
-    rejected: float = 0.0  # of them, the first reader's yeses, each weighted by 1/pi: its rejected yeses estimated
+    # the judge model's no's the shadow read (each at SHADOW_RATE)
+    negatives: int = 0
+    # of them, the first reader's yeses, each weighted by 1/pi: its rejected yeses estimated
+    rejected: float = 0.0
     sessions: int = 0
 
     def recall(self) -> float | None:
@@ -327,20 +395,30 @@ class Shadow:
         target at least, and LIFT_MIN of its no's read with its rejected yeses under REJECT_SHARE of its yeses (the
         two rules that suspend, met again on a fresh sample)."""
         recall = self.recall()
-        return self.positives >= LIFT_MIN and recall is not None and recall >= target \
-            and self.negatives >= LIFT_MIN and self.rejected < REJECT_SHARE * (self.rejected + self.hits)
+        return (
+            self.positives >= LIFT_MIN
+            and recall is not None
+            and recall >= target
+            and self.negatives >= LIFT_MIN
+            and self.rejected < REJECT_SHARE * (self.rejected + self.hits)
+        )
 
     def needs(self, target: float) -> str:
         """Which evidence would lift the suspension, with what the shadow has read so far (status says it)."""
         if self.clears(target):
-            return ("cleared: the shadow sample meets the target, so the next session reads first again "
-                    f"({self.hits} of {self.positives} yeses, {self.negatives} no's read)")
+            return (
+                "cleared: the shadow sample meets the target, so the next session reads first again "
+                f"({self.hits} of {self.positives} yeses, {self.negatives} no's read)"
+            )
         recall = self.recall()
-        return (f"lifts once its shadow reads hold {LIFT_MIN} or more of the judge model's yeses with a recall of "
-                f"{target:g} or more (now {self.hits} of {self.positives}"
-                + (f", {recall:.2f}" if recall is not None else "") + f"), and {LIFT_MIN} or more of its no's "
-                f"with its own yeses there under {REJECT_SHARE:.0%} of its yeses (now {self.negatives} read, "
-                f"~{self.rejected:.1f} rejected)")
+        return (
+            f"lifts once its shadow reads hold {LIFT_MIN} or more of the judge model's yeses with a recall of "
+            f"{target:g} or more (now {self.hits} of {self.positives}"
+            + (f", {recall:.2f}" if recall is not None else "")
+            + f"), and {LIFT_MIN} or more of its no's "
+            f"with its own yeses there under {REJECT_SHARE:.0%} of its yeses (now {self.negatives} read, "
+            f"~{self.rejected:.1f} rejected)"
+        )
 
 
 @dataclass
@@ -383,9 +461,16 @@ def estimate(store: Store, pass_name: str, model: str, window: list[str] | None 
     confirms = [a for a in audits if a["kind"] == "confirm" and a["session"] in window]
     confirmed = sum(a["first_answer"] == a["strong_answer"] for a in confirms)
     rejected = [a for a in confirms if a["first_answer"] != a["strong_answer"]]
-    return estimate_from(nos, floors, [a for a in audits if a["kind"] == "audit"], confirmed, pass_name,
-                         reads=len(nos) + len(confirms), rejected=len(rejected),
-                         rejected_usd=sum(a["cost_usd"] or 0.0 for a in rejected))
+    return estimate_from(
+        nos,
+        floors,
+        [a for a in audits if a["kind"] == "audit"],
+        confirmed,
+        pass_name,
+        reads=len(nos) + len(confirms),
+        rejected=len(rejected),
+        rejected_usd=sum(a["cost_usd"] or 0.0 for a in rejected),
+    )
 
 
 def shadow(store: Store, pass_name: str, model: str, sessions: list[str]) -> Shadow:
@@ -420,15 +505,32 @@ def published(e: Estimate, model: str | None, state: str, target: float, at: Sta
     figures, and while suspended why, and which evidence would lift it (`shadow`: what its shadow sample read)."""
     at = at or Standing()
     ev = at.shadow
-    return {"model": model or None, "state": state, "reads": e.reads, "audits": e.audits, "misses": e.misses,
-            "misses_estimated": e.misses_estimated, "recall": e.recall, "recall_low": e.recall_low,
-            "target": target, "suspended_because": at.suspended or None, "lifts_when": at.lifts_when(target) or None,
-            "shadow": {"sessions": ev.sessions, "reads": ev.reads, "positives": ev.positives, "hits": ev.hits,
-                       "negatives": ev.negatives, "rejected_estimated": round(ev.rejected, 3)}}
+    return {
+        "model": model or None,
+        "state": state,
+        "reads": e.reads,
+        "audits": e.audits,
+        "misses": e.misses,
+        "misses_estimated": e.misses_estimated,
+        "recall": e.recall,
+        "recall_low": e.recall_low,
+        "target": target,
+        "suspended_because": at.suspended or None,
+        "lifts_when": at.lifts_when(target) or None,
+        "shadow": {
+            "sessions": ev.sessions,
+            "reads": ev.reads,
+            "positives": ev.positives,
+            "hits": ev.hits,
+            "negatives": ev.negatives,
+            "rejected_estimated": round(ev.rejected, 3),
+        },
+    }
 
 
-def first_readers(store: Store, config: Config, passes: Iterable[str],
-                  states: Mapping[str, str | None] | None = None) -> dict[str, dict[str, Any]]:
+def first_readers(
+    store: Store, config: Config, passes: Iterable[str], states: Mapping[str, str | None] | None = None
+) -> dict[str, dict[str, Any]]:
     """`status --json`'s first_reader object: each judged pass's first reader, its state (as its last session
     had it, in `states`, else from the evidence), its window, and what would lift a suspension."""
     model = config.models().get("judge.first_reader")
@@ -456,8 +558,10 @@ def status_lines(readers: dict[str, dict[str, Any]]) -> list[str]:
             continue
         est = recall_text(f["recall"], f["misses_estimated"], found=f["misses"])
         low = bound_text(f["recall_low"])
-        out.append(f"first reader on {name}: {f['model']} {f['state']}; {f['reads']} reads, {f['audits']} audits "
-                   f"over its last {WINDOW} reading sessions; {est}, {low}; target {f['target']:g}"
-                   + (f"; suspended: {f['suspended_because']}" if f.get("suspended_because") else "")
-                   + (f"; {f['lifts_when']}" if f.get("lifts_when") else ""))
+        out.append(
+            f"first reader on {name}: {f['model']} {f['state']}; {f['reads']} reads, {f['audits']} audits "
+            f"over its last {WINDOW} reading sessions; {est}, {low}; target {f['target']:g}"
+            + (f"; suspended: {f['suspended_because']}" if f.get("suspended_because") else "")
+            + (f"; {f['lifts_when']}" if f.get("lifts_when") else "")
+        )
     return out

@@ -34,7 +34,8 @@ from .store import Store
 from .transport import REFUSAL, STOPS_SESSION, AnthropicBackend, completion, error_message, status_retryable
 from .verdicts import now_text
 
-if TYPE_CHECKING:  # for annotations: at run time only a session with batches imports it (start-up time)
+# for annotations: at run time only a session with batches imports it (start-up time)
+if TYPE_CHECKING:
     import anthropic
     from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
     from anthropic.types.messages import MessageBatch, MessageBatchIndividualResponse
@@ -51,10 +52,12 @@ REPLY_TOKENS = 100
 # A submission recorded before its create call returns: its id is ours (PENDING_PREFIX...) until the API's is known.
 PENDING = "pending"
 PENDING_PREFIX = "pending-"
-OPEN = ("submitted", PENDING)  # batches whose questions are bought, or may be: never asked again meanwhile
+# batches whose questions are bought, or may be: never asked again meanwhile
+OPEN = ("submitted", PENDING)
 # How much earlier than the marker's own time the API's clock may put the batch it made (a clock set wrong here).
 CLOCK_SKEW = timedelta(hours=1)
-LIST_PAGE = 100  # batches a page of the API's list, newest first
+# batches a page of the API's list, newest first
+LIST_PAGE = 100
 
 
 @dataclass
@@ -66,8 +69,10 @@ class BatchRequest:
     fingerprint: str
     prompt: str
     params: MessageCreateParamsNonStreaming
-    position: int = 0  # which order of the question this request asks
-    model: str = ""  # the model asked: the judge model, or the first reader
+    # which order of the question this request asks
+    position: int = 0
+    # the model asked: the judge model, or the first reader
+    model: str = ""
 
 
 @dataclass
@@ -76,11 +81,14 @@ class Batches:
 
     store: Store
     session: str
-    submitting: bool  # this session's offered questions go into a batch (review --batch, judge.mode = "batch")
+    # this session's offered questions go into a batch (review --batch, judge.mode = "batch")
+    submitting: bool
     gathered: dict[str, BatchRequest] = field(default_factory=dict)
     gathered_fps: dict[str, set[str]] = field(default_factory=dict)
-    collected: dict[str, set[str]] = field(default_factory=dict)  # pass -> fingerprints with results this session
-    estimated_usd: float = 0.0  # what the gathered requests should cost, for judge.max_cost_usd
+    # pass -> fingerprints with results this session
+    collected: dict[str, set[str]] = field(default_factory=dict)
+    # what the gathered requests should cost, for judge.max_cost_usd
+    estimated_usd: float = 0.0
     # {"id", "requests", "status"} for the session's output (a collected batch adds a count per result kind)
     reports: list[dict[str, Any]] = field(default_factory=list)
 
@@ -88,8 +96,12 @@ class Batches:
     def open_batches(self, status: str = "submitted") -> list[dict[str, Any]]:
         """The batches submitted (or, given PENDING, whose create call never returned) and not yet collected,
         oldest first: {"id", "requests", "submitted_at"}."""
-        return [dict(id=r[0], requests=r[1], submitted_at=r[2]) for r in self.store.db.execute(
-            "SELECT id, requests, submitted_at FROM batches WHERE status = ? ORDER BY submitted_at, id", [status])]
+        return [
+            dict(id=r[0], requests=r[1], submitted_at=r[2])
+            for r in self.store.db.execute(
+                "SELECT id, requests, submitted_at FROM batches WHERE status = ? ORDER BY submitted_at, id", [status]
+            )
+        ]
 
     def unsettled(self) -> bool:
         """Whether a batch waits to be collected, or a submission to be found in the API's list."""
@@ -99,15 +111,18 @@ class Batches:
         """Batch id -> this pass's fingerprints in it, for batches not yet collected (and pending submissions)."""
         out: dict[str, set[str]] = {}
         for batch_id, fp in self.store.db.execute(
-                "SELECT r.batch_id, r.fingerprint FROM batch_requests r JOIN batches b ON b.id = r.batch_id "
-                f"WHERE b.status IN ({', '.join('?' for _ in OPEN)}) AND r.pass = ?", [*OPEN, pass_name]):
+            "SELECT r.batch_id, r.fingerprint FROM batch_requests r JOIN batches b ON b.id = r.batch_id "
+            f"WHERE b.status IN ({', '.join('?' for _ in OPEN)}) AND r.pass = ?",
+            [*OPEN, pass_name],
+        ):
             out.setdefault(batch_id, set()).add(fp)
         return out
 
     def requests_in(self, batch_id: str, pass_name: str) -> int:
         """How many of a batch's requests ask this pass's questions."""
-        return self.store.db.execute("SELECT count(*) FROM batch_requests WHERE batch_id = ? AND pass = ?",
-                                     [batch_id, pass_name]).fetchone()[0]
+        return self.store.db.execute(
+            "SELECT count(*) FROM batch_requests WHERE batch_id = ? AND pass = ?", [batch_id, pass_name]
+        ).fetchone()[0]
 
     def busy(self, pass_name: str) -> set[str]:
         """Fingerprints not to ask now: in a running batch, or gathered for this session's batch."""
@@ -125,12 +140,16 @@ class Batches:
     # -- collecting -----------------------------------------------------------------------------------
     async def collect(self, judge: Judge, passes: Mapping[str, JudgedPass]) -> None:
         """Take in every finished batch: results into the reply cache (and judge.fresh), spend into the ledgers."""
-        import anthropic  # only with batches to collect: see transport.AnthropicBackend
+        # only with batches to collect: see transport.AnthropicBackend
+        import anthropic
+
         if not self.unsettled():
             return
         if not isinstance(judge.backend, AnthropicBackend):
-            log.warning("%d batch(es) not collected: collecting needs --judge anthropic",
-                        len(self.open_batches()) + len(self.open_batches(PENDING)))
+            log.warning(
+                "%d batch(es) not collected: collecting needs --judge anthropic",
+                len(self.open_batches()) + len(self.open_batches(PENDING)),
+            )
             return
         client = judge.backend.client
         if pending := self.open_batches(PENDING):
@@ -143,10 +162,16 @@ class Batches:
                     self._lost(row, "the API does not know it (HTTP 404)")
                     continue
                 if e.status_code in STOPS_SESSION:
-                    raise JudgeRefused(f"judge refused the batch request: HTTP {e.status_code} {error_message(e)}; "
-                                       "check ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL") from None
-                log.warning("batch %s: not collected (HTTP %d %s); tried again next session",
-                            row["id"], e.status_code, error_message(e))
+                    raise JudgeRefused(
+                        f"judge refused the batch request: HTTP {e.status_code} {error_message(e)}; "
+                        "check ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL"
+                    ) from None
+                log.warning(
+                    "batch %s: not collected (HTTP %d %s); tried again next session",
+                    row["id"],
+                    e.status_code,
+                    error_message(e),
+                )
                 continue
             except anthropic.APIConnectionError as e:
                 log.warning("batch %s: not collected (%s); tried again next session", row["id"], type(e).__name__)
@@ -154,9 +179,13 @@ class Batches:
             if batch.processing_status != "ended":
                 self.reports.append({"id": row["id"], "requests": row["requests"], "status": "waiting"})
                 continue
-            if not batch.results_url:  # ended, and its results are gone (archived): they will never come
-                self._lost(row, "it ended without results (results_url null: archived"
-                                f"{' at ' + batch.archived_at.isoformat() if batch.archived_at else ''})")
+            # ended, and its results are gone (archived): they will never come
+            if not batch.results_url:
+                self._lost(
+                    row,
+                    "it ended without results (results_url null: archived"
+                    f"{' at ' + batch.archived_at.isoformat() if batch.archived_at else ''})",
+                )
                 continue
             await self._take(client, row, judge, passes)
 
@@ -168,6 +197,7 @@ class Batches:
         turn out not to be our requests is lost when collected (`_take`), so a wrong match buys nothing twice.
         """
         import anthropic
+
         known = {r[0] for r in self.store.db.execute("SELECT id FROM batches")}
         oldest = min(_when(row["submitted_at"]) for row in pending) - CLOCK_SKEW
         made: list[MessageBatch] = []
@@ -179,38 +209,63 @@ class Batches:
                     made.append(batch)
         except anthropic.APIStatusError as e:
             if e.status_code in STOPS_SESSION:
-                raise JudgeRefused(f"judge refused the batch list: HTTP {e.status_code} {error_message(e)}; "
-                                   "check ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL") from None
-            log.warning("%d batch submission(s) not looked up (HTTP %d %s); their questions wait, tried again next "
-                        "session", len(pending), e.status_code, error_message(e))
+                raise JudgeRefused(
+                    f"judge refused the batch list: HTTP {e.status_code} {error_message(e)}; "
+                    "check ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL"
+                ) from None
+            log.warning(
+                "%d batch submission(s) not looked up (HTTP %d %s); their questions wait, tried again next session",
+                len(pending),
+                e.status_code,
+                error_message(e),
+            )
             return
         except anthropic.APIConnectionError as e:
-            log.warning("%d batch submission(s) not looked up (%s); their questions wait, tried again next session",
-                        len(pending), type(e).__name__)
+            log.warning(
+                "%d batch submission(s) not looked up (%s); their questions wait, tried again next session",
+                len(pending),
+                type(e).__name__,
+            )
             return
         for row in pending:
             at = _when(row["submitted_at"])
             # of the batches of its size made since (less the skew), the one made nearest its own time
-            match = min((b for b in made if b.created_at >= at - CLOCK_SKEW and _size(b) == row["requests"]),
-                        key=lambda b: abs(b.created_at - at), default=None)
+            match = min(
+                (b for b in made if b.created_at >= at - CLOCK_SKEW and _size(b) == row["requests"]),
+                key=lambda b: abs(b.created_at - at),
+                default=None,
+            )
             if match is None:
-                self._lost(row, "its submission was cut short before the API made it (no batch of its "
-                                f"{row['requests']} requests in the API's list since {row['submitted_at']})",
-                           status="not submitted")
+                self._lost(
+                    row,
+                    "its submission was cut short before the API made it (no batch of its "
+                    f"{row['requests']} requests in the API's list since {row['submitted_at']})",
+                    status="not submitted",
+                )
                 continue
             made.remove(match)
             self._adopt(row["id"], match.id)
-            log.info("batch %s: found in the API's list, made by a submission cut short (%d requests)", match.id,
-                     row["requests"])
+            log.info(
+                "batch %s: found in the API's list, made by a submission cut short (%d requests)",
+                match.id,
+                row["requests"],
+            )
 
-    async def _take(self, client: anthropic.AsyncAnthropic, row: dict[str, Any], judge: Judge,
-                    passes: Mapping[str, JudgedPass]) -> None:
+    async def _take(
+        self, client: anthropic.AsyncAnthropic, row: dict[str, Any], judge: Judge, passes: Mapping[str, JudgedPass]
+    ) -> None:
         """File one ended batch's results, then mark it collected (a cut-short read is tried again next session)."""
         import anthropic
-        requests = {r[0]: (r[1], r[2], r[3]) for r in self.store.db.execute(
-            "SELECT custom_id, pass, fingerprint, model FROM batch_requests WHERE batch_id = ?", [row["id"]])}
+
+        requests = {
+            r[0]: (r[1], r[2], r[3])
+            for r in self.store.db.execute(
+                "SELECT custom_id, pass, fingerprint, model FROM batch_requests WHERE batch_id = ?", [row["id"]]
+            )
+        }
         kinds: dict[str, int] = {}
-        foreign = 0  # results of requests that are not ours: a batch matched to a pending submission wrongly
+        # results of requests that are not ours: a batch matched to a pending submission wrongly
+        foreign = 0
         try:
             results = await client.messages.batches.results(row["id"])
             async for entry in results:
@@ -232,18 +287,24 @@ class Batches:
             # what came in is in the reply cache already; the rest is fetched again next session
             log.warning("batch %s: results cut short (%s); tried again next session", row["id"], type(e).__name__)
             return
-        except anthropic.AnthropicError as e:  # the SDK's own: no results_url (gone since it was retrieved)
+        # the SDK's own: no results_url (gone since it was retrieved)
+        except anthropic.AnthropicError as e:
             self._lost(row, f"its results cannot be had ({e})")
             return
         if foreign and not kinds:
             self._lost(row, f"its {foreign} results are not this corpus's requests")
             return
         with self.store.db.atomic():
-            self.store.db.execute("UPDATE batches SET status = 'collected', collected_at = ? WHERE id = ?",
-                                  [now_text(), row["id"]])
+            self.store.db.execute(
+                "UPDATE batches SET status = 'collected', collected_at = ? WHERE id = ?", [now_text(), row["id"]]
+            )
         self.reports.append({"id": row["id"], "requests": row["requests"], "status": "collected", **kinds})
-        log.info("batch %s: collected %d result(s) (%s)", row["id"], sum(kinds.values()),
-                 ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
+        log.info(
+            "batch %s: collected %d result(s) (%s)",
+            row["id"],
+            sum(kinds.values()),
+            ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())),
+        )
 
     def position_of(self, key: str) -> int | None:
         """Which order a batch request asked, as recorded when it was gathered (None: before orders were kept)."""
@@ -255,7 +316,9 @@ class Batches:
         again (next round or session)."""
         log.warning("batch %s: %s; its %d request(s) will be asked again", row["id"], why, row["requests"])
         with self.store.db.atomic():
-            self.store.db.execute("UPDATE batches SET status = 'lost', collected_at = ? WHERE id = ?", [now_text(), row["id"]])
+            self.store.db.execute(
+                "UPDATE batches SET status = 'lost', collected_at = ? WHERE id = ?", [now_text(), row["id"]]
+            )
         self.reports.append({"id": row["id"], "requests": row["requests"], "status": status})
 
     def _adopt(self, marker: str, batch_id: str) -> None:
@@ -278,7 +341,8 @@ class Batches:
             done = completion(result.message, judge.tool(p))
             if done is None:
                 judge.fresh[key] = Unavailable("malformed batch result: not a Message", 1)
-                ledger.add(1, 1, None, None, None, bound=judge.unknown_call_usd(batch=True))  # billed, for all we know
+                # billed, for all we know
+                ledger.add(1, 1, None, None, None, bound=judge.unknown_call_usd(batch=True))
                 return "malformed"
             done.batch = True
             cost = judge.cost(done.tokens_in, done.tokens_out, batch=True)
@@ -289,13 +353,23 @@ class Batches:
             try:
                 p.parse(done.text)
             except Unparsed:
-                pass  # judged (as unparsed) like any reply; only parsed replies are cached
+                # judged (as unparsed) like any reply; only parsed replies are cached
+                pass
             else:
-                judge.store.cache_reply(key, judge.model, p.prompt.id, done.text, tokens_in=done.tokens_in,
-                                       tokens_out=done.tokens_out, judge=judge.kind, position=self.position_of(key))
+                judge.store.cache_reply(
+                    key,
+                    judge.model,
+                    p.prompt.id,
+                    done.text,
+                    tokens_in=done.tokens_in,
+                    tokens_out=done.tokens_out,
+                    judge=judge.kind,
+                    position=self.position_of(key),
+                )
             judge.fresh[key] = done
             return "succeeded"
-        ledger.add(1, 1, None, None, 0.0)  # an errored or expired request is not billed
+        # an errored or expired request is not billed
+        ledger.add(1, 1, None, None, 0.0)
         if result.type == "errored":
             error = getattr(getattr(result, "error", None), "error", None)
             kind, message = getattr(error, "type", "api_error"), getattr(error, "message", "")
@@ -323,10 +397,12 @@ class Batches:
             if ask.key in self.gathered or ask.key in judge.fresh or judge.store.cached_reply(ask.key, judge.kind):
                 continue
             params = backend.params(p.prompt.system, ask.user, judge.tool(p), model=judge.model)
-            self.gathered[ask.key] = BatchRequest(ask.key, p.name, candidate.fingerprint, p.prompt.id, params,
-                                                  ask.position, judge.model)
-            cost = judge.cost((len(p.prompt.system) + len(ask.user)) // 4, judge.expected_out() or REPLY_TOKENS,
-                              batch=True)
+            self.gathered[ask.key] = BatchRequest(
+                ask.key, p.name, candidate.fingerprint, p.prompt.id, params, ask.position, judge.model
+            )
+            cost = judge.cost(
+                (len(p.prompt.system) + len(ask.user)) // 4, judge.expected_out() or REPLY_TOKENS, batch=True
+            )
             self.estimated_usd += cost or 0.0
             added += 1
         if added:
@@ -357,29 +433,36 @@ class Batches:
         session killed during it (or a call whose answer was lost) leaves the next session a batch to find in
         the API's list, never one to buy again."""
         import anthropic
+
         backend = _api(judge)
         cfg = judge.config.judge
         marker = self._pending(judge, chunk)
-        last, batch, unanswered = "", None, False  # unanswered: an attempt whose outcome no answer told us
+        # unanswered: an attempt whose outcome no answer told us
+        last, batch, unanswered = "", None, False
         attempt = 0
         try:
             for attempt in range(1, cfg.max_attempts + 1):
                 await backend.limiter.wait()
                 if unanswered and (found := await self._made_since(backend.client, marker, len(chunk))):
-                    self._adopt(marker, found)  # the lost answer's batch: made, so not made again
+                    # the lost answer's batch: made, so not made again
+                    self._adopt(marker, found)
                     return found
                 try:
                     batch = await backend.client.messages.batches.create(
-                        requests=[{"custom_id": r.custom_id, "params": r.params} for r in chunk])
+                        requests=[{"custom_id": r.custom_id, "params": r.params} for r in chunk]
+                    )
                     break
                 except anthropic.APIStatusError as e:
                     if e.status_code in STOPS_SESSION:
-                        raise JudgeRefused(f"judge refused the batch: HTTP {e.status_code} {error_message(e)}; "
-                                           "check ANTHROPIC_API_KEY, the model name and ANTHROPIC_BASE_URL") from None
+                        raise JudgeRefused(
+                            f"judge refused the batch: HTTP {e.status_code} {error_message(e)}; "
+                            "check ANTHROPIC_API_KEY, the model name and ANTHROPIC_BASE_URL"
+                        ) from None
                     last = f"HTTP {e.status_code} {error_message(e)}"
                     backend.limiter.pause_for(e.status_code, e.response.headers)
                     if not status_retryable(e.status_code):
-                        break  # the batch as sent is refused: retrying cannot help; asked again next session
+                        # the batch as sent is refused: retrying cannot help; asked again next session
+                        break
                 except anthropic.APIConnectionError as e:
                     last, unanswered = type(e).__name__, True
                 log.warning("batch submission failed (%s), attempt %d of %d", last, attempt, cfg.max_attempts)
@@ -390,11 +473,15 @@ class Batches:
                 self._forget(marker)
             raise
         if batch is None:
-            if not unanswered:  # every attempt was answered no: nothing was made
+            # every attempt was answered no: nothing was made
+            if not unanswered:
                 self._forget(marker)
                 raise Unavailable(f"batch not submitted: {last} after {attempt} attempt(s)", attempt)
-            raise Unavailable(f"batch not submitted: {last} after {attempt} attempt(s); an answer was lost, so the "
-                              "next session looks for it in the API's batch list before asking again", attempt)
+            raise Unavailable(
+                f"batch not submitted: {last} after {attempt} attempt(s); an answer was lost, so the "
+                "next session looks for it in the API's batch list before asking again",
+                attempt,
+            )
         self._adopt(marker, batch.id)
         return batch.id
 
@@ -402,19 +489,41 @@ class Batches:
         """Store a submission and its requests (custom ids) as pending, committed before the create call."""
         marker = f"{PENDING_PREFIX}{self.session}-{secrets.token_hex(4)}"
         with self.store.db.atomic():
-            self.store.db.table("batches").insert({"id": marker, "model": judge.model, "session": self.session,
-                                                   "requests": len(chunk), "status": PENDING,
-                                                   "submitted_at": now_text()})
+            self.store.db.table("batches").insert(
+                {
+                    "id": marker,
+                    "model": judge.model,
+                    "session": self.session,
+                    "requests": len(chunk),
+                    "status": PENDING,
+                    "submitted_at": now_text(),
+                }
+            )
             self.store.db.table("batch_requests").insert_all(
-                ({"batch_id": marker, "custom_id": r.custom_id, "pass": r.pass_name, "fingerprint": r.fingerprint,
-                  "prompt": r.prompt, "position": r.position, "model": r.model} for r in chunk), batch_size=500)
+                (
+                    {
+                        "batch_id": marker,
+                        "custom_id": r.custom_id,
+                        "pass": r.pass_name,
+                        "fingerprint": r.fingerprint,
+                        "prompt": r.prompt,
+                        "position": r.position,
+                        "model": r.model,
+                    }
+                    for r in chunk
+                ),
+                batch_size=500,
+            )
         return marker
 
     async def _made_since(self, client: anthropic.AsyncAnthropic, marker: str, size: int) -> str | None:
         """After an attempt whose answer was lost: the batch it made, if the API's list has one (else None)."""
         import anthropic
-        since = _when(self.store.db.execute("SELECT submitted_at FROM batches WHERE id = ?",
-                                            [marker]).fetchone()[0]) - CLOCK_SKEW
+
+        since = (
+            _when(self.store.db.execute("SELECT submitted_at FROM batches WHERE id = ?", [marker]).fetchone()[0])
+            - CLOCK_SKEW
+        )
         known = {r[0] for r in self.store.db.execute("SELECT id FROM batches")}
         try:
             async for batch in client.messages.batches.list(limit=LIST_PAGE):
@@ -423,7 +532,8 @@ class Batches:
                 if batch.id not in known and _size(batch) == size:
                     return batch.id
         except (anthropic.APIStatusError, anthropic.APIConnectionError):
-            return None  # not known: the next attempt's answer (or the next session) tells
+            # not known: the next attempt's answer (or the next session) tells
+            return None
         return None
 
 
@@ -464,5 +574,5 @@ def batch_mode(options_batch: bool | None, config: Config, spec: JudgeSpec) -> b
     """Whether this session submits a batch: --batch, else judge.mode; only the real API has batches."""
     on = config.judge.mode == "batch" if options_batch is None else options_batch
     if on and not spec.anthropic:
-        raise ConfigError(f"--batch / judge.mode = \"batch\" needs --judge anthropic, not {str(spec)!r}")
+        raise ConfigError(f'--batch / judge.mode = "batch" needs --judge anthropic, not {str(spec)!r}')
     return on

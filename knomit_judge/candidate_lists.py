@@ -35,7 +35,8 @@ T = TypeVar("T")
 Restore = Callable[[dict[str, Any], str, float], T]
 
 
-@cache  # the installed code does not change while it runs: read once a process
+# the installed code does not change while it runs: read once a process
+@cache
 def code_digest() -> str:
     """Of every module of the package: lists made by other code (another release) are never reused."""
     h = hashlib.blake2b(digest_size=16)
@@ -48,8 +49,19 @@ def inputs_digest(p: CandidateSource, ctx: Session) -> str:
     """A digest of everything a pass's candidate list depends on (evidence aside, which is made on reading)."""
     corpus, config = ctx.corpus, ctx.config
     h = hashlib.blake2b(facts_digest(corpus).encode(), digest_size=16)
-    h.update(repr((p.name, code_digest(), ctx.embedder.model_name, tuple(corpus.motif_keys), corpus.inline_tags,
-                   config.shortlist, config.discovery)).encode())
+    h.update(
+        repr(
+            (
+                p.name,
+                code_digest(),
+                ctx.embedder.model_name,
+                tuple(corpus.motif_keys),
+                corpus.inline_tags,
+                config.shortlist,
+                config.discovery,
+            )
+        ).encode()
+    )
     # the describe lines nominate alias pairs too (a context made without them, as tests make, has none)
     if p.reads_lines and ctx.lines:
         h.update(repr(sorted(ctx.lines.items())).encode())
@@ -77,13 +89,19 @@ def encode(candidates: Sequence[Candidate]) -> dict[str, Any] | None:
         members.extend(names.setdefault(n, len(names)) for n in subject_names(c.subject))
         offsets.append(len(members))
     texts = [*names, *(c.fingerprint for c in candidates)]
-    if any("\0" in t for t in texts):  # never so (motifs and paths hold no control character); then not kept
+    # never so (motifs and paths hold no control character); then not kept
+    if any("\0" in t for t in texts):
         return None
     shape = "group" if candidates and "group" in candidates[0].subject else "pair"
-    return dict(shape=shape, count=len(candidates), names="\0".join(names).encode(),
-                members=np.array(members, dtype=np.int32).tobytes(), offsets=np.array(offsets, dtype=np.int64).tobytes(),
-                fingerprints="\0".join(c.fingerprint for c in candidates).encode(),
-                scores=np.array([c.score for c in candidates], dtype=np.float64).tobytes())
+    return dict(
+        shape=shape,
+        count=len(candidates),
+        names="\0".join(names).encode(),
+        members=np.array(members, dtype=np.int32).tobytes(),
+        offsets=np.array(offsets, dtype=np.int64).tobytes(),
+        fingerprints="\0".join(c.fingerprint for c in candidates).encode(),
+        scores=np.array([c.score for c in candidates], dtype=np.float64).tobytes(),
+    )
 
 
 class CandidateList(Sequence[T]):
@@ -117,19 +135,22 @@ class CandidateList(Sequence[T]):
 def decode(row: dict[str, Any], restore: Restore[T]) -> CandidateList[T]:
     """The stored list; restore(subject, fingerprint, score) makes each Candidate when it is read."""
     if not row["count"]:
-        return CandidateList([], [].__getitem__)  # never called: an empty list has no index to make
+        # never called: an empty list has no index to make
+        return CandidateList([], [].__getitem__)
     names = row["names"].decode().split("\0")
     members = np.frombuffer(row["members"], dtype=np.int32).tolist()
     fps = row["fingerprints"].decode().split("\0")
     scores = np.frombuffer(row["scores"], dtype=np.float64).tolist()
     if row["shape"] == "pair":
+
         def subject(i: int) -> dict[str, Any]:
             return {"a": names[members[2 * i]], "b": names[members[2 * i + 1]]}
     else:
         offsets = np.frombuffer(row["offsets"], dtype=np.int64).tolist()
 
         def subject(i: int) -> dict[str, Any]:
-            return {"group": [names[m] for m in members[offsets[i]:offsets[i + 1]]]}
+            return {"group": [names[m] for m in members[offsets[i] : offsets[i + 1]]]}
+
     return CandidateList(fps, lambda i: restore(subject(i), fps[i], scores[i]))
 
 

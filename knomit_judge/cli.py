@@ -33,13 +33,15 @@ corpus_arg = click.argument("corpus", type=click.Path(file_okay=False, path_type
 
 
 def _remember_json(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
-    ctx.meta["as_json"] = value  # for Group.invoke: with --json an error is a JSON object on stdout too
+    # for Group.invoke: with --json an error is a JSON object on stdout too
+    ctx.meta["as_json"] = value
     return value
 
 
 # Eager: read before any other option, so an error another option's callback raises (--judge) is JSON too.
-json_opt = click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.",
-                        callback=_remember_json, is_eager=True)
+json_opt = click.option(
+    "--json", "as_json", is_flag=True, help="Print one JSON object on stdout.", callback=_remember_json, is_eager=True
+)
 
 
 def _judge_spec(ctx: click.Context, param: click.Parameter, value: str) -> JudgeSpec:
@@ -62,7 +64,8 @@ class Group(click.Group):
             click.echo(f"knomit-judge: {e}", err=True)
             _json_error(ctx, str(e), e.exit_code)
             sys.exit(e.exit_code)
-        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (sigterm_as_interrupt); the command said what it keeps
+        # Ctrl-C, or SIGTERM (sigterm_as_interrupt); the command said what it keeps
+        except KeyboardInterrupt:
             said = "; ".join(["interrupted", *([ctx.meta[KEPT]] if KEPT in ctx.meta else [])])
             click.echo(f"knomit-judge: {said}", err=True)
             _json_error(ctx, said, 130)
@@ -72,22 +75,27 @@ class Group(click.Group):
             # not 1, which says a pass is broken; and make no noise flushing the closed pipe at exit.
             sys.stdout = open(os.devnull, "w")
             sys.exit(128 + signal.SIGPIPE)
-        except click.ClickException as e:  # a command's own usage checks, after --json was read
+        # a command's own usage checks, after --json was read
+        except click.ClickException as e:
             _json_error(ctx, e.format_message(), e.exit_code)
             raise
         except (click.exceptions.Exit, click.Abort):
             raise
-        except Exception as e:  # a bug: the traceback follows on stderr, and a script still reads JSON
+        # a bug: the traceback follows on stderr, and a script still reads JSON
+        except Exception as e:
             _json_error(ctx, f"{type(e).__name__}: {e}", 1)
             raise
 
 
-QUIET = "knomit_judge.quiet"  # -q, in ctx.meta for the commands' output
+# -q, in ctx.meta for the commands' output
+QUIET = "knomit_judge.quiet"
 # What an interrupted command keeps, said on Ctrl-C or SIGTERM; a command that keeps something sets it in ctx.meta.
 KEPT = "knomit_judge.kept"
 SESSION_KEEPS = "the verdicts parsed and the vectors embedded so far are kept"
-DRY_RUN_KEEPS = ("a dry run buys and commits nothing: only the derived caches computed so far (vectors, neighbour "
-                 "and candidate lists) are kept in the db")
+DRY_RUN_KEEPS = (
+    "a dry run buys and commits nothing: only the derived caches computed so far (vectors, neighbour "
+    "and candidate lists) are kept in the db"
+)
 
 
 def _json_error(ctx: click.Context, message: str, exit_code: int) -> None:
@@ -100,16 +108,20 @@ def version_lines() -> list[str]:
     """What a bug report needs: the package's version, every shipped prompt's version, the embedding model, and
     the judge model and first reader a review here would use."""
     from importlib.metadata import version
-    return [f"knomit-judge {version('knomit-judge')}",
-            "prompts " + " ".join(load_prompt(name).id for name in prompt_names()),
-            f"embedding model {MODEL_NAME} ({model_sources()})",
-            judge_line()]
+
+    return [
+        f"knomit-judge {version('knomit-judge')}",
+        "prompts " + " ".join(load_prompt(name).id for name in prompt_names()),
+        f"embedding model {MODEL_NAME} ({model_sources()})",
+        judge_line(),
+    ]
 
 
 def judge_line() -> str:
     """The judge model and first reader as a review in the current directory reads them (its knomit-judge.toml
     and the environment); the shipped defaults when that file does not load, so --version never fails on it."""
     from .config import Config, load_config
+
     try:
         judge = load_config(Path.cwd()).judge
     except KnomitError:
@@ -128,7 +140,8 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     if not value or ctx.resilient_parsing:
         return
     try:
-        check_install()  # a bug report from a broken install should say so first
+        # a bug report from a broken install should say so first
+        check_install()
         lines = version_lines()
     except KnomitError as e:
         click.echo(f"knomit-judge: {e}", err=True)
@@ -138,11 +151,21 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
 
 
 @click.group(cls=Group)
-@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
-              help="Show the version, the prompts' versions and the embedding model, and exit.")
-@click.option("-q", "--quiet", is_flag=True,
-              help="Print no progress or confirmation line and log only errors; results (status lines, the corpus "
-                   "line with what it skipped, --json) still print.")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version, the prompts' versions and the embedding model, and exit.",
+)
+@click.option(
+    "-q",
+    "--quiet",
+    is_flag=True,
+    help="Print no progress or confirmation line and log only errors; results (status lines, the corpus "
+    "line with what it skipped, --json) still print.",
+)
 @click.pass_context
 def cli(ctx: click.Context, quiet: bool) -> None:
     """knomit-judge keeps a git-backed knowledge corpus tidy: embeddings shortlist, an LLM judge decides,
@@ -154,7 +177,8 @@ def cli(ctx: click.Context, quiet: bool) -> None:
     ctx.meta[QUIET] = quiet
     logger = logging.getLogger("knomit_judge")
     logger.handlers = [h for h in logger.handlers if not isinstance(h, _StderrHandler)] + [_StderrHandler()]
-    logger.setLevel(logging.ERROR if quiet else logging.INFO)  # issue 54: -q says nothing but errors
+    # issue 54: -q says nothing but errors
+    logger.setLevel(logging.ERROR if quiet else logging.INFO)
 
 
 class _StderrHandler(logging.Handler):
@@ -185,23 +209,41 @@ def init(corpus: Path, create: bool) -> None:
     Example: knomit-judge init ~/corpus
     """
     from .init import init_corpus
+
     emit({}, False, init_corpus(corpus, create=create), confirms=True)
 
 
 @cli.command()
 @corpus_arg
-@click.option("--dry-run", is_flag=True,
-              help="No judge call, nothing bought or committed: list what would be offered (derived caches are kept).")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="No judge call, nothing bought or committed: list what would be offered (derived caches are kept).",
+)
 @click.option("--evidence", is_flag=True, help="With --dry-run: print each offer's evidence under it.")
 @click.option("--pass", "passes", multiple=True, type=click.Choice(JUDGED_PASSES), help="Run only these passes.")
 @json_opt
 @judge_opt("anthropic, or scripted:FILE (recorded replies).")
-@click.option("--batch", is_flag=True,
-              help="Submit the offered questions as one Message Batch (half price); the next session collects it.")
-@click.option("--metrics-file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write a Prometheus textfile-collector file here after the session (wins over [metrics] textfile).")
-def review(corpus: Path, dry_run: bool, evidence: bool, passes: tuple[str, ...], as_json: bool, judge: JudgeSpec,
-           batch: bool, metrics_file: Path | None) -> None:
+@click.option(
+    "--batch",
+    is_flag=True,
+    help="Submit the offered questions as one Message Batch (half price); the next session collects it.",
+)
+@click.option(
+    "--metrics-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write a Prometheus textfile-collector file here after the session (wins over [metrics] textfile).",
+)
+def review(
+    corpus: Path,
+    dry_run: bool,
+    evidence: bool,
+    passes: tuple[str, ...],
+    as_json: bool,
+    judge: JudgeSpec,
+    batch: bool,
+    metrics_file: Path | None,
+) -> None:
     """Run one review session: exact duplicates, then the alias, prune and discovery judges.
 
     Exit 0 done, 1 a pass (or the corpus, or the sync with [git] remote) is broken or the metrics file was not
@@ -211,15 +253,28 @@ def review(corpus: Path, dry_run: bool, evidence: bool, passes: tuple[str, ...],
     """
     from .session.context import ReviewOptions
     from .session.review import review as run
+
     click.get_current_context().meta[KEPT] = DRY_RUN_KEEPS if dry_run else SESSION_KEEPS
     with sigterm_as_interrupt():
-        result = run(corpus, ReviewOptions(dry_run=dry_run, passes=tuple(passes) or JUDGED_PASSES, judge=judge,
-                                           batch=batch or None,  # None: judge.mode decides
-                                           metrics_file=metrics_file))
-    lines = [*([result.summary()] if result.dry_run else []),  # a dry run's answer first, then what it rests on
-             *(f"note: {n}" for n in result.notes), *result.text_lines(),
-             *(_batch_line(b) for b in result.batches), *(f"commit {sha}" for sha in result.commits),
-             *_plan_lines(result, evidence)]
+        result = run(
+            corpus,
+            ReviewOptions(
+                dry_run=dry_run,
+                passes=tuple(passes) or JUDGED_PASSES,
+                judge=judge,
+                batch=batch or None,  # None: judge.mode decides
+                metrics_file=metrics_file,
+            ),
+        )
+    # a dry run's answer first, then what it rests on
+    lines = [
+        *([result.summary()] if result.dry_run else []),
+        *(f"note: {n}" for n in result.notes),
+        *result.text_lines(),
+        *(_batch_line(b) for b in result.batches),
+        *(f"commit {sha}" for sha in result.commits),
+        *_plan_lines(result, evidence),
+    ]
     emit(result.json(), as_json, lines)
     sys.exit(1 if result.broken or result.metrics_error else 0)
 
@@ -258,8 +313,10 @@ def _batch_line(b: dict[str, Any]) -> str:
     if b["status"] == "lost":
         return f"batch {b['id']}: lost by the API; its {b['requests']} requests are asked again"
     if b["status"] == "not submitted":
-        return (f"batch submission {b['id']}: cut short before the API made it; its {b['requests']} requests are "
-                "asked again")
+        return (
+            f"batch submission {b['id']}: cut short before the API made it; its {b['requests']} requests are "
+            "asked again"
+        )
     return f"batch {b['id']}: {b['requests']} requests collected"
 
 
@@ -268,12 +325,16 @@ def _plan_lines(result: SessionResult, evidence: bool) -> list[str]:
     out = []
     for name, items in result.plan.items():
         for item in items:
-            if name not in JUDGED_PASSES:  # exact duplicates, mechanical: nothing is offered to a judge
-                out.append(f"would retract exact {', '.join(item['evidence']['retract'])}, keeping "
-                           f"{item['evidence']['survivor']}")
+            # exact duplicates, mechanical: nothing is offered to a judge
+            if name not in JUDGED_PASSES:
+                out.append(
+                    f"would retract exact {', '.join(item['evidence']['retract'])}, keeping "
+                    f"{item['evidence']['survivor']}"
+                )
                 continue
-            out.append(f"would offer {name} {dumps(item['subject'], ensure_ascii=False)} "
-                       f"(similarity {item['score']:.3f})")
+            out.append(
+                f"would offer {name} {dumps(item['subject'], ensure_ascii=False)} (similarity {item['score']:.3f})"
+            )
             if evidence:
                 out.append("  evidence: " + dumps(item["evidence"], ensure_ascii=False))
     return out
@@ -289,6 +350,7 @@ def status(corpus: Path, as_json: bool, limit: int) -> None:
     Example: knomit-judge status ~/corpus --json
     """
     from .history import status as get
+
     data = get(corpus, limit)
     emit(data, as_json, data["text"])
 
@@ -303,11 +365,15 @@ def verdicts(corpus: Path, pass_name: str | None, as_json: bool) -> None:
     Example: knomit-judge verdicts ~/corpus --pass alias
     """
     from .history import list_verdicts
+
     rows = list_verdicts(corpus, pass_name)
-    lines = [f"{r['id']} {r['pass']} {r['answer']:<9} {dumps(r['subject'], ensure_ascii=False)}"
-             f"{' redundant ' + r['payload']['redundant'] if (r['payload'] or {}).get('redundant') else ''}"
-             f"{' commit ' + r['commit_sha'][:10] if r['commit_sha'] else ''}{' REVERTED' if r['reverted'] else ''}"
-             f"{' - ' + r['rationale'] if r['rationale'] else ''}" for r in rows]
+    lines = [
+        f"{r['id']} {r['pass']} {r['answer']:<9} {dumps(r['subject'], ensure_ascii=False)}"
+        f"{' redundant ' + r['payload']['redundant'] if (r['payload'] or {}).get('redundant') else ''}"
+        f"{' commit ' + r['commit_sha'][:10] if r['commit_sha'] else ''}{' REVERTED' if r['reverted'] else ''}"
+        f"{' - ' + r['rationale'] if r['rationale'] else ''}"
+        for r in rows
+    ]
     emit({"verdicts": rows}, as_json, lines or ["no verdicts"])
 
 
@@ -323,6 +389,7 @@ def links(corpus: Path, as_json: bool) -> None:
     Example: knomit-judge links ~/vault --json
     """
     from .linkcheck import check_links, links_lines
+
     report = check_links(corpus)
     emit(report, as_json, links_lines(report))
     sys.exit(1 if report["broken"] else 0)
@@ -330,8 +397,11 @@ def links(corpus: Path, as_json: bool) -> None:
 
 @cli.command()
 @corpus_arg
-@click.option("--check", is_flag=True,
-              help="Change nothing: compare the db's derived state with a fresh rebuild and name what differs.")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Change nothing: compare the db's derived state with a fresh rebuild and name what differs.",
+)
 @json_opt
 def rebuild(corpus: Path, check: bool, as_json: bool) -> None:
     """Rebuild the db: verdicts from the journal, applied state from git, derived tables from the corpus.
@@ -345,12 +415,14 @@ def rebuild(corpus: Path, check: bool, as_json: bool) -> None:
     from .rebuild import check as compare
     from .rebuild import rebuild as run
     from .rebuild import rebuilt_line
+
     if check:
         result = compare(corpus)
         emit(result.json(), as_json, result.text_lines())
         sys.exit(0 if result.equal else 1)
     counts = run(corpus)
-    emit(counts, as_json, [rebuilt_line(counts)])  # what it counted: a result, -q or not
+    # what it counted: a result, -q or not
+    emit(counts, as_json, [rebuilt_line(counts)])
 
 
 @cli.command()
@@ -363,6 +435,7 @@ def revert(verdict: str, corpus: Path, reason: str) -> None:
     Example: knomit-judge revert v1a2b3c4d5e6 ~/corpus --reason "not the same mechanism"
     """
     from .revert import revert as run
+
     sha = run(verdict, corpus, reason)
     emit({}, False, [f"reverted {verdict}: commit {sha}"], confirms=True)
 
@@ -377,6 +450,7 @@ def daemon(corpus: Path, cron: str | None, judge: JudgeSpec) -> None:
     Example: knomit-judge daemon ~/corpus --cron "0 3 * * *"
     """
     from .daemon import run_daemon
+
     run_daemon(corpus, cron, str(judge))
 
 
@@ -385,8 +459,12 @@ def daemon(corpus: Path, cron: str | None, judge: JudgeSpec) -> None:
 @corpus_arg
 @json_opt
 @judge_opt("anthropic, or scripted:FILE (recorded replies).")
-@click.option("--journal", "from_journal", is_flag=True,
-              help="Score the stored verdicts against the labels given with `label` (then the one argument is CORPUS).")
+@click.option(
+    "--journal",
+    "from_journal",
+    is_flag=True,
+    help="Score the stored verdicts against the labels given with `label` (then the one argument is CORPUS).",
+)
 def calibrate(labels: Path | None, corpus: Path, as_json: bool, judge: JudgeSpec, from_journal: bool) -> None:
     """Score the judge against human labels (JSONL): precision, recall, kappa, position flips, cost.
 
@@ -398,6 +476,7 @@ def calibrate(labels: Path | None, corpus: Path, as_json: bool, judge: JudgeSpec
     """
     from .calibrate import calibrate as run
     from .calibrate import calibrate_journal, calibration_lines
+
     if from_journal:
         if labels and corpus != Path("."):
             raise click.UsageError("with --journal give only CORPUS")
@@ -423,6 +502,7 @@ def inbox(corpus: Path, as_json: bool, limit: int) -> None:
     """
     from .inbox import inbox as get
     from .inbox import inbox_lines
+
     result = get(corpus)
     data = {**result, "items": [i.json() for i in result["items"][:limit]], "total": len(result["items"])}
     emit(data, as_json, inbox_lines(result, limit))
@@ -431,8 +511,12 @@ def inbox(corpus: Path, as_json: bool, limit: int) -> None:
 @cli.command()
 @click.argument("args", nargs=-1, metavar="VERDICT yes|no [CORPUS]")
 @click.option("--note", default="", help="Why; kept with the label.")
-@click.option("--file", "label_file", type=click.Path(dir_okay=False, path_type=Path),
-              help='JSONL of {"verdict": ID, "label": "yes"|"no", "note": ...}; then the one argument is CORPUS.')
+@click.option(
+    "--file",
+    "label_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help='JSONL of {"verdict": ID, "label": "yes"|"no", "note": ...}; then the one argument is CORPUS.',
+)
 @json_opt
 def label(args: tuple[str, ...], note: str, label_file: Path | None, as_json: bool) -> None:
     """Record a person's label on a verdict in .knomit/labels.jsonl, committed alone with a Knomit-Label trailer.
@@ -444,6 +528,7 @@ def label(args: tuple[str, ...], note: str, label_file: Path | None, as_json: bo
     """
     from .labels import label as run
     from .labels import read_label_file
+
     if label_file:
         if len(args) > 1 or note:
             raise click.UsageError("with --file give only CORPUS (notes go in the file)")
@@ -477,6 +562,7 @@ def approve(args: tuple[str, ...], every: bool, as_json: bool) -> None:
     Example: knomit-judge approve v1a2b3c4d5e6 ~/corpus; knomit-judge approve --all ~/corpus
     """
     from .approve import approve as run
+
     ids = [a for a in args if VERDICT_ID.match(a)]
     rest = [a for a in args if not VERDICT_ID.match(a)]
     if len(rest) > 1 or (rest and args[-1] != rest[0]):
@@ -486,12 +572,18 @@ def approve(args: tuple[str, ...], every: bool, as_json: bool) -> None:
     result = run(Path(rest[0] if rest else "."), ids, every)
     lines = [f"approved {vid}: commit {sha}" for vid, sha in result["approved"].items()]
     lines += [f"left {vid}: {why}" for vid, why in result["left"].items()]
-    lines += [*([f"labels commit {result['label_commit']}"] if result["label_commit"] else []),
-              *([_sync_line(result["sync"])] if result.get("sync") else []), _proposals_line(result["proposals"])]
+    lines += [
+        *([f"labels commit {result['label_commit']}"] if result["label_commit"] else []),
+        *([_sync_line(result["sync"])] if result.get("sync") else []),
+        _proposals_line(result["proposals"]),
+    ]
     unpushed = result.get("sync") and result["sync"]["state"] != "synced"
-    if unpushed:  # no proposing session pushes the reviewed branch: say so, and exit 1
-        lines.append("the reviewed branch was not pushed: run `knomit-judge approve --all` (or `git push`) again "
-                     "once the remote takes it")
+    # no proposing session pushes the reviewed branch: say so, and exit 1
+    if unpushed:
+        lines.append(
+            "the reviewed branch was not pushed: run `knomit-judge approve --all` (or `git push`) again "
+            "once the remote takes it"
+        )
     emit(result, as_json, lines if result["approved"] or result["left"] else ["nothing approved", *lines])
     sys.exit(1 if unpushed else 0)
 
@@ -508,16 +600,22 @@ def reject(verdict: str, corpus: Path, note: str, as_json: bool) -> None:
     Example: knomit-judge reject v1a2b3c4d5e6 ~/corpus --note "different mechanisms"
     """
     from .approve import reject as run
+
     result = run(corpus, verdict, note)
-    lines = [f"rejected {verdict}: commit {result['commit']}",
-             *(f"dropped {vid}: {why}" for vid, why in result["dropped"].items() if vid != verdict),
-             *([_sync_line(result["sync"])] if result.get("sync") else []), _proposals_line(result["proposals"])]
+    lines = [
+        f"rejected {verdict}: commit {result['commit']}",
+        *(f"dropped {vid}: {why}" for vid, why in result["dropped"].items() if vid != verdict),
+        *([_sync_line(result["sync"])] if result.get("sync") else []),
+        _proposals_line(result["proposals"]),
+    ]
     emit(result, as_json, lines, confirms=True)
 
 
 def _sync_line(sync: dict[str, Any]) -> str:
-    return (f"sync {sync['remote']}/{sync['branch']}: {sync['state']} - pushed {sync['pushed']}, unpushed "
-            f"{sync['unpushed']}" + (f"; error: {sync['error']}" if sync.get("error") else ""))
+    return (
+        f"sync {sync['remote']}/{sync['branch']}: {sync['state']} - pushed {sync['pushed']}, unpushed "
+        f"{sync['unpushed']}" + (f"; error: {sync['error']}" if sync.get("error") else "")
+    )
 
 
 def _proposals_line(report: dict[str, Any]) -> str:
@@ -526,14 +624,16 @@ def _proposals_line(report: dict[str, Any]) -> str:
 
 @cli.command()
 @corpus_arg
-@click.option("--html", "html_file", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the page here.")
+@click.option(
+    "--html", "html_file", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Write the page here."
+)
 def report(corpus: Path, html_file: Path) -> None:
     """Write one self-contained HTML page: sessions, throttle history, applied decisions, calibration.
 
     Example: knomit-judge report ~/corpus --html report.html
     """
     from .report import write_report
+
     emit({}, False, [f"wrote {write_report(corpus, html_file)}"], confirms=True)
 
 

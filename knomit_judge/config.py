@@ -25,7 +25,8 @@ ENVIRONMENT = {"judge.model": "KNOMIT_JUDGE_MODEL", "judge.first_reader": "KNOMI
 # The keys that take one of a few words, as types (mypy catches a typo in the code) and as the choices a file is
 # checked against (_CHOICES); in the file and the docs they are strings (WORDS: each by its annotation).
 JudgeMode = Literal["sync", "batch"]
-Effort = Literal["low", "medium", "high", "xhigh", "max"]  # output_config.effort as the Messages API types it
+# output_config.effort as the Messages API types it
+Effort = Literal["low", "medium", "high", "xhigh", "max"]
 RetractMode = Literal["status", "delete"]
 FrontMatter = Literal["required", "optional"]
 ApplyMode = Literal["commit", "propose"]
@@ -57,14 +58,17 @@ class JudgeConfig:
     samples: int = 1
     min_agreement: float = 0.67
     position_swap: bool = True
-    swap_sample: float = 0.1  # share of questions whose first order gave the default still asked in both orders
+    # share of questions whose first order gave the default still asked in both orders
+    swap_sample: float = 0.1
     max_cost_usd: float = 5.0
     max_tokens: int = 400
-    backoff_s: float = 1.0  # first retry wait; doubles each attempt, with jitter
+    # first retry wait; doubles each attempt, with jitter
+    backoff_s: float = 1.0
     backoff_max_s: float = 60.0
-    max_evidence_chars: int = 8000  # per fact body in prune and discovery; longer bodies are cut, visibly
-    mode: JudgeMode = "sync"  # "batch": offered questions go into one Message Batch, collected by the next session
-
+    # per fact body in prune and discovery; longer bodies are cut, visibly
+    max_evidence_chars: int = 8000
+    # "batch": offered questions go into one Message Batch, collected by the next session
+    mode: JudgeMode = "sync"
 
 
 @dataclass
@@ -99,7 +103,8 @@ class BudgetConfig:
     # 0 = not set (the USD keys hold); a file that sets them (every file init wrote before) means the same spend.
     optimistic_cap: int = 0
     questions_per_resolution: int = 0
-    fresh_per_change: int = 2  # questions owed to each fact or spelling changed since the pass's last session
+    # questions owed to each fact or spelling changed since the pass's last session
+    fresh_per_change: int = 2
     # Dollar caps over every session on the corpus, as users budget: a UTC day and a UTC calendar month.
     # A day holds one full session (judge.max_cost_usd), so the default daily schedule is never cut short,
     # while a tight cron or repeated runs cannot multiply it; a month holds ten such days.
@@ -115,23 +120,29 @@ class BudgetConfig:
 class DiscoveryConfig:
     confidence: float = 0.4
     min_group: int = 3
-    max_group: int = 8  # real syntheses distil 2..9 facts; 8 holds 3 of most of them (docs/judges.md)
-    group_similarity: float = 0.4  # a fact's neighbours at least this close join its group (a floor, not a bar)
-    match_similarity: float = 0.85  # a proposed fact this close to an existing one is linked to it
-
+    # real syntheses distil 2..9 facts; 8 holds 3 of most of them (docs/judges.md)
+    max_group: int = 8
+    # a fact's neighbours at least this close join its group (a floor, not a bar)
+    group_similarity: float = 0.4
+    # a proposed fact this close to an existing one is linked to it
+    match_similarity: float = 0.85
 
 
 @dataclass
 class CorpusConfig:
-    paths: list[str] = field(default_factory=lambda: ["facts/**/*.md"])  # globs relative to the corpus root
-    motif_keys: list[str] = field(default_factory=lambda: ["motifs"])  # front-matter list keys holding motifs
-    retract: RetractMode = "status"  # "status": keep the file with status: retracted; "delete": remove it in the commit
+    # globs relative to the corpus root
+    paths: list[str] = field(default_factory=lambda: ["facts/**/*.md"])
+    # front-matter list keys holding motifs
+    motif_keys: list[str] = field(default_factory=lambda: ["motifs"])
+    # "status": keep the file with status: retracted; "delete": remove it in the commit
+    retract: RetractMode = "status"
     # "optional": a note without front matter is a fact too (a vault, a folder of notes: init writes it);
     # "required": such a file is reported and skipped, as knomit's own reader and our facts/ layout want.
     front_matter: FrontMatter = "required"
     # globs of files `paths` matches that are no facts: a vault's templates, drawings, an attachments folder
     exclude: list[str] = field(default_factory=list)
-    inline_tags: bool = False  # true: `#tags` in a note's body are motifs too, beside the motif keys (a vault's)
+    # true: `#tags` in a note's body are motifs too, beside the motif keys (a vault's)
+    inline_tags: bool = False
     max_fact_bytes: int = 1_048_576
 
 
@@ -142,14 +153,16 @@ class ScheduleConfig:
 
 @dataclass
 class MetricsConfig:
-    textfile: str = ""  # a Prometheus textfile-collector file written after every session; "" writes none
+    # a Prometheus textfile-collector file written after every session; "" writes none
+    textfile: str = ""
 
 
 @dataclass
 class GitConfig:
-    remote: str = ""  # a configured git remote; "" keeps the session local: nothing is fetched or pushed
-    branch: str = "main"  # the remote branch a session merges before reviewing and pushes to after
-
+    # a configured git remote; "" keeps the session local: nothing is fetched or pushed
+    remote: str = ""
+    # the remote branch a session merges before reviewing and pushes to after
+    branch: str = "main"
 
 
 @dataclass
@@ -157,7 +170,8 @@ class ApplyConfig:
     # "commit": a session commits its decisions on the branch it reviews (and pushes it, with [git] remote).
     # "propose": it commits them on the proposals branch and pushes that one; `approve` lands them (proposals.py).
     mode: ApplyMode = "commit"
-    proposals: str = "knomit-judge/proposals"  # the branch a proposing session commits to, never the reviewed one
+    # the branch a proposing session commits to, never the reviewed one
+    proposals: str = "knomit-judge/proposals"
 
 
 @dataclass
@@ -223,8 +237,10 @@ class Config:
         b, q = self.budget, self.question_usd()
         if q is None:
             return None
-        return (b.optimistic_cap * q if b.optimistic_cap else b.opening_usd,
-                b.questions_per_resolution * q if b.questions_per_resolution else b.usd_per_resolution)
+        return (
+            b.optimistic_cap * q if b.optimistic_cap else b.opening_usd,
+            b.questions_per_resolution * q if b.questions_per_resolution else b.usd_per_resolution,
+        )
 
     def budget_questions(self) -> tuple[int, int]:
         """The balance in questions of a judge with no price (the scripted judge): the question keys as set, else
@@ -252,25 +268,41 @@ class Config:
         if price is None and (retired := retired_model(model)):
             raise ConfigError(f"{key} {model!r} is {retired}: set another in {self.where(key)} (docs/real-api.md)")
         if price is None:
-            raise ConfigError(f'{key} {model!r} has no price, so no dollar cap could hold: set '
-                              f'[prices."{model}"] input_per_mtok and output_per_mtok (USD per million tokens) '
-                              f"in {CONFIG_FILE}, or name a priced model in {self.where(key)}")
+            raise ConfigError(
+                f"{key} {model!r} has no price, so no dollar cap could hold: set "
+                f'[prices."{model}"] input_per_mtok and output_per_mtok (USD per million tokens) '
+                f"in {CONFIG_FILE}, or name a priced model in {self.where(key)}"
+            )
         return price
 
 
-_Section = TypeVar("_Section", bound="DataclassInstance")  # a section's dataclass (or a model's Price)
+# a section's dataclass (or a model's Price)
+_Section = TypeVar("_Section", bound="DataclassInstance")
 
 # Keys still accepted so that older files load, no longer read (DEFAULT_TOML leaves them out).
 RETIRED = {"budget.window", "budget.patience", "budget.unproven_allowance"}
 # An older budget key (in judge-model questions) and the key in USD that replaced it: a file that sets both (an
 # older init file with opening_usd added) means the one added, so the newer wins and a note names the older.
-SUPERSEDED = {"budget.optimistic_cap": "budget.opening_usd",
-              "budget.questions_per_resolution": "budget.usd_per_resolution"}
+SUPERSEDED = {
+    "budget.optimistic_cap": "budget.opening_usd",
+    "budget.questions_per_resolution": "budget.usd_per_resolution",
+}
 
-WORDS = {"JudgeMode": MODES, "Effort": EFFORTS, "RetractMode": RETRACT_MODES, "FrontMatter": FRONT_MATTER,
-         "ApplyMode": APPLY_MODES}
-_TYPES: dict[str, type] = {"bool": bool, "int": int, "float": float, "str": str, "list[str]": list,
-                           **dict.fromkeys(WORDS, str)}
+WORDS = {
+    "JudgeMode": MODES,
+    "Effort": EFFORTS,
+    "RetractMode": RETRACT_MODES,
+    "FrontMatter": FRONT_MATTER,
+    "ApplyMode": APPLY_MODES,
+}
+_TYPES: dict[str, type] = {
+    "bool": bool,
+    "int": int,
+    "float": float,
+    "str": str,
+    "list[str]": list,
+    **dict.fromkeys(WORDS, str),
+}
 
 
 _SECTION_TYPES: dict[str, type[DataclassInstance]] = {
@@ -291,40 +323,69 @@ _SECTION_TYPES: dict[str, type[DataclassInstance]] = {
 # where the arithmetic downstream stops being finite (a balance divided by a read's price, a count of reads
 # turned into an int, a retry wait doubled per attempt): money at most USD_MAX, a price at most PRICE_MAX per
 # million tokens, a wait at most a day, a count at most what a session could ever ask (docs/configuration.md).
-USD_MAX = 1_000_000.0  # a session, a day, a month, an opening, a resolution
-PRICE_MAX = 1_000_000.0  # USD per million tokens: a dollar a token
-PRICE_MIN = 1e-6  # ... and a price that is not 0 is at least this: the balance over a read's price stays finite
-SECONDS_MAX = 86_400.0  # a judgment's time limit, a retry wait
-QUESTIONS_MAX = 1_000_000  # the older budget keys, in judge-model questions
+# a session, a day, a month, an opening, a resolution
+USD_MAX = 1_000_000.0
+# USD per million tokens: a dollar a token
+PRICE_MAX = 1_000_000.0
+# ... and a price that is not 0 is at least this: the balance over a read's price stays finite
+PRICE_MIN = 1e-6
+# a judgment's time limit, a retry wait
+SECONDS_MAX = 86_400.0
+# the older budget keys, in judge-model questions
+QUESTIONS_MAX = 1_000_000
 _BOUNDS: dict[str, tuple[float, float]] = {
-    "judge.concurrency": (1, 1000), "judge.timeout_s": (0.001, SECONDS_MAX), "judge.max_attempts": (1, 100),
-    "judge.samples": (1, 100), "judge.min_agreement": (0, 1), "judge.swap_sample": (0, 1),
-    "judge.audit_share": (0, 1), "judge.first_reader_recall": (0.01, 0.99),
+    "judge.concurrency": (1, 1000),
+    "judge.timeout_s": (0.001, SECONDS_MAX),
+    "judge.max_attempts": (1, 100),
+    "judge.samples": (1, 100),
+    "judge.min_agreement": (0, 1),
+    "judge.swap_sample": (0, 1),
+    "judge.audit_share": (0, 1),
+    "judge.first_reader_recall": (0.01, 0.99),
     "judge.max_cost_usd": (0, USD_MAX),
-    "judge.max_tokens": (1, 1_000_000), "judge.backoff_s": (0, SECONDS_MAX), "judge.backoff_max_s": (0, SECONDS_MAX),
+    "judge.max_tokens": (1, 1_000_000),
+    "judge.backoff_s": (0, SECONDS_MAX),
+    "judge.backoff_max_s": (0, SECONDS_MAX),
     "judge.max_evidence_chars": (200, 10_000_000),
     # optimistic_cap and unproven_allowance of 0 would latch a pass off: no offers, so never the verdicts
     # that move it to another state. Every off-state must still generate the evidence its way back reads.
-    "shortlist.k": (1, 1000), "describe.batch": (1, 10_000), "describe.carriers": (1, 100),
-    "describe.body_chars": (100, 10_000_000), "describe.max_tries": (1, 1000), "budget.window": (1, QUESTIONS_MAX),
-    "budget.patience": (1, QUESTIONS_MAX), "budget.probe_every": (1, QUESTIONS_MAX),
+    "shortlist.k": (1, 1000),
+    "describe.batch": (1, 10_000),
+    "describe.carriers": (1, 100),
+    "describe.body_chars": (100, 10_000_000),
+    "describe.max_tries": (1, 1000),
+    "budget.window": (1, QUESTIONS_MAX),
+    "budget.patience": (1, QUESTIONS_MAX),
+    "budget.probe_every": (1, QUESTIONS_MAX),
     "budget.unproven_allowance": (1, QUESTIONS_MAX),
     # 0 = not set: opening_usd and usd_per_resolution hold
-    "budget.optimistic_cap": (0, QUESTIONS_MAX), "budget.questions_per_resolution": (0, QUESTIONS_MAX),
+    "budget.optimistic_cap": (0, QUESTIONS_MAX),
+    "budget.questions_per_resolution": (0, QUESTIONS_MAX),
     # 0 would latch a defunded pass off: a probe that resolved something would leave it at zero.
-    "budget.opening_usd": (0, USD_MAX), "budget.usd_per_resolution": (0.0001, USD_MAX),
-    "budget.fresh_per_change": (0, 1000),  # 0: a changed fact waits for its rank like any other question
-    "budget.max_usd_per_day": (0, USD_MAX), "budget.max_usd_per_month": (0, USD_MAX),
-    "discovery.confidence": (0, 1), "discovery.min_group": (2, 100), "discovery.max_group": (2, 100),
-    "discovery.group_similarity": (-1, 1), "discovery.match_similarity": (-1, 1),
+    "budget.opening_usd": (0, USD_MAX),
+    "budget.usd_per_resolution": (0.0001, USD_MAX),
+    # 0: a changed fact waits for its rank like any other question
+    "budget.fresh_per_change": (0, 1000),
+    "budget.max_usd_per_day": (0, USD_MAX),
+    "budget.max_usd_per_month": (0, USD_MAX),
+    "discovery.confidence": (0, 1),
+    "discovery.min_group": (2, 100),
+    "discovery.max_group": (2, 100),
+    "discovery.group_similarity": (-1, 1),
+    "discovery.match_similarity": (-1, 1),
     "corpus.max_fact_bytes": (1, 1 << 30),
-    "calibration.sample_rate": (0, 1), "calibration.min_precision": (0, 1),
+    "calibration.sample_rate": (0, 1),
+    "calibration.min_precision": (0, 1),
 }
 # [prices."MODEL"], by key: a negative price makes every estimate negative, and a cost cap then never stops a
 # session (a price of nothing at all is refused in parse_config: no balance or cap can count it)
 _PRICE_BOUNDS: dict[str, tuple[float, float]] = {
-    "input_per_mtok": (0, PRICE_MAX), "output_per_mtok": (0, PRICE_MAX), "batch_discount": (0, 1),
-    "tier_tokens": (0, 100_000_000), "input_per_mtok_above": (0, PRICE_MAX), "output_per_mtok_above": (0, PRICE_MAX),
+    "input_per_mtok": (0, PRICE_MAX),
+    "output_per_mtok": (0, PRICE_MAX),
+    "batch_discount": (0, 1),
+    "tier_tokens": (0, 100_000_000),
+    "input_per_mtok_above": (0, PRICE_MAX),
+    "output_per_mtok_above": (0, PRICE_MAX),
 }
 
 
@@ -335,13 +396,19 @@ def bounds(key: str) -> tuple[float, float] | None:
     return _BOUNDS.get(key)
 
 
-_CHOICES = {"corpus.retract": RETRACT_MODES, "corpus.front_matter": FRONT_MATTER, "judge.effort": EFFORTS,
-            "apply.mode": APPLY_MODES}
+_CHOICES = {
+    "corpus.retract": RETRACT_MODES,
+    "corpus.front_matter": FRONT_MATTER,
+    "judge.effort": EFFORTS,
+    "apply.mode": APPLY_MODES,
+}
 # what `git check-ref-format --branch` would accept, less its rarer refusals (those fail at the push)
 _BRANCH = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)[A-Za-z0-9._/-]+(?<![./])$")
-_REMOTE = re.compile(r"^(?!-)[A-Za-z0-9._-]+$")  # a remote's name, not a URL: its URL and credentials stay in git
+# a remote's name, not a URL: its URL and credentials stay in git
+_REMOTE = re.compile(r"^(?!-)[A-Za-z0-9._-]+$")
 _KEY_NAME = re.compile(r"^[A-Za-z_][\w-]*$")
-_MAY_BE_EMPTY = {"corpus.exclude"}  # nothing left out is a setting; no paths, or no motif key, is not  # a top-level front-matter key, as rewrite.rewrite finds them
+# nothing left out is a setting; no paths, or no motif key, is not  # a top-level front-matter key, as rewrite.rewrite finds them
+_MAY_BE_EMPTY = {"corpus.exclude"}
 
 
 def _check_list(key: str, value: list[Any]) -> list[str]:
@@ -395,12 +462,19 @@ def _check_number(key: str, value: float) -> None:
         raise ConfigError(f"{key}: {value!r} must not be negative (USD per million tokens)")
     if key.endswith("_mtok") or key.endswith("_mtok_above"):
         if 0 < value < PRICE_MIN:
-            raise ConfigError(f"{key}: {value!r} is out of range (must be 0 or from {PRICE_MIN!r} to {_num(PRICE_MAX)} "
-                              "USD per million tokens)")
+            raise ConfigError(
+                f"{key}: {value!r} is out of range (must be 0 or from {PRICE_MIN!r} to {_num(PRICE_MAX)} "
+                "USD per million tokens)"
+            )
     lo, hi = bounds(key) or (-math.inf, math.inf)
     if not lo <= value <= hi:
-        want = f"from {_num(lo)} to {_num(hi)}" if hi <= 1 else \
-            f"at least {_num(lo)}" if value < lo else f"at most {_num(hi)}"
+        want = (
+            f"from {_num(lo)} to {_num(hi)}"
+            if hi <= 1
+            else f"at least {_num(lo)}"
+            if value < lo
+            else f"at most {_num(hi)}"
+        )
         raise ConfigError(f"{key}: {value!r} is out of range (must be {want})")
 
 
@@ -430,8 +504,11 @@ def _section(name: str, cls: type[_Section], raw: Any) -> _Section:
         if key not in types:
             raise ConfigError(f"{name}.{key}: unknown key (known: {', '.join(types)})")
         values[key] = _check(f"{name}.{key}", value, _TYPES[types[key]])
-    missing = [f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING
-               and f.default_factory is dataclasses.MISSING and f.name not in values]
+    missing = [
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING and f.name not in values
+    ]
     if missing:
         raise ConfigError(f"{name}.{missing[0]}: required")
     return cls(**values)
@@ -447,12 +524,16 @@ def parse_config(data: dict[str, Any]) -> Config:
             for model, price in raw.items():
                 config.prices[model] = _section(f'prices."{model}"', Price, price)
                 if not (config.prices[model].input_per_mtok or config.prices[model].output_per_mtok):
-                    raise ConfigError(f'prices."{model}": input_per_mtok and output_per_mtok are both 0: a read that '
-                                      "costs nothing has no price the balance and the dollar caps can count; set "
-                                      "the model's list price")
+                    raise ConfigError(
+                        f'prices."{model}": input_per_mtok and output_per_mtok are both 0: a read that '
+                        "costs nothing has no price the balance and the dollar caps can count; set "
+                        "the model's list price"
+                    )
                 if not 0 <= config.prices[model].batch_discount < 1:
-                    raise ConfigError(f'prices."{model}".batch_discount: '
-                                      f"{config.prices[model].batch_discount!r} is out of range (0 to below 1)")
+                    raise ConfigError(
+                        f'prices."{model}".batch_discount: '
+                        f"{config.prices[model].batch_discount!r} is out of range (0 to below 1)"
+                    )
         elif name in _SECTION_TYPES:
             setattr(config, name, _section(name, _SECTION_TYPES[name], raw))
         else:
@@ -462,7 +543,8 @@ def parse_config(data: dict[str, Any]) -> Config:
         raise ConfigError(f"judge.mode: {config.judge.mode!r} is not one of {', '.join(MODES)}")
     if config.discovery.min_group > config.discovery.max_group:
         raise ConfigError("discovery.min_group: larger than discovery.max_group")
-    if config.apply.proposals == config.git.branch:  # proposals committed on the reviewed branch are no proposals
+    # proposals committed on the reviewed branch are no proposals
+    if config.apply.proposals == config.git.branch:
         raise ConfigError(f"apply.proposals: {config.apply.proposals!r} is git.branch, the branch it proposes to")
     if "cron" in data.get("schedule", {}):
         cron_trigger(config.schedule.cron, key="schedule.cron")
@@ -483,8 +565,10 @@ def superseded(config: Config, data: dict[str, Any]) -> list[str]:
         raw = data.get(section) or {}
         if raw.get(old_name) and new.split(".")[1] in raw:
             setattr(getattr(config, section), old_name, 0)
-            notes.append(f"{CONFIG_FILE}: {old} = {raw[old_name]!r} is ignored: {new} = "
-                         f"{raw[new.split('.')[1]]!r} is set beside it and wins (delete {old} to say so)")
+            notes.append(
+                f"{CONFIG_FILE}: {old} = {raw[old_name]!r} is ignored: {new} = "
+                f"{raw[new.split('.')[1]]!r} is set beside it and wins (delete {old} to say so)"
+            )
     return notes
 
 
@@ -499,11 +583,13 @@ def load_config(corpus: Path, environ: Mapping[str, str] = os.environ) -> Config
             raise ConfigError(f"{path}: {e}") from None
     try:
         config = parse_config(data)
-    except ConfigError as e:  # the key and the value, and the file they are in
+    # the key and the value, and the file they are in
+    except ConfigError as e:
         raise ConfigError(f"{path}: {e}") from None
     if environ.get("KNOMIT_JUDGE_MODEL"):
         config.judge.model = environ["KNOMIT_JUDGE_MODEL"]
-    if "KNOMIT_JUDGE_FIRST_READER" in environ:  # "" turns the first reader off, as judge.first_reader = "" does
+    # "" turns the first reader off, as judge.first_reader = "" does
+    if "KNOMIT_JUDGE_FIRST_READER" in environ:
         config.judge.first_reader = environ["KNOMIT_JUDGE_FIRST_READER"].strip()
     return config
 

@@ -22,24 +22,32 @@ from .notes import OBSIDIAN_TAG_KEYS, inline_tags, obsidian_tags, template_marke
 FACTS_DIR = "facts"
 DEFAULT_MOTIF_KEYS = ("motifs",)
 STATUSES = ("active", "retracted")
-KB_SCHEME = "kb://"  # knomit's link to a fact: kb://<12-hex repo id>/<path in that repo>
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")  # http:, src:, knomit-judge:, ... : a source, never a link
+# knomit's link to a fact: kb://<12-hex repo id>/<path in that repo>
+KB_SCHEME = "kb://"
+# http:, src:, knomit-judge:, ... : a source, never a link
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 # The front matter between its two `---` lines; group 1 is what they hold. A UTF-8 byte-order mark before
 # it (Windows editors write one) is part of the file, not a reason to skip it.
 BOM = "\ufeff"
 FRONT = re.compile(r"\A\ufeff?---[ \t]*\r?\n(.*?)(?:^|\n)---[ \t]*(?:\r?\n|\Z)", re.S)
-OPENS_FRONT = re.compile(r"\A\ufeff?---[ \t]*\r?\n")  # a first line that opens front matter
+# a first line that opens front matter
+OPENS_FRONT = re.compile(r"\A\ufeff?---[ \t]*\r?\n")
 # What reading a layout's files depends on besides their bytes: a parse cached under another is made again.
-PARSE_VERSION = 3  # 2: aliases, file-name titles, notes without front matter; 3: templates, inline and string tags
-KEY_LINE = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:")  # a top-level key's first line; group 1 is the key
+# 2: aliases, file-name titles, notes without front matter; 3: templates, inline and string tags
+PARSE_VERSION = 3
+# a top-level key's first line; group 1 is the key
+KEY_LINE = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:")
 _HAS_WORD = re.compile(r"\w", re.UNICODE)
-TAG_LINE = re.compile(r"#[^#\s]")  # a line starting `#word`: a heading to knomit's reader, an inline tag to Obsidian
-CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")  # line breaks and other control characters
+# a line starting `#word`: a heading to knomit's reader, an inline tag to Obsidian
+TAG_LINE = re.compile(r"#[^#\s]")
+# line breaks and other control characters
+CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
 
 
 @dataclass(frozen=True)
 class Fact:
-    path: str  # corpus-relative, posix; the fact's identity
+    # corpus-relative, posix; the fact's identity
+    path: str
     title: str
     motifs: tuple[str, ...]
     confidence: float
@@ -47,10 +55,13 @@ class Fact:
     links: tuple[str, ...]
     status: str
     body: str
-    text: str = field(repr=False)  # the whole file, for byte-preserving rewrites
+    # the whole file, for byte-preserving rewrites
+    text: str = field(repr=False)
     content_id: str = ""
-    source_count: int = 0  # an int `sources` as written (knomit's count), else how many sources are listed
-    aliases: tuple[str, ...] = ()  # other names the note goes by (Obsidian's `aliases:`), which links may use
+    # an int `sources` as written (knomit's count), else how many sources are listed
+    source_count: int = 0
+    # other names the note goes by (Obsidian's `aliases:`), which links may use
+    aliases: tuple[str, ...] = ()
 
     @property
     def active(self) -> bool:
@@ -85,7 +96,9 @@ def _str_list(path: str, key: str, value: Any, line: int | None) -> tuple[str, .
     """A front-matter list of strings (numbers read as their text), blanks dropped; BadFact for any other shape."""
     if value is None:
         return ()
-    if not isinstance(value, list) or not all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value):
+    if not isinstance(value, list) or not all(
+        isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value
+    ):
         raise BadFact(path, f"'{key}' must be a list of strings, got {value!r}"[:200], line)
     return tuple(s for v in value if (s := str(v).strip()))
 
@@ -118,10 +131,15 @@ def load_front(path: str, front: str) -> Any:
             seen: dict[str, int] = {}
             for key, _ in node.value:
                 if isinstance(key, yaml.ScalarNode):
-                    line = key.start_mark.line + 2  # +1 for 1-based, +1 for the opening '---'
+                    # +1 for 1-based, +1 for the opening '---'
+                    line = key.start_mark.line + 2
                     if key.value in seen:
-                        raise BadFact(path, f"key '{key.value}' is written twice (lines {seen[key.value]} and "
-                                            f"{line}): one value would be lost; keep one", line)
+                        raise BadFact(
+                            path,
+                            f"key '{key.value}' is written twice (lines {seen[key.value]} and "
+                            f"{line}): one value would be lost; keep one",
+                            line,
+                        )
                     seen[key.value] = line
         return None if node is None else loader.construct_document(node)
     finally:
@@ -132,7 +150,7 @@ def link_target(ref: str) -> str | None:
     """The corpus path a link or ref names: kb://<repo>/<path> or a plain path; None for a URL or src:// ref."""
     ref = ref.strip()
     if ref.startswith(KB_SCHEME):
-        _, _, rel = ref[len(KB_SCHEME):].partition("/")
+        _, _, rel = ref[len(KB_SCHEME) :].partition("/")
         return rel or None
     if not ref or _SCHEME.match(ref):
         return None
@@ -163,15 +181,18 @@ def heading_title(body: str, tags: bool = False) -> tuple[str, str] | None:
     title = lines[at].lstrip("#").strip()
     if not title:
         return None
-    rest = "\n".join(lines[:at] + lines[at + 1:]).strip()
+    rest = "\n".join(lines[:at] + lines[at + 1 :]).strip()
     return title, rest
 
 
 def _heading_at(lines: list[str], tags: bool = False) -> int | None:
     """The line the title is taken from: the first if it is a heading (knomit's rule), else the first `# ` line."""
     first = lines[0] if lines else ""
-    return 0 if first.startswith("#") and not (tags and TAG_LINE.match(first)) else \
-        next((i for i, ln in enumerate(lines) if ln.startswith("# ")), None)
+    return (
+        0
+        if first.startswith("#") and not (tags and TAG_LINE.match(first))
+        else next((i for i, ln in enumerate(lines) if ln.startswith("# ")), None)
+    )
 
 
 def empty_heading(body: str, tags: bool = False) -> int | None:
@@ -181,8 +202,14 @@ def empty_heading(body: str, tags: bool = False) -> int | None:
     return at if at is not None and not lines[at].lstrip("#").strip() else None
 
 
-def parse_fact(path: str, text: str, motif_keys: tuple[str, ...] = DEFAULT_MOTIF_KEYS, *,
-               front_matter: str = "required", inline: bool = False) -> Fact:
+def parse_fact(
+    path: str,
+    text: str,
+    motif_keys: tuple[str, ...] = DEFAULT_MOTIF_KEYS,
+    *,
+    front_matter: str = "required",
+    inline: bool = False,
+) -> Fact:
     """Parse one fact file's text; raise BadFact naming the path, line and reason.
 
     Tolerant of the layouts users already have: the title is the `title` key, else the first
@@ -205,8 +232,13 @@ def parse_fact(path: str, text: str, motif_keys: tuple[str, ...] = DEFAULT_MOTIF
     elif front_matter == "optional" and not OPENS_FRONT.match(text):
         meta, lines, start = {}, {}, len(BOM) if text.startswith(BOM) else 0
     else:
-        raise BadFact(path, "front matter is not closed (no '---' line after it)" if front_matter == "optional" else
-                      "no YAML front matter (the file must start with a '---' line and close it with another)", 1)
+        raise BadFact(
+            path,
+            "front matter is not closed (no '---' line after it)"
+            if front_matter == "optional"
+            else "no YAML front matter (the file must start with a '---' line and close it with another)",
+            1,
+        )
     body = text[start:].strip()
     title = meta.get("title")
     if isinstance(title, str) and title.strip():
@@ -215,13 +247,19 @@ def parse_fact(path: str, text: str, motif_keys: tuple[str, ...] = DEFAULT_MOTIF
         raise BadFact(path, "front matter has no 'title' (a non-empty string)", lines.get("title", 2))
     elif heading := heading_title(body, inline):
         title, body = heading
-    elif (at := empty_heading(body, inline)) is not None:  # the heading is there, with nothing after its '#'
+    # the heading is there, with nothing after its '#'
+    elif (at := empty_heading(body, inline)) is not None:
         raw = text[start:]
-        blank = raw[:len(raw) - len(raw.lstrip())].count("\n")  # the lines body.strip() took off its start
-        raise BadFact(path, "no title: the '# ' heading is empty (write the title after the '#'), and there "
-                            "is no 'title' key", text[:start].count("\n") + 1 + blank + at)
+        # the lines body.strip() took off its start
+        blank = raw[: len(raw) - len(raw.lstrip())].count("\n")
+        raise BadFact(
+            path,
+            "no title: the '# ' heading is empty (write the title after the '#'), and there is no 'title' key",
+            text[:start].count("\n") + 1 + blank + at,
+        )
     else:
-        title = PurePosixPath(path).stem.strip()  # notes titled by their file name (Obsidian's rule)
+        # notes titled by their file name (Obsidian's rule)
+        title = PurePosixPath(path).stem.strip()
         if not title:
             raise BadFact(path, "no title: no 'title' key, no '# ' heading, and the file name is empty", 1)
     motifs: list[str] = []
@@ -231,12 +269,15 @@ def parse_fact(path: str, text: str, motif_keys: tuple[str, ...] = DEFAULT_MOTIF
             where = "" if key == "motifs" else f" (in '{key}')"
             if not _HAS_WORD.search(motif):
                 raise BadFact(path, f"motif {motif!r} has no letters or digits{where}", lines.get(key))
-            if CONTROL.search(motif):  # a motif spelling goes into commit subjects
-                raise BadFact(path, f"motif {motif!r} contains a line break or control character{where}",
-                              lines.get(key))
+            # a motif spelling goes into commit subjects
+            if CONTROL.search(motif):
+                raise BadFact(
+                    path, f"motif {motif!r} contains a line break or control character{where}", lines.get(key)
+                )
             motifs.append(motif)
     if inline:
-        motifs += inline_tags(text[start:])  # a tag's characters hold no control character, and one of them is a word's
+        # a tag's characters hold no control character, and one of them is a word's
+        motifs += inline_tags(text[start:])
     confidence = meta.get("confidence", 0.5)
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 <= confidence <= 1:
         raise BadFact(path, f"'confidence' must be a number from 0 to 1, got {confidence!r}", lines.get("confidence"))
@@ -282,7 +323,8 @@ def _front_meta(path: str, front: str) -> dict[str, Any]:
         raise BadFact(path, "front matter is nested too deeply", 2) from None
     except yaml.YAMLError as e:
         mark = _broken_at(e)
-        line = mark.line + 2 if mark else None  # +1 for 1-based, +1 for the opening '---'
+        # +1 for 1-based, +1 for the opening '---'
+        line = mark.line + 2 if mark else None
         raise BadFact(path, f"bad YAML front matter: {getattr(e, 'problem', None) or e}", line) from None
     if meta is None and not front.strip():
         meta = {}
@@ -296,12 +338,15 @@ def _broken_at(e: yaml.YAMLError) -> Any:
     flow collection is what failed (PyYAML's problem mark is then where it gave up, often the next line), else
     the problem's own mark."""
     context, problem = getattr(e, "context_mark", None), getattr(e, "problem_mark", None)
-    if context is not None and (isinstance(e, yaml.scanner.ScannerError) or "flow" in (getattr(e, "context", "") or "")):
+    if context is not None and (
+        isinstance(e, yaml.scanner.ScannerError) or "flow" in (getattr(e, "context", "") or "")
+    ):
         return context
     return problem
 
 
-ALIAS_KEYS = ("aliases", "alias")  # the keys of a note's other names: Obsidian's, then its older one
+# the keys of a note's other names: Obsidian's, then its older one
+ALIAS_KEYS = ("aliases", "alias")
 
 
 def _aliases(path: str, meta: dict[str, Any], lines: dict[str, int]) -> tuple[str, ...]:
@@ -309,8 +354,14 @@ def _aliases(path: str, meta: dict[str, Any], lines: dict[str, int]) -> tuple[st
     names: list[str] = []
     for key in ALIAS_KEYS:
         value = meta.get(key)
-        names.extend(_str_list(path, key, [value] if isinstance(value, (str, int, float)) and
-                               not isinstance(value, bool) else value, lines.get(key)))
+        names.extend(
+            _str_list(
+                path,
+                key,
+                [value] if isinstance(value, (str, int, float)) and not isinstance(value, bool) else value,
+                lines.get(key),
+            )
+        )
     return tuple(dict.fromkeys(names))
 
 
@@ -328,23 +379,28 @@ def read_fact(root: Path, path: str, max_bytes: int, layout: CorpusConfig | None
     # A link may name another fact; anything else (outside the corpus, into .git) is not a fact.
     try:
         target = full.resolve()
-    except (RuntimeError, OSError):  # `ln -s self.md self.md`: Python 3.11 raises RuntimeError, 3.13 OSError
+    # `ln -s self.md self.md`: Python 3.11 raises RuntimeError, 3.13 OSError
+    except (RuntimeError, OSError):
         raise BadFact(path, "symlink loop (the link leads back to itself); not followed") from None
     link = "symlink" if full.is_symlink() else "path (through a linked directory)"
     if not target.is_relative_to(root.resolve()):
         raise BadFact(path, f"{link} points outside the corpus ({target}); not followed")
     if not covered(target.relative_to(root.resolve()).as_posix(), globs, exclude):
-        raise BadFact(path, f"{link} points outside {', '.join(globs)} ({target.relative_to(root.resolve())}); "
-                            "not followed")
+        raise BadFact(
+            path, f"{link} points outside {', '.join(globs)} ({target.relative_to(root.resolve())}); not followed"
+        )
     # O_NONBLOCK and fstat: a pipe put where a fact was must not hang the session
     with open(os.open(full, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode):
             raise BadFact(path, "not a regular file (a pipe or a device?); not read")
         if st.st_size > max_bytes:
-            raise BadFact(path, f"file is {st.st_size / 1e6:.1f} MB, over the {max_bytes / 1e6:.1f} MB limit "
-                                "(corpus.max_fact_bytes)")
-        data = f.read(max_bytes + 1)  # bounded even if the file grows after the fstat
+            raise BadFact(
+                path,
+                f"file is {st.st_size / 1e6:.1f} MB, over the {max_bytes / 1e6:.1f} MB limit (corpus.max_fact_bytes)",
+            )
+        # bounded even if the file grows after the fstat
+        data = f.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise BadFact(path, f"file grew over the {max_bytes / 1e6:.1f} MB limit (corpus.max_fact_bytes) while read")
     if b"\0" in data:
@@ -362,8 +418,7 @@ def parse_as(layout: CorpusConfig | None, path: str, text: str) -> Fact:
     for None)."""
     if layout is None:
         return parse_fact(path, text)
-    return parse_fact(path, text, tuple(layout.motif_keys), front_matter=layout.front_matter,
-                      inline=layout.inline_tags)
+    return parse_fact(path, text, tuple(layout.motif_keys), front_matter=layout.front_matter, inline=layout.inline_tags)
 
 
 def check_path(path: str) -> None:
@@ -371,10 +426,14 @@ def check_path(path: str) -> None:
     try:
         path.encode("utf-8")
     except UnicodeEncodeError:
-        raise BadFact(path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"),
-                      "file name is not UTF-8; rename it") from None
+        raise BadFact(
+            path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"),
+            "file name is not UTF-8; rename it",
+        ) from None
     if CONTROL.search(path):
-        raise BadFact(path.encode("unicode_escape").decode("ascii"), "file name contains a control character; rename it")
+        raise BadFact(
+            path.encode("unicode_escape").decode("ascii"), "file name contains a control character; rename it"
+        )
 
 
 class Corpus:
@@ -384,12 +443,21 @@ class Corpus:
     front-matter keys hold motifs and how a retraction is written.
     """
 
-    def __init__(self, root: Path, facts: dict[str, Fact], problems: list[BadFact], layout: CorpusConfig | None = None,
-                 *, files: int | None = None, templates: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        facts: dict[str, Fact],
+        problems: list[BadFact],
+        layout: CorpusConfig | None = None,
+        *,
+        files: int | None = None,
+        templates: list[str] | None = None,
+    ) -> None:
         self.root = Path(root)
         self.facts = facts
         self.problems = problems
-        self.templates = templates or []  # notes with template placeholders: matched, and left out
+        # notes with template placeholders: matched, and left out
+        self.templates = templates or []
         self.paths = tuple(layout.paths) if layout else DEFAULT_PATHS
         self.exclude = tuple(layout.exclude) if layout else ()
         self.motif_keys = tuple(layout.motif_keys) if layout else DEFAULT_MOTIF_KEYS
@@ -403,7 +471,8 @@ class Corpus:
         self._reindex()
 
     def _reindex(self) -> None:
-        self._digest: str | None = None  # candidate_lists.facts_digest, made again when next asked
+        # candidate_lists.facts_digest, made again when next asked
+        self._digest: str | None = None
         carriers: dict[str, list[str]] = {}
         for fact in self.facts.values():
             if fact.active:
@@ -441,7 +510,8 @@ class Corpus:
         elif self.covers(path):
             try:
                 fact = self.parse(path, text)
-            except BadFact:  # a note the reader skipped (or a template), relinked: still skipped
+            # a note the reader skipped (or a template), relinked: still skipped
+            except BadFact:
                 if not self.skipped(path):
                     raise
             if fact is not None:
@@ -480,8 +550,9 @@ class FactIndex(Protocol):
     def forget_missing(self, present: set[str]) -> None: ...
 
 
-def load_corpus(root: Path, max_bytes: int = 1_048_576, index: FactIndex | None = None,
-                layout: CorpusConfig | None = None) -> Corpus:
+def load_corpus(
+    root: Path, max_bytes: int = 1_048_576, index: FactIndex | None = None, layout: CorpusConfig | None = None
+) -> Corpus:
     """Read every fact the layout's paths match; bad files are collected as problems, never fatal.
 
     `index` (a file_index.FileIndex) skips parsing files whose (mtime, size) is unchanged.
@@ -534,14 +605,16 @@ class CorpusReport:
     read: int
     skipped: int
     why: str = ""
-    templates: int = 0  # matched files left out as templates (`{{date}}`): neither read nor skipped
+    # matched files left out as templates (`{{date}}`): neither read nor skipped
+    templates: int = 0
 
     def line(self) -> str:
         if self.state == "broken":
             return f"corpus: broken - {self.why}"
         left = f", {self.templates} template{'s' * (self.templates != 1)} left out" if self.templates else ""
-        return (f"corpus: read {self.read} of {self.files} fact file{'s' * (self.files != 1)}, "
-                f"{self.skipped} skipped{left}")
+        return (
+            f"corpus: read {self.read} of {self.files} fact file{'s' * (self.files != 1)}, {self.skipped} skipped{left}"
+        )
 
     def json(self) -> dict[str, Any]:
         return asdict(self)
@@ -557,7 +630,11 @@ def corpus_report(corpus: Corpus) -> CorpusReport:
     elif read == 0:
         shown = "; ".join(str(p) for p in corpus.problems[:3])
         left = f", {len(corpus.templates)} left out as templates" if corpus.templates else ""
-        why = (f"read 0 of {corpus.files} fact file(s) matched by {globs}, {skipped} skipped{left}"
-               + (f": {shown}" if shown else "") + ("; ..." if skipped > 3 else ""))
-    return CorpusReport("broken" if why else "read", list(corpus.paths), corpus.files, read, skipped, why,
-                        len(corpus.templates))
+        why = (
+            f"read 0 of {corpus.files} fact file(s) matched by {globs}, {skipped} skipped{left}"
+            + (f": {shown}" if shown else "")
+            + ("; ..." if skipped > 3 else "")
+        )
+    return CorpusReport(
+        "broken" if why else "read", list(corpus.paths), corpus.files, read, skipped, why, len(corpus.templates)
+    )

@@ -10,10 +10,12 @@ from typing import TYPE_CHECKING
 
 from .errors import ConfigError
 
-if TYPE_CHECKING:  # apscheduler is imported only when a schedule is read (see cron_trigger)
+# apscheduler is imported only when a schedule is read (see cron_trigger)
+if TYPE_CHECKING:
     from apscheduler.triggers.base import BaseTrigger
 
-_DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")  # crontab's numbering: 0 (and 7) is Sunday
+# crontab's numbering: 0 (and 7) is Sunday
+_DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
 
 
 def _day(token: str) -> int:
@@ -43,7 +45,8 @@ def crontab_weekdays(field: str) -> str:
             lo, hi = (_day(t) for t in span.split("-", 1))
         else:
             lo = _day(span)
-            hi = 6 if step else lo  # "1/2": from Monday on, every other day
+            # "1/2": from Monday on, every other day
+            hi = 6 if step else lo
         if lo > hi or (step and int(step) < 1):
             raise ValueError(f"bad day-of-week range {part!r}")
         days.update(d % 7 for d in range(lo, hi + 1, int(step or 1)))
@@ -64,8 +67,7 @@ def cron_trigger(expr: str, key: str = "--cron") -> BaseTrigger:
     fields = expr.split()
     try:
         if len(fields) not in (5, 6):
-            raise ValueError(f"{len(fields)} fields; expected 5 (minute hour day month weekday) "
-                             "or 6 (seconds first)")
+            raise ValueError(f"{len(fields)} fields; expected 5 (minute hour day month weekday) or 6 (seconds first)")
         second, minute, hour, day, month, dow = fields if len(fields) == 6 else ["0", *fields]
         at = dict(second=second, minute=minute, hour=hour, month=month, timezone="UTC")
         weekdays = crontab_weekdays(dow)

@@ -25,16 +25,22 @@ from .transport import require_key
 log = logging.getLogger(__name__)
 
 
-def run_daemon(root: Path | str, cron: str | None = None, judge: str = "anthropic",
-               stop: threading.Event | None = None,
-               on_session: Callable[[SessionResult], object] | None = None) -> int:
+def run_daemon(
+    root: Path | str,
+    cron: str | None = None,
+    judge: str = "anthropic",
+    stop: threading.Event | None = None,
+    on_session: Callable[[SessionResult], object] | None = None,
+) -> int:
     """Run review sessions on a cron schedule until stop is set (SIGTERM/SIGINT set it); returns how many ran."""
     root = Path(root).resolve()
-    open_repo(root)  # a wrong CORPUS or schedule fails now, not at the first scheduled run
+    # a wrong CORPUS or schedule fails now, not at the first scheduled run
+    open_repo(root)
     config = load_config(root)
     expr = cron or config.schedule.cron
     trigger = cron_trigger(expr, "--cron" if cron else "schedule.cron")
-    spec = JudgeSpec.parse(judge)  # a wrong --judge fails now too, not at every scheduled run
+    # a wrong --judge fails now too, not at every scheduled run
+    spec = JudgeSpec.parse(judge)
     if spec.anthropic:
         require_key()
         # every session would exit 2: say so now, not once a day (a retirement before a missing price)
@@ -52,10 +58,12 @@ def run_daemon(root: Path | str, cron: str | None = None, judge: str = "anthropi
             # stop: nothing new is offered, the judgment in flight finishes; interrupt: a long step (embedding a cold
             # corpus) ends at once, its vectors kept
             result = review(root, ReviewOptions(judge=spec, stop=stop, interrupt=stop))
-        except KnomitError as e:  # a locked corpus or a refused key: say so, try again next time
+        # a locked corpus or a refused key: say so, try again next time
+        except KnomitError as e:
             log.error("session failed: %s", e)
             return
-        except Exception as e:  # a bug must not end the daemon silently; every session after it still runs
+        # a bug must not end the daemon silently; every session after it still runs
+        except Exception as e:
             log.exception("session crashed: %s: %s", type(e).__name__, e)
             return
         for line in result.text_lines():
@@ -66,9 +74,12 @@ def run_daemon(root: Path | str, cron: str | None = None, judge: str = "anthropi
 
     previous: dict[signal.Signals, Callable[[int, FrameType | None], object] | int | None] = {}
     if threading.current_thread() is threading.main_thread():
+
         def on_signal(signum: int, frame: FrameType | None) -> None:
-            stop.set()  # nothing new is offered; the judgment in flight finishes and is stored
-            signal.signal(signum, signal.SIG_DFL)  # a second signal ends it at once (the kernel drops the lock)
+            # nothing new is offered; the judgment in flight finishes and is stored
+            stop.set()
+            # a second signal ends it at once (the kernel drops the lock)
+            signal.signal(signum, signal.SIG_DFL)
 
         for sig in (signal.SIGTERM, signal.SIGINT):
             previous[sig] = signal.signal(sig, on_signal)
@@ -82,7 +93,8 @@ def run_daemon(root: Path | str, cron: str | None = None, judge: str = "anthropi
         stop.wait()
         log.info("daemon: stopping after the session in flight, if any")
     finally:
-        scheduler.pause()  # no new run is submitted while the executor winds down
+        # no new run is submitted while the executor winds down
+        scheduler.pause()
         scheduler.shutdown(wait=True)
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-WIDTH = 80  # the help is rendered at a fixed width, so the docs do not depend on the terminal that ran this
+# the help is rendered at a fixed width, so the docs do not depend on the terminal that ran this
+WIDTH = 80
 BLOCK = re.compile(r"<!-- docgen: (?P<name>[^>]+?) -->\n(?P<body>.*?)<!-- /docgen -->", re.S)
 WHY_START = "<!-- docgen-why"
 WHY_ENTRY = re.compile(r"^(?P<key>[a-z_]+\.[a-z_]+):\s*(?P<text>.*)$")
@@ -51,8 +52,11 @@ def command_help(name: str | None) -> str:
 def config_sections() -> dict[str, type[DataclassInstance]]:
     """Each knomit-judge.toml section (but prices) and its dataclass, in Config's order (`ignored` is no section)."""
     defaults = Config()
-    return {f.name: type(getattr(defaults, f.name)) for f in dataclasses.fields(Config)
-            if f.name != "prices" and dataclasses.is_dataclass(getattr(defaults, f.name))}
+    return {
+        f.name: type(getattr(defaults, f.name))
+        for f in dataclasses.fields(Config)
+        if f.name != "prices" and dataclasses.is_dataclass(getattr(defaults, f.name))
+    }
 
 
 def config_keys() -> list[str]:
@@ -66,7 +70,7 @@ def read_whys(text: str) -> dict[str, str]:
     start = text.find(WHY_START)
     if start < 0:
         return {}
-    body = text[start + len(WHY_START):text.index("-->", start)]
+    body = text[start + len(WHY_START) : text.index("-->", start)]
     whys: dict[str, str] = {}
     key = None
     for line in body.splitlines():
@@ -101,7 +105,8 @@ def _default(f: dataclasses.Field[Any]) -> str:
 def type_name(f: dataclasses.Field[Any]) -> str:
     """config.py's annotations are strings (postponed); a dataclass made elsewhere may hold the type itself."""
     if isinstance(f.type, str):
-        return "str" if f.type in WORDS else f.type  # a key of a few words (ApplyMode) is a string in the file
+        # a key of a few words (ApplyMode) is a string in the file
+        return "str" if f.type in WORDS else f.type
     return getattr(f.type, "__name__", str(f.type))
 
 
@@ -123,8 +128,12 @@ def prices_block(whys: dict[str, str]) -> str:
     """The [prices."MODEL"] keys, and the prices shipped."""
     shipped = ["| model | input_per_mtok | output_per_mtok |", "|---|---|---|"]
     shipped += [f"| `{model}` | {p.input_per_mtok} | {p.output_per_mtok} |" for model, p in DEFAULT_PRICES.items()]
-    return (config_table("prices", Price, whys) + "\nShipped prices (USD per million tokens):\n\n"
-            + "\n".join(shipped) + "\n")
+    return (
+        config_table("prices", Price, whys)
+        + "\nShipped prices (USD per million tokens):\n\n"
+        + "\n".join(shipped)
+        + "\n"
+    )
 
 
 def render(name: str, whys: dict[str, str]) -> str:
@@ -164,8 +173,10 @@ def regenerate(text: str, wanted: list[tuple[str, str]]) -> str:
 
 def cli_blocks() -> list[tuple[str, str]]:
     """docs/cli.md's blocks, (name, heading): the top-level help, then each command's."""
-    return [("help", "### knomit-judge"),
-            *((f"help {name}", f"### knomit-judge {name}") for name in sorted(cli.commands))]
+    return [
+        ("help", "### knomit-judge"),
+        *((f"help {name}", f"### knomit-judge {name}") for name in sorted(cli.commands)),
+    ]
 
 
 def config_blocks() -> list[tuple[str, str]]:

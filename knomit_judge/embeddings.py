@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from rich.progress import Progress as Bar
     from rich.progress import TaskID
 
-SHOW_PROGRESS_AFTER_S = 3.0  # a progress bar only when embedding will take longer than this
+# a progress bar only when embedding will take longer than this
+SHOW_PROGRESS_AFTER_S = 3.0
 log = logging.getLogger(__name__)
 
 
@@ -39,15 +40,20 @@ class Embedder:
     keeping the lists in `memory` between sessions when given one (neighbours.Memory).
     """
 
-    CHUNK = 1024  # texts encoded and stored at a time, so an interrupted first embedding resumes
+    # texts encoded and stored at a time, so an interrupted first embedding resumes
+    CHUNK = 1024
 
-    def __init__(self, store: Store, batch_size: int = 32, backend: str | None = None, *,
-                 memory: NeighbourMemory | None = None) -> None:
-        self.store, self.batch_size = store, batch_size  # batch_size: texts per progress step and per write
+    def __init__(
+        self, store: Store, batch_size: int = 32, backend: str | None = None, *, memory: NeighbourMemory | None = None
+    ) -> None:
+        # batch_size: texts per progress step and per write
+        self.store, self.batch_size = store, batch_size
         self.backend, self.model_name = keyed_backend(backend or wanted_backend())
         self._encoder: Encoder | None = None
-        self.computed = 0  # texts actually encoded this session
-        self._last: tuple[list[str], np.ndarray] | None = None  # prune and discovery embed the same fact texts
+        # texts actually encoded this session
+        self.computed = 0
+        # prune and discovery embed the same fact texts
+        self._last: tuple[list[str], np.ndarray] | None = None
         self.searcher = Searcher(memory)
 
     @property
@@ -56,7 +62,8 @@ class Embedder:
         if self._encoder is None:
             log.info("loading embedding model %s (%s)", MODEL_NAME, self.backend)
             self._encoder = load_encoder(self.backend)
-            if self._encoder.backend != self.backend:  # fell back: never store its vectors under the other key
+            # fell back: never store its vectors under the other key
+            if self._encoder.backend != self.backend:
                 self.backend, self.model_name = self._encoder.backend, cache_key(self._encoder.backend)
         return self._encoder
 
@@ -82,7 +89,8 @@ class Embedder:
         if missing:
             key = self.model_name
             encoder = self.encoder
-            if self.model_name != key:  # the backend fell back to PyTorch: look again under its key
+            # the backend fell back to PyTorch: look again under its key
+            if self.model_name != key:
                 known = self.store.embeddings(self.model_name, list(text_of))
                 missing = [h for h in text_of if h not in known]
             self._compute([(h, text_of[h]) for h in missing], encoder, known)
@@ -102,19 +110,21 @@ class Embedder:
         try:
             with Progress(len(missing)) as progress:
                 for i in range(0, len(missing), self.batch_size):
-                    batch = missing[i:i + self.batch_size]
+                    batch = missing[i : i + self.batch_size]
                     vectors = progress.step(encoder.encode([t for _, t in batch], self.batch_size, stop))
                     fresh.update(zip([h for h, _ in batch], vectors.astype(np.float32)))
                     if len(vectors) < len(batch):
                         raise interrupts.Interrupted()
                     if len(fresh) >= self.CHUNK:
                         self._keep(fresh, known)
-        finally:  # an interruption or a failure keeps what was computed before it
+        # an interruption or a failure keeps what was computed before it
+        finally:
             self._keep(fresh, known)
 
     def _keep(self, fresh: dict[str, np.ndarray], known: dict[str, np.ndarray]) -> None:
         if fresh:
-            self.store.put_embeddings(self.model_name, dict(fresh))  # a copy: a dry run's store keeps the dict
+            # a copy: a dry run's store keeps the dict
+            self.store.put_embeddings(self.model_name, dict(fresh))
             known.update(fresh)
             self.computed += len(fresh)
             fresh.clear()
@@ -136,8 +146,13 @@ class Progress:
         """Count a batch of vectors done (shown once the rest is slow enough to show), and pass them on."""
         self.done += len(vectors)
         rate = self.done / max(time.perf_counter() - self.started, 1e-9)
-        if self.bar is None and self.done < self.total and sys.stderr.isatty() and log.isEnabledFor(logging.INFO) \
-                and (self.total - self.done) / rate > SHOW_PROGRESS_AFTER_S:  # -q (warnings only): no bar
+        if (
+            self.bar is None
+            and self.done < self.total
+            and sys.stderr.isatty()
+            and log.isEnabledFor(logging.INFO)
+            and (self.total - self.done) / rate > SHOW_PROGRESS_AFTER_S
+        ):  # -q (warnings only): no bar
             self._show()
         if self.bar is not None and self.task is not None:  # set together by _show
             self.bar.update(self.task, completed=self.done, rate=f"{rate:.1f} texts/s")
@@ -147,9 +162,17 @@ class Progress:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
         from rich.progress import Progress as Bar
-        self.bar = Bar(TextColumn("embedding"), BarColumn(), MofNCompleteColumn(),
-                       TextColumn("{task.fields[rate]}"), TextColumn("ETA"), TimeRemainingColumn(),
-                       console=Console(file=sys.stderr), transient=True)
+
+        self.bar = Bar(
+            TextColumn("embedding"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=Console(file=sys.stderr),
+            transient=True,
+        )
         self.task = self.bar.add_task("embedding", total=self.total, completed=self.done, rate="")
         self.bar.start()
 

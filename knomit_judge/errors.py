@@ -30,7 +30,8 @@ class JudgeRefused(KnomitError):
 
     def __init__(self, message: str, model: str | None = None) -> None:
         super().__init__(message)
-        self.model = model  # a 404 that names the model asked: it may have retired since it was read
+        # a 404 that names the model asked: it may have retired since it was read
+        self.model = model
 
 
 class UnknownVerdict(KnomitError):

@@ -32,30 +32,44 @@ class FileIndex:
     a caught-up session reads no fact file at all.
     """
 
-    RACY_NS = 2_000_000_000  # larger than any file system's timestamp tick: an edit in the same tick is re-read
+    # larger than any file system's timestamp tick: an edit in the same tick is re-read
+    RACY_NS = 2_000_000_000
 
     def __init__(self, store: HasDb) -> None:
         self.db = store.db
-        self.rows = {r[0]: r for r in self.db.execute(
-            "SELECT path, mtime_ns, size, record, content_id, ctime_ns, checked_ns, changed_at FROM files")}
+        self.rows = {
+            r[0]: r
+            for r in self.db.execute(
+                "SELECT path, mtime_ns, size, record, content_id, ctime_ns, checked_ns, changed_at FROM files"
+            )
+        }
         self.pending: dict[str, dict[str, Any]] = {}
-        self.written: set[str] = set()  # facts this session's decisions rewrote: their change counts from the next
-        self.parse_key = ""  # corpus.parse_key of the layout: a parse made under other settings is not reused
-        self.checked: list[tuple[int, int, str]] = []  # (ctime_ns, checked_ns, path) of files verified by reading
-        self.reused = 0  # facts taken from the index this session, unparsed
-        self.parsed = 0  # facts parsed (and remembered) this session
-        self.read = 0  # of the reused, files read to verify their content id (the rest: stat alone)
-        self.gone: list[str] = []  # paths the index held that left the corpus (forget_missing), deleted on save
+        # facts this session's decisions rewrote: their change counts from the next
+        self.written: set[str] = set()
+        # corpus.parse_key of the layout: a parse made under other settings is not reused
+        self.parse_key = ""
+        # (ctime_ns, checked_ns, path) of files verified by reading
+        self.checked: list[tuple[int, int, str]] = []
+        # facts taken from the index this session, unparsed
+        self.reused = 0
+        # facts parsed (and remembered) this session
+        self.parsed = 0
+        # of the reused, files read to verify their content id (the rest: stat alone)
+        self.read = 0
+        # paths the index held that left the corpus (forget_missing), deleted on save
+        self.gone: list[str] = []
         self.looked = 0  # lookups this session
 
     def lookup(self, root: Path, path: str) -> Fact | None:
         self.looked += 1
-        if not self.looked % 512:  # a 100k corpus takes seconds to load: a stop asked for is seen within it
+        # a 100k corpus takes seconds to load: a stop asked for is seen within it
+        if not self.looked % 512:
             interrupts.check()
         row = self.rows.get(path)
         if not row:
             return None
-        full = f"{root}/{path}"  # a string, not pathlib or os.path.join: this runs once per fact, 100k times at scale
+        # a string, not pathlib or os.path.join: this runs once per fact, 100k times at scale
+        full = f"{root}/{path}"
         st = os.lstat(full)
         if (st.st_mtime_ns, st.st_size) != (row[1], row[2]) or stat.S_ISLNK(st.st_mode):
             return None
@@ -69,7 +83,8 @@ class FileIndex:
                     if content_id(f.read().decode("utf-8")) != row[4]:
                         return None
             except UnicodeDecodeError:
-                return None  # read_fact will name the problem
+                # read_fact will name the problem
+                return None
             self.read += 1
             self.checked.append((st.st_ctime_ns, began, path))
         self.reused += 1
@@ -85,19 +100,27 @@ class FileIndex:
         prior = self.rows.get(fact.path)
         # touched or re-parsed with the same content is no change: only a new content id makes a question fresh
         changed = prior[7] if prior and prior[4] == fact.content_id else now_text()
-        self.pending[fact.path] = dict(path=fact.path, mtime_ns=st.st_mtime_ns, size=st.st_size,
-                                       ctime_ns=st.st_ctime_ns, checked_ns=0,  # read before this stat: verify next time
-                                       content_id=fact.content_id, record=dumps(record, ensure_ascii=False),
-                                       changed_at=changed)
+        self.pending[fact.path] = dict(
+            path=fact.path,
+            mtime_ns=st.st_mtime_ns,
+            size=st.st_size,
+            # read before this stat: verify next time
+            ctime_ns=st.st_ctime_ns,
+            checked_ns=0,
+            content_id=fact.content_id,
+            record=dumps(record, ensure_ascii=False),
+            changed_at=changed,
+        )
 
     def changed_since(self, since: str) -> set[str]:
         """Paths whose content changed after `since` (a UTC timestamp), saved or read this session.
 
         Not what this session's own decisions wrote: those are changes for the next session.
         """
-        return ({r[0] for r in self.db.execute("SELECT path FROM files WHERE changed_at > ?", [since])} |
-                {path for path, row in self.pending.items() if row["changed_at"] and row["changed_at"] > since}) - \
-            self.written
+        return (
+            {r[0] for r in self.db.execute("SELECT path FROM files WHERE changed_at > ?", [since])}
+            | {path for path, row in self.pending.items() if row["changed_at"] and row["changed_at"] > since}
+        ) - self.written
 
     def forget_missing(self, present: set[str]) -> None:
         """Called once the corpus is loaded: note what left it, and drop the rows (~1.5 kB a fact)."""

@@ -29,20 +29,42 @@ OWN_DIR = ".knomit/"
 # Our journal and db: they never make the tree "dirty". Only these: knomit keeps its own files
 # (ontology, jobs) in .knomit/ too, and a user's uncommitted edit there is work we must not mix in.
 OWN_PATHS = (".knomit/verdicts/", ".knomit/judge.db")
-ACTOR = {"GIT_AUTHOR_NAME": "knomit-judge", "GIT_AUTHOR_EMAIL": "knomit-judge@localhost",
-         "GIT_COMMITTER_NAME": "knomit-judge", "GIT_COMMITTER_EMAIL": "knomit-judge@localhost"}
+ACTOR = {
+    "GIT_AUTHOR_NAME": "knomit-judge",
+    "GIT_AUTHOR_EMAIL": "knomit-judge@localhost",
+    "GIT_COMMITTER_NAME": "knomit-judge",
+    "GIT_COMMITTER_EMAIL": "knomit-judge@localhost",
+}
 # Fact paths are data: `facts/[draft].md` or `:x.md` must name that file, not a glob or pathspec magic.
 GIT_ENV = {**ACTOR, "GIT_LITERAL_PATHSPECS": "1"}
 # git's "local" variables (`git rev-parse --local-env-vars`): set by `git bisect run`, hooks and aliases, they point
 # every git call (GitPython's too) at another repository. The corpus named on the command line is the one we touch.
-LOCAL_ENV = ("GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
-             "GIT_OBJECT_DIRECTORY", "GIT_DIR", "GIT_WORK_TREE", "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE",
-             "GIT_INDEX_FILE", "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE", "GIT_PREFIX",
-             "GIT_INTERNAL_SUPER_PREFIX", "GIT_SHALLOW_FILE", "GIT_COMMON_DIR")
-TMP_GLOB = ".knomit-*.tmp"  # atomic_write's temp files, left behind only by a kill
-MERGE_MARK = "knomit-merge.json"  # in .git: written before a sync's merge starts, gone once it is done or undone
-DROPPED = "Knomit-Dropped"  # a proposal taken off the proposals branch: its decision is applied nowhere
-LOCK_WAIT_S = 2.0  # how long a git lock file may take to go away before it counts as stale
+LOCAL_ENV = (
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_GRAFT_FILE",
+    "GIT_INDEX_FILE",
+    "GIT_NO_REPLACE_OBJECTS",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_PREFIX",
+    "GIT_INTERNAL_SUPER_PREFIX",
+    "GIT_SHALLOW_FILE",
+    "GIT_COMMON_DIR",
+)
+# atomic_write's temp files, left behind only by a kill
+TMP_GLOB = ".knomit-*.tmp"
+# in .git: written before a sync's merge starts, gone once it is done or undone
+MERGE_MARK = "knomit-merge.json"
+# a proposal taken off the proposals branch: its decision is applied nowhere
+DROPPED = "Knomit-Dropped"
+# how long a git lock file may take to go away before it counts as stale
+LOCK_WAIT_S = 2.0
 
 
 def scrub_git_env() -> None:
@@ -82,8 +104,9 @@ def open_repo(root: Path) -> git.Repo:
         top = enclosing_top(root)
         if top is not None:
             # a subfolder of a corpus: name the corpus, or the user runs `git init` here and nests a repository
-            raise NotACorpus(f"{root} is inside the git repository {top}: run knomit-judge on {top}, "
-                             "the top of the corpus") from None
+            raise NotACorpus(
+                f"{root} is inside the git repository {top}: run knomit-judge on {top}, the top of the corpus"
+            ) from None
         raise NotACorpus(f"{root}: not a git repository (run `knomit-judge init` there)") from None
     if work_tree(repo).resolve() != Path(root).resolve():
         raise NotACorpus(f"{root}: the corpus must be the top of its git repository ({repo.working_tree_dir})")
@@ -92,8 +115,13 @@ def open_repo(root: Path) -> git.Repo:
 
 def run_git(repo: git.Repo, *args: str, env: dict[str, str] | None = None, input: bytes | None = None) -> str:
     """One git command as knomit-judge, with literal pathspecs; raises git.GitCommandError."""
-    done = subprocess.run(["git", *args], cwd=repo.working_tree_dir, input=input, capture_output=True,
-                          env={**os.environ, **GIT_ENV, **(env or {})})
+    done = subprocess.run(
+        ["git", *args],
+        cwd=repo.working_tree_dir,
+        input=input,
+        capture_output=True,
+        env={**os.environ, **GIT_ENV, **(env or {})},
+    )
     if done.returncode:
         raise GitFailed(["git", *args], done.returncode, done.stderr.decode("utf-8", "replace"))
     return done.stdout.decode("utf-8", "replace")
@@ -124,8 +152,11 @@ def dirty_paths(repo: git.Repo, untracked_globs: Sequence[str] | None = None) ->
     commits only files it wrote, so an untracked `out.txt` cannot be mixed in; an untracked fact can, since
     the corpus reader reads it and a decision may rewrite it (docs/unattended.md).
     """
-    return [path for code, path in status_entries(repo)
-            if not (code == "??" and untracked_globs is not None and not matches(path, untracked_globs))]
+    return [
+        path
+        for code, path in status_entries(repo)
+        if not (code == "??" and untracked_globs is not None and not matches(path, untracked_globs))
+    ]
 
 
 def status_entries(repo: git.Repo) -> list[tuple[str, str]]:
@@ -142,7 +173,8 @@ def status_entries(repo: git.Repo) -> list[tuple[str, str]]:
             continue
         code, path = entry[:2], entry[3:]
         if code[0] in "RC":
-            i += 1  # the rename's source path follows
+            # the rename's source path follows
+            i += 1
         if not is_ours(path):
             found.append((code, path))
     return found
@@ -157,8 +189,10 @@ def merge_in_progress(repo: git.Repo) -> str | None:
         sha = (Path(repo.git_dir) / "MERGE_HEAD").read_text(encoding="utf-8").split()[0]
     except (OSError, IndexError):
         return None
-    return (f"a merge of {sha[:10]} that knomit-judge did not start is in progress (.git/MERGE_HEAD): "
-            "left alone until it is committed or aborted")
+    return (
+        f"a merge of {sha[:10]} that knomit-judge did not start is in progress (.git/MERGE_HEAD): "
+        "left alone until it is committed or aborted"
+    )
 
 
 @dataclass
@@ -176,8 +210,12 @@ def message(subject: str, body: str, trailers: dict[str, str]) -> str:
 
 
 def decision_trailers(d: Decision) -> dict[str, str]:
-    return {"Knomit-Pass": d.pass_name, "Knomit-Verdict": d.verdict_id, "Knomit-Judge": d.judge,
-            "Knomit-Rationale": d.rationale or "(none)"}
+    return {
+        "Knomit-Pass": d.pass_name,
+        "Knomit-Verdict": d.verdict_id,
+        "Knomit-Judge": d.judge,
+        "Knomit-Rationale": d.rationale or "(none)",
+    }
 
 
 class Applier:
@@ -196,11 +234,20 @@ class Applier:
         self.repo = repo
         self.root = work_tree(repo)
         self.pending = Path(repo.git_dir) / "knomit-pending.json"
-        self.index = Path(repo.git_dir) / "knomit-index"  # a private index a decision commit is built in
+        # a private index a decision commit is built in
+        self.index = Path(repo.git_dir) / "knomit-index"
 
-    def commit(self, writes: Mapping[str, str | None], extra_paths: list[str], msg: str, verdict_id: str, *,
-               trailer: str = "Knomit-Verdict", appends: Mapping[str, Record | list[Record]] | None = None,
-               check: Callable[[str, str], object] | None = None) -> str:
+    def commit(
+        self,
+        writes: Mapping[str, str | None],
+        extra_paths: list[str],
+        msg: str,
+        verdict_id: str,
+        *,
+        trailer: str = "Knomit-Verdict",
+        appends: Mapping[str, Record | list[Record]] | None = None,
+        check: Callable[[str, str], object] | None = None,
+    ) -> str:
         """Write the files (None deletes), append `appends` to our own files, and commit it all at once.
 
         This is the one path every rewrite of the corpus goes through (decisions, reverts, labels).
@@ -234,15 +281,28 @@ class Applier:
         for path in writes:
             try:
                 before[path] = _snapshot(self.root / path)
-            except OSError as e:  # a directory where the fact was: nothing is touched yet
-                raise DecisionRefused(path, f"cannot read it ({e.strerror or e}): the decision is not applied") from None
+            # a directory where the fact was: nothing is touched yet
+            except OSError as e:
+                raise DecisionRefused(
+                    path, f"cannot read it ({e.strerror or e}): the decision is not applied"
+                ) from None
         # the modes too: a kill's rollback goes through `git checkout`, which gives files the umask's mode
         modes = {path: mode for path, (_, mode) in before.items() if mode is not None}
-        self._intend({"kind": "decision", "verdict": verdict_id, "trailer": trailer, "head": self._head(),
-                      "paths": list(writes), "journal": sizes, "modes": modes})
+        self._intend(
+            {
+                "kind": "decision",
+                "verdict": verdict_id,
+                "trailer": trailer,
+                "head": self._head(),
+                "paths": list(writes),
+                "journal": sizes,
+                "modes": modes,
+            }
+        )
         env = {"GIT_INDEX_FILE": str(self.index)}
         touched: list[str] = []
-        doing = ""  # the path being written when an OSError comes: the one the problem names
+        # the path being written when an OSError comes: the one the problem names
+        doing = ""
         try:
             for path, text in writes.items():
                 touched.append(doing := path)
@@ -260,32 +320,38 @@ class Applier:
                 run_git(self.repo, "update-index", "--add", "--remove", "--", *writes, env=env)
             for path in journals:
                 own = [encode_line(record) for record in appended.get(path, [])]
-                blob = run_git(self.repo, "hash-object", "-w", "--stdin",
-                               input=self._journal_blob(path, verdict_id, own)).strip()
+                blob = run_git(
+                    self.repo, "hash-object", "-w", "--stdin", input=self._journal_blob(path, verdict_id, own)
+                ).strip()
                 run_git(self.repo, "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", env=env)
             run_git(self.repo, "commit", "-q", "--allow-empty", "-m", msg, env=env)
         except git.GitCommandError as e:
             # A failed commit (a hook, a full disk) must not leave a half-applied change behind.
             self._roll_back(touched, before, sizes)
-            raise KnomitError(f"git failed while committing verdict {verdict_id}, rolled back: "
-                              f"{_last_line(e)}") from None
+            raise KnomitError(
+                f"git failed while committing verdict {verdict_id}, rolled back: {_last_line(e)}"
+            ) from None
         except OSError as e:
             self._roll_back(touched, before, sizes)
             what = "delete" if writes.get(doing, "") is None else "write"
-            raise DecisionRefused(doing, f"cannot {what} it ({e.strerror or e}): the decision is abandoned "
-                                             "whole and the tree restored") from None
+            raise DecisionRefused(
+                doing, f"cannot {what} it ({e.strerror or e}): the decision is abandoned whole and the tree restored"
+            ) from None
         sha = self.repo.head.commit.hexsha
         try:
             self._sync_index([*writes, *journals])
         except git.GitCommandError as e:
             # Committed, but the user's index is busy: the intent stays, and the next start syncs it.
-            raise KnomitError(f"committed verdict {verdict_id} ({sha[:10]}) but could not update the index "
-                              f"({_last_line(e)}); the next session finishes it") from None
+            raise KnomitError(
+                f"committed verdict {verdict_id} ({sha[:10]}) but could not update the index "
+                f"({_last_line(e)}); the next session finishes it"
+            ) from None
         self.pending.unlink(missing_ok=True)
         return sha
 
-    def _roll_back(self, touched: list[str], before: dict[str, tuple[bytes | None, int | None]],
-                   sizes: dict[str, int | None]) -> None:
+    def _roll_back(
+        self, touched: list[str], before: dict[str, tuple[bytes | None, int | None]], sizes: dict[str, int | None]
+    ) -> None:
         """Undo a decision that did not commit: files back to their bytes and modes, journals to their sizes.
 
         Done from the snapshot, not `git checkout`, which would give every file the umask's mode. Then the
@@ -305,7 +371,8 @@ class Applier:
         for path, size in sizes.items():
             _truncate(self.root / path, size)
         self.index.unlink(missing_ok=True)
-        if failed:  # the intent stays: the next start's recovery tries again from HEAD
+        # the intent stays: the next start's recovery tries again from HEAD
+        if failed:
             log.warning("could not restore %s; the next session rolls it back", ", ".join(failed))
             return
         self.pending.unlink(missing_ok=True)
@@ -330,9 +397,11 @@ class Applier:
     def commit_paths(self, paths: list[str], msg: str) -> str | None:
         """Commit our own files (the journal) if they changed; None if there was nothing to commit."""
         paths = [p for p in paths if (self.root / p).exists()]
-        if not paths or self.pending.exists():  # an unfinished decision's intent must reach the next start
+        # an unfinished decision's intent must reach the next start
+        if not paths or self.pending.exists():
             return None
-        if merging := merge_in_progress(self.repo):  # `git add` would stage the journal into that merge
+        # `git add` would stage the journal into that merge
+        if merging := merge_in_progress(self.repo):
             log.warning("journal not committed: %s", merging)
             return None
         # The intent rolls nothing back (journal lines are kept); it tells the next start that any
@@ -346,8 +415,9 @@ class Applier:
                 sha = self.repo.head.commit.hexsha
         except git.GitCommandError as e:
             # The lines are on disk and fsync'd; the next session's journal commit takes them.
-            log.warning("could not commit the journal (%s); its verdicts are kept and committed next session",
-                        _last_line(e))
+            log.warning(
+                "could not commit the journal (%s); its verdicts are kept and committed next session", _last_line(e)
+            )
         self.pending.unlink(missing_ok=True)
         return sha
 
@@ -356,7 +426,8 @@ class Applier:
 
         Safe to run again if it is itself killed: the intent file goes last.
         """
-        for tmp in Path(self.repo.git_dir).glob(TMP_GLOB):  # a kill while the intent itself was written
+        # a kill while the intent itself was written
+        for tmp in Path(self.repo.git_dir).glob(TMP_GLOB):
             tmp.unlink(missing_ok=True)
         if not self.pending.exists():
             return None
@@ -364,28 +435,37 @@ class Applier:
             intent = json.loads(self.pending.read_text(encoding="utf-8"))
             paths, journal = list(intent.get("paths", [])), dict(intent.get("journal", {}))
         except (json.JSONDecodeError, OSError, AttributeError, TypeError, ValueError):
-            intent, paths, journal = {}, [], {}  # atomic_write makes this unreachable; be safe anyway
+            # atomic_write makes this unreachable; be safe anyway
+            intent, paths, journal = {}, [], {}
         notes = self._clear_git_locks() if clear_locks else []
         try:
             message = self._undo(intent, paths, journal)
         except git.GitCommandError as e:
-            raise KnomitError(f"could not finish what the last session left ({_last_line(e)}); "
-                              f"{self.pending} is kept and the next start tries again") from None
+            raise KnomitError(
+                f"could not finish what the last session left ({_last_line(e)}); "
+                f"{self.pending} is kept and the next start tries again"
+            ) from None
         self.index.unlink(missing_ok=True)
         self.pending.unlink()
         return "; ".join([message, *notes])
 
     def _undo(self, intent: dict[str, Any], paths: list[str], journal: dict[str, int | None]) -> str:
         if intent.get("kind") == "journal" or not intent:
-            return ("the last session was killed while committing its journal; its verdicts are kept and "
-                    "committed at the end of this one")
+            return (
+                "the last session was killed while committing its journal; its verdicts are kept and "
+                "committed at the end of this one"
+            )
         vid, trailer, head = intent.get("verdict"), intent.get("trailer", "Knomit-Verdict"), intent.get("head")
-        since = [f"{head}..HEAD"] if head else ["-1"]  # the user may have committed on top since
+        # the user may have committed on top since
+        since = [f"{head}..HEAD"] if head else ["-1"]
         if self._head() != head and vid in trailer_values(self.repo, trailer, *since):
             self._sync_index([*paths, *journal])
             return f"the last session was killed right after committing verdict {vid}; nothing to undo"
-        in_head = set(run_git(self.repo, "ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *paths).split("\0")) \
-            if paths and self._head() else set()
+        in_head = (
+            set(run_git(self.repo, "ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *paths).split("\0"))
+            if paths and self._head()
+            else set()
+        )
         restore = [p for p in paths if p in in_head]
         if restore:
             run_git(self.repo, "reset", "-q", "HEAD", "--", *restore)
@@ -395,9 +475,11 @@ class Applier:
                     try:
                         os.chmod(self.root / path, mode)
                     except OSError:
-                        pass  # the content is back; a mode that cannot be set is not worth stopping recovery for
+                        # the content is back; a mode that cannot be set is not worth stopping recovery for
+                        pass
         for path in paths:
-            if path not in in_head:  # a file the decision created
+            # a file the decision created
+            if path not in in_head:
                 run_git(self.repo, "rm", "-q", "--cached", "--ignore-unmatch", "--", path)
                 (self.root / path).unlink(missing_ok=True)
             for tmp in (self.root / path).parent.glob(TMP_GLOB):
@@ -405,8 +487,10 @@ class Applier:
         for path, size in journal.items():
             _truncate(self.root / path, size)
         what = "a revert of" if trailer == "Knomit-Reverts" else "verdict"
-        return (f"the last session was killed while applying {what} {vid}: rolled back {len(paths)} file(s) "
-                "to HEAD (the verdict is kept; a decision is applied again, a revert is not recorded)")
+        return (
+            f"the last session was killed while applying {what} {vid}: rolled back {len(paths)} file(s) "
+            "to HEAD (the verdict is kept; a decision is applied again, a revert is not recorded)"
+        )
 
     def _intend(self, intent: dict[str, Any]) -> None:
         atomic_write(self.pending, dumps(intent))
@@ -487,8 +571,11 @@ def applied_commits(repo: git.Repo, rev: str = "HEAD") -> dict[str, str]:
     """
     if not repo.head.is_valid():
         return {}
-    out = repo.git.log("--format=%H%x01%(trailers:key=Knomit-Verdict,valueonly,separator=%x02)"
-                       f"%x01%(trailers:key={DROPPED},valueonly,separator=%x02)%x00", rev)
+    out = repo.git.log(
+        "--format=%H%x01%(trailers:key=Knomit-Verdict,valueonly,separator=%x02)"
+        f"%x01%(trailers:key={DROPPED},valueonly,separator=%x02)%x00",
+        rev,
+    )
     found: dict[str, str] = {}
     dropped: set[str] = set()
     for entry in out.split("\0"):
@@ -504,8 +591,10 @@ def applied_commits(repo: git.Repo, rev: str = "HEAD") -> dict[str, str]:
 def unwritable(path: Path, e: OSError) -> CorpusUnwritable:
     """The error for a corpus a session cannot write to, saying what to do about it."""
     why = "the corpus is on a read-only file system" if e.errno == errno.EROFS else e.strerror or str(e)
-    return CorpusUnwritable(f"cannot write {path}: {why}; a session needs to write the lock, the journal and "
-                            "the db (`review --dry-run` needs none of them)")
+    return CorpusUnwritable(
+        f"cannot write {path}: {why}; a session needs to write the lock, the journal and "
+        "the db (`review --dry-run` needs none of them)"
+    )
 
 
 class Lock:
@@ -520,7 +609,8 @@ class Lock:
     def __init__(self, repo: git.Repo) -> None:
         self.path = Path(repo.git_dir) / "knomit-judge.lock"
         self.fd: int | None = None
-        self.stale: str | None = None  # the dead holder this session took over from, if any
+        # the dead holder this session took over from, if any
+        self.stale: str | None = None
 
     def __enter__(self) -> Lock:
         try:

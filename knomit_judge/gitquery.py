@@ -30,8 +30,13 @@ def push_rejected(stderr: str) -> bool:
     """A push refused because the remote has commits we lack (not a network or permission failure)."""
     s = stderr.lower()
     # "failed to update ref" / "cannot lock ref": another push won the race after ours read the remote's refs
-    return "[rejected]" in s and ("fetch first" in s or "non-fast-forward" in s) or "stale info" in s or \
-        "failed to update ref" in s or "cannot lock ref" in s
+    return (
+        "[rejected]" in s
+        and ("fetch first" in s or "non-fast-forward" in s)
+        or "stale info" in s
+        or "failed to update ref" in s
+        or "cannot lock ref" in s
+    )
 
 
 def git_cause(stderr: str, remote: str = "") -> str:
@@ -40,7 +45,7 @@ def git_cause(stderr: str, remote: str = "") -> str:
     git ends most failures with advice ("and the repository exists."), so its last line is rarely the cause.
     """
     lines = [l.strip() for l in stderr.strip().splitlines() if l.strip()]
-    said = [l[len("remote:"):].strip() for l in lines if l.startswith("remote:") and l[len("remote:"):].strip()]
+    said = [l[len("remote:") :].strip() for l in lines if l.startswith("remote:") and l[len("remote:") :].strip()]
     rejected = next((l for l in lines if "[remote rejected]" in l or "[rejected]" in l), None)
     fatal = next((l for l in lines if l.startswith(("fatal:", "error:"))), None)
     head = rejected or (fatal.split(":", 1)[1].strip() if fatal else last_line(stderr))

@@ -38,11 +38,13 @@ from .proposals import Board, Proposal
 from .store import Store
 from .verdicts import About, Verdict
 
-KINDS = ("undecided", "held", "shorter-kept", "proposal", "sample")  # proposal: waiting ones, then discovery's
+# proposal: waiting ones, then discovery's
+KINDS = ("undecided", "held", "shorter-kept", "proposal", "sample")
 UNDECIDED = ("split by position:", "undecided:")  # the rationale judge.Judge._aggregate records
 MAX_TITLES = 4
 BODY_CHARS = 400
-Evidence = dict[str, list[str] | dict[str, Any]]  # what a person reads to answer: titles, or a fact's fields
+# what a person reads to answer: titles, or a fact's fields
+Evidence = dict[str, list[str] | dict[str, Any]]
 
 
 @dataclass
@@ -52,18 +54,33 @@ class Item:
     verdict: Verdict
     evidence: Evidence
     label_command: str
-    proposal: Proposal | None = None  # a decision waiting on the proposals branch ([apply] mode = "propose")
-    commands: dict[str, str] = field(default_factory=dict)  # a proposal's: its branch, approve, reject
+    # a decision waiting on the proposals branch ([apply] mode = "propose")
+    proposal: Proposal | None = None
+    # a proposal's: its branch, approve, reject
+    commands: dict[str, str] = field(default_factory=dict)
 
     def json(self) -> dict[str, Any]:
         v = self.verdict
-        return {"kind": self.kind, "why": self.why, "verdict": v.id, "pass": v.pass_name, "subject": v.subject,
-                "answer": v.answer, "rationale": v.rationale, "agreement": v.agreement,
-                "commit": self.proposal.commit if self.proposal else v.commit_sha,
-                "session": v.session, "judged_at": v.created_at, "evidence": self.evidence,
-                "label": self.label_command,
-                **({"proposed_at": self.proposal.at, "title": self.proposal.subject, **self.commands}
-                   if self.proposal else {})}
+        return {
+            "kind": self.kind,
+            "why": self.why,
+            "verdict": v.id,
+            "pass": v.pass_name,
+            "subject": v.subject,
+            "answer": v.answer,
+            "rationale": v.rationale,
+            "agreement": v.agreement,
+            "commit": self.proposal.commit if self.proposal else v.commit_sha,
+            "session": v.session,
+            "judged_at": v.created_at,
+            "evidence": self.evidence,
+            "label": self.label_command,
+            **(
+                {"proposed_at": self.proposal.at, "title": self.proposal.subject, **self.commands}
+                if self.proposal
+                else {}
+            ),
+        }
 
 
 def undecided(v: Verdict) -> bool:
@@ -78,7 +95,8 @@ def sample(verdicts: list[Verdict], rate: float) -> list[Verdict]:
     out = []
     order = {name: i for i, name in enumerate(JUDGED_PASSES)}
     for session, name in sorted(groups, key=lambda k: (k[0], -order[k[1]]), reverse=True):  # newest session first
-        members = sorted(groups[session, name], key=lambda v: v.id)  # the draw must not depend on db order
+        # the draw must not depend on db order
+        members = sorted(groups[session, name], key=lambda v: v.id)
         k = min(len(members), math.ceil(rate * len(members))) if rate > 0 else 0
         out.extend(random.Random(f"{session}/{name}").sample(members, k))
     return out
@@ -99,7 +117,8 @@ def inbox(root: Path | str) -> dict[str, Any]:
     passes = all_passes()
 
     def about(v: Verdict) -> About:
-        return passes[v.pass_name].about if v.pass_name in passes else "facts"  # exact duplicates: copies of a fact
+        # exact duplicates: copies of a fact
+        return passes[v.pass_name].about if v.pass_name in passes else "facts"
 
     board = Board(root, repo, config) if config.apply.mode == "propose" else None
     waiting = board.waiting() if board else []
@@ -114,36 +133,74 @@ def inbox(root: Path | str) -> dict[str, Any]:
     on_probation = {n for n, p in precision.items() if p.probation}
     applied = [v for v in open_ if v.commit_sha]
     chosen: list[tuple[str, str, Verdict]] = []
-    chosen += [("undecided", v.rationale + (f" (agreement {v.agreement:.2f})" if v.agreement is not None else ""), v)
-               for v in newest if undecided(v) and current[v.pass_name, v.fingerprint] is v
-               and passes[v.pass_name].still_holds(v, corpus)]
-    chosen += [("held", f"{v.pass_name} is on probation: this yes waits for labels", v)
-               for v in newest if v.is_yes and not v.commit_sha and v.pass_name in on_probation
-               and not passes[v.pass_name].outdated(v)]  # asked again, never applied
-    chosen += [("shorter-kept", why, v) for v in sorted(applied, key=lambda v: (v.created_at, v.id), reverse=True)
-               if passes[v.pass_name].outdated(v) and (why := shorter_kept(v, corpus, repo))]
-    chosen += [("proposal", "a proposed fact nobody has looked at", v)
-               for v in sorted(applied, key=lambda v: (v.created_at, v.id), reverse=True)
-               if passes[v.pass_name].proposes]
-    chosen += [("sample", f"sampled from session {v.session} ({config.calibration.sample_rate:g} of its "
-                          f"{v.pass_name} decisions, at least one)", v)
-               for v in sample(applied, config.calibration.sample_rate)]
-    seen: set[str] = {p.verdict for p, _ in proposals}  # a waiting proposal is listed as one, first
-    items = [Item("proposal", f"waits on {board.branch if board else ''} for a person's word: approve or reject it",
-                  v, evidence(v, about(v), corpus, repo, p.commit), f"knomit-judge label {v.id} yes|no {shlex.quote(str(root))}",
-                  p, {"branch": board.branch if board else "",
-                      "approve": f"knomit-judge approve {v.id} {shlex.quote(str(root))}",
-                      "reject": f"knomit-judge reject {v.id} {shlex.quote(str(root))} --note WHY"})
-             for p, v in proposals]
+    chosen += [
+        ("undecided", v.rationale + (f" (agreement {v.agreement:.2f})" if v.agreement is not None else ""), v)
+        for v in newest
+        if undecided(v) and current[v.pass_name, v.fingerprint] is v and passes[v.pass_name].still_holds(v, corpus)
+    ]
+    chosen += [
+        ("held", f"{v.pass_name} is on probation: this yes waits for labels", v)
+        for v in newest
+        if v.is_yes and not v.commit_sha and v.pass_name in on_probation and not passes[v.pass_name].outdated(v)
+    ]  # asked again, never applied
+    chosen += [
+        ("shorter-kept", why, v)
+        for v in sorted(applied, key=lambda v: (v.created_at, v.id), reverse=True)
+        if passes[v.pass_name].outdated(v) and (why := shorter_kept(v, corpus, repo))
+    ]
+    chosen += [
+        ("proposal", "a proposed fact nobody has looked at", v)
+        for v in sorted(applied, key=lambda v: (v.created_at, v.id), reverse=True)
+        if passes[v.pass_name].proposes
+    ]
+    chosen += [
+        (
+            "sample",
+            f"sampled from session {v.session} ({config.calibration.sample_rate:g} of its "
+            f"{v.pass_name} decisions, at least one)",
+            v,
+        )
+        for v in sample(applied, config.calibration.sample_rate)
+    ]
+    # a waiting proposal is listed as one, first
+    seen: set[str] = {p.verdict for p, _ in proposals}
+    items = [
+        Item(
+            "proposal",
+            f"waits on {board.branch if board else ''} for a person's word: approve or reject it",
+            v,
+            evidence(v, about(v), corpus, repo, p.commit),
+            f"knomit-judge label {v.id} yes|no {shlex.quote(str(root))}",
+            p,
+            {
+                "branch": board.branch if board else "",
+                "approve": f"knomit-judge approve {v.id} {shlex.quote(str(root))}",
+                "reject": f"knomit-judge reject {v.id} {shlex.quote(str(root))} --note WHY",
+            },
+        )
+        for p, v in proposals
+    ]
     for kind, why, v in chosen:
         if v.id not in seen:
             seen.add(v.id)
-            items.append(Item(kind, why, v, evidence(v, about(v), corpus, repo),
-                              f"knomit-judge label {v.id} yes|no {shlex.quote(str(root))}"))
-    return {"corpus": str(root), "items": items, "probation": sorted(on_probation),
-            **({"proposals": board.figures()} if board else {}),
-            "precision": {n: p.json() for n, p in precision.items()},
-            "labels": len(labelled), "counts": {k: sum(i.kind == k for i in items) for k in KINDS}}
+            items.append(
+                Item(
+                    kind,
+                    why,
+                    v,
+                    evidence(v, about(v), corpus, repo),
+                    f"knomit-judge label {v.id} yes|no {shlex.quote(str(root))}",
+                )
+            )
+    return {
+        "corpus": str(root),
+        "items": items,
+        "probation": sorted(on_probation),
+        **({"proposals": board.figures()} if board else {}),
+        "precision": {n: p.json() for n, p in precision.items()},
+        "labels": len(labelled),
+        "counts": {k: sum(i.kind == k for i in items) for k in KINDS},
+    }
 
 
 RETRACT_SUBJECT = re.compile(r"^prune: retract (\S+) \(redundant with (\S+)\)$")
@@ -161,12 +218,15 @@ def shorter_kept(v: Verdict, corpus: Corpus, repo: git.Repo) -> str | None:
             return None
         retired, kept = (corpus.parse(p, repo.git.show(f"{v.commit_sha}^:{p}")) for p in m.groups())
     except (git.GitCommandError, BadFact, ValueError):
-        return None  # not in this history, or a file no longer readable: nothing to compare
+        # not in this history, or a file no longer readable: nothing to compare
+        return None
     if len(kept.body) >= len(retired.body):
         return None
-    return (f"a prune@1 retract left the choice to the fixed rules, which kept {kept.path} ({len(kept.body)} "
-            f"characters) and retired {retired.path} ({len(retired.body)}): if the retired fact said more, "
-            f"undo it with `knomit-judge revert {v.id}`")
+    return (
+        f"a prune@1 retract left the choice to the fixed rules, which kept {kept.path} ({len(kept.body)} "
+        f"characters) and retired {retired.path} ({len(retired.body)}): if the retired fact said more, "
+        f"undo it with `knomit-judge revert {v.id}`"
+    )
 
 
 def evidence(v: Verdict, about: About, corpus: Corpus, repo: git.Repo, commit: str | None = None) -> Evidence:
@@ -177,7 +237,8 @@ def evidence(v: Verdict, about: About, corpus: Corpus, repo: git.Repo, commit: s
     commit = commit or v.commit_sha
     if about == "spellings":
         out = {m: [f.title for f in corpus.carrier_facts(m)[:MAX_TITLES]] for m in (s["a"], s["b"])}
-        if commit:  # once applied, the losing spelling has no carriers left: the commit rewrote them
+        # once applied, the losing spelling has no carriers left: the commit rewrote them
+        if commit:
             out["carriers rewritten by the commit"] = [_title(corpus, p) for p in changed(repo, commit)]
         return out
     out = {path: _fact(corpus, path) for path in subject_names(s)}
@@ -191,7 +252,8 @@ def changed(repo: git.Repo, sha: str) -> list[str]:
     try:
         names = repo.git.show("--name-only", "--format=", sha).splitlines()
     except git.GitCommandError:
-        return []  # not in this history (rewritten since)
+        # not in this history (rewritten since)
+        return []
     return [n for n in names if n and not n.startswith(OWN_DIR)]
 
 
@@ -209,7 +271,7 @@ def _fact(corpus: Corpus, path: str) -> dict[str, str]:
 
 def _short(text: object) -> str:
     text = " ".join(str(text).split())
-    return text if len(text) <= BODY_CHARS else text[:BODY_CHARS - 1] + "…"
+    return text if len(text) <= BODY_CHARS else text[: BODY_CHARS - 1] + "…"
 
 
 def inbox_lines(result: dict[str, Any], limit: int) -> list[str]:
@@ -217,17 +279,27 @@ def inbox_lines(result: dict[str, Any], limit: int) -> list[str]:
     items = result["items"]
     if not items:
         return ["inbox empty: nothing waits for approval, and nothing undecided, held, proposed or sampled for a label"]
-    out = [f"inbox: {len(items)} item(s)" + (f", first {limit} shown" if len(items) > limit else "")
-           + " - best use of a minute first"]
+    out = [
+        f"inbox: {len(items)} item(s)"
+        + (f", first {limit} shown" if len(items) > limit else "")
+        + " - best use of a minute first"
+    ]
     for name in result["probation"]:
         p = result["precision"][name]
-        out.append(f"{name} on probation (precision {p['precision']:.2f} [{p['low']:.2f}, {p['high']:.2f}] < "
-                   f"{p['min_precision']:.2f}): its held yeses apply once labels lift it")
+        out.append(
+            f"{name} on probation (precision {p['precision']:.2f} [{p['low']:.2f}, {p['high']:.2f}] < "
+            f"{p['min_precision']:.2f}): its held yeses apply once labels lift it"
+        )
     for n, item in enumerate(items[:limit], 1):
         v = item.verdict
         subject = " / ".join(subject_names(v.subject))
-        where = f"proposed in {item.proposal.commit[:10]} on {item.commands['branch']}" if item.proposal else \
-            f"applied in {v.commit_sha[:10]}" if v.commit_sha else "not applied"
+        where = (
+            f"proposed in {item.proposal.commit[:10]} on {item.commands['branch']}"
+            if item.proposal
+            else f"applied in {v.commit_sha[:10]}"
+            if v.commit_sha
+            else "not applied"
+        )
         out.append(f"{n}. [{item.kind}] {v.pass_name} {subject}")
         out.append(f"   why: {item.why}")
         out.append(f"   judge: {v.answer} ({where}) - {v.rationale or '(no rationale)'}")
@@ -244,6 +316,7 @@ def evidence_text(value: object) -> str:
     if isinstance(value, list):
         return "; ".join(value) if value else "(none)"
     if isinstance(value, dict):
-        return " - ".join(f"{value[k]}" for k in ("title", "body", "missing") if value.get(k)) + \
-            (f" [{value['status']}]" if value.get("status") not in (None, "active") else "")
+        return " - ".join(f"{value[k]}" for k in ("title", "body", "missing") if value.get(k)) + (
+            f" [{value['status']}]" if value.get("status") not in (None, "active") else ""
+        )
     return str(value)

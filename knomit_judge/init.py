@@ -28,8 +28,10 @@ from .store import DB_PATH, Store
 IGNORE_LINE = ".knomit/judge.db*"
 # front-matter list keys that hold a note's tags or motifs, most specific first
 TAG_KEYS = ("motifs", "tags", "keywords", "topics", "categories")
-_LOOK = 5000  # Markdown files looked at to find a folder of notes
-_SAMPLE = 50  # files read per folder to see front matter and its keys
+# Markdown files looked at to find a folder of notes
+_LOOK = 5000
+# files read per folder to see front matter and its keys
+_SAMPLE = 50
 
 
 def init_corpus(root: Path | str, create: bool = False) -> list[str]:
@@ -54,8 +56,10 @@ def init_corpus(root: Path | str, create: bool = False) -> list[str]:
     if found:
         said.append(f"detected a {found.kind} KB: {found.evidence}")
         if found.notes is not None:
-            said.append(f"will read {found.notes} note(s)" + (f"; leaves out {'; '.join(found.left_out)}"
-                                                             if found.left_out else ""))
+            said.append(
+                f"will read {found.notes} note(s)"
+                + (f"; leaves out {'; '.join(found.left_out)}" if found.left_out else "")
+            )
     elif looked:
         said.append(looked)
     if not config.exists():
@@ -64,9 +68,12 @@ def init_corpus(root: Path | str, create: bool = False) -> list[str]:
         if found and found.kind == "knomit":
             said.append(knomit_keys_said(root, found))
     elif found and load_config(root).corpus.paths != list(found.paths):
-        said.append(f"kept the existing {CONFIG_FILE}; its [corpus] paths do not look at "
-                    f"{', '.join(found.paths)} (for this KB: {corpus_settings(found)})")
-    load_config(root)  # an existing file must be valid
+        said.append(
+            f"kept the existing {CONFIG_FILE}; its [corpus] paths do not look at "
+            f"{', '.join(found.paths)} (for this KB: {corpus_settings(found)})"
+        )
+    # an existing file must be valid
+    load_config(root)
     ignore = root / ".gitignore"
     lines = ignore.read_text(encoding="utf-8").splitlines() if ignore.exists() else []
     # Obsidian rewrites its workspace files while it is open: worth no commit (they hold no decision back either)
@@ -76,8 +83,10 @@ def init_corpus(root: Path | str, create: bool = False) -> list[str]:
         said.append(f"added {', '.join(added)} to .gitignore")
     tracked = [p for p in run_git(repo, "ls-files", "-z", "--", OBSIDIAN).split("\0") if matches(p, [WORKSPACE])]
     if tracked:
-        said.append(f"{tracked[0]} is committed, so .gitignore does not keep it out: `git rm --cached "
-                    f"{' '.join(tracked)}` stops committing it (an uncommitted change to it holds no decision back)")
+        said.append(
+            f"{tracked[0]} is committed, so .gitignore does not keep it out: `git rm --cached "
+            f"{' '.join(tracked)}` stops committing it (an uncommitted change to it holds no decision back)"
+        )
     if not found:
         (root / "facts").mkdir(exist_ok=True)
     Store.for_corpus(root).close()
@@ -85,8 +94,11 @@ def init_corpus(root: Path | str, create: bool = False) -> list[str]:
     paths = [CONFIG_FILE, ".gitignore"]
     facts = found_facts(repo, root) if fresh else []
     if fresh:
-        said.append(f"found {len(facts)} fact file(s): committing them with the configuration" if facts
-                    else "found no fact files")
+        said.append(
+            f"found {len(facts)} fact file(s): committing them with the configuration"
+            if facts
+            else "found no fact files"
+        )
     # paths on stdin: a folder of notes can hold more files than one command line. update-index, not
     # `add --pathspec-from-file`: that matches every pathspec against every file, minutes at 100k notes.
     run_git(repo, "update-index", "--add", "-z", "--stdin", input="\0".join(paths + facts).encode())
@@ -95,8 +107,10 @@ def init_corpus(root: Path | str, create: bool = False) -> list[str]:
         run_git(repo, "commit", "-q", "-m", "knomit-judge: init", *([] if fresh else ["--", *paths]))
         said.append("committed the configuration" + (f" and {len(facts)} fact file(s)" if facts else ""))
     if fresh and (left := dirty_paths(repo)):
-        said.append(f"{len(left)} other file(s) are not committed (e.g. {left[0]}): git keeps them once you commit "
-                    "them or list them in .gitignore; no decision waits for them")
+        said.append(
+            f"{len(left)} other file(s) are not committed (e.g. {left[0]}): git keeps them once you commit "
+            "them or list them in .gitignore; no decision waits for them"
+        )
     return said
 
 
@@ -123,10 +137,18 @@ def knomit_keys_said(root: Path, found: Detected) -> str:
     sampled = counts.pop("", 0)
     seen = ", ".join(f"`{k}:` in {counts.get(k, 0)}" for k in ("motifs", "entities"))
     if found.motif_keys == ("entities",):
-        return (f"alias reviews the spellings under entities (of {sampled} sampled facts: {seen}); "
-                "merged entity spellings are rewritten inside `entities`")
-    tail = ('; to merge entity spellings as well (Postgres / PostgreSQL), set [corpus] motif_keys = '
-            '["motifs", "entities"]') if counts.get("entities") else ""
+        return (
+            f"alias reviews the spellings under entities (of {sampled} sampled facts: {seen}); "
+            "merged entity spellings are rewritten inside `entities`"
+        )
+    tail = (
+        (
+            "; to merge entity spellings as well (Postgres / PostgreSQL), set [corpus] motif_keys = "
+            '["motifs", "entities"]'
+        )
+        if counts.get("entities")
+        else ""
+    )
     return f"alias reviews the spellings under motifs (of {sampled} sampled facts: {seen}){tail}"
 
 
@@ -145,8 +167,10 @@ def check_target(root: Path, create: bool) -> None:
     """Refuse a path that does not exist (unless `create`) and one inside another git repository."""
     top = enclosing_top(root)
     if top is not None and top != root.resolve():
-        raise NotACorpus(f"{root} is inside the git repository {top}: a corpus must be the top of its own "
-                         f"repository (to make {top} the corpus: knomit-judge init {top})")
+        raise NotACorpus(
+            f"{root} is inside the git repository {top}: a corpus must be the top of its own "
+            f"repository (to make {top} the corpus: knomit-judge init {top})"
+        )
     if not root.exists() and not create:
         raise NotACorpus(f"{root}: no such directory (check the path, or pass --create to make it)")
 
@@ -155,14 +179,18 @@ class Folder(NamedTuple):
     """A top-level folder of Markdown, as detect_notes sampled it."""
 
     name: str
-    files: int  # Markdown files in it (of the first _LOOK in the corpus)
-    fronted: int  # of those sampled, how many have front matter
+    # Markdown files in it (of the first _LOOK in the corpus)
+    files: int
+    # of those sampled, how many have front matter
+    fronted: int
     sampled: int
-    keys: dict[str, int]  # TAG_KEYS found as lists in the sampled front matter, and in how many files
+    # TAG_KEYS found as lists in the sampled front matter, and in how many files
+    keys: dict[str, int]
 
     @property
     def notes(self) -> bool:
-        return self.fronted * 2 > self.sampled  # most of the sampled files have front matter
+        # most of the sampled files have front matter
+        return self.fronted * 2 > self.sampled
 
 
 def detect_notes(root: Path) -> tuple[Detected | None, str]:
@@ -190,12 +218,16 @@ def detect_notes(root: Path) -> tuple[Detected | None, str]:
     notes = [f for f in seen if f.notes]
     if not notes:
         if not seen:
-            return None, ("looked for Markdown with front matter under any folder: found no Markdown file in a "
-                          "folder; facts go under facts/")
+            return None, (
+                "looked for Markdown with front matter under any folder: found no Markdown file in a "
+                "folder; facts go under facts/"
+            )
         closest = max(seen, key=lambda f: (f.files, f.fronted))
-        return None, (f"looked for Markdown with front matter under any folder: found none; the closest folder of "
-                      f"Markdown is {closest.name}/ ({closest.files} file(s), most without front matter); facts go "
-                      "under facts/, or set [corpus] paths")
+        return None, (
+            f"looked for Markdown with front matter under any folder: found none; the closest folder of "
+            f"Markdown is {closest.name}/ ({closest.files} file(s), most without front matter); facts go "
+            "under facts/, or set [corpus] paths"
+        )
     # our own facts/ first, whatever else holds notes; else the folder with the most notes (estimated from the sample)
     best = max(notes, key=lambda f: (f.name == "facts", f.fronted * f.files // f.sampled, f.files))
     # the most common tag key; in a tie the more specific name (TAG_KEYS' order)
@@ -203,20 +235,38 @@ def detect_notes(root: Path) -> tuple[Detected | None, str]:
     key = max(keys, key=lambda k: (keys[k], -TAG_KEYS.index(k))) if keys else DEFAULT_MOTIF_KEYS[0]
     globs = (f"{best.name}/**/*.md",)
     if globs == tuple(DEFAULT_PATHS) and (key,) == tuple(DEFAULT_MOTIF_KEYS):
-        return None, ""  # our own layout: the defaults read it
-    tags = f"`{key}:` lists in {keys[key]} of them" if keys else \
-        f"no list key of {', '.join(TAG_KEYS)} in them (motifs read from `{key}:` once notes carry it)"
+        # our own layout: the defaults read it
+        return None, ""
+    tags = (
+        f"`{key}:` lists in {keys[key]} of them"
+        if keys
+        else f"no list key of {', '.join(TAG_KEYS)} in them (motifs read from `{key}:` once notes carry it)"
+    )
     others = sorted(((n, len(paths)) for n, paths in by_folder.items() if n != best.name), key=lambda kv: -kv[1])
     at_top = sum(1 for p in markdown if "/" not in p)
     where = [f"{n} in {d}/" for d, n in others[:3]] + [f"{at_top} at the top"] * bool(at_top)
     outside = sum(n for _, n in others) + at_top
-    left_out = (f"{outside} Markdown file(s) outside {best.name}/ ({', '.join(where)}"
-                + (", ..." if len(others) > 3 else "") + "): set [corpus] paths to read them too",) if outside else ()
+    left_out = (
+        (
+            f"{outside} Markdown file(s) outside {best.name}/ ({', '.join(where)}"
+            + (", ..." if len(others) > 3 else "")
+            + "): set [corpus] paths to read them too",
+        )
+        if outside
+        else ()
+    )
     # a note of the folder without front matter is a note too (titled by its heading or file name)
-    return Detected("notes", globs, (key,), "status",
-                    f"{best.files} Markdown file(s) under {best.name}/, {best.fronted} of {best.sampled} sampled "
-                    f"with front matter, {tags}", front_matter="optional", notes=best.files,
-                    left_out=left_out), ""
+    return Detected(
+        "notes",
+        globs,
+        (key,),
+        "status",
+        f"{best.files} Markdown file(s) under {best.name}/, {best.fronted} of {best.sampled} sampled "
+        f"with front matter, {tags}",
+        front_matter="optional",
+        notes=best.files,
+        left_out=left_out,
+    ), ""
 
 
 def _front(path: Path) -> dict[str, Any]:
@@ -228,7 +278,8 @@ def _front(path: Path) -> dict[str, Any]:
         return {}
     try:
         return front_matter(head)
-    except yaml.YAMLError:  # a note whose YAML does not parse is simply not front matter here
+    # a note whose YAML does not parse is simply not front matter here
+    except yaml.YAMLError:
         return {}
 
 
@@ -241,8 +292,11 @@ def found_facts(repo: git.Repo, root: Path) -> list[str]:
 
 def corpus_values(found: Detected) -> dict[str, str]:
     """The [corpus] settings of a detected layout, as TOML values (those left at their defaults unsaid)."""
-    values = {"paths": toml_list(found.paths), "motif_keys": toml_list(found.motif_keys),
-              "retract": f'"{found.retract}"'}
+    values = {
+        "paths": toml_list(found.paths),
+        "motif_keys": toml_list(found.motif_keys),
+        "retract": f'"{found.retract}"',
+    }
     if found.front_matter != "required":
         values["front_matter"] = f'"{found.front_matter}"'
     if found.exclude:
@@ -270,5 +324,5 @@ def config_text(found: Detected | None) -> str:
     for key, value in corpus_values(found).items():
         # keep the comment after the value where it was
         if m := re.search(rf"^{key} = [^#\n]*", corpus, flags=re.M):
-            corpus = corpus[:m.start()] + f"{key} = {value} ".ljust(len(m.group(0))) + corpus[m.end():]
+            corpus = corpus[: m.start()] + f"{key} = {value} ".ljust(len(m.group(0))) + corpus[m.end() :]
     return f"{head}[corpus]  # written by init for the {found.kind} KB it detected\n{corpus}"

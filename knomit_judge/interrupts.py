@@ -54,7 +54,8 @@ def watcher() -> Callable[[], bool]:
     stop = _STOP.get()
     try:
         task = _SESSION.get() or asyncio.current_task()
-    except RuntimeError:  # no event loop here (rebuild, a plain call): Ctrl-C raises KeyboardInterrupt by itself
+    # no event loop here (rebuild, a plain call): Ctrl-C raises KeyboardInterrupt by itself
+    except RuntimeError:
         task = None
     return lambda: (stop is not None and stop.is_set()) or (task is not None and task.cancelling() > 0)
 

@@ -50,8 +50,9 @@ class JudgedPass(Protocol):
 class NamesASide(Protocol):
     """A pass whose answer names a side as one order shows it (prune's `redundant`)."""
 
-    def in_subject_terms(self, answer: str, payload: dict[str, Any] | None, subject: dict[str, Any],
-                         position: int) -> tuple[dict[str, Any] | None, str]: ...
+    def in_subject_terms(
+        self, answer: str, payload: dict[str, Any] | None, subject: dict[str, Any], position: int
+    ) -> tuple[dict[str, Any] | None, str]: ...
 
 
 class JudgedCandidate(Protocol):
@@ -62,7 +63,8 @@ class JudgedCandidate(Protocol):
     @property
     def fingerprint(self) -> str: ...
     @property
-    def orders(self) -> Sequence[Any]: ...  # the evidence, as the prompt renders it
+    # the evidence, as the prompt renders it
+    def orders(self) -> Sequence[Any]: ...
 
 
 @dataclass
@@ -82,8 +84,16 @@ class Ledger:
     def cost_usd(self) -> float | None:
         return self.cost.usd
 
-    def add(self, calls: int, attempts: int, tokens_in: int | None, tokens_out: int | None, cost: float | None, *,
-            bound: float = 0.0) -> None:
+    def add(
+        self,
+        calls: int,
+        attempts: int,
+        tokens_in: int | None,
+        tokens_out: int | None,
+        cost: float | None,
+        *,
+        bound: float = 0.0,
+    ) -> None:
         """Count calls and what they cost: `cost` None when unknown, then charged at `bound`."""
         self.calls += calls
         self.attempts += attempts
@@ -105,7 +115,8 @@ class JudgeSpec:
     """What --judge names, parsed once: the Messages API ("anthropic") or recorded replies ("scripted:FILE")."""
 
     kind: BackendKind
-    path: Path | None = None  # the replies file of a scripted judge
+    # the replies file of a scripted judge
+    path: Path | None = None
 
     @classmethod
     def parse(cls, spec: str) -> JudgeSpec:
@@ -126,8 +137,9 @@ class JudgeSpec:
 Backend: TypeAlias = AnthropicBackend | ScriptedBackend
 
 
-def make_backend(spec: JudgeSpec, config: Config, lineup: Lineup | None = None, *,
-                 answers: Iterable[Answerable]) -> Backend:
+def make_backend(
+    spec: JudgeSpec, config: Config, lineup: Lineup | None = None, *, answers: Iterable[Answerable]
+) -> Backend:
     """The backend --judge names; `lineup` (models.py) says how the anthropic one asks each model, `answers` what
     the scripted one answers (passes.registry.answered())."""
     if spec.path is not None:
@@ -143,7 +155,8 @@ class Sample:
     rationale: str
     payload: dict[str, Any] | None
     text: str
-    vote: str = ""  # what the orders and samples vote on: the answer in the subject's terms (see read_sample)
+    # what the orders and samples vote on: the answer in the subject's terms (see read_sample)
+    vote: str = ""
 
 
 def read_sample(p: JudgedPass, text: str, subject: dict[str, Any], position: int) -> Sample:
@@ -175,10 +188,14 @@ class Outcome:
     cost: Cost = Cost()
     replies: list[str] = field(default_factory=list)
     error: str = ""
-    by_position: list[str] = field(default_factory=list)  # each order's majority answer, in order asked
-    orders: int = 0  # orders asked: 1, or 2 when the first was not the default or the question was swap-sampled
-    truncated: bool = False  # a reply cut at max_tokens, or with no text at all: remembered like a refusal
-    made: int = 0  # of `calls`, those made in this reading (not batch results collected: paid when submitted)
+    # each order's majority answer, in order asked
+    by_position: list[str] = field(default_factory=list)
+    # orders asked: 1, or 2 when the first was not the default or the question was swap-sampled
+    orders: int = 0
+    # a reply cut at max_tokens, or with no text at all: remembered like a refusal
+    truncated: bool = False
+    # of `calls`, those made in this reading (not batch results collected: paid when submitted)
+    made: int = 0
 
     @property
     def cost_usd(self) -> float | None:
@@ -189,7 +206,7 @@ def swap_sampled(fingerprint: str, share: float) -> bool:
     """Whether a question is in the swap sample: chosen by a hash of its fingerprint, so reruns agree."""
     if share <= 0:
         return False
-    return int(hashlib.sha256(f"swap|{fingerprint}".encode()).hexdigest()[:8], 16) < share * 2 ** 32
+    return int(hashlib.sha256(f"swap|{fingerprint}".encode()).hexdigest()[:8], 16) < share * 2**32
 
 
 def _failed(results: list[Sample | BaseException], out: Outcome) -> bool:
@@ -201,8 +218,11 @@ def _failed(results: list[Sample | BaseException], out: Outcome) -> bool:
             raise r
     failures = [r for r in results if isinstance(r, (Unavailable, Unparsed, Refused))]
     # a refusal is about the question itself, so it names the outcome whatever else happened
-    named: tuple[tuple[OutcomeKind, type[Exception]], ...] = (("refused", Refused), ("unavailable", Unavailable),
-                                                              ("unparsed", Unparsed))
+    named: tuple[tuple[OutcomeKind, type[Exception]], ...] = (
+        ("refused", Refused),
+        ("unavailable", Unavailable),
+        ("unparsed", Unparsed),
+    )
     for kind, cls in named:
         first = next((r for r in failures if isinstance(r, cls)), None)
         if first is not None:
@@ -216,17 +236,20 @@ def _read(results: list[Sample | BaseException]) -> list[Sample]:
     return [r for r in results if isinstance(r, Sample)]
 
 
-def cache_key(model: str, prompt_id: str, system: str, user: str, sample: int, *,
-              tool: dict[str, Any] | None = None) -> str:
+def cache_key(
+    model: str, prompt_id: str, system: str, user: str, sample: int, *, tool: dict[str, Any] | None = None
+) -> str:
     """The reply-cache key: model, prompt version, exact prompt, sample number, and the forced tool if any."""
     text = f"{system}\n\n{user}"
     key = f"{model}|{prompt_id}|{text}" + (f"|sample={sample}" if sample else "")
-    if tool:  # a tool-use request is a different request: its replies never mix with text-only ones
+    # a tool-use request is a different request: its replies never mix with text-only ones
+    if tool:
         key += "|tool=" + dumps(tool, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
-REPLY_TOKENS = 60  # output tokens of a verdict's answer, about (estimates; max_tokens bounds it)
+# output tokens of a verdict's answer, about (estimates; max_tokens bounds it)
+REPLY_TOKENS = 60
 
 
 @dataclass
@@ -254,10 +277,12 @@ class Judge:
 
     def __init__(self, backend: Backend, store: Store, config: Config, model: str | None = None) -> None:
         self.backend, self.store, self.config = backend, store, config
-        self._model = model  # another model than the backend's (the first reader): see reader()
+        # another model than the backend's (the first reader): see reader()
+        self._model = model
         self.semaphore = asyncio.Semaphore(config.judge.concurrency)
         self.ledgers: dict[str, Ledger] = {}
-        self.by_model: dict[str, Ledger] = {}  # the same calls by model: what a call of each cost this session
+        # the same calls by model: what a call of each cost this session
+        self.by_model: dict[str, Ledger] = {}
         # Message Batch results collected this session, by cache key: a Completion, or the error to raise
         self.fresh: dict[str, Completion | Exception] = {}
 
@@ -283,7 +308,8 @@ class Judge:
 
     def shape(self, p: JudgedPass) -> dict[str, Any] | None:
         """What of a request depends on the reply contract in the judge model's dialect (in the cache key)."""
-        if isinstance(self.backend, ScriptedBackend):  # answers from a file: no contract is sent
+        # answers from a file: no contract is sent
+        if isinstance(self.backend, ScriptedBackend):
             return None
         return self.backend.shape(p.prompt.tool, self.model)
 
@@ -320,18 +346,21 @@ class Judge:
     def asks(self, p: JudgedPass, candidate: JudgedCandidate, positions: tuple[int, ...] | None = None) -> list[Ask]:
         """The requests of these orders of a question (default: every order it has), each sample, in order."""
         cfg = self.config.judge
-        orders = candidate.orders[:self.orders(candidate)]
+        orders = candidate.orders[: self.orders(candidate)]
         out: list[Ask] = []
         for pos, evidence in enumerate(orders):
             if positions is not None and pos not in positions:
                 continue
             user = p.prompt.render(evidence)
             for n in range(cfg.samples):
-                out.append(Ask(pos, n, user, cache_key(self.model, p.prompt.id, p.prompt.system, user, n, tool=self.shape(p))))
+                out.append(
+                    Ask(pos, n, user, cache_key(self.model, p.prompt.id, p.prompt.system, user, n, tool=self.shape(p)))
+                )
         return out
 
-    def cost(self, tokens_in: int | None, tokens_out: int | None, batch: bool = False,
-             model: str | None = None) -> float | None:
+    def cost(
+        self, tokens_in: int | None, tokens_out: int | None, batch: bool = False, model: str | None = None
+    ) -> float | None:
         """What a call cost, at the price of `model` (default: the judge's)."""
         if isinstance(self.backend, ScriptedBackend):
             return 0.0  # recorded replies cost nothing
@@ -373,8 +402,17 @@ class Judge:
         ledger = self.by_model.get(model)
         return ledger.charged_usd / ledger.calls if ledger and ledger.calls else None
 
-    def _count(self, out: Outcome, pass_name: str, attempts: int, tokens_in: int | None, tokens_out: int | None, *,
-               cost: float | None, bound: float) -> None:
+    def _count(
+        self,
+        out: Outcome,
+        pass_name: str,
+        attempts: int,
+        tokens_in: int | None,
+        tokens_out: int | None,
+        *,
+        cost: float | None,
+        bound: float,
+    ) -> None:
         """One call made now: into the outcome's count, the pass's ledger and its model's."""
         out.made += 1
         for ledger in (self.ledger(pass_name), self.by_model.setdefault(self.model, Ledger())):
@@ -395,18 +433,26 @@ class Judge:
             async with self.semaphore:
                 try:
                     if isinstance(self.backend, ScriptedBackend):
-                        done = await self.backend.complete(p.prompt.system, ask.user, subject, ask.position,
-                                                           pass_name=p.name)
+                        done = await self.backend.complete(
+                            p.prompt.system, ask.user, subject, ask.position, pass_name=p.name
+                        )
                     else:
-                        done = await self.backend.complete(p.prompt.system, ask.user, subject, ask.position,
-                                                           tool=self.tool(p), model=self.model)
+                        done = await self.backend.complete(
+                            p.prompt.system, ask.user, subject, ask.position, tool=self.tool(p), model=self.model
+                        )
                 except (Unavailable, Refused) as e:
                     # a refusal the model gave is a 200, billed (its Completion rides along); an error reply is not
                     billed: Completion | None = e.args[2] if len(e.args) > 2 else None
                     cost = self.cost(billed.tokens_in, billed.tokens_out) if billed else 0.0
-                    self._count(out, p.name, _attempts(e), billed.tokens_in if billed else None,
-                                billed.tokens_out if billed else None, cost=cost,
-                                bound=self.unknown_call_usd(_bytes(p, ask)))
+                    self._count(
+                        out,
+                        p.name,
+                        _attempts(e),
+                        billed.tokens_in if billed else None,
+                        billed.tokens_out if billed else None,
+                        cost=cost,
+                        bound=self.unknown_call_usd(_bytes(p, ask)),
+                    )
                     out.attempts += _attempts(e)
                     out.calls += 1
                     out.cost += cost
@@ -418,9 +464,17 @@ class Judge:
                     out.cost = UNKNOWN
                     raise
         cost = self.cost(done.tokens_in, done.tokens_out, batch=done.batch)
-        if not done.batch:  # a batch result went into the ledger when it was collected
-            self._count(out, p.name, done.attempts, done.tokens_in, done.tokens_out, cost=cost,
-                        bound=self.unknown_call_usd(_bytes(p, ask)))
+        # a batch result went into the ledger when it was collected
+        if not done.batch:
+            self._count(
+                out,
+                p.name,
+                done.attempts,
+                done.tokens_in,
+                done.tokens_out,
+                cost=cost,
+                bound=self.unknown_call_usd(_bytes(p, ask)),
+            )
         out.calls += 1
         out.attempts += done.attempts
         out.tokens_in += done.tokens_in or 0
@@ -435,17 +489,29 @@ class Judge:
             # (only a thinking block, an empty content list), whatever its stop_reason.
             if done.stop_reason == "max_tokens":
                 out.truncated = True
-                raise Unparsed(f"the reply stopped at max_tokens before a whole answer (output {done.tokens_out} "
-                               "tokens, thinking included); not asked again until the question changes") from None
+                raise Unparsed(
+                    f"the reply stopped at max_tokens before a whole answer (output {done.tokens_out} "
+                    "tokens, thinking included); not asked again until the question changes"
+                ) from None
             if not done.text.strip():
                 out.truncated = True
-                raise Unparsed(f"the reply held no text to read (stop_reason {done.stop_reason}, output "
-                               f"{done.tokens_out} tokens: only thinking, or nothing); not asked again until the "
-                               "question changes") from None
+                raise Unparsed(
+                    f"the reply held no text to read (stop_reason {done.stop_reason}, output "
+                    f"{done.tokens_out} tokens: only thinking, or nothing); not asked again until the "
+                    "question changes"
+                ) from None
             raise
         # written right after each parse: a killed session resumes without paying for this reply again
-        self.store.cache_reply(ask.key, self.model, p.prompt.id, done.text, tokens_in=done.tokens_in,
-                               tokens_out=done.tokens_out, judge=self.kind, position=ask.position)
+        self.store.cache_reply(
+            ask.key,
+            self.model,
+            p.prompt.id,
+            done.text,
+            tokens_in=done.tokens_in,
+            tokens_out=done.tokens_out,
+            judge=self.kind,
+            position=ask.position,
+        )
         return sample
 
     async def ask(self, p: JudgedPass, candidate: JudgedCandidate, one_order: bool = False) -> Outcome:
@@ -460,7 +526,8 @@ class Judge:
         first = self.first_asks(p, candidate)
         # the first order alone first, even for the swap sample: a question the model refuses costs one call
         jobs = [a for a in first if a.position == 0]
-        if one_order:  # the first reader: one order, its answer a vote for the judge model to confirm or not
+        # the first reader: one order, its answer a vote for the judge model to confirm or not
+        if one_order:
             first = jobs
         try:
             async with asyncio.timeout(cfg.timeout_s) as limit:
@@ -468,8 +535,11 @@ class Judge:
                 token = question_clock.set(QuestionClock(limit))
                 try:
                     results = await self._gather(p, candidate, jobs, out)
-                    if not _failed(results, out) and not one_order and (
-                            len(first) > len(jobs) or self._second_needed(p, candidate, jobs, _read(results))):
+                    if (
+                        not _failed(results, out)
+                        and not one_order
+                        and (len(first) > len(jobs) or self._second_needed(p, candidate, jobs, _read(results)))
+                    ):
                         more = self.asks(p, candidate, positions=(1,))
                         jobs, results = jobs + more, results + await self._gather(p, candidate, more, out)
                 finally:
@@ -485,13 +555,16 @@ class Judge:
             by_position.setdefault(a.position, []).append(sample)
         self._aggregate(p, by_position, out)
         out.orders = len(by_position)
-        out.replies = [s.text for s in samples]  # every sample, cached or fresh, in the order asked
+        # every sample, cached or fresh, in the order asked
+        out.replies = [s.text for s in samples]
         return out
 
-    async def _gather(self, p: JudgedPass, candidate: JudgedCandidate, jobs: list[Ask],
-                      out: Outcome) -> list[Sample | BaseException]:
-        return list(await asyncio.gather(*(self._sample(p, candidate.subject, a, out) for a in jobs),
-                                         return_exceptions=True))
+    async def _gather(
+        self, p: JudgedPass, candidate: JudgedCandidate, jobs: list[Ask], out: Outcome
+    ) -> list[Sample | BaseException]:
+        return list(
+            await asyncio.gather(*(self._sample(p, candidate.subject, a, out) for a in jobs), return_exceptions=True)
+        )
 
     def _second_needed(self, p: JudgedPass, candidate: JudgedCandidate, jobs: list[Ask], samples: list[Sample]) -> bool:
         """Whether the second order must be asked: it exists, was not asked, and the first was not the default."""
@@ -519,7 +592,8 @@ class Judge:
         for samples in by_position.values():
             counts = Counter(s.vote for s in samples).most_common()
             leaders = [a for a, c in counts if c == counts[0][1]]
-            tied = tied or len(leaders) > 1  # a tie is no majority, whatever min_agreement allows
+            # a tie is no majority, whatever min_agreement allows
+            tied = tied or len(leaders) > 1
             majorities.append(leaders[0] if len(leaders) == 1 else p.default)
             shares.append(counts[0][1] / len(samples))
         out.by_position = majorities

@@ -33,13 +33,17 @@ LABELLER_ENV = "KNOMIT_JUDGE_LABELLER"
 class Label:
     verdict: str
     pass_name: str
-    answer: str  # the verdict's answer, as the judge gave it (same, merge, ...)
-    is_yes: bool  # the verdict was a yes: a decision applied, or held to apply
-    label: str  # yes | no: the person's answer to the verdict's question
+    # the verdict's answer, as the judge gave it (same, merge, ...)
+    answer: str
+    # the verdict was a yes: a decision applied, or held to apply
+    is_yes: bool
+    # yes | no: the person's answer to the verdict's question
+    label: str
     by: str
     at: str  # UTC
     note: str = ""
-    commit: str | None = None  # the decision's commit when it was labelled, if applied
+    # the decision's commit when it was labelled, if applied
+    commit: str | None = None
 
     @property
     def right(self) -> bool:
@@ -47,19 +51,41 @@ class Label:
         return (self.label == "yes") == self.is_yes
 
     def record(self) -> dict[str, Any]:
-        return {"type": "label", "verdict": self.verdict, "pass": self.pass_name, "answer": self.answer,
-                "is_yes": self.is_yes, "label": self.label, "by": self.by, "at": self.at, "note": self.note,
-                "commit": self.commit}
+        return {
+            "type": "label",
+            "verdict": self.verdict,
+            "pass": self.pass_name,
+            "answer": self.answer,
+            "is_yes": self.is_yes,
+            "label": self.label,
+            "by": self.by,
+            "at": self.at,
+            "note": self.note,
+            "commit": self.commit,
+        }
 
     @classmethod
     def from_record(cls, r: object) -> Label | None:
         """A label from a journal line, or None for a line a hand edit or a merge conflict mangled."""
-        if not isinstance(r, dict) or r.get("type") != "label" or r.get("label") not in ANSWERS \
-                or not isinstance(r.get("is_yes"), bool) \
-                or not all(isinstance(r.get(k), str) and r[k] for k in ("verdict", "pass", "at")):
+        if (
+            not isinstance(r, dict)
+            or r.get("type") != "label"
+            or r.get("label") not in ANSWERS
+            or not isinstance(r.get("is_yes"), bool)
+            or not all(isinstance(r.get(k), str) and r[k] for k in ("verdict", "pass", "at"))
+        ):
             return None
-        return cls(r["verdict"], r["pass"], str(r.get("answer", "")), r["is_yes"], r["label"], str(r.get("by", "")),
-                   r["at"], str(r.get("note") or ""), r.get("commit") if isinstance(r.get("commit"), str) else None)
+        return cls(
+            r["verdict"],
+            r["pass"],
+            str(r.get("answer", "")),
+            r["is_yes"],
+            r["label"],
+            str(r.get("by", "")),
+            r["at"],
+            str(r.get("note") or ""),
+            r.get("commit") if isinstance(r.get("commit"), str) else None,
+        )
 
 
 def read_labels(root: Path | str) -> list[Label]:
@@ -75,10 +101,12 @@ def parse_labels(data: bytes) -> list[Label]:
         try:
             label = Label.from_record(json.loads(raw))
         except (json.JSONDecodeError, UnicodeDecodeError):
-            continue  # a torn last line from a killed label command
+            # a torn last line from a killed label command
+            continue
         if label:
             out.append(label)
-    return sorted(out, key=lambda lab: lab.at)  # stable: lines merged from two clones still count in time order
+    # stable: lines merged from two clones still count in time order
+    return sorted(out, key=lambda lab: lab.at)
 
 
 def latest(labels: list[Label]) -> dict[str, Label]:
@@ -92,7 +120,7 @@ def labeller(root: Path) -> str:
         return os.environ[LABELLER_ENV].strip()
     done = subprocess.run(["git", "var", "GIT_AUTHOR_IDENT"], cwd=root, capture_output=True, text=True)
     if done.returncode == 0 and ">" in done.stdout:
-        return done.stdout[:done.stdout.rindex(">") + 1].strip()  # without git's timestamp
+        return done.stdout[: done.stdout.rindex(">") + 1].strip()  # without git's timestamp
     return f"{os.environ.get('USER') or 'unknown'} (no git identity)"
 
 
@@ -124,8 +152,9 @@ def revert_command(verdict_id: str, root: Path, note: str = "") -> str:
     return f"knomit-judge revert {verdict_id} {shlex.quote(str(root))} --reason {shlex.quote(reason)}"
 
 
-def label(root: Path | str, entries: list[tuple[str, str, str]], by: str | None = None,
-          source: str | None = None) -> dict[str, Any]:
+def label(
+    root: Path | str, entries: list[tuple[str, str, str]], by: str | None = None, source: str | None = None
+) -> dict[str, Any]:
     """Journal people's labels (verdict id, yes|no, note) and commit them alone (the API behind `label`).
 
     Under the session lock, after recovery (so verdicts journalled elsewhere are known). The commit holds
@@ -141,9 +170,15 @@ def label(root: Path | str, entries: list[tuple[str, str, str]], by: str | None 
         return commit_labels(opened, entries, by, source)
 
 
-def commit_labels(opened: Locked, entries: list[tuple[str, str, str]], by: str | None = None,
-                  source: str | None = None, *, commits: dict[str, str] | None = None,
-                  carried: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def commit_labels(
+    opened: Locked,
+    entries: list[tuple[str, str, str]],
+    by: str | None = None,
+    source: str | None = None,
+    *,
+    commits: dict[str, str] | None = None,
+    carried: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """label()'s commit, under the lock the caller holds and after its recovery; `commits`: verdict -> the commit
     a label names where the db does not have it yet (a proposal landed just now); `carried`: label records given
     elsewhere (on the proposals branch) that go into the same commit."""
@@ -154,12 +189,29 @@ def commit_labels(opened: Locked, entries: list[tuple[str, str, str]], by: str |
         v = store.verdict(vid)
         if v is None:
             raise UnknownVerdict(f"no verdict {vid!r} (see `knomit-judge verdicts` or `knomit-judge inbox`)")
-        labels.append(Label(v.id, v.pass_name, v.answer, v.is_yes, value, who, at, " ".join(note.split()),
-                            (commits or {}).get(v.id, v.commit_sha)))
+        labels.append(
+            Label(
+                v.id,
+                v.pass_name,
+                v.answer,
+                v.is_yes,
+                value,
+                who,
+                at,
+                " ".join(note.split()),
+                (commits or {}).get(v.id, v.commit_sha),
+            )
+        )
         if value == "no" and v.commit_sha and not v.reverted:
             reverts.append(revert_command(v.id, root, note))
-    sha = Applier(opened.repo).commit({}, [], _message(labels, source), _key(labels[0]), trailer=TRAILER,
-                                      appends={LABELS_FILE: [*(carried or []), *(lab.record() for lab in labels)]})
+    sha = Applier(opened.repo).commit(
+        {},
+        [],
+        _message(labels, source),
+        _key(labels[0]),
+        trailer=TRAILER,
+        appends={LABELS_FILE: [*(carried or []), *(lab.record() for lab in labels)]},
+    )
     return {"commit": sha, "labels": [lab.record() for lab in labels], "revert": reverts}
 
 
@@ -170,11 +222,19 @@ def _key(lab: Label) -> str:
 
 def _message(labels: list[Label], source: str | None) -> str:
     first = labels[0]
-    subject = (f"label: {first.verdict} {first.label} ({first.pass_name})" if len(labels) == 1
-               else f"label: {len(labels)} labels" + (f" from {Path(source).name}" if source else ""))
-    body = "\n".join(f"{lab.verdict} ({lab.pass_name} {lab.answer}"
-                     f"{', applied in ' + lab.commit[:10] if lab.commit else ', not applied'}): {lab.label}"
-                     f"{' - ' + lab.note if lab.note else ''}" for lab in labels)
+    subject = (
+        f"label: {first.verdict} {first.label} ({first.pass_name})"
+        if len(labels) == 1
+        else f"label: {len(labels)} labels" + (f" from {Path(source).name}" if source else "")
+    )
+    body = "\n".join(
+        f"{lab.verdict} ({lab.pass_name} {lab.answer}"
+        f"{', applied in ' + lab.commit[:10] if lab.commit else ', not applied'}): {lab.label}"
+        f"{' - ' + lab.note if lab.note else ''}"
+        for lab in labels
+    )
     trailers = "".join(f"{TRAILER}: {_key(lab)}\n" for lab in labels)
-    return (f"{subject}\n\nLabelled by {first.by} at {first.at}.\n{body}\n\n"
-            f"{trailers}Knomit-Labeller: {' '.join(first.by.split())}\n")
+    return (
+        f"{subject}\n\nLabelled by {first.by} at {first.at}.\n{body}\n\n"
+        f"{trailers}Knomit-Labeller: {' '.join(first.by.split())}\n"
+    )

@@ -46,9 +46,9 @@ def _glob_regex(glob: str) -> str:
         elif c == "?":
             out.append("[^/]")
             i += 1
-        elif c == "[" and "]" in glob[i + 2:]:
+        elif c == "[" and "]" in glob[i + 2 :]:
             j = glob.index("]", i + 2)
-            body = glob[i + 1:j]
+            body = glob[i + 1 : j]
             body = body.replace("\\", "\\\\").replace("[", "\\[")
             out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
             i = j + 1
@@ -75,7 +75,8 @@ def fact_paths(root: Path, globs: Sequence[str] = DEFAULT_PATHS, exclude: Sequen
     patterns = [re.compile(_glob_regex(g)) for g in globs]
     left_out = [re.compile(_glob_regex(g)) for g in exclude]
     paths: set[str] = set()
-    cut = len(os.path.join(str(root), ""))  # string slicing, not pathlib: 100k paths at scale
+    # string slicing, not pathlib: 100k paths at scale
+    cut = len(os.path.join(str(root), ""))
     for prefix in dict.fromkeys(glob_prefix(g) for g in globs):
         base = root / prefix if prefix else root
         if not base.is_dir():
@@ -94,7 +95,8 @@ def fact_paths(root: Path, globs: Sequence[str] = DEFAULT_PATHS, exclude: Sequen
 # knomit (github.com/knomit/knomit): facts under kb/, its ontology in one of these files.
 KNOMIT_PATHS = ("kb/**/*.md",)
 KNOMIT_ONTOLOGY = (".knomit/ontology.yaml", "domains/ontology.yaml", ".domains/ontology.yaml")
-_SAMPLE = 50  # files looked at to recognise the format
+# files looked at to recognise the format
+_SAMPLE = 50
 
 
 @dataclass
@@ -109,8 +111,10 @@ class Detected:
     front_matter: FrontMatter = "required"
     exclude: tuple[str, ...] = ()
     inline_tags: bool = False
-    notes: int | None = None  # the Markdown files these settings read (None: not counted)
-    left_out: tuple[str, ...] = ()  # what they leave out, each with why, as init says it
+    # the Markdown files these settings read (None: not counted)
+    notes: int | None = None
+    # what they leave out, each with why, as init says it
+    left_out: tuple[str, ...] = ()
 
 
 def _knomit_shaped(path: Path) -> bool:
@@ -136,19 +140,26 @@ def detect_knomit(root: Path) -> Detected | None:
     shaped = sum(_knomit_shaped(root / p) for p in sample)
     if not ontology and shaped * 2 <= len(sample):
         return None
-    seen = [f"{len(facts)} Markdown file(s) under kb/", *ontology,
-            f"{shaped} of {len(sample)} sampled with front matter and a '#' title line"]
+    seen = [
+        f"{len(facts)} Markdown file(s) under kb/",
+        *ontology,
+        f"{shaped} of {len(sample)} sampled with front matter and a '#' title line",
+    ]
     return Detected("knomit", KNOMIT_PATHS, ("motifs",), "delete", ", ".join(seen))
 
 
 # An Obsidian-style vault: every note in it, less what is no note.
 OBSIDIAN = ".obsidian"
-TRASH = ".trash"  # where Obsidian moves deleted notes, when set to
+# where Obsidian moves deleted notes, when set to
+TRASH = ".trash"
 VAULT_PATHS = ("**/*.md",)
-DRAWINGS = "**/*.excalidraw.md"  # the Excalidraw plugin's drawings: Markdown files holding a drawing, no note
-WORKSPACE = ".obsidian/workspace*.json"  # what Obsidian rewrites while it is open: never worth a commit
+# the Excalidraw plugin's drawings: Markdown files holding a drawing, no note
+DRAWINGS = "**/*.excalidraw.md"
+# what Obsidian rewrites while it is open: never worth a commit
+WORKSPACE = ".obsidian/workspace*.json"
 _WIKILINK = re.compile(r"\[\[[^\[\]\n]+\]\]")
-_TEMPLATES = re.compile(r"templates?", re.I)  # a folder named like templates: `Templates`, `_templates`, `99 Templates`
+# a folder named like templates: `Templates`, `_templates`, `99 Templates`
+_TEMPLATES = re.compile(r"templates?", re.I)
 
 
 def glob_escape(path: str) -> str:
@@ -158,7 +169,7 @@ def glob_escape(path: str) -> str:
 
 def _spread(paths: list[str], n: int) -> list[str]:
     """About n of the paths, taken evenly through the sorted list (the first n would be one folder's)."""
-    return paths[::max(1, len(paths) // n)][:n]
+    return paths[:: max(1, len(paths) // n)][:n]
 
 
 def _head(path: Path) -> str:
@@ -202,9 +213,18 @@ def detect_vault(root: Path) -> Detected | None:
         seen = f"{linked} of {len(sample)} sampled Markdown files link with [[wikilinks]]"
     exclude, left_out = vault_left_out(root, markdown)
     notes = sum(not matches(p, exclude) for p in markdown)
-    return Detected("vault", VAULT_PATHS, ("tags",), "delete", f"{seen}, {len(markdown)} Markdown file(s)",
-                    front_matter="optional", exclude=tuple(exclude), inline_tags=True, notes=notes,
-                    left_out=tuple(left_out))
+    return Detected(
+        "vault",
+        VAULT_PATHS,
+        ("tags",),
+        "delete",
+        f"{seen}, {len(markdown)} Markdown file(s)",
+        front_matter="optional",
+        exclude=tuple(exclude),
+        inline_tags=True,
+        notes=notes,
+        left_out=tuple(left_out),
+    )
 
 
 def vault_left_out(root: Path, markdown: list[str]) -> tuple[list[str], list[str]]:
@@ -224,18 +244,27 @@ def vault_left_out(root: Path, markdown: list[str]) -> tuple[list[str], list[str
 
     folders = {p.rsplit("/", 1)[0] for p in markdown if "/" in p}
     folders |= {f.rsplit("/", i)[0] for f in list(folders) for i in range(1, f.count("/") + 1)}
-    configured = [(_folder(_settings(root, "templates.json").get("folder")), f"{OBSIDIAN}/templates.json"),
-                  (_folder(_settings(root, "plugins/templater-obsidian/data.json").get("templates_folder")),
-                   "Templater's settings")]
+    configured = [
+        (_folder(_settings(root, "templates.json").get("folder")), f"{OBSIDIAN}/templates.json"),
+        (
+            _folder(_settings(root, "plugins/templater-obsidian/data.json").get("templates_folder")),
+            "Templater's settings",
+        ),
+    ]
     templates = [(f, f"the templates folder, from {where}") for f, where in configured if f and (root / f).is_dir()]
-    if not templates:  # a folder named like templates, wherever it is
-        templates = [(f, "the templates folder, by its name") for f in sorted(folders)
-                     if _TEMPLATES.fullmatch(f.rsplit("/", 1)[-1].strip(" _-.0123456789"))]
+    # a folder named like templates, wherever it is
+    if not templates:
+        templates = [
+            (f, "the templates folder, by its name")
+            for f in sorted(folders)
+            if _TEMPLATES.fullmatch(f.rsplit("/", 1)[-1].strip(" _-.0123456789"))
+        ]
     for folder, why in dict(templates).items():
         leave_out(folder, f"{glob_escape(folder)}/**", why)
     attachments = _settings(root, "app.json").get("attachmentFolderPath")
     if isinstance(attachments, str) and attachments.strip().startswith("./") and _folder(attachments):
-        sub = _folder(attachments)  # a subfolder beside each note
+        # a subfolder beside each note
+        sub = _folder(attachments)
         leave_out(f"**/{sub}", f"**/{glob_escape(sub)}/**", f"attachments, from {OBSIDIAN}/app.json")
     elif (folder := _folder(attachments)) and not str(attachments).strip().startswith("./"):
         leave_out(folder, f"{glob_escape(folder)}/**", f"the attachments folder, from {OBSIDIAN}/app.json")
@@ -259,8 +288,10 @@ def where_facts_may_be(root: Path, limit: int = 5000) -> str:
     """A hint for paths that matched nothing: a knomit KB here, or where other Markdown files are."""
     root = Path(root)
     if found := detect_knomit(root):
-        return (f"this looks like a knomit KB ({found.evidence}): set [corpus] paths = [\"kb/**/*.md\"] "
-                'and retract = "delete"')
+        return (
+            f'this looks like a knomit KB ({found.evidence}): set [corpus] paths = ["kb/**/*.md"] '
+            'and retract = "delete"'
+        )
     seen: dict[str, int] = {}
     for n, path in enumerate(fact_paths(root, ("**/*.md",))):
         if n >= limit:
@@ -269,6 +300,7 @@ def where_facts_may_be(root: Path, limit: int = 5000) -> str:
         seen[top] = seen.get(top, 0) + 1
     if not seen:
         return "no Markdown file at all in the corpus"
-    where = ", ".join(f"{n} in {d}/" if d != "." else f"{n} at the top" for d, n in
-                      sorted(seen.items(), key=lambda kv: -kv[1])[:3])
+    where = ", ".join(
+        f"{n} in {d}/" if d != "." else f"{n} at the top" for d, n in sorted(seen.items(), key=lambda kv: -kv[1])[:3]
+    )
     return f"Markdown files found elsewhere ({where}): set [corpus] paths in knomit-judge.toml"

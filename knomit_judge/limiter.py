@@ -49,7 +49,8 @@ def _reschedule(timeout: asyncio.Timeout, when: float | None) -> None:
     try:
         timeout.reschedule(when)
     except RuntimeError:
-        pass  # already expired: its cancellation is on the way
+        # already expired: its cancellation is on the way
+        pass
 
 
 class RateLimiter:
@@ -57,8 +58,10 @@ class RateLimiter:
 
     def __init__(self, concurrency: int, max_tokens: int, max_wait_s: float) -> None:
         self.concurrency, self.max_tokens, self.max_wait_s = concurrency, max_tokens, max_wait_s
-        self.until = 0.0  # time.monotonic() before which no call starts
-        self.pauses = 0  # how many pauses began (each logged once)
+        # time.monotonic() before which no call starts
+        self.until = 0.0
+        # how many pauses began (each logged once)
+        self.pauses = 0
         self.waited_s = 0.0
 
     def pause(self, seconds: float, why: str) -> None:
@@ -67,7 +70,8 @@ class RateLimiter:
         if seconds <= 0:
             return
         now = time.monotonic()
-        if now >= self.until:  # a new pause; extending one already in force says nothing more
+        # a new pause; extending one already in force says nothing more
+        if now >= self.until:
             self.pauses += 1
             log.warning("rate limit: every judge call waits %.1fs (%s)", seconds, why)
         self.until = max(self.until, now + seconds)

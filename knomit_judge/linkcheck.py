@@ -23,8 +23,16 @@ def check_links(root: Path | str) -> dict[str, Any]:
 def links_lines(report: dict[str, Any]) -> list[str]:
     """The link check as text: the count, then one line a broken link."""
     said = {"nothing": "leads to no note or file", "retracted": "leads to the retracted {to}"}
-    head = (f"links: {report['links']} in {report['notes']} note(s); {len(report['broken'])} broken "
-            f"({report['nothing']} to nothing, {report['retracted']} to a retracted note)")
-    return [head, *(f"{b['note']}:{b['line']}: {b['link']} " + said[b["why"]].format(to=b["to"])
-                    if b["line"] else f"{b['note']}: {b['link']} " + said[b["why"]].format(to=b["to"])
-                    for b in report["broken"])]
+    head = (
+        f"links: {report['links']} in {report['notes']} note(s); {len(report['broken'])} broken "
+        f"({report['nothing']} to nothing, {report['retracted']} to a retracted note)"
+    )
+    return [
+        head,
+        *(
+            f"{b['note']}:{b['line']}: {b['link']} " + said[b["why"]].format(to=b["to"])
+            if b["line"]
+            else f"{b['note']}: {b['link']} " + said[b["why"]].format(to=b["to"])
+            for b in report["broken"]
+        ),
+    ]

@@ -28,13 +28,17 @@ from .corpus import _SCHEME, ALIAS_KEYS, FRONT, KEY_LINE, Corpus, Fact, link_tar
 from .errors import BadFact
 from .layout import fact_paths
 
-WIKI_KINDS = ("wikilink", "embed", "property")  # links that name a note: an alias may name it too
+# links that name a note: an alias may name it too
+WIKI_KINDS = ("wikilink", "embed", "property")
 # [[inner]], an embed with a leading !; what is inside is split into name#subpath|display by _split_wiki
 WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+)\]\]")
 # [text](dest "title"): dest in <..> (spaces allowed) or without spaces, balanced parentheses inside
-MDLINK = re.compile(r"(!?)\[((?:[^\[\]\n\\]|\\.|\[[^\[\]\n]*\])*)\]\(\s*(<[^<>\n]*>|(?:[^\s()<>\\]|\\.|\((?:[^\s()\\]|\\.)*\))+)"
-                    r"((?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?)\s*\)")
-FENCE = re.compile(r"^((?:[ \t]*>)*[ \t]{0,3})(`{3,}|~{3,})(.*)$")  # a code fence, in a quote or callout too
+MDLINK = re.compile(
+    r"(!?)\[((?:[^\[\]\n\\]|\\.|\[[^\[\]\n]*\])*)\]\(\s*(<[^<>\n]*>|(?:[^\s()<>\\]|\\.|\((?:[^\s()\\]|\\.)*\))+)"
+    r"((?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?)\s*\)"
+)
+# a code fence, in a quote or callout too
+FENCE = re.compile(r"^((?:[ \t]*>)*[ \t]{0,3})(`{3,}|~{3,})(.*)$")
 INLINE_CODE = re.compile(r"(?<!`)(`+)(?!`)((?:[^\n]|\n(?![ \t]*\n))+?)(?<!`)\1(?!`)")
 HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$")
 NOTE_SUFFIXES = (".md", ".canvas")
@@ -44,17 +48,24 @@ NOTE_SUFFIXES = (".md", ".canvas")
 class Link:
     """One link as written in a note: what it names, and where it is (to rewrite it in place)."""
 
-    note: str  # the path of the note it is in
-    kind: str  # wikilink | embed | markdown | property | path | canvas
-    target: str  # the name or path it names (a Markdown link's decoded, without its #fragment)
-    subpath: str = ""  # "#heading", "#^block", "#a#b"; "" for the whole note
+    # the path of the note it is in
+    note: str
+    # wikilink | embed | markdown | property | path | canvas
+    kind: str
+    # the name or path it names (a Markdown link's decoded, without its #fragment)
+    target: str
+    # "#heading", "#^block", "#a#b"; "" for the whole note
+    subpath: str = ""
     display: str | None = None
-    start: int = -1  # its span in the note's text; -1 for a value of `links`/`refs` or a canvas card
+    # its span in the note's text; -1 for a value of `links`/`refs` or a canvas card
+    start: int = -1
     end: int = -1
     line: int = 0
     raw: str = ""  # as written
-    key: str | None = None  # the front-matter key it is in
-    table: bool = False  # on a table row, where a `|` inside a link is written `\\|`
+    # the front-matter key it is in
+    key: str | None = None
+    # on a table row, where a `|` inside a link is written `\\|`
+    table: bool = False
 
     def where(self) -> str:
         return f"{self.note}:{self.line}" if self.line else self.note
@@ -65,16 +76,27 @@ class BrokenLink:
     """A link that leads to nothing, or to a retracted note (`to`), or, for a decision, elsewhere than before."""
 
     link: Link
-    why: str  # "nothing" | "retracted" | "moved"
+    # "nothing" | "retracted" | "moved"
+    why: str
     to: str | None = None
 
     def json(self) -> dict[str, Any]:
-        return {"note": self.link.note, "line": self.link.line, "link": self.link.raw, "kind": self.link.kind,
-                "target": self.link.target + self.link.subpath, "why": self.why, "to": self.to}
+        return {
+            "note": self.link.note,
+            "line": self.link.line,
+            "link": self.link.raw,
+            "kind": self.link.kind,
+            "target": self.link.target + self.link.subpath,
+            "why": self.why,
+            "to": self.to,
+        }
 
     def line(self) -> str:
-        said = {"nothing": "leads to no note or file", "retracted": f"leads to the retracted {self.to}",
-                "moved": f"would no longer lead to {self.to}"}[self.why]
+        said = {
+            "nothing": "leads to no note or file",
+            "retracted": f"leads to the retracted {self.to}",
+            "moved": f"would no longer lead to {self.to}",
+        }[self.why]
         return f"{self.link.where()}: {self.link.raw} {said}"
 
 
@@ -117,7 +139,8 @@ def code_spans(text: str) -> list[tuple[int, int]]:
             spans += [(c.start(), c.end()) for c in INLINE_CODE.finditer(text, plain_from, pos)]
             fence, opened = m.group(2), pos
         pos += len(line)
-    if fence:  # an unclosed fence runs to the end, as CommonMark reads it
+    # an unclosed fence runs to the end, as CommonMark reads it
+    if fence:
         spans.append((opened, len(text)))
     else:
         spans += [(c.start(), c.end()) for c in INLINE_CODE.finditer(text, plain_from)]
@@ -144,11 +167,14 @@ def note_links(path: str, text: str, fact: Fact | None = None) -> list[Link]:
     if fact is not None:
         out += [Link(path, "path", t, raw=t, line=_line_of(text, t, front)) for t in fact.links if "[[" not in t]
     elif meta:
-        out += [Link(path, "path", t, raw=ref, key=key, line=_line_of(text, ref, front))
-                for key, ref, t in _path_links(meta)]
+        out += [
+            Link(path, "path", t, raw=ref, key=key, line=_line_of(text, ref, front))
+            for key, ref, t in _path_links(meta)
+        ]
     if "[[" in text[start:] or "](" in text[start:]:
         out += _body_links(path, text, start, lines)
-    return [link for link in out if "{{" not in link.target]  # a template's placeholder names nothing yet
+    # a template's placeholder names nothing yet
+    return [link for link in out if "{{" not in link.target]
 
 
 def front_mapping(path: str, front: str) -> dict[str, Any] | None:
@@ -173,7 +199,7 @@ class _Lines:
         return bisect.bisect_left(self.breaks, offset) + 1
 
     def on_table_row(self, offset: int) -> bool:
-        return self.text[self.text.rfind("\n", 0, offset) + 1:offset].lstrip().startswith("|")
+        return self.text[self.text.rfind("\n", 0, offset) + 1 : offset].lstrip().startswith("|")
 
 
 def _body_links(path: str, text: str, start: int, lines: _Lines) -> list[Link]:
@@ -187,8 +213,20 @@ def _body_links(path: str, text: str, start: int, lines: _Lines) -> list[Link]:
             continue
         name, sub, display = _split_wiki(m.group(2))
         kind = "embed" if m.group(1) else "wikilink"
-        out.append(Link(path, kind, name.strip(), sub, display, m.start(), m.end(), lines.at(m.start()), m.group(0),
-                        table=lines.on_table_row(m.start())))
+        out.append(
+            Link(
+                path,
+                kind,
+                name.strip(),
+                sub,
+                display,
+                m.start(),
+                m.end(),
+                lines.at(m.start()),
+                m.group(0),
+                table=lines.on_table_row(m.start()),
+            )
+        )
         taken.append((m.start(), m.end()))
     for m in markdown:
         if any(a < m.end() and m.start() < b for a, b in taken):
@@ -196,10 +234,22 @@ def _body_links(path: str, text: str, start: int, lines: _Lines) -> list[Link]:
         dest = m.group(3)
         dest = dest[1:-1] if dest.startswith("<") else dest
         target, hash_, frag = dest.partition("#")
-        if not target or _SCHEME.match(target):  # a same-note #anchor, or a URL: no note of this corpus
+        # a same-note #anchor, or a URL: no note of this corpus
+        if not target or _SCHEME.match(target):
             continue
-        out.append(Link(path, "markdown", unquote(target), hash_ + unquote(frag), m.group(2), m.start(), m.end(),
-                        lines.at(m.start()), m.group(0)))
+        out.append(
+            Link(
+                path,
+                "markdown",
+                unquote(target),
+                hash_ + unquote(frag),
+                m.group(2),
+                m.start(),
+                m.end(),
+                lines.at(m.start()),
+                m.group(0),
+            )
+        )
     return sorted(out, key=lambda link: link.start)
 
 
@@ -214,8 +264,20 @@ def _property_links(path: str, text: str, front: re.Match[str], meta: dict[str, 
         if key is not None and key in meta and "[[" in line:
             for m in WIKILINK.finditer(line):
                 name, sub, display = _split_wiki(m.group(2))
-                out.append(Link(path, "property", name.strip(), sub, display, at + m.start(), at + m.end(),
-                                lines.at(at + m.start()), m.group(0), key))
+                out.append(
+                    Link(
+                        path,
+                        "property",
+                        name.strip(),
+                        sub,
+                        display,
+                        at + m.start(),
+                        at + m.end(),
+                        lines.at(at + m.start()),
+                        m.group(0),
+                        key,
+                    )
+                )
         at += len(line) + 1
     return out
 
@@ -289,13 +351,20 @@ def repository_files(root: Path) -> list[str]:
     git repository (a library caller's folder), every file that is not hidden.
     """
     try:
-        done = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root,
-                              capture_output=True, check=True)
+        done = subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=root,
+            capture_output=True,
+            check=True,
+        )
     except (OSError, subprocess.CalledProcessError):
         return fact_paths(root, ("**",))
     names = (raw.decode("utf-8", "surrogateescape") for raw in done.stdout.split(b"\0") if raw)
-    return sorted(p for p in dict.fromkeys(names) if not any(part.startswith(".") for part in p.split("/"))
-                  and (root / p).is_file())
+    return sorted(
+        p
+        for p in dict.fromkeys(names)
+        if not any(part.startswith(".") for part in p.split("/")) and (root / p).is_file()
+    )
 
 
 def headings(text: str) -> set[str]:
@@ -326,13 +395,18 @@ class Vault:
 
     def __init__(self, corpus: Corpus) -> None:
         self.corpus = corpus
-        self.files: dict[str, str] = {}  # case-folded path -> path: every file a link may name
-        self.by_name: dict[str, list[str]] = {}  # name_key -> the files of that name
+        # case-folded path -> path: every file a link may name
+        self.files: dict[str, str] = {}
+        # name_key -> the files of that name
+        self.by_name: dict[str, list[str]] = {}
         self.texts: dict[str, str] = {}  # note -> its text
         self.links: dict[str, list[Link]] = {}
-        self.aliases: dict[str, tuple[str, ...]] = {}  # active note -> its aliases
-        self.alias_of: dict[str, set[str]] = {}  # case-folded alias -> the active notes that have it
-        self.linked_by: dict[str, set[str]] = {}  # name_key -> the notes holding a link by that name
+        # active note -> its aliases
+        self.aliases: dict[str, tuple[str, ...]] = {}
+        # case-folded alias -> the active notes that have it
+        self.alias_of: dict[str, set[str]] = {}
+        # name_key -> the notes holding a link by that name
+        self.linked_by: dict[str, set[str]] = {}
         self.retracted: set[str] = set()
         self.max_bytes = corpus.layout.max_fact_bytes if corpus.layout else 1_048_576
         for path in repository_files(corpus.root):
@@ -440,8 +514,13 @@ class Vault:
             return link.note, "self"
         folder = posixpath.dirname(link.note)
         bare = name.lstrip("/")
-        tries = [bare] if name.startswith("/") else \
-            [posixpath.join(folder, bare), bare] if link.kind == "markdown" else [bare, posixpath.join(folder, bare)]
+        tries = (
+            [bare]
+            if name.startswith("/")
+            else [posixpath.join(folder, bare), bare]
+            if link.kind == "markdown"
+            else [bare, posixpath.join(folder, bare)]
+        )
         for tried in tries:
             tried = posixpath.normpath(tried)
             if tried.startswith("../") or tried == "..":
@@ -498,8 +577,13 @@ class Vault:
         """What `knomit-judge links` prints: the notes and links read, and each broken link."""
         broken = self.broken()
         notes = [n for n in self.links if n not in self.retracted]
-        return {"notes": len(notes), "links": sum(len(self.links[n]) for n in notes), "broken": [b.json() for b in broken],
-                "nothing": sum(b.why == "nothing" for b in broken), "retracted": sum(b.why == "retracted" for b in broken)}
+        return {
+            "notes": len(notes),
+            "links": sum(len(self.links[n]) for n in notes),
+            "broken": [b.json() for b in broken],
+            "nothing": sum(b.why == "nothing" for b in broken),
+            "retracted": sum(b.why == "retracted" for b in broken),
+        }
 
 
 def _ends_with(path: str, want: str) -> bool:

@@ -26,15 +26,18 @@ from .config import CONFIG_FILE, EFFORTS, Config, Effort
 from .errors import ConfigError
 from .jsonl import dumps
 
-if TYPE_CHECKING:  # for annotations: at run time only a session that calls the API imports it (start-up time)
+# for annotations: at run time only a session that calls the API imports it (start-up time)
+if TYPE_CHECKING:
     import anthropic
     from anthropic.types import OutputConfigParam, ToolParam
     from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 
 log = logging.getLogger(__name__)
 
-KEEP = timedelta(days=1)  # how long a model's lifecycle and capabilities are taken as read
-TIMEOUT_S = 20.0  # the Models API is one small GET: a session does not wait longer for it
+# how long a model's lifecycle and capabilities are taken as read
+KEEP = timedelta(days=1)
+# the Models API is one small GET: a session does not wait longer for it
+TIMEOUT_S = 20.0
 # Output tokens a thinking model is given for its thinking, over the answer's judge.max_tokens, by effort; and
 # what the dry run and the caps expect it to spend before a session has measured it (docs/real-api.md).
 THINKING_ROOM = {"low": 4_000, "medium": 8_000, "high": 16_000, "xhigh": 32_000, "max": 64_000}
@@ -48,9 +51,11 @@ class ModelInfo:
     """What the Models API says of one model. `capabilities` False: it listed none (an API of 2025)."""
 
     id: str
-    lifecycle: str  # active | deprecated | retired
+    # active | deprecated | retired
+    lifecycle: str
     line: str | None = None
-    retires_at: str | None = None  # ISO 8601 UTC, when a retirement is scheduled
+    # ISO 8601 UTC, when a retirement is scheduled
+    retires_at: str | None = None
     structured: bool = False
     thinking: list[str] = field(default_factory=list)  # accepted thinking.type values
     efforts: list[str] = field(default_factory=list)  # accepted output_config.effort levels
@@ -66,20 +71,27 @@ class ModelInfo:
         if not isinstance(model_id, str) or not model_id:
             raise NotAModel("a page of text" if isinstance(m, str) else "no model id in the answer")
         caps = getattr(m, "capabilities", None)
+
         def ok(capability: object) -> bool:
             return bool(getattr(capability, "supported", False))
 
         thinking = getattr(getattr(caps, "thinking", None), "types", None)
         effort = getattr(caps, "effort", None)
         retires = getattr(m, "retires_at", None)
-        return cls(id=model_id, lifecycle=getattr(m, "lifecycle", None) or "active", line=getattr(m, "line", None),
-                   retires_at=retires.isoformat() if isinstance(retires, datetime) else retires,
-                   structured=ok(getattr(caps, "structured_outputs", None)),
-                   thinking=[t for t in ("adaptive", "enabled", "disabled", "between_tools")
-                             if ok(getattr(thinking, t, None))],
-                   efforts=[e for e in EFFORTS if ok(effort) and ok(getattr(effort, e, None))],
-                   max_tokens=getattr(m, "max_tokens", None), capabilities=caps is not None,
-                   fetched_at=utc_now().isoformat())
+        return cls(
+            id=model_id,
+            lifecycle=getattr(m, "lifecycle", None) or "active",
+            line=getattr(m, "line", None),
+            retires_at=retires.isoformat() if isinstance(retires, datetime) else retires,
+            structured=ok(getattr(caps, "structured_outputs", None)),
+            thinking=[
+                t for t in ("adaptive", "enabled", "disabled", "between_tools") if ok(getattr(thinking, t, None))
+            ],
+            efforts=[e for e in EFFORTS if ok(effort) and ok(getattr(effort, e, None))],
+            max_tokens=getattr(m, "max_tokens", None),
+            capabilities=caps is not None,
+            fetched_at=utc_now().isoformat(),
+        )
 
     @property
     def thinks(self) -> bool:
@@ -98,10 +110,13 @@ class ModelInfo:
 class Dialect:
     """How one model is asked for a verdict: where the answer comes back, thinking, effort, room for both."""
 
-    reply: str  # "format": structured outputs; "tool": a forced tool with thinking off; "text": a plain request
-    thinking: Literal["disabled"] | None = None  # thinking.type sent, or None (the model's own default)
+    # "format": structured outputs; "tool": a forced tool with thinking off; "text": a plain request
+    reply: str
+    # thinking.type sent, or None (the model's own default)
+    thinking: Literal["disabled"] | None = None
     effort: Effort | None = None  # output_config.effort sent, or None
-    thinks: bool = True  # whether this request may spend thinking tokens (max_tokens and estimates allow for it)
+    # whether this request may spend thinking tokens (max_tokens and estimates allow for it)
+    thinks: bool = True
     max_tokens_cap: int | None = None
     # The effort thinking is counted at where none is sent (the model lists no level): judge.effort, never an
     # assumed "high" (docs/choices.md)
@@ -121,17 +136,22 @@ class Dialect:
         if contract is None or self.reply == "text":
             return None
         if self.reply == "tool":
-            return contract  # the forced tool, as keyed before dialects existed
+            # the forced tool, as keyed before dialects existed
+            return contract
         return {"format": format_schema(contract["input_schema"])}
 
-    def params(self, body: MessageCreateParamsNonStreaming,
-               contract: dict[str, Any] | None) -> MessageCreateParamsNonStreaming:
+    def params(
+        self, body: MessageCreateParamsNonStreaming, contract: dict[str, Any] | None
+    ) -> MessageCreateParamsNonStreaming:
         """The Messages request `body` in this dialect, asking for `contract` ({name, description, input_schema},
         prompts.Prompt.tool) if given."""
         output: OutputConfigParam = {}
         if contract is not None and self.reply == "tool":
-            tool: ToolParam = {"name": contract["name"], "description": contract["description"],
-                               "input_schema": contract["input_schema"]}
+            tool: ToolParam = {
+                "name": contract["name"],
+                "description": contract["description"],
+                "input_schema": contract["input_schema"],
+            }
             body["tools"] = [tool]
             body["tool_choice"] = {"type": "tool", "name": contract["name"]}
         elif contract is not None and self.reply == "format":
@@ -154,7 +174,8 @@ def dialect(info: ModelInfo | None, effort: str) -> Dialect:
     level = nearest(effort, info.efforts)
     if info.structured:
         return Dialect("format", None, level, info.thinks, info.max_tokens, effort)
-    if "disabled" in info.thinking:  # a tool can be forced only while the model does not think
+    # a tool can be forced only while the model does not think
+    if "disabled" in info.thinking:
         return Dialect("tool", "disabled", level, False, info.max_tokens, effort)
     return Dialect("text", None, level, info.thinks, info.max_tokens, effort)
 
@@ -212,14 +233,19 @@ class NotAModel(ValueError):
 class Lineup:
     """The models a session calls, as read this session: their info, dialects, and what to say of them."""
 
-    infos: dict[str, ModelInfo | None] = field(default_factory=dict)  # model -> info (None: never read)
+    # model -> info (None: never read)
+    infos: dict[str, ModelInfo | None] = field(default_factory=dict)
     keys: dict[str, str] = field(default_factory=dict)  # config key -> model
     notes: list[str] = field(default_factory=list)
-    problem: str | None = None  # a retired or unknown model: the session must not start
-    catalogue: Catalogue | None = field(default=None, repr=False, compare=False)  # None: nothing to read again
+    # a retired or unknown model: the session must not start
+    problem: str | None = None
+    # None: nothing to read again
+    catalogue: Catalogue | None = field(default=None, repr=False, compare=False)
     config: Config | None = field(default=None, repr=False, compare=False)
-    confirmed: bool = False  # every model read from the Models API this session (confirm())
-    stopping: set[str] = field(default_factory=set)  # the models a problem names (retired, unknown): said once, so
+    # every model read from the Models API this session (confirm())
+    confirmed: bool = False
+    # the models a problem names (retired, unknown): said once, so
+    stopping: set[str] = field(default_factory=set)
     # no other cause (a price) is said of them
 
     def dialect(self, model: str, effort: str) -> Dialect:
@@ -228,22 +254,27 @@ class Lineup:
 
     def read(self, key: str, model: str, fresh: bool = False) -> str | None:
         """Read one model into `infos`; the problem that stops a session (retired, unknown), or None."""
-        if self.catalogue is None:  # a lineup of nothing read (the plain dialect for every model)
+        # a lineup of nothing read (the plain dialect for every model)
+        if self.catalogue is None:
             return None
         try:
             info = self.catalogue.info(model, fresh)
         except ModelsUnknown:
             self.infos[model] = None
             self.stopping.add(model)
-            return (f"{key} {model!r} is unknown to the Models API: no request naming it can succeed; "
-                    f"{self._replacement(self.catalogue, key, None)}")
+            return (
+                f"{key} {model!r} is unknown to the Models API: no request naming it can succeed; "
+                f"{self._replacement(self.catalogue, key, None)}"
+            )
         self.infos[model] = info
         if info is not None and info.lifecycle == "retired":
             self.stopping.add(model)
             retires = info.retires()
             day = retires.date().isoformat() if retires else "a date the API did not give"
-            return (f"{key} {model!r} is retired (since {day}): no request naming it can succeed; "
-                    f"{self._replacement(self.catalogue, key, info.line)}")
+            return (
+                f"{key} {model!r} is retired (since {day}): no request naming it can succeed; "
+                f"{self._replacement(self.catalogue, key, info.line)}"
+            )
         return None
 
     def _replacement(self, catalogue: Catalogue, key: str, line: str | None) -> str:
@@ -288,13 +319,18 @@ class Catalogue:
 
     def __init__(self, store: ModelMemory, offline: bool = False) -> None:
         self.store = store
-        self.client: anthropic.Anthropic | None = None  # made at the first read: only a session that asks needs it
-        self.failed: str | None = "not asked: no API key" if offline else None  # why the API did not answer
-        self.read_now: set[str] = set()  # models the Models API answered for in this session
+        # made at the first read: only a session that asks needs it
+        self.client: anthropic.Anthropic | None = None
+        # why the API did not answer
+        self.failed: str | None = "not asked: no API key" if offline else None
+        # models the Models API answered for in this session
+        self.read_now: set[str] = set()
 
     def _client(self) -> anthropic.Anthropic:
         if self.client is None:
-            import anthropic  # only for a session that calls the API
+            # only for a session that calls the API
+            import anthropic
+
             self.client = anthropic.Anthropic(max_retries=1, timeout=TIMEOUT_S)
         return self.client
 
@@ -303,20 +339,27 @@ class Catalogue:
         does not answer, as last kept (however old), or None. Raises ModelsUnknown on a 404."""
         kept = self.store.model_info(model)
         retires = kept.retires() if kept is not None else None
-        if kept is not None and not fresh and utc_now() - (_when(kept.fetched_at) or utc_now() - KEEP) < KEEP \
-                and not (retires and retires <= utc_now()):  # a retirement day passed: read it again
+        if (
+            kept is not None
+            and not fresh
+            and utc_now() - (_when(kept.fetched_at) or utc_now() - KEEP) < KEEP
+            and not (retires and retires <= utc_now())
+        ):  # a retirement day passed: read it again
             return kept
         if self.failed:
             return kept
         import anthropic
+
         try:
             read = ModelInfo.of(self._client().models.retrieve(model))
         except anthropic.NotFoundError:
             raise ModelsUnknown(model) from None
-        except (anthropic.APIError, ValueError) as e:  # down, timed out, refused, or a body that is no model
+        # down, timed out, refused, or a body that is no model
+        except (anthropic.APIError, ValueError) as e:
             self.failed = _why(e)
             return kept
-        read.id = model  # kept under the name the config gives, which is what the next session looks up
+        # kept under the name the config gives, which is what the next session looks up
+        read.id = model
         self.store.put_model_info(read)
         self.read_now.add(model)
         return read
@@ -326,11 +369,17 @@ class Catalogue:
         if line is None or self.failed:
             return None
         import anthropic
+
         try:
-            found = [m for m in self._client().models.list(limit=100)
-                     if getattr(m, "line", None) == line and getattr(m, "lifecycle", None) == "active"
-                     and isinstance(getattr(m, "id", None), str)]
-        except (anthropic.APIError, ValueError, AttributeError, TypeError) as e:  # AttributeError: a page of text
+            found = [
+                m
+                for m in self._client().models.list(limit=100)
+                if getattr(m, "line", None) == line
+                and getattr(m, "lifecycle", None) == "active"
+                and isinstance(getattr(m, "id", None), str)
+            ]
+        # AttributeError: a page of text
+        except (anthropic.APIError, ValueError, AttributeError, TypeError) as e:
             self.failed = _why(e)
             return None
         return max(found, key=_created).id if found else None
@@ -370,17 +419,24 @@ def read_lineup(config: Config, store: ModelMemory, offline: bool = False) -> Li
         if model in out.infos:
             continue
         problem = out.read(key, model)
-        out.problem = out.problem or problem  # the first one found is what the session says
+        # the first one found is what the session says
+        out.problem = out.problem or problem
         info = out.infos[model]
         if info is not None and info.lifecycle == "deprecated":
             out.notes.append(deprecation_note(key, info, catalogue.newest_active(info.line), config.where(key)))
     if note := dearer_reader(config):
         out.notes.append(note)
-    if catalogue.failed and not offline:  # a dry run without a key plans from what was kept, as it says nothing
+    # a dry run without a key plans from what was kept, as it says nothing
+    if catalogue.failed and not offline:
         known = [m for m, i in out.infos.items() if i is not None]
-        out.notes.append(f"the Models API did not answer ({catalogue.failed}): going on with what was known "
-                         + (f"of {', '.join(known)}" if known else "(nothing: each model is asked in the plain "
-                                                                    "dialect every model accepts)"))
+        out.notes.append(
+            f"the Models API did not answer ({catalogue.failed}): going on with what was known "
+            + (
+                f"of {', '.join(known)}"
+                if known
+                else "(nothing: each model is asked in the plain dialect every model accepts)"
+            )
+        )
     return out
 
 
@@ -391,11 +447,13 @@ def dearer_reader(config: Config) -> str | None:
     mine, theirs = (config.price(reader) if reader else None), config.price(config.judge.model)
     if mine is None or theirs is None or mine.usd(1_000, 100) <= theirs.usd(1_000, 100):
         return None
-    return (f"judge.first_reader {reader!r} costs more than judge.model {config.judge.model!r} "
-            f"(${mine.input_per_mtok:g} / ${mine.output_per_mtok:g} against ${theirs.input_per_mtok:g} / "
-            f"${theirs.output_per_mtok:g} per million tokens in / out): it reads every question first to save the "
-            f"judge model's reading, so here it only adds cost; name a cheaper first reader, or \"\" to read with "
-            f"{config.judge.model!r} alone, in {config.where('judge.first_reader')}")
+    return (
+        f"judge.first_reader {reader!r} costs more than judge.model {config.judge.model!r} "
+        f"(${mine.input_per_mtok:g} / ${mine.output_per_mtok:g} against ${theirs.input_per_mtok:g} / "
+        f"${theirs.output_per_mtok:g} per million tokens in / out): it reads every question first to save the "
+        f'judge model\'s reading, so here it only adds cost; name a cheaper first reader, or "" to read with '
+        f"{config.judge.model!r} alone, in {config.where('judge.first_reader')}"
+    )
 
 
 def deprecation_note(key: str, info: ModelInfo, replacement: str | None, where: str = CONFIG_FILE) -> str:
@@ -403,9 +461,11 @@ def deprecation_note(key: str, info: ModelInfo, replacement: str | None, where: 
     when = info.retires()
     days = f" ({(when - utc_now()).days} days from now)" if when and when > utc_now() else " (overdue)" if when else ""
     day = when.date().isoformat() if when else "no date scheduled yet"
-    return (f"{key} {info.id!r} is deprecated: it retires on {day}{days}"
-            + (f"; the newest active {info.line} is {replacement!r}" if replacement else "")
-            + f"; set it in {where} before then (docs/real-api.md)")
+    return (
+        f"{key} {info.id!r} is deprecated: it retires on {day}{days}"
+        + (f"; the newest active {info.line} is {replacement!r}" if replacement else "")
+        + f"; set it in {where} before then (docs/real-api.md)"
+    )
 
 
 def require_callable(config: Config, store: ModelMemory) -> Lineup:
@@ -431,9 +491,16 @@ def kept_lifecycles(config: Config, store: ModelMemory) -> list[dict[str, Any]]:
     out = []
     for key, model in config.models().items():
         info = store.model_info(model)
-        out.append({"key": key, "model": model, "lifecycle": info.lifecycle if info else None,
-                    "retires_at": info.retires_at if info else None, "line": info.line if info else None,
-                    "read_at": info.fetched_at if info else None})
+        out.append(
+            {
+                "key": key,
+                "model": model,
+                "lifecycle": info.lifecycle if info else None,
+                "retires_at": info.retires_at if info else None,
+                "line": info.line if info else None,
+                "read_at": info.fetched_at if info else None,
+            }
+        )
     return out
 
 

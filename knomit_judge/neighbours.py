@@ -28,9 +28,12 @@ from .store import Store
 
 log = logging.getLogger(__name__)
 
-DEPTH = 2  # lists are stored DEPTH x k deep, so a row that loses a neighbour still knows its next best
-KEEP = 6  # stored searches kept: alias, prune, discovery and a few more (~18 MB each at 100k rows)
-FULL_SHARE = 0.3  # past this share of rows to search again, one full search is cheaper
+# lists are stored DEPTH x k deep, so a row that loses a neighbour still knows its next best
+DEPTH = 2
+# stored searches kept: alias, prune, discovery and a few more (~18 MB each at 100k rows)
+KEEP = 6
+# past this share of rows to search again, one full search is cheaper
+FULL_SHARE = 0.3
 
 
 class Searched(TypedDict, total=False):
@@ -50,7 +53,8 @@ class Memory:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.last: Searched = {}  # how the last search was answered
+        # how the last search was answered
+        self.last: Searched = {}
 
     def top_k(self, v: np.ndarray, keys: list[bytes], rank: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Each row's k nearest: the stored search of these very rows, else the closest one updated, else a full one."""
@@ -76,8 +80,9 @@ class Memory:
         log.debug("neighbour lists: %s", self.last)
         return idx[:, :width].copy(), sims[:, :width].copy()
 
-    def _closest(self, stored: list[dict[str, Any]], keys: list[bytes]
-                 ) -> tuple[int | None, tuple[list[bytes], np.ndarray, np.ndarray] | None]:
+    def _closest(
+        self, stored: list[dict[str, Any]], keys: list[bytes]
+    ) -> tuple[int | None, tuple[list[bytes], np.ndarray, np.ndarray] | None]:
         """The stored search sharing most rows with this one (fewest rows in or out), if any row is shared."""
         now = set(keys)
         best: int | None = None
@@ -95,9 +100,15 @@ class Memory:
         return best, (best_set, idx, sims)
 
 
-def incremental(v: np.ndarray, keys: list[bytes], rank: np.ndarray, depth: int, *,
-                old: tuple[list[bytes], np.ndarray, np.ndarray],
-                need: int) -> tuple[np.ndarray, np.ndarray, Searched] | None:
+def incremental(
+    v: np.ndarray,
+    keys: list[bytes],
+    rank: np.ndarray,
+    depth: int,
+    *,
+    old: tuple[list[bytes], np.ndarray, np.ndarray],
+    need: int,
+) -> tuple[np.ndarray, np.ndarray, Searched] | None:
     """Update a stored search (lists up to `depth` deep) to the rows `keys`; None when a full search is cheaper.
     `old`: the stored search (its keys, lists and similarities).
 
@@ -108,12 +119,15 @@ def incremental(v: np.ndarray, keys: list[bytes], rank: np.ndarray, depth: int, 
     n, n_old = len(keys), len(old_keys)
     width = min(depth, n - 1)
     at = {key: i for i, key in enumerate(keys)}
-    new_of_old = np.array([at.get(key, -1) for key in old_keys] + [-1], dtype=np.int64)  # [-1]: padding maps to -1
+    # [-1]: padding maps to -1
+    new_of_old = np.array([at.get(key, -1) for key in old_keys] + [-1], dtype=np.int64)
     kept = np.zeros(n, dtype=bool)
     kept[new_of_old[new_of_old >= 0]] = True
     fresh = np.flatnonzero(~kept)
-    complete = (old_idx >= 0).sum(axis=1) == n_old - 1  # the list held every other row: no bar to reach
-    lists = new_of_old[np.where(old_idx >= 0, old_idx, n_old)]  # old lists in new row numbers; -1: gone
+    # the list held every other row: no bar to reach
+    complete = (old_idx >= 0).sum(axis=1) == n_old - 1
+    # old lists in new row numbers; -1: gone
+    lists = new_of_old[np.where(old_idx >= 0, old_idx, n_old)]
     # close the gaps the leavers made, keeping the order
     order = np.argsort(lists < 0, axis=1, kind="stable")
     lists = np.take_along_axis(lists, order, axis=1)
@@ -133,16 +147,36 @@ def incremental(v: np.ndarray, keys: list[bytes], rank: np.ndarray, depth: int, 
     sims[rows, :w] = sims_old[keep, :w]
     merged = 0
     if len(fresh) and len(rows):
-        merged = _merge_fresh(v, rank, rows, fresh, idx=idx, sims=sims, count=np.minimum(count[keep], w),
-                              complete=complete[keep])
+        merged = _merge_fresh(
+            v, rank, rows, fresh, idx=idx, sims=sims, count=np.minimum(count[keep], w), complete=complete[keep]
+        )
     if len(search):
         idx[search], sims[search] = shortlist.exact_top_k(v, rank, width, rows=search)
-    return idx, sims, {"kind": "incremental", "rows": n, "fresh": len(fresh), "short": len(short),
-                       "searched": len(search), "merged": merged}
+    return (
+        idx,
+        sims,
+        {
+            "kind": "incremental",
+            "rows": n,
+            "fresh": len(fresh),
+            "short": len(short),
+            "searched": len(search),
+            "merged": merged,
+        },
+    )
 
 
-def _merge_fresh(v: np.ndarray, rank: np.ndarray, rows: np.ndarray, fresh: np.ndarray, *, idx: np.ndarray,
-                 sims: np.ndarray, count: np.ndarray, complete: np.ndarray) -> int:
+def _merge_fresh(
+    v: np.ndarray,
+    rank: np.ndarray,
+    rows: np.ndarray,
+    fresh: np.ndarray,
+    *,
+    idx: np.ndarray,
+    sims: np.ndarray,
+    count: np.ndarray,
+    complete: np.ndarray,
+) -> int:
     """Put the fresh rows that reach a kept row's last known neighbour into its list, in the canonical order.
 
     Past that last neighbour nothing is known (rows outside the list may come next), so a merged list is
@@ -154,8 +188,8 @@ def _merge_fresh(v: np.ndarray, rank: np.ndarray, rows: np.ndarray, fresh: np.nd
     side = max(1, shortlist._BLOCK_FLOATS // max(1, len(fresh)))
     hit_rows, hit_cols = [], []
     for lo in range(0, len(rows), side):
-        tile = v[rows[lo:lo + side]] @ v[fresh].T
-        r, c = np.nonzero(tile >= bar[lo:lo + side, None])
+        tile = v[rows[lo : lo + side]] @ v[fresh].T
+        r, c = np.nonzero(tile >= bar[lo : lo + side, None])
         hit_rows.append(r + lo)  # positions in `rows`
         hit_cols.append(fresh[c])
     r, c = np.concatenate(hit_rows), np.concatenate(hit_cols)
@@ -172,8 +206,10 @@ def _merge_fresh(v: np.ndarray, rank: np.ndarray, rows: np.ndarray, fresh: np.nd
     rr, cc, ss, tail = rr[valid], cc[valid], ss[valid], tail[valid]
     order = np.lexsort((rank[cc], -ss, rr))
     rr, cc, ss, tail = rr[order], cc[order], ss[order], tail[order]
-    pos = np.arange(len(rr)) - np.searchsorted(rr, rr)  # position within its row's run
-    cut = np.full(len(rows), width, dtype=np.int64)  # complete lists: no cut but the depth
+    # position within its row's run
+    pos = np.arange(len(rr)) - np.searchsorted(rr, rr)
+    # complete lists: no cut but the depth
+    cut = np.full(len(rows), width, dtype=np.int64)
     ends = tail & ~complete[rr]
     cut[rr[ends]] = np.minimum(pos[ends] + 1, width)
     take = pos < cut[rr]

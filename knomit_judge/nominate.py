@@ -87,14 +87,19 @@ WEIGHTS: dict[str, float] = {"content": 0.25, "gloss": 0.25, "line": 2.0}
 # the embedding signals that nominate each motif's k nearest
 NOMINATE_BY = ("name", "carriers", "content", "gloss", "line")
 MAX_TITLES = 4
-GLOSS_CARRIERS = 4  # a spelling with more carriers is glossed by its carrier titles (the carriers text)
-GLOSS_NAME = 1.0  # the name's own vector added to the sentences' mean
-GLOSS_SENTENCES = 3  # the carrier sentences nearest the name that are averaged into its gloss
+# a spelling with more carriers is glossed by its carrier titles (the carriers text)
+GLOSS_CARRIERS = 4
+# the name's own vector added to the sentences' mean
+GLOSS_NAME = 1.0
+# the carrier sentences nearest the name that are averaged into its gloss
+GLOSS_SENTENCES = 3
 _SENTENCE = re.compile(r"(?<=[.;:!?])\s+(?=[A-Z`*(\[])")
-MIN_SENTENCE, MAX_SENTENCE = 20, 600  # characters: shorter is a fragment, longer is cut
+# characters: shorter is a fragment, longer is cut
+MIN_SENTENCE, MAX_SENTENCE = 20, 600
 # The title and the body's first 5 sentences: on the sample, every sentence found no more pairs at 3x the cost.
 SENTENCES_PER_FACT = 6
-FAMILY = 3  # a word in this many spellings or more, shared by a pair, is a template family's (X-outlives-Y)
+# a word in this many spellings or more, shared by a pair, is a template family's (X-outlives-Y)
+FAMILY = 3
 # How much a fully shared carrier set lowers the rank, beyond content leaving shared carriers out. Set from
 # the labelled knomit sample: 5 of 168 co-tagged pairs are true (3.0%), against 19 of 2,782 other candidates
 # (0.7%), and every weight above 0 moved true pairs down (docs/benchmarks.md, alias candidates on
@@ -102,20 +107,25 @@ FAMILY = 3  # a word in this many spellings or more, shared by a pair, is a temp
 COTAG = 0.0
 
 # A leading token that names whose product or namespace a thing is, not what it is.
-VENDORS = frozenset("""amazon aws azure microsoft ms google gcp gcloud apache oracle ibm openai anthropic
-meta nvidia github gitlab cloudflare hashicorp redhat salesforce atlassian""".split())
+VENDORS = frozenset(
+    """amazon aws azure microsoft ms google gcp gcloud apache oracle ibm openai anthropic
+meta nvidia github gitlab cloudflare hashicorp redhat salesforce atlassian""".split()
+)
 # A trailing token that names the kind of report, not the thing: ThrottlingException / throttling.
 SUFFIXES = frozenset("error errors exception exceptions err exc fault faults warning warnings".split())
 ARTICLES = frozenset("a an the".split())
 STOPWORDS = ARTICLES | frozenset("of and for to in on with as by or via".split())
 NUMERALS = {"to": "2", "for": "4"}  # A2A = Agent-to-Agent, B4B
 SAME, CORE, ACRONYM, EXTENDS = 1.0, 0.9, 0.95, 0.8
-NAMESPACE = 3  # a capitalised first word heading this many spellings is a namespace, as a vendor's name is
+# a capitalised first word heading this many spellings is a namespace, as a vendor's name is
+NAMESPACE = 3
 # One word written short in one spelling and whole in the other, all else equal: capability eval /
 # capability evaluation, asynchronous monitor / asynchronous monitoring, eval awareness / evaluation awareness.
-TRUNCATED, STUB = 0.85, 4  # the short word has at least STUB letters, and the long one starts with it
+# the short word has at least STUB letters, and the long one starts with it
+TRUNCATED, STUB = 0.85, 4
 
-_CHUNK = re.compile(r"[^\W_]+")  # runs between separators (- _ space . / and other punctuation)
+# runs between separators (- _ space . / and other punctuation)
+_CHUNK = re.compile(r"[^\W_]+")
 # camelCase and letter/digit boundaries; an upper-case run before a lone 's' is a plural acronym (LLMs)
 _WORD = re.compile(r"[A-Z]{2,}(?=s(?![a-z]))|[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+|[^\W\d_]+")
 
@@ -124,18 +134,27 @@ _WORD = re.compile(r"[A-Z]{2,}(?=s(?![a-z]))|[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+|[^
 class Spelling:
     """A motif spelling taken apart: its words, and the keys it is compared by."""
 
-    words: tuple[str, ...]  # lower-case words, plural 's' of an acronym dropped
-    terms: tuple[str, ...]  # the words without separate articles: what the keys are made of
-    key: str  # folded: the terms joined, the last one singular; adjacent digit groups keep a '.' between them
-    core: str  # key without a leading vendor/namespace word or a trailing Error-style word
-    skeleton: str  # key without its digits: equal skeletons, different keys = only numbers differ
-    short: str  # acronym form (one chunk of 2-6 letters/digits), else ''
-    initials: frozenset[str]  # initials keys when this reads as an expansion (two or more real words)
+    # lower-case words, plural 's' of an acronym dropped
+    words: tuple[str, ...]
+    # the words without separate articles: what the keys are made of
+    terms: tuple[str, ...]
+    # folded: the terms joined, the last one singular; adjacent digit groups keep a '.' between them
+    key: str
+    # key without a leading vendor/namespace word or a trailing Error-style word
+    core: str
+    # key without its digits: equal skeletons, different keys = only numbers differ
+    skeleton: str
+    # acronym form (one chunk of 2-6 letters/digits), else ''
+    short: str
+    # initials keys when this reads as an expansion (two or more real words)
+    initials: frozenset[str]
     has_digits: bool
-    aka: frozenset[str] = frozenset()  # keys of the parts of "Model Context Protocol (MCP)": each names it too
+    # keys of the parts of "Model Context Protocol (MCP)": each names it too
+    aka: frozenset[str] = frozenset()
 
 
-@lru_cache(maxsize=1 << 16)  # words repeat across a vocabulary
+# words repeat across a vocabulary
+@lru_cache(maxsize=1 << 16)
 def _stem(word: str) -> str:
     """Plural and trailing-e folded the same way on both sides: caches/cache, policies/policy, workers/worker.
 
@@ -196,7 +215,8 @@ _POSSESSIVE = re.compile(r"['\u2019]s\b")
 
 
 def parse(spelling: str) -> Spelling:
-    spelling = _POSSESSIVE.sub("", spelling)  # Claude's memory / Claude memory
+    # Claude's memory / Claude memory
+    spelling = _POSSESSIVE.sub("", spelling)
     if (m := _PAREN.match(spelling)) and m.group(1).strip():
         parts = (parse(m.group(1)), parse(m.group(2)))
         whole = parse(f"{m.group(1)} {m.group(2)}")
@@ -218,8 +238,16 @@ def parse(spelling: str) -> Spelling:
     if not (2 <= len(short) <= 6 and any(ch.isalpha() for ch in short)):
         short = ""
     initials = _initials(words) | _initials(core_words)
-    return Spelling(words, terms, key, _key(core_words), re.sub(r"[\d.]", "", key), short, frozenset(initials),
-                    any(w.isdigit() for w in words))
+    return Spelling(
+        words,
+        terms,
+        key,
+        _key(core_words),
+        re.sub(r"[\d.]", "", key),
+        short,
+        frozenset(initials),
+        any(w.isdigit() for w in words),
+    )
 
 
 def name_text(spelling: str) -> str:
@@ -260,7 +288,7 @@ def truncated(a: Spelling, b: Spelling) -> bool:
 def _stubs(s: Spelling) -> set[str]:
     """Bucket keys for truncated(): the terms with one word cut to its first STUB letters, in turn."""
     t = s.terms
-    return {" ".join((*t[:i], w[:STUB] + "*", *t[i + 1:])) for i, w in enumerate(t) if len(w) >= STUB and w.isalpha()}
+    return {" ".join((*t[:i], w[:STUB] + "*", *t[i + 1 :])) for i, w in enumerate(t) if len(w) >= STUB and w.isalpha()}
 
 
 def _affixes(s: Spelling) -> set[str]:
@@ -285,9 +313,11 @@ class Nomination:
     a: str
     b: str
     score: float
-    signals: dict[str, float]  # every signal's strength for this pair
+    # every signal's strength for this pair
+    signals: dict[str, float]
     nominated_by: set[str] = field(default_factory=set)
-    shared: int = 0  # carriers that carry both spellings
+    # carriers that carry both spellings
+    shared: int = 0
     overlap: float = 0.0
     numbers_only: bool = False
 
@@ -316,8 +346,9 @@ def word_counts(parsed: list[Spelling]) -> dict[str, int]:
     return held
 
 
-def word_alignment(a: Sequence[str], b: Sequence[str], weight: dict[str, float], vector: dict[str, np.ndarray],
-                   family: float = -1.0) -> float:
+def word_alignment(
+    a: Sequence[str], b: Sequence[str], weight: dict[str, float], vector: dict[str, np.ndarray], family: float = -1.0
+) -> float:
     """Rarity-weighted mean over both sides of each word's best cosine with a word of the other side.
 
     A word both names hold whose weight is at most `family` (it sits in many spellings) is the part a
@@ -346,8 +377,9 @@ class CarrierContent:
         self.row = {f.path: i for i, f in enumerate(facts)}
         self.vectors = embedder.embed([fact_text(f) for f in facts]) if facts else np.zeros((0, 384), np.float32)
         self.carriers = [[self.row[p] for p in corpus.carriers[m] if p in self.row] for m in motifs]
-        self.sums = np.array([self.vectors[c].sum(0) if c else np.zeros(self.vectors.shape[1]) for c in self.carriers],
-                             dtype=np.float64).reshape(len(motifs), -1)
+        self.sums = np.array(
+            [self.vectors[c].sum(0) if c else np.zeros(self.vectors.shape[1]) for c in self.carriers], dtype=np.float64
+        ).reshape(len(motifs), -1)
 
     def means(self) -> np.ndarray:
         """Each motif's carrier mean, normalised: what content nominates by."""
@@ -392,8 +424,9 @@ def sentences(fact: Fact) -> list[str]:
     return out[:SENTENCES_PER_FACT]
 
 
-def gloss_vectors(motifs: list[str], name_vectors: np.ndarray, titled: np.ndarray, corpus: Corpus,
-                  embedder: Embedder) -> np.ndarray:
+def gloss_vectors(
+    motifs: list[str], name_vectors: np.ndarray, titled: np.ndarray, corpus: Corpus, embedder: Embedder
+) -> np.ndarray:
     """What the carriers say about each spelling: the mean of the GLOSS_SENTENCES carrier sentences nearest its name.
 
     Only spellings with at most GLOSS_CARRIERS carriers are glossed from sentences, so the sentences embedded
@@ -433,7 +466,8 @@ def _lexical(parsed: list[Spelling], k: int) -> tuple[dict[int, list[int]], dict
     by_initials: dict[str, list[int]] = {}
     by_aka: dict[str, list[int]] = {}
     by_stub: dict[str, list[int]] = {}
-    stubs = [_stubs(s) for s in parsed]  # each spelling's, once: filed under them, then looked up by them
+    # each spelling's, once: filed under them, then looked up by them
+    stubs = [_stubs(s) for s in parsed]
     for i, s in enumerate(parsed):
         by_key.setdefault(s.key, []).append(i)
         for key in stubs[i]:
@@ -471,7 +505,8 @@ def _best(strength: dict[int, float], k: int) -> list[int]:
     return [j for s, j in sorted(scored)[:k] if s < 0]
 
 
-NAMED_MIN_WORDS = 2  # a one-word spelling (OAuth, issuer) is named by too many lines to mean anything
+# a one-word spelling (OAuth, issuer) is named by too many lines to mean anything
+NAMED_MIN_WORDS = 2
 
 
 def _phrase(words: Iterable[str]) -> tuple[str, ...]:
@@ -500,7 +535,7 @@ def named_pairs(spellings: list[str], parsed: list[Spelling], lines: dict[int, s
         own = set(parsed[i].words)
         for n in range(NAMED_MIN_WORDS, longest + 1):
             for start in range(len(words) - n + 1):
-                for j in index.get(words[start:start + n], ()):
+                for j in index.get(words[start : start + n], ()):
                     if j != i and own.isdisjoint(parsed[j].words):
                         out.add((min(i, j), max(i, j)))
     return out
@@ -511,8 +546,9 @@ def line_text(spelling: Spelling, line: str) -> str:
     return f"{' '.join(spelling.words)}: {line}"
 
 
-def nominate(motifs: list[str], corpus: Corpus, embedder: Embedder, k: int,
-             lines: dict[str, str] | None = None) -> list[Nomination]:
+def nominate(
+    motifs: list[str], corpus: Corpus, embedder: Embedder, k: int, lines: dict[str, str] | None = None
+) -> list[Nomination]:
     """Candidate spelling pairs from every signal, deduplicated, best first (ties by spelling order).
 
     `lines`: spelling -> its describe line, for the spellings that have one.
@@ -536,9 +572,13 @@ def nominate(motifs: list[str], corpus: Corpus, embedder: Embedder, k: int,
     line_vectors = np.zeros_like(name_vectors)
     if described:
         line_vectors[described] = embedder.embed([line_text(parsed[i], lines[motifs[i]]) for i in described])
-    for signal, vectors, rows in (("name", name_vectors, None), ("carriers", carrier_vectors, None),
-                                  ("content", content.means(), None), ("gloss", gloss, None),
-                                  ("line", line_vectors[described], described)):
+    for signal, vectors, rows in (
+        ("name", name_vectors, None),
+        ("carriers", carrier_vectors, None),
+        ("content", content.means(), None),
+        ("gloss", gloss, None),
+        ("line", line_vectors[described], described),
+    ):
         if signal not in NOMINATE_BY or len(vectors) < 2:
             continue
         idx, _ = embedder.searcher.top_k(vectors, k)
@@ -546,7 +586,8 @@ def nominate(motifs: list[str], corpus: Corpus, embedder: Embedder, k: int,
             for j in row:
                 if rows is None:
                     add(i, j, signal)
-                else:  # the line vectors are of the described spellings only
+                # the line vectors are of the described spellings only
+                else:
                     add(rows[i], rows[j], signal)
     named = named_pairs(motifs, parsed, {i: lines[motifs[i]] for i in described})
     for i, j in named:
@@ -572,9 +613,15 @@ def nominate(motifs: list[str], corpus: Corpus, embedder: Embedder, k: int,
     out: list[Nomination] = []
     for (i, j), ns, cs, gs, ls in zip(pairs, name_sim, carrier_sim, gloss_sim, line_sim):
         a, b = parsed[i], parsed[j]
-        strengths = {"name": ns, "string": string_similarity(a, b), "acronym": acronym_similarity(a, b),
-                     "carriers": cs, "content": content.similarity(i, j),
-                     "words": word_alignment(a.words, b.words, weight, vector, family), "gloss": gs}
+        strengths = {
+            "name": ns,
+            "string": string_similarity(a, b),
+            "acronym": acronym_similarity(a, b),
+            "carriers": cs,
+            "content": content.similarity(i, j),
+            "words": word_alignment(a.words, b.words, weight, vector, family),
+            "gloss": gs,
+        }
         if i in has_line and j in has_line:
             strengths["line"] = ls
             if (i, j) in named and "line" in nominated[(i, j)]:
@@ -584,7 +631,17 @@ def nominate(motifs: list[str], corpus: Corpus, embedder: Embedder, k: int,
         shared = len(carriers[i] & carriers[j])
         overlap = shared / max(1, min(len(carriers[i]), len(carriers[j])))
         only_numbers = numbers_only(a, b)
-        out.append(Nomination(motifs[i], motifs[j], score(strengths, overlap, only_numbers), strengths,
-                              nominated[(i, j)], shared, overlap, only_numbers))
+        out.append(
+            Nomination(
+                motifs[i],
+                motifs[j],
+                score(strengths, overlap, only_numbers),
+                strengths,
+                nominated[(i, j)],
+                shared,
+                overlap,
+                only_numbers,
+            )
+        )
     order = sorted(range(len(out)), key=lambda x: (-out[x].score, pairs[x]))
     return [out[x] for x in order]

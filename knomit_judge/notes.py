@@ -16,11 +16,15 @@ _STOP = r"\s!-,.:-@\[-\^`{-~\u2000-\u206f\u2e00-\u2e7f\u3000-\u303f"
 _TAG = re.compile(rf"(?<!\S)#([^{_STOP}]+)")
 _TAG_TEXT = re.compile(rf"[^{_STOP}]+")
 _NOT_DIGIT = re.compile(r"\D")
-_HAS_WORD = re.compile(r"\w")  # a motif needs a letter or digit: an emoji-only `#🚀` is Obsidian's, not ours
-_FENCE = re.compile(r"^[ \t>]*(`{3,}|~{3,})")  # a fenced code block's opening line (in a quote or a list too)
-_TICKS = re.compile(r"`+")  # an inline code span runs from one run of backticks to the next run of the same length
+# a motif needs a letter or digit: an emoji-only `#🚀` is Obsidian's, not ours
+_HAS_WORD = re.compile(r"\w")
+# a fenced code block's opening line (in a quote or a list too)
+_FENCE = re.compile(r"^[ \t>]*(`{3,}|~{3,})")
+# an inline code span runs from one run of backticks to the next run of the same length
+_TICKS = re.compile(r"`+")
 _BLANK = re.compile(r"\n[ \t]*\n")  # ... within its paragraph
-_LINK = re.compile(r"\[\[[^\[\]\n]*\]\]|\]\([^()\s]*\)")  # [[target#heading]], [text](url#anchor): no tags inside
+# [[target#heading]], [text](url#anchor): no tags inside
+_LINK = re.compile(r"\[\[[^\[\]\n]*\]\]|\]\([^()\s]*\)")
 # Front-matter keys Obsidian reads tags from: `tags` (and `tag`, deprecated since 1.4): a list, or one string of
 # tags separated by commas or white space, each with or without its `#`.
 OBSIDIAN_TAG_KEYS = ("tags", "tag")
@@ -42,20 +46,24 @@ def _skipped(text: str) -> list[tuple[int, int]]:
         m = _FENCE.match(line)
         if not fence and m:
             fence, start = m.group(1), at
-        elif fence and m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and \
-                not line[m.end():].strip():
+        elif (
+            fence and m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line[m.end() :].strip()
+        ):
             fenced.append((start, at + len(line)))
             fence = ""
         at += len(line)
-    if fence:  # an unclosed fence runs to the end (CommonMark)
+    # an unclosed fence runs to the end (CommonMark)
+    if fence:
         fenced.append((start, len(text)))
     spans = list(fenced)
     last = 0
-    for a, b in [*fenced, (len(text), len(text))]:  # the text between fenced blocks: code spans and links
+    # the text between fenced blocks: code spans and links
+    for a, b in [*fenced, (len(text), len(text))]:
         spans += _code_spans(text, last, a)
         spans += [(m.start(), m.end()) for m in _LINK.finditer(text, last, a)]
         last = b
-    merged: list[tuple[int, int]] = []  # disjoint and sorted, for bisect
+    # disjoint and sorted, for bisect
+    merged: list[tuple[int, int]] = []
     for a, b in sorted(spans):
         if merged and a <= merged[-1][1]:
             merged[-1] = (merged[-1][0], max(b, merged[-1][1]))
@@ -80,11 +88,13 @@ def _code_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
         if at < len(same):
             close = runs[same[at]]
             blank = bisect.bisect_left(blanks, b)
-            if blank == len(blanks) or blanks[blank] >= close[0]:  # no blank line between: one span
+            # no blank line between: one span
+            if blank == len(blanks) or blanks[blank] >= close[0]:
                 spans.append((a, close[1]))
                 i = same[at] + 1
                 continue
-        i += 1  # no closer in its paragraph: these backticks are text
+        # no closer in its paragraph: these backticks are text
+        i += 1
     return spans
 
 
@@ -126,7 +136,7 @@ def renamed_inline(text: str, lose: str, keep: str) -> str:
     out, last = [], 0
     for m in _tags(text):
         if m.group(1) == lose:
-            out += [text[last:m.start(1)], keep]
+            out += [text[last : m.start(1)], keep]
             last = m.end(1)
     return "".join(out) + text[last:] if out else text
 
@@ -156,7 +166,7 @@ def renamed_tag_string(value: str, lose: str, keep: str) -> str:
         token = parts[i]
         bare = token.lstrip("#")
         if bare == lose:
-            token, bare = token[:len(token) - len(bare)] + keep, keep
+            token, bare = token[: len(token) - len(bare)] + keep, keep
         if bare and bare in seen:
             continue
         seen.add(bare)

@@ -17,7 +17,8 @@ from .config import CalibrationConfig
 from .labels import Label, latest, read_labels
 from .passes import JUDGED_PASSES
 
-Z95 = 1.959964  # the normal quantile of a two-sided 95% interval
+# the normal quantile of a two-sided 95% interval
+Z95 = 1.959964
 
 
 def wilson(right: int, n: int, z: float = Z95) -> tuple[float, float]:
@@ -38,8 +39,10 @@ def wilson(right: int, n: int, z: float = Z95) -> tuple[float, float]:
 @dataclass
 class Precision:
     pass_name: str
-    right: int  # labels that agree with the judge's yes
-    labels: int  # labels on the pass's yes verdicts
+    # labels that agree with the judge's yes
+    right: int
+    # labels on the pass's yes verdicts
+    labels: int
     min_precision: float
 
     @property
@@ -67,9 +70,16 @@ class Precision:
 
     def json(self) -> dict[str, Any]:
         lo, hi = self.interval
-        return {"precision": None if self.value is None else round(self.value, 4), "low": round(lo, 4),
-                "high": round(hi, 4), "labels": self.labels, "right": self.right,
-                "min_precision": self.min_precision, "probation": self.probation, "text": self.phrase()}
+        return {
+            "precision": None if self.value is None else round(self.value, 4),
+            "low": round(lo, 4),
+            "high": round(hi, 4),
+            "labels": self.labels,
+            "right": self.right,
+            "min_precision": self.min_precision,
+            "probation": self.probation,
+            "text": self.phrase(),
+        }
 
 
 def of_pass(labels: list[Label], pass_name: str, min_precision: float) -> Precision:
@@ -94,8 +104,9 @@ def history(labels: list[Label], pass_name: str, min_precision: float) -> list[d
         counting[lab.verdict] = lab
         p = Precision(pass_name, sum(x.right for x in counting.values()), len(counting), min_precision)
         lo, hi = p.interval
-        points.append({"at": lab.at, "precision": p.value, "low": lo, "high": hi, "labels": p.labels,
-                       "probation": p.probation})
+        points.append(
+            {"at": lab.at, "precision": p.value, "low": lo, "high": hi, "labels": p.labels, "probation": p.probation}
+        )
     return points
 
 
@@ -104,7 +115,8 @@ class Gate:
     """What the labels say about applying a pass's yes verdicts this session."""
 
     probation: Precision | None  # set: apply nothing
-    refused: set[str]  # yes verdicts a person labelled no: never applied
+    # yes verdicts a person labelled no: never applied
+    refused: set[str]
 
 
 def gate(root: Path | str, pass_name: str, cfg: CalibrationConfig) -> Gate:
@@ -119,7 +131,10 @@ def precision_lines(precisions: dict[str, Precision]) -> list[str]:
     """The `status` section: each pass's precision, and what probation means for it."""
     out = ["precision of applied decisions, from labels (`knomit-judge label`):"]
     for name, p in precisions.items():
-        tail = (f" - {p.probation_phrase()}: applying nothing until labels lift it; see `knomit-judge inbox`"
-                if p.probation else "")
+        tail = (
+            f" - {p.probation_phrase()}: applying nothing until labels lift it; see `knomit-judge inbox`"
+            if p.probation
+            else ""
+        )
         out.append(f"  {name}: {p.phrase()}{tail}")
     return out

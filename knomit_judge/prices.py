@@ -10,7 +10,8 @@ from dataclasses import dataclass
 class Price:
     input_per_mtok: float
     output_per_mtok: float
-    batch_discount: float = 0.5  # Message Batches bill this share less than the same calls made one by one
+    # Message Batches bill this share less than the same calls made one by one
+    batch_discount: float = 0.5
     # A prompt-size tier (Haiku 5.5's): a prompt of more than tier_tokens input tokens bills the whole call at
     # the *_above prices. 0 = one price whatever the prompt's size.
     tier_tokens: int = 0
@@ -67,5 +68,7 @@ def retired_model(model: str) -> str | None:
     if name is None:
         return None
     day, current = RETIRED_MODELS[name]
-    return (f"retired{f' (since {day})' if day else ''}: no request naming it can succeed; "
-            f"its line's current model is {current!r}")
+    return (
+        f"retired{f' (since {day})' if day else ''}: no request naming it can succeed; "
+        f"its line's current model is {current!r}"
+    )

@@ -39,8 +39,11 @@ class Prompt:
     @property
     def tool(self) -> dict[str, Any]:
         """The one tool the real API is forced to call: its input schema is the pass's reply contract."""
-        return {"name": f"{self.name}_reply", "description": f"Record your answer to the {self.name} question.",
-                "input_schema": self.reply_schema}
+        return {
+            "name": f"{self.name}_reply",
+            "description": f"Record your answer to the {self.name} question.",
+            "input_schema": self.reply_schema,
+        }
 
     def render(self, evidence: object) -> str:
         """The user turn: the template with the evidence quoted in."""
@@ -63,7 +66,7 @@ def kept(body: str, limit: int) -> str:
     """The part of a body cut() shows, without its marker (whose count moves with any edit further down)."""
     if len(body) <= limit:
         return body
-    return body[:max(0, limit - len(MARKER.format(len(body))) - 1)]
+    return body[: max(0, limit - len(MARKER.format(len(body))) - 1)]
 
 
 def quote(evidence: object) -> str:
@@ -88,12 +91,19 @@ def load_prompt(name: str, directory: Traversable = PROMPTS_DIR) -> Prompt:
         _, front, rest = text.split("---\n", 2)
         meta = yaml.safe_load(front)
         system, template = rest.split(_USER_MARK, 1)
-        return Prompt(name=meta["name"], version=int(meta["version"]), system=system.strip(),
-                      template=template.strip(), reply_schema=meta.get("reply_schema") or {})
+        return Prompt(
+            name=meta["name"],
+            version=int(meta["version"]),
+            system=system.strip(),
+            template=template.strip(),
+            reply_schema=meta.get("reply_schema") or {},
+        )
     except (ValueError, TypeError, KeyError, yaml.YAMLError):
-        raise MissingResource(f"prompt {name}.md in the installed package ({directory}) is incomplete: it needs a "
-                              f"front matter with name and version, then the system text, {_USER_MARK.strip()!r} "
-                              "and the template") from None
+        raise MissingResource(
+            f"prompt {name}.md in the installed package ({directory}) is incomplete: it needs a "
+            f"front matter with name and version, then the system text, {_USER_MARK.strip()!r} "
+            "and the template"
+        ) from None
 
 
 def prompt_names(directory: Traversable = PROMPTS_DIR) -> list[str]:

@@ -30,14 +30,19 @@ from .gitops import DROPPED, GitFailed, run_git, work_tree
 from .gitquery import is_ancestor, rev
 from .sync import Remote
 
-PROPOSAL = "Knomit-Proposal"  # on each decision a proposing session commits: the branch it waits on
-TREE = "knomit-proposals"  # in .git: the work tree proposing sessions commit in
-INDEX = "knomit-proposals-index"  # in .git: the private index a refresh builds its tree in
+# on each decision a proposing session commits: the branch it waits on
+PROPOSAL = "Knomit-Proposal"
+# in .git: the work tree proposing sessions commit in
+TREE = "knomit-proposals"
+# in .git: the private index a refresh builds its tree in
+INDEX = "knomit-proposals-index"
 # Append-only record files (the verdict journal, labels.LABELS_FILE): a refresh keeps both sides' lines.
 RECORDS = (".knomit/verdicts/", ".knomit/labels.jsonl")
-LOG_FORMAT = ("%H%x01%ct%x01%s%x01%P%x01%(trailers:key=Knomit-Verdict,valueonly,separator=%x02)"
-              f"%x01%(trailers:key={DROPPED},valueonly,separator=%x02)"
-              "%x01%(trailers:key=Knomit-Pass,valueonly,separator=%x02)%x00")
+LOG_FORMAT = (
+    "%H%x01%ct%x01%s%x01%P%x01%(trailers:key=Knomit-Verdict,valueonly,separator=%x02)"
+    f"%x01%(trailers:key={DROPPED},valueonly,separator=%x02)"
+    "%x01%(trailers:key=Knomit-Pass,valueonly,separator=%x02)%x00"
+)
 
 
 def is_record(path: str) -> bool:
@@ -52,12 +57,20 @@ class Proposal:
     pass_name: str
     subject: str  # the commit's subject line
     commit: str
-    at: str  # when it was proposed: the commit's time, UTC
-    paths: list[str] = field(default_factory=list)  # corpus files it changes (the record files left out)
+    # when it was proposed: the commit's time, UTC
+    at: str
+    # corpus files it changes (the record files left out)
+    paths: list[str] = field(default_factory=list)
 
     def json(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "pass": self.pass_name, "subject": self.subject, "commit": self.commit,
-                "proposed_at": self.at, "paths": self.paths}
+        return {
+            "verdict": self.verdict,
+            "pass": self.pass_name,
+            "subject": self.subject,
+            "commit": self.commit,
+            "proposed_at": self.at,
+            "paths": self.paths,
+        }
 
 
 @dataclass
@@ -77,10 +90,14 @@ class Event:
 class Refreshed:
     """What a refresh did to the branch."""
 
-    commit: str | None = None  # the commit it made (None: the branch was left, or fast-forwarded)
-    merged: int = 0  # commits of the reviewed branch it brought in
-    dropped: dict[str, str] = field(default_factory=dict)  # verdict -> why it was taken off
-    cleared: bool = False  # the reviewed branch held everything: the branch starts again from it
+    # the commit it made (None: the branch was left, or fast-forwarded)
+    commit: str | None = None
+    # commits of the reviewed branch it brought in
+    merged: int = 0
+    # verdict -> why it was taken off
+    dropped: dict[str, str] = field(default_factory=dict)
+    # the reviewed branch held everything: the branch starts again from it
+    cleared: bool = False
 
 
 @dataclass
@@ -88,22 +105,35 @@ class ProposalsReport:
     """What a proposing session (or approve, or reject) did with the proposals branch; its line and JSON."""
 
     branch: str
-    base: str  # the reviewed branch, as `origin/main` or the checkout's branch name
-    waiting: list[dict[str, Any]] = field(default_factory=list)  # Proposal.json() of each, after the session
+    # the reviewed branch, as `origin/main` or the checkout's branch name
+    base: str
+    # Proposal.json() of each, after the session
+    waiting: list[dict[str, Any]] = field(default_factory=list)
     proposed: list[str] = field(default_factory=list)  # verdicts proposed this session
-    dropped: dict[str, str] = field(default_factory=dict)  # verdict -> why it was taken off
-    approved: list[str] = field(default_factory=list)  # verdicts a merge into the reviewed branch approved
+    # verdict -> why it was taken off
+    dropped: dict[str, str] = field(default_factory=dict)
+    # verdicts a merge into the reviewed branch approved
+    approved: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     def line(self) -> str:
-        head = (f"proposals {self.branch} on {self.base}: {len(self.waiting)} waiting, {len(self.proposed)} new, "
-                f"{len(self.approved)} approved by a merge, {len(self.dropped)} dropped")
+        head = (
+            f"proposals {self.branch} on {self.base}: {len(self.waiting)} waiting, {len(self.proposed)} new, "
+            f"{len(self.approved)} approved by a merge, {len(self.dropped)} dropped"
+        )
         tail = [f"dropped {vid}: {why}" for vid, why in self.dropped.items()] + self.notes
         return head + "".join(f"; {t}" for t in tail)
 
     def json(self) -> dict[str, Any]:
-        return {"branch": self.branch, "base": self.base, "waiting": self.waiting, "proposed": self.proposed,
-                "dropped": self.dropped, "approved": self.approved, "notes": self.notes}
+        return {
+            "branch": self.branch,
+            "base": self.base,
+            "waiting": self.waiting,
+            "proposed": self.proposed,
+            "dropped": self.dropped,
+            "approved": self.approved,
+            "notes": self.notes,
+        }
 
 
 def stamp(epoch: str) -> str:
@@ -119,9 +149,17 @@ def events(repo: git.Repo, *revs: str) -> list[Event]:
         if len(parts) < 7:
             continue
         sha, at, subject, parents, ids, drops, name = parts[:7]
-        found.append(Event(sha, stamp(at), subject, len(parents.split()) > 1,
-                           [v.strip() for v in ids.split("\x02") if v.strip()],
-                           [v.strip() for v in drops.split("\x02") if v.strip()], name.strip()))
+        found.append(
+            Event(
+                sha,
+                stamp(at),
+                subject,
+                len(parents.split()) > 1,
+                [v.strip() for v in ids.split("\x02") if v.strip()],
+                [v.strip() for v in drops.split("\x02") if v.strip()],
+                name.strip(),
+            )
+        )
     return found
 
 
@@ -205,7 +243,9 @@ class Board:
         branch the corpus has checked out."""
         if self.remote:
             name = f"{self.remote}/{self.config.git.branch}"
-            return name, rev(self.repo, f"refs/remotes/{name}") or rev(self.repo, f"refs/heads/{self.config.git.branch}")
+            return name, rev(self.repo, f"refs/remotes/{name}") or rev(
+                self.repo, f"refs/heads/{self.config.git.branch}"
+            )
         try:
             name = run_git(self.repo, "symbolic-ref", "-q", "--short", "HEAD").strip()
         except GitFailed:
@@ -236,8 +276,9 @@ class Board:
         the branch merges the reviewed one, so its history is no guide; the trailers are."""
         if not verdicts:
             return set()
-        found = events(self.repo, "--extended-regexp",
-                       *(f"--grep=^(Knomit-Verdict|{DROPPED}): {vid}$" for vid in verdicts), base)
+        found = events(
+            self.repo, "--extended-regexp", *(f"--grep=^(Knomit-Verdict|{DROPPED}): {vid}$" for vid in verdicts), base
+        )
         return {vid for vid, e in latest(found).items() if e is not None and vid in verdicts}
 
     def figures(self, now: datetime | None = None) -> dict[str, Any]:
@@ -246,9 +287,14 @@ class Board:
         waiting = self.waiting(base) if base else []
         oldest = min((p.at for p in waiting), default=None)
         now = now or datetime.now(UTC)
-        return {"branch": self.branch, "base": name, "waiting": len(waiting), "oldest_at": oldest,
-                "oldest_age_s": round((now - datetime.fromisoformat(oldest)).total_seconds()) if oldest else None,
-                "items": [p.json() for p in waiting]}
+        return {
+            "branch": self.branch,
+            "base": name,
+            "waiting": len(waiting),
+            "oldest_at": oldest,
+            "oldest_age_s": round((now - datetime.fromisoformat(oldest)).total_seconds()) if oldest else None,
+            "items": [p.json() for p in waiting],
+        }
 
     # --- the work tree sessions commit in ------------------------------------------------------
 
@@ -272,8 +318,10 @@ class Board:
         try:
             run_git(self.repo, "worktree", "add", "--quiet", str(self.path), self.branch)
         except GitFailed as e:
-            raise KnomitError(f"cannot check out {self.branch} in {self.path}: {e.raw.strip().splitlines()[-1]} "
-                              f"(is it checked out in {self.root}? check out {self.config.git.branch} there)") from None
+            raise KnomitError(
+                f"cannot check out {self.branch} in {self.path}: {e.raw.strip().splitlines()[-1]} "
+                f"(is it checked out in {self.root}? check out {self.config.git.branch} there)"
+            ) from None
         return git.Repo(self.path)
 
     def _forget_elsewhere(self) -> None:
@@ -292,8 +340,16 @@ class Board:
 
     # --- the refresh ---------------------------------------------------------------------------
 
-    def refresh(self, tree: git.Repo, base: str, base_name: str, drop: dict[str, str] | None = None,
-                records: dict[str, list[bytes]] | None = None, *, notes: list[str] | None = None) -> Refreshed:
+    def refresh(
+        self,
+        tree: git.Repo,
+        base: str,
+        base_name: str,
+        drop: dict[str, str] | None = None,
+        records: dict[str, list[bytes]] | None = None,
+        *,
+        notes: list[str] | None = None,
+    ) -> Refreshed:
         """Keep the branch in step with the reviewed branch at `base`, in one commit (or none).
 
         `drop`: verdict -> why, proposals a person took off; `records`: lines to add to record files (labels);
@@ -304,45 +360,60 @@ class Board:
         tip = rev(self.repo, self.ref)
         assert tip is not None, "open_tree made the branch"
         done = Refreshed()
-        if tip != base and is_ancestor(self.repo, tip, base):  # all of it is on the reviewed branch: start again from it
+        # all of it is on the reviewed branch: start again from it
+        if tip != base and is_ancestor(self.repo, tip, base):
             done.cleared = True
             tip_for_parents, waiting, old = base, [], base
         else:
             old = run_git(self.repo, "merge-base", tip, base).strip()
             waiting = self.waiting(base, tip)
             tip_for_parents = tip
-            done.merged = 0 if old == base else \
-                int(run_git(self.repo, "rev-list", "--count", f"{tip}..{base}").strip())
+            done.merged = 0 if old == base else int(run_git(self.repo, "rev-list", "--count", f"{tip}..{base}").strip())
         keep = self._replay(waiting, base, old, base_name, drop, done=done)
         parents = [tip_for_parents] + ([base] if not done.cleared and done.merged else [])
         tree_sha = self._tree(base, tip, keep, records)
         if parents == [tip] and tree_sha == self._tree_of(tip):
-            return done  # nothing moved, nothing to drop or record
+            # nothing moved, nothing to drop or record
+            return done
         if done.cleared and tree_sha == self._tree_of(base):
             new = base
         else:
-            new = run_git(self.repo, "commit-tree", tree_sha, *(a for p in parents for a in ("-p", p)),
-                          input=self._message(base_name, done, notes or []).encode("utf-8")).strip()
+            new = run_git(
+                self.repo,
+                "commit-tree",
+                tree_sha,
+                *(a for p in parents for a in ("-p", p)),
+                input=self._message(base_name, done, notes or []).encode("utf-8"),
+            ).strip()
             done.commit = new
-        run_git(tree, "reset", "-q", "--hard", new)  # the branch and its work tree move together
+        # the branch and its work tree move together
+        run_git(tree, "reset", "-q", "--hard", new)
         return done
 
-    def _replay(self, waiting: list[Proposal], base: str, old: str, base_name: str, drop: dict[str, str], *,
-                done: Refreshed) -> list[Proposal]:
+    def _replay(
+        self, waiting: list[Proposal], base: str, old: str, base_name: str, drop: dict[str, str], *, done: Refreshed
+    ) -> list[Proposal]:
         """The proposals kept, replayed in order on `base`: each one whose files are as it found them (as the reviewed
         branch has them, or as a proposal kept before it left them). The rest are dropped, with why."""
         keep: list[Proposal] = []
-        after: dict[str, tuple[str, str] | None] = {}  # path -> its entry as the kept proposals leave it
+        # path -> its entry as the kept proposals leave it
+        after: dict[str, tuple[str, str] | None] = {}
         for p in waiting:
             why = drop.get(p.verdict)
             found = {path: entry_at(self.repo, f"{p.commit}^", path) for path in p.paths}
             now = {path: after[path] if path in after else entry_at(self.repo, base, path) for path in p.paths}
             moved = sorted(path for path in p.paths if found[path] != now[path])
             if not why and moved:
-                on_base = [path for path in moved if path not in after and
-                           entry_at(self.repo, base, path) != entry_at(self.repo, old, path)]
-                why = (f"its facts moved on {base_name}: {', '.join(on_base)}" if on_base
-                       else "it was made on the change of a proposal dropped before it")
+                on_base = [
+                    path
+                    for path in moved
+                    if path not in after and entry_at(self.repo, base, path) != entry_at(self.repo, old, path)
+                ]
+                why = (
+                    f"its facts moved on {base_name}: {', '.join(on_base)}"
+                    if on_base
+                    else "it was made on the change of a proposal dropped before it"
+                )
             if why:
                 done.dropped[p.verdict] = why
                 continue
@@ -360,17 +431,22 @@ class Board:
         index.unlink(missing_ok=True)
         try:
             run_git(self.repo, "read-tree", base, env=env)
-            for p in keep:  # oldest first: a later proposal's version of a file it shares wins
+            # oldest first: a later proposal's version of a file it shares wins
+            for p in keep:
                 for path in p.paths:
                     entry = entry_at(self.repo, p.commit, path)
                     if entry:
-                        run_git(self.repo, "update-index", "--add", "--cacheinfo", f"{entry[0]},{entry[1]},{path}",
-                                env=env)
+                        run_git(
+                            self.repo, "update-index", "--add", "--cacheinfo", f"{entry[0]},{entry[1]},{path}", env=env
+                        )
                     else:
                         run_git(self.repo, "update-index", "--force-remove", "--", path, env=env)
             for path in sorted({*record_paths(self.repo, base, tip), *records}):
-                data = union_lines(blob_at(self.repo, f"{base}:{path}") or b"", blob_at(self.repo, f"{tip}:{path}") or b"",
-                                   b"".join(line + b"\n" for line in records.get(path, [])))
+                data = union_lines(
+                    blob_at(self.repo, f"{base}:{path}") or b"",
+                    blob_at(self.repo, f"{tip}:{path}") or b"",
+                    b"".join(line + b"\n" for line in records.get(path, [])),
+                )
                 blob = run_git(self.repo, "hash-object", "-w", "--stdin", input=data).strip()
                 run_git(self.repo, "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", env=env)
             return run_git(self.repo, "write-tree", env=env).strip()
@@ -385,7 +461,8 @@ class Board:
             what.append(f"merge {base_name} ({done.merged} commit(s))")
         if done.dropped:
             what.append(f"drop {len(done.dropped)} proposal(s)")
-        if not what:  # only record lines moved: labels given on the reviewed branch or the checkout
+        # only record lines moved: labels given on the reviewed branch or the checkout
+        if not what:
             what.append("record labels")
         body = [f"Dropped {vid}: {why}." for vid, why in done.dropped.items()] + notes
         trailers = "".join(f"{DROPPED}: {vid}\n" for vid in done.dropped)

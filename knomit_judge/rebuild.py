@@ -38,9 +38,12 @@ from .session.lines import current, describe_model
 from .store import Store
 
 log = logging.getLogger(__name__)
-EXAMPLES = 3  # differences named per kind; the count says how many there are
-Plain = tuple[tuple[str, ...], str, float]  # a candidate kept plain: its subject's names, fingerprint, score
-Search = tuple[list[bytes], np.ndarray, np.ndarray]  # a neighbour search as stored: row keys, indices, similarities
+# differences named per kind; the count says how many there are
+EXAMPLES = 3
+# a candidate kept plain: its subject's names, fingerprint, score
+Plain = tuple[tuple[str, ...], str, float]
+# a neighbour search as stored: row keys, indices, similarities
+Search = tuple[list[bytes], np.ndarray, np.ndarray]
 K = TypeVar("K", str, tuple[str, ...])
 
 
@@ -51,38 +54,54 @@ def derived_passes() -> list[CandidateSource]:
 
 def rebuild(root: Path | str) -> dict[str, int]:
     """Recreate the db: verdicts from the journal, applied state from git, derived tables from the corpus."""
-    config = load_config(Path(root).resolve())  # a config error writes nothing, not even a new db
+    # a config error writes nothing, not even a new db
+    config = load_config(Path(root).resolve())
     with locked_store(root) as opened:
         store = opened.store
         # What the vectors were keyed by, to say when this install keys them otherwise (encoders.cache_key)
         was = {r[0] for r in store.db.execute("SELECT DISTINCT model FROM embeddings")}
-        for table in ("files", "embeddings", "neighbour_sets", "candidate_lists",
-                      "journal_marks"):  # journal_marks emptied: the whole journal is read again
+        for table in (
+            "files",
+            "embeddings",
+            "neighbour_sets",
+            "candidate_lists",
+            # journal_marks emptied: the whole journal is read again
+            "journal_marks",
+        ):
             store.db.execute(f"DELETE FROM {table}")
         # Which verdicts are applied or reverted is read again from git and the journal (recover, below):
         # only adding marks would keep one whose commit a `git reset` dropped, and never apply it again.
         store.db.execute("UPDATE verdicts SET commit_sha = NULL, reverted = 0, revert_reason = NULL")
         store.db.conn.commit()
         notes = opened.recover(keep_marks=True)
-        reads = proposing_tree(opened.root, opened.repo, config, store)  # propose mode: where sessions read
+        # propose mode: where sessions read
+        reads = proposing_tree(opened.root, opened.repo, config, store)
         index = FileIndex(store)
         corpus = load_corpus(reads, config.corpus.max_fact_bytes, index, config.corpus)
         index.save()
         derived = Derivation(corpus, store, config)
-        derived.run()  # embeds, searches and keeps exactly what a review would
+        # embeds, searches and keeps exactly what a review would
+        derived.run()
         for problem in corpus.problems:
             log.warning("skipped %s", problem)
         if was and derived.ctx.embedder.model_name not in was:
-            log.info("embeddings: the cache key is new (%s; the db held %s): every text was embedded again",
-                     derived.ctx.embedder.model_name, ", ".join(sorted(was)))
+            log.info(
+                "embeddings: the cache key is new (%s; the db held %s): every text was embedded again",
+                derived.ctx.embedder.model_name,
+                ", ".join(sorted(was)),
+            )
         for note in notes:
             log.info("%s", note)
-        return {"verdicts": store.db["verdicts"].count, "facts": len(corpus.facts),
-                # the searches the passes make, as `--check` counts them (a search updated from another
-                # replaces it in the table, so the table may hold fewer rows)
-                "embeddings": store.db["embeddings"].count, "neighbour_sets": len(derived.memory.searches),
-                "candidate_lists": store.db["candidate_lists"].count,
-                "problems": len(corpus.problems)}
+        return {
+            "verdicts": store.db["verdicts"].count,
+            "facts": len(corpus.facts),
+            # the searches the passes make, as `--check` counts them (a search updated from another
+            # replaces it in the table, so the table may hold fewer rows)
+            "embeddings": store.db["embeddings"].count,
+            "neighbour_sets": len(derived.memory.searches),
+            "candidate_lists": store.db["candidate_lists"].count,
+            "problems": len(corpus.problems),
+        }
 
 
 TEXT_NAMES = {"neighbour_sets": "neighbour lists", "candidate_lists": "candidate lists"}  # as `--check` names them
@@ -179,10 +198,14 @@ class CheckResult:
 
     def text_lines(self) -> list[str]:
         counts = ", ".join(f"{table} {n}" for table, n in self.compared.items())
-        return [*(f"differs: {d}" for d in self.differences), *(f"note: {n}" for n in self.notes),
-                f"compared: {counts}",
-                "equal: the db's derived state is what a fresh rebuild computes" if self.equal else
-                f"not equal: {len(self.differences)} difference(s) from a fresh rebuild"]
+        return [
+            *(f"differs: {d}" for d in self.differences),
+            *(f"note: {n}" for n in self.notes),
+            f"compared: {counts}",
+            "equal: the db's derived state is what a fresh rebuild computes"
+            if self.equal
+            else f"not equal: {len(self.differences)} difference(s) from a fresh rebuild",
+        ]
 
     def json(self) -> dict[str, Any]:
         return {"equal": self.equal, "compared": self.compared, "differences": self.differences, "notes": self.notes}
@@ -209,13 +232,16 @@ def proposing_tree(root: Path, repo: Repo, config: Config, store: Store) -> Path
     board = Board(root, repo, config)
     if config.apply.mode != "propose" or not (board.path / ".git").is_file():
         return root
-    sync_journal(board.path, store, keep_marks=False)  # read from the checkout's marks, as a session reads it
+    # read from the checkout's marks, as a session reads it
+    sync_journal(board.path, store, keep_marks=False)
     if base := board.base()[1]:
         sync_git(repo, store, base)
     return board.path
 
 
-def compare_derived(root: Path, config: Config, kept: Store, fresh: Store, result: CheckResult | None = None) -> CheckResult:
+def compare_derived(
+    root: Path, config: Config, kept: Store, fresh: Store, result: CheckResult | None = None
+) -> CheckResult:
     """The derived tables of `kept` (a copy: it is written to) against a computation from nothing in `fresh`.
 
     `fresh` is empty, or holds only the vectors to embed with (benchmarks give synthetic ones).
@@ -246,14 +272,22 @@ def _examples(items: Iterable[object]) -> str:
     return ", ".join(str(i) for i in items[:EXAMPLES]) + (", ..." if len(items) > EXAMPLES else "")
 
 
-def _one_sided(table: str, want: Mapping[K, object], have: Mapping[K, object], result: CheckResult,
-               name: Callable[[K], object] = lambda k: k) -> None:
+def _one_sided(
+    table: str,
+    want: Mapping[K, object],
+    have: Mapping[K, object],
+    result: CheckResult,
+    name: Callable[[K], object] = lambda k: k,
+) -> None:
     """The rows only one side holds: the db's own (`have`) against the journal's (`want`), by key."""
     if only := sorted(set(have) - set(want)):
         result.differ(table, f"{len(only)} in the db but not in the journal: {_examples(map(name, only))}")
     if only := sorted(set(want) - set(have)):
-        result.differ(table, f"{len(only)} in the journal but not in the db "
-                             f"(the next session imports them): {_examples(map(name, only))}")
+        result.differ(
+            table,
+            f"{len(only)} in the journal but not in the db "
+            f"(the next session imports them): {_examples(map(name, only))}",
+        )
 
 
 def _verdicts(root: Path, repo: Repo, kept: Store, fresh: Store, result: CheckResult) -> None:
@@ -267,8 +301,13 @@ def _verdicts(root: Path, repo: Repo, kept: Store, fresh: Store, result: CheckRe
     for vid in sorted(set(want) & set(have)):
         changed = [k for k in want[vid] if want[vid][k] != have[vid].get(k)]
         if changed:
-            result.differ("verdicts", f"{vid}: " + "; ".join(
-                f"{k} is {have[vid].get(k)!r} in the db, {want[vid][k]!r} from the journal and git" for k in changed))
+            result.differ(
+                "verdicts",
+                f"{vid}: "
+                + "; ".join(
+                    f"{k} is {have[vid].get(k)!r} in the db, {want[vid][k]!r} from the journal and git" for k in changed
+                ),
+            )
 
 
 def _lines(kept: Store, fresh: Store, result: CheckResult) -> None:
@@ -303,11 +342,15 @@ def _embeddings(new: Derivation, kept: Store, result: CheckResult) -> None:
     if differ:
         cos = min(float(have[h] @ want[h]) for h in differ)
         names = [repr(texts[h].split("\n", 1)[0][:60]) for h in differ]
-        result.differ("embeddings", f"{len(differ)} of {len(have)} kept vectors differ from a fresh one "
-                                    f"(lowest cosine {cos:.4f}): {_examples(names)}")
+        result.differ(
+            "embeddings",
+            f"{len(differ)} of {len(have)} kept vectors differ from a fresh one "
+            f"(lowest cosine {cos:.4f}): {_examples(names)}",
+        )
     if missing := len(texts) - len(have):
-        result.notes.append(f"embeddings: {missing} of {len(texts)} texts not embedded yet "
-                            "(the next session embeds them)")
+        result.notes.append(
+            f"embeddings: {missing} of {len(texts)} texts not embedded yet (the next session embeds them)"
+        )
 
 
 def _neighbours(new: Derivation, old: Derivation, result: CheckResult) -> None:
@@ -315,15 +358,21 @@ def _neighbours(new: Derivation, old: Derivation, result: CheckResult) -> None:
     result.compared["neighbour lists"] = len(new.memory.searches)
     for (depth, digest), (keys, want_idx, want_sims) in new.memory.searches.items():
         if (depth, digest) not in old.memory.searches:
-            result.differ("neighbour lists", f"the kept state never searches the {len(keys)} rows a fresh rebuild "
-                                             "does (their vectors differ: see embeddings)")
+            result.differ(
+                "neighbour lists",
+                f"the kept state never searches the {len(keys)} rows a fresh rebuild "
+                "does (their vectors differ: see embeddings)",
+            )
             continue
         _, idx, sims = old.memory.searches[depth, digest]
         need = min(depth // DEPTH, len(keys) - 1)
         bad = [i for i in range(len(keys)) if not _prefix(idx[i], sims[i], want_idx[i], want_sims[i], need)]
         if bad:
-            result.differ("neighbour lists", f"{len(bad)} of {len(keys)} rows' kept neighbours are not their exact "
-                                             f"nearest (search of depth {depth}): rows {_examples(bad)}")
+            result.differ(
+                "neighbour lists",
+                f"{len(bad)} of {len(keys)} rows' kept neighbours are not their exact "
+                f"nearest (search of depth {depth}): rows {_examples(bad)}",
+            )
 
 
 def _prefix(idx: np.ndarray, sims: np.ndarray, want_idx: np.ndarray, want_sims: np.ndarray, need: int) -> bool:
@@ -349,8 +398,9 @@ def _candidates(new: Derivation, old: Derivation, result: CheckResult) -> None:
             result.differ("candidate lists", f"{how}: {len(only)} only in a fresh computation: {_examples(only)}")
             said = True
         if other := [" ~ ".join(s) for s in w if s in h and w[s] != h[s]]:
-            result.differ("candidate lists",
-                          f"{how}: {len(other)} with another fingerprint or score: {_examples(other)}")
+            result.differ(
+                "candidate lists", f"{how}: {len(other)} with another fingerprint or score: {_examples(other)}"
+            )
             said = True
         if not said:
             result.differ("candidate lists", f"{how}: the same {len(want)} candidates in another order")

@@ -53,9 +53,11 @@ def recover(root: Path, repo: Repo, store: Store, lock: Lock | None = None, keep
     if message:
         log.warning("%s", message)
         notes.append(message)
-    if merged := recover_merge(repo, root):  # a merge of the remote branch a kill left in progress: ours only
+    # a merge of the remote branch a kill left in progress: ours only
+    if merged := recover_merge(repo, root):
         notes.append(merged)
-    if lock is not None and lock.stale:  # killed mid-fetch or mid-push: its ref lock would block every sync
+    # killed mid-fetch or mid-push: its ref lock would block every sync
+    if lock is not None and lock.stale:
         notes += clear_ref_locks(repo)
     imported = sync_journal(root, store, keep_marks)
     if imported:
@@ -101,7 +103,8 @@ def sync_journal(root: Path, store: Store, keep_marks: bool = True) -> int:
     marks = store.journal_marks()
     verdicts, reverts, lines, draws = Journal(root).entries(marks)
     store.import_lines([x for x in map(Line.from_record, lines) if x is not None])
-    for draw in draws:  # in the order written: a session's later record of a pass replaces its earlier one
+    # in the order written: a session's later record of a pass replaces its earlier one
+    for draw in draws:
         store.add_draw(draw)
     known = store.known_ids([v.id for v in verdicts])
     fresh = [v for v in verdicts if v.id not in known]
@@ -112,7 +115,8 @@ def sync_journal(root: Path, store: Store, keep_marks: bool = True) -> int:
         if vid not in reverted:
             store.mark_reverted(vid, reason)
     if keep_marks:
-        store.put_journal_marks(marks)  # only once imported: a kill before this reads the lines again
+        # only once imported: a kill before this reads the lines again
+        store.put_journal_marks(marks)
     return len(fresh)
 
 
@@ -125,7 +129,8 @@ def sync_git(repo: Repo, store: Store, rev: str = "HEAD") -> None:
     for vid, sha in applied.items():
         if vid in unapplied:
             store.mark_applied(vid, sha)
-    reverted = store.reverted_ids()  # the journal's reason, when it has one, is kept
+    # the journal's reason, when it has one, is kept
+    reverted = store.reverted_ids()
     for vid in trailer_values(repo, "Knomit-Reverts", rev):
         if vid not in reverted:
             store.mark_reverted(vid, "reverted (from git history)")
@@ -153,10 +158,13 @@ def recover_merge(repo: Repo, root: Path) -> str | None:
     try:
         what = _settle_merge(repo, root, gitdir, head, theirs)
     except GitFailed as e:
-        raise KnomitError(f"could not finish or undo the merge the last session left ({_last_line(e)}); "
-                          f"{mark} is kept and the next start tries again") from None
+        raise KnomitError(
+            f"could not finish or undo the merge the last session left ({_last_line(e)}); "
+            f"{mark} is kept and the next start tries again"
+        ) from None
     mark.unlink()
-    if not what:  # not the merge we marked: a person's, left as it is
+    # not the merge we marked: a person's, left as it is
+    if not what:
         return None
     log.warning("%s", what)
     return "; ".join([what, *notes])
@@ -178,7 +186,8 @@ def _settle_merge(repo: Repo, root: Path, gitdir: Path, head: str, theirs: str) 
     except (OSError, IndexError):
         merge_head = None
     now = run_git(repo, "rev-parse", "-q", "--verify", "HEAD").strip()
-    if merge_head not in (None, theirs):  # not the merge we marked: a person's, left as it is
+    # not the merge we marked: a person's, left as it is
+    if merge_head not in (None, theirs):
         return ""
     if now != head:
         for name in ("MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "AUTO_MERGE"):
@@ -189,23 +198,34 @@ def _settle_merge(repo: Repo, root: Path, gitdir: Path, head: str, theirs: str) 
             try:
                 run_git(repo, "merge", "--abort")
             except GitFailed:
-                pass  # the paths are put back below either way
+                # the paths are put back below either way
+                pass
         for name in ("MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "AUTO_MERGE"):
             (gitdir / name).unlink(missing_ok=True)
-        changed = [p for p in run_git(repo, "diff", "--name-only", "-z", "--no-renames", head, theirs).split("\0")
-                   if p and not is_ours(p)]
-        present = set(run_git(repo, "ls-tree", "-r", "-z", "--name-only", head, "--", *changed).split("\0")) \
-            if changed else set()
+        changed = [
+            p
+            for p in run_git(repo, "diff", "--name-only", "-z", "--no-renames", head, theirs).split("\0")
+            if p and not is_ours(p)
+        ]
+        present = (
+            set(run_git(repo, "ls-tree", "-r", "-z", "--name-only", head, "--", *changed).split("\0"))
+            if changed
+            else set()
+        )
         for path in changed:
             if path in present:
                 run_git(repo, "reset", "-q", head, "--", path)
                 run_git(repo, "checkout", head, "--", path)
-            else:  # a file the merge brought in
+            # a file the merge brought in
+            else:
                 run_git(repo, "rm", "-q", "--cached", "--ignore-unmatch", "--", path)
                 (root / path).unlink(missing_ok=True)
         ours = [p for p in run_git(repo, "diff", "--name-only", "-z", "--cached", head).split("\0") if p]
-        if ours:  # journal files the merge staged: back to HEAD in the index, their lines kept on disk
+        # journal files the merge staged: back to HEAD in the index, their lines kept on disk
+        if ours:
             run_git(repo, "reset", "-q", head, "--", *ours)
-        what = (f"the last session was killed while merging {theirs[:10]}: undone, HEAD and the work tree as "
-                "they were; this session merges again")
+        what = (
+            f"the last session was killed while merging {theirs[:10]}: undone, HEAD and the work tree as "
+            "they were; this session merges again"
+        )
     return what

@@ -28,8 +28,10 @@ from .links import (
 )
 from .rewrite import relinked_keys, rewrite, yaml_value
 
-_RAW_OK = re.compile(r"[A-Za-z0-9/._~!$&'*+,;=:@-]")  # what a Markdown link's path keeps unencoded
-_ESCAPED_NON_ASCII = re.compile(r"%[89A-Fa-f][0-9A-Fa-f]")  # a path that wrote its non-ASCII letters encoded
+# what a Markdown link's path keeps unencoded
+_RAW_OK = re.compile(r"[A-Za-z0-9/._~!$&'*+,;=:@-]")
+# a path that wrote its non-ASCII letters encoded
+_ESCAPED_NON_ASCII = re.compile(r"%[89A-Fa-f][0-9A-Fa-f]")
 
 
 @dataclass
@@ -38,7 +40,8 @@ class Relinked:
 
     text: str
     count: int  # links rewritten
-    by_file_name: bool  # a wikilink named the retired note by its file name
+    # a wikilink named the retired note by its file name
+    by_file_name: bool
 
 
 def relinked_note(vault: Vault, path: str, text: str, *, old: str, new: str, gone: set[str]) -> Relinked:
@@ -52,16 +55,19 @@ def relinked_note(vault: Vault, path: str, text: str, *, old: str, new: str, gon
     by_file_name = False
     for link in note_links(path, text):
         if link.start < 0:
-            continue  # `links`/`refs` values are relinked by key below; a canvas is not rewritten
+            # `links`/`refs` values are relinked by key below; a canvas is not rewritten
+            continue
         target, how = vault.resolve(link)
-        if target != old or how not in ("path", "name"):  # by an alias, or its own note: it leads where it did
+        # by an alias, or its own note: it leads where it did
+        if target != old or how not in ("path", "name"):
             continue
         (front if link.kind == "property" else body).append((link, relinked_link(vault, link, new, gone)))
         by_file_name |= link.kind in WIKI_KINDS and "/" not in link.target.strip("/")
     out = _spliced(text, body + front)
     count = len(body) + len(front)
     if front and not _same_but(path, text, out, {link.key for link, _ in front}):
-        out, kept = _by_key(path, _spliced(text, body), front)  # quoting the new name needs YAML's own writer
+        # quoting the new name needs YAML's own writer
+        out, kept = _by_key(path, _spliced(text, body), front)
         count -= len(front) - kept
     if _meta_of(path, out) is not None and (changes := relinked_keys(out, old, new)):
         count += sum(1 for value in changes.values() if isinstance(value, list))
@@ -115,7 +121,8 @@ def _relinked_markdown(vault: Vault, link: Link, new: str) -> str:
         out = posixpath.relpath(new, posixpath.dirname(link.note) or ".")
         out = f"./{out}" if decoded.startswith("./") and not out.startswith("../") else out
     if not decoded.lower().endswith(".md") and out.lower().endswith(".md"):
-        out = out[:-3]  # `[text](Note)`: Obsidian reads it without the extension too
+        # `[text](Note)`: Obsidian reads it without the extension too
+        out = out[:-3]
     if not angle:
         every = bool(_ESCAPED_NON_ASCII.search(path))
         out = "".join(c if _RAW_OK.match(c) or (ord(c) > 127 and not every) else quote(c, safe="") for c in out)
@@ -126,7 +133,7 @@ def _relinked_markdown(vault: Vault, link: Link, new: str) -> str:
 
 def _spliced(text: str, edits: list[tuple[Link, str]]) -> str:
     for link, new in sorted(edits, key=lambda e: e[0].start, reverse=True):
-        text = text[:link.start] + new + text[link.end:]
+        text = text[: link.start] + new + text[link.end :]
     return text
 
 
@@ -138,8 +145,12 @@ def _meta_of(path: str, text: str) -> dict[str, Any] | None:
 def _same_but(path: str, before: str, after: str, keys: set[str | None]) -> bool:
     """Whether the front matter still parses, with the same keys, and only `keys` changed."""
     old, new = _meta_of(path, before), _meta_of(path, after)
-    return old is not None and new is not None and set(old) == set(new) and \
-        all(new[k] == v for k, v in old.items() if k not in keys)
+    return (
+        old is not None
+        and new is not None
+        and set(old) == set(new)
+        and all(new[k] == v for k, v in old.items() if k not in keys)
+    )
 
 
 def _by_key(path: str, text: str, front: list[tuple[Link, str]]) -> tuple[str, int]:
@@ -155,7 +166,8 @@ def _by_key(path: str, text: str, front: list[tuple[Link, str]]) -> tuple[str, i
         elif isinstance(value, list) and all(isinstance(v, str) for v in value):
             changes[key] = [_swapped(v, swaps) for v in value]
         else:
-            continue  # a shape this tool does not rewrite: the link check names the link it leaves
+            # a shape this tool does not rewrite: the link check names the link it leaves
+            continue
         done += len(swaps)
     return (rewrite(text, changes) if changes else text), done
 
@@ -166,8 +178,9 @@ def _swapped(value: str, swaps: list[tuple[str, str]]) -> str:
     return value
 
 
-def names_taken(vault: Vault, text: str, keep: Fact, lose: Fact, *, by_file_name: bool,
-                titles: bool) -> tuple[str, list[str]]:
+def names_taken(
+    vault: Vault, text: str, keep: Fact, lose: Fact, *, by_file_name: bool, titles: bool
+) -> tuple[str, list[str]]:
     """The survivor's text with the retired note's names among its aliases, and the names added.
 
     It takes the retired note's aliases; with `titles` (a corpus whose notes are linked by name) its title,
@@ -179,19 +192,27 @@ def names_taken(vault: Vault, text: str, keep: Fact, lose: Fact, *, by_file_name
     meta = _meta_of(keep.path, text)
     if meta is None:
         return text, []
-    key = next((k for k in ALIAS_KEYS if k in meta), ALIAS_KEYS[0])  # the key the note has: `aliases` first
+    # the key the note has: `aliases` first
+    key = next((k for k in ALIAS_KEYS if k in meta), ALIAS_KEYS[0])
     old = meta.get(key)
     have = [] if old is None else [str(v) for v in (old if isinstance(old, list) else [old])]
     seen = {n.strip().casefold() for n in (*have, keep.title, stem(keep.path))}
     added: list[str] = []
     for name in (n.strip() for n in names):
-        if name.casefold() in seen or not name or "[[" in name or _elsewhere(vault, name, keep.path, {keep.path, lose.path}):
+        if (
+            name.casefold() in seen
+            or not name
+            or "[[" in name
+            or _elsewhere(vault, name, keep.path, {keep.path, lose.path})
+        ):
             continue
         seen.add(name.casefold())
         added.append(name)
     if not added:
         return text, []
-    return _appended(text, key, added) or rewrite(text, {key: [*(old if isinstance(old, list) else have), *added]}), added
+    return _appended(text, key, added) or rewrite(
+        text, {key: [*(old if isinstance(old, list) else have), *added]}
+    ), added
 
 
 def _elsewhere(vault: Vault, name: str, keep: str, ours: set[str]) -> bool:
@@ -215,11 +236,11 @@ def _appended(text: str, key: str, names: list[str]) -> str | None:
     if not items:
         return None
     last = lines[at + items]
-    indent = last[:len(last) - len(last.lstrip())]
+    indent = last[: len(last) - len(last.lstrip())]
     cr = "\r" if last.endswith("\r") else ""
-    lines[at + items + 1:at + items + 1] = [f"{indent}- {yaml_value(n)}{cr}" for n in names]
+    lines[at + items + 1 : at + items + 1] = [f"{indent}- {yaml_value(n)}{cr}" for n in names]
     start = front.start(1)
-    return text[:start] + "\n".join(lines) + text[front.end(1):]
+    return text[:start] + "\n".join(lines) + text[front.end(1) :]
 
 
 def titles_are_names(corpus: Corpus) -> bool:
@@ -239,16 +260,24 @@ def newly_broken(vault: Vault, writes: dict[str, str | None], retired: dict[str,
     with vault.trying(writes):
         keys |= _names(vault, writes)
     notes = set().union(*(vault.linked_by.get(k, set()) for k in keys)) | {p for p in writes if is_note(p)}
-    before = {note: _led_to(vault, note, retired) for note in sorted(notes) if vault.active(note) and note in vault.links}
+    before = {
+        note: _led_to(vault, note, retired) for note in sorted(notes) if vault.active(note) and note in vault.links
+    }
     broken: list[BrokenLink] = []
     with vault.trying(writes):
         for note, wanted in before.items():
             if not vault.active(note) or note not in vault.links:
-                continue  # retired by this decision: its links are history
+                # retired by this decision: its links are history
+                continue
             have = _led_to(vault, note, {})
-            counted = Counter(t for link, t in wanted if link.kind != "path") - \
-                Counter(t for link, t in have if link.kind != "path")
-            paths = {t for link, t in wanted if link.kind == "path"} - {t for link, t in have if link.kind == "path"} - {note}
+            counted = Counter(t for link, t in wanted if link.kind != "path") - Counter(
+                t for link, t in have if link.kind != "path"
+            )
+            paths = (
+                {t for link, t in wanted if link.kind == "path"}
+                - {t for link, t in have if link.kind == "path"}
+                - {note}
+            )
             for target in [*counted.elements(), *sorted(paths)]:
                 link = next(link for link, t in wanted if t == target)
                 broken.append(BrokenLink(link, "moved", target))
@@ -271,11 +300,13 @@ def would_break(corpus: Corpus, writes: dict[str, str | None], retired: dict[str
 def _moves_nothing(corpus: Corpus, path: str, text: str | None) -> bool:
     fact = corpus.facts.get(path)
     if fact is None or text is None:
-        return False  # a new file, a deletion, or a note that is no fact
+        # a new file, a deletion, or a note that is no fact
+        return False
     try:
         new = corpus.parse(path, text)
     except BadFact:
-        return True  # refused by the reader's check (gitops.Applier.commit) before anything is written
+        # refused by the reader's check (gitops.Applier.commit) before anything is written
+        return True
     sig = lambda f: (f.status, f.aliases, [(k.kind, k.target, k.subpath) for k in note_links(path, f.text, f)])  # noqa: E731
     return sig(fact) == sig(new)
 
@@ -294,6 +325,7 @@ def refusal(broken: list[BrokenLink]) -> str:
     """Why a decision is refused, for the pass note and the session's problems."""
     first = broken[0]
     more = f" and {len(broken) - 1} more" if len(broken) > 1 else ""
-    return (f"it would break {len(broken)} link(s): {first.link.raw} in {first.link.where()} would no longer lead to "
-            f"{first.to}{more} (relink by hand, then the next session applies it)")
-
+    return (
+        f"it would break {len(broken)} link(s): {first.link.raw} in {first.link.where()} would no longer lead to "
+        f"{first.to}{more} (relink by hand, then the next session applies it)"
+    )

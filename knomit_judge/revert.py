@@ -45,17 +45,31 @@ def revert(verdict_id: str, root: Path | str, reason: str = "reverted by hand") 
         # the commit is made from a private index of these files alone: someone's other uncommitted work (an open
         # vault's .obsidian/workspace.json) is left as it is, but a file it would overwrite must be committed first
         if busy := sorted(set(dirty_paths(repo)).intersection(writes)):
-            raise NotRevertible(f"{busy[0]} has uncommitted changes and the revert would write it"
-                                f"{f' (and {len(busy) - 1} more)' if len(busy) > 1 else ''}; commit or stash them first")
+            raise NotRevertible(
+                f"{busy[0]} has uncommitted changes and the revert would write it"
+                f"{f' (and {len(busy) - 1} more)' if len(busy) > 1 else ''}; commit or stash them first"
+            )
         journal = Journal(opened.root)
         undone = [v, *twins]
-        msg = message(f"revert {v.pass_name}: {verdict_id}", f"Restores {len(writes)} file(s) as they were "
-                      f"before {commit_sha[:10]}.\nReason: {reason}",
-                      {"Knomit-Pass": "revert", "Knomit-Reverts": v.id})
-        msg += "".join(f"Knomit-Reverts: {t.id}\n" for t in twins)  # the same decision, applied twice
-        sha = Applier(repo).commit(writes, [], msg, v.id, trailer="Knomit-Reverts", appends={
-            journal.relpath(v.pass_name): [{"type": "revert", "verdict": u.id, "reason": reason, "at": now_text()}
-                                           for u in undone]})
+        msg = message(
+            f"revert {v.pass_name}: {verdict_id}",
+            f"Restores {len(writes)} file(s) as they were before {commit_sha[:10]}.\nReason: {reason}",
+            {"Knomit-Pass": "revert", "Knomit-Reverts": v.id},
+        )
+        # the same decision, applied twice
+        msg += "".join(f"Knomit-Reverts: {t.id}\n" for t in twins)
+        sha = Applier(repo).commit(
+            writes,
+            [],
+            msg,
+            v.id,
+            trailer="Knomit-Reverts",
+            appends={
+                journal.relpath(v.pass_name): [
+                    {"type": "revert", "verdict": u.id, "reason": reason, "at": now_text()} for u in undone
+                ]
+            },
+        )
         for u in undone:
             store.mark_reverted(u.id, reason)
         return sha
@@ -64,8 +78,11 @@ def revert(verdict_id: str, root: Path | str, reason: str = "reverted by hand") 
 def same_decision(store: Store, v: Verdict) -> list[Verdict]:
     """Other applied, unreverted verdicts on the same question with the same answer: the copies two reviewers
     at once both applied (sync.py records them as one decision)."""
-    rows = store.db.execute("SELECT id FROM verdicts WHERE pass = ? AND fingerprint = ? AND answer = ? AND id != ? "
-                            "AND commit_sha IS NOT NULL AND reverted = 0", [v.pass_name, v.fingerprint, v.answer, v.id])
+    rows = store.db.execute(
+        "SELECT id FROM verdicts WHERE pass = ? AND fingerprint = ? AND answer = ? AND id != ? "
+        "AND commit_sha IS NOT NULL AND reverted = 0",
+        [v.pass_name, v.fingerprint, v.answer, v.id],
+    )
     return [twin for r in rows if (twin := store.verdict(r[0])) is not None]
 
 
@@ -80,9 +97,11 @@ def restored_files(repo: git.Repo, sha: str) -> dict[str, str | None]:
     writes: dict[str, str | None] = {}
     for d in parent.diff(commit):
         path = d.b_path or d.a_path
-        assert path is not None  # a diff entry names one side at least
+        # a diff entry names one side at least
+        assert path is not None
         if is_ours(path):
-            continue  # the journal only grows; its lines stay as the record
+            # the journal only grows; its lines stay as the record
+            continue
         if _blob(head, path) != _blob(commit, path):
             raise NotRevertible(f"{path} changed after {sha[:10]}; revert it by hand")
         before = _blob(parent, d.a_path or path)
@@ -94,7 +113,8 @@ def _in_history(repo: git.Repo, sha: str) -> bool:
     try:
         # GitPython types is_ancestor as taking Commits; it hands both to `git merge-base`, which takes a sha
         return repo.is_ancestor(sha, repo.head.commit)  # type: ignore[arg-type]
-    except git.GitCommandError:  # not even an object here (a history rewritten since)
+    # not even an object here (a history rewritten since)
+    except git.GitCommandError:
         return False
 
 

@@ -23,7 +23,8 @@ from .corpus import (
 )
 from .notes import OBSIDIAN_TAG_KEYS, bare_tag, obsidian_tags, renamed_inline, renamed_tag_string
 
-_ANCHOR = re.compile(r"^[A-Za-z_][\w-]*[ \t]*:[ \t]*(&[^\s\[\]{},]+)")  # `motifs: &m [..]`: the anchor on a key's value
+# `motifs: &m [..]`: the anchor on a key's value
+_ANCHOR = re.compile(r"^[A-Za-z_][\w-]*[ \t]*:[ \t]*(&[^\s\[\]{},]+)")
 # Keys a merge takes in from the retired fact (with the motif keys): lists are unioned, an int count is summed.
 ABSORBED_KEYS = ("sources", "refs", "links", "entities", "domain", "tags")
 # What a retraction still carries over: where the claim came from and what it points at, never its motifs
@@ -60,7 +61,7 @@ def rewrite(text: str, changes: dict[str, Any]) -> str:
         bom = BOM if text.startswith(BOM) else ""
         newline = "\r\n" if "\r\n" in text else "\n"
         keys = "".join(f"{key}: {yaml_value(value)}{newline}" for key, value in changes.items())
-        return f"{bom}---{newline}{keys}---{newline}{text[len(bom):]}" if changes else text
+        return f"{bom}---{newline}{keys}---{newline}{text[len(bom) :]}" if changes else text
     bom = BOM if text.startswith(BOM) else ""
     newline = "\r\n" if "\r\n" in m.group(0) else "\n"
     front = m.group(1)
@@ -92,7 +93,7 @@ def rewrite(text: str, changes: dict[str, Any]) -> str:
     out += [f"{key}: {yaml_value(value)}{cr}" for key, value in changes.items() if key not in done]
     out += tail
     new_front = "\n".join(out)
-    return f"{bom}---{newline}{new_front}\n---{newline}" + text[m.end():]
+    return f"{bom}---{newline}{new_front}\n---{newline}" + text[m.end() :]
 
 
 def _stripped(value: Any) -> str:
@@ -110,8 +111,9 @@ def _union(*lists: list[Any], spelt: Callable[[Any], str] = _stripped) -> list[A
     return out
 
 
-def renamed_motif(fact: Fact, lose: str, keep: str, motif_keys: tuple[str, ...] = DEFAULT_MOTIF_KEYS,
-                  inline: bool = False) -> str:
+def renamed_motif(
+    fact: Fact, lose: str, keep: str, motif_keys: tuple[str, ...] = DEFAULT_MOTIF_KEYS, inline: bool = False
+) -> str:
     """The fact's text with spelling `lose` replaced by `keep` inside each motif key that holds it, and (`inline`)
     in the body's `#lose` tags; every other byte as it was.
 
@@ -123,9 +125,17 @@ def renamed_motif(fact: Fact, lose: str, keep: str, motif_keys: tuple[str, ...] 
     for key in motif_keys:
         value = meta.get(key)
         if key in OBSIDIAN_TAG_KEYS and isinstance(value, (str, list)) and lose in obsidian_tags(value):
-            changes[key] = renamed_tag_string(value, lose, keep) if isinstance(value, str) else \
-                _union([("#" if str(v).strip().startswith("#") else "") + keep if bare_tag(v) == lose else v
-                        for v in value], spelt=bare_tag)
+            changes[key] = (
+                renamed_tag_string(value, lose, keep)
+                if isinstance(value, str)
+                else _union(
+                    [
+                        ("#" if str(v).strip().startswith("#") else "") + keep if bare_tag(v) == lose else v
+                        for v in value
+                    ],
+                    spelt=bare_tag,
+                )
+            )
         elif isinstance(value, str) and value.strip() == lose:
             changes[key] = keep
         elif isinstance(value, list) and any(str(v).strip() == lose for v in value):
@@ -142,8 +152,9 @@ def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def absorbed(keep: Fact, lose: Fact, motif_keys: tuple[str, ...] = DEFAULT_MOTIF_KEYS,
-             keys: tuple[str, ...] = ABSORBED_KEYS) -> dict[str, Any]:
+def absorbed(
+    keep: Fact, lose: Fact, motif_keys: tuple[str, ...] = DEFAULT_MOTIF_KEYS, keys: tuple[str, ...] = ABSORBED_KEYS
+) -> dict[str, Any]:
     """The front-matter changes by which `keep` takes in `lose`: each key keeps its type.
 
     Lists are unioned (order kept, deduplicated), an int `sources` count becomes the sum (as
@@ -155,14 +166,17 @@ def absorbed(keep: Fact, lose: Fact, motif_keys: tuple[str, ...] = DEFAULT_MOTIF
     for key in dict.fromkeys([*motif_keys, *keys]):
         ours, other = mine.get(key), theirs.get(key)
         tags = key in OBSIDIAN_TAG_KEYS
-        if tags:  # `tags: a, b` is two tags (Obsidian's one-string form), never the one value "a, b"
+        # `tags: a, b` is two tags (Obsidian's one-string form), never the one value "a, b"
+        if tags:
             ours, other = (obsidian_tags(v) if isinstance(v, str) else v for v in (ours, other))
         if key in ("links", "refs") and isinstance(ours, list) and other is None:
-            other = []  # still drop the survivor's own link to the fact it absorbs
+            # still drop the survivor's own link to the fact it absorbs
+            other = []
         if other is None or (other == [] and key not in ("links", "refs")) or isinstance(other, (bool, dict)):
             continue
         if key == "sources" and _count(other) is not None and ours is not None and _count(ours) is None:
-            continue  # a count cannot join a list of sources; the survivor's list stays as it is
+            # a count cannot join a list of sources; the survivor's list stays as it is
+            continue
         new: Any
         if key == "sources" and (have := _count(ours)) is not None:
             more = _count(other)
@@ -174,7 +188,8 @@ def absorbed(keep: Fact, lose: Fact, motif_keys: tuple[str, ...] = DEFAULT_MOTIF
             if isinstance(ours, str) and len(new) == 1:
                 new = ours
         else:
-            continue  # a shape this tool does not know how to merge: leave it as it is
+            # a shape this tool does not know how to merge: leave it as it is
+            continue
         if key in ("links", "refs") and isinstance(new, list):
             new = [r for r in new if link_target(str(r)) not in (keep.path, lose.path)]
         if new != ours and not (ours is None and new == []):
@@ -211,8 +226,9 @@ def carried_over(keep: Fact, changes: dict[str, Any]) -> list[str]:
             had = {str(v).strip() for v in (old if isinstance(old, list) else [] if old is None else [old])}
             added = [str(v) for v in new if str(v).strip() not in had]
             gone = sorted(had - {str(v).strip() for v in new})
-            parts = ([f"+ {', '.join(added)}"] if added else []) + \
-                ([f"dropped its link to {', '.join(gone)} (the retired fact)"] if gone else [])
+            parts = ([f"+ {', '.join(added)}"] if added else []) + (
+                [f"dropped its link to {', '.join(gone)} (the retired fact)"] if gone else []
+            )
             if parts:
                 lines.append(f"{key}: {'; '.join(parts)}")
         else:
@@ -225,7 +241,7 @@ def relinked(ref: str, old: str, new: str) -> str:
     if link_target(ref) != old:
         return ref
     if ref.strip().startswith(KB_SCHEME):
-        repo_id = ref.strip()[len(KB_SCHEME):].partition("/")[0]
+        repo_id = ref.strip()[len(KB_SCHEME) :].partition("/")[0]
         return f"{KB_SCHEME}{repo_id}/{new}"
     return new
 

@@ -20,15 +20,20 @@ class Answerable(Protocol):
     @property
     def name(self) -> str: ...
     @property
-    def writes_lines(self) -> bool: ...  # its entries are spellings' lines: {"spelling": S, "reply": {"mechanism"..}}
+    # its entries are spellings' lines: {"spelling": S, "reply": {"mechanism"..}}
+    def writes_lines(self) -> bool: ...
     @property
-    def about(self) -> About: ...  # what an entry's sides name: motif spellings, or fact paths
+    # what an entry's sides name: motif spellings, or fact paths
+    def about(self) -> About: ...
     @property
-    def shape(self) -> Shape: ...  # an entry names a pair ('a', 'b'), or a group ('group' or 'contains')
+    # an entry names a pair ('a', 'b'), or a group ('group' or 'contains')
+    def shape(self) -> Shape: ...
     @property
-    def names_side(self) -> bool: ...  # a reply's `redundant` names a side: "A" (the entry's a) or "B"
+    # a reply's `redundant` names a side: "A" (the entry's a) or "B"
+    def names_side(self) -> bool: ...
     @property
-    def default_reply(self) -> dict[str, Any]: ...  # what a question no entry answers gets
+    # what a question no entry answers gets
+    def default_reply(self) -> dict[str, Any]: ...
 
 
 class ScriptedBackend:
@@ -48,10 +53,12 @@ class ScriptedBackend:
 
     def __init__(self, path: Path, answers: Iterable[Answerable]) -> None:
         self.path = Path(path)
-        self.steps = {s.name: s for s in answers}  # what it answers, by the name a file's entries give
+        # what it answers, by the name a file's entries give
+        self.steps = {s.name: s for s in answers}
         self.model = f"scripted:{self.path.name}"
         self.entries: list[dict[str, Any]] = []
-        self.asked: set[str] = set()  # distinct questions asked, and those a recorded reply answered
+        # distinct questions asked, and those a recorded reply answered
+        self.asked: set[str] = set()
         self.matched: set[str] = set()
         try:
             lines = self.path.read_text(encoding="utf-8").splitlines()
@@ -59,7 +66,8 @@ class ScriptedBackend:
             raise ConfigError(f"--judge scripted:{path}: {e.strerror or e}") from None
         except UnicodeDecodeError:
             raise ConfigError(f"--judge scripted:{path}: not UTF-8 text") from None
-        self.lines: dict[str, str] = {}  # spelling -> its recorded describe line
+        # spelling -> its recorded describe line
+        self.lines: dict[str, str] = {}
         for n, line in enumerate(lines, 1):
             if line.strip():
                 entry = _scripted_entry(line, f"{path}:{n}", self.steps)
@@ -83,8 +91,9 @@ class ScriptedBackend:
             return bool(entry.get("contains")) and set(entry["contains"]) <= group
         return {entry.get("a"), entry.get("b")} == {subject.get("a"), subject.get("b")}
 
-    async def complete(self, system: str, user: str, subject: dict[str, Any], position: int,
-                       pass_name: str = "") -> Completion:
+    async def complete(
+        self, system: str, user: str, subject: dict[str, Any], position: int, pass_name: str = ""
+    ) -> Completion:
         question = dumps([pass_name, subject], sort_keys=True)
         self.asked.add(question)
         entry = next((e for e in self.entries if self._match(e, pass_name, subject)), None)
@@ -102,14 +111,20 @@ class ScriptedBackend:
         """What to say when questions were asked and not one had a recorded reply (a wrong file, or stale names)."""
         if not self.asked or self.matched:
             return None
-        what = "it has no entries" if not self.entries and not self.lines else \
-            f"none of its {len(self.entries)} entries matched" if self.entries else \
-            f"it holds only describe lines ({len(self.lines)})"
+        what = (
+            "it has no entries"
+            if not self.entries and not self.lines
+            else f"none of its {len(self.entries)} entries matched"
+            if self.entries
+            else f"it holds only describe lines ({len(self.lines)})"
+        )
         # Entries answered in an earlier session are not asked again, so this may be expected: say both.
-        return (f"the scripted judge answered none of the {len(self.asked)} question(s) it was asked from "
-                f"{self.path} ({what}): each got its pass's default, stored as a verdict of the scripted judge "
-                "(these never bind the anthropic judge); questions its entries answered in earlier sessions are "
-                "not asked again, so if the file was meant to answer these, check its spellings and fact paths")
+        return (
+            f"the scripted judge answered none of the {len(self.asked)} question(s) it was asked from "
+            f"{self.path} ({what}): each got its pass's default, stored as a verdict of the scripted judge "
+            "(these never bind the anthropic judge); questions its entries answered in earlier sessions are "
+            "not asked again, so if the file was meant to answer these, check its spellings and fact paths"
+        )
 
 
 def shown_as(entry: dict[str, Any], subject: dict[str, Any], position: int, names_side: bool) -> dict[str, Any] | str:
@@ -145,20 +160,27 @@ def _scripted_entry(line: str, where: str, steps: Mapping[str, Answerable]) -> d
     sides = "motif spellings" if step.about == "spellings" else "fact paths"
     if step.writes_lines:
         reply = entry["reply"]
-        if not (isinstance(entry.get("spelling"), str) and entry["spelling"] and isinstance(reply, dict)
-                and isinstance(reply.get("mechanism"), str) and reply["mechanism"].strip()):
-            raise ConfigError(f"{where}: {an} entry needs 'spelling' and a reply "
-                              '{"mechanism": "one sentence"}')
+        if not (
+            isinstance(entry.get("spelling"), str)
+            and entry["spelling"]
+            and isinstance(reply, dict)
+            and isinstance(reply.get("mechanism"), str)
+            and reply["mechanism"].strip()
+        ):
+            raise ConfigError(f'{where}: {an} entry needs \'spelling\' and a reply {{"mechanism": "one sentence"}}')
     elif step.shape == "group":
         keys = [k for k in ("group", "contains") if k in entry]
         members = entry[keys[0]] if len(keys) == 1 else None
         if not isinstance(members, list) or not members or not all(isinstance(x, str) for x in members):
-            raise ConfigError(f"{where}: {an} entry needs exactly one of 'group' or 'contains': "
-                              f"a non-empty list of {sides}")
+            raise ConfigError(
+                f"{where}: {an} entry needs exactly one of 'group' or 'contains': a non-empty list of {sides}"
+            )
     elif not all(isinstance(entry.get(k), str) and entry[k] for k in ("a", "b")):
         raise ConfigError(f"{where}: {an} entry needs 'a' and 'b' ({sides})")
     reply = entry["reply"]
     if step.names_side and isinstance(reply, dict) and reply.get("redundant", "A") not in ("A", "B"):
-        raise ConfigError(f"{where}: {an} reply's 'redundant' names the entry's 'a' (\"A\") or 'b' (\"B\"), "
-                          f"got {reply['redundant']!r}")
+        raise ConfigError(
+            f"{where}: {an} reply's 'redundant' names the entry's 'a' (\"A\") or 'b' (\"B\"), "
+            f"got {reply['redundant']!r}"
+        )
     return entry

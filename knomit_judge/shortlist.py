@@ -41,7 +41,6 @@ SPARE = 5
 _PAIRS = 8192
 
 
-
 class NeighbourMemory(Protocol):
     """Where neighbour lists persist between sessions (neighbours.Memory): a Searcher with one asks it."""
 
@@ -70,7 +69,8 @@ class Searcher:
         row key (row_keys). With a memory, the lists come from the db, updated where rows changed.
         """
         n = len(vectors)
-        asked, k = k, min(k, n - 1)  # the stored lists are kept for the k asked, whatever the corpus size
+        # the stored lists are kept for the k asked, whatever the corpus size
+        asked, k = k, min(k, n - 1)
         if k <= 0:
             return np.zeros((n, 0), dtype=np.int64), np.zeros((n, 0), dtype=np.float64)
         v = np.ascontiguousarray(vectors, dtype=np.float32)
@@ -122,14 +122,15 @@ def exact_sims(v: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     """
     out = np.empty(len(rows), dtype=np.float64)
     for s in range(0, len(rows), _PAIRS):
-        a = v[rows[s:s + _PAIRS]].astype(np.float64)
-        a *= v[cols[s:s + _PAIRS]]
-        out[s:s + _PAIRS] = a.sum(axis=1)
+        a = v[rows[s : s + _PAIRS]].astype(np.float64)
+        a *= v[cols[s : s + _PAIRS]]
+        out[s : s + _PAIRS] = a.sum(axis=1)
     return out
 
 
-def exact_top_k(v: np.ndarray, rank: np.ndarray, k: int,
-                rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def exact_top_k(
+    v: np.ndarray, rank: np.ndarray, k: int, rows: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The k best of each row in `rows` (default: all) against every row, in the canonical order."""
     n = len(v)
     k = min(k, n - 1)
@@ -142,8 +143,9 @@ def exact_top_k(v: np.ndarray, rank: np.ndarray, k: int,
     return _settle(v, rank, rows, cand, fsims=fsims, k=k)
 
 
-def _settle(v: np.ndarray, rank: np.ndarray, rows: np.ndarray, cand: np.ndarray, *, fsims: np.ndarray,
-            k: int) -> tuple[np.ndarray, np.ndarray]:
+def _settle(
+    v: np.ndarray, rank: np.ndarray, rows: np.ndarray, cand: np.ndarray, *, fsims: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Order each row's float32 candidates canonically; a row whose k-th could be an outsider is searched whole."""
     m, kk = cand.shape
     r = np.repeat(rows, kk)
@@ -160,15 +162,16 @@ def _settle(v: np.ndarray, rank: np.ndarray, rows: np.ndarray, cand: np.ndarray,
     return idx, sims
 
 
-def _reaching_rows(v: np.ndarray, rank: np.ndarray, rows: np.ndarray, kth: np.ndarray,
-                   k: int) -> tuple[np.ndarray, np.ndarray]:
+def _reaching_rows(
+    v: np.ndarray, rank: np.ndarray, rows: np.ndarray, kth: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Rows whose k-th could be an outsider: every row within EPS of that k-th, canonically ordered."""
     side = max(1, _BLOCK_FLOATS // len(v))
     hit_r, hit_c = [], []
     for lo in range(0, len(rows), side):
-        tile = v[rows[lo:lo + side]] @ v.T
-        tile[np.arange(len(tile)), rows[lo:lo + side]] = -np.inf
-        r, c = np.nonzero(tile >= (kth[lo:lo + side] - EPS)[:, None])
+        tile = v[rows[lo : lo + side]] @ v.T
+        tile[np.arange(len(tile)), rows[lo : lo + side]] = -np.inf
+        r, c = np.nonzero(tile >= (kth[lo : lo + side] - EPS)[:, None])
         hit_r.append(r + lo)
         hit_c.append(c)
     r, c = np.concatenate(hit_r), np.concatenate(hit_c)
@@ -206,10 +209,11 @@ def _search(v: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         tile = v[lo:hi] @ v[clo:chi].T
         rows, cols = _reaching(tile, best.bar(lo, hi), axis=1)
         best.merge(rows + lo, cols + clo, tile[rows, cols])
-        rows, cols = _reaching(tile, best.bar(clo, chi), axis=0)  # the same tile read as (j, i)
+        # the same tile read as (j, i)
+        rows, cols = _reaching(tile, best.bar(clo, chi), axis=0)
         best.merge(cols + clo, rows + lo, tile[rows, cols])
 
-    pairs = [(a, b) for i, a in enumerate(blocks) for b in blocks[i + 1:]]
+    pairs = [(a, b) for i, a in enumerate(blocks) for b in blocks[i + 1 :]]
     # Diagonal tiles first: each row's best within its own block sets a bar every later tile must reach.
     with _workers(len(blocks)) as run:
         run(diagonal, blocks)
@@ -232,7 +236,8 @@ def _search_rows(v: np.ndarray, rows: np.ndarray, k: int) -> tuple[np.ndarray, n
             own = np.flatnonzero((rows[lo:hi] >= clo) & (rows[lo:hi] < chi))
             tile[own, rows[lo:hi][own] - clo] = -np.inf
             bar = best.bar(lo, hi)
-            if j == 0 and chi - clo > k:  # nothing kept yet: the tile's own k-th best is the bar
+            # nothing kept yet: the tile's own k-th best is the bar
+            if j == 0 and chi - clo > k:
                 bar = -np.partition(-tile, k - 1, axis=1)[:, k - 1]
             r, c = _reaching(tile, bar, axis=1)
             best.merge(r + lo, c + clo, tile[r, c])
@@ -258,12 +263,14 @@ def _workers(blocks: int) -> Iterator[_Run]:
     scikit-learn); without it, or for a single tile, tiles run in order on this thread.
     """
     cores = os.cpu_count() or 1
-    asked = interrupts.watcher()  # a stop asked for skips the tiles not begun, and raises once those running end
+    # a stop asked for skips the tiles not begun, and raises once those running end
+    asked = interrupts.watcher()
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
         threadpool_limits = None
     if blocks < 2 or cores < 2 or threadpool_limits is None:
+
         def in_order(fn: Callable[[_Item], None], items: Sequence[_Item], /) -> None:
             for item in items:
                 interrupts.check()
@@ -272,8 +279,10 @@ def _workers(blocks: int) -> Iterator[_Run]:
         yield in_order
         return
     with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(cores) as pool:
+
         def on_threads(fn: Callable[[_Item], None], items: Sequence[_Item], /) -> None:
-            list(pool.map(lambda item: None if asked() else fn(item), items))  # waits, and raises what one raised
+            # waits, and raises what one raised
+            list(pool.map(lambda item: None if asked() else fn(item), items))
             interrupts.check()
 
         yield on_threads
@@ -281,7 +290,8 @@ def _workers(blocks: int) -> Iterator[_Run]:
 
 def _reaching(tile: np.ndarray, bar: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
     """(row, col) positions in tile that reach the bar of their row (axis=1) or of their column (axis=0)."""
-    hits = np.flatnonzero(tile >= (bar[:, None] if axis == 1 else bar[None, :]))  # far faster than 2-d nonzero
+    # far faster than 2-d nonzero
+    hits = np.flatnonzero(tile >= (bar[:, None] if axis == 1 else bar[None, :]))
     return np.divmod(hits, tile.shape[1])
 
 
@@ -314,7 +324,8 @@ class _Best:
             s = np.concatenate([self.sims[touched].ravel(), sims.astype(np.float32, copy=False)])
             order = np.lexsort((c, -s, r))
             r, c, s = r[order], c[order], s[order]
-            rank = np.arange(len(r)) - np.searchsorted(r, r)  # position within its row's run
+            # position within its row's run
+            rank = np.arange(len(r)) - np.searchsorted(r, r)
             keep = rank < k
             self.idx[r[keep], rank[keep]] = c[keep]
             self.sims[r[keep], rank[keep]] = s[keep]
@@ -336,8 +347,9 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def neighbour_pairs(vectors: np.ndarray, k: int, search: int = 0,
-                    searcher: Searcher | None = None) -> list[tuple[int, int, float]]:
+def neighbour_pairs(
+    vectors: np.ndarray, k: int, search: int = 0, searcher: Searcher | None = None
+) -> list[tuple[int, int, float]]:
     """Unordered pairs (i < j) from each row's k nearest, best first (ties by i, then j).
 
     `search` > k searches that many and keeps the first k (the same k, the order being canonical): a later

@@ -22,7 +22,8 @@ from .passes import JUDGED_PASSES
 from .passes.registry import steps
 from .store import Store
 
-WINDOW_DAYS = 30  # the longest window any report or cap reads; a calendar month fits in it, plus one day
+# the longest window any report or cap reads; a calendar month fits in it, plus one day
+WINDOW_DAYS = 30
 ROUND = 6
 
 
@@ -33,10 +34,13 @@ class PassSpend:
     session: str
     started_at: str
     pass_name: str
-    usd: float  # counted against the caps: unknown costs at their bound
-    known: bool  # False: some call's cost is unknown (usd holds its bound), or only the verdicts' costs are known
+    # counted against the caps: unknown costs at their bound
+    usd: float
+    # False: some call's cost is unknown (usd holds its bound), or only the verdicts' costs are known
+    known: bool
     resolved: int
-    questions: int  # offered to the judge: what the spend bought
+    # offered to the judge: what the spend bought
+    questions: int
 
 
 def utc(now: datetime | None = None) -> datetime:
@@ -62,9 +66,11 @@ def stamp(t: datetime) -> str:
 def pass_spends(store: Store, since: datetime) -> list[PassSpend]:
     """Every pass of every session started at or after `since`, with what it cost."""
     out: list[PassSpend] = []
-    ended = store.db.execute("SELECT id, started_at, ended_at, passes FROM sessions "
-                             "WHERE ended_at IS NOT NULL AND ended_at >= ? ORDER BY started_at",
-                             [stamp(since)]).fetchall()
+    ended = store.db.execute(
+        "SELECT id, started_at, ended_at, passes FROM sessions "
+        "WHERE ended_at IS NOT NULL AND ended_at >= ? ORDER BY started_at",
+        [stamp(since)],
+    ).fetchall()
     every = steps()
     for sid, started, _, passes in ended:
         if started < stamp(since):
@@ -74,8 +80,17 @@ def pass_spends(store: Store, since: datetime) -> list[PassSpend]:
             known = counts.get("cost_usd") is not None
             # the describe step's `offered` are spellings asked for lines, not questions
             lines = name in every and every[name].writes_lines
-            out.append(PassSpend(sid, started, name, usd if usd is not None else 0.0, known,
-                                 int(counts.get("resolved") or 0), 0 if lines else int(counts.get("offered") or 0)))
+            out.append(
+                PassSpend(
+                    sid,
+                    started,
+                    name,
+                    usd if usd is not None else 0.0,
+                    known,
+                    int(counts.get("resolved") or 0),
+                    0 if lines else int(counts.get("offered") or 0),
+                )
+            )
     # A session with no ended record (killed, or lost with a deleted db) counts what its journalled
     # verdicts cost. Its verdicts lie outside every ended session's span, so only those gaps are read,
     # through the (pass, created_at) index: a backfill's 100k recorded verdicts are never scanned.
@@ -86,13 +101,16 @@ def pass_spends(store: Store, since: datetime) -> list[PassSpend]:
             gaps.append((lo, started, first))
         lo, first = max(lo, end), False
     gaps.append((lo, None, first))
-    by_session: dict[tuple[str, str], list[Any]] = {}  # (session, pass) -> [first verdict at, usd, resolved, n]
+    # (session, pass) -> [first verdict at, usd, resolved, n]
+    by_session: dict[tuple[str, str], list[Any]] = {}
     for name in JUDGED_PASSES:
         for lo, hi, inclusive in gaps:
             where = f"pass = ? AND created_at {'>=' if inclusive else '>'} ?" + (" AND created_at < ?" if hi else "")
             rows = store.db.execute(
                 "SELECT session, min(created_at), total(cost_usd), total(is_yes AND NOT reverted), count(*) "
-                f"FROM verdicts WHERE {where} GROUP BY session", [name, lo, *([hi] if hi else [])])
+                f"FROM verdicts WHERE {where} GROUP BY session",
+                [name, lo, *([hi] if hi else [])],
+            )
             for sid, at, usd, resolved, n in rows:
                 row = by_session.setdefault((sid or "", name), [at, 0.0, 0, 0])
                 row[0], row[1], row[2], row[3] = min(row[0], at), row[1] + usd, row[2] + int(resolved), row[3] + n
@@ -114,29 +132,38 @@ class Spend:
     last_30_days_usd: float = 0.0
     month_to_date_usd: float = 0.0
     month_projection_usd: float = 0.0
-    complete: bool = True  # False: some spend in the last 30 days is a bound or a lower bound, not a bill
-    usd_per_question: float | None = None  # over the last 30 days; None: nothing asked
+    # False: some spend in the last 30 days is a bound or a lower bound, not a bill
+    complete: bool = True
+    # over the last 30 days; None: nothing asked
+    usd_per_question: float | None = None
     # name -> today_usd, last_30_days_usd, resolved, usd_per_resolution (None: nothing resolved)
     per_pass: dict[str, dict[str, float | None]] = field(default_factory=dict)
 
     def json(self) -> dict[str, Any]:
         """The figures as --json and status --json give them."""
-        return {"today_usd": self.today_usd, "last_7_days_usd": self.last_7_days_usd,
-                "last_30_days_usd": self.last_30_days_usd, "month_to_date_usd": self.month_to_date_usd,
-                "month_projection_usd": self.month_projection_usd, "complete": self.complete,
-                "usd_per_question": self.usd_per_question,
-                "caps": self.caps,
-                "left_today_usd": round(max(0.0, self.caps["day_usd"] - self.today_usd), ROUND),
-                "left_this_month_usd": round(max(0.0, self.caps["month_usd"] - self.month_to_date_usd), ROUND),
-                "per_pass": self.per_pass}
+        return {
+            "today_usd": self.today_usd,
+            "last_7_days_usd": self.last_7_days_usd,
+            "last_30_days_usd": self.last_30_days_usd,
+            "month_to_date_usd": self.month_to_date_usd,
+            "month_projection_usd": self.month_projection_usd,
+            "complete": self.complete,
+            "usd_per_question": self.usd_per_question,
+            "caps": self.caps,
+            "left_today_usd": round(max(0.0, self.caps["day_usd"] - self.today_usd), ROUND),
+            "left_this_month_usd": round(max(0.0, self.caps["month_usd"] - self.month_to_date_usd), ROUND),
+            "per_pass": self.per_pass,
+        }
 
     def text_lines(self) -> list[str]:
         """The spend lines of `status`."""
         c = self.caps
-        text = [f"spend: today ${self.today_usd:.4f} (cap ${c['day_usd']:g}), last 7 days ${self.last_7_days_usd:.4f}, "
-                f"last 30 days ${self.last_30_days_usd:.4f}; this month ${self.month_to_date_usd:.4f} "
-                f"(cap ${c['month_usd']:g}), projected ${self.month_projection_usd:.2f} at the last 7 days' rate"
-                + ("" if self.complete else "; incomplete: calls of unknown cost are counted at their upper bound")]
+        text = [
+            f"spend: today ${self.today_usd:.4f} (cap ${c['day_usd']:g}), last 7 days ${self.last_7_days_usd:.4f}, "
+            f"last 30 days ${self.last_30_days_usd:.4f}; this month ${self.month_to_date_usd:.4f} "
+            f"(cap ${c['month_usd']:g}), projected ${self.month_projection_usd:.2f} at the last 7 days' rate"
+            + ("" if self.complete else "; incomplete: calls of unknown cost are counted at their upper bound")
+        ]
         per = []
         for name, p in self.per_pass.items():
             if p["usd_per_resolution"] is None:
@@ -149,8 +176,11 @@ class Spend:
 
 def caps_of(config: Config) -> dict[str, float]:
     """The configured caps: the session's, the day's and the month's."""
-    return {"session_usd": config.judge.max_cost_usd, "day_usd": config.budget.max_usd_per_day,
-            "month_usd": config.budget.max_usd_per_month}
+    return {
+        "session_usd": config.judge.max_cost_usd,
+        "day_usd": config.budget.max_usd_per_day,
+        "month_usd": config.budget.max_usd_per_month,
+    }
 
 
 def summarise(store: Store, config: Config, now: datetime | None = None) -> Spend:
@@ -161,8 +191,9 @@ def summarise(store: Store, config: Config, now: datetime | None = None) -> Spen
     rows = pass_spends(store, since)
     s = Spend(now, caps_of(config))
     week, thirty = stamp(now - timedelta(days=7)), stamp(now - timedelta(days=WINDOW_DAYS))
-    per: dict[str, dict[str, float]] = {name: {"today_usd": 0.0, "last_30_days_usd": 0.0, "resolved": 0}
-                                        for name in JUDGED_PASSES}
+    per: dict[str, dict[str, float]] = {
+        name: {"today_usd": 0.0, "last_30_days_usd": 0.0, "resolved": 0} for name in JUDGED_PASSES
+    }
     first: str | None = None
     questions = 0
     for r in rows:
@@ -189,10 +220,15 @@ def summarise(store: Store, config: Config, now: datetime | None = None) -> Spen
         days = min(7.0, max(1.0, (now - datetime.fromisoformat(first)).total_seconds() / 86400))
     next_month = (month + timedelta(days=32)).replace(day=1)
     s.month_projection_usd = s.month_to_date_usd + s.last_7_days_usd / days * (next_month - now).total_seconds() / 86400
-    s.per_pass = {name: {"today_usd": round(p["today_usd"], ROUND),
-                         "last_30_days_usd": round(p["last_30_days_usd"], ROUND), "resolved": p["resolved"],
-                         "usd_per_resolution": round(p["last_30_days_usd"] / p["resolved"], ROUND) if p["resolved"] else None}
-                  for name, p in per.items()}
+    s.per_pass = {
+        name: {
+            "today_usd": round(p["today_usd"], ROUND),
+            "last_30_days_usd": round(p["last_30_days_usd"], ROUND),
+            "resolved": p["resolved"],
+            "usd_per_resolution": round(p["last_30_days_usd"] / p["resolved"], ROUND) if p["resolved"] else None,
+        }
+        for name, p in per.items()
+    }
     s.usd_per_question = round(s.last_30_days_usd / questions, 9) if questions else None
     for name in ("today_usd", "last_7_days_usd", "last_30_days_usd", "month_to_date_usd", "month_projection_usd"):
         setattr(s, name, round(getattr(s, name), ROUND))
@@ -206,8 +242,10 @@ class Caps:
     session_usd: float
     day_usd: float
     month_usd: float
-    today_before: float = 0.0  # spent today by earlier sessions
-    month_before: float = 0.0  # spent this month by earlier sessions
+    # spent today by earlier sessions
+    today_before: float = 0.0
+    # spent this month by earlier sessions
+    month_before: float = 0.0
     # model -> what one of its calls cost on this corpus over the last 30 days: the measured price before this
     # session's own calls of it (a model with none here counts at its nominal price: session.context.call_usd)
     per_call: dict[str, float] = field(default_factory=dict)
@@ -217,11 +255,22 @@ class Caps:
         """The caps of a session starting `now`, with what the day and month spent before it."""
         s = summarise(store, config, now)
         since = stamp(utc(now) - timedelta(days=WINDOW_DAYS))
-        per_call = {m: usd for m, usd in store.db.execute(
-            "SELECT model, sum(cost_usd) / sum(calls) FROM verdicts WHERE cost_usd IS NOT NULL AND calls > 0 "
-            "AND judge = 'anthropic' AND created_at >= ? GROUP BY model", [since])}
-        return cls(config.judge.max_cost_usd, config.budget.max_usd_per_day, config.budget.max_usd_per_month,
-                   s.today_usd, s.month_to_date_usd, per_call)
+        per_call = {
+            m: usd
+            for m, usd in store.db.execute(
+                "SELECT model, sum(cost_usd) / sum(calls) FROM verdicts WHERE cost_usd IS NOT NULL AND calls > 0 "
+                "AND judge = 'anthropic' AND created_at >= ? GROUP BY model",
+                [since],
+            )
+        }
+        return cls(
+            config.judge.max_cost_usd,
+            config.budget.max_usd_per_day,
+            config.budget.max_usd_per_month,
+            s.today_usd,
+            s.month_to_date_usd,
+            per_call,
+        )
 
     def reached(self, spent: float, next_usd: float = 0.0) -> str | None:
         """Which cap the session's spend would exceed by asking once more, if any (checked before each question).
@@ -230,6 +279,7 @@ class Caps:
         each read at most its calls at its model's price): a cap stops the session before the read that would
         cross it, not after.
         """
+
         def over(before: float, cap: float) -> bool:
             return before + spent >= cap or before + spent + next_usd > cap
 
@@ -238,6 +288,8 @@ class Caps:
         if over(self.today_before, self.day_usd):
             return f"daily cost cap ${self.day_usd:g} reached (budget.max_usd_per_day; ${self.today_before + spent:.4f} today)"
         if over(self.month_before, self.month_usd):
-            return (f"monthly cost cap ${self.month_usd:g} reached "
-                    f"(budget.max_usd_per_month; ${self.month_before + spent:.4f} this month)")
+            return (
+                f"monthly cost cap ${self.month_usd:g} reached "
+                f"(budget.max_usd_per_month; ${self.month_before + spent:.4f} this month)"
+            )
         return None

@@ -19,8 +19,20 @@ def _added_order(root: Path, head: str, prefixes: tuple[str, ...] = (FACTS_DIR,)
 
     Commit order, not commit time: two commits within one second are still ordered.
     """
-    out = _git(root, "log", "--reverse", "--date-order", "--no-renames", "--diff-filter=A",
-               "--name-only", "-z", "--format=%x01", head, "--", *(p or "." for p in prefixes))
+    out = _git(
+        root,
+        "log",
+        "--reverse",
+        "--date-order",
+        "--no-renames",
+        "--diff-filter=A",
+        "--name-only",
+        "-z",
+        "--format=%x01",
+        head,
+        "--",
+        *(p or "." for p in prefixes),
+    )
     order: dict[str, int] = {}
     for n, chunk in enumerate(out.split("\x01")):
         for path in chunk.split("\0"):

@@ -56,12 +56,17 @@ from .verdicts import Journal
 
 log = logging.getLogger(__name__)
 
-PUSH_ATTEMPTS = 3  # a push rejected this often in one session waits for the next session
-NET_TIMEOUT_S = 300.0  # a fetch or push that takes longer counts as an unreachable remote
+# a push rejected this often in one session waits for the next session
+PUSH_ATTEMPTS = 3
+# a fetch or push that takes longer counts as an unreachable remote
+NET_TIMEOUT_S = 300.0
 OVERRIDDEN = "Knomit-Overridden"
-SAME = "Knomit-Same-Decision"  # "<ours> as <theirs>": both sides applied one decision; theirs is the copy kept
-STATE_FILE = "knomit-sync.json"  # in .git: this clone's last sync, for the metrics and `status`
-PUSHED = "knomit-judge: pushed"  # the reflog message of the remote-tracking ref after our push
+# "<ours> as <theirs>": both sides applied one decision; theirs is the copy kept
+SAME = "Knomit-Same-Decision"
+# in .git: this clone's last sync, for the metrics and `status`
+STATE_FILE = "knomit-sync.json"
+# the reflog message of the remote-tracking ref after our push
+PUSHED = "knomit-judge: pushed"
 # skipped: not on the configured branch (nor one that tracks it), or a person's merge in progress
 SyncState = Literal["synced", "unreachable", "unpushed", "broken", "skipped"]
 STATES: tuple[SyncState, ...] = get_args(SyncState)
@@ -90,14 +95,21 @@ class SyncReport:
     remote: str
     branch: str
     state: SyncState = "synced"
-    merged: int = 0  # remote commits this session merged in
+    # remote commits this session merged in
+    merged: int = 0
     merges: list[str] = field(default_factory=list)  # merge commits made
-    pushed: int = 0  # local commits the push put on the remote
-    unpushed: int = 0  # local commits not on the remote when the session ended
-    overridden: list[Overridden] = field(default_factory=list)  # {"verdict": id, "paths": [...]} a writer's edit won over
-    same: list[dict[str, str]] = field(default_factory=list)  # {"verdict": ours, "as": theirs}: one decision both sides applied
-    paths: list[str] = field(default_factory=list)  # broken: what stopped the merge or the push
-    error: str = ""  # one line: why unreachable, unpushed or broken
+    # local commits the push put on the remote
+    pushed: int = 0
+    # local commits not on the remote when the session ended
+    unpushed: int = 0
+    # {"verdict": id, "paths": [...]} a writer's edit won over
+    overridden: list[Overridden] = field(default_factory=list)
+    # {"verdict": ours, "as": theirs}: one decision both sides applied
+    same: list[dict[str, str]] = field(default_factory=list)
+    # broken: what stopped the merge or the push
+    paths: list[str] = field(default_factory=list)
+    # one line: why unreachable, unpushed or broken
+    error: str = ""
     notes: list[str] = field(default_factory=list)
 
     def fail(self, state: SyncState, error: str, paths: list[str] | None = None) -> None:
@@ -116,10 +128,14 @@ class SyncReport:
 
     def line(self) -> str:
         if self.state == "skipped":
-            return (f"sync {self.remote}/{self.branch}: skipped - {self.error}; reviewed locally, pushed nothing, "
-                    f"unpushed {self.unpushed}" + "".join(f"; {t}" for t in self.notes))
-        head = (f"sync {self.remote}/{self.branch}: {self.state} - merged {self.merged} remote commit(s), "
-                f"pushed {self.pushed}, unpushed {self.unpushed}, overridden {len(self.overridden)}")
+            return (
+                f"sync {self.remote}/{self.branch}: skipped - {self.error}; reviewed locally, pushed nothing, "
+                f"unpushed {self.unpushed}" + "".join(f"; {t}" for t in self.notes)
+            )
+        head = (
+            f"sync {self.remote}/{self.branch}: {self.state} - merged {self.merged} remote commit(s), "
+            f"pushed {self.pushed}, unpushed {self.unpushed}, overridden {len(self.overridden)}"
+        )
         tail = [f"error: {self.error}"] * bool(self.error)
         if self.paths:
             tail.append("paths: " + ", ".join(self.paths))
@@ -128,10 +144,20 @@ class SyncReport:
         return head + "".join(f"; {t}" for t in [*tail, *self.notes])
 
     def json(self) -> dict[str, Any]:
-        return {"remote": self.remote, "branch": self.branch, "state": self.state, "merged": self.merged,
-                "merges": self.merges, "pushed": self.pushed, "unpushed": self.unpushed,
-                "overridden": self.overridden, "same": self.same, "paths": self.paths, "error": self.error,
-                "notes": self.notes}
+        return {
+            "remote": self.remote,
+            "branch": self.branch,
+            "state": self.state,
+            "merged": self.merged,
+            "merges": self.merges,
+            "pushed": self.pushed,
+            "unpushed": self.unpushed,
+            "overridden": self.overridden,
+            "same": self.same,
+            "paths": self.paths,
+            "error": self.error,
+            "notes": self.notes,
+        }
 
 
 class Remote:
@@ -143,10 +169,12 @@ class Remote:
         self.name, self.branch = config.git.remote, config.git.branch
         self.tracking = f"refs/remotes/{self.name}/{self.branch}"
         self.fact_globs = tuple(config.corpus.paths)
-        self.layout = config.corpus  # how a merged fact is read back
+        # how a merged fact is read back
+        self.layout = config.corpus
         self.report = SyncReport(self.name, self.branch)
         self.mark = Path(repo.git_dir) / MERGE_MARK
-        self.blocked = ""  # why the remote branch could not be merged in now (a dirty work tree)
+        # why the remote branch could not be merged in now (a dirty work tree)
+        self.blocked = ""
 
     @classmethod
     def of(cls, repo: git.Repo, config: Config) -> Remote | None:
@@ -154,8 +182,10 @@ class Remote:
         if not config.git.remote:
             return None
         if config.git.remote not in run_git(repo, "remote").split():
-            raise ConfigError(f"git.remote: {config.git.remote!r} is not a remote of {repo.working_tree_dir} "
-                              f"(add it with `git remote add {config.git.remote} URL`)")
+            raise ConfigError(
+                f"git.remote: {config.git.remote!r} is not a remote of {repo.working_tree_dir} "
+                f"(add it with `git remote add {config.git.remote} URL`)"
+            )
         return cls(repo, config)
 
     # --- the two ends of a session -------------------------------------------------------------
@@ -167,7 +197,8 @@ class Remote:
             return False
         try:
             return self._fetch() and self._merge()
-        except GitFailed as e:  # a local git failure (a lock, a full disk): named, the session goes on locally
+        # a local git failure (a lock, a full disk): named, the session goes on locally
+        except GitFailed as e:
             self._abort()
             self.report.fail("broken", f"git failed: {last_line(e.raw)}")
             return False
@@ -209,7 +240,8 @@ class Remote:
     def _push(self) -> None:
         r = self.report
         if r.state in ("unreachable", "broken", "skipped"):
-            return  # said why at the start; the commits stay and the next session tries again
+            # said why at the start; the commits stay and the next session tries again
+            return
         for _ in range(PUSH_ATTEMPTS):
             ahead = self.unpushed()
             if not ahead:
@@ -220,7 +252,8 @@ class Remote:
             try:
                 self._net("push", "--quiet", self.name, f"HEAD:refs/heads/{self.branch}")
             except GitFailed as e:
-                if not push_rejected(e.raw):  # refused by the remote (a hook, a permission), or not reached
+                # refused by the remote (a hook, a permission), or not reached
+                if not push_rejected(e.raw):
                     r.fail("unpushed" if "remote rejected" in e.raw else "unreachable", git_cause(e.raw, self.name))
                     return
                 log.info("push to %s/%s rejected: the remote moved on; merging it again", self.name, self.branch)
@@ -229,17 +262,23 @@ class Remote:
                 self._merge()
                 if r.state == "broken":
                     return
-                if self.blocked:  # the remote did move, and its commits cannot come in now: not a race lost
-                    r.fail("unpushed", f"the push was rejected: {self.name}/{self.branch} has commits this clone "
-                                       f"lacks, and {self.blocked}; the next session tries again")
+                # the remote did move, and its commits cannot come in now: not a race lost
+                if self.blocked:
+                    r.fail(
+                        "unpushed",
+                        f"the push was rejected: {self.name}/{self.branch} has commits this clone "
+                        f"lacks, and {self.blocked}; the next session tries again",
+                    )
                     return
                 continue
             # the remote-tracking ref and its reflog say when the last push went out (metrics read it)
             run_git(self.repo, "update-ref", "-m", PUSHED, self.tracking, "HEAD")
             r.pushed += ahead
             return
-        r.fail("unpushed", f"the push was rejected {PUSH_ATTEMPTS} times (the remote kept moving); "
-                           "the next session tries again")
+        r.fail(
+            "unpushed",
+            f"the push was rejected {PUSH_ATTEMPTS} times (the remote kept moving); the next session tries again",
+        )
 
     # --- fetch and merge ---------------------------------------------------------------------------
 
@@ -248,8 +287,10 @@ class Remote:
         try:
             self._net("fetch", "--quiet", "--no-tags", self.name, f"+refs/heads/{self.branch}:{self.tracking}")
         except GitFailed as e:
-            if "couldn't find remote ref" in e.raw.lower():  # a new branch: the push makes it
-                if before:  # deleted on the remote, or a new remote: a stale tracking ref would say "all pushed"
+            # a new branch: the push makes it
+            if "couldn't find remote ref" in e.raw.lower():
+                # deleted on the remote, or a new remote: a stale tracking ref would say "all pushed"
+                if before:
                     run_git(self.repo, "update-ref", "-d", self.tracking)
                 self.report.note(f"{self.name} has no branch {self.branch}: the push creates it")
                 return False
@@ -257,8 +298,10 @@ class Remote:
             return False
         after = rev(self.repo, self.tracking)
         if before and after and not is_ancestor(self.repo, before, after):
-            self.report.note(f"{self.name}/{self.branch} was rewritten (force-pushed): {before[:10]}, fetched "
-                             f"before, is no longer in its history; merged as it is now")
+            self.report.note(
+                f"{self.name}/{self.branch} was rewritten (force-pushed): {before[:10]}, fetched "
+                f"before, is no longer in its history; merged as it is now"
+            )
         return True
 
     def _merge(self) -> bool:
@@ -266,7 +309,8 @@ class Remote:
         head, theirs = rev(self.repo, "HEAD"), rev(self.repo, self.tracking)
         if theirs is None:
             return False
-        if head is None:  # no commit here yet (never so after `init`): nothing to merge into
+        # no commit here yet (never so after `init`): nothing to merge into
+        if head is None:
             self.report.fail("broken", f"HEAD has no commit: {self.name}/{self.branch} is not merged")
             return False
         if is_ancestor(self.repo, theirs, head):
@@ -275,12 +319,14 @@ class Remote:
             self.blocked = f"the work tree has {len(dirty)} uncommitted change(s) (e.g. {dirty[0]})"
             self.report.note(f"{self.blocked}: {self.name}/{self.branch} is not merged")
             return False
-        self._intend(head, theirs)  # a kill from here on is finished or undone by the next start (recover_merge)
+        # a kill from here on is finished or undone by the next start (recover_merge)
+        self._intend(head, theirs)
         count = int(run_git(self.repo, "rev-list", "--count", f"HEAD..{theirs}").strip())
         if is_ancestor(self.repo, head, theirs):
             try:
                 run_git(self.repo, "merge", "--ff-only", "-q", theirs)
-            except GitFailed as e:  # an untracked file in the way, say: nothing was changed
+            # an untracked file in the way, say: nothing was changed
+            except GitFailed as e:
                 self.mark.unlink(missing_ok=True)
                 self.report.fail("broken", f"the fast-forward to {self.name}/{self.branch} failed: {git_cause(e.raw)}")
                 return False
@@ -288,10 +334,15 @@ class Remote:
             self.report.merged += count
             return True
         base = run_git(self.repo, "merge-base", "HEAD", theirs).strip()
-        done = subprocess.run(["git", "merge", "--no-ff", "--no-commit", theirs], cwd=self.root, capture_output=True,
-                              env={**os.environ, **GIT_ENV})
+        done = subprocess.run(
+            ["git", "merge", "--no-ff", "--no-commit", theirs],
+            cwd=self.root,
+            capture_output=True,
+            env={**os.environ, **GIT_ENV},
+        )
         said = (done.stdout + done.stderr).decode("utf-8", "replace")
-        if done.returncode and not self._merging():  # refused before it began (an untracked file in the way, say)
+        # refused before it began (an untracked file in the way, say)
+        if done.returncode and not self._merging():
             self.mark.unlink(missing_ok=True)
             self.report.fail("broken", f"the merge of {self.name}/{self.branch} did not start: {git_cause(said)}")
             return False
@@ -302,17 +353,21 @@ class Remote:
             lost |= self._unbroken(theirs)
             twins = self._twins(base, theirs)
             overridden = {vid: paths for vid, paths in self._decisions(base, lost).items() if vid not in twins}
-            run_git(self.repo, "commit", "-q", "-F", "-",
-                    input=self._message(count, lost, overridden, twins).encode())
+            run_git(self.repo, "commit", "-q", "-F", "-", input=self._message(count, lost, overridden, twins).encode())
             self.mark.unlink(missing_ok=True)
         except (Unmergeable, GitFailed) as e:
             self._abort()
             path, reason = (e.path, e.reason) if isinstance(e, Unmergeable) else (".", last_line(e.raw))
-            self.report.fail("broken", f"the merge of {self.name}/{self.branch} was aborted: {reason}; "
-                                       "the local commits stay and the next session tries again", [path])
+            self.report.fail(
+                "broken",
+                f"the merge of {self.name}/{self.branch} was aborted: {reason}; "
+                "the local commits stay and the next session tries again",
+                [path],
+            )
             return False
         except BaseException:
-            self._abort()  # whatever went wrong, never a merge left in progress
+            # whatever went wrong, never a merge left in progress
+            self._abort()
             raise
         self.report.merged += count
         self.report.merges.append(run_git(self.repo, "rev-parse", "HEAD").strip())
@@ -324,9 +379,14 @@ class Remote:
         """Uncommitted changes that hold the merge back: to a fact or the settings (the session reads them), or
         to a file the writers' commits change. Any other (an open vault's .obsidian/workspace.json) git's merge
         leaves as it is, and an aborted one too (`merge --abort` keeps changes to files the merge did not touch)."""
-        incoming = set(run_git(self.repo, "diff", "--name-only", "-z", "--no-renames", f"{head}...{theirs}").split("\0"))
-        return [p for p in dirty_paths(self.repo, self.fact_globs)
-                if covered(p, self.fact_globs, self.layout.exclude) or p == CONFIG_FILE or p in incoming]
+        incoming = set(
+            run_git(self.repo, "diff", "--name-only", "-z", "--no-renames", f"{head}...{theirs}").split("\0")
+        )
+        return [
+            p
+            for p in dirty_paths(self.repo, self.fact_globs)
+            if covered(p, self.fact_globs, self.layout.exclude) or p == CONFIG_FILE or p in incoming
+        ]
 
     def _resolve(self) -> set[str]:
         """Settle every conflicted path; returns the paths where the writer's side replaced ours."""
@@ -339,25 +399,30 @@ class Remote:
         lost: set[str] = set()
         for path, s in sorted(stages.items()):
             if (self.root / path).is_dir() or 2 not in s and 3 not in s or set(s) in ({2}, {3}):
-                raise Unmergeable(path, "a file against a folder (or a rename against a change): "
-                                        "resolve it by hand and commit")
+                raise Unmergeable(
+                    path, "a file against a folder (or a rename against a change): resolve it by hand and commit"
+                )
             if any(mode not in TEXT_MODES for mode, _ in s.values()):
                 raise Unmergeable(path, "a symlink or submodule changed on both sides")
             if 2 in s and 3 in s:
                 blobs = [self._blob(s[n][1]) if n in s else b"" for n in (2, 1, 3)]
                 if any(b"\0" in b[:8000] for b in blobs):
                     raise Unmergeable(path, "a binary file changed on both sides")
-                union = is_ours(path)  # the journal: both sides' lines, verdicts only accumulate
+                # the journal: both sides' lines, verdicts only accumulate
+                union = is_ours(path)
                 merged, conflicts = self._merge_file(path, blobs, "--union" if union else "--theirs")
                 self._stage(path, s[3][0], merged)
                 if conflicts and not union:
                     lost.add(path)
-            elif 3 in s:  # we deleted (or moved) it, the writer changed it: the writer's file stays
+            # we deleted (or moved) it, the writer changed it: the writer's file stays
+            elif 3 in s:
                 self._stage(path, *s[3])
                 lost.add(path)
-            elif is_ours(path):  # the writer deleted a journal file we added to: our lines are kept
+            # the writer deleted a journal file we added to: our lines are kept
+            elif is_ours(path):
                 self._stage(path, *s[2])
-            else:  # the writer deleted what we changed: deleted
+            # the writer deleted what we changed: deleted
+            else:
                 run_git(self.repo, "rm", "-q", "--cached", "--", path)
                 (self.root / path).unlink(missing_ok=True)
                 lost.add(path)
@@ -384,8 +449,16 @@ class Remote:
         if not paths:
             return {}
         out: dict[str, list[str]] = {}
-        log_text = run_git(self.repo, "-c", "core.quotePath=false", "log", "--name-only", "--no-merges",
-                           "--format=%x00%(trailers:key=Knomit-Verdict,valueonly,separator=%x01)", f"{base}..HEAD")
+        log_text = run_git(
+            self.repo,
+            "-c",
+            "core.quotePath=false",
+            "log",
+            "--name-only",
+            "--no-merges",
+            "--format=%x00%(trailers:key=Knomit-Verdict,valueonly,separator=%x01)",
+            f"{base}..HEAD",
+        )
         for record in log_text.split("\0")[1:]:
             head, _, names = record.partition("\n")
             touched = sorted(paths & {n for n in names.splitlines() if n})
@@ -401,32 +474,43 @@ class Remote:
         ours, incoming = self._applied(f"{base}..HEAD"), self._applied(f"{base}..{theirs}")
         if not ours or not incoming:
             return {}
-        question: dict[str, tuple[object, object, object]] = {}  # verdict id -> (pass, fingerprint, answer)
-        for record in Journal(self.root).records(types=("verdict",)):  # the merged journal: both sides' lines
+        # verdict id -> (pass, fingerprint, answer)
+        question: dict[str, tuple[object, object, object]] = {}
+        # the merged journal: both sides' lines
+        for record in Journal(self.root).records(types=("verdict",)):
             if record.get("id") in ours or record.get("id") in incoming:
                 question[record["id"]] = (record.get("pass"), record.get("fingerprint"), record.get("answer"))
         theirs_by_question = {question[v]: v for v in incoming if v in question}
-        return {v: theirs_by_question[question[v]] for v in ours
-                if v in question and question[v] in theirs_by_question}
+        return {v: theirs_by_question[question[v]] for v in ours if v in question and question[v] in theirs_by_question}
 
     def _applied(self, revs: str) -> list[str]:
         """The verdict ids of the decision commits in a range."""
-        out = run_git(self.repo, "log", "--no-merges",
-                      "--format=%(trailers:key=Knomit-Verdict,valueonly,separator=%x00)%x00", revs)
+        out = run_git(
+            self.repo,
+            "log",
+            "--no-merges",
+            "--format=%(trailers:key=Knomit-Verdict,valueonly,separator=%x00)%x00",
+            revs,
+        )
         return [v.strip() for v in out.split("\0") if v.strip()]
 
-    def _message(self, count: int, lost: set[str], overridden: dict[str, list[str]],
-                 twins: dict[str, str] | None = None) -> str:
+    def _message(
+        self, count: int, lost: set[str], overridden: dict[str, list[str]], twins: dict[str, str] | None = None
+    ) -> str:
         subject = f"sync: merge {self.name}/{self.branch} ({count} commit(s))"
-        body = [f"Writers' side kept where both sides changed the same lines: {', '.join(sorted(lost))}."] \
-            if lost else []
+        body = (
+            [f"Writers' side kept where both sides changed the same lines: {', '.join(sorted(lost))}."] if lost else []
+        )
         for vid, paths in overridden.items():
-            body.append(f"Overridden: {vid} in {', '.join(paths)}; its verdict stands (an alias is restated, a "
-                        "changed fact is asked again).")
+            body.append(
+                f"Overridden: {vid} in {', '.join(paths)}; its verdict stands (an alias is restated, a "
+                "changed fact is asked again)."
+            )
         for ours, other in (twins or {}).items():
             body.append(f"Same decision: {ours} is {other}, applied on both sides; one change is kept.")
-        trailers = "".join(f"{OVERRIDDEN}: {vid}\n" for vid in overridden) + \
-            "".join(f"{SAME}: {ours} as {other}\n" for ours, other in (twins or {}).items())
+        trailers = "".join(f"{OVERRIDDEN}: {vid}\n" for vid in overridden) + "".join(
+            f"{SAME}: {ours} as {other}\n" for ours, other in (twins or {}).items()
+        )
         return subject + "\n\n" + ("\n".join(body) + "\n\n" if body else "") + trailers
 
     # --- what the metrics and the push read ------------------------------------------------------
@@ -453,12 +537,22 @@ class Remote:
         except (OSError, ValueError):
             last = {}
         oldest = self.oldest_unpushed_at()
-        waited = 0 if oldest is None else \
-            sum(datetime.fromisoformat(t) >= datetime.fromisoformat(oldest) for t in sessions_ended)
-        return {"remote": self.name, "branch": self.branch, "state": last.get("state"), "error": last.get("error"),
-                "last_sync_at": last.get("at"), "last_push_at": self.last_push_at(),
-                "unpushed_commits": self.unpushed(), "unpushed_sessions": waited,
-                "overridden_decisions": self.overridden_total()}
+        waited = (
+            0
+            if oldest is None
+            else sum(datetime.fromisoformat(t) >= datetime.fromisoformat(oldest) for t in sessions_ended)
+        )
+        return {
+            "remote": self.name,
+            "branch": self.branch,
+            "state": last.get("state"),
+            "error": last.get("error"),
+            "last_sync_at": last.get("at"),
+            "last_push_at": self.last_push_at(),
+            "unpushed_commits": self.unpushed(),
+            "unpushed_sessions": waited,
+            "overridden_decisions": self.overridden_total(),
+        }
 
     def unpushed(self) -> int:
         """Local commits not on the remote branch as last fetched or pushed."""
@@ -472,7 +566,8 @@ class Remote:
         try:
             out = run_git(self.repo, "reflog", "show", "--date=unix", "--format=%gd%x01%gs", self.tracking, "--")
         except GitFailed:
-            return None  # no such ref, or no reflog: never pushed from here
+            # no such ref, or no reflog: never pushed from here
+            return None
         for entry in out.splitlines():
             at, _, what = entry.partition("\x01")
             if what == PUSHED or what.startswith("update by push"):
@@ -499,8 +594,7 @@ class Remote:
         out: list[str] = []
         for path in self._changed(self.tracking, "HEAD"):
             here, there = self._show(f"HEAD:{path}"), self._show(f"{self.tracking}:{path}")
-            if here is not None and not self._parses(path, here) and there is not None and \
-                    self._parses(path, there):
+            if here is not None and not self._parses(path, here) and there is not None and self._parses(path, there):
                 out.append(path)
         return out
 
@@ -510,8 +604,14 @@ class Remote:
         """A fetch or push: no prompt for a password (nobody is there to answer), and a time limit."""
         env = {**os.environ, **GIT_ENV, "GIT_TERMINAL_PROMPT": "0"}
         try:
-            done = subprocess.run(["git", *args], cwd=self.root, capture_output=True, env=env,
-                                  timeout=NET_TIMEOUT_S, stdin=subprocess.DEVNULL)
+            done = subprocess.run(
+                ["git", *args],
+                cwd=self.root,
+                capture_output=True,
+                env=env,
+                timeout=NET_TIMEOUT_S,
+                stdin=subprocess.DEVNULL,
+            )
         except subprocess.TimeoutExpired:
             raise GitFailed(["git", *args], -1, f"git {args[0]} timed out after {NET_TIMEOUT_S:.0f} s") from None
         if done.returncode:
@@ -527,12 +627,10 @@ class Remote:
 
     def _intend(self, head: str, theirs: str) -> None:
         """Say, before a merge starts, that this tool started it: recovery then knows it may undo it."""
-        atomic_write(self.mark, dumps({"head": head, "theirs": theirs, "remote": self.name,
-                                            "branch": self.branch}))
+        atomic_write(self.mark, dumps({"head": head, "theirs": theirs, "remote": self.name, "branch": self.branch}))
 
     def _blob(self, sha: str) -> bytes:
-        return subprocess.run(["git", "cat-file", "blob", sha], cwd=self.root, capture_output=True,
-                              check=True).stdout
+        return subprocess.run(["git", "cat-file", "blob", sha], cwd=self.root, capture_output=True, check=True).stdout
 
     def _show(self, spec: str) -> bytes | None:
         done = subprocess.run(["git", "cat-file", "blob", spec], cwd=self.root, capture_output=True)
@@ -565,7 +663,10 @@ class Remote:
 
     def _stage(self, path: str, mode: str, content: bytes | str) -> None:
         """Put one resolved file in the index at stage 0 and in the work tree (content: bytes, or a blob sha)."""
-        sha = content if isinstance(content, str) else \
-            run_git(self.repo, "hash-object", "-w", "--stdin", input=content).strip()
+        sha = (
+            content
+            if isinstance(content, str)
+            else run_git(self.repo, "hash-object", "-w", "--stdin", input=content).strip()
+        )
         run_git(self.repo, "update-index", "--add", "--cacheinfo", f"{mode},{sha},{path}")
         run_git(self.repo, "checkout", "--", path)

@@ -36,7 +36,8 @@ from .store import Store, of_judge
 from .verdicts import MECHANICAL
 from .worth import Worth
 
-EPS = 1e-9  # USD: what is left of a balance after reads that spent it exactly (float sums) counts as zero
+# USD: what is left of a balance after reads that spent it exactly (float sums) counts as zero
+EPS = 1e-9
 # What a balance is counted in: money, or questions (a judge with no price: the scripted one).
 Unit = Literal["usd", "questions"]
 # Where a pass's balance stands (the module's docstring); unthrottled: budget.enabled = false.
@@ -50,12 +51,16 @@ class Terms:
 
     unit: Unit
     opening: float
-    deposit: float  # per resolution; also what one resolution is worth to the worth rule
-    prices: dict[str, float] = field(default_factory=dict)  # model -> price of one call (usd); a model not here costs `default`
-    default: float = 1.0  # the judge model's price of one call: a retired or unpriced model's calls count at it
+    # per resolution; also what one resolution is worth to the worth rule
+    deposit: float
+    # model -> price of one call (usd); a model not here costs `default`
+    prices: dict[str, float] = field(default_factory=dict)
+    # the judge model's price of one call: a retired or unpriced model's calls count at it
+    default: float = 1.0
     probe_every: int = 5
     enabled: bool = True
-    readers: list[str] = field(default_factory=list)  # the first reader (if any), then the judge model
+    # the first reader (if any), then the judge model
+    readers: list[str] = field(default_factory=list)
 
     @classmethod
     def questions(cls, opening: int, deposit: int, probe_every: int = 5, enabled: bool = True) -> Terms:
@@ -75,27 +80,42 @@ class Terms:
 def terms(config: Config, judge: str | None = "anthropic") -> Terms:
     """The balance's terms for a kind of judge: the real one pays each model's price; the scripted one, questions."""
     b = config.budget
-    usd, default = config.budget_usd(), config.question_usd()  # both None when judge.model has no price
+    # both None when judge.model has no price
+    usd, default = config.budget_usd(), config.question_usd()
     if judge == "scripted" or usd is None or default is None:
         return Terms.questions(*config.budget_questions(), probe_every=b.probe_every, enabled=b.enabled)
     prices = {m: config.question_usd(m) for m in {config.judge.model, *config.models().values()}}
     first = config.models().get("judge.first_reader")
-    return Terms("usd", usd[0], usd[1], {m: p for m, p in prices.items() if p is not None},
-                 default, b.probe_every, b.enabled, [*([first] if first else []), config.judge.model])
+    return Terms(
+        "usd",
+        usd[0],
+        usd[1],
+        {m: p for m, p in prices.items() if p is not None},
+        default,
+        b.probe_every,
+        b.enabled,
+        [*([first] if first else []), config.judge.model],
+    )
 
 
 @dataclass
 class ThrottleState:
     state: Standing
-    allowance: float | None  # what this pass may still spend this session (live, in the terms' unit); None = unlimited
-    probe: bool  # this session's one offer is the defunded pass's probe
+    # what this pass may still spend this session (live, in the terms' unit); None = unlimited
+    allowance: float | None
+    # this session's one offer is the defunded pass's probe
+    probe: bool
     why: str
-    next_probe_in: int | None = None  # sessions after this one until the probe, while defunded and not due
-    balance: float | None = None  # the balance at the session's start, derived from the verdicts (None: unthrottled)
-    probes: int = 0  # reads the probe may still take whatever the balance (1 for a due probe, 0 once taken)
+    # sessions after this one until the probe, while defunded and not due
+    next_probe_in: int | None = None
+    # the balance at the session's start, derived from the verdicts (None: unthrottled)
+    balance: float | None = None
+    # reads the probe may still take whatever the balance (1 for a due probe, 0 once taken)
+    probes: int = 0
 
     def __post_init__(self) -> None:
-        self.granted = self.allowance  # what the session started with; `allowance` moves as it asks
+        # what the session started with; `allowance` moves as it asks
+        self.granted = self.allowance
         self.probes = self.probes or int(self.probe)
 
     def probe_fresh(self, owed: int = 0) -> None:
@@ -107,8 +127,11 @@ class ThrottleState:
         and a resolution among them deposits as a probe's would.
         """
         self.probe, self.probes, self.next_probe_in = True, 0 if owed else 1, None
-        self.why += (f"; facts changed since its last session: it asks the {owed} question(s) owed to them" if owed
-                     else "; facts changed since its last session: it probes the best fresh question")
+        self.why += (
+            f"; facts changed since its last session: it asks the {owed} question(s) owed to them"
+            if owed
+            else "; facts changed since its last session: it probes the best fresh question"
+        )
 
     @property
     def probe_in(self) -> int | None:
@@ -123,11 +146,16 @@ class ThrottleState:
 class Balance:
     """A pass's balance as its stored verdicts make it."""
 
-    questions: int  # verdicts counted (each withdrew its price)
-    resolved: int  # of them, resolved (each deposited the deposit)
-    balance: float  # what is left, never below zero
-    reserved: int = 0  # questions in Message Batches submitted and not yet collected: already spent
-    spent: float = 0.0  # what the verdicts withdrew in all
+    # verdicts counted (each withdrew its price)
+    questions: int
+    # of them, resolved (each deposited the deposit)
+    resolved: int
+    # what is left, never below zero
+    balance: float
+    # questions in Message Batches submitted and not yet collected: already spent
+    reserved: int = 0
+    # what the verdicts withdrew in all
+    spent: float = 0.0
 
 
 def defunded_run(rows: list[dict[str, Any]]) -> int:
@@ -152,8 +180,11 @@ def balance(store: Store, pass_name: str, t: Terms, judge: str | None = None) ->
     where, args = of_judge("pass = ? AND model != ?", [pass_name, MECHANICAL], judge)
     if t.unit == "usd":
         models = sorted(t.prices)
-        cost = ("calls * CASE model " + "".join(" WHEN ? THEN ?" for _ in models) + " ELSE ? END") if models \
+        cost = (
+            ("calls * CASE model " + "".join(" WHEN ? THEN ?" for _ in models) + " ELSE ? END")
+            if models
             else "calls * ?"
+        )
         cost_args = [x for m in models for x in (m, t.prices[m])] + [t.default]
     else:
         cost, cost_args = "1", []
@@ -161,7 +192,9 @@ def balance(store: Store, pass_name: str, t: Terms, judge: str | None = None) ->
         "SELECT count(*), coalesce(sum(r), 0), coalesce(sum(c), 0), min(s) FROM ("
         f"  SELECT r, c, sum(? * r - c) OVER (ORDER BY created_at, rid ROWS UNBOUNDED PRECEDING) AS s FROM ("
         f"    SELECT (is_yes AND NOT reverted) AS r, {cost} AS c, created_at, rowid AS rid FROM verdicts "
-        f"WHERE {where}))", [t.deposit, *cost_args, *args]).fetchone()
+        f"WHERE {where}))",
+        [t.deposit, *cost_args, *args],
+    ).fetchone()
     walk = t.opening + t.deposit * resolved - spent
     low = 0 if low is None else t.opening + low
     reserved = store.reserved_questions(pass_name, judge)
@@ -204,14 +237,18 @@ def shown(state: ThrottleState, t: Terms) -> dict[str, Any]:
     buys = {m: None if amount is None else int(amount / t.price(m) + EPS) for m in t.readers}
     judge = t.readers[-1] if t.readers else None
     live = state.allowance
-    return {"allowance": None if live is None else int(live / t.price(judge) + EPS) if live > EPS else state.probes,
-            "balance": None if amount is None else int(amount / t.price(judge) + EPS),
-            "balance_usd": round(amount, 6) if amount is not None and t.unit == "usd" else None, "buys": buys}
+    return {
+        "allowance": None if live is None else int(live / t.price(judge) + EPS) if live > EPS else state.probes,
+        "balance": None if amount is None else int(amount / t.price(judge) + EPS),
+        "balance_usd": round(amount, 6) if amount is not None and t.unit == "usd" else None,
+        "buys": buys,
+    }
 
 
 def buys_text(state: ThrottleState, t: Terms) -> str:
     """`$0.0712: 356 reads at claude-haiku-5-5, 17 at claude-sonnet-5-5` (empty when unthrottled)."""
-    if not state.balance or t.unit != "usd":  # unthrottled, nothing left, or counted in questions already
+    # unthrottled, nothing left, or counted in questions already
+    if not state.balance or t.unit != "usd":
         return ""
     figures = shown(state, t)["buys"]
     reads = ", ".join(f"{n} {'reads ' if i == 0 else ''}at {m}" for i, (m, n) in enumerate(figures.items()))
@@ -234,16 +271,23 @@ class Allowance:
     def __init__(self, t: ThrottleState, terms: Terms, worth: Worth | None = None) -> None:
         self.t, self.terms, self.worth = t, terms, worth
         self.in_flight = 0
-        self.taken: dict[str, float] = {}  # fingerprint -> what its offer holds from the balance (reserved, topped up)
-        self.spent: dict[str, float] = {}  # fingerprint -> what its reads cost so far, at their models' prices
-        self.fund = 0.0  # the audit share first reads put by this round: what the round's audits are paid from
-        self.probe: str | None = None  # the fingerprint the probe was spent on
-        self.uncharged: set[str] = set()  # owed questions asked at a balance of zero: they took nothing
+        # fingerprint -> what its offer holds from the balance (reserved, topped up)
+        self.taken: dict[str, float] = {}
+        # fingerprint -> what its reads cost so far, at their models' prices
+        self.spent: dict[str, float] = {}
+        # the audit share first reads put by this round: what the round's audits are paid from
+        self.fund = 0.0
+        # the fingerprint the probe was spent on
+        self.probe: str | None = None
+        # owed questions asked at a balance of zero: they took nothing
+        self.uncharged: set[str] = set()
         # questions owed to a fresh fact: asked past the balance, every reading of them too (the judge model's read
         # of a first yes), so a new duplicate is decided in the session that first sees it
         self.owed: set[str] = set()
-        self.unworthy = 0  # questions passed over this session: not worth their price
-        self.scores: dict[str, float] = {}  # fingerprint -> score of a question offered as worth its price
+        # questions passed over this session: not worth their price
+        self.unworthy = 0
+        # fingerprint -> score of a question offered as worth its price
+        self.scores: dict[str, float] = {}
         self._settled = asyncio.Event()
 
     def price(self, model: str | None) -> float:
@@ -258,7 +302,8 @@ class Allowance:
         """Whether a question at `score` is worth its price at the model that would read it (worth.py); always,
         with no rule."""
         if self.worth is None or self.t.allowance is None or (self.t.allowance <= EPS and self.t.probes):
-            return True  # no rule, unthrottled, or the defunded pass's probe: asked whatever its chance
+            # no rule, unthrottled, or the defunded pass's probe: asked whatever its chance
+            return True
         if self.worth.worth(score, self.worth.price(model or self.worth.judge), self.terms.deposit):
             self.scores[fingerprint] = score
             return True
@@ -280,7 +325,8 @@ class Allowance:
             self._settled.clear()
             await self._settled.wait()
         if self.t.allowance is not None and self.t.allowance <= EPS and not self.room(price + fund):
-            self.t.probes -= 1  # the probe: asked at zero, charged nothing
+            # the probe: asked at zero, charged nothing
+            self.t.probes -= 1
             self.probe = fingerprint
             self.uncharged.add(fingerprint)
         elif self.t.allowance is not None:
@@ -306,15 +352,18 @@ class Allowance:
         balance tops it up. Asked at zero (the probe, an owed question), it is read whatever the balance."""
         if self.t.allowance is None or fingerprint in self.uncharged or fingerprint not in self.taken:
             return True
-        if self.terms.unit != "usd":  # counted in questions (the scripted judge): one a verdict, taken at its offer
+        # counted in questions (the scripted judge): one a verdict, taken at its offer
+        if self.terms.unit != "usd":
             return True
         short = price - (self.taken[fingerprint] - self.spent.get(fingerprint, 0.0))
         if short <= EPS:
             return True
-        if fingerprint in self.owed:  # read past the balance: it pays what it holds, the rest goes uncharged
+        # read past the balance: it pays what it holds, the rest goes uncharged
+        if fingerprint in self.owed:
             short = min(short, max(self.t.allowance, 0.0))
         elif not self.room(short) and (self.in_flight > 1 or self.t.allowance <= EPS):
-            return False  # alone in flight, what is left above zero pays for it, as for the balance's last question
+            # alone in flight, what is left above zero pays for it, as for the balance's last question
+            return False
         self.t.allowance -= short
         self.taken[fingerprint] += short
         return True
@@ -358,16 +407,20 @@ class Allowance:
             if not asked:
                 self.t.allowance += took
                 if fingerprint == self.probe:
-                    self.probe, self.t.probes = None, self.t.probes + 1  # not spent: the grant goes to the next
-            elif not free and self.terms.unit == "usd":  # in questions, a verdict costs the one its offer took
+                    # not spent: the grant goes to the next
+                    self.probe, self.t.probes = None, self.t.probes + 1
+            # in questions, a verdict costs the one its offer took
+            elif not free and self.terms.unit == "usd":
                 self.t.allowance += took - spent
                 if owed and self.t.allowance < 0:
-                    self.t.allowance = 0.0  # read past the balance: the derived one is floored at zero too
+                    # read past the balance: the derived one is floored at zero too
+                    self.t.allowance = 0.0
             if asked and resolved:
                 cost = spent if self.terms.unit == "usd" else self.terms.price(None)
                 self.t.allowance += self.terms.deposit - cost * free
         score = self.scores.pop(fingerprint, None)
-        if asked and judged and score is not None and self.worth is not None:  # scored only with a rule
+        # scored only with a rule
+        if asked and judged and score is not None and self.worth is not None:
             self.worth.seen(score, resolved)
         self._settled.set()
 
@@ -378,9 +431,30 @@ class Allowance:
         self._settled.set()
 
 
-def record(store: Store, session: str, pass_name: str, t: ThrottleState, *, offered: int, judged: int, resolved: int,
-           probe_spent: bool, judge: str = "anthropic") -> None:
+def record(
+    store: Store,
+    session: str,
+    pass_name: str,
+    t: ThrottleState,
+    *,
+    offered: int,
+    judged: int,
+    resolved: int,
+    probe_spent: bool,
+    judge: str = "anthropic",
+) -> None:
     """Keep this session's throttle record of a pass: what it allowed, what it bought, whether a probe was spent."""
-    store.record_throttle({"session": session, "pass": pass_name, "state": t.state, "allowance": t.granted,
-                           "offered": offered, "judged": judged, "resolved": resolved,
-                           "probe_due": int(t.probe), "probe_spent": int(probe_spent), "judge": judge})
+    store.record_throttle(
+        {
+            "session": session,
+            "pass": pass_name,
+            "state": t.state,
+            "allowance": t.granted,
+            "offered": offered,
+            "judged": judged,
+            "resolved": resolved,
+            "probe_due": int(t.probe),
+            "probe_spent": int(probe_spent),
+            "judge": judge,
+        }
+    )

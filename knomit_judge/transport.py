@@ -17,7 +17,8 @@ from .jsonl import dumps
 from .limiter import RateLimiter
 from .models import Dialect, Lineup, has_key
 
-if TYPE_CHECKING:  # for annotations: at run time it is imported where used (start-up time, see __init__)
+# for annotations: at run time it is imported where used (start-up time, see __init__)
+if TYPE_CHECKING:
     import anthropic
     from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 
@@ -42,8 +43,10 @@ class Completion:
     tokens_out: int | None
     attempts: int = 1
     request_id: str | None = None
-    batch: bool = False  # a Message Batch result: billed at the batch price, already in the ledger
-    stop_reason: str | None = None  # "max_tokens": cut off, the answer may be partial; "refusal": no answer
+    # a Message Batch result: billed at the batch price, already in the ledger
+    batch: bool = False
+    # "max_tokens": cut off, the answer may be partial; "refusal": no answer
+    stop_reason: str | None = None
 
 
 REFUSAL = "the model declined to answer (stop_reason refusal)"
@@ -68,9 +71,12 @@ class AnthropicBackend:
 
     kind: Literal["anthropic"] = "anthropic"
 
-    def __init__(self, config: Config, client: anthropic.AsyncAnthropic | None = None,
-                 lineup: Lineup | None = None) -> None:
-        import anthropic  # here, not at the top: it is 1.7 s of start-up a caught-up session never needs
+    def __init__(
+        self, config: Config, client: anthropic.AsyncAnthropic | None = None, lineup: Lineup | None = None
+    ) -> None:
+        # here, not at the top: it is 1.7 s of start-up a caught-up session never needs
+        import anthropic
+
         self.config = config.judge
         self.model = config.judge.model
         try:
@@ -81,7 +87,8 @@ class AnthropicBackend:
         if not (self.client.api_key or self.client.auth_token):
             # the SDK would only say so at the first request, as a TypeError
             raise ConfigError(NO_KEY)
-        self.lineup = lineup or Lineup()  # no lineup read: every model in the plain dialect
+        # no lineup read: every model in the plain dialect
+        self.lineup = lineup or Lineup()
         self.effort = config.judge.effort
         self.limiter = RateLimiter(config.judge.concurrency, config.judge.max_tokens, config.judge.backoff_max_s)
 
@@ -97,8 +104,14 @@ class AnthropicBackend:
         base = min(self.config.backoff_max_s, self.config.backoff_s * 2 ** (attempt - 1))
         return base * (0.5 + random.random() / 2)
 
-    def params(self, system: str, user: str, tool: dict[str, Any] | None, max_tokens: int | None = None,
-               model: str | None = None) -> MessageCreateParamsNonStreaming:
+    def params(
+        self,
+        system: str,
+        user: str,
+        tool: dict[str, Any] | None,
+        max_tokens: int | None = None,
+        model: str | None = None,
+    ) -> MessageCreateParamsNonStreaming:
         """The body of one Messages request (also one Message Batch request's params).
 
         `max_tokens`: a reply longer than a verdict's (a describe request's lines), else judge.max_tokens;
@@ -106,21 +119,36 @@ class AnthropicBackend:
         """
         d = self.dialect(model)
         # never temperature, top_p, top_k nor an assistant prefill: the 5.5 models refuse them
-        body: MessageCreateParamsNonStreaming = {"model": model or self.model, "max_tokens": d.max_tokens(max_tokens or self.config.max_tokens),
-                "system": system, "messages": [{"role": "user", "content": user}]}
+        body: MessageCreateParamsNonStreaming = {
+            "model": model or self.model,
+            "max_tokens": d.max_tokens(max_tokens or self.config.max_tokens),
+            "system": system,
+            "messages": [{"role": "user", "content": user}],
+        }
         return d.params(body, tool)
 
-    async def complete(self, system: str, user: str, subject: dict[str, Any], position: int, *,
-                       tool: dict[str, Any] | None = None, max_tokens: int | None = None,
-                       model: str | None = None) -> Completion:
+    async def complete(
+        self,
+        system: str,
+        user: str,
+        subject: dict[str, Any],
+        position: int,
+        *,
+        tool: dict[str, Any] | None = None,
+        max_tokens: int | None = None,
+        model: str | None = None,
+    ) -> Completion:
         import anthropic
+
         last = "no attempt"
         for attempt in range(1, self.config.max_attempts + 1):
             await self.limiter.wait()
-            shared = False  # the server asked every worker to wait: the limiter logs that once
+            # the server asked every worker to wait: the limiter logs that once
+            shared = False
             try:
                 raw = await self.client.messages.with_raw_response.create(
-                    **self.params(system, user, tool, max_tokens, model))
+                    **self.params(system, user, tool, max_tokens, model)
+                )
                 self.limiter.observe(raw.headers)
                 msg = await raw.parse()
             except anthropic.APIStatusError as e:
@@ -130,7 +158,8 @@ class AnthropicBackend:
                     raise JudgeRefused(
                         f"judge refused the request: HTTP {e.status_code} {error_message(e)} (request {rid}); "
                         "check ANTHROPIC_API_KEY, the model name and ANTHROPIC_BASE_URL",
-                        asked if e.status_code == 404 and asked in error_message(e) else None) from None
+                        asked if e.status_code == 404 and asked in error_message(e) else None,
+                    ) from None
                 if not status_retryable(e.status_code):
                     # about this request's content (too long, too large): this question only
                     raise Refused(f"HTTP {e.status_code} {error_message(e)} (request {rid})", attempt) from None
@@ -139,19 +168,22 @@ class AnthropicBackend:
                 shared = self.limiter.pause_for(e.status_code, e.response.headers)
             except anthropic.APIConnectionError as e:  # includes APITimeoutError
                 last = f"{type(e).__name__}: {e}"
-            except (anthropic.APIResponseValidationError, ValueError) as e:  # a body that is not JSON at all
+            # a body that is not JSON at all
+            except (anthropic.APIResponseValidationError, ValueError) as e:
                 last = f"malformed response: {type(e).__name__}"
             else:
                 done = completion(msg, tool)
                 if done is not None:
                     done.attempts, done.request_id = attempt, raw.request_id
-                    if done.stop_reason == "refusal":  # billed, and about this question: never asked again here
+                    # billed, and about this question: never asked again here
+                    if done.stop_reason == "refusal":
                         raise Refused(f"{REFUSAL} (request {raw.request_id})", attempt, done)
                     return done
                 last = "malformed response: a 200 whose body is not a Message"
             # info, not a warning: the pass's line names the first error, and `-q` must silence retries
             (log.debug if shared else log.info)(
-                "judge call failed (%s), attempt %d of %d", last, attempt, self.config.max_attempts)
+                "judge call failed (%s), attempt %d of %d", last, attempt, self.config.max_attempts
+            )
             if attempt < self.config.max_attempts and not shared:
                 await asyncio.sleep(self._wait(attempt))
         raise Unavailable(f"{last} after {self.config.max_attempts} attempts", self.config.max_attempts)
@@ -164,6 +196,7 @@ def completion(msg: anthropic.types.Message, tool: dict[str, Any] | None) -> Com
     thinking included (it is billed as output).
     """
     import anthropic
+
     content = getattr(msg, "content", None) if isinstance(msg, anthropic.types.Message) else None
     if not isinstance(content, list):
         return None
@@ -174,8 +207,12 @@ def completion(msg: anthropic.types.Message, tool: dict[str, Any] | None) -> Com
         for block in content:
             if getattr(block, "type", "") == "tool_use" and getattr(block, "name", "") == tool["name"]:
                 # the raw reply recorded, and parsed by the same strict parser as a text reply
-                return Completion(dumps(getattr(block, "input", None), ensure_ascii=False), tokens_in,
-                                  tokens_out, stop_reason=stop_reason)
+                return Completion(
+                    dumps(getattr(block, "input", None), ensure_ascii=False),
+                    tokens_in,
+                    tokens_out,
+                    stop_reason=stop_reason,
+                )
     text = message_text(msg)
     return None if text is None else Completion(text, tokens_in, tokens_out, stop_reason=stop_reason)
 
@@ -187,6 +224,7 @@ def message_text(msg: anthropic.types.Message) -> str | None:
     so a list, a missing content field or a text block without text all arrive here.
     """
     import anthropic
+
     content = getattr(msg, "content", None) if isinstance(msg, anthropic.types.Message) else None
     if not isinstance(content, list):
         return None

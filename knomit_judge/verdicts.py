@@ -57,12 +57,15 @@ def group_fingerprint(facts: Iterable[Fact]) -> str:
     return fingerprint(*(f.content_id for f in facts))
 
 
-MECHANICAL = "mechanical"  # the model of a verdict no judge was asked for: exact duplicates, restated aliases
+# the model of a verdict no judge was asked for: exact duplicates, restated aliases
+MECHANICAL = "mechanical"
 # Which kind of judge gave a verdict, cached a reply or ran a pass's session (migration 0007): a verdict binds only
 # its own kind. A restated alias is model `mechanical` but keeps the kind of judge whose yes it restates.
 JudgeKind = Literal["anthropic", "scripted", "mechanical"]
-About = Literal["spellings", "facts"]  # what a question's sides are: motif spellings, or facts (their paths)
-Shape = Literal["pair", "group"]  # a question about two sides ({"a", "b"}), or about a group ({"group": [..]})
+# what a question's sides are: motif spellings, or facts (their paths)
+About = Literal["spellings", "facts"]
+# a question about two sides ({"a", "b"}), or about a group ({"group": [..]})
+Shape = Literal["pair", "group"]
 
 
 def subject_names(subject: dict) -> list[str]:
@@ -104,7 +107,8 @@ class Verdict:
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float | None = 0.0
-    replies: list[str] = field(default_factory=list)  # every sample's reply text, in the order asked
+    # every sample's reply text, in the order asked
+    replies: list[str] = field(default_factory=list)
     payload: dict[str, Any] | None = None
     session: str | None = None
     created_at: str = field(default_factory=now_text)
@@ -112,10 +116,14 @@ class Verdict:
     commit_sha: str | None = None
     reverted: bool = False
     revert_reason: str | None = None
-    judge: JudgeKind | Literal[""] = ""  # a verdict binds only the kind of judge that gave it ("": its model says it)
-    orders: int | None = None  # orders of the question asked (1 or 2); None: recorded before they were counted
-    by_position: list[str] = field(default_factory=list)  # each asked order's majority answer, first order first
-    score: float | None = None  # the candidate's score when asked: what the worth rule's curve is fitted on
+    # a verdict binds only the kind of judge that gave it ("": its model says it)
+    judge: JudgeKind | Literal[""] = ""
+    # orders of the question asked (1 or 2); None: recorded before they were counted
+    orders: int | None = None
+    # each asked order's majority answer, first order first
+    by_position: list[str] = field(default_factory=list)
+    # the candidate's score when asked: what the worth rule's curve is fitted on
+    score: float | None = None
     # the judge model reading a first-reader answer again (audits.py): kind, first_model, first_answer, pi, stratum,
     # born, score; journalled, so a rebuild makes the same audit row
     audit: dict[str, Any] | None = None
@@ -207,8 +215,9 @@ class Journal:
     def files(self) -> list[Path]:
         return sorted(self.dir.glob("*.jsonl")) if self.dir.is_dir() else []
 
-    def records(self, marks: JournalMarks | None = None,
-                types: tuple[str, ...] = ("verdict", "revert")) -> list[Record]:
+    def records(
+        self, marks: JournalMarks | None = None, types: tuple[str, ...] = ("verdict", "revert")
+    ) -> list[Record]:
         """Every well-formed line of every pass; a torn line is skipped.
 
         Given `marks` (JournalMarks), only lines after each file's mark are read, and the marks move on.
@@ -230,8 +239,9 @@ class Journal:
         verdicts, reverts, _, _ = self.entries(marks)
         return verdicts, reverts
 
-    def entries(self, marks: JournalMarks | None = None
-                ) -> tuple[list[Verdict], dict[str, str], list[Record], list[Record]]:
+    def entries(
+        self, marks: JournalMarks | None = None
+    ) -> tuple[list[Verdict], dict[str, str], list[Record], list[Record]]:
         """verdicts(), the describe lines' records (session/lines.py reads them) and the first reader's session
         records (draw_record), in the order written."""
         verdicts: list[Verdict] = []
@@ -255,8 +265,18 @@ class Journal:
         return verdicts, reverts, lines, draws
 
 
-DRAW_KEYS: dict[str, type | tuple[type, ...]] = {"session": str, "pass": str, "first_model": str, "floor": (int, float), "new": int, "standing": int,
-             "expected": (int, float), "reads": int, "state": str, "created_at": str}
+DRAW_KEYS: dict[str, type | tuple[type, ...]] = {
+    "session": str,
+    "pass": str,
+    "first_model": str,
+    "floor": (int, float),
+    "new": int,
+    "standing": int,
+    "expected": (int, float),
+    "reads": int,
+    "state": str,
+    "created_at": str,
+}
 
 
 def draw_record(row: Record) -> Record:
@@ -283,7 +303,8 @@ class JournalMarks:
     RACY_NS = 2_000_000_000
 
     def __init__(self, rows: dict[str, Mark]) -> None:
-        self.rows = rows  # journal file name -> its mark at the last import
+        # journal file name -> its mark at the last import
+        self.rows = rows
         self.moved: dict[str, Mark] = {}
 
     def unread(self, path: Path) -> bytes:
@@ -294,7 +315,8 @@ class JournalMarks:
             return b""
         data = path.read_bytes()
         start = size if size <= len(data) and hashlib.sha256(data[:size]).hexdigest() == digest else 0
-        end = data.rfind(b"\n") + 1  # a torn last line is read again next time, with what completes it
+        # a torn last line is read again next time, with what completes it
+        end = data.rfind(b"\n") + 1
         end = max(end, start)
         self.moved[path.name] = (end, hashlib.sha256(data[:end]).hexdigest(), st.st_mtime_ns, st.st_ctime_ns, began)
         return data[start:]
@@ -320,7 +342,6 @@ def _journalled(record: Record) -> Verdict | None:
 class Line:
     """A describe line as the journal and the `lines` table keep it (session/lines.py writes them)."""
 
-
     spelling: str
     carriers: str
     model: str
@@ -330,19 +351,32 @@ class Line:
     session: str | None = None
     cost_usd: float | None = 0.0
     created_at: str = ""
-    facts: tuple[str, ...] = ()  # the paths of the carriers it was written from, in the order shown
-    tries: int = 1  # with no line: how many requests gave its key none (it waits at describe.max_tries)
-    why: str = ""  # with no line: why the last request gave none
+    # the paths of the carriers it was written from, in the order shown
+    facts: tuple[str, ...] = ()
+    # with no line: how many requests gave its key none (it waits at describe.max_tries)
+    tries: int = 1
+    # with no line: why the last request gave none
+    why: str = ""
 
     def __post_init__(self) -> None:
         if not self.created_at:
             self.created_at = now_text()
 
     def journal_line(self) -> dict[str, Any]:
-        return {"type": "line", "spelling": self.spelling, "carriers": self.carriers, "model": self.model,
-                "prompt": self.prompt, "line": self.line, "judge": self.judge, "session": self.session,
-                "cost_usd": self.cost_usd, "created_at": self.created_at, "facts": list(self.facts),
-                **({"tries": self.tries, "why": self.why} if not self.line else {})}
+        return {
+            "type": "line",
+            "spelling": self.spelling,
+            "carriers": self.carriers,
+            "model": self.model,
+            "prompt": self.prompt,
+            "line": self.line,
+            "judge": self.judge,
+            "session": self.session,
+            "cost_usd": self.cost_usd,
+            "created_at": self.created_at,
+            "facts": list(self.facts),
+            **({"tries": self.tries, "why": self.why} if not self.line else {}),
+        }
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> Line | None:
@@ -352,10 +386,20 @@ class Line:
             return None
         paths = record.get("facts")
         facts = tuple(paths) if isinstance(paths, list) and all(isinstance(p, str) for p in paths) else ()
-        n = record.get("tries")  # absent: a line, or an empty one journalled before tries were counted
+        # absent: a line, or an empty one journalled before tries were counted
+        n = record.get("tries")
         tries = n if isinstance(n, int) and not isinstance(n, bool) and n >= 1 else 1
-        return cls(record["spelling"], record["carriers"], record["model"], record["prompt"], record["line"],
-                   judge=str(record.get("judge") or "anthropic"),
-                   session=record.get("session"), cost_usd=record.get("cost_usd"),
-                   created_at=str(record.get("created_at") or ""), facts=facts, tries=tries,
-                   why=str(record.get("why") or ""))
+        return cls(
+            record["spelling"],
+            record["carriers"],
+            record["model"],
+            record["prompt"],
+            record["line"],
+            judge=str(record.get("judge") or "anthropic"),
+            session=record.get("session"),
+            cost_usd=record.get("cost_usd"),
+            created_at=str(record.get("created_at") or ""),
+            facts=facts,
+            tries=tries,
+            why=str(record.get("why") or ""),
+        )

@@ -29,12 +29,15 @@ from collections.abc import Callable
 from .store import Store, of_judge
 from .verdicts import MECHANICAL
 
-WINDOW = 500  # verdicts nearest in score that estimate the chance at a score
-PRIOR_READS = 10.0  # the prior's weight: about a resolution's worth of reads that all say no turns a score down
+# verdicts nearest in score that estimate the chance at a score
+WINDOW = 500
+# the prior's weight: about a resolution's worth of reads that all say no turns a score down
+PRIOR_READS = 10.0
 # A pass's first reads are asked whatever the curve says, but never where the prior is 0: before them the pass's
 # own verdicts are too few to go on, and a judge model's read may cost more than PRIOR_TOP of a resolution.
 EXPLORE = 20
-PRIOR_TOP = 0.1  # the prior's chance at and above a pass's `full` score: one resolution in ten reads
+# the prior's chance at and above a pass's `full` score: one resolution in ten reads
+PRIOR_TOP = 0.1
 # (floor, full) of a pass's score, its `prior` (passes/alias.py, prune.py, discovery.py): the prior is 0 at and
 # below `floor` and rises in a line to PRIOR_TOP at `full`. From benchmarks/worth_prior.py (docs/choices.md): the
 # lowest score of a true pair was alias 0.20 on the calibration corpus and 0.30 on knomit's KB, prune 0.74 (0.65 in
@@ -43,7 +46,8 @@ PRIOR_TOP = 0.1  # the prior's chance at and above a pass's `full` score: one re
 # down, and at the top it stays at the old flat PRIOR_TOP though the labels show more, so the top of a list is read
 # as deep as before.
 Prior = tuple[float, float]
-NO_PRIOR: Prior = (-1.0, -1.0)  # a pass with no prior: PRIOR_TOP everywhere
+# a pass with no prior: PRIOR_TOP everywhere
+NO_PRIOR: Prior = (-1.0, -1.0)
 
 
 def prior(bounds: Prior, score: float) -> float:
@@ -57,8 +61,15 @@ def prior(bounds: Prior, score: float) -> float:
 class Worth:
     """The chance of resolving something, by score, from one pass's verdicts (and this session's reads)."""
 
-    def __init__(self, scored: list[tuple[float, bool]], pass_name: str = "", store: Store | None = None,
-                 judge: str | None = None, *, prior: Prior = NO_PRIOR) -> None:
+    def __init__(
+        self,
+        scored: list[tuple[float, bool]],
+        pass_name: str = "",
+        store: Store | None = None,
+        judge: str | None = None,
+        *,
+        prior: Prior = NO_PRIOR,
+    ) -> None:
         self.scores = sorted(scored)  # (score, resolved), by score
         self.pass_name = pass_name
         self.prior = prior  # the pass's (floor, full)
@@ -111,11 +122,14 @@ class Worth:
     def cost(self, model: str) -> float | None:
         """What a call of `model` in this pass cost on average, its verdicts so far (None: no call yet)."""
         if self._stale and self._store is not None:
-            where, args = of_judge("pass = ? AND model != ? AND calls > 0 AND cost_usd IS NOT NULL AND rowid > ?",
-                                   [self.pass_name, MECHANICAL, self._counted], self._kind)
+            where, args = of_judge(
+                "pass = ? AND model != ? AND calls > 0 AND cost_usd IS NOT NULL AND rowid > ?",
+                [self.pass_name, MECHANICAL, self._counted],
+                self._kind,
+            )
             for name, usd, calls, last in self._store.db.execute(
-                    f"SELECT model, sum(cost_usd), sum(calls), max(rowid) FROM verdicts WHERE {where} "
-                    "GROUP BY model", args):
+                f"SELECT model, sum(cost_usd), sum(calls), max(rowid) FROM verdicts WHERE {where} GROUP BY model", args
+            ):
                 counted = self._costs.setdefault(name, [0.0, 0.0])
                 counted[0], counted[1] = counted[0] + usd, counted[1] + calls
                 self._counted = max(self._counted, last)
@@ -127,7 +141,8 @@ class Worth:
         """P(resolve | score): the WINDOW verdicts nearest `score`, shrunk toward the prior at that score."""
         n = len(self.scores)
         i = bisect_left(self.scores, (score, False))
-        lo, hi = i, i  # grow [lo, hi) toward the nearer neighbour until it holds WINDOW verdicts
+        # grow [lo, hi) toward the nearer neighbour until it holds WINDOW verdicts
+        lo, hi = i, i
         while hi - lo < min(WINDOW, n):
             if lo > 0 and (hi >= n or score - self.scores[lo - 1][0] <= self.scores[hi][0] - score):
                 lo -= 1

@@ -15,8 +15,17 @@ import pytest
 
 REQUIRE = "KNOMIT_REQUIRE_BROWSER"
 # the flags that start it headless here and in CI: no sandbox as root, no GPU, no network of its own
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+)
 
 
 def chromium() -> str:
@@ -29,8 +38,12 @@ def chromium() -> str:
 
 
 def run_chromium(tmp_path, *args: str) -> subprocess.CompletedProcess:
-    done = subprocess.run([chromium(), *FLAGS, f"--user-data-dir={tmp_path / 'chromium'}", *args],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [chromium(), *FLAGS, f"--user-data-dir={tmp_path / 'chromium'}", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return done
 

@@ -43,11 +43,13 @@ from messages_server import MessagesServer  # noqa: E402
 # (git-ignored; pytest's own numbered folders, so two runs never share one), a passing test's removed at once
 # and a passing run's at its end (pyproject's tmp_path_retention_policy = "failed"): a failure's stay to look at.
 TEMPROOT.mkdir(exist_ok=True)
-os.environ["PYTEST_DEBUG_TEMPROOT"] = str(TEMPROOT)  # read by pytest's tmp_path_factory, and by nested runs
+# read by pytest's tmp_path_factory, and by nested runs
+os.environ["PYTEST_DEBUG_TEMPROOT"] = str(TEMPROOT)
 # The test corpora are git repositories inside the clone's work tree: git looks no higher than the folder
 # (knomit-judge's own search too, gitops.enclosing_top), so a corpus is never taken for a folder of the clone.
 os.environ["GIT_CEILING_DIRECTORIES"] = os.pathsep.join(
-    [str(TEMPROOT), *filter(None, os.environ.get("GIT_CEILING_DIRECTORIES", "").split(os.pathsep))])
+    [str(TEMPROOT), *filter(None, os.environ.get("GIT_CEILING_DIRECTORIES", "").split(os.pathsep))]
+)
 # git's local variables (helpers.LOCAL_GIT_ENV), as `git bisect run` and hooks export them: left in, every git
 # call here (and in the tool and subprocesses) would work on the surrounding clone.
 for _key in LOCAL_GIT_ENV:
@@ -113,13 +115,16 @@ def three_built(tmp_path_factory) -> Path:
     """The THREE corpus after one review (one alias, one prune merge, one discovery commit), built once per run
     (once per worker under xdist); each test takes its own copy with `three`."""
     from knomit_judge.session.review import review
+
     root = tmp_path_factory.mktemp("three") / "corpus"
     repo = make_repo(root, THREE)
     # every question in one session; the loopback gives no describe line, and a spelling given none is not asked
     # again (issue 39: by default it is, up to 3 times, which would add a journal commit to a later session)
     # (a resolution worth 1000 questions: every read is worth its price, worth.py)
-    repo.write("knomit-judge.toml", FAST + "[budget]\noptimistic_cap = 1000\nquestions_per_resolution = 1000\n\n"
-                                         "[describe]\nmax_tries = 1\n")
+    repo.write(
+        "knomit-judge.toml",
+        FAST + "[budget]\noptimistic_cap = 1000\nquestions_per_resolution = 1000\n\n[describe]\nmax_tries = 1\n",
+    )
     repo.commit("config")
     with MessagesServer(planted) as server, pytest.MonkeyPatch.context() as mp:
         mp.setenv("ANTHROPIC_BASE_URL", server.url)

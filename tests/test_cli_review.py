@@ -25,7 +25,6 @@ def review_json(root, *extra):
     return result, json.loads(result.stdout) if result.stdout.strip().startswith("{") else None
 
 
-
 def test_alias_merge_commits_with_trailers_and_second_run_is_free(corpus_repo, judge_env):
     judge_env.responder = alias_responder()
     result, out = review_json(corpus_repo.root)
@@ -38,8 +37,9 @@ def test_alias_merge_commits_with_trailers_and_second_run_is_free(corpus_repo, j
     subjects = corpus_repo.log()
     assert "alias: merge motif 'self-locking-penalty' into 'penalty-blocks-own-recovery'" in subjects
     body = git(corpus_repo.root, "log", "--grep=Knomit-Pass: alias", "-1", "--format=%B")
-    parsed = subprocess.run(["git", "interpret-trailers", "--parse"], input=body, capture_output=True,
-                            text=True, check=True).stdout
+    parsed = subprocess.run(
+        ["git", "interpret-trailers", "--parse"], input=body, capture_output=True, text=True, check=True
+    ).stdout
     trailers = dict(line.split(": ", 1) for line in parsed.splitlines())
     assert trailers["Knomit-Pass"] == "alias"
     assert trailers["Knomit-Verdict"].startswith("v")
@@ -58,13 +58,20 @@ def test_a_case_only_tie_keeps_the_lower_case_spelling(tmp_path, judge_env):
     """Issue 54: `merge motif 'running' into 'Running'`: with one carrier each at one confidence, the last rule,
     the lexicographically smaller, kept the capital (ASCII sorts it first). The lower-case form survives."""
     from helpers import make_repo
-    repo = make_repo(tmp_path / "corpus", {
-        "facts/a.md": fact_text("Long runs build the aerobic base", ["Running"], body="Slow miles, every week."),
-        "facts/b.md": fact_text("Intervals raise the lactate threshold", ["running"], body="Hard repeats, then rest."),
-    })
+
+    repo = make_repo(
+        tmp_path / "corpus",
+        {
+            "facts/a.md": fact_text("Long runs build the aerobic base", ["Running"], body="Slow miles, every week."),
+            "facts/b.md": fact_text(
+                "Intervals raise the lactate threshold", ["running"], body="Hard repeats, then rest."
+            ),
+        },
+    )
     spelled = ("Running", "running")
-    judge_env.responder = lambda request, n: text(json.dumps(
-        SAME if all(f'"spelling": "{m}"' in request.prompt for m in spelled) else DIFFERENT))
+    judge_env.responder = lambda request, n: text(
+        json.dumps(SAME if all(f'"spelling": "{m}"' in request.prompt for m in spelled) else DIFFERENT)
+    )
     result, out = review_json(repo.root)
     assert result.exit_code == 0 and out["passes"]["alias"]["applied"] == 1, result.output
     assert "alias: merge motif 'Running' into 'running'" in repo.log()
@@ -75,8 +82,12 @@ def test_editing_one_carrier_reasks_only_its_motifs_pairs(corpus_repo, judge_env
     review_json(corpus_repo.root)
     first = {r.prompt for r in judge_env.requests}
     before = judge_env.calls
-    corpus_repo.write("facts/ops/f4.md", fact_text("Queue growth amplifies latency under heavy load",
-                                                   ["queue-amplifies-latency"], 0.8, ["s4"], "Edited body."))
+    corpus_repo.write(
+        "facts/ops/f4.md",
+        fact_text(
+            "Queue growth amplifies latency under heavy load", ["queue-amplifies-latency"], 0.8, ["s4"], "Edited body."
+        ),
+    )
     corpus_repo.commit()
     review_json(corpus_repo.root)
     asked = judge_env.requests[before:]
@@ -122,7 +133,8 @@ def test_api_500_is_unavailable_and_broken(fast_retry, judge_env):
 
 
 def test_dry_run_writes_no_bought_state_only_derived_caches(corpus_repo, judge_env):
-    review_json(corpus_repo.root)  # a db and history to protect
+    # a db and history to protect
+    review_json(corpus_repo.root)
     corpus_repo.write("facts/ops/f5.md", fact_text("A latch holds a breaker open", ["latch"]))
     corpus_repo.commit()
     before, head, calls = bought_digest(corpus_repo.root), corpus_repo.log("%H"), judge_env.calls
@@ -142,14 +154,17 @@ def test_a_second_dry_run_reuses_what_the_first_derived(corpus_repo):
     before = bought_digest(corpus_repo.root)
     first = review(corpus_repo.root, ReviewOptions(dry_run=True))
     second = review(corpus_repo.root, ReviewOptions(dry_run=True))
-    assert first.embedded > 0 and second.embedded == 0  # not one text embedded again
+    # not one text embedded again
+    assert first.embedded > 0 and second.embedded == 0
     assert all(n > 0 for n in derived_rows(corpus_repo.root).values())
-    assert second.plan == first.plan and second.estimates == first.estimates  # the same plan, read back
+    # the same plan, read back
+    assert second.plan == first.plan and second.estimates == first.estimates
     assert bought_digest(corpus_repo.root) == before and corpus_repo.status() == ""
 
 
 def test_a_dry_run_beside_a_running_session_keeps_nothing_and_still_plans(corpus_repo):
-    with Lock(open_repo(corpus_repo.root)):  # a session holds the corpus: the db is its to write
+    # a session holds the corpus: the db is its to write
+    with Lock(open_repo(corpus_repo.root)):
         result = review(corpus_repo.root, ReviewOptions(dry_run=True))
     assert result.embedded > 0 and result.plan
     assert derived_rows(corpus_repo.root) == {"embeddings": 0, "neighbour_sets": 0, "candidate_lists": 0}
@@ -166,8 +181,7 @@ def test_malformed_fact_is_named_and_the_rest_reviewed(corpus_repo, judge_env):
     result = CliRunner().invoke(cli, ["review", str(corpus_repo.root), "--pass", "alias", "--json"])
     out = json.loads(result.stdout)
     problems = {p["path"]: p["reason"] for p in out["problems"]}
-    assert set(problems) == {"facts/bad/yaml.md", "facts/bad/notitle.md", "facts/bad/latin1.md",
-                             "facts/bad/binary.md"}
+    assert set(problems) == {"facts/bad/yaml.md", "facts/bad/notitle.md", "facts/bad/latin1.md", "facts/bad/binary.md"}
     assert "YAML" in problems["facts/bad/yaml.md"] and "title" in problems["facts/bad/notitle.md"]
     assert "UTF-8" in problems["facts/bad/latin1.md"] and "binary" in problems["facts/bad/binary.md"]
     assert "facts/bad/yaml.md:2" in result.stderr
@@ -177,6 +191,7 @@ def test_malformed_fact_is_named_and_the_rest_reviewed(corpus_repo, judge_env):
 def test_second_session_exits_3_naming_the_holder(corpus_repo, judge_env):
     import fcntl
     import os
+
     lock = corpus_repo.root / ".git" / "knomit-judge.lock"
     fd = os.open(lock, os.O_RDWR | os.O_CREAT)
     os.write(fd, b"pid 4242 on elsewhere")

@@ -49,13 +49,16 @@ def test_exact_key_folds_whitespace_and_case_only():
     assert exact_key(a) == exact_key(b) != exact_key(c)
 
 
-@pytest.mark.parametrize("text, reason", [
-    ("no front matter\n", "no YAML front matter"),
-    ("---\ntitle: x\nconfidence: 2\n---\n", "confidence"),
-    ("---\ntitle: x\nmotifs: latch\n---\n", "list of strings"),
-    ("---\ntitle: x\nmotifs: ['!!!']\n---\n", "no letters or digits"),
-    ("---\ntitle: x\nstatus: gone\n---\n", "status"),
-])
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ("no front matter\n", "no YAML front matter"),
+        ("---\ntitle: x\nconfidence: 2\n---\n", "confidence"),
+        ("---\ntitle: x\nmotifs: latch\n---\n", "list of strings"),
+        ("---\ntitle: x\nmotifs: ['!!!']\n---\n", "no letters or digits"),
+        ("---\ntitle: x\nstatus: gone\n---\n", "status"),
+    ],
+)
 def test_bad_facts_are_refused_with_a_reason(text, reason):
     with pytest.raises(BadFact) as e:
         parse_fact("facts/bad.md", text)
@@ -74,7 +77,8 @@ def test_load_collects_problems_and_keeps_the_rest(tmp_path):
 
 def test_a_note_without_front_matter_is_read_where_the_layout_allows_it():
     note = "Caffeine blocks adenosine receptors.\n\nSee [[Sleep]].\n"
-    with pytest.raises(BadFact, match="no YAML front matter"):  # our facts/ layout and knomit's require it
+    # our facts/ layout and knomit's require it
+    with pytest.raises(BadFact, match="no YAML front matter"):
         parse_fact("Areas/Health/Caffeine.md", note)
     fact = parse_fact("Areas/Health/Caffeine.md", note, front_matter="optional")
     assert (fact.title, fact.body, fact.status) == ("Caffeine", note.strip(), "active")
@@ -108,16 +112,23 @@ def test_aliases_are_read_as_a_list_a_name_or_the_older_alias_key():
     assert e.value.line == 3
 
 
-@pytest.mark.parametrize("front, broken", [
-    ("title: A\nthis line has no colon\nsources: 1\n", 3),  # PyYAML's problem mark is the next line: 4
-    ("title: A\ntags: [a, b\nsources: 1\n", 3),  # an unclosed list: where it opened, not where it gave up
-    ("title: A\nx: \"abc\nsources: 1\n", 3),  # an unclosed quote: the mark is at the end of the front matter
-    ("title: A\nbad: a: b\nsources: 1\n", 3),
-    ("title: A\n\tx: 1\nsources: 1\n", 3),
-    ("title: A\ntags:\n  - a\n - b\nsources: 1\n", 5),  # the parser's context is the mapping (line 2): not it
-    ("title: A\ntags: [a] x\nsources: 1\n", 3),
-    ("title: A\nx: *nope\nsources: 1\n", 3),
-])
+@pytest.mark.parametrize(
+    "front, broken",
+    [
+        # PyYAML's problem mark is the next line: 4
+        ("title: A\nthis line has no colon\nsources: 1\n", 3),
+        # an unclosed list: where it opened, not where it gave up
+        ("title: A\ntags: [a, b\nsources: 1\n", 3),
+        # an unclosed quote: the mark is at the end of the front matter
+        ('title: A\nx: "abc\nsources: 1\n', 3),
+        ("title: A\nbad: a: b\nsources: 1\n", 3),
+        ("title: A\n\tx: 1\nsources: 1\n", 3),
+        # the parser's context is the mapping (line 2): not it
+        ("title: A\ntags:\n  - a\n - b\nsources: 1\n", 5),
+        ("title: A\ntags: [a] x\nsources: 1\n", 3),
+        ("title: A\nx: *nope\nsources: 1\n", 3),
+    ],
+)
 def test_a_yaml_error_names_the_broken_line(front, broken):
     # issue 54: "a YAML error is reported at line 4 when the broken line is 3"
     with pytest.raises(BadFact, match="bad YAML front matter") as e:
@@ -127,50 +138,83 @@ def test_a_yaml_error_names_the_broken_line(front, broken):
 
 def test_inline_tags_follow_obsidians_rules():
     from knomit_judge.notes import inline_tags, is_tag
-    text = ("# A heading, not a tag\n## Nor this\n#real at the start, #nested/tag, #y1984 #3d_printing #2026-01-05 "
-            "#émigré #日本語 #kebab-case.\nNo tag: #1984, foo#bar, https://x.org/#frag, [[Note#Heading]], [[#Local]], "
-            "[t](x.md#anchor), #🚀, `#code` and ``a #b` c``.\n```python\n#comment\n```\n~~~\n#also-code\n~~~~\n"
-            "After the fences: #after #real\n")
-    assert inline_tags(text) == ["real", "nested/tag", "y1984", "3d_printing", "2026-01-05", "émigré", "日本語",
-                                 "kebab-case", "after"]
+
+    text = (
+        "# A heading, not a tag\n## Nor this\n#real at the start, #nested/tag, #y1984 #3d_printing #2026-01-05 "
+        "#émigré #日本語 #kebab-case.\nNo tag: #1984, foo#bar, https://x.org/#frag, [[Note#Heading]], [[#Local]], "
+        "[t](x.md#anchor), #🚀, `#code` and ``a #b` c``.\n```python\n#comment\n```\n~~~\n#also-code\n~~~~\n"
+        "After the fences: #after #real\n"
+    )
+    assert inline_tags(text) == [
+        "real",
+        "nested/tag",
+        "y1984",
+        "3d_printing",
+        "2026-01-05",
+        "émigré",
+        "日本語",
+        "kebab-case",
+        "after",
+    ]
     # an unmatched backtick is text; a code span ends at the next run of its length, never past a blank line
     assert inline_tags("a ` b #t\n\n``c ` #d`` #e `wrapped\n#in-span`, `no\n\n#out` x") == ["t", "e", "out"]
     import time
+
     start = time.perf_counter()
-    assert len(inline_tags("a ` b #t " * 20000)) == 1  # one pass over the backticks: no quadratic rescan
+    # one pass over the backticks: no quadratic rescan
+    assert len(inline_tags("a ` b #t " * 20000)) == 1
     assert time.perf_counter() - start < 2
-    assert [is_tag(t) for t in ("running", "a/b", "Retry Storm", "1984", "x.y", "")] == \
-        [True, True, False, False, False, False]
+    assert [is_tag(t) for t in ("running", "a/b", "Retry Storm", "1984", "x.y", "")] == [
+        True,
+        True,
+        False,
+        False,
+        False,
+        False,
+    ]
 
 
 def test_front_matter_tags_as_obsidian_writes_them():
-    for tags, motifs in [("[a, b]", ("a", "b")), ("a", ("a",)), ("a, b", ("a", "b")), ("'#a #b'", ("a", "b")),
-                         ("\n  - '#a'\n  - b", ("a", "b")), ("[]", ())]:
+    for tags, motifs in [
+        ("[a, b]", ("a", "b")),
+        ("a", ("a",)),
+        ("a, b", ("a", "b")),
+        ("'#a #b'", ("a", "b")),
+        ("\n  - '#a'\n  - b", ("a", "b")),
+        ("[]", ()),
+    ]:
         fact = parse_fact("n.md", f"---\ntags: {tags}\n---\n# N\n", ("tags",))
         assert fact.motifs == motifs, tags
     # other keys keep their own rule: an entity may hold a space, and a string there is not a list of them
-    assert parse_fact("n.md", "---\nentities: [connection pool]\n---\n# N\n", ("entities",)).motifs == \
-        ("connection pool",)
+    assert parse_fact("n.md", "---\nentities: [connection pool]\n---\n# N\n", ("entities",)).motifs == (
+        "connection pool",
+    )
     with pytest.raises(BadFact, match="'entities' must be a list of strings"):
         parse_fact("n.md", "---\nentities: connection pool\n---\n# N\n", ("entities",))
     # inline tags only where the layout reads them
     assert parse_fact("n.md", "---\ntags: [a]\n---\n# N\n\nSee #b.\n", ("tags",)).motifs == ("a",)
-    assert parse_fact("n.md", "---\ntags: [a]\n---\n# N\n\nSee #b and #a.\n", ("tags",), inline=True).motifs == \
-        ("a", "b")
+    assert parse_fact("n.md", "---\ntags: [a]\n---\n# N\n\nSee #b and #a.\n", ("tags",), inline=True).motifs == (
+        "a",
+        "b",
+    )
 
 
-@pytest.mark.parametrize("text, template", [
-    ("---\ncreated: {{date}}\n---\n# Daily\n", "{{date}}"),
-    ("---\ntitle: x\n---\n# {{title}}\n", "{{title}}"),
-    ("# Meeting\n\nOn {{date:YYYY-MM-DD}} at {{time}}\n", "{{date:YYYY-MM-DD}}"),
-    ("## {{VALUE}}\n\nA QuickAdd capture.\n", "{{VALUE}}"),
-    ("---\ncreated: <% tp.date.now() %>\n---\n# x\n", "<% tp."),
-    ("---\ntitle: Jinja\n---\nIn code: `{{ title }}` and\n```\n{{ date }}\n```\n", None),
-    ("---\ntitle: Handlebars\n---\nA value {{ user.name }} in prose is not Obsidian's.\n", None),
-])
+@pytest.mark.parametrize(
+    "text, template",
+    [
+        ("---\ncreated: {{date}}\n---\n# Daily\n", "{{date}}"),
+        ("---\ntitle: x\n---\n# {{title}}\n", "{{title}}"),
+        ("# Meeting\n\nOn {{date:YYYY-MM-DD}} at {{time}}\n", "{{date:YYYY-MM-DD}}"),
+        ("## {{VALUE}}\n\nA QuickAdd capture.\n", "{{VALUE}}"),
+        ("---\ncreated: <% tp.date.now() %>\n---\n# x\n", "<% tp."),
+        ("---\ntitle: Jinja\n---\nIn code: `{{ title }}` and\n```\n{{ date }}\n```\n", None),
+        ("---\ntitle: Handlebars\n---\nA value {{ user.name }} in prose is not Obsidian's.\n", None),
+    ],
+)
 def test_a_template_is_left_out_not_read_and_not_a_problem(tmp_path, text, template):
     from knomit_judge.config import CorpusConfig
     from knomit_judge.errors import TemplateNote
+
     layout = CorpusConfig(paths=["**/*.md"], front_matter="optional")
     (tmp_path / "n.md").write_text(text, encoding="utf-8")
     corpus = load_corpus(tmp_path, layout=layout)
@@ -185,25 +229,33 @@ def test_a_template_is_left_out_not_read_and_not_a_problem(tmp_path, text, templ
 
 def test_renaming_a_tag_keeps_each_notes_other_bytes():
     from knomit_judge.rewrite import renamed_motif
-    text = ("---\ntags: 'run, #sleep'\nother:   kept  # a comment\n---\n# Day\n\nA #run, not `#run`, not #run/legs "
-            "nor #running.\n\n```\n#run\n```\n#run\n")
+
+    text = (
+        "---\ntags: 'run, #sleep'\nother:   kept  # a comment\n---\n# Day\n\nA #run, not `#run`, not #run/legs "
+        "nor #running.\n\n```\n#run\n```\n#run\n"
+    )
     fact = parse_fact("d.md", text, ("tags",), inline=True)
     assert fact.motifs == ("run", "sleep", "run/legs", "running")
     out = renamed_motif(fact, "run", "exercise", ("tags",), inline=True)
-    assert out == ("---\ntags: 'exercise, #sleep'\nother:   kept  # a comment\n---\n# Day\n\nA #exercise, not `#run`, "
-                   "not #run/legs nor #running.\n\n```\n#run\n```\n#exercise\n")
+    assert out == (
+        "---\ntags: 'exercise, #sleep'\nother:   kept  # a comment\n---\n# Day\n\nA #exercise, not `#run`, "
+        "not #run/legs nor #running.\n\n```\n#run\n```\n#exercise\n"
+    )
     assert parse_fact("d.md", out, ("tags",), inline=True).motifs == ("exercise", "sleep", "run/legs", "running")
     # a string of tags keeps its separators and '#'s; a repeat the rename makes is dropped
     from knomit_judge.notes import renamed_tag_string
+
     assert renamed_tag_string("#a #b, c", "a", "c") == "#c #b"
     assert renamed_tag_string("a,b", "b", "x") == "a,x"
 
 
 def test_a_merge_takes_in_a_string_of_tags_as_tags():
     from knomit_judge.rewrite import absorbed
+
     keep = parse_fact("a.md", "---\ntags: a, b\n---\n# A\n", ("tags",))
-    assert absorbed(keep, parse_fact("b.md", "---\ntags: ['#a', c]\n---\n# B\n", ("tags",)), ("tags",)) == \
-        {"tags": ["a", "b", "c"]}  # never the one value "a, b"
+    assert absorbed(keep, parse_fact("b.md", "---\ntags: ['#a', c]\n---\n# B\n", ("tags",)), ("tags",)) == {
+        "tags": ["a", "b", "c"]
+    }  # never the one value "a, b"
     assert absorbed(keep, parse_fact("b.md", "---\ntags: ['#a']\n---\n# B\n", ("tags",)), ("tags",)) == {}
 
 

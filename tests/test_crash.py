@@ -37,7 +37,8 @@ def test_sigkill_at_20_instants_leaves_corpus_journal_and_db_consistent(tmp_path
     # and the checks would have seen a half-applied change or a lost verdict
     root = tmp_path / "trials" / "corpus"
     fact = next((root / "facts").rglob("*.md"))
-    fact.write_text(fact.read_text()[:40], encoding="utf-8")  # what a torn write would leave
+    # what a torn write would leave
+    fact.write_text(fact.read_text()[:40], encoding="utf-8")
     journal = root / ".knomit" / "verdicts" / "prune.jsonl"
     journal.write_bytes(b"".join(journal.read_bytes().splitlines(keepends=True)[1:]))  # a verdict lost
     found = "\n".join(check(root))

@@ -23,7 +23,8 @@ from knomit_judge.session.review import ReviewOptions, review
 
 KNOMIT_JUDGE = Path(sys.executable).parent / "knomit-judge"
 WEDNESDAY = datetime(2025, 1, 1, tzinfo=UTC)
-SERIAL = "\nconcurrency = 1\n"  # appended to [judge]: one judgment in flight, so "the current one" is one
+# appended to [judge]: one judgment in flight, so "the current one" is one
+SERIAL = "\nconcurrency = 1\n"
 
 
 # slow: the daemon runs as a subprocess through several scheduled sessions
@@ -32,6 +33,7 @@ pytestmark = pytest.mark.slow
 
 def decline(seconds: float = 0.0):
     """A judge that says no to every pass's question, after `seconds`."""
+
     def respond(request, n):
         if '"motif_a"' in request.prompt:
             reply = DEFAULT_REPLY
@@ -40,6 +42,7 @@ def decline(seconds: float = 0.0):
         else:
             reply = '{"entails": false, "fact": null, "rationale": "Nothing new follows."}'
         return delay(seconds, text(reply)) if seconds else text(reply)
+
     return respond
 
 
@@ -53,7 +56,8 @@ def fire_times(expr: str, n: int = 4, start: datetime = WEDNESDAY) -> list[datet
 
 
 def test_cron_expressions_keep_their_crontab_meaning():
-    assert {t.strftime("%a %H:%M") for t in fire_times("0 3 * * 0")} == {"Sun 03:00"}  # 0 is Sunday, as in cron
+    # 0 is Sunday, as in cron
+    assert {t.strftime("%a %H:%M") for t in fire_times("0 3 * * 0")} == {"Sun 03:00"}
     assert fire_times("0 3 * * 7") == fire_times("0 3 * * 0")
     assert {t.strftime("%a") for t in fire_times("30 2 * * 1-5", 10)} == {"Mon", "Tue", "Wed", "Thu", "Fri"}
     # day of month and day of week both restricted: either matches, as in cron
@@ -85,8 +89,9 @@ def test_daemon_runs_sessions_one_at_a_time_until_stopped(tmp_path, judge_env):
             stop.set()
 
     ran = []
-    thread = threading.Thread(target=lambda: ran.append(run_daemon(repo.root, "*/1 * * * * *", stop=stop,
-                                                                   on_session=on_session)))
+    thread = threading.Thread(
+        target=lambda: ran.append(run_daemon(repo.root, "*/1 * * * * *", stop=stop, on_session=on_session))
+    )
     thread.start()
     thread.join(timeout=120)
     assert not thread.is_alive()
@@ -102,16 +107,27 @@ def test_daemon_runs_sessions_one_at_a_time_until_stopped(tmp_path, judge_env):
 
 
 def test_sigterm_stops_the_daemon_after_the_current_judgment(tmp_path, judge_env):
-    repo = motif_repo(tmp_path, "enabled = false\n")  # ~25 questions wait; only the one in flight may finish
+    # ~25 questions wait; only the one in flight may finish
+    repo = motif_repo(tmp_path, "enabled = false\n")
     repo.write("knomit-judge.toml", repo.read("knomit-judge.toml").replace("[judge]", "[judge]" + SERIAL))
     repo.commit("serial judge")
     judge_env.responder = decline(1.0)
-    env = {**os.environ, "ANTHROPIC_BASE_URL": judge_env.url, "ANTHROPIC_API_KEY": "sk-ant-test-FAKEKEY-0123456789",
-           "HF_HUB_OFFLINE": "1"}
+    env = {
+        **os.environ,
+        "ANTHROPIC_BASE_URL": judge_env.url,
+        "ANTHROPIC_API_KEY": "sk-ant-test-FAKEKEY-0123456789",
+        "HF_HUB_OFFLINE": "1",
+    }
     env.pop("KNOMIT_JUDGE_MODEL", None)
-    env["KNOMIT_JUDGE_FIRST_READER"] = ""  # the judge model reads alone, as these tests count its calls
-    proc = subprocess.Popen([str(KNOMIT_JUDGE), "daemon", str(repo.root), "--cron", "*/1 * * * * *"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # the judge model reads alone, as these tests count its calls
+    env["KNOMIT_JUDGE_FIRST_READER"] = ""
+    proc = subprocess.Popen(
+        [str(KNOMIT_JUDGE), "daemon", str(repo.root), "--cron", "*/1 * * * * *"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 90
         while judge_env.calls < 1 and time.monotonic() < deadline and proc.poll() is None:
@@ -130,20 +146,25 @@ def test_sigterm_stops_the_daemon_after_the_current_judgment(tmp_path, judge_env
     rows = stored_sessions(repo)
     assert len(rows) == 1 and rows[0]["ended_at"]
     alias = rows[0]["passes"]["alias"]
-    assert alias["judged"] == judge_env.calls == 1  # the judgment in flight finished and was stored; no other began
+    # the judgment in flight finished and was stored; no other began
+    assert alias["judged"] == judge_env.calls == 1
     assert any(n.startswith("stopping: ") for n in alias["notes"])
     # recorded as a plain review's SIGTERM is: every judged pass aborted, none defunded, no throttle record
     assert {n: rows[0]["passes"][n]["state"] for n in ("alias", "prune", "discovery")} == dict.fromkeys(
-        ("alias", "prune", "discovery"), "aborted")
+        ("alias", "prune", "discovery"), "aborted"
+    )
     assert all("aborted: interrupted" in rows[0]["passes"][n]["notes"] for n in ("alias", "prune", "discovery"))
     throttle = json.loads(CliRunner().invoke(cli, ["status", str(repo.root), "--json"]).stdout)["throttle"]
     assert "defunded" not in (throttle["prune"]["state"], throttle["discovery"]["state"])
-    assert rows[0]["passes"]["alias"]["judge_calls"] == 1  # what it did ask is counted, aborted or not
+    # what it did ask is counted, aborted or not
+    assert rows[0]["passes"]["alias"]["judge_calls"] == 1
     assert err.count("daemon: stopping") == 1, err  # the stop note, once
-    assert repo.status() == ""  # its verdict was journalled and committed
+    # its verdict was journalled and committed
+    assert repo.status() == ""
     calls = judge_env.calls
     judge_env.responder = decline()
     result = review(repo.root, ReviewOptions(passes=("alias",)))  # the lock was released
     alias = result.passes["alias"]
-    assert alias.candidates > 20 and alias.cached == 1  # the daemon's one answer is not asked again
+    # the daemon's one answer is not asked again
+    assert alias.candidates > 20 and alias.cached == 1
     assert alias.judged == alias.candidates - 1 and judge_env.calls == calls + alias.judged

@@ -36,30 +36,64 @@ def lines_file(tmp_path, lines=LINES, extra=()):
 
 def describer(lines=LINES, usage=(1000, 200)):
     """A model that describes the spellings it knows, read from the request's evidence."""
+
     def respond(req, n):
         asked = [s["spelling"] for s in evidence_of(req)["spellings"]]
-        return tool({"lines": [{"spelling": s, "mechanism": lines[s]} for s in asked if s in lines]},
-                    input_tokens=usage[0], output_tokens=usage[1])
+        return tool(
+            {"lines": [{"spelling": s, "mechanism": lines[s]} for s in asked if s in lines]},
+            input_tokens=usage[0],
+            output_tokens=usage[1],
+        )
+
     return respond
 
 
 # -- the signal ------------------------------------------------------------------------------------------
 # Twelve mechanisms. zombie-lease and split-brain are two faces of one failure (a stale leader keeps writing)
 # that neither the names nor the carriers' embeddings put side by side at k = 1; their lines say the same.
-WIDE = {f"facts/w/f{i}.md": fact_text(title, [motif], body=body) for i, (motif, title, body) in enumerate([
-    ("token-bucket-refill", "Tokens come back at a fixed rate", "A limiter adds a token every second up to a cap."),
-    ("credits-trickle-back", "Spent allowance returns slowly", "The quota regains one unit per tick after use."),
-    ("cache-stampede", "Many misses at once overload the origin", "An expired key sends every reader to the database."),
-    ("split-brain", "Two leaders accept writes", "A network partition leaves both halves electing a primary."),
-    ("clock-skew-ordering", "Clocks that drift reorder events", "Timestamps from two hosts disagree by seconds."),
-    ("retry-storm", "Retries multiply load on a failing service", "Each client retries three times at once."),
-    ("schema-drift", "Producers change fields consumers read", "A renamed column breaks the nightly report."),
-    ("hot-partition", "One key takes most of the traffic", "A celebrity account sends all reads to one shard."),
-    ("zombie-lease", "A paused holder keeps acting on a lost lease", "A GC pause outlives the lock's timeout."),
-    ("silent-truncation", "Data cut without an error", "A column limit drops the end of long names quietly."),
-    ("priority-inversion", "A low-priority task blocks a high one", "The holder of a mutex is starved by others."),
-    ("backpressure-loss", "Dropping the signal to slow down", "A buffer that never fills hides an overloaded reader."),
-])}
+WIDE = {
+    f"facts/w/f{i}.md": fact_text(title, [motif], body=body)
+    for i, (motif, title, body) in enumerate(
+        [
+            (
+                "token-bucket-refill",
+                "Tokens come back at a fixed rate",
+                "A limiter adds a token every second up to a cap.",
+            ),
+            (
+                "credits-trickle-back",
+                "Spent allowance returns slowly",
+                "The quota regains one unit per tick after use.",
+            ),
+            (
+                "cache-stampede",
+                "Many misses at once overload the origin",
+                "An expired key sends every reader to the database.",
+            ),
+            ("split-brain", "Two leaders accept writes", "A network partition leaves both halves electing a primary."),
+            (
+                "clock-skew-ordering",
+                "Clocks that drift reorder events",
+                "Timestamps from two hosts disagree by seconds.",
+            ),
+            ("retry-storm", "Retries multiply load on a failing service", "Each client retries three times at once."),
+            ("schema-drift", "Producers change fields consumers read", "A renamed column breaks the nightly report."),
+            ("hot-partition", "One key takes most of the traffic", "A celebrity account sends all reads to one shard."),
+            ("zombie-lease", "A paused holder keeps acting on a lost lease", "A GC pause outlives the lock's timeout."),
+            ("silent-truncation", "Data cut without an error", "A column limit drops the end of long names quietly."),
+            (
+                "priority-inversion",
+                "A low-priority task blocks a high one",
+                "The holder of a mutex is starved by others.",
+            ),
+            (
+                "backpressure-loss",
+                "Dropping the signal to slow down",
+                "A buffer that never fills hides an overloaded reader.",
+            ),
+        ]
+    )
+}
 SAME_LINE = "A node that lost its leadership keeps acting as leader, so two writers change the same data."
 
 
@@ -78,7 +112,8 @@ def test_a_line_nominates_a_pair_no_embedding_of_names_or_carriers_reaches_and_d
         motifs = list(corpus.carriers)
         before = nominate(motifs, corpus, embedder, 1)
         pair = {"zombie-lease", "split-brain"}
-        assert pair not in [{n.a, n.b} for n in before]  # the embeddings alone do not offer it at k = 1
+        # the embeddings alone do not offer it at k = 1
+        assert pair not in [{n.a, n.b} for n in before]
         lines = {m: f"What {m.replace('-', ' ')} names, in general words." for m in motifs}
         lines.update({m: SAME_LINE for m in pair})
         after = nominate(motifs, corpus, embedder, 1, lines)
@@ -94,14 +129,31 @@ def test_a_line_nominates_a_pair_no_embedding_of_names_or_carriers_reaches_and_d
 
 
 # Standards by number and by name: no name embedding puts an RFC number beside what it defines.
-STANDARDS = {f"facts/s/f{i}.md": fact_text(title, [spelling], body=body) for i, (spelling, title, body) in enumerate([
-    ("RFC 9421", "Agents sign requests per RFC 9421", "The gateway checks the signature base and its covered components."),
-    ("HTTP Message Signatures", "Signed requests prove which agent sent them", "Each request carries a Signature header."),
-    ("RFC 6585", "RFC 6585 gives clients a code for being throttled", "The server answers 429 with a Retry-After."),
-    ("token bucket", "Refill at a fixed rate up to a cap", "Bursts drain the bucket and then wait."),
-    ("circuit breaker", "Stop calling a failing dependency", "After five errors calls fail fast for a minute."),
-    ("HTTP caching", "Responses carry their freshness", "Cache-Control max-age lets a proxy answer."),
-])}
+STANDARDS = {
+    f"facts/s/f{i}.md": fact_text(title, [spelling], body=body)
+    for i, (spelling, title, body) in enumerate(
+        [
+            (
+                "RFC 9421",
+                "Agents sign requests per RFC 9421",
+                "The gateway checks the signature base and its covered components.",
+            ),
+            (
+                "HTTP Message Signatures",
+                "Signed requests prove which agent sent them",
+                "Each request carries a Signature header.",
+            ),
+            (
+                "RFC 6585",
+                "RFC 6585 gives clients a code for being throttled",
+                "The server answers 429 with a Retry-After.",
+            ),
+            ("token bucket", "Refill at a fixed rate up to a cap", "Bursts drain the bucket and then wait."),
+            ("circuit breaker", "Stop calling a failing dependency", "After five errors calls fail fast for a minute."),
+            ("HTTP caching", "Responses carry their freshness", "Cache-Control max-age lets a proxy answer."),
+        ]
+    )
+}
 STANDARD_LINES = {
     "RFC 9421": "The internet standard defining HTTP message signatures, so a receiver can verify who sent a request.",
     "HTTP Message Signatures": "A standard for signing parts of an HTTP request so the receiver can verify its sender.",
@@ -128,13 +180,15 @@ def test_a_line_that_names_another_spelling_ranks_the_pair_first(tmp_path):
         found = after[0]
         assert "named" in found.nominated_by and found.signals["named"] == found.score == found.signals["line"]
         without = next((n.score for n in before if {n.a, n.b} == pair), 0.0)
-        assert found.score > without + 0.1  # standing alone, not averaged with what the names say
+        # standing alone, not averaged with what the names say
+        assert found.score > without + 0.1
         # "HTTP caching" shares a word with nothing the RFC 6585 line names as a phrase: no named pair there
         assert all("named" not in n.signals for n in after if "RFC 6585" in (n.a, n.b))
         # a line that names a spelling its own name shares a word with adds nothing: the string signals see those
         lines = dict(STANDARD_LINES, **{"HTTP caching": "Like HTTP message signatures, but for caching."})
-        assert not any("named" in n.signals and "HTTP caching" in (n.a, n.b)
-                       for n in nominate(motifs, corpus, embedder, 1, lines))
+        assert not any(
+            "named" in n.signals and "HTTP caching" in (n.a, n.b) for n in nominate(motifs, corpus, embedder, 1, lines)
+        )
     finally:
         store.close()
 
@@ -142,8 +196,9 @@ def test_a_line_that_names_another_spelling_ranks_the_pair_first(tmp_path):
 # -- the requests ----------------------------------------------------------------------------------------
 def test_a_request_shows_each_spelling_with_at_most_three_carriers_each_carrier_once_and_cut(tmp_path):
     long_body = "word " * 400
-    facts = {f"facts/c/f{i}.md": fact_text(f"Carrier {i}", ["broad-motif", f"own-{i}"], body=long_body)
-             for i in range(5)}
+    facts = {
+        f"facts/c/f{i}.md": fact_text(f"Carrier {i}", ["broad-motif", f"own-{i}"], body=long_body) for i in range(5)
+    }
     repo = make_repo(tmp_path / "c", facts)
     corpus = load_corpus(repo.root)
     config = Config()
@@ -153,9 +208,11 @@ def test_a_request_shows_each_spelling_with_at_most_three_carriers_each_carrier_
     req = request(only, config.describe.body_chars)
     ev = json.loads(re.search(r"<evidence>\n(.*)\n</evidence>", req.user, re.S).group(1))
     assert tuple(s["spelling"] for s in ev["spellings"]) == req.spellings == tuple(s.spelling for s in only)
-    assert len(ev["facts"]) == 5  # five carriers, each shown once however many spellings it carries
-    assert all(len(f["body"]) <= config.describe.body_chars and "characters not shown" in f["body"]
-               for f in ev["facts"])
+    # five carriers, each shown once however many spellings it carries
+    assert len(ev["facts"]) == 5
+    assert all(
+        len(f["body"]) <= config.describe.body_chars and "characters not shown" in f["body"] for f in ev["facts"]
+    )
     assert req.tool["name"] == "describe_reply" and "lines" in req.tool["input_schema"]["properties"]
     assert [len(b) for b in batches(items, 2)] == [2, 2, 2]
 
@@ -166,26 +223,36 @@ def test_scripted_lines_are_written_once_journalled_and_an_unchanged_corpus_writ
     first = review(corpus_repo.root, ReviewOptions(passes=("alias",), judge=judge))
     d = first.passes["describe"]
     assert d.written == 2 and d.state == "worked"
-    assert any("1 spelling(s) got no line (e.g. queue-amplifies-latency)" in n and "does not describe" in n
-               for n in d.notes)
+    assert any(
+        "1 spelling(s) got no line (e.g. queue-amplifies-latency)" in n and "does not describe" in n for n in d.notes
+    )
     line = next(x for x in first.text_lines() if x.startswith("describe:"))
     assert line.startswith("describe: worked - lines written 2, $0.0000")
     assert stored_lines(corpus_repo.root)["self-locking-penalty"] == LINES["self-locking-penalty"]
     journal = corpus_repo.root / ".knomit/verdicts/describe.jsonl"
-    assert len(journal.read_text().splitlines()) == 3  # two lines, and the spelling asked without one
-    assert corpus_repo.status() == ""  # committed with the session's journal
+    # two lines, and the spelling asked without one
+    assert len(journal.read_text().splitlines()) == 3
+    # committed with the session's journal
+    assert corpus_repo.status() == ""
     again = review(corpus_repo.root, ReviewOptions(passes=("alias",), judge=judge))
     assert again.passes["describe"].written == 0 and again.passes["describe"].state == "caught-up"
     assert again.passes["describe"].judge_calls == 0
     # a carrier's front matter (here its confidence) is not what the model read: no line is bought again
-    corpus_repo.fact("facts/ops/f1.md", "A penalty that blocks its own recovery latches the system off",
-                     motifs=["penalty-blocks-own-recovery"], confidence=0.9,
-                     body="When the throttle defunds, it stops collecting the evidence it needs to refund.")
+    corpus_repo.fact(
+        "facts/ops/f1.md",
+        "A penalty that blocks its own recovery latches the system off",
+        motifs=["penalty-blocks-own-recovery"],
+        confidence=0.9,
+        body="When the throttle defunds, it stops collecting the evidence it needs to refund.",
+    )
     corpus_repo.commit()
     assert review(corpus_repo.root, ReviewOptions(passes=("alias",), judge=judge)).passes["describe"].offered == 0
     # a changed carrier is a new key: that spelling alone is asked again
-    corpus_repo.fact("facts/ops/f3.md", "A sanction that prevents self repair keeps the node quarantined for good",
-                     motifs=["self-locking-penalty"])
+    corpus_repo.fact(
+        "facts/ops/f3.md",
+        "A sanction that prevents self repair keeps the node quarantined for good",
+        motifs=["self-locking-penalty"],
+    )
     corpus_repo.commit()
     third = review(corpus_repo.root, ReviewOptions(passes=("alias",), judge=judge))
     assert third.passes["describe"].written == 1 and third.passes["describe"].offered == 1
@@ -199,11 +266,14 @@ def test_a_scripted_file_without_describe_lines_skips_the_step(corpus_repo, tmp_
     assert not (corpus_repo.root / ".knomit/verdicts/describe.jsonl").exists()
 
 
-@pytest.mark.parametrize("entry, message", [
-    ({"pass": "describe", "reply": {"mechanism": "x"}}, "r.jsonl:1: a describe entry needs 'spelling'"),
-    ({"pass": "describe", "spelling": "s", "reply": {"line": "x"}}, "r.jsonl:1: a describe entry needs"),
-    ({"pass": "describe", "spelling": "s", "reply": {"mechanism": " "}}, "r.jsonl:1: a describe entry needs"),
-])
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        ({"pass": "describe", "reply": {"mechanism": "x"}}, "r.jsonl:1: a describe entry needs 'spelling'"),
+        ({"pass": "describe", "spelling": "s", "reply": {"line": "x"}}, "r.jsonl:1: a describe entry needs"),
+        ({"pass": "describe", "spelling": "s", "reply": {"mechanism": " "}}, "r.jsonl:1: a describe entry needs"),
+    ],
+)
 def test_a_bad_describe_entry_is_an_error_naming_file_and_line(tmp_path, entry, message):
     path = tmp_path / "r.jsonl"
     path.write_text(json.dumps(entry) + "\n")
@@ -218,24 +288,31 @@ def test_real_judge_lines_cost_is_counted_shown_and_restored_by_rebuild_without_
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     (req,) = judge_env.describe_requests
-    assert reply_name(req.body) == "describe_reply"  # the lines' contract, as structured outputs on claude-haiku-5-5
-    assert req.body["max_tokens"] > 400  # room for a line per spelling
+    # the lines' contract, as structured outputs on claude-haiku-5-5
+    assert reply_name(req.body) == "describe_reply"
+    # room for a line per spelling
+    assert req.body["max_tokens"] > 400
     assert "Queue growth amplifies latency under load" in json.dumps(evidence_of(req))
-    assert req.body["model"] == "claude-haiku-5-5"  # describe.model: the lines' own, cheaper model
+    # describe.model: the lines' own, cheaper model
+    assert req.body["model"] == "claude-haiku-5-5"
     d = out["passes"]["describe"]
-    usd = (1000 * 0.10 + 200 * 0.50) / 1e6  # claude-haiku-5-5's price, not the judge's
+    # claude-haiku-5-5's price, not the judge's
+    usd = (1000 * 0.10 + 200 * 0.50) / 1e6
     assert d["written"] == 3 and d["judge_calls"] == 1 and d["cost_usd"] == pytest.approx(usd)
-    assert out["cost_usd"] == pytest.approx(out["passes"]["alias"]["cost_usd"] + usd)  # the session's cost holds it
+    # the session's cost holds it
+    assert out["cost_usd"] == pytest.approx(out["passes"]["alias"]["cost_usd"] + usd)
     st = json.loads(CliRunner().invoke(cli, ["status", str(corpus_repo.root), "--json"]).stdout)
     assert st["lines"]["text"] == f"lines written 3, ${usd:.4f}" and st["lines"]["stored"] == 3
-    assert st["spend"]["today_usd"] == pytest.approx(out["cost_usd"])  # the day's cap counts the lines
+    # the day's cap counts the lines
+    assert st["spend"]["today_usd"] == pytest.approx(out["cost_usd"])
     # a lost db: rebuild restores every line from the journal, and the next session buys none again
     before = stored_lines(corpus_repo.root)
     (corpus_repo.root / ".knomit/judge.db").unlink()
     rebuild(corpus_repo.root)
     assert stored_lines(corpus_repo.root) == before
-    again = json.loads(CliRunner().invoke(cli, ["-q", "review", str(corpus_repo.root), "--pass", "alias",
-                                                "--json"]).stdout)
+    again = json.loads(
+        CliRunner().invoke(cli, ["-q", "review", str(corpus_repo.root), "--pass", "alias", "--json"]).stdout
+    )
     assert len(judge_env.describe_requests) == 1 and again["passes"]["describe"]["written"] == 0
 
 
@@ -267,8 +344,7 @@ def test_a_failed_describe_request_leaves_the_alias_pass_working_from_embeddings
     assert stored_lines(corpus_repo.root) == {}  # asked again next session
 
 
-def test_a_scripted_file_without_lines_skips_the_step_and_the_pass_works_as_before(corpus_repo, judge_env,
-                                                                                   tmp_path):
+def test_a_scripted_file_without_lines_skips_the_step_and_the_pass_works_as_before(corpus_repo, judge_env, tmp_path):
     # (without a key a session stops with exit 2 before anything, issue 31: test_first_contact)
     replies = tmp_path / "no-lines.jsonl"
     replies.write_text("", encoding="utf-8")
@@ -291,7 +367,6 @@ def test_a_dry_run_says_what_the_lines_would_cost_and_writes_nothing(corpus_repo
     assert judge_env.describe_requests == [] and not (corpus_repo.root / ".knomit/verdicts/describe.jsonl").exists()
 
 
-
 def test_rebuild_check_names_a_line_the_journal_lacks(corpus_repo, tmp_path):
     review(corpus_repo.root, ReviewOptions(passes=("alias",), judge=lines_file(tmp_path)))
     runner = CliRunner()
@@ -311,26 +386,43 @@ LONG = "The limiter blocks the probe that would lift the limit. " * 20  # longer
 
 
 def test_a_new_carrier_or_an_edit_below_the_shown_part_buys_no_line_and_a_lost_carrier_does(corpus_repo, judge_env):
-    corpus_repo.fact("facts/ops/f2.md", "Rate limiting that disables the health check keeps the service down",
-                     motifs=["penalty-blocks-own-recovery"], body=LONG)
+    corpus_repo.fact(
+        "facts/ops/f2.md",
+        "Rate limiting that disables the health check keeps the service down",
+        motifs=["penalty-blocks-own-recovery"],
+        body=LONG,
+    )
     corpus_repo.commit()
     judge_env.describer = describer({**LINES, "unrelated-now": "A spelling with nothing in common with the others."})
     review(corpus_repo.root, ReviewOptions(passes=("alias",)))
     (first,) = judge_env.describe_requests
     assert {f["title"] for f in evidence_of(first)["facts"]} >= {
         "A penalty that blocks its own recovery latches the system off",
-        "Rate limiting that disables the health check keeps the service down"}
+        "Rate limiting that disables the health check keeps the service down",
+    }
     # a new carrier sorting first by path, and an edit past the part of f2's body the model was shown
-    corpus_repo.fact("facts/ops/f0.md", "A lockout that hides its own unlock signal never lifts",
-                     motifs=["penalty-blocks-own-recovery"], body="The ban silences the report that would end it.")
-    corpus_repo.fact("facts/ops/f2.md", "Rate limiting that disables the health check keeps the service down",
-                     motifs=["penalty-blocks-own-recovery"], body=LONG + "A later note, far below the cut.")
+    corpus_repo.fact(
+        "facts/ops/f0.md",
+        "A lockout that hides its own unlock signal never lifts",
+        motifs=["penalty-blocks-own-recovery"],
+        body="The ban silences the report that would end it.",
+    )
+    corpus_repo.fact(
+        "facts/ops/f2.md",
+        "Rate limiting that disables the health check keeps the service down",
+        motifs=["penalty-blocks-own-recovery"],
+        body=LONG + "A later note, far below the cut.",
+    )
     corpus_repo.commit()
     out = review(corpus_repo.root, ReviewOptions(passes=("alias",)))
     assert out.passes["describe"].state == "caught-up" and len(judge_env.describe_requests) == 1
     # a carrier it was written from stops carrying it: written again, from the one left and the next by path
-    corpus_repo.fact("facts/ops/f1.md", "A penalty that blocks its own recovery latches the system off",
-                     motifs=["unrelated-now"], body="When the throttle defunds, it stops collecting evidence.")
+    corpus_repo.fact(
+        "facts/ops/f1.md",
+        "A penalty that blocks its own recovery latches the system off",
+        motifs=["unrelated-now"],
+        body="When the throttle defunds, it stops collecting evidence.",
+    )
     corpus_repo.commit()
     out = review(corpus_repo.root, ReviewOptions(passes=("alias",)))
     again = judge_env.describe_requests[1]
@@ -338,15 +430,21 @@ def test_a_new_carrier_or_an_edit_below_the_shown_part_buys_no_line_and_a_lost_c
     titles = {f["id"]: f["title"] for f in evidence_of(again)["facts"]}
     assert [titles[i] for i in asked["penalty-blocks-own-recovery"]] == [
         "Rate limiting that disables the health check keeps the service down",
-        "A lockout that hides its own unlock signal never lifts"]
+        "A lockout that hides its own unlock signal never lifts",
+    ]
     assert out.passes["describe"].written >= 1
     # an edit inside the shown part of a carrier is a new key
-    corpus_repo.fact("facts/ops/f2.md", "Rate limiting that disables the health check keeps the service down",
-                     motifs=["penalty-blocks-own-recovery"], body="Now said first. " + LONG)
+    corpus_repo.fact(
+        "facts/ops/f2.md",
+        "Rate limiting that disables the health check keeps the service down",
+        motifs=["penalty-blocks-own-recovery"],
+        body="Now said first. " + LONG,
+    )
     corpus_repo.commit()
     review(corpus_repo.root, ReviewOptions(passes=("alias",)))
     assert [s["spelling"] for s in evidence_of(judge_env.describe_requests[2])["spellings"]] == [
-        "penalty-blocks-own-recovery"]
+        "penalty-blocks-own-recovery"
+    ]
 
 
 def test_describe_model_empty_is_the_judges_and_one_without_a_price_exits_2_before_anything(corpus_repo, judge_env):

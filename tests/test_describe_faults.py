@@ -43,8 +43,9 @@ def good(*names) -> list[dict]:
     return [{"spelling": s, "mechanism": LINES[s]} for s in names]
 
 
-def test_a_reply_that_is_not_json_is_paid_at_most_max_tries_times_then_waits_for_its_key(corpus_repo, judge_env,
-                                                                                        tmp_path):
+def test_a_reply_that_is_not_json_is_paid_at_most_max_tries_times_then_waits_for_its_key(
+    corpus_repo, judge_env, tmp_path
+):
     write_config(corpus_repo, ONE_ATTEMPT)
     judge_env.describer = lambda req, n: text("Here are your lines: all three name a penalty.", 1000, 200)
     prom = tmp_path / "k.prom"
@@ -56,8 +57,10 @@ def test_a_reply_that_is_not_json_is_paid_at_most_max_tries_times_then_waits_for
         assert (d["unparsed"], d["judge_calls"], d["written"], d["missing"]) == (1, 1, 0, 3)
         assert d["first_error"].startswith("unparsed: not a JSON object")
         assert len(judge_env.describe_requests) == session
-        assert out["passes"]["alias"]["state"] != "broken"  # the pass works from the embeddings alone
-    samples = parse(prom)  # an alert can fire: the step has its series, labelled as a pass
+        # the pass works from the embeddings alone
+        assert out["passes"]["alias"]["state"] != "broken"
+    # an alert can fire: the step has its series, labelled as a pass
+    samples = parse(prom)
     assert value(samples, "knomit_judge_pass_state", **{"pass": "describe", "state": "broken"}) == 1
     assert value(samples, "knomit_judge_pass_failed_sessions", **{"pass": "describe"}) == 3
     assert value(samples, "knomit_judge_describe_missing_lines") == 3
@@ -70,8 +73,11 @@ def test_a_reply_that_is_not_json_is_paid_at_most_max_tries_times_then_waits_for
     d = out["passes"]["describe"]
     assert code == 0 and len(judge_env.describe_requests) == 3
     assert (d["state"], d["judge_calls"], d["missing"], d["candidates"]) == ("caught-up", 0, 3, 3)
-    assert any(n.startswith("3 spelling(s) have no line and are not asked again until their carriers") and
-               "unparsed: not a JSON object" in n for n in d["notes"]), d["notes"]
+    assert any(
+        n.startswith("3 spelling(s) have no line and are not asked again until their carriers")
+        and "unparsed: not a JSON object" in n
+        for n in d["notes"]
+    ), d["notes"]
     assert value(parse(prom), "knomit_judge_describe_missing_lines") == 3
     assert status_json(corpus_repo)["lines"]["missing"] == 3
 
@@ -81,8 +87,11 @@ def test_a_reply_that_is_not_json_is_paid_at_most_max_tries_times_then_waits_for
     assert code == 0 and len(judge_env.describe_requests) == 3 and out["passes"]["describe"]["state"] == "caught-up"
 
     # a carrier's shown text changes: that spelling's key is new, and it is asked again, alone
-    corpus_repo.fact("facts/ops/f3.md", "A sanction that prevents self repair keeps the node quarantined for good",
-                     motifs=["self-locking-penalty"])
+    corpus_repo.fact(
+        "facts/ops/f3.md",
+        "A sanction that prevents self repair keeps the node quarantined for good",
+        motifs=["self-locking-penalty"],
+    )
     corpus_repo.commit()
     judge_env.describer = reply(good("self-locking-penalty"))
     code, out = review_cli(corpus_repo)
@@ -92,15 +101,19 @@ def test_a_reply_that_is_not_json_is_paid_at_most_max_tries_times_then_waits_for
 
 
 def test_one_bad_item_loses_only_its_own_spellings_line(corpus_repo, judge_env):
-    items = [{"spelling": "penalty-blocks-own-recovery", "mechanism": 5}, *good("self-locking-penalty",
-                                                                              "queue-amplifies-latency")]
+    items = [
+        {"spelling": "penalty-blocks-own-recovery", "mechanism": 5},
+        *good("self-locking-penalty", "queue-amplifies-latency"),
+    ]
     judge_env.describer = reply(items)
     code, out = review_cli(corpus_repo)
     d = out["passes"]["describe"]
     assert code == 0 and (d["state"], d["written"], d["missing"], d["unparsed"]) == ("worked", 2, 1, 0)
-    assert stored_lines(corpus_repo.root) == {"penalty-blocks-own-recovery": "",
-                                              "self-locking-penalty": LINES["self-locking-penalty"],
-                                              "queue-amplifies-latency": LINES["queue-amplifies-latency"]}
+    assert stored_lines(corpus_repo.root) == {
+        "penalty-blocks-own-recovery": "",
+        "self-locking-penalty": LINES["self-locking-penalty"],
+        "queue-amplifies-latency": LINES["queue-amplifies-latency"],
+    }
     # the spelling that lost its line is asked again, and only it
     judge_env.describer = reply(good("penalty-blocks-own-recovery"))
     code, out = review_cli(corpus_repo)
@@ -110,14 +123,30 @@ def test_one_bad_item_loses_only_its_own_spellings_line(corpus_repo, judge_env):
     assert stored_lines(corpus_repo.root)["penalty-blocks-own-recovery"] == LINES["penalty-blocks-own-recovery"]
 
 
-@pytest.mark.parametrize("items, missing", [
-    ([], 3),  # {"lines": []}
-    (good("self-locking-penalty", "queue-amplifies-latency"), 1),  # one left out
-    ([{"spelling": "penalty-blocks-own-recovery", "mechanism": "   "},
-      *good("self-locking-penalty", "queue-amplifies-latency")], 1),  # empty text
-    ([{"spelling": "Penalty-Blocks-Own-Recovery ", "mechanism": "x"}, {"spelling": "nobody-asked", "mechanism": "y"},
-      *good("self-locking-penalty")], 1),  # another case is the asked spelling's line; one not asked is ignored
-], ids=["empty-list", "left-out", "empty-text", "wrong-case"])
+@pytest.mark.parametrize(
+    "items, missing",
+    [
+        ([], 3),  # {"lines": []}
+        (good("self-locking-penalty", "queue-amplifies-latency"), 1),  # one left out
+        (
+            [
+                {"spelling": "penalty-blocks-own-recovery", "mechanism": "   "},
+                *good("self-locking-penalty", "queue-amplifies-latency"),
+            ],
+            1,
+        ),  # empty text
+        (
+            [
+                {"spelling": "Penalty-Blocks-Own-Recovery ", "mechanism": "x"},
+                {"spelling": "nobody-asked", "mechanism": "y"},
+                # another case is the asked spelling's line; one not asked is ignored
+                *good("self-locking-penalty"),
+            ],
+            1,
+        ),
+    ],
+    ids=["empty-list", "left-out", "empty-text", "wrong-case"],
+)
 def test_a_spelling_given_no_line_is_counted_missing_and_asked_again(corpus_repo, judge_env, items, missing):
     judge_env.describer = reply(items)
     code, out = review_cli(corpus_repo)
@@ -147,6 +176,7 @@ def test_a_refused_describe_request_counts_toward_the_limit(corpus_repo, judge_e
     code, out = review_cli(corpus_repo)
     d = out["passes"]["describe"]
     assert code == 1 and (d["state"], d["refused"], d["missing"]) == ("broken", 1, 3)
-    code, out = review_cli(corpus_repo)  # max_tries = 1: not asked again until the key changes
+    # max_tries = 1: not asked again until the key changes
+    code, out = review_cli(corpus_repo)
     assert code == 0 and len(judge_env.describe_requests) == 1
     assert out["passes"]["describe"]["state"] == "caught-up" and out["passes"]["describe"]["missing"] == 3

@@ -46,7 +46,8 @@ def test_onnx_vectors_match_pytorch_and_are_cached_under_their_own_key(tmp_path)
     assert onnx.backend == "onnx-int8" and onnx.computed == len(TEXTS)
     torch = Embedder(store, backend="torch")
     v_torch = torch.embed(TEXTS)
-    assert torch.computed == len(TEXTS)  # the int8 vectors were not taken for PyTorch's
+    # the int8 vectors were not taken for PyTorch's
+    assert torch.computed == len(TEXTS)
     assert not (v_onnx == v_torch).all()
     cos = (v_onnx * v_torch).sum(axis=1)
     assert cos.min() > 0.98
@@ -68,7 +69,8 @@ def test_the_shipped_int8_model_is_the_export_byte_for_byte_so_both_share_one_ke
     """`make install` writes the int8 model the wheel ships (encoders.ship): this clone's is what an export makes."""
     folder = shipped()
     assert folder is not None, "run `make install`: it writes knomit_judge/data/model"
-    assert int8_files() == (folder / "model-int8.onnx", folder / "tokenizer.json")  # the shipped files come first
+    # the shipped files come first
+    assert int8_files() == (folder / "model-int8.onnx", folder / "tokenizer.json")
     export = exported("onnx-int8")
     assert export.read_bytes() == (folder / "model-int8.onnx").read_bytes()
     assert int8_tag(export, folder / "tokenizer.json") == int8_tag(*int8_files())
@@ -79,7 +81,8 @@ def test_the_export_is_made_once_and_reused():
     first = exported("onnx-int8")
     stamp = first.stat().st_mtime_ns
     assert exported("onnx-int8") == first and first.stat().st_mtime_ns == stamp
-    assert (first.parent / "model.onnx").exists()  # both files come from one export
+    # both files come from one export
+    assert (first.parent / "model.onnx").exists()
 
 
 def test_an_export_that_fails_falls_back_to_pytorch_under_its_key(tmp_path, monkeypatch, caplog):
@@ -87,8 +90,10 @@ def test_an_export_that_fails_falls_back_to_pytorch_under_its_key(tmp_path, monk
     blocker.write_text("a file where the cache directory should be")
     monkeypatch.setenv(CACHE_ENV, str(blocker / "cache"))
     store = Store(tmp_path / "judge.db")
-    embedder = Embedder(store, backend="onnx")  # fp32 is always exported (int8 ships in the package)
-    with caplog.at_level(logging.WARNING, logger="knomit_judge"):  # whatever level an earlier `-q` left it at
+    # fp32 is always exported (int8 ships in the package)
+    embedder = Embedder(store, backend="onnx")
+    # whatever level an earlier `-q` left it at
+    with caplog.at_level(logging.WARNING, logger="knomit_judge"):
         vectors = embedder.embed(TEXTS)
     assert embedder.backend == "torch" and embedder.model_name == cache_key("torch")
     assert "using PyTorch" in caplog.text
@@ -104,7 +109,8 @@ class _Terminal(io.StringIO):
 
 
 def test_a_long_embedding_shows_a_progress_bar_on_a_terminal(tmp_path, monkeypatch, caplog):
-    caplog.set_level(logging.INFO, logger="knomit_judge")  # the CLI's level, without -q
+    # the CLI's level, without -q
+    caplog.set_level(logging.INFO, logger="knomit_judge")
     monkeypatch.setattr(embeddings, "SHOW_PROGRESS_AFTER_S", 0.0)
     err = _Terminal()
     monkeypatch.setattr(sys, "stderr", err)
@@ -131,15 +137,24 @@ def test_no_progress_bar_off_a_terminal_or_when_quick_or_quiet(tmp_path, monkeyp
     monkeypatch.setattr(embeddings, "SHOW_PROGRESS_AFTER_S", 0.0)
     caplog.set_level(logging.WARNING, logger="knomit_judge")  # -q
     Embedder(store, batch_size=4).embed([f"{t} {{{i}}}" for i in range(3) for t in TEXTS])
-    for shown in (err.getvalue(), quick.getvalue(), quiet.getvalue()):  # log lines may be there, a bar never
+    # log lines may be there, a bar never
+    for shown in (err.getvalue(), quick.getvalue(), quiet.getvalue()):
         assert "texts/s" not in shown and "ETA" not in shown and "━" not in shown
     store.close()
 
 
 # Lengths from 3 to ~300 tokens (cut at 256), so batches of them were padded, and a batch's activations spread.
-MIXED = [*TEXTS, "retry storm", "cache stampede on expiry", "NHI", "Agent-to-Agent protocol (A2A)",
-         *(f"Fact {i}: " + " ".join(f"clause {j} of a body about queues and penalties" for j in range(i * i))
-           for i in (1, 3, 5, 7))]
+MIXED = [
+    *TEXTS,
+    "retry storm",
+    "cache stampede on expiry",
+    "NHI",
+    "Agent-to-Agent protocol (A2A)",
+    *(
+        f"Fact {i}: " + " ".join(f"clause {j} of a body about queues and penalties" for j in range(i * i))
+        for i in (1, 3, 5, 7)
+    ),
+]
 FRESH = """
 import sys
 import numpy as np
@@ -158,9 +173,16 @@ def fresh_process(tmp_path_factory):
     out = tmp / "vectors.npz"
     env = {**os.environ, "HOME": str(home), CACHE_ENV: str(cache_dir())}
     env.pop("XDG_CACHE_HOME", None)
-    env.pop("ORT_DISABLE_TELEMETRY", None)  # the tool must set it itself
-    subprocess.run([sys.executable, "-c", FRESH, str(out), *BACKENDS], input="\x1e".join(MIXED), text=True,
-                   env=env, check=True, capture_output=True)
+    # the tool must set it itself
+    env.pop("ORT_DISABLE_TELEMETRY", None)
+    subprocess.run(
+        [sys.executable, "-c", FRESH, str(out), *BACKENDS],
+        input="\x1e".join(MIXED),
+        text=True,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     return home, dict(np.load(out))
 
 
@@ -179,7 +201,7 @@ def test_vectors_cached_a_few_at_a_time_equal_a_full_embedding_in_an_empty_db(tm
     """What sessions do (embed the changed texts only) and what rebuild does (embed all at once) agree."""
     store = Store(tmp_path / "kept.db")
     for start in range(0, len(MIXED), 5):
-        Embedder(store).embed(MIXED[start:start + 5])
+        Embedder(store).embed(MIXED[start : start + 5])
     kept = Embedder(store)
     vectors = kept.embed(MIXED[::-1])
     assert kept.computed == 0
@@ -197,12 +219,31 @@ def test_loading_the_encoder_writes_nothing_in_home_and_turns_onnxruntime_teleme
 def test_the_run_that_exports_the_model_logs_each_decision_once(tmp_path):
     """The exporters give the root logger a stderr handler of its own; left there, every line printed twice."""
     from helpers import DEMO, demo_repo
+
     repo = demo_repo(tmp_path / "demo")
-    env = {**os.environ, CACHE_ENV: str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1",  # a cache with no export yet
-           BACKEND_ENV: "onnx"}  # fp32: always exported (int8 ships in the package)
-    done = subprocess.run([sys.executable, "-c", "from knomit_judge.cli import main; main()", "review", str(repo.root),
-                           "--judge", f"scripted:{DEMO / 'judge-replies.jsonl'}"],
-                          capture_output=True, text=True, env=env, timeout=600)
+    # a cache with no export yet
+    env = {
+        **os.environ,
+        CACHE_ENV: str(tmp_path / "cache"),
+        "HF_HUB_OFFLINE": "1",
+        # fp32: always exported (int8 ships in the package)
+        BACKEND_ENV: "onnx",
+    }
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from knomit_judge.cli import main; main()",
+            "review",
+            str(repo.root),
+            "--judge",
+            f"scripted:{DEMO / 'judge-replies.jsonl'}",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     assert "exporting the embedding model to ONNX" in done.stderr
     decisions = [line for line in done.stderr.splitlines() if "alias: merge" in line]
@@ -211,9 +252,11 @@ def test_the_run_that_exports_the_model_logs_each_decision_once(tmp_path):
 
 
 # A plain install: no torch, so nothing to fall back to; the shipped model read from `folder` (a copy).
-PLAIN_INSTALL = ("import sys; from pathlib import Path; sys.modules['torch'] = None; "
-                 "import knomit_judge.encoders as e; e.SHIPPED = Path(sys.argv.pop(1)); "
-                 "from knomit_judge.cli import main; main()")
+PLAIN_INSTALL = (
+    "import sys; from pathlib import Path; sys.modules['torch'] = None; "
+    "import knomit_judge.encoders as e; e.SHIPPED = Path(sys.argv.pop(1)); "
+    "from knomit_judge.cli import main; main()"
+)
 
 
 def test_a_corrupt_embedding_model_stops_a_session_before_it_changes_anything(tmp_path):
@@ -231,13 +274,19 @@ def test_a_corrupt_embedding_model_stops_a_session_before_it_changes_anything(tm
     head, before = git(repo.root, "rev-parse", "HEAD"), tree_digest(repo.root / "facts")
     replies = tmp_path / "replies.jsonl"
     replies.write_text("", encoding="utf-8")
-    done = subprocess.run([sys.executable, "-c", PLAIN_INSTALL, str(folder), "review", str(repo.root),
-                           "--judge", f"scripted:{replies}"], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **GIT_ENV})
+    done = subprocess.run(
+        [sys.executable, "-c", PLAIN_INSTALL, str(folder), "review", str(repo.root), "--judge", f"scripted:{replies}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **GIT_ENV},
+    )
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
     assert "knomit-judge: the embedding model cannot be loaded" in done.stderr
-    assert str(folder / "model-int8.onnx") in done.stderr  # the file it could not load
-    assert "exact:" not in done.stderr  # no retraction was made first
+    # the file it could not load
+    assert str(folder / "model-int8.onnx") in done.stderr
+    # no retraction was made first
+    assert "exact:" not in done.stderr
     assert git(repo.root, "rev-parse", "HEAD") == head and repo.status() == ""
     assert tree_digest(repo.root / "facts") == before

@@ -41,7 +41,9 @@ def corpus(root, fresh_per_change: int):
     facts = {f"facts/{slug}.md": fact_text(title, [slug], body=title + ".") for slug, title in TOPICS}
     repo = make_repo(root, facts)
     # one question opens the balance; the probe every 9 sessions: the pass is defunded after session 1
-    write_config(repo, JUDGE + f"\n[budget]\noptimistic_cap = 1\nprobe_every = 9\nfresh_per_change = {fresh_per_change}\n")
+    write_config(
+        repo, JUDGE + f"\n[budget]\noptimistic_cap = 1\nprobe_every = 9\nfresh_per_change = {fresh_per_change}\n"
+    )
     return repo
 
 
@@ -60,14 +62,16 @@ def add_new_facts(repo) -> None:
 def test_a_defunded_prune_pass_asks_a_new_facts_duplicate_in_the_session_that_first_sees_it(tmp_path, judge_env):
     judge_env.responder = responder(prune={frozenset({STAMPEDE, PARAPHRASE}): MERGE})
     asked_by = {}
-    for per in (0, 2):  # 0: the rule off, so the test shows what it changes
+    # 0: the rule off, so the test shows what it changes
+    for per in (0, 2):
         repo = corpus(tmp_path / f"per{per}", per)
         assert prune(repo, judge_env)[1] == 1  # the opening balance
         assert get_status(repo.root)["throttle"]["prune"]["state"] == "defunded"
         add_new_facts(repo)
         first = len(judge_env.requests)
         r, spent = prune(repo, judge_env)
-        asked = list(dict.fromkeys(titles_of(q) for q in judge_env.requests[first:]))  # a yes is asked in 2 orders
+        # a yes is asked in 2 orders
+        asked = list(dict.fromkeys(titles_of(q) for q in judge_env.requests[first:]))
         asked_by[per] = (r, spent, asked, repo)
 
     # without the rule, the one fresh probe goes to the best-ranked new pair: the near copy, not the duplicate
@@ -78,16 +82,19 @@ def test_a_defunded_prune_pass_asks_a_new_facts_duplicate_in_the_session_that_fi
     r, spent, asked, repo = asked_by[2]
     assert r.throttle == "defunded (probe)" and r.applied == 1 and r.resolved == 1
     assert frozenset({STAMPEDE, PARAPHRASE}) in asked
-    assert asked[0] == asked_by[0][2][0]  # the owed go by score: the near copy's pair still first
-    assert "status: retracted" in repo.read("facts/stampede-again.md") or \
-        "status: retracted" in repo.read("facts/cache-stampede.md")
+    # the owed go by score: the near copy's pair still first
+    assert asked[0] == asked_by[0][2][0]
+    assert "status: retracted" in repo.read("facts/stampede-again.md") or "status: retracted" in repo.read(
+        "facts/cache-stampede.md"
+    )
 
 
 def test_an_unchanged_or_merely_touched_corpus_owes_nothing(tmp_path, judge_env):
     judge_env.responder = responder()
     repo = corpus(tmp_path / "c", 2)
     assert prune(repo, judge_env)[1] == 1
-    assert prune(repo, judge_env)[1] == 0  # nothing changed: defunded, its probe 8 sessions away
+    # nothing changed: defunded, its probe 8 sessions away
+    assert prune(repo, judge_env)[1] == 0
     path = repo.root / "facts/bus-factor.md"
     os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))  # touched, same content
     r, spent = prune(repo, judge_env)
@@ -104,7 +111,8 @@ def test_owed_questions_withdraw_from_the_balance_and_are_not_asked_twice(tmp_pa
     assert 2 <= spent <= 4 and r.resolved == 0
     t = get_status(repo.root)["throttle"]["prune"]
     assert (t["state"], t["balance"]) == ("defunded", 0)
-    assert prune(repo, judge_env)[1] == 0  # the new facts are no longer new; nothing else changed
+    # the new facts are no longer new; nothing else changed
+    assert prune(repo, judge_env)[1] == 0
 
 
 def test_a_session_killed_after_asking_the_owed_questions_is_not_followed_by_asking_them_again(tmp_path, judge_env):
@@ -116,7 +124,8 @@ def test_a_session_killed_after_asking_the_owed_questions_is_not_followed_by_ask
     r, spent = prune(repo, judge_env)
     assert spent >= 2
     store = Store.for_corpus(repo.root)
-    try:  # as if killed before its end: no throttle record, so the new facts are still new to the next session
+    # as if killed before its end: no throttle record, so the new facts are still new to the next session
+    try:
         with store.db.atomic():
             store.db.execute("DELETE FROM throttle WHERE session = ?", [r_session(store)])
     finally:

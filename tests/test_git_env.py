@@ -14,18 +14,23 @@ from knomit_judge.session.review import ReviewOptions, review
 def elsewhere(tmp_path):
     """Another repository, and the variables that would point every git call at it."""
     other = make_repo(tmp_path / "other", {"facts/x.md": fact_text("Another repository's fact", ["other"])})
-    env = {"GIT_DIR": str(other.root / ".git"), "GIT_WORK_TREE": str(other.root),
-           "GIT_INDEX_FILE": str(other.root / ".git" / "index")}
-    (tmp_path / "none.jsonl").write_text("", encoding="utf-8")  # a scripted judge with no replies
+    env = {
+        "GIT_DIR": str(other.root / ".git"),
+        "GIT_WORK_TREE": str(other.root),
+        "GIT_INDEX_FILE": str(other.root / ".git" / "index"),
+    }
+    # a scripted judge with no replies
+    (tmp_path / "none.jsonl").write_text("", encoding="utf-8")
     return other, env
 
 
 def assert_only_intended_commits(corpus, before: list[str]) -> None:
     log = corpus.log()
-    added = log[:len(log) - len(before)]
-    assert log[len(added):] == before
+    added = log[: len(log) - len(before)]
+    assert log[len(added) :] == before
     assert sum(s.startswith("exact:") for s in added) == 2 and any(s.startswith("journal:") for s in added), added
-    assert corpus.status() == ""  # nothing staged or left behind
+    # nothing staged or left behind
+    assert corpus.status() == ""
     assert git(corpus.root, "config", "--get", "core.bare").strip() == "false"
 
 
@@ -34,12 +39,27 @@ def test_review_with_git_dir_elsewhere_touches_only_the_corpus(tmp_path):
     other, env = elsewhere(tmp_path)
     before, other_bytes = corpus.log(), tree_digest(other.root)
 
-    done = subprocess.run([sys.executable, "-c", "from knomit_judge.cli import main; main()", "review",
-                           str(corpus.root), "--pass", "prune", "--judge", f"scripted:{tmp_path / 'none.jsonl'}"],
-                          capture_output=True, text=True, timeout=300, env={**os.environ, **env})
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from knomit_judge.cli import main; main()",
+            "review",
+            str(corpus.root),
+            "--pass",
+            "prune",
+            "--judge",
+            f"scripted:{tmp_path / 'none.jsonl'}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **env},
+    )
     assert done.returncode == 0, done.stderr
 
-    assert tree_digest(other.root) == other_bytes  # not one byte of the other repository changed
+    # not one byte of the other repository changed
+    assert tree_digest(other.root) == other_bytes
     assert_only_intended_commits(corpus, before)
 
 

@@ -37,7 +37,8 @@ def test_inbox_lists_splits_before_samples_with_evidence_and_writes_nothing(corp
     out = run("-q", "review", corpus_repo.root, "--pass", "alias", "--json")
     assert json.loads(out.stdout)["passes"]["alias"]["applied"] == 1
     before, calls = tree_digest(corpus_repo.root), judge_env.calls
-    with Lock(open_repo(corpus_repo.root)):  # no lock taken: it runs beside a session
+    # no lock taken: it runs beside a session
+    with Lock(open_repo(corpus_repo.root)):
         out = run("inbox", corpus_repo.root, "--json")
     assert out.exit_code == 0, out.output
     items = json.loads(out.stdout)["items"]
@@ -45,10 +46,12 @@ def test_inbox_lists_splits_before_samples_with_evidence_and_writes_nothing(corp
     split, applied = items
     assert split["why"].startswith("split by position: ") and split["answer"] == "different"
     assert set(split["subject"].values()) == {P, Q} and split["commit"] is None
-    assert set(split["evidence"]) == {P, Q} and len(split["evidence"][P]) == 3  # carrier titles of each side
+    # carrier titles of each side
+    assert set(split["evidence"]) == {P, Q} and len(split["evidence"][P]) == 3
     assert set(applied["subject"].values()) == {P, S} and applied["commit"]
     assert applied["evidence"]["carriers rewritten by the commit"] == [
-        "A sanction that prevents self repair keeps the node quarantined"]
+        "A sanction that prevents self repair keeps the node quarantined"
+    ]
     assert applied["label"] == f"knomit-judge label {applied['verdict']} yes|no {corpus_repo.root}"
     text_out = run("inbox", corpus_repo.root, "--limit", "1").stdout
     assert "1. [undecided] alias" in text_out and "first 1 shown" in text_out and "2. [" not in text_out
@@ -63,20 +66,36 @@ def test_inbox_lists_splits_before_samples_with_evidence_and_writes_nothing(corp
 
 
 def decisions(session: str, n: int) -> list[Verdict]:
-    return [Verdict(pass_name="alias", fingerprint=f"f{i}", subject={"a": f"m{i}", "b": f"n{i}"}, answer="same",
-                    is_yes=True, rationale="r", model="m", prompt="alias@1", session=session, id=f"v{i:012d}",
-                    commit_sha=f"{i:040d}") for i in range(n)]
+    return [
+        Verdict(
+            pass_name="alias",
+            fingerprint=f"f{i}",
+            subject={"a": f"m{i}", "b": f"n{i}"},
+            answer="same",
+            is_yes=True,
+            rationale="r",
+            model="m",
+            prompt="alias@1",
+            session=session,
+            id=f"v{i:012d}",
+            commit_sha=f"{i:040d}",
+        )
+        for i in range(n)
+    ]
 
 
 def test_the_sample_is_fixed_by_the_session_id_not_by_order():
     ten = decisions("20261202T030000Z-aaaa", 10)
     chosen = [v.id for v in sample(ten, 0.2)]
     assert len(chosen) == 2  # 0.2 of 10
-    assert [v.id for v in sample(list(reversed(ten)), 0.2)] == chosen  # db order does not matter
+    # db order does not matter
+    assert [v.id for v in sample(list(reversed(ten)), 0.2)] == chosen
     assert [v.id for v in sample(ten, 0.2)] == chosen
     other = {tuple(v.id for v in sample(decisions(f"20261202T030000Z-{s}", 10), 0.2)) for s in "bcdef"}
-    assert other != {tuple(chosen)}  # another session draws its own
-    assert len(sample(decisions("s", 3), 0.1)) == 1  # at least one of every session that applied something
+    # another session draws its own
+    assert other != {tuple(chosen)}
+    # at least one of every session that applied something
+    assert len(sample(decisions("s", 3), 0.1)) == 1
     assert sample(ten, 0.0) == []
 
 
@@ -85,7 +104,8 @@ def test_a_proposal_comes_before_the_sample_and_the_sample_is_the_configured_sha
     review(repo.root, ReviewOptions(judge=f"scripted:{DEMO / 'judge-replies.jsonl'}"))
     items = inbox(repo.root)["items"]
     kinds = [i.kind for i in items]
-    assert kinds == ["proposal", "sample", "sample", "sample"]  # alias: 2 of its 3, prune: 1 of its 2
+    # alias: 2 of its 3, prune: 1 of its 2
+    assert kinds == ["proposal", "sample", "sample", "sample"]
     proposal = items[0]
     assert proposal.verdict.pass_name == "discovery" and proposal.verdict.commit_sha
     assert proposal.evidence["proposed"]["title"] == proposal.verdict.payload["title"]

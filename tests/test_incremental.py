@@ -20,26 +20,59 @@ from knomit_judge.store import Store
 # SMALL plus facts on other mechanisms, so that with k = 2 most questions do not involve any one fact.
 FACTS = {
     **SMALL,
-    "facts/eco/f5.md": fact_text("Subsidised fishing fleets deplete the stock that pays for them", ["subsidy-erodes-base"],
-                                 0.6, ["s5"], "Cheap fuel keeps boats out after the catch per trip has collapsed."),
-    "facts/eco/f6.md": fact_text("Grants that reward output drain the soil the farm depends on", ["subsidy-erodes-base"],
-                                 0.5, ["s6"], "Yield bonuses push continuous cropping until fertility falls."),
-    "facts/sw/f7.md": fact_text("Flaky tests teach engineers to ignore red builds", ["alarm-fatigue"], 0.7, ["s7"],
-                                "After enough false failures a real one is retried, not read."),
-    "facts/sw/f8.md": fact_text("Pager storms make on-call staff silence real alerts", ["alarm-fatigue"], 0.6, ["s8"],
-                                "Hundreds of pages a night train people to acknowledge without looking."),
-    "facts/hr/f9.md": fact_text("Hiring for culture fit narrows the pool of ideas", ["homophily-narrows"], 0.4, ["s9"],
-                                "Interviewers favour people like themselves, and teams converge."),
-    "facts/hr/f10.md": fact_text("Stack ranking makes colleagues hoard information", ["competition-blocks-sharing"],
-                                 0.5, ["s10"], "When a peer's gain is your loss, nobody documents their tricks."),
+    "facts/eco/f5.md": fact_text(
+        "Subsidised fishing fleets deplete the stock that pays for them",
+        ["subsidy-erodes-base"],
+        0.6,
+        ["s5"],
+        "Cheap fuel keeps boats out after the catch per trip has collapsed.",
+    ),
+    "facts/eco/f6.md": fact_text(
+        "Grants that reward output drain the soil the farm depends on",
+        ["subsidy-erodes-base"],
+        0.5,
+        ["s6"],
+        "Yield bonuses push continuous cropping until fertility falls.",
+    ),
+    "facts/sw/f7.md": fact_text(
+        "Flaky tests teach engineers to ignore red builds",
+        ["alarm-fatigue"],
+        0.7,
+        ["s7"],
+        "After enough false failures a real one is retried, not read.",
+    ),
+    "facts/sw/f8.md": fact_text(
+        "Pager storms make on-call staff silence real alerts",
+        ["alarm-fatigue"],
+        0.6,
+        ["s8"],
+        "Hundreds of pages a night train people to acknowledge without looking.",
+    ),
+    "facts/hr/f9.md": fact_text(
+        "Hiring for culture fit narrows the pool of ideas",
+        ["homophily-narrows"],
+        0.4,
+        ["s9"],
+        "Interviewers favour people like themselves, and teams converge.",
+    ),
+    "facts/hr/f10.md": fact_text(
+        "Stack ranking makes colleagues hoard information",
+        ["competition-blocks-sharing"],
+        0.5,
+        ["s10"],
+        "When a peer's gain is your loss, nobody documents their tricks.",
+    ),
 }
-CONFIG = FAST + """
+CONFIG = (
+    FAST
+    + """
 [shortlist]
 k = 2
 
 [budget]
 enabled = false
 """
+)
 EDITED = "facts/sw/f7.md"
 
 # A session in a process where loading the model is impossible: torch and sentence-transformers cannot be imported.
@@ -80,7 +113,9 @@ def asked(root, session: str) -> set[tuple[str, str]]:
     """The questions a session judged: its verdicts, by (pass, fingerprint)."""
     store = Store.for_corpus(root)
     try:
-        return {(v.pass_name, v.fingerprint) for v in store.verdicts() if v.session == session and v.pass_name != "exact"}
+        return {
+            (v.pass_name, v.fingerprint) for v in store.verdicts() if v.session == session and v.pass_name != "exact"
+        }
     finally:
         store.close()
 
@@ -90,7 +125,8 @@ def calls(result) -> int:
 
 
 def test_an_unchanged_corpus_embeds_nothing_calls_nothing_and_loads_no_model(repo, tmp_path):
-    judge = scripted(tmp_path)  # no recorded replies: every question gets its pass's default
+    # no recorded replies: every question gets its pass's default
+    judge = scripted(tmp_path)
     first = review(repo.root, ReviewOptions(judge=judge))
     assert first.embedded > 0 and first.parsed == len(FACTS) and calls(first) > 0
 
@@ -100,11 +136,18 @@ def test_an_unchanged_corpus_embeds_nothing_calls_nothing_and_loads_no_model(rep
     assert second.passes["alias"].state == second.passes["prune"].state == "caught-up"
 
     # The same in a process that cannot load the model: nothing in the session needed it.
-    proc = subprocess.run([sys.executable, "-c", NO_MODEL, str(repo.root), judge], capture_output=True, text=True,
-                          timeout=120, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    proc = subprocess.run(
+        [sys.executable, "-c", NO_MODEL, str(repo.root), judge],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert out["model_blocked"]  # the block is real: loading the model there fails
+    # the block is real: loading the model there fails
+    assert out["model_blocked"]
     assert out["embedded"] == 0 and out["parsed"] == 0
     assert all(p["judge_calls"] == 0 and p["offered"] == 0 for p in out["passes"].values())
 
@@ -113,23 +156,37 @@ def test_after_an_edit_the_questions_asked_are_exactly_those_whose_fingerprint_c
     judge = scripted(tmp_path)
     first = review(repo.root, ReviewOptions(judge=judge))
     before = shortlisted(repo.root)
-    assert asked(repo.root, first.session) == set(before)  # budget off: the first session asks everything
+    # budget off: the first session asks everything
+    assert asked(repo.root, first.session) == set(before)
 
-    repo.write(EDITED, fact_text("Flaky tests teach engineers to ignore red builds", ["alarm-fatigue"], 0.7, ["s7"],
-                                 "After enough false failures a real one is retried, not read, for months."))
+    repo.write(
+        EDITED,
+        fact_text(
+            "Flaky tests teach engineers to ignore red builds",
+            ["alarm-fatigue"],
+            0.7,
+            ["s7"],
+            "After enough false failures a real one is retried, not read, for months.",
+        ),
+    )
     repo.commit("edit one fact")
     after = shortlisted(repo.root)
     changed = set(after) - set(before)
-    assert changed and len(changed) < len(after)  # the edit re-opened some questions, not all
+    # the edit re-opened some questions, not all
+    assert changed and len(changed) < len(after)
 
     second = review(repo.root, ReviewOptions(judge=judge))
     assert asked(repo.root, second.session) == changed
     # every re-opened question is about the edited fact, or a motif it carries
     for pass_name, fp in changed:
         subject = after[(pass_name, fp)]
-        assert EDITED in subject.get("group", []) or EDITED in (subject.get("a"), subject.get("b")) \
-            or "alarm-fatigue" in (subject.get("a"), subject.get("b")), subject
-    assert calls(second) <= 2 * len(changed)  # at most both orders of each, fewer when a prompt is unchanged
+        assert (
+            EDITED in subject.get("group", [])
+            or EDITED in (subject.get("a"), subject.get("b"))
+            or "alarm-fatigue" in (subject.get("a"), subject.get("b"))
+        ), subject
+    # at most both orders of each, fewer when a prompt is unchanged
+    assert calls(second) <= 2 * len(changed)
     # the edited fact's text and its one new sentence (the title is unchanged), which alias's gloss of
     # 'alarm-fatigue' reads (nominate.sentences); the other files are not parsed
     assert second.embedded == 2 and second.parsed == 1
@@ -176,21 +233,25 @@ def test_a_parse_cached_by_an_older_reader_is_made_again(repo, tmp_path, monkeyp
     """A record the index kept before the reader learnt a field (aliases) would read back without it."""
     review(repo.root, ReviewOptions(judge=scripted(tmp_path)))
     assert load_indexed(repo.root)[1].parsed == 0
-    monkeypatch.setattr("knomit_judge.corpus.PARSE_VERSION", 1)  # the version before aliases were read
+    # the version before aliases were read
+    monkeypatch.setattr("knomit_judge.corpus.PARSE_VERSION", 1)
     assert load_indexed(repo.root)[1].parsed == len(FACTS)
     assert load_indexed(repo.root)[1].parsed == 0
 
 
 def test_a_caught_up_load_reads_no_fact_file_once_verified(repo, tmp_path, monkeypatch):
     review(repo.root, ReviewOptions(judge=scripted(tmp_path)))
-    monkeypatch.setattr(FileIndex, "RACY_NS", 0)  # the files were written just now; no clock tick to wait for
+    # the files were written just now; no clock tick to wait for
+    monkeypatch.setattr(FileIndex, "RACY_NS", 0)
 
     load = lambda: load_indexed(repo.root)  # noqa: E731
 
-    first = load()[1]  # files parsed by the session are verified by reading once
+    # files parsed by the session are verified by reading once
+    first = load()[1]
     assert (first.reused, first.read, first.parsed) == (len(FACTS), len(FACTS), 0)
     corpus, second = load()
-    assert (second.reused, second.read, second.parsed) == (len(FACTS), 0, 0)  # stat alone answered every file
+    # stat alone answered every file
+    assert (second.reused, second.read, second.parsed) == (len(FACTS), 0, 0)
     assert corpus.facts[EDITED].title == "Flaky tests teach engineers to ignore red builds"
 
     # An edit that keeps size and mtime still changes ctime: the file is read (and parsed) again.

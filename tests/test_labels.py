@@ -46,25 +46,38 @@ def test_a_label_commit_carries_only_the_label_line(corpus_repo, tmp_path, monke
     sha = git(corpus_repo.root, "rev-parse", "HEAD").strip()
     assert git(corpus_repo.root, "rev-parse", f"{sha}^").strip() == head
     assert git(corpus_repo.root, "show", "--name-only", "--format=", sha).split() == [LABELS_FILE]
-    added = [line[1:] for line in git(corpus_repo.root, "show", "--format=", sha).splitlines()
-             if line.startswith("+") and not line.startswith("+++")]
+    added = [
+        line[1:]
+        for line in git(corpus_repo.root, "show", "--format=", sha).splitlines()
+        if line.startswith("+") and not line.startswith("+++")
+    ]
     assert len(added) == 1
     record = json.loads(added[0])
-    assert record == {**record, "type": "label", "verdict": vid, "pass": "alias", "answer": "same", "is_yes": True,
-                      "label": "no", "by": "Ann Label <ann@example.org>", "note": "two different mechanisms"}
+    assert record == {
+        **record,
+        "type": "label",
+        "verdict": vid,
+        "pass": "alias",
+        "answer": "same",
+        "is_yes": True,
+        "label": "no",
+        "by": "Ann Label <ann@example.org>",
+        "note": "two different mechanisms",
+    }
     assert record["at"].endswith("+00:00") and record["commit"]  # UTC; the decision's commit
     body = git(corpus_repo.root, "log", "-1", "--format=%B")
-    trailers = subprocess.run(["git", "interpret-trailers", "--parse"], input=body, capture_output=True, text=True,
-                              check=True).stdout.splitlines()
+    trailers = subprocess.run(
+        ["git", "interpret-trailers", "--parse"], input=body, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
     assert f"Knomit-Label: {vid} no" in trailers and "Knomit-Labeller: Ann Label <ann@example.org>" in trailers
     assert not any(t.startswith("Knomit-Verdict") for t in trailers)  # a label applies nothing
-    assert corpus_repo.status() == "A  notes.txt\n"  # the user's staged file stays staged, outside the commit
+    # the user's staged file stays staged, outside the commit
+    assert corpus_repo.status() == "A  notes.txt\n"
 
     # a no on an applied decision offers the exact revert command and does not run it
     assert "motifs: [penalty-blocks-own-recovery]" in corpus_repo.read("facts/ops/f3.md")
     offered = next(line for line in out.output.splitlines() if "to undo it: " in line).split("to undo it: ")[1]
-    assert offered == (f"knomit-judge revert {vid} {corpus_repo.root} "
-                       f"--reason 'labelled no: two different mechanisms'")
+    assert offered == (f"knomit-judge revert {vid} {corpus_repo.root} --reason 'labelled no: two different mechanisms'")
     git(corpus_repo.root, "reset", "-q", "notes.txt")
     (corpus_repo.root / "notes.txt").unlink()
     done = run(*shlex.split(offered)[1:])
@@ -74,11 +87,16 @@ def test_a_label_commit_carries_only_the_label_line(corpus_repo, tmp_path, monke
 
 def test_labels_from_a_file_are_one_commit_and_a_bad_line_writes_nothing(corpus_repo, tmp_path):
     vid = reviewed(corpus_repo, tmp_path)
-    noes = [v["id"] for v in json.loads(run("verdicts", corpus_repo.root, "--pass", "alias", "--json").stdout)[
-        "verdicts"] if not v["commit_sha"]]
+    noes = [
+        v["id"]
+        for v in json.loads(run("verdicts", corpus_repo.root, "--pass", "alias", "--json").stdout)["verdicts"]
+        if not v["commit_sha"]
+    ]
     bad = tmp_path / "bad.jsonl"
-    bad.write_text(json.dumps({"verdict": vid, "label": True}) + "\n" + json.dumps({"verdict": vid, "label": "maybe"})
-                   + "\n", encoding="utf-8")
+    bad.write_text(
+        json.dumps({"verdict": vid, "label": True}) + "\n" + json.dumps({"verdict": vid, "label": "maybe"}) + "\n",
+        encoding="utf-8",
+    )
     before = tree_digest(corpus_repo.root)
     out = run("label", "--file", bad, corpus_repo.root)
     assert out.exit_code == 2 and "bad.jsonl:2: 'label' must be yes or no" in out.output
@@ -88,15 +106,25 @@ def test_labels_from_a_file_are_one_commit_and_a_bad_line_writes_nothing(corpus_
     assert tree_digest(corpus_repo.root) == before and not (corpus_repo.root / LABELS_FILE).exists()
 
     good = tmp_path / "good.jsonl"
-    good.write_text(json.dumps({"verdict": vid, "label": True}) + "\n"
-                    + json.dumps({"verdict": noes[0], "label": "no", "note": "right, different"}) + "\n",
-                    encoding="utf-8")
+    good.write_text(
+        json.dumps({"verdict": vid, "label": True})
+        + "\n"
+        + json.dumps({"verdict": noes[0], "label": "no", "note": "right, different"})
+        + "\n",
+        encoding="utf-8",
+    )
     out = run("label", "--file", good, corpus_repo.root, "--json")
     assert out.exit_code == 0, out.output
     result = json.loads(out.stdout)
     assert result["revert"] == [] and [r["label"] for r in result["labels"]] == ["yes", "no"]
     assert git(corpus_repo.root, "show", "--name-only", "--format=%s", "HEAD").split() == [
-        "label:", "2", "labels", "from", "good.jsonl", LABELS_FILE]
+        "label:",
+        "2",
+        "labels",
+        "from",
+        "good.jsonl",
+        LABELS_FILE,
+    ]
     assert len((corpus_repo.root / LABELS_FILE).read_text().splitlines()) == 2
 
     # calibrate scores the stored verdicts against these labels: no labels file, no judge call
@@ -104,7 +132,8 @@ def test_labels_from_a_file_are_one_commit_and_a_bad_line_writes_nothing(corpus_
     assert cal["passes"]["alias"]["n"] == 2 and cal["passes"]["alias"]["agreement"] == 1.0
     assert cal["passes"]["alias"]["precision"] == 1.0 and cal["passes"]["alias"]["judge_calls"] == 0
     status = json.loads(run("status", corpus_repo.root, "--json").stdout)["precision"]["alias"]
-    assert status["text"] == "precision 1.00 [0.21, 1.00] from 1 label"  # only the yes verdict counts
+    # only the yes verdict counts
+    assert status["text"] == "precision 1.00 [0.21, 1.00] from 1 label"
 
 
 class Page(HTMLParser):
@@ -134,7 +163,8 @@ def test_report_lists_the_inbox_and_the_precision_history(corpus_repo, tmp_path)
     assert "Nothing waits for a label." in shown
     assert "precision 0.00 [0.00, 0.79] from 1 label" in shown
     chart = next(s for s in page.svgs if s.get("aria-label") == "precision history of alias")
-    assert int(chart["width"]) <= 1024 - 64  # fits a 1024 px window with the page's margins
+    # fits a 1024 px window with the page's margins
+    assert int(chart["width"]) <= 1024 - 64
 
 
 def test_calibration_keys_are_checked_by_name():
@@ -153,7 +183,8 @@ def test_a_label_whose_commit_fails_leaves_no_line_behind(corpus_repo, tmp_path)
     out = run("label", vid, "yes", corpus_repo.root)
     assert out.exit_code == 2 and "refused by policy" in out.output and "rolled back" in out.output
     assert git(corpus_repo.root, "rev-parse", "HEAD") == head
-    assert not (corpus_repo.root / LABELS_FILE).exists()  # the intent cut the journal back
+    # the intent cut the journal back
+    assert not (corpus_repo.root / LABELS_FILE).exists()
     assert json.loads(run("status", corpus_repo.root, "--json").stdout)["precision"]["alias"]["labels"] == 0
     hook.unlink()
     assert run("label", vid, "yes", corpus_repo.root).exit_code == 0

@@ -12,10 +12,12 @@ processes.py (or a fixture), never from conftest.py or from another test file.
 from __future__ import annotations
 
 import ast
+import io
 import os
 import re
 import subprocess
 import sys
+import tokenize
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -56,7 +58,8 @@ def imported(name: str, path: Path, known: set[str]) -> set[str]:
         else:
             continue
         for target in targets:
-            while target and target not in known:  # `import a.b.c` of a name below a module
+            # `import a.b.c` of a name below a module
+            while target and target not in known:
                 target = target.rpartition(".")[0]
             if target and target.startswith(TOP):
                 out.add(target)
@@ -77,18 +80,27 @@ def graph() -> dict[str, set[str]]:
 
 def table(text: str) -> list[tuple[int, str]]:
     """The layer table's (layer, module) rows as written: `passes/base` is knomit_judge.passes.base."""
-    return [(int(m[1]), f"{TOP}.{name.replace('/', '.')}") for line in text.splitlines() if (m := ROW.match(line))
-            for name in re.findall(r"`([^`]+)`", m[2])]
+    return [
+        (int(m[1]), f"{TOP}.{name.replace('/', '.')}")
+        for line in text.splitlines()
+        if (m := ROW.match(line))
+        for name in re.findall(r"`([^`]+)`", m[2])
+    ]
 
 
 def upward(edges: dict[str, set[str]], layer: dict[str, int]) -> list[str]:
     """Every import of a module in a higher layer than the importer's."""
-    return sorted(f"{a} (layer {layer[a]}) imports {b} (layer {layer[b]})"
-                  for a, deps in edges.items() for b in deps if layer[b] > layer[a])
+    return sorted(
+        f"{a} (layer {layer[a]}) imports {b} (layer {layer[b]})"
+        for a, deps in edges.items()
+        for b in deps
+        if layer[b] > layer[a]
+    )
 
 
 def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
-    state: dict[str, int] = {}  # 1 on the path, 2 done
+    # 1 on the path, 2 done
+    state: dict[str, int] = {}
     path: list[str] = []
 
     def visit(node: str) -> list[str] | None:
@@ -96,7 +108,7 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
         path.append(node)
         for dep in sorted(edges.get(node, ())):
             if state.get(dep) == 1:
-                return path[path.index(dep):] + [dep]
+                return path[path.index(dep) :] + [dep]
             if dep not in state and (found := visit(dep)):
                 return found
         path.pop()
@@ -111,8 +123,10 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_import_graph_has_no_cycle_even_through_function_level_imports():
     edges = graph()
-    assert len(edges) > 30  # the whole package was read, not an empty folder
-    assert "knomit_judge.config" in edges["knomit_judge.daemon"]  # the reader sees real edges
+    # the whole package was read, not an empty folder
+    assert len(edges) > 30
+    # the reader sees real edges
+    assert "knomit_judge.config" in edges["knomit_judge.daemon"]
     cycle = find_cycle(edges)
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
@@ -120,34 +134,61 @@ def test_the_import_graph_has_no_cycle_even_through_function_level_imports():
 def test_the_layer_table_names_every_module_once():
     rows = table(LAYOUT.read_text(encoding="utf-8"))
     named = [name for _, name in rows]
-    assert len(named) > 30  # the table was read, not an empty match
+    # the table was read, not an empty match
+    assert len(named) > 30
     assert sorted(n for n in set(named) if named.count(n) > 1) == []
-    assert sorted(set(modules()) - {TOP} - set(named)) == []  # the package's face is not a layer
+    # the package's face is not a layer
+    assert sorted(set(modules()) - {TOP} - set(named)) == []
     assert sorted(set(named) - set(modules())) == []
 
 
 def test_no_module_imports_from_a_higher_layer():
     layer = {name: n for n, name in table(LAYOUT.read_text(encoding="utf-8"))}
-    edges = {a: deps for a, deps in graph().items() if a in layer}  # the package's face imports the API it offers
+    # the package's face imports the API it offers
+    edges = {a: deps for a, deps in graph().items() if a in layer}
     assert upward(edges, layer) == []
 
 
 def test_the_layer_check_finds_an_import_up_a_layer():
     """The check can fail: a table with a lower module that imports a higher one is reported."""
-    rows = table("| layer | modules | what |\n|---|---|---|\n| 1. ground | `corpus`, `config` | x |\n"
-                 "| 2. passes | `passes/base` | y |\n")
+    rows = table(
+        "| layer | modules | what |\n|---|---|---|\n| 1. ground | `corpus`, `config` | x |\n"
+        "| 2. passes | `passes/base` | y |\n"
+    )
     assert rows == [(1, "knomit_judge.corpus"), (1, "knomit_judge.config"), (2, "knomit_judge.passes.base")]
     layer = {name: n for n, name in rows}
-    edges = {"knomit_judge.corpus": {"knomit_judge.passes.base", "knomit_judge.config"},
-             "knomit_judge.config": set(), "knomit_judge.passes.base": {"knomit_judge.corpus"}}
+    edges = {
+        "knomit_judge.corpus": {"knomit_judge.passes.base", "knomit_judge.config"},
+        "knomit_judge.config": set(),
+        "knomit_judge.passes.base": {"knomit_judge.corpus"},
+    }
     assert upward(edges, layer) == ["knomit_judge.corpus (layer 1) imports knomit_judge.passes.base (layer 2)"]
 
 
-def test_no_module_is_over_600_lines_and_the_spine_is_at_most_400():
-    """Split before a module passes ~600 lines (STYLE.md); the spine reads as the session's steps."""
-    sizes = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in modules().items()}
-    assert sizes["knomit_judge.session.review"] <= 400
-    assert {name: n for name, n in sizes.items() if n > 600} == {}
+# Split before a module passes ~600 lines (STYLE.md), counted as statements since ruff format (#53): a formatter
+# moves a module's line count (store.py 551 lines became 737, the same 347 statements), never its statements.
+# Three quarters of the old limits: the densest modules held about 0.75 statements a line hand-wrapped (sync.py
+# 442 in 571, links.py 401 in 526), so these hold the code to what 600 and 400 lines held it to.
+MAX_STATEMENTS, SPINE_STATEMENTS = 450, 300
+
+
+def statements(source: str) -> int:
+    """A module's logical lines (tokenize's NEWLINE tokens): its statements, however they are wrapped."""
+    return sum(1 for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type == tokenize.NEWLINE)
+
+
+def test_a_statement_is_counted_once_however_it_is_wrapped():
+    """The check can fail, and the formatter cannot move it."""
+    assert statements("x = f(1, 2)\n# a comment\n\ny = 3\n") == 2
+    assert statements("x = f(\n    1,\n    2,\n)\n# a comment\n\ny = 3\n") == 2
+    assert statements('def f():\n    """Doc."""\n    return [\n        1,\n    ]\n') == 3
+
+
+def test_no_module_is_over_450_statements_and_the_spine_is_at_most_300():
+    """The spine reads as the session's steps."""
+    sizes = {name: statements(path.read_text(encoding="utf-8")) for name, path in modules().items()}
+    assert sizes["knomit_judge.session.review"] <= SPINE_STATEMENTS
+    assert {name: n for name, n in sizes.items() if n > MAX_STATEMENTS} == {}
 
 
 def test_the_cycle_finder_finds_a_cycle_behind_a_lazy_import(tmp_path):
@@ -157,8 +198,10 @@ def test_the_cycle_finder_finds_a_cycle_behind_a_lazy_import(tmp_path):
     high = tmp_path / "high.py"
     high.write_text("from .low import f\n")
     known = {"knomit_judge.low", "knomit_judge.high"}
-    edges = {"knomit_judge.low": imported("knomit_judge.low", low, known),
-             "knomit_judge.high": imported("knomit_judge.high", high, known)}
+    edges = {
+        "knomit_judge.low": imported("knomit_judge.low", low, known),
+        "knomit_judge.high": imported("knomit_judge.high", high, known),
+    }
     assert find_cycle(edges) == ["knomit_judge.high", "knomit_judge.low", "knomit_judge.high"]
 
 
@@ -172,8 +215,11 @@ def helper_imports(path: Path) -> list[str]:
             names = [node.module or ""]
         else:
             continue
-        out += [f"{path.name}:{node.lineno} imports {name}" for name in names
-                if name.split(".")[0] == "conftest" or name.split(".")[0].startswith("test_")]
+        out += [
+            f"{path.name}:{node.lineno} imports {name}"
+            for name in names
+            if name.split(".")[0] == "conftest" or name.split(".")[0].startswith("test_")
+        ]
     return sorted(out, key=lambda line: int(line.split(":")[1].split()[0]))
 
 
@@ -182,7 +228,8 @@ def test_no_test_imports_conftest_or_another_test_file():
     from either resolves only through pytest's path insertion, and runs its module's setup as a side effect.
     Helpers live in modules of their own (helpers.py, judges.py, processes.py); the benchmarks use them too."""
     files = sorted(TESTS.glob("*.py")) + sorted((PACKAGE.parent / "benchmarks").glob("*.py"))
-    assert len([f for f in files if f.name.startswith("test_")]) > 60  # the tests were read, not an empty glob
+    # the tests were read, not an empty glob
+    assert len([f for f in files if f.name.startswith("test_")]) > 60
     assert [line for f in files for line in helper_imports(f)] == []
 
 
@@ -190,20 +237,27 @@ def test_the_helper_import_check_finds_an_import_of_conftest_or_a_test_file(tmp_
     """The check can fail: an import of conftest at the top or in a function, and one of a test file, are found;
     the helper modules' are not."""
     test = tmp_path / "test_x.py"
-    test.write_text("import json\nfrom conftest import git\nfrom helpers import make_repo\n\n\ndef test_a():\n"
-                    "    import conftest\n    from test_sync import clone\n    from judges import planted\n")
-    assert helper_imports(test) == ["test_x.py:2 imports conftest", "test_x.py:7 imports conftest",
-                                    "test_x.py:8 imports test_sync"]
+    test.write_text(
+        "import json\nfrom conftest import git\nfrom helpers import make_repo\n\n\ndef test_a():\n"
+        "    import conftest\n    from test_sync import clone\n    from judges import planted\n"
+    )
+    assert helper_imports(test) == [
+        "test_x.py:2 imports conftest",
+        "test_x.py:7 imports conftest",
+        "test_x.py:8 imports test_sync",
+    ]
 
 
-@pytest.mark.slow  # a fresh interpreter per module: the longest test of the fast tier otherwise
+# a fresh interpreter per module: the longest test of the fast tier otherwise
+@pytest.mark.slow
 def test_every_module_imports_first_in_a_fresh_interpreter():
     """Whichever module a program imports first, it loads: no partly initialised module is ever used."""
     env = {**os.environ, "PYTHONPATH": str(PACKAGE.parent)}
 
     def load(name: str):
-        run = subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True, text=True, env=env,
-                             timeout=120)
+        run = subprocess.run(
+            [sys.executable, "-c", f"import {name}"], capture_output=True, text=True, env=env, timeout=120
+        )
         return name, run.returncode, run.stderr.strip().splitlines()[-1:]
 
     with ThreadPoolExecutor(4) as pool:
@@ -213,7 +267,8 @@ def test_every_module_imports_first_in_a_fresh_interpreter():
 
 # -- code asks a pass what it can do, never its name ------------------------------------------------------------
 PASS_NAMES = {"alias", "prune", "discovery", "exact", "describe"}
-KNOWS_NAMES = ("passes/", "config.py")  # the passes themselves, and the config's [alias], [prune] .. tables
+# the passes themselves, and the config's [alias], [prune] .. tables
+KNOWS_NAMES = ("passes/", "config.py")
 
 
 def _a_name(node: ast.AST) -> bool:
@@ -227,9 +282,15 @@ def _names(node: ast.AST) -> bool:
 
 def _by_name(node: ast.AST) -> bool:
     """A lookup keyed by a literal pass name: `passes["prune"]`, `passes.get("prune")`."""
-    return isinstance(node, ast.Subscript) and _a_name(node.slice) or \
-        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
-        and bool(node.args) and _a_name(node.args[0])
+    return (
+        isinstance(node, ast.Subscript)
+        and _a_name(node.slice)
+        or isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and bool(node.args)
+        and _a_name(node.args[0])
+    )
 
 
 def name_comparisons(source: str) -> list[str]:
@@ -239,11 +300,17 @@ def name_comparisons(source: str) -> list[str]:
     a JSON key that is a step's name (`{"describe": ..}` alone) picks nothing."""
     out = []
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Compare) and any(map(_names, [node.left, *node.comparators])) \
-                or isinstance(node, ast.match_case) and any(isinstance(p, ast.MatchValue) and _a_name(p.value)
-                                                            for p in ast.walk(node.pattern)) \
-                or isinstance(node, ast.Dict) and sum(k is not None and _a_name(k) for k in node.keys) >= 2 \
-                or isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _by_name(node.func.value):
+        if (
+            isinstance(node, ast.Compare)
+            and any(map(_names, [node.left, *node.comparators]))
+            or isinstance(node, ast.match_case)
+            and any(isinstance(p, ast.MatchValue) and _a_name(p.value) for p in ast.walk(node.pattern))
+            or isinstance(node, ast.Dict)
+            and sum(k is not None and _a_name(k) for k in node.keys) >= 2
+            or isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and _by_name(node.func.value)
+        ):
             where = node.pattern if isinstance(node, ast.match_case) else node
             out.append(f"{where.lineno}: {ast.get_source_segment(source, where)}")
     return out
@@ -263,18 +330,20 @@ def test_no_code_outside_the_passes_asks_a_pass_its_name():
 
 def test_the_name_check_finds_each_form_of_asking_a_pass_its_name():
     """The check can fail: each form is found, and what only looks like one is not."""
-    source = "\n".join([
-        'if p.name == "alias": pass',  # 1
-        'ok = v.pass_name != "exact"',  # 2
-        'ok = how in ("prune", "self")',  # 3
-        'ok = "describe" in s["passes"]',  # 4
-        'match p.name:\n    case "discovery": pass',  # 5-6
-        'KAPPA = {"alias": "yes/no", "prune": "distinct/merge/retract"}',  # 7
-        'ok = passes["prune"].outdated(v)',  # 8
-        'ok = passes.get("alias").proposes()',  # 9
-        # what picks nothing: another vocabulary, a step's own result, a JSON key, a name in a variable
-        'ok = how not in ("path", "name"); result.passes["exact"] = r; out = {"describe": d}; ok = p.name == n',
-    ])
+    source = "\n".join(
+        [
+            'if p.name == "alias": pass',  # 1
+            'ok = v.pass_name != "exact"',  # 2
+            'ok = how in ("prune", "self")',  # 3
+            'ok = "describe" in s["passes"]',  # 4
+            'match p.name:\n    case "discovery": pass',  # 5-6
+            'KAPPA = {"alias": "yes/no", "prune": "distinct/merge/retract"}',  # 7
+            'ok = passes["prune"].outdated(v)',  # 8
+            'ok = passes.get("alias").proposes()',  # 9
+            # what picks nothing: another vocabulary, a step's own result, a JSON key, a name in a variable
+            'ok = how not in ("path", "name"); result.passes["exact"] = r; out = {"describe": d}; ok = p.name == n',
+        ]
+    )
     found = name_comparisons(source)
     assert [int(f.split(":")[0]) for f in found] == [1, 2, 3, 4, 6, 7, 8, 9], found
     assert found[0] == '1: p.name == "alias"' and found[4] == '6: "discovery"'
@@ -283,14 +352,18 @@ def test_the_name_check_finds_each_form_of_asking_a_pass_its_name():
 # -- what a function needs it is handed: no module state, no wide positional signatures ----------------------------
 def globals_in(source: str) -> list[str]:
     """Every `global` statement: state a function keeps in its module, so its answer depends on what ran before."""
-    return [f"{n.lineno}: global {', '.join(n.names)}" for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Global)]
+    return [
+        f"{n.lineno}: global {', '.join(n.names)}" for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Global)
+    ]
 
 
 def test_no_function_keeps_state_in_its_module():
     """State lives on an object its caller owns (shortlist.Searcher on the session's embedder, #53)."""
-    found = {rel: hits for path in sorted(PACKAGE.rglob("*.py"))
-             if (hits := globals_in(path.read_text(encoding="utf-8")))
-             and (rel := path.relative_to(PACKAGE).as_posix())}
+    found = {
+        rel: hits
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if (hits := globals_in(path.read_text(encoding="utf-8"))) and (rel := path.relative_to(PACKAGE).as_posix())
+    }
     assert found == {}
 
 
@@ -308,16 +381,21 @@ def wide_functions(source: str) -> list[str]:
     the fifth a caller names what it passes (`*,`), so an int and a float cannot swap unseen. A click command
     (decorated `@cli.command` or `@click.…`) takes its options as click hands them, and is left out."""
     tree = ast.parse(source)
-    methods = {id(f) for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for f in c.body
-               if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-               and not any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in f.decorator_list)}
+    methods = {
+        id(f)
+        for c in ast.walk(tree)
+        if isinstance(c, ast.ClassDef)
+        for f in c.body
+        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and not any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in f.decorator_list)
+    }
     out = []
     for f in ast.walk(tree):
         if not isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         if any(ast.unparse(d).startswith(("cli.", "click.")) for d in f.decorator_list):
             continue
-        positional = [*f.args.posonlyargs, *f.args.args][1 if id(f) in methods else 0:]
+        positional = [*f.args.posonlyargs, *f.args.args][1 if id(f) in methods else 0 :]
         if len(positional) > MAX_POSITIONAL:
             out.append(f"{f.lineno}: {f.name} ({len(positional)} positional)")
     return out
@@ -325,13 +403,17 @@ def wide_functions(source: str) -> list[str]:
 
 def wide_functions_in(package: Path, exempt: set[str]) -> dict[str, list[str]]:
     """Each module's wide functions, by its path in `package`, but for modules under an `exempt` folder ("session/")."""
-    return {rel: hits for path in sorted(package.rglob("*.py"))
-            if not (rel := path.relative_to(package).as_posix()).startswith(tuple(exempt))
-            and (hits := wide_functions(path.read_text(encoding="utf-8")))}
+    return {
+        rel: hits
+        for path in sorted(package.rglob("*.py"))
+        if not (rel := path.relative_to(package).as_posix()).startswith(tuple(exempt))
+        and (hits := wide_functions(path.read_text(encoding="utf-8")))
+    }
 
 
 def test_no_function_takes_more_than_five_positional_parameters():
-    assert wide_functions_in(PACKAGE, exempt=set()) == {}  # session/ too, since its change landed
+    # session/ too, since its change landed
+    assert wide_functions_in(PACKAGE, exempt=set()) == {}
 
 
 def test_the_width_check_reads_every_module_but_the_exempt_folders(tmp_path):
@@ -342,21 +424,27 @@ def test_the_width_check_reads_every_module_but_the_exempt_folders(tmp_path):
     (tmp_path / "judge.py").write_text(wide)
     (tmp_path / "store.py").write_text("def f(a, b, c, d, e, *, f): pass\n")
     assert wide_functions_in(tmp_path, {"session/"}) == {"judge.py": ["1: f (6 positional)"]}
-    assert wide_functions_in(tmp_path, set()) == {"judge.py": ["1: f (6 positional)"],
-                                                  "session/rounds.py": ["1: f (6 positional)"]}
+    assert wide_functions_in(tmp_path, set()) == {
+        "judge.py": ["1: f (6 positional)"],
+        "session/rounds.py": ["1: f (6 positional)"],
+    }
 
 
 def test_the_width_check_finds_a_wide_function_and_leaves_self_and_click_commands_out():
     """The check can fail: a sixth positional parameter is found, in a function or a method (self aside)."""
-    source = "\n".join([
-        "def wide(a, b, c, d, e, f): pass",  # 1
-        "def fine(a, b, c, d, e, *, f, g): pass",
-        "class C:",
-        "    def method(self, a, b, c, d, e): pass",  # self is not counted
-        "    def wide(self, a, b, c, d, e, f=0): pass",  # 5
-        "    @staticmethod",
-        "    def static(a, b, c, d, e, f): pass",  # 7: no self to leave out
-        "@cli.command()",
-        "def review(a, b, c, d, e, f, g): pass",  # click hands a command its options
-    ])
+    source = "\n".join(
+        [
+            "def wide(a, b, c, d, e, f): pass",  # 1
+            "def fine(a, b, c, d, e, *, f, g): pass",
+            "class C:",
+            "    def method(self, a, b, c, d, e): pass",  # self is not counted
+            "    def wide(self, a, b, c, d, e, f=0): pass",  # 5
+            "    @staticmethod",
+            # 7: no self to leave out
+            "    def static(a, b, c, d, e, f): pass",
+            "@cli.command()",
+            # click hands a command its options
+            "def review(a, b, c, d, e, f, g): pass",
+        ]
+    )
     assert wide_functions(source) == ["1: wide (6 positional)", "5: wide (6 positional)", "7: static (6 positional)"]

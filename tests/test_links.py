@@ -140,13 +140,23 @@ def vault_repo(tmp_path: Path, retract: str = "delete", extra: dict[str, str] | 
 
 
 def retract_reply(tmp_path: Path) -> str:
-    return scripted(tmp_path, {"pass": "prune", "a": LOSE, "b": KEEP, "reply": {
-        "decision": "retract", "redundant": "A", "rationale": "The chat note restates the backups note."}})
+    return scripted(
+        tmp_path,
+        {
+            "pass": "prune",
+            "a": LOSE,
+            "b": KEEP,
+            "reply": {"decision": "retract", "redundant": "A", "rationale": "The chat note restates the backups note."},
+        },
+    )
 
 
 def files(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*")
-            if p.is_file() and p.relative_to(root).parts[0] not in (".git", ".knomit")}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in root.rglob("*")
+        if p.is_file() and p.relative_to(root).parts[0] not in (".git", ".knomit")
+    }
 
 
 def prune_commit(root: Path) -> str | None:
@@ -166,53 +176,81 @@ def test_every_link_form_is_pointed_at_the_survivor_in_one_commit_and_revert_res
         assert (repo.root / path).read_text(encoding="utf-8") == text, path
     changed = git(repo.root, "show", "--name-status", "--no-renames", "--format=", sha).split("\n")
     changed = dict(reversed(line.split("\t", 1)) for line in changed if line)
-    assert changed == {".knomit/verdicts/prune.jsonl": "A", LOSE: "D" if retract == "delete" else "M",
-                       **{path: "M" for path in RELINKED}}
-    if retract == "status":  # the retired note keeps its own text and names the survivor
+    assert changed == {
+        ".knomit/verdicts/prune.jsonl": "A",
+        LOSE: "D" if retract == "delete" else "M",
+        **{path: "M" for path in RELINKED},
+    }
+    # the retired note keeps its own text and names the survivor
+    if retract == "status":
         assert (repo.root / LOSE).read_text(encoding="utf-8").endswith(VAULT[LOSE].split("---\n", 2)[2])
         assert f"survivor: {KEEP}" in (repo.root / LOSE).read_text(encoding="utf-8")
     message = git(repo.root, "show", "-s", "--format=%B", sha)
-    assert f"Relinked to {KEEP}:\n- Runbook.md: 11 link(s) to {LOSE}\n- ops/daily/2026-01-05.md: 4 link(s) to {LOSE}\n" \
-           f"- props.md: 3 link(s) to {LOSE}\n" in message
+    assert (
+        f"Relinked to {KEEP}:\n- Runbook.md: 11 link(s) to {LOSE}\n- ops/daily/2026-01-05.md: 4 link(s) to {LOSE}\n"
+        f"- props.md: 3 link(s) to {LOSE}\n" in message
+    )
     assert f"- from {LOSE}: aliases: + pg-backups, Postgres backups, from the chat, pg backups chat" in message
     # after it, nothing leads to the retired note; the links broken before (to nothing, to a retracted note) stay so
     check = json.loads(run("links", repo.root, "--json").stdout)
     assert {(b["note"], b["link"], b["why"]) for b in check["broken"]} == {
-        ("Runbook.md", "[[Nowhere]]", "nothing"), ("Runbook.md", "[[old]]", "retracted")}
+        ("Runbook.md", "[[Nowhere]]", "nothing"),
+        ("Runbook.md", "[[old]]", "retracted"),
+    }
 
-    verdict = next(v["id"] for v in json.loads(run("verdicts", repo.root, "--json").stdout)["verdicts"]
-                   if v["commit_sha"] == sha)
+    verdict = next(
+        v["id"] for v in json.loads(run("verdicts", repo.root, "--json").stdout)["verdicts"] if v["commit_sha"] == sha
+    )
     undone = run("revert", verdict, repo.root)
     assert undone.exit_code == 0, undone.output
-    assert files(repo.root) == before  # every relinked note, the survivor and the retired note, byte for byte
+    # every relinked note, the survivor and the retired note, byte for byte
+    assert files(repo.root) == before
     assert repo.status() == ""
 
 
 def test_a_decision_that_would_break_a_link_is_refused_and_applied_once_the_link_is_mended(tmp_path):
-    board = {"nodes": [{"id": "n1", "type": "file", "file": LOSE, "x": 0, "y": 0, "width": 400, "height": 400}],
-             "edges": []}
+    board = {
+        "nodes": [{"id": "n1", "type": "file", "file": LOSE, "x": 0, "y": 0, "width": 400, "height": 400}],
+        "edges": [],
+    }
     repo = vault_repo(tmp_path, extra={"Board.canvas": json.dumps(board, indent="\t")})
     before = files(repo.root)
     out = run("review", repo.root, "--judge", retract_reply(tmp_path), "--json")
     assert out.exit_code == 0, out.output
     result = json.loads(out.stdout)
-    reason = (f"it would break 1 link(s): {LOSE} in Board.canvas would no longer lead to {KEEP} (relink by hand, "
-              "then the next session applies it)")
+    reason = (
+        f"it would break 1 link(s): {LOSE} in Board.canvas would no longer lead to {KEEP} (relink by hand, "
+        "then the next session applies it)"
+    )
     [problem] = [p for p in result["problems"] if p["path"] == "Board.canvas"]
     assert problem["line"] is None and problem["reason"].endswith(f"(prune) not applied: {reason}")
     assert any(n.endswith(f"not applied: Board.canvas: {reason}") for n in result["passes"]["prune"]["notes"])
     assert prune_commit(repo.root) is None
-    assert files(repo.root) == before  # nothing applied: no note relinked, the retired note still there
-    stored = [v for v in json.loads(run("verdicts", repo.root, "--pass", "prune", "--json").stdout)["verdicts"]
-              if v["answer"] == "retract"]
-    assert len(stored) == 1 and stored[0]["commit_sha"] is None  # the verdict is recorded, unapplied
+    # nothing applied: no note relinked, the retired note still there
+    assert files(repo.root) == before
+    stored = [
+        v
+        for v in json.loads(run("verdicts", repo.root, "--pass", "prune", "--json").stdout)["verdicts"]
+        if v["answer"] == "retract"
+    ]
+    # the verdict is recorded, unapplied
+    assert len(stored) == 1 and stored[0]["commit_sha"] is None
 
-    board["nodes"][0]["file"] = KEEP  # a person moves the card, as Obsidian would have
+    # a person moves the card, as Obsidian would have
+    board["nodes"][0]["file"] = KEEP
     repo.write("Board.canvas", json.dumps(board, indent="\t"))
     repo.commit("move the card")
     # a judge that would call the pair distinct: the decision applied is the stored verdict, not asked again
-    again = run("review", repo.root, "--judge", scripted(tmp_path, {"pass": "prune", "a": LOSE, "b": KEEP, "reply": {
-        "decision": "distinct", "rationale": "different."}}), "--json")
+    again = run(
+        "review",
+        repo.root,
+        "--judge",
+        scripted(
+            tmp_path,
+            {"pass": "prune", "a": LOSE, "b": KEEP, "reply": {"decision": "distinct", "rationale": "different."}},
+        ),
+        "--json",
+    )
     assert again.exit_code == 0, again.output
     sha = prune_commit(repo.root)
     assert sha and f"Knomit-Verdict: {stored[0]['id']}" in git(repo.root, "show", "-s", "--format=%B", sha)
@@ -225,19 +263,36 @@ def test_links_lists_links_to_nothing_and_to_retracted_notes(tmp_path):
     assert out.exit_code == 1
     report = json.loads(out.stdout)
     assert report["broken"] == [
-        {"note": "Runbook.md", "line": 12, "link": "[[Nowhere]]", "kind": "wikilink", "target": "Nowhere",
-         "why": "nothing", "to": None},
-        {"note": "Runbook.md", "line": 12, "link": "[[old]]", "kind": "wikilink", "target": "old",
-         "why": "retracted", "to": "notes/old.md"}]
+        {
+            "note": "Runbook.md",
+            "line": 12,
+            "link": "[[Nowhere]]",
+            "kind": "wikilink",
+            "target": "Nowhere",
+            "why": "nothing",
+            "to": None,
+        },
+        {
+            "note": "Runbook.md",
+            "line": 12,
+            "link": "[[old]]",
+            "kind": "wikilink",
+            "target": "old",
+            "why": "retracted",
+            "to": "notes/old.md",
+        },
+    ]
     assert (report["nothing"], report["retracted"]) == (1, 1)
     # every note but the retracted one, and every link outside code: the fine ones are counted, not listed
     assert report["notes"] == 6
-    assert report["links"] == 15 + 5 + 4  # Runbook's, the daily note's, props' (3 in values, 1 in `links:`)
+    # Runbook's, the daily note's, props' (3 in values, 1 in `links:`)
+    assert report["links"] == 15 + 5 + 4
     text = run("links", repo.root)
     assert text.stdout.splitlines() == [
         "links: 24 in 6 note(s); 2 broken (1 to nothing, 1 to a retracted note)",
         "Runbook.md:12: [[Nowhere]] leads to no note or file",
-        "Runbook.md:12: [[old]] leads to the retracted notes/old.md"]
+        "Runbook.md:12: [[old]] leads to the retracted notes/old.md",
+    ]
 
     repo.write("Runbook.md", VAULT["Runbook.md"].replace("Never [[Nowhere]], nor [[old]].", "Never."))
     repo.commit("mend")
@@ -246,34 +301,52 @@ def test_links_lists_links_to_nothing_and_to_retracted_notes(tmp_path):
 
 
 NAMES = {
-    "a/x.md": "x in a", "b/x.md": "x in b", "deep/er/x.md": "x deep", "top.md": "top",
-    "c/y z.md": "---\naliases: [why, shared]\n---\ny z", "d/w.md": "---\naliases: [shared]\n---\nw",
-    "e/gone.md": "---\nstatus: retracted\naliases: [ghost]\n---\ngone", "img/pic.png": "png",
+    "a/x.md": "x in a",
+    "b/x.md": "x in b",
+    "deep/er/x.md": "x deep",
+    "top.md": "top",
+    "c/y z.md": "---\naliases: [why, shared]\n---\ny z",
+    "d/w.md": "---\naliases: [shared]\n---\nw",
+    "e/gone.md": "---\nstatus: retracted\naliases: [ghost]\n---\ngone",
+    "img/pic.png": "png",
 }
 
 
-@pytest.mark.parametrize("note, written, target", [
-    ("a/n.md", "[[x]]", "a/x.md"),  # an ambiguous name: the one in the linking note's folder
-    ("top2.md", "[[x]]", "a/x.md"),  # else the shortest path (then the first in path order)
-    ("deep/n.md", "[[X]]", "a/x.md"),  # case-insensitive; deep/er/x.md is not in deep/
-    ("deep/er/n.md", "[[x]]", "deep/er/x.md"),
-    ("top2.md", "[[b/x]]", "b/x.md"),  # a path from the root
-    ("top2.md", "[[er/x]]", "deep/er/x.md"),  # a path's suffix
-    ("deep/n.md", "[[er/x]]", "deep/er/x.md"),  # from the note's folder
-    ("top2.md", "[[x.md]]", "a/x.md"),
-    ("top2.md", "[[y z#Part|text]]", "c/y z.md"),
-    ("top2.md", "[[why]]", "c/y z.md"),  # an alias of one active note
-    ("top2.md", "[[shared]]", None),  # an alias two notes share leads to nothing
-    ("top2.md", "[[ghost]]", None),  # an alias only a retracted note has
-    ("top2.md", "[[gone]]", "e/gone.md"),  # its file name still leads to it (broken: retracted)
-    ("top2.md", "![[pic.png]]", "img/pic.png"),
-    ("c/n.md", "[t](y%20z.md)", "c/y z.md"),  # a Markdown link: from its folder first
-    ("c/n.md", "[t](../top.md)", "top.md"),
-    ("c/n.md", "[t](/a/x.md)", "a/x.md"),
-    ("c/n.md", "[t](<y z.md>)", "c/y z.md"),
-    ("c/n.md", "[t](../../outside.md)", None),  # climbs out of the repository
-    ("top2.md", "[[#Part]]", "top2.md"),  # the note itself
-])
+@pytest.mark.parametrize(
+    "note, written, target",
+    [
+        # an ambiguous name: the one in the linking note's folder
+        ("a/n.md", "[[x]]", "a/x.md"),
+        # else the shortest path (then the first in path order)
+        ("top2.md", "[[x]]", "a/x.md"),
+        # case-insensitive; deep/er/x.md is not in deep/
+        ("deep/n.md", "[[X]]", "a/x.md"),
+        ("deep/er/n.md", "[[x]]", "deep/er/x.md"),
+        # a path from the root
+        ("top2.md", "[[b/x]]", "b/x.md"),
+        ("top2.md", "[[er/x]]", "deep/er/x.md"),  # a path's suffix
+        ("deep/n.md", "[[er/x]]", "deep/er/x.md"),  # from the note's folder
+        ("top2.md", "[[x.md]]", "a/x.md"),
+        ("top2.md", "[[y z#Part|text]]", "c/y z.md"),
+        # an alias of one active note
+        ("top2.md", "[[why]]", "c/y z.md"),
+        # an alias two notes share leads to nothing
+        ("top2.md", "[[shared]]", None),
+        # an alias only a retracted note has
+        ("top2.md", "[[ghost]]", None),
+        # its file name still leads to it (broken: retracted)
+        ("top2.md", "[[gone]]", "e/gone.md"),
+        ("top2.md", "![[pic.png]]", "img/pic.png"),
+        # a Markdown link: from its folder first
+        ("c/n.md", "[t](y%20z.md)", "c/y z.md"),
+        ("c/n.md", "[t](../top.md)", "top.md"),
+        ("c/n.md", "[t](/a/x.md)", "a/x.md"),
+        ("c/n.md", "[t](<y z.md>)", "c/y z.md"),
+        # climbs out of the repository
+        ("c/n.md", "[t](../../outside.md)", None),
+        ("top2.md", "[[#Part]]", "top2.md"),  # the note itself
+    ],
+)
 def test_names_resolve_as_obsidian_resolves_them(tmp_path, note, written, target):
     for path, text in {**NAMES, note: f"{written}\n"}.items():
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
@@ -285,15 +358,24 @@ def test_names_resolve_as_obsidian_resolves_them(tmp_path, note, written, target
 
 
 def test_links_inside_code_are_not_links_and_each_form_is_read():
-    text = ("---\nrelated: \"[[p]]\"\nlinks: [facts/q.md]\n---\n[[a]] `[[b]]` ``x [[c]] y`` ![[d#h|t]] [m](e%20f.md#g)\n"
-            "> ```\n> [[in a callout's code]]\n> ```\n~~~~\n[[tilde]]\n~~~~\n[u](https://x.org/[[z]]) [[t\\|d]]\n")
+    text = (
+        '---\nrelated: "[[p]]"\nlinks: [facts/q.md]\n---\n[[a]] `[[b]]` ``x [[c]] y`` ![[d#h|t]] [m](e%20f.md#g)\n'
+        "> ```\n> [[in a callout's code]]\n> ```\n~~~~\n[[tilde]]\n~~~~\n[u](https://x.org/[[z]]) [[t\\|d]]\n"
+    )
     got = [(k.kind, k.target, k.subpath, k.display) for k in note_links("n.md", text)]
-    assert got == [("property", "p", "", None), ("path", "facts/q.md", "", None), ("wikilink", "a", "", None),
-                   ("embed", "d", "#h", "t"), ("markdown", "e f.md", "#g", "m"), ("wikilink", "t", "", "d")]
+    assert got == [
+        ("property", "p", "", None),
+        ("path", "facts/q.md", "", None),
+        ("wikilink", "a", "", None),
+        ("embed", "d", "#h", "t"),
+        ("markdown", "e f.md", "#g", "m"),
+        ("wikilink", "t", "", "d"),
+    ]
 
 
 def test_the_survivor_takes_names_that_lead_nowhere_else_and_keeps_its_keys_shape(tmp_path):
     from knomit_judge.passes.prune import retire
+
     notes = {
         "n/lose.md": "---\nalias: old name\n---\n# Lose title\nbody one",
         "n/keep.md": "---\nalias: keep name\n---\nbody two",
@@ -317,17 +399,23 @@ def test_a_link_by_name_from_outside_code_in_a_facts_corpus_and_a_kb_ref_are_rel
     from helpers import fact_text
 
     from knomit_judge.passes.prune import retire
-    facts = {"facts/a.md": fact_text("A", links=["facts/b.md", "facts/c.md"]), "facts/b.md": fact_text("B"),
-             "facts/c.md": fact_text("C")}
+
+    facts = {
+        "facts/a.md": fact_text("A", links=["facts/b.md", "facts/c.md"]),
+        "facts/b.md": fact_text("B"),
+        "facts/c.md": fact_text("C"),
+    }
     for path, text in facts.items():
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text(text, encoding="utf-8")
     corpus = load_corpus(tmp_path)
     writes = retire(corpus, corpus.facts["facts/b.md"], corpus.facts["facts/c.md"], "v1", absorb=False)
-    assert writes == {"facts/b.md": facts["facts/b.md"].replace("---\nA claim", "status: retracted\nretracted_by: v1\n"
-                                                                "survivor: facts/c.md\n---\nA claim"),
-                      "facts/a.md": facts["facts/a.md"].replace('links: ["facts/b.md", "facts/c.md"]',
-                                                                "links: [facts/c.md]")}
+    assert writes == {
+        "facts/b.md": facts["facts/b.md"].replace(
+            "---\nA claim", "status: retracted\nretracted_by: v1\nsurvivor: facts/c.md\n---\nA claim"
+        ),
+        "facts/a.md": facts["facts/a.md"].replace('links: ["facts/b.md", "facts/c.md"]', "links: [facts/c.md]"),
+    }
 
 
 def test_a_git_ignored_note_is_no_note_of_the_corpus_and_never_written(tmp_path):
@@ -348,12 +436,15 @@ def test_a_decision_waits_for_a_note_it_would_relink_that_someone_has_not_commit
     someone's unfinished work: the decision that would relink it waits, and applies once it is committed."""
     mine = "Drafting: [[pg backups chat]] and more.\n"
     repo = vault_repo(tmp_path, extra={"drafts/mine.md": "Drafting.\n"} if uncommitted == "edited" else None)
-    repo.write("drafts/mine.md", mine)  # a tracked note edited, or a new one never added
+    # a tracked note edited, or a new one never added
+    repo.write("drafts/mine.md", mine)
     out = run("review", repo.root, "--judge", retract_reply(tmp_path), "--json")
     assert out.exit_code == 0, out.output
     assert prune_commit(repo.root) is None
-    assert any("waits: it would write drafts/mine.md, which has uncommitted changes" in n
-               for n in json.loads(out.stdout)["passes"]["prune"]["notes"])
+    assert any(
+        "waits: it would write drafts/mine.md, which has uncommitted changes" in n
+        for n in json.loads(out.stdout)["passes"]["prune"]["notes"]
+    )
     assert (repo.root / "drafts/mine.md").read_text(encoding="utf-8") == mine
     assert (repo.root / LOSE).exists()
 

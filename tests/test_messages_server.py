@@ -38,7 +38,9 @@ def server():
 
 def test_text_reply_content_usage_and_request_record(server):
     server.script([text('{"same": true}', input_tokens=321, output_tokens=7)])
-    msg = ask(server.url, prompt=[{"type": "text", "text": "note A"}, {"type": "text", "text": " vs note B"}], system="judge")
+    msg = ask(
+        server.url, prompt=[{"type": "text", "text": "note A"}, {"type": "text", "text": " vs note B"}], system="judge"
+    )
     assert msg.content[0].text == '{"same": true}'
     assert (msg.usage.input_tokens, msg.usage.output_tokens) == (321, 7)
     assert msg.model == "claude-sonnet-4-6"  # echoed from the request
@@ -138,6 +140,7 @@ def test_cli_serves_with_latency():
 
 # -- what issue 14 added: oversized bodies, rate-limit headers, tool use, Message Batches -----------------
 
+
 def test_an_oversized_body_is_a_400_prompt_too_long(server):
     server.max_body = 500
     ask(server.url, prompt="short")
@@ -159,8 +162,11 @@ def test_retry_after_and_ratelimit_headers_reach_the_sdk(server):
 
 def test_tool_use_reply_answers_the_forced_tool(server):
     server.script([tool({"same": True, "mechanism": "m"})])
-    msg = ask(server.url, tools=[{"name": "alias_reply", "input_schema": {"type": "object"}}],
-              tool_choice={"type": "tool", "name": "alias_reply"})
+    msg = ask(
+        server.url,
+        tools=[{"name": "alias_reply", "input_schema": {"type": "object"}}],
+        tool_choice={"type": "tool", "name": "alias_reply"},
+    )
     [block] = msg.content
     assert (block.type, block.name, block.input) == ("tool_use", "alias_reply", {"same": True, "mechanism": "m"})
     assert msg.stop_reason == "tool_use"
@@ -173,9 +179,13 @@ def test_message_batches_create_retrieve_and_results_through_the_sdk(server):
 
     async def run():
         client = anthropic.AsyncAnthropic(base_url=server.url, api_key="sk-test-key", max_retries=0)
-        requests = [{"custom_id": f"q{i}", "params": {"model": "m", "max_tokens": 8,
-                                                      "messages": [{"role": "user", "content": p}]}}
-                    for i, p in enumerate(["a", "b", "c", "x" * 3000])]
+        requests = [
+            {
+                "custom_id": f"q{i}",
+                "params": {"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": p}]},
+            }
+            for i, p in enumerate(["a", "b", "c", "x" * 3000])
+        ]
         batch = await client.messages.batches.create(requests=requests)
         running = await client.messages.batches.retrieve(batch.id)
         server.end_batches()

@@ -29,7 +29,8 @@ from knomit_judge.config import load_config
 from knomit_judge.metrics import _PASS_GAUGES, PASS_STATES, write_atomic
 
 REPO = Path(__file__).resolve().parent.parent
-JUDGE = THROTTLE_JUDGE + "concurrency = 1\n"  # one call per question, one at a time
+# one call per question, one at a time
+JUDGE = THROTTLE_JUDGE + "concurrency = 1\n"
 
 
 # slow: the cron line and systemd units run the installed tool in a shell
@@ -63,8 +64,11 @@ def test_a_review_writes_a_metrics_file_the_prometheus_parser_reads_back(many, j
     alias = out["passes"]["alias"]
 
     # the state: one series per state name, the current one at 1
-    states = {dict(ls)["state"]: v for (n, ls), v in samples.items()
-              if n == "knomit_judge_pass_state" and dict(ls)["pass"] == "alias"}
+    states = {
+        dict(ls)["state"]: v
+        for (n, ls), v in samples.items()
+        if n == "knomit_judge_pass_state" and dict(ls)["pass"] == "alias"
+    }
     assert set(states) == set(PASS_STATES) and states == {s: float(s == "worked") for s in PASS_STATES}
     assert all(dict(ls)["corpus"] == corpus for _, ls in samples)
     for key in ("candidates", "offered", "judged", "resolved", "waiting"):
@@ -82,7 +86,8 @@ def test_a_review_writes_a_metrics_file_the_prometheus_parser_reads_back(many, j
     assert not [k for k in samples if k[0] == "knomit_judge_pass_state" and dict(k[1])["pass"] == "prune"]
     assert value(samples, "knomit_judge_pass_throttle_state", **{"pass": "prune", "state": "optimistic"}) == 1
     # the opening in money, counted in questions of the judge model at its price
-    opening = int(0.05 / load_config(many.root).question_usd() + 1e-9)  # the opening, $0.05, at claude-sonnet-4-6: 8
+    # the opening, $0.05, at claude-sonnet-4-6: 8
+    opening = int(0.05 / load_config(many.root).question_usd() + 1e-9)
     assert value(samples, "knomit_judge_pass_allowance_questions", **{"pass": "prune"}) == opening
     # the corpus
     assert value(samples, "knomit_judge_corpus_state", state="read") == 1
@@ -93,12 +98,16 @@ def test_a_review_writes_a_metrics_file_the_prometheus_parser_reads_back(many, j
     # status --json carries the same figures, so a script needs only one of them
     m = status_json(many)["metrics"]
     assert m["passes"]["alias"]["judged"] == 4 and m["corpus"]["read"] == 10
-    assert value(samples, "knomit_judge_pass_allowance_questions", **{"pass": "alias"}) == \
-        (math.inf if m["passes"]["alias"]["allowance"] is None else m["passes"]["alias"]["allowance"])
+    assert value(samples, "knomit_judge_pass_allowance_questions", **{"pass": "alias"}) == (
+        math.inf if m["passes"]["alias"]["allowance"] is None else m["passes"]["alias"]["allowance"]
+    )
     assert datetime.fromisoformat(m["passes"]["alias"]["last_session_at"]).timestamp() == ended
-    for key, name in (("today_usd", "knomit_judge_today_cost_usd"), ("last_30_days_usd", "knomit_judge_last_30_days_cost_usd"),
-                      ("month_projection_usd", "knomit_judge_month_projection_cost_usd"),
-                      ("day_cap_usd", "knomit_judge_day_cap_usd")):
+    for key, name in (
+        ("today_usd", "knomit_judge_today_cost_usd"),
+        ("last_30_days_usd", "knomit_judge_last_30_days_cost_usd"),
+        ("month_projection_usd", "knomit_judge_month_projection_cost_usd"),
+        ("day_cap_usd", "knomit_judge_day_cap_usd"),
+    ):
         assert value(samples, name) == pytest.approx(m["spend"][key])
     # every per-pass series of the file is the figure of the same name in status --json
     for name, _, key in _PASS_GAUGES:
@@ -111,7 +120,8 @@ def test_a_review_writes_a_metrics_file_the_prometheus_parser_reads_back(many, j
                 assert found == [], (name, pass_name)
             else:
                 assert found == [math.inf if want is None else pytest.approx(want)], (name, pass_name)
-    assert not list(prom.parent.glob(".*"))  # no temporary file left behind
+    # no temporary file left behind
+    assert not list(prom.parent.glob(".*"))
 
     # a dry run writes no metrics file
     mtime = prom.stat().st_mtime_ns
@@ -121,8 +131,11 @@ def test_a_review_writes_a_metrics_file_the_prometheus_parser_reads_back(many, j
 
 def test_broken_sessions_in_a_row_and_the_last_success_are_in_the_file(many, judge_env, tmp_path):
     prom = tmp_path / "k.prom"
-    write_config(many, JUDGE + "max_cost_usd = 0.0025\n\n[budget]\nenabled = false\n"
-                 f"\n[metrics]\ntextfile = {json.dumps(str(prom))}\n")
+    write_config(
+        many,
+        JUDGE + "max_cost_usd = 0.0025\n\n[budget]\nenabled = false\n"
+        f"\n[metrics]\ntextfile = {json.dumps(str(prom))}\n",
+    )
     review_cli(many)
     good = value(parse(prom), "knomit_judge_pass_last_success_timestamp_seconds", **{"pass": "alias"})
     judge_env.responder = lambda req, n: status(500)
@@ -137,10 +150,15 @@ def test_broken_sessions_in_a_row_and_the_last_success_are_in_the_file(many, jud
 
 
 def test_a_metrics_path_that_cannot_work_exits_2_before_the_session(many, judge_env, tmp_path):
-    write_config(many, JUDGE + '\n[metrics]\ntextfile = "metrics.prom"\n')  # in the work tree, not ignored
+    # in the work tree, not ignored
+    write_config(many, JUDGE + '\n[metrics]\ntextfile = "metrics.prom"\n')
     result = CliRunner().invoke(cli, ["-q", "review", str(many.root)])
-    assert result.exit_code == 2 and "metrics.textfile 'metrics.prom': inside the corpus and not ignored" in result.stderr
-    result = CliRunner().invoke(cli, ["-q", "review", str(many.root), "--metrics-file", str(tmp_path / "no" / "k.prom")])
+    assert (
+        result.exit_code == 2 and "metrics.textfile 'metrics.prom': inside the corpus and not ignored" in result.stderr
+    )
+    result = CliRunner().invoke(
+        cli, ["-q", "review", str(many.root), "--metrics-file", str(tmp_path / "no" / "k.prom")]
+    )
     assert result.exit_code == 2 and "does not exist" in result.stderr
     assert judge_env.calls == 0
     # git-ignored, the same place is fine: the tree stays clean and decisions still apply
@@ -152,7 +170,8 @@ def test_a_metrics_path_that_cannot_work_exits_2_before_the_session(many, judge_
 
 def test_a_metrics_directory_the_session_cannot_write_exits_2_before_the_session(many, judge_env, tmp_path):
     head = many.log("%H")
-    places = ["/proc"]  # no file can be made there, not even by root (who passes every permission check)
+    # no file can be made there, not even by root (who passes every permission check)
+    places = ["/proc"]
     if os.geteuid() != 0:
         (tmp_path / "ro").mkdir(mode=0o555)
         places.append(str(tmp_path / "ro"))
@@ -168,19 +187,23 @@ def test_a_metrics_file_not_written_after_the_session_is_a_non_zero_exit(many, j
     folder.mkdir()
 
     def respond(request, n):
-        if folder.is_dir():  # while the session runs the directory becomes a file: the write fails as on a full disk
+        # while the session runs the directory becomes a file: the write fails as on a full disk
+        if folder.is_dir():
             folder.rmdir()
             folder.write_text("not a directory\n", encoding="utf-8")
         return text(DEFAULT_REPLY)
 
     judge_env.responder = respond
-    result = CliRunner().invoke(cli, ["-q", "review", str(many.root), "--pass", "alias", "--json",
-                                      "--metrics-file", str(folder / "k.prom")])
+    result = CliRunner().invoke(
+        cli, ["-q", "review", str(many.root), "--pass", "alias", "--json", "--metrics-file", str(folder / "k.prom")]
+    )
     assert judge_env.calls > 0
-    assert result.exit_code == 1  # a systemd unit shows it failed
+    # a systemd unit shows it failed
+    assert result.exit_code == 1
     out = json.loads(result.stdout)
     assert out["metrics_error"].startswith(f"metrics file {folder / 'k.prom'} not written")
-    assert out["passes"]["alias"]["state"] == "worked"  # the session itself is done and committed
+    # the session itself is done and committed
+    assert out["passes"]["alias"]["state"] == "worked"
     assert status_json(many)["last_session"]["id"] == out["session"]
 
 
@@ -206,19 +229,23 @@ def test_killing_the_writer_mid_write_leaves_the_old_file_whole(tmp_path):
     write_atomic(prom, old)
     new = old.replace("} 1", "} 2") + "".join(f'knomit_judge_x{{corpus="/c{i}"}} {i}\n' for i in range(20000))
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(prom)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(prom)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    )
     proc.stdin.write(new)
     proc.stdin.close()
     assert proc.stdout.readline().strip() == "written"
     os.kill(proc.pid, signal.SIGKILL)
     assert proc.wait(timeout=10) == -signal.SIGKILL
-    assert prom.read_text(encoding="utf-8") == old  # whole, and still what it was
+    # whole, and still what it was
+    assert prom.read_text(encoding="utf-8") == old
     assert parse(prom) == {("knomit_judge_x", (("corpus", "/c"),)): 1.0}
     [tmp] = [p for p in tmp_path.iterdir() if p != prom]
     assert tmp.name.startswith(".knomit-judge.prom.") and not tmp.name.endswith(".prom")  # the collector skips it
-    assert tmp.read_text(encoding="utf-8") == new  # the kill came after the whole new text was written
-    write_atomic(prom, new)  # the next session's write replaces it whole
+    # the kill came after the whole new text was written
+    assert tmp.read_text(encoding="utf-8") == new
+    # the next session's write replaces it whole
+    write_atomic(prom, new)
     assert prom.read_text(encoding="utf-8") == new
 
 
@@ -248,13 +275,14 @@ def test_the_units_are_a_oneshot_service_and_a_timer_that_cannot_overlap_it():
     assert "Unit=knomit-judge-review.service" in timer.splitlines() and "Persistent=true" in timer.splitlines()
     assert "--metrics-file" in service
     cron = (REPO / "contrib" / "cron.example").read_text(encoding="utf-8")
-    assert "knomit-judge\" -q review" in cron and "--metrics-file" in cron
+    assert 'knomit-judge" -q review' in cron and "--metrics-file" in cron
 
 
 def test_the_units_the_cron_example_and_the_readme_name_one_install_and_one_key_file(tmp_path):
     service = (UNITS / "knomit-judge-review.service").read_text(encoding="utf-8").splitlines()
     assert f"ExecStart={UNIT_HOME}/{EXE} review . \\" in service
-    assert f"EnvironmentFile={UNIT_HOME}/{KEY_FILE}" in service  # no "-": a missing key file fails the unit
+    # no "-": a missing key file fails the unit
+    assert f"EnvironmentFile={UNIT_HOME}/{KEY_FILE}" in service
     for name, line in cron_lines().items():
         assert f'"$HOME/{EXE}"' in line and f'. "$HOME/{KEY_FILE}"' in line, name
         assert line.endswith(f'>> "$HOME/{LOG}" 2>&1'), name
@@ -268,11 +296,16 @@ def test_the_units_the_cron_example_and_the_readme_name_one_install_and_one_key_
 def test_a_cron_line_logs_a_missing_key_file_and_the_tool_s_errors_in_its_log_not_in_cron_mail(name, tmp_path):
     line = cron_lines()[name].replace("/srv/knowledge", '"$HOME/my-kb"')
     home = tmp_path / "home"
-    (home / "my-kb").mkdir(parents=True)  # a directory, not a corpus: the tool itself must say so
+    # a directory, not a corpus: the tool itself must say so
+    (home / "my-kb").mkdir(parents=True)
     (home / ".local" / "state").mkdir(parents=True)
     # cron's bare environment; and git's ceiling (tests/conftest.py): the test's folder is inside the clone
-    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1",
-           "GIT_CEILING_DIRECTORIES": os.environ["GIT_CEILING_DIRECTORIES"]}
+    env = {
+        "HOME": str(home),
+        "PATH": "/usr/bin:/bin",
+        "HF_HUB_OFFLINE": "1",
+        "GIT_CEILING_DIRECTORIES": os.environ["GIT_CEILING_DIRECTORIES"],
+    }
     # cron mails whatever the line itself prints: it must print nothing
     done = subprocess.run(["/bin/sh", "-c", line], env=env, capture_output=True, text=True, timeout=60)
     assert (done.stdout, done.stderr) == ("", "") and done.returncode != 0
@@ -286,8 +319,9 @@ def test_a_cron_line_logs_a_missing_key_file_and_the_tool_s_errors_in_its_log_no
     done = subprocess.run(["/bin/sh", "-c", line], env=env, capture_output=True, text=True, timeout=120)
     assert (done.stdout, done.stderr) == ("", "") and done.returncode == 2
     # the key file was read and the tool ran: its own error (the directory is no corpus) is in the log too
-    assert (home / LOG).read_text(encoding="utf-8").splitlines()[-1] == \
-        f"knomit-judge: {home}/my-kb: not a git repository (run `knomit-judge init` there)"
+    assert (home / LOG).read_text(encoding="utf-8").splitlines()[
+        -1
+    ] == f"knomit-judge: {home}/my-kb: not a git repository (run `knomit-judge init` there)"
 
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not on this machine")
@@ -299,10 +333,14 @@ def test_systemd_analyze_verifies_the_units(tmp_path):
     (home / KEY_FILE).parent.mkdir(parents=True)
     (home / KEY_FILE).write_text("ANTHROPIC_API_KEY=x\n", encoding="utf-8")
     for unit in UNITS.iterdir():
-        (tmp_path / unit.name).write_text(unit.read_text(encoding="utf-8").replace(UNIT_HOME, str(home)),
-                                          encoding="utf-8")
-    done = subprocess.run(["systemd-analyze", "verify", "--man=no", *(str(tmp_path / u.name) for u in UNITS.iterdir())],
-                          capture_output=True, text=True)
+        (tmp_path / unit.name).write_text(
+            unit.read_text(encoding="utf-8").replace(UNIT_HOME, str(home)), encoding="utf-8"
+        )
+    done = subprocess.run(
+        ["systemd-analyze", "verify", "--man=no", *(str(tmp_path / u.name) for u in UNITS.iterdir())],
+        capture_output=True,
+        text=True,
+    )
     # verify exits 0 even on a line it ignores; any message at all is a fault in the units
     assert done.returncode == 0 and done.stdout == "" and done.stderr == "", done.stdout + done.stderr
 

@@ -27,9 +27,11 @@ KEY = "sk-ant-test-FAKEKEY-0123456789"
 PLANTED = [(e["a"], e["b"]) for e in DEMO_REPLIES if e["pass"] == "alias" and e["reply"]["same"]]
 
 
-def test_a_fresh_corpus_with_no_model_named_runs_on_todays_api_and_merges_the_planted_aliases(tmp_path, judge_env,
-                                                                                               monkeypatch):
-    monkeypatch.delenv("KNOMIT_JUDGE_FIRST_READER")  # the defaults, the first reader's included
+def test_a_fresh_corpus_with_no_model_named_runs_on_todays_api_and_merges_the_planted_aliases(
+    tmp_path, judge_env, monkeypatch
+):
+    # the defaults, the first reader's included
+    monkeypatch.delenv("KNOMIT_JUDGE_FIRST_READER")
     repo = demo_repo(tmp_path / "demo")
     assert invoke("-q", "init", repo.root).exit_code == 0
     git(repo.root, "add", "-A")
@@ -37,18 +39,21 @@ def test_a_fresh_corpus_with_no_model_named_runs_on_todays_api_and_merges_the_pl
     judge_env.responder = demo_judge
     result = review(repo, "--json")
     assert result.exit_code == 0, result.output
-    assert judge_env.rejected == []  # not one request the API of today refuses
+    # not one request the API of today refuses
+    assert judge_env.rejected == []
     questions, lines = judge_env.requests, judge_env.describe_requests
     assert questions and lines
     # judge.first_reader's default reads every question; judge.model's decides the yeses and audits the top no's
     assert {r.body["model"] for r in questions} == {"claude-haiku-5-5", "claude-sonnet-5-5"}
-    assert {r.body["model"] for r in lines} == {"claude-haiku-5-5"}  # describe.model's: the cheapest current one
+    # describe.model's: the cheapest current one
+    assert {r.body["model"] for r in lines} == {"claude-haiku-5-5"}
     for r in questions + lines:
         # structured outputs (they hold while the model thinks), at judge.effort; no forced tool, no sampling
         assert r.body["output_config"]["format"]["type"] == "json_schema"
         assert r.body["output_config"]["effort"] == "low"
         assert not {"tools", "tool_choice", "temperature", "top_p", "top_k", "thinking"} & set(r.body)
-        assert r.body["max_tokens"] > 400  # room for thinking over the answer's 400
+        # room for thinking over the answer's 400
+        assert r.body["max_tokens"] > 400
     assert set(judge_env.model_calls) >= {"claude-sonnet-5-5", "claude-haiku-5-5"}  # each model's lifecycle read
     merged = git(repo.root, "log", "--grep=^alias: merge", "--format=%s").splitlines()
     assert len(merged) == len(PLANTED) == 3
@@ -57,7 +62,8 @@ def test_a_fresh_corpus_with_no_model_named_runs_on_todays_api_and_merges_the_pl
 
 
 def test_a_retired_model_exits_2_before_any_change_naming_its_day_and_replacement(tmp_path, judge_env):
-    repo = duplicates_corpus(tmp_path)  # holds exact duplicates: a session that started would retract them
+    # holds exact duplicates: a session that started would retract them
+    repo = duplicates_corpus(tmp_path)
     write_config(repo, '[judge]\nmodel = "claude-sonnet-4-5"\n')
     before = (tree_digest(repo.root / "facts"), git(repo.root, "rev-parse", "HEAD"))
     result = review(repo)
@@ -80,8 +86,11 @@ def test_a_retired_describe_model_and_an_unknown_model_exit_2_too(tmp_path, judg
     head = git(repo.root, "rev-parse", "HEAD").strip()
     result = review(repo)
     assert result.exit_code == 2 and "describe.model 'claude-sonnet-4-5' is retired" in result.output
-    write_config(repo, '[judge]\nmodel = "claude-nonesuch-9"\n[prices."claude-nonesuch-9"]\n'
-                       'input_per_mtok = 1.0\noutput_per_mtok = 1.0\n')
+    write_config(
+        repo,
+        '[judge]\nmodel = "claude-nonesuch-9"\n[prices."claude-nonesuch-9"]\n'
+        "input_per_mtok = 1.0\noutput_per_mtok = 1.0\n",
+    )
     result = review(repo)
     assert result.exit_code == 2 and "'claude-nonesuch-9' is unknown to the Models API" in result.output
     assert judge_env.calls == 0 and git(repo.root, "log", "--format=%s", f"{head}..").splitlines() == ["config"]
@@ -91,15 +100,16 @@ YES = {"same": True, "mechanism": "A penalty removes the signal needed to lift i
 
 
 def test_an_always_thinking_model_works_and_its_thinking_is_paid_as_output(pair_repo, judge_env):
-    write_config(pair_repo, '[judge]\nmodel = "claude-opus-5-5"\nposition_swap = false\n'
-                            '[describe]\nenabled = false\n')
+    write_config(pair_repo, '[judge]\nmodel = "claude-opus-5-5"\nposition_swap = false\n[describe]\nenabled = false\n')
     judge_env.thinking_tokens = 250
     judge_env.responder = lambda req, n: tool(YES, input_tokens=1000, output_tokens=30)
     out = json.loads(alias(pair_repo, "--json").stdout)
     assert judge_env.rejected == []
     [req] = judge_env.requests
-    assert "thinking" not in req.body and "tool_choice" not in req.body  # opus 5.5 always thinks: no forced tool
-    assert out["passes"]["alias"]["resolved"] == 1  # the answer read past the thinking block that came first
+    # opus 5.5 always thinks: no forced tool
+    assert "thinking" not in req.body and "tool_choice" not in req.body
+    # the answer read past the thinking block that came first
+    assert out["passes"]["alias"]["resolved"] == 1
     # $4 / $20 per million; the 30 output tokens of the answer and the 250 of thinking, as the API reports them
     assert out["passes"]["alias"]["cost_usd"] == pytest.approx((1000 * 4 + 280 * 20) / 1e6)
     store = Store.for_corpus(pair_repo.root)
@@ -108,47 +118,67 @@ def test_an_always_thinking_model_works_and_its_thinking_is_paid_as_output(pair_
     store.close()
 
 
-def test_a_deprecated_model_is_asked_with_a_forced_tool_and_its_retirement_day_is_everywhere(pair_repo, judge_env,
-                                                                                            tmp_path):
+def test_a_deprecated_model_is_asked_with_a_forced_tool_and_its_retirement_day_is_everywhere(
+    pair_repo, judge_env, tmp_path
+):
     prom = tmp_path / "judge.prom"
     write_config(pair_repo, '[judge]\nmodel = "claude-haiku-4-5"\n[describe]\nenabled = false\n')
     judge_env.responder = lambda req, n: tool(YES)
     result = alias(pair_repo, "--json", "--metrics-file", prom)
     assert result.exit_code == 0, result.output
     assert judge_env.rejected == []
-    for req in judge_env.requests:  # no structured outputs on this model: the tool, forced, with thinking off
+    # no structured outputs on this model: the tool, forced, with thinking off
+    for req in judge_env.requests:
         assert req.body["tool_choice"] == {"type": "tool", "name": "alias_reply"}
         assert req.body["thinking"] == {"type": "disabled"} and "output_config" not in req.body
-        assert req.body["max_tokens"] == 400  # no thinking, no room for it
+        # no thinking, no room for it
+        assert req.body["max_tokens"] == 400
     note = next(n for n in json.loads(result.stdout)["notes"] if "deprecated" in n)
     assert "judge.model 'claude-haiku-4-5' is deprecated: it retires on 2027-02-15" in note
     assert "the newest active haiku is 'claude-haiku-5-5'" in note
     status = json.loads(invoke("status", pair_repo.root, "--json").stdout)
     [judge] = [m for m in status["models"] if m["key"] == "judge.model"]
-    assert (judge["model"], judge["lifecycle"], judge["retires_at"][:10]) == \
-        ("claude-haiku-4-5", "deprecated", "2027-02-15")
-    assert any("judge.model claude-haiku-4-5: deprecated, retires on 2027-02-15" in line
-               for line in invoke("status", pair_repo.root).stdout.splitlines())
-    metric = re.search(r'knomit_judge_model_retires_timestamp_seconds\{[^}]*key="judge.model",'
-                       r'model="claude-haiku-4-5"\} (\S+)', prom.read_text())
+    assert (judge["model"], judge["lifecycle"], judge["retires_at"][:10]) == (
+        "claude-haiku-4-5",
+        "deprecated",
+        "2027-02-15",
+    )
+    assert any(
+        "judge.model claude-haiku-4-5: deprecated, retires on 2027-02-15" in line
+        for line in invoke("status", pair_repo.root).stdout.splitlines()
+    )
+    metric = re.search(
+        r'knomit_judge_model_retires_timestamp_seconds\{[^}]*key="judge.model",'
+        r'model="claude-haiku-4-5"\} (\S+)',
+        prom.read_text(),
+    )
     assert metric and float(metric.group(1)) == 1802649600.0  # 2027-02-15T00:00:00Z
 
 
 def test_a_refused_question_costs_one_call_a_session_and_does_nothing(tmp_path, judge_env):
     from helpers import fact_text, make_repo
+
     # ten pairs of look-alike spellings: some fall in the swap sample, which must not cost a second call
-    repo = make_repo(tmp_path / "c", {f"facts/f{i}{s}.md": fact_text(f"Loop {i} kind {s}", [f"loop-{i}-{s}"])
-                                      for i in range(10) for s in ("a", "b")})
+    repo = make_repo(
+        tmp_path / "c",
+        {
+            f"facts/f{i}{s}.md": fact_text(f"Loop {i} kind {s}", [f"loop-{i}-{s}"])
+            for i in range(10)
+            for s in ("a", "b")
+        },
+    )
     write_config(repo, "[describe]\nenabled = false\n[budget]\noptimistic_cap = 100\n")
     judge_env.responder = lambda req, n: refusal()
     first = json.loads(review(repo, "--json").stdout)["passes"]["alias"]
     assert first["refused"] == first["offered"] > 0
-    assert first["judge_calls"] == first["offered"]  # one call each, swap sample or not
+    # one call each, swap sample or not
+    assert first["judge_calls"] == first["offered"]
     assert first["resolved"] == 0 and "declined to answer" in first["first_error"]
     assert first["cost_usd"] == pytest.approx(first["offered"] * (100 * 2 + 5 * 10) / 1e6)  # a refusal is billed
     calls = judge_env.calls
     second = json.loads(review(repo, "--json").stdout)["passes"]["alias"]
-    assert judge_env.calls == calls and second["judge_calls"] == 0  # not asked again while the question stands
+    # not asked again while the question stands
+    assert judge_env.calls == calls and second["judge_calls"] == 0
     assert git(repo.root, "log", "--format=%s").splitlines()[0] == "config"  # nothing acted
 
 
@@ -172,7 +202,8 @@ def test_a_models_api_that_does_not_answer_never_stops_a_session(pair_repo, judg
     out = json.loads(result.stdout)
     assert any("the Models API did not answer (HTTP 500)" in n and "plain dialect" in n for n in out["notes"])
     assert judge_env.rejected == [] and out["passes"]["alias"]["resolved"] == 1
-    [req] = judge_env.requests  # nothing known of the model: the plain request every model accepts
+    # nothing known of the model: the plain request every model accepts
+    [req] = judge_env.requests
     assert not {"output_config", "tools", "tool_choice", "thinking"} & set(req.body)
 
 
@@ -181,31 +212,39 @@ def test_what_was_read_is_kept_a_day_and_used_when_the_api_is_down(pair_repo, ju
     assert alias(pair_repo).exit_code == 0
     assert judge_env.model_calls.count("claude-sonnet-5-5") == 1
     alias(pair_repo)
-    assert judge_env.model_calls.count("claude-sonnet-5-5") == 1  # read within the day: not asked again
+    # read within the day: not asked again
+    assert judge_env.model_calls.count("claude-sonnet-5-5") == 1
     store = Store.for_corpus(pair_repo.root)
-    with store.db.conn:  # read a year ago: the next session reads it again
-        store.db.execute("UPDATE models SET fetched_at = '2026-01-01T00:00:00+00:00', "
-                         "info = json_set(info, '$.fetched_at', '2026-01-01T00:00:00+00:00')")
+    # read a year ago: the next session reads it again
+    with store.db.conn:
+        store.db.execute(
+            "UPDATE models SET fetched_at = '2026-01-01T00:00:00+00:00', "
+            "info = json_set(info, '$.fetched_at', '2026-01-01T00:00:00+00:00')"
+        )
     store.close()
     judge_env.model_faults.extend([503] * 20)
-    pair_repo.fact("facts/ops/f5.md", "A sanction that blocks self repair keeps the host fenced",
-                   motifs=["self-locking-sanction"])
+    pair_repo.fact(
+        "facts/ops/f5.md", "A sanction that blocks self repair keeps the host fenced", motifs=["self-locking-sanction"]
+    )
     pair_repo.commit("new spelling")
     out = json.loads(alias(pair_repo, "--json").stdout)
-    assert any("did not answer (HTTP 503): going on with what was known of claude-sonnet-5-5" in n
-               for n in out["notes"]), out["notes"]
+    assert any(
+        "did not answer (HTTP 503): going on with what was known of claude-sonnet-5-5" in n for n in out["notes"]
+    ), out["notes"]
     asked = [r for r in judge_env.requests if "self-locking-sanction" in r.prompt]
     assert asked and all("format" in r.body["output_config"] for r in asked)  # the dialect it knew
 
 
 def test_moving_from_a_retiring_model_to_a_current_one_rebuys_no_verdict(pair_repo, judge_env):
-    lines = '[describe]\nenabled = false\n'  # the lines stay bound to describe.model, which does not move here
+    # the lines stay bound to describe.model, which does not move here
+    lines = "[describe]\nenabled = false\n"
     write_config(pair_repo, '[judge]\nmodel = "claude-haiku-4-5"\n' + lines)
     judge_env.responder = lambda req, n: tool({"same": False, "mechanism": ""})
     first = json.loads(alias(pair_repo, "--json").stdout)
     assert first["passes"]["alias"]["judged"] == 1
     calls = judge_env.calls
-    write_config(pair_repo, '[judge]\nmodel = "claude-sonnet-5-5"\n' + lines)  # the one-line move of docs/real-api.md
+    # the one-line move of docs/real-api.md
+    write_config(pair_repo, '[judge]\nmodel = "claude-sonnet-5-5"\n' + lines)
     dry = json.loads(alias(pair_repo, "--dry-run", "--json").stdout)
     assert dry["passes"]["alias"]["estimate_usd"] == 0.0 and dry["passes"]["alias"]["state"] == "caught-up"
     second = json.loads(alias(pair_repo, "--json").stdout)
@@ -214,7 +253,8 @@ def test_moving_from_a_retiring_model_to_a_current_one_rebuys_no_verdict(pair_re
 
 
 def test_effort_is_sent_only_at_a_level_the_model_takes():
-    assert nearest("xhigh", ["low", "medium", "high", "max"]) == "high"  # sonnet 4.6 lists no xhigh
+    # sonnet 4.6 lists no xhigh
+    assert nearest("xhigh", ["low", "medium", "high", "max"]) == "high"
     assert nearest("low", ["medium", "high"]) == "medium"
     assert nearest("low", []) is None
 
@@ -235,7 +275,9 @@ def test_the_prune_contract_as_structured_outputs_take_it_and_the_parser_still_e
     assert not {"if", "then", "else"} & set(sent) and sent["additionalProperties"] is False
     from knomit_judge.errors import Unparsed
     from knomit_judge.passes.prune import PrunePass
-    with pytest.raises(Unparsed):  # what `then` said: a retract names the redundant fact
+
+    # what `then` said: a retract names the redundant fact
+    with pytest.raises(Unparsed):
         PrunePass().parse(json.dumps({"decision": "retract", "rationale": "B is in A."}))
 
 
@@ -244,24 +286,39 @@ def test_the_loopback_refuses_what_the_api_of_today_refuses():
     with MessagesServer() as server:
         client = anthropic.Anthropic(base_url=server.url, api_key=KEY, max_retries=0, timeout=10)
         msg = [{"role": "user", "content": "hi"}]
-        forced = {"tools": [{"name": "t", "input_schema": {"type": "object"}}],
-                  "tool_choice": {"type": "tool", "name": "t"}}
+        forced = {
+            "tools": [{"name": "t", "input_schema": {"type": "object"}}],
+            "tool_choice": {"type": "tool", "name": "t"},
+        }
         cases = [
             (dict(model="claude-sonnet-5-5", temperature=0.0), 400, "temperature"),
             (dict(model="claude-haiku-5-5", **forced), 400, "Thinking may not be enabled"),
             (dict(model="claude-sonnet-5-5", thinking={"type": "disabled"}), 400, "thinking.type"),
             (dict(model="claude-sonnet-5-5", thinking={"type": "between_tools"}, **forced), 400, "forced tool"),
             (dict(model="claude-sonnet-4-5"), 404, "model"),
-            (dict(model="claude-opus-5-5", output_config={"format": {"type": "json_schema", "schema": {
-                "type": "object", "if": {}}}}), 400, "'if'"),
+            (
+                dict(
+                    model="claude-opus-5-5",
+                    output_config={"format": {"type": "json_schema", "schema": {"type": "object", "if": {}}}},
+                ),
+                400,
+                "'if'",
+            ),
         ]
         for kwargs, code, why in cases:
-            sampling = {k: kwargs.pop(k) for k in ("temperature",) if k in kwargs}  # the SDK no longer takes it
+            # the SDK no longer takes it
+            sampling = {k: kwargs.pop(k) for k in ("temperature",) if k in kwargs}
             with pytest.raises(anthropic.APIStatusError) as e:
                 client.messages.create(max_tokens=10, messages=msg, extra_body=sampling, **kwargs)
             assert e.value.status_code == code and why in str(e.value), kwargs
-        ok = client.messages.create(model="claude-haiku-5-5", max_tokens=10, messages=msg,
-                                    thinking={"type": "disabled"}, **forced)  # thinking off: a tool can be forced
+        ok = client.messages.create(
+            model="claude-haiku-5-5",
+            max_tokens=10,
+            messages=msg,
+            # thinking off: a tool can be forced
+            thinking={"type": "disabled"},
+            **forced,
+        )
         assert ok.content[0].type == "text" or ok.content[0].type == "tool_use"
         info = client.models.retrieve("claude-sonnet-4-5")
         assert (info.lifecycle, info.line, info.retires_at.date().isoformat()) == ("retired", "sonnet", "2026-11-30")
@@ -272,14 +329,19 @@ def test_the_loopback_refuses_what_the_api_of_today_refuses():
 def test_the_2025_api_is_one_mode_of_the_loopback(tmp_path, monkeypatch):
     """An API with no lifecycle nor capabilities in its Models API: the plain request, and it works."""
     from helpers import SMALL, make_repo
+
     with MessagesServer(era="2025") as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
         monkeypatch.delenv("KNOMIT_JUDGE_MODEL", raising=False)
-        monkeypatch.setenv("KNOMIT_JUDGE_FIRST_READER", "")  # claude-haiku-5-5 did not exist in 2025
+        # claude-haiku-5-5 did not exist in 2025
+        monkeypatch.setenv("KNOMIT_JUDGE_FIRST_READER", "")
         repo = make_repo(tmp_path / "c", {p: SMALL[p] for p in ("facts/ops/f1.md", "facts/ops/f3.md")})
-        write_config(repo, '[judge]\nmodel = "claude-sonnet-4-5"\n[prices."claude-sonnet-4-5"]\n'
-                           'input_per_mtok = 3.0\noutput_per_mtok = 15.0\n[describe]\nenabled = false\n')
+        write_config(
+            repo,
+            '[judge]\nmodel = "claude-sonnet-4-5"\n[prices."claude-sonnet-4-5"]\n'
+            "input_per_mtok = 3.0\noutput_per_mtok = 15.0\n[describe]\nenabled = false\n",
+        )
         server.responder = lambda req, n: tool(YES)
         result = alias(repo, "--json")
         assert result.exit_code == 0, result.output
@@ -290,7 +352,8 @@ def test_the_2025_api_is_one_mode_of_the_loopback(tmp_path, monkeypatch):
 def test_the_config_names_no_retired_model_and_prices_only_current_ones():
     config = load_config(DEMO)
     assert config.judge.model == "claude-sonnet-5-5" and config.describe.model == "claude-haiku-5-5"
-    assert config.price("claude-sonnet-4-5") is None  # retired: not priced as if it could be called
+    # retired: not priced as if it could be called
+    assert config.price("claude-sonnet-4-5") is None
     haiku = config.price("claude-haiku-5-5")
     assert haiku.usd(100_000, 1000) == pytest.approx((100_000 * 0.10 + 1000 * 0.50) / 1e6)
     assert haiku.usd(100_001, 1000) == pytest.approx((100_001 * 0.50 + 1000 * 2.50) / 1e6)  # the tier above 100k

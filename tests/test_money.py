@@ -50,7 +50,8 @@ def alias(root) -> dict:
 
 
 def test_a_balance_in_money_moves_with_each_readers_price_and_rebuild_gives_it_back(tmp_path, judge_env, monkeypatch):
-    monkeypatch.delenv("KNOMIT_JUDGE_FIRST_READER")  # the default: claude-haiku-5-5 reads first
+    # the default: claude-haiku-5-5 reads first
+    monkeypatch.delenv("KNOMIT_JUDGE_FIRST_READER")
     repo = motif_repo(tmp_path, "")
     write_config(repo, QUIET + "[budget]\nopening_usd = 0.05\nusd_per_resolution = 0.2\n")
     judge_env.responder = lambda req, n: tool(NO)
@@ -59,21 +60,25 @@ def test_a_balance_in_money_moves_with_each_readers_price_and_rebuild_gives_it_b
     assert r["candidates"] == 28 and r["first_reads"] == 21 and r["waiting"] == 7 and r["audits"] >= 2
     calls = spent_by_model(repo.root)
     assert calls[FIRST] == 21 and calls[STRONG] == r["audits"]
-    assert price(FIRST) * 20 == pytest.approx(price(STRONG))  # a first-reader no costs a twentieth
+    # a first-reader no costs a twentieth
+    assert price(FIRST) * 20 == pytest.approx(price(STRONG))
     expected = 0.05 - calls[FIRST] * price(FIRST) - calls[STRONG] * price(STRONG)
     t = get_status(repo.root)["throttle"]["alias"]
     assert t["state"] == "unproven" and t["balance_usd"] == pytest.approx(expected)
     assert t["buys"] == {FIRST: int(expected / price(FIRST) + 1e-9), STRONG: int(expected / price(STRONG) + 1e-9)}
     assert f"buys {t['buys'][FIRST]} reads at {FIRST}, {t['buys'][STRONG]} at {STRONG}" in t["text"]
-    assert t["balance"] == t["buys"][STRONG]  # `balance` keeps counting judge-model questions
-    page = render(repo.root)  # the report shows the same: the amount, and the reads it buys at each price
+    # `balance` keeps counting judge-model questions
+    assert t["balance"] == t["buys"][STRONG]
+    # the report shows the same: the amount, and the reads it buys at each price
+    page = render(repo.root)
     assert f"${expected:.4f}" in page and f"{t['buys'][FIRST]} at {FIRST}, {t['buys'][STRONG]} at {STRONG}" in page
 
     # a resolution deposits usd_per_resolution; the judge model's two agreeing orders withdraw at its price
     repo.fact("facts/t/new.md", "Retry storms multiply load", motifs=["retry-storm-amplified"], body="Retries.")
     repo.commit("a writer adds a spelling of retry-storm")
-    judge_env.responder = lambda req, n: tool(YES if "retry-storm-amplified" in req.prompt
-                                              and '"retry-storm"' in req.prompt else NO)
+    judge_env.responder = lambda req, n: tool(
+        YES if "retry-storm-amplified" in req.prompt and '"retry-storm"' in req.prompt else NO
+    )
     r = alias(repo.root)
     assert r["resolved"] == 1
     after = spent_by_model(repo.root)
@@ -89,13 +94,15 @@ def test_a_balance_in_money_moves_with_each_readers_price_and_rebuild_gives_it_b
 
 
 def test_an_old_config_counting_questions_loads_and_means_the_same_judge_model_spend(tmp_path, judge_env):
-    repo = motif_repo(tmp_path, "optimistic_cap = 3\nquestions_per_resolution = 8\n")  # as init wrote them before
+    # as init wrote them before
+    repo = motif_repo(tmp_path, "optimistic_cap = 3\nquestions_per_resolution = 8\n")
     config = load_config(repo.root)
     money = terms(config)
     assert money.unit == "usd"
     assert money.opening == pytest.approx(3 * price(STRONG)) and money.deposit == pytest.approx(8 * price(STRONG))
     judge_env.responder = lambda req, n: tool(NO)
-    r = alias(repo.root)  # the judge model alone (tests/conftest.py): 3 questions, as the old balance allowed
+    # the judge model alone (tests/conftest.py): 3 questions, as the old balance allowed
+    r = alias(repo.root)
     assert r["judged"] == 3 and spent_by_model(repo.root) == {STRONG: 3}
     t = get_status(repo.root)["throttle"]["alias"]
     assert (t["state"], t["balance"], t["balance_usd"]) == ("defunded", 0, 0.0)
@@ -105,11 +112,11 @@ def test_an_old_config_counting_questions_loads_and_means_the_same_judge_model_s
     assert (terms(config).opening, terms(config).deposit) == (0.1, 0.04)
     scripted = terms(config, "scripted")
     assert (scripted.unit, scripted.opening, scripted.deposit) == ("questions", 20, 8)  # as it always counted
-    assert scripted.price(STRONG) == scripted.price(FIRST) == 1.0  # no price: one question is one question
+    # no price: one question is one question
+    assert scripted.price(STRONG) == scripted.price(FIRST) == 1.0
 
 
-def test_reads_stop_when_they_are_not_worth_their_price_and_an_unchanged_corpus_then_costs_nothing(tmp_path,
-                                                                                                    judge_env):
+def test_reads_stop_when_they_are_not_worth_their_price_and_an_unchanged_corpus_then_costs_nothing(tmp_path, judge_env):
     # a resolution worth 8 judge-model questions: a read pays while 1 in 8 near its score resolves something
     repo = motif_repo(tmp_path, "optimistic_cap = 100\nquestions_per_resolution = 8\n")
     write_config(repo, QUIET + "[budget]\noptimistic_cap = 100\nquestions_per_resolution = 8\n")
@@ -123,4 +130,5 @@ def test_reads_stop_when_they_are_not_worth_their_price_and_an_unchanged_corpus_
     # the balance is kept, not spent on reads that pay nothing
     assert t["state"] == "unproven" and t["balance"] == 100 - r["judged"]
     again = alias(repo.root)
-    assert again["judge_calls"] == 0 and again["judged"] == 0  # nothing came back, so nothing became worth a read
+    # nothing came back, so nothing became worth a read
+    assert again["judge_calls"] == 0 and again["judged"] == 0

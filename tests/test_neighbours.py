@@ -32,8 +32,10 @@ def edit(rng, v: np.ndarray, pool: np.ndarray, share: float) -> np.ndarray:
     for i in rng.choice(len(rows), m, replace=False).tolist():
         rows[i] = pool[rng.integers(len(pool))]
     for _ in range(m):
-        rows.insert(int(rng.integers(len(rows) + 1)), rows[rng.integers(len(rows))] if rng.random() < 0.4
-                    else pool[rng.integers(len(pool))])
+        rows.insert(
+            int(rng.integers(len(rows) + 1)),
+            rows[rng.integers(len(rows))] if rng.random() < 0.4 else pool[rng.integers(len(pool))],
+        )
     return np.array(rows, dtype=np.float32)
 
 
@@ -67,17 +69,21 @@ def test_updated_lists_equal_a_full_search_over_random_edits(tmp_path, block, k)
         for row in range(len(v)):
             m = int((deep_idx[row] >= 0).sum())
             assert m >= min(k, len(v) - 1)
-            assert (deep_idx[row, :m] == want_deep[row, :m]).all() and (deep_sims[row, :m] == want_deep_sims[row, :m]).all()
+            assert (deep_idx[row, :m] == want_deep[row, :m]).all() and (
+                deep_sims[row, :m] == want_deep_sims[row, :m]
+            ).all()
         v = edit(rng, v, pool, share=0.02 if session % 3 else 0.0)
     assert kinds[0] == "full"
-    assert "incremental" in kinds and "stored" in kinds  # each way of answering was really exercised
+    # each way of answering was really exercised
+    assert "incremental" in kinds and "stored" in kinds
     store.close()
 
 
 def test_updates_on_random_vectors_and_growing_from_tiny(tmp_path, block):
     rng = np.random.default_rng(5)
     pool = unit_rows(rng, 2000, dim=8)
-    v = pool[:3]  # fewer rows than k: lists widen as the corpus grows
+    # fewer rows than k: lists widen as the corpus grows
+    v = pool[:3]
     store = Store(tmp_path / "judge.db")
     for session in range(10):
         memory = Memory(store)
@@ -85,14 +91,15 @@ def test_updates_on_random_vectors_and_growing_from_tiny(tmp_path, block):
         want_idx, want_sims = full(v, 5)
         assert idx.shape == want_idx.shape
         assert (idx == want_idx).all() and (sims == want_sims).all(), f"session {session}: {memory.last}"
-        grown = pool[3 + 40 * session: 3 + 40 * (session + 1)]
+        grown = pool[3 + 40 * session : 3 + 40 * (session + 1)]
         v = np.concatenate([edit(rng, v, pool, 0.05) if len(v) > 20 else v, grown])
     store.close()
 
 
 def test_full_search_agrees_with_brute_force_in_the_canonical_order(block):
     rng = np.random.default_rng(9)
-    v = np.repeat(unit_rows(rng, 60), 2, axis=0)  # every row twice: each has an exact twin
+    # every row twice: each has an exact twin
+    v = np.repeat(unit_rows(rng, 60), 2, axis=0)
     rng.shuffle(v)
     rank = key_rank(row_keys(v))
     idx, sims = exact_top_k(v, rank, 6)
@@ -144,9 +151,12 @@ def test_sessions_keep_the_lists_and_rebuild_recomputes_them(corpus_repo, tmp_pa
 
     review(corpus_repo.root, ReviewOptions(judge=scripted(tmp_path)))
     first = sets()
-    assert first  # the session stored its searches (k = 5, kept 10 deep)
+    # the session stored its searches (k = 5, kept 10 deep)
+    assert first
     review(corpus_repo.root, ReviewOptions(judge=scripted(tmp_path)))
-    assert sets() == first  # nothing changed: the same searches answered, none added
+    # nothing changed: the same searches answered, none added
+    assert sets() == first
     counts = rebuild(corpus_repo.root)
     assert counts["neighbour_sets"] >= 1
-    assert {d for _, d in sets()} == {d for _, d in first}  # recomputed from nothing: the same vector sets
+    # recomputed from nothing: the same vector sets
+    assert {d for _, d in sets()} == {d for _, d in first}

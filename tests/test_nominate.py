@@ -57,8 +57,11 @@ VARIANTS = {
     "acronym": ("MCP", "Model Context Protocol"),
     "acronym plural": ("NHIs", "Non-Human Identity"),
 }
-TITLES = ["{} needs a review after the outage", "Why {} surprised the on-call team",
-          "Notes on {} from the design review"]
+TITLES = [
+    "{} needs a review after the outage",
+    "Why {} surprised the on-call team",
+    "Notes on {} from the design review",
+]
 
 
 def distractors(count: int) -> list[str]:
@@ -77,7 +80,7 @@ def variant_corpus(tmp_path: Path, extra: dict[str, str] | None = None):
                 n += 1
     crowd = distractors(90)
     for i in range(0, len(crowd), 3):
-        trio = crowd[i:i + 3]
+        trio = crowd[i : i + 3]
         facts[f"facts/d{i:03d}.md"] = fact_text(TITLES[i % 3].format(trio[0]), trio)
     facts.update(extra or {})
     return make_repo(tmp_path / "corpus", facts)
@@ -89,8 +92,15 @@ def context(root: Path):
 
 
 def test_keys_fold_variants_and_tell_numbers_apart():
-    same = [("visibility timeout", "VisibilityTimeout"), ("fail open", "fail_open"), ("Agent Card", "AGENT CARD"),
-            ("policy", "policies"), ("cache", "caches"), ("LLM as a judge", "LLM-as-judge"), ("OAuth 2.0", "OAuth2")]
+    same = [
+        ("visibility timeout", "VisibilityTimeout"),
+        ("fail open", "fail_open"),
+        ("Agent Card", "AGENT CARD"),
+        ("policy", "policies"),
+        ("cache", "caches"),
+        ("LLM as a judge", "LLM-as-judge"),
+        ("OAuth 2.0", "OAuth2"),
+    ]
     for a, b in same:
         assert string_similarity(parse(a), parse(b)) == 1.0, (a, b)
     assert string_similarity(parse("AWS Step Functions"), parse("Step Functions")) == 0.9
@@ -108,28 +118,47 @@ def test_keys_fold_variants_and_tell_numbers_apart():
 
 
 def test_a_word_written_short_meets_its_whole_form_through_the_buckets():
-    for a, b in (("capability eval", "capability evaluation"), ("eval awareness", "evaluation awareness"),
-                 ("asynchronous monitor", "asynchronous monitoring")):
+    for a, b in (
+        ("capability eval", "capability evaluation"),
+        ("eval awareness", "evaluation awareness"),
+        ("asynchronous monitor", "asynchronous monitoring"),
+    ):
         assert string_similarity(parse(a), parse(b)) == 0.85, (a, b)
     # one letter short of a stub, a different word, or two words apart: not a shortening
-    for a, b in (("eva awareness", "evaluation awareness"), ("synchronous monitor", "asynchronous monitor"),
-                 ("eval metric", "evaluation metrics dashboard"), ("eval drift", "evaluation awareness")):
+    for a, b in (
+        ("eva awareness", "evaluation awareness"),
+        ("synchronous monitor", "asynchronous monitor"),
+        ("eval metric", "evaluation metrics dashboard"),
+        ("eval drift", "evaluation awareness"),
+    ):
         assert string_similarity(parse(a), parse(b)) < 0.85, (a, b)
     # nominated by the string buckets (no embedding needed), among look-alikes that only share a stub
     vocabulary = ["capability eval", "capability evaluation", "capability evolution", "capacity eval", "eval"]
     string, _ = _lexical([parse(m) for m in vocabulary], k=5)
-    assert string[0][0] == 1 and string[1][0] == 0  # each other's best (the bare "eval" is a trailing run)
-    assert 2 not in string[0] and not {0, 1} & set(string[3])  # evolution / capacity: no shortening
+    # each other's best (the bare "eval" is a trailing run)
+    assert string[0][0] == 1 and string[1][0] == 0
+    # evolution / capacity: no shortening
+    assert 2 not in string[0] and not {0, 1} & set(string[3])
 
 
 def test_a_capitalised_first_word_heading_many_spellings_is_a_namespace():
-    vocabulary = ["Claude Opus 4.8", "Claude Code", "Claude Sonnet 5", "Opus 4.8", "Sonnet 5",
-                  "agent card", "agent skills", "agent memory", "skills"]
+    vocabulary = [
+        "Claude Opus 4.8",
+        "Claude Code",
+        "Claude Sonnet 5",
+        "Opus 4.8",
+        "Sonnet 5",
+        "agent card",
+        "agent skills",
+        "agent memory",
+        "skills",
+    ]
     parsed = with_namespaces([parse(m) for m in vocabulary], vocabulary)
     assert string_similarity(parsed[0], parsed[3]) == 0.9 and string_similarity(parsed[2], parsed[4]) == 0.9
     assert string_similarity(parse("Claude Opus 4.8"), parse("Opus 4.8")) < 0.9  # learned, not listed
     string, _ = _lexical(parsed, k=5)
-    assert string[0][0] == 3 and string[3][0] == 0  # nominated through the core buckets
+    # nominated through the core buckets
+    assert string[0][0] == 3 and string[3][0] == 0
     # a lower-case head is a word of the domain (agent skills is not skills); two spellings make no family
     assert string_similarity(parsed[6], parsed[8]) < 0.9
     two = ["Gemini Pro", "Gemini Flash", "Pro"]
@@ -180,11 +209,14 @@ def test_each_variant_class_is_shortlisted(tmp_path):
 
 def test_a_co_occurring_facet_pair_ranks_below_a_disjoint_variant_pair(tmp_path):
     extra = {}
-    for i in range(3):  # numbered facets and two facets of one subject, always on the same facts
-        extra[f"facts/asi{i}.md"] = fact_text(f"Agentic security review {i}: goal hijack and tool misuse",
-                                             ["asi07", "asi08"])
-        extra[f"facts/gov{i}.md"] = fact_text(f"Governance control {i} covers inventory and ownership",
-                                             ["inventory control", "ownership control"])
+    # numbered facets and two facets of one subject, always on the same facts
+    for i in range(3):
+        extra[f"facts/asi{i}.md"] = fact_text(
+            f"Agentic security review {i}: goal hijack and tool misuse", ["asi07", "asi08"]
+        )
+        extra[f"facts/gov{i}.md"] = fact_text(
+            f"Governance control {i} covers inventory and ownership", ["inventory control", "ownership control"]
+        )
     extra["facts/gpt-a.md"] = fact_text("gpt-5.5 follows tool schemas closely", ["gpt-5.5"])
     extra["facts/gpt-b.md"] = fact_text("gpt-5.6 follows tool schemas closely", ["gpt-5.6"])
     repo = variant_corpus(tmp_path, extra)
@@ -194,8 +226,9 @@ def test_a_co_occurring_facet_pair_ranks_below_a_disjoint_variant_pair(tmp_path)
     finally:
         store.close()
     rank = {frozenset((c.subject["a"], c.subject["b"])): i for i, c in enumerate(candidates)}
-    facet, siblings, version = (frozenset(p) for p in (("asi07", "asi08"), ("inventory control", "ownership control"),
-                                                       ("gpt-5.5", "gpt-5.6")))
+    facet, siblings, version = (
+        frozenset(p) for p in (("asi07", "asi08"), ("inventory control", "ownership control"), ("gpt-5.5", "gpt-5.6"))
+    )
     variant = rank[frozenset(("fail open", "fail-open"))]
     for trap in (facet, siblings, version):
         assert trap in rank, f"{sorted(trap)} dropped: traps are ranked low, never dropped"
@@ -210,7 +243,8 @@ def test_a_co_occurring_facet_pair_ranks_below_a_disjoint_variant_pair(tmp_path)
 
 def test_a_real_shaped_vocabulary_is_unified_within_three_sessions(tmp_path):
     root = tmp_path / "corpus"
-    truth = generate_entities(36, 3, root)  # small: 7 alias groups (one per kind), 108 spellings
+    # small: 7 alias groups (one per kind), 108 spellings
+    truth = generate_entities(36, 3, root)
     judge = f"scripted:{root.parent / 'corpus.replies.jsonl'}"
     groups = truth["alias_groups"]
     assert {*truth["alias_kinds"]} >= {"case", "separator", "camel", "plural", "prefix", "acronym", "suffix"}
@@ -256,29 +290,41 @@ def test_a_real_shaped_vocabulary_is_unified_within_three_sessions(tmp_path):
 # template look-alikes (fail-closed-X) whose carriers describe different things: issue 23's shape.
 PARAPHRASE = ("ancestry-decides-order", "sequence-without-wallclock")
 PARAPHRASE_FACTS = [
-    ("The sync daemon orders two writes by walking parent commits, never by their timestamps",
-     "Which write came first is answered by following the chain of parent commits back; wall-clock timestamps "
-     "are displayed but never compared, because machines disagree about the time."),
-    ("In the audit trail, which change came first is read from the parent chain, not from clocks",
-     "Order between two changes is decided by walking parent commits; the timestamps the machines wrote are shown "
-     "but never used to order anything, since their clocks drift."),
+    (
+        "The sync daemon orders two writes by walking parent commits, never by their timestamps",
+        "Which write came first is answered by following the chain of parent commits back; wall-clock timestamps "
+        "are displayed but never compared, because machines disagree about the time.",
+    ),
+    (
+        "In the audit trail, which change came first is read from the parent chain, not from clocks",
+        "Order between two changes is decided by walking parent commits; the timestamps the machines wrote are shown "
+        "but never used to order anything, since their clocks drift.",
+    ),
 ]
 LOOKALIKES = {
-    "fail-closed-registry": ("An unknown service is denied by the router", "A service missing from the registry "
-                             "gets a refusal instead of being routed to a default backend."),
-    "fail-closed-on-parse": ("A config syntax error stops the start-up", "When the configuration file cannot be "
-                             "parsed, the server refuses to start rather than guessing defaults."),
-    "fail-closed-network": ("The firewall drops all packets when its rules fail to load", "If the rule file is "
-                            "unreadable, every packet is dropped until an operator fixes it."),
+    "fail-closed-registry": (
+        "An unknown service is denied by the router",
+        "A service missing from the registry gets a refusal instead of being routed to a default backend.",
+    ),
+    "fail-closed-on-parse": (
+        "A config syntax error stops the start-up",
+        "When the configuration file cannot be parsed, the server refuses to start rather than guessing defaults.",
+    ),
+    "fail-closed-network": (
+        "The firewall drops all packets when its rules fail to load",
+        "If the rule file is unreadable, every packet is dropped until an operator fixes it.",
+    ),
 }
-CROWD = [("lazy-import-hides-cost", "Heavy imports on first use make start-up look fast and the first call slow"),
-         ("queue-head-blocking", "One slow message at the front of the queue holds every message behind it"),
-         ("dns-cached-too-long", "A resolved address is kept for hours after the service moved"),
-         ("orphaned-temp-files", "Temporary files are left behind whenever the writer is killed"),
-         ("hot-path-allocation", "A new buffer per request makes the garbage collector dominate the profile"),
-         ("test-order-dependence", "The suite passes only when its tests run in file order"),
-         ("warm-cache-masks-regression", "Benchmarks on a warm cache hid a slower cold start"),
-         ("feature-flag-debt", "Old toggles are never removed and both branches live forever")]
+CROWD = [
+    ("lazy-import-hides-cost", "Heavy imports on first use make start-up look fast and the first call slow"),
+    ("queue-head-blocking", "One slow message at the front of the queue holds every message behind it"),
+    ("dns-cached-too-long", "A resolved address is kept for hours after the service moved"),
+    ("orphaned-temp-files", "Temporary files are left behind whenever the writer is killed"),
+    ("hot-path-allocation", "A new buffer per request makes the garbage collector dominate the profile"),
+    ("test-order-dependence", "The suite passes only when its tests run in file order"),
+    ("warm-cache-masks-regression", "Benchmarks on a warm cache hid a slower cold start"),
+    ("feature-flag-debt", "Old toggles are never removed and both branches live forever"),
+]
 
 
 def motif_corpus(tmp_path: Path):
@@ -290,8 +336,10 @@ def motif_corpus(tmp_path: Path):
     for i, (spelling, title) in enumerate(CROWD):
         facts[f"facts/c{i}.md"] = fact_text(title, [spelling], body=title + ".")
     # two facets of one fact: both spellings on the same (only) carrier
-    facts["facts/facet.md"] = fact_text("The script brake counts runs per minute and drops the excess",
-                                        ["runs-capped-per-window", "overflow-dropped-not-queued"])
+    facts["facts/facet.md"] = fact_text(
+        "The script brake counts runs per minute and drops the excess",
+        ["runs-capped-per-window", "overflow-dropped-not-queued"],
+    )
     return make_repo(tmp_path / "corpus", facts)
 
 
@@ -308,14 +356,18 @@ def test_carriers_that_say_the_same_thing_nominate_a_paraphrase_sharing_no_word(
     looks = [by_pair[frozenset(p)] for p in itertools.combinations(LOOKALIKES, 2) if frozenset(p) in by_pair]
     assert looks, "the template look-alikes share words: some signal nominates them"
     # their carriers say different things, and the words they share are the family's: both weigh little
-    assert all(pair.signals["content"] > n.signals["content"] for n in looks), (pair.signals, [n.signals for n in looks])
+    assert all(pair.signals["content"] > n.signals["content"] for n in looks), (
+        pair.signals,
+        [n.signals for n in looks],
+    )
     assert all(pair.score > n.score for n in looks), (pair.score, [(n.a, n.b, n.score) for n in looks])
     # a facet pair shares its only carrier: no content evidence at all (counting the shared fact would have
     # made content 1.0), so co-tagging lowers the rank through content
     facet = by_pair[frozenset(("runs-capped-per-window", "overflow-dropped-not-queued"))]
     assert facet.signals["content"] == 0.0 and facet.overlap == 1.0
     assert facet.score < score({**facet.signals, "content": 1.0}, facet.overlap, False)
-    assert facet.signals["carriers"] > pair.signals["carriers"]  # one fact's titles on both sides look identical
+    # one fact's titles on both sides look identical
+    assert facet.signals["carriers"] > pair.signals["carriers"]
 
 
 def test_words_a_template_family_shares_weigh_little(tmp_path):
@@ -323,7 +375,8 @@ def test_words_a_template_family_shares_weigh_little(tmp_path):
     parsed = [parse(m) for m in names]
     weight = word_weights(parsed)
     assert weight["fail"] < weight["registry"] and weight["closed"] < weight["parse"]
-    assert weight["on"] == 0.0  # a stop word carries nothing
+    # a stop word carries nothing
+    assert weight["on"] == 0.0
     store = Store(tmp_path / "embeddings.db")
     try:
         words = sorted({w for p in parsed for w in p.words})
@@ -336,16 +389,19 @@ def test_words_a_template_family_shares_weigh_little(tmp_path):
     # 'fail closed' is the family's part (4 spellings hold it): only registry and network are compared
     assert template == pytest.approx(float(vector["registry"] @ vector["network"]), abs=1e-5)
     # with every word weighed the same and kept, the shared 'fail closed' makes the look-alikes near-identical
-    flat = word_alignment(parse("fail-closed-registry").words, parse("fail-closed-network").words,
-                          dict.fromkeys(weight, 1.0), vector)
+    flat = word_alignment(
+        parse("fail-closed-registry").words, parse("fail-closed-network").words, dict.fromkeys(weight, 1.0), vector
+    )
     assert template < flat
     assert align(*PARAPHRASE) > template, (align(*PARAPHRASE), template)
 
 
 def test_shared_carriers_are_left_out_of_content(tmp_path):
-    facts = {"facts/a.md": fact_text("Writes are ordered by parent commits", ["x-order", "y-order", "z-order"]),
-             "facts/b.md": fact_text("Writes are ordered by parent commits, never clocks", ["y-order"]),
-             "facts/c.md": fact_text("A penguin colony on the ice shelf", ["z-order"])}
+    facts = {
+        "facts/a.md": fact_text("Writes are ordered by parent commits", ["x-order", "y-order", "z-order"]),
+        "facts/b.md": fact_text("Writes are ordered by parent commits, never clocks", ["y-order"]),
+        "facts/c.md": fact_text("A penguin colony on the ice shelf", ["z-order"]),
+    }
     repo = make_repo(tmp_path / "corpus", facts)
     ctx, store = context(repo.root)
     try:
@@ -354,8 +410,9 @@ def test_shared_carriers_are_left_out_of_content(tmp_path):
         # x's only carrier is shared with y: nothing of x is left to compare
         assert content.similarity(0, 1) == 0.0
         # y and z share a.md; what is left is b.md against c.md: unrelated, whatever a.md says
-        vb, vc = ctx.embedder.embed([f"{ctx.corpus.facts[p].title}\n{ctx.corpus.facts[p].body}"
-                                     for p in ("facts/b.md", "facts/c.md")])
+        vb, vc = ctx.embedder.embed(
+            [f"{ctx.corpus.facts[p].title}\n{ctx.corpus.facts[p].body}" for p in ("facts/b.md", "facts/c.md")]
+        )
         assert content.similarity(1, 2) == pytest.approx(max(0.0, float(vb @ vc)), abs=1e-5)
         assert content.similarity(1, 2) < 0.5
     finally:
@@ -386,12 +443,14 @@ GLOSSED = {
         "The sync daemon's retry queue",
         "Failed uploads are retried with exponential backoff up to five times. The queue is persisted to disk "
         "so a restart loses nothing. Which write came first is decided by walking parent commits, never by "
-        "comparing timestamps. Operators can drain the queue with a single command."),
+        "comparing timestamps. Operators can drain the queue with a single command.",
+    ),
     "sequence-without-wallclock": (
         "Export format of the audit trail",
         "The audit trail exports to CSV with one row per change and a header line. Columns hold the author, "
         "the path and the size of the change. Order between two changes is read from the parent chain, "
-        "because machine clocks drift. Large exports are split into files of ten thousand rows."),
+        "because machine clocks drift. Large exports are split into files of ten thousand rows.",
+    ),
 }
 
 
@@ -400,13 +459,23 @@ def make_fact(title: str, body: str):
 
 
 def test_sentences_are_the_title_then_the_bodys_first_ones():
-    body = ("## Why\n- The first claim is stated here. The second one follows it; it is short.\n"
-            "ok.\n" + " ".join(f"Sentence number {i} says one more thing." for i in range(20)) + "\n"
-            + "A" + "x" * 2000 + ".")
+    body = (
+        "## Why\n- The first claim is stated here. The second one follows it; it is short.\n"
+        "ok.\n"
+        + " ".join(f"Sentence number {i} says one more thing." for i in range(20))
+        + "\n"
+        + "A"
+        + "x" * 2000
+        + "."
+    )
     fact = make_fact("The title", body)
     got = sentences(fact)
-    assert got[:4] == ["The title", "The first claim is stated here.", "The second one follows it; it is short.",
-                       "Sentence number 0 says one more thing."]
+    assert got[:4] == [
+        "The title",
+        "The first claim is stated here.",
+        "The second one follows it; it is short.",
+        "Sentence number 0 says one more thing.",
+    ]
     assert "ok." not in got and not any(s.startswith(("#", "-")) for s in got)
     assert len(got) == SENTENCES_PER_FACT
     long = make_fact("T", "A" + "x" * 2000 + ".")
@@ -447,12 +516,18 @@ def test_the_gloss_finds_a_paraphrase_whose_carriers_are_about_other_things(tmp_
 
 
 def test_a_gloss_depends_only_on_its_spelling_and_carriers_and_a_broad_spelling_keeps_its_titles(tmp_path):
-    facts = {f"facts/g{i}.md": fact_text(title, [spelling], body=body)
-             for i, (spelling, (title, body)) in enumerate(GLOSSED.items())}
+    facts = {
+        f"facts/g{i}.md": fact_text(title, [spelling], body=body)
+        for i, (spelling, (title, body)) in enumerate(GLOSSED.items())
+    }
     broad = [f"facts/b{i}.md" for i in range(GLOSS_CARRIERS + 1)]
-    for i, path in enumerate(broad):  # one spelling on more carriers than are glossed from sentences
-        facts[path] = fact_text(f"Cache entry {i} outlives its source", ["stale-cache"],
-                                body=f"Entry {i} stays after the file changes. Nothing evicts entry {i} early.")
+    # one spelling on more carriers than are glossed from sentences
+    for i, path in enumerate(broad):
+        facts[path] = fact_text(
+            f"Cache entry {i} outlives its source",
+            ["stale-cache"],
+            body=f"Entry {i} stays after the file changes. Nothing evicts entry {i} early.",
+        )
     repo = make_repo(tmp_path / "corpus", facts)
 
     def glosses(corpus, embedder):
@@ -465,19 +540,29 @@ def test_a_gloss_depends_only_on_its_spelling_and_carriers_and_a_broad_spelling_
     try:
         motifs, titled, before = glosses(ctx.corpus, ctx.embedder)
         at = motifs.index("stale-cache")
-        assert np.array_equal(before[at], titled[at])  # the broad spelling: its carriers text, no sentences
+        # the broad spelling: its carriers text, no sentences
+        assert np.array_equal(before[at], titled[at])
         body_sentences = [s for p in broad for s in sentences(ctx.corpus.facts[p])[1:]]
         assert not ctx.embedder.store.embeddings(ctx.embedder.model_name, [text_hash(s) for s in body_sentences])
         glossed = [s for m in GLOSSED for f in ctx.corpus.carrier_facts(m) for s in sentences(f)]
-        assert len(ctx.embedder.store.embeddings(ctx.embedder.model_name, [text_hash(s) for s in glossed])) \
-            == len(set(glossed))  # cached by text, like every embedding
-        for m in GLOSSED:  # a glossed spelling is not its carriers text
+        assert len(ctx.embedder.store.embeddings(ctx.embedder.model_name, [text_hash(s) for s in glossed])) == len(
+            set(glossed)
+        )  # cached by text, like every embedding
+        # a glossed spelling is not its carriers text
+        for m in GLOSSED:
             assert not np.array_equal(before[motifs.index(m)], titled[motifs.index(m)])
     finally:
         store.close()
     # a new fact elsewhere (and a fresh cache, as a rebuild has) changes no existing gloss, bit for bit
-    repo2 = make_repo(tmp_path / "corpus2", {**facts, "facts/new.md": fact_text(
-        "Retries hide a failing disk", ["retry-masks-fault"], body="Each retry succeeds after a slow read.")})
+    repo2 = make_repo(
+        tmp_path / "corpus2",
+        {
+            **facts,
+            "facts/new.md": fact_text(
+                "Retries hide a failing disk", ["retry-masks-fault"], body="Each retry succeeds after a slow read."
+            ),
+        },
+    )
     ctx2, store2 = context(repo2.root)
     try:
         motifs2, _, after = glosses(ctx2.corpus, ctx2.embedder)

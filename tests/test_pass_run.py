@@ -27,8 +27,10 @@ from knomit_judge.store import Store
 FIRST, STRONG = "claude-haiku-5-5", "claude-sonnet-5-5"
 NO = {"same": False, "mechanism": ""}
 # one order a question, one attempt a call, no waits: every reading below is exactly one call
-QUIET = ("[judge]\nbackoff_s = 0.0\nswap_sample = 0.0\nposition_swap = false\nmax_attempts = 1\n"
-         "[describe]\nenabled = false\n")
+QUIET = (
+    "[judge]\nbackoff_s = 0.0\nswap_sample = 0.0\nposition_swap = false\nmax_attempts = 1\n"
+    "[describe]\nenabled = false\n"
+)
 
 
 def by_model(first, strong):
@@ -78,7 +80,8 @@ def test_a_pass_run_charges_each_read_to_its_balance_at_the_price_of_the_model_t
         t = run.allowance.t
         assert t.allowance is not None and t.allowance > 0, "a first session opens with a balance"
         first_price, strong_price = run.allowance.price(FIRST), run.allowance.price(STRONG)
-        assert 0 < first_price < strong_price  # the first reader is the cheaper model
+        # the first reader is the cheaper model
+        assert 0 < first_price < strong_price
         before = t.allowance
         # read outside any offer (as an audit or a shadow read is): withdrawn as it is made, at its model's price
         out = await run.ask(c, run.ctx.judge.reader(FIRST), one_order=True, offered=False)
@@ -97,14 +100,15 @@ def test_a_pass_runs_first_reader_hands_a_question_it_cannot_answer_to_the_judge
     judge_env.responder = by_model(status(529, message="Overloaded"), tool(NO))
 
     async def check(run: PassRun, c) -> None:
-        run.decided_reader = FirstReader(FIRST)  # as readers.first_reader decides it, with no window behind it
+        # as readers.first_reader decides it, with no window behind it
+        run.decided_reader = FirstReader(FIRST)
         out, model, audit = await read(run, c)
         assert out.kind == "verdict" and out.answer == "different" and model == STRONG and audit is None
         reader, r = run.reader, run.result
         assert reader.handovers == {"unavailable": 1, "refused": 0}
         assert reader.unavailable_streak == 1 and reader.reads_first(c.fingerprint)  # down only after DOWN_AFTER
-        assert r.first_reads == 0 and reader.pending == []  # no first no: nothing to audit
+        # no first no: nothing to audit
+        assert r.first_reads == 0 and reader.pending == []
 
     alias_run(pair.root, check)
     assert [r.body["model"] for r in judge_env.requests] == [FIRST, STRONG]
-

@@ -18,48 +18,90 @@ from knomit_judge.store import Store
 # Eleven motif pairs, each one mechanism spelled twice (a judge saying "same" is right or wrong as the
 # labels say); the first eight are in the corpus from the start, the last three arrive later.
 PAIRS = [
-    ("cache-stampede", "thundering-herd-on-miss",
-     "When a hot cache key expires every request recomputes it at once and floods the database",
-     "Simultaneous misses on one popular cache entry stampede the backing store"),
-    ("clock-skew-misordering", "wall-clock-drift-ordering",
-     "Clock skew between servers makes timestamp ordering of events wrong",
-     "Drifting wall clocks on different hosts misorder the events they log"),
-    ("priority-inversion", "low-priority-lock-holder",
-     "A low-priority task holding a lock blocks the high-priority task waiting for it",
-     "High-priority threads stall behind a low-priority thread that owns the mutex"),
-    ("survivorship-bias", "only-survivors-sampled",
-     "Studying only the companies that survived overstates what success requires",
-     "Sampling only the survivors hides the failures that shared their traits"),
-    ("metric-becomes-target", "gamed-measure",
-     "When a metric becomes a target people game it and it stops measuring anything",
-     "Turning a measure into a goal corrupts the measure"),
-    ("retry-storm", "retries-amplify-overload",
-     "Clients retrying timed-out requests multiply the load on an overloaded server",
-     "Automatic retries turn a brief overload into a lasting outage"),
-    ("bus-factor", "single-expert-dependency",
-     "A project only one engineer understands stalls when that engineer leaves",
-     "Knowledge held by a single person is lost when they depart"),
-    ("alert-fatigue", "ignored-noisy-pages",
-     "On-call engineers who get too many false alarms start ignoring real ones",
-     "A flood of noisy pages trains responders to dismiss every alert"),
-    ("head-of-line-blocking", "slow-first-request-blocks-queue",
-     "One slow request at the front of a queue delays every request behind it",
-     "A stalled first item in a FIFO holds up all the items queued after it"),
-    ("split-brain", "two-leaders-after-partition",
-     "A network partition can leave a cluster with two nodes that both believe they lead",
-     "After a partition heals, two elected leaders have accepted conflicting writes"),
-    ("bikeshedding", "trivial-topics-get-most-debate",
-     "Committees spend the most time on the most trivial decisions",
-     "Meetings argue longest over details everyone understands, like the colour of the shed"),
+    (
+        "cache-stampede",
+        "thundering-herd-on-miss",
+        "When a hot cache key expires every request recomputes it at once and floods the database",
+        "Simultaneous misses on one popular cache entry stampede the backing store",
+    ),
+    (
+        "clock-skew-misordering",
+        "wall-clock-drift-ordering",
+        "Clock skew between servers makes timestamp ordering of events wrong",
+        "Drifting wall clocks on different hosts misorder the events they log",
+    ),
+    (
+        "priority-inversion",
+        "low-priority-lock-holder",
+        "A low-priority task holding a lock blocks the high-priority task waiting for it",
+        "High-priority threads stall behind a low-priority thread that owns the mutex",
+    ),
+    (
+        "survivorship-bias",
+        "only-survivors-sampled",
+        "Studying only the companies that survived overstates what success requires",
+        "Sampling only the survivors hides the failures that shared their traits",
+    ),
+    (
+        "metric-becomes-target",
+        "gamed-measure",
+        "When a metric becomes a target people game it and it stops measuring anything",
+        "Turning a measure into a goal corrupts the measure",
+    ),
+    (
+        "retry-storm",
+        "retries-amplify-overload",
+        "Clients retrying timed-out requests multiply the load on an overloaded server",
+        "Automatic retries turn a brief overload into a lasting outage",
+    ),
+    (
+        "bus-factor",
+        "single-expert-dependency",
+        "A project only one engineer understands stalls when that engineer leaves",
+        "Knowledge held by a single person is lost when they depart",
+    ),
+    (
+        "alert-fatigue",
+        "ignored-noisy-pages",
+        "On-call engineers who get too many false alarms start ignoring real ones",
+        "A flood of noisy pages trains responders to dismiss every alert",
+    ),
+    (
+        "head-of-line-blocking",
+        "slow-first-request-blocks-queue",
+        "One slow request at the front of a queue delays every request behind it",
+        "A stalled first item in a FIFO holds up all the items queued after it",
+    ),
+    (
+        "split-brain",
+        "two-leaders-after-partition",
+        "A network partition can leave a cluster with two nodes that both believe they lead",
+        "After a partition heals, two elected leaders have accepted conflicting writes",
+    ),
+    (
+        "bikeshedding",
+        "trivial-topics-get-most-debate",
+        "Committees spend the most time on the most trivial decisions",
+        "Meetings argue longest over details everyone understands, like the colour of the shed",
+    ),
 ]
 FIRST, LATE = PAIRS[:8], PAIRS[8:]
-DUPLICATES = {  # one fact written twice: the prune judge merges them
-    "facts/ops/backup-a.md": fact_text("Backups that are never test-restored cannot be trusted to work",
-                                       ["untested-backup"], 0.7, ["b1"],
-                                       "A backup nobody has restored is a hope, not a backup."),
-    "facts/ops/backup-b.md": fact_text("An untested backup restore is not a working backup",
-                                       ["untested-backup"], 0.5, ["b2"],
-                                       "Until a restore has been tried, nobody knows whether the backup works."),
+# one fact written twice: the prune judge merges them
+DUPLICATES = {
+    "facts/ops/backup-a.md": fact_text(
+        "Backups that are never test-restored cannot be trusted to work",
+        ["untested-backup"],
+        0.7,
+        ["b1"],
+        "A backup nobody has restored is a hope, not a backup.",
+    ),
+    "facts/ops/backup-b.md": fact_text(
+        "An untested backup restore is not a working backup",
+        ["untested-backup"],
+        0.5,
+        ["b2"],
+        "Until a restore has been tried, nobody knows whether the backup works.",
+    ),
 }
 MERGE = {"decision": "merge", "rationale": "Both say an untested backup cannot be trusted."}
 
@@ -81,10 +123,23 @@ def template(tmp_path_factory):
     """A corpus after one session that applied the eight first alias decisions (built once, copied per test)."""
     base = tmp_path_factory.mktemp("probation")
     replies = base / "replies.jsonl"
-    replies.write_text("".join(json.dumps({"pass": "alias", "a": a, "b": b, "reply": {
-        "same": True, "mechanism": f"'{a}' and '{b}' name one mechanism."}}) + "\n" for a, b, _, _ in PAIRS)
+    replies.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "pass": "alias",
+                    "a": a,
+                    "b": b,
+                    "reply": {"same": True, "mechanism": f"'{a}' and '{b}' name one mechanism."},
+                }
+            )
+            + "\n"
+            for a, b, _, _ in PAIRS
+        )
         + json.dumps({"pass": "prune", "a": "facts/ops/backup-a.md", "b": "facts/ops/backup-b.md", "reply": MERGE})
-        + "\n", encoding="utf-8")
+        + "\n",
+        encoding="utf-8",
+    )
     repo = make_repo(base / "corpus", pair_facts(FIRST))
     repo.write("knomit-judge.toml", "[budget]\nenabled = false\n")
     repo.commit("config")
@@ -112,8 +167,13 @@ def six_no_of_eight(repo, tmp_path) -> list[str]:
     ids = applied_alias(repo.root)
     assert len(ids) == 8
     path = tmp_path / "labels.jsonl"
-    path.write_text("".join(json.dumps({"verdict": vid, "label": "no" if i < 6 else "yes", "note": "checked"}) + "\n"
-                            for i, vid in enumerate(ids)), encoding="utf-8")
+    path.write_text(
+        "".join(
+            json.dumps({"verdict": vid, "label": "no" if i < 6 else "yes", "note": "checked"}) + "\n"
+            for i, vid in enumerate(ids)
+        ),
+        encoding="utf-8",
+    )
     out = run("label", "--file", path, repo.root)
     assert out.exit_code == 0, out.output
     assert out.output.count("to undo it: knomit-judge revert ") == 6  # offered, not done
@@ -145,13 +205,16 @@ def test_six_no_of_eight_put_alias_on_probation_prune_goes_on_and_yes_labels_end
     add_late_facts(repo)
     result = review(repo.root, ReviewOptions(judge=judge, passes=("alias", "prune")))
     alias, prune = result.passes["alias"], result.passes["prune"]
-    assert alias.resolved == 3 and alias.applied == 0  # judged and stored, applied nothing
-    assert prune.applied == 1  # prune is not on probation
+    # judged and stored, applied nothing
+    assert alias.resolved == 3 and alias.applied == 0
+    # prune is not on probation
+    assert prune.applied == 1
     line = alias.line()
     assert "probation (precision 0.25 [0.07, 0.59] < 0.70): applying nothing, 3 yes verdict(s) held" in line
     assert "knomit-judge inbox" in line
     for path, text in pair_facts(LATE).items():
-        assert repo.read(path) == text  # no alias commit touched them
+        # no alias commit touched them
+        assert repo.read(path) == text
     assert "status: retracted" in repo.read("facts/ops/backup-b.md")
     assert repo.status() == ""
 
@@ -159,7 +222,8 @@ def test_six_no_of_eight_put_alias_on_probation_prune_goes_on_and_yes_labels_end
     held = [i for i in inbox["items"] if i["kind"] == "held"]
     assert inbox["probation"] == ["alias"] and len(held) == 3
     assert inbox["precision"]["alias"]["text"] == "precision 0.25 [0.07, 0.59] from 8 labels"
-    assert [i["kind"] for i in inbox["items"]][:3] == ["held"] * 3  # nothing undecided: held come first
+    # nothing undecided: held come first
+    assert [i["kind"] for i in inbox["items"]][:3] == ["held"] * 3
     assert "alias on probation (precision 0.25 [0.07, 0.59] < 0.70)" in run("inbox", repo.root).stdout
     assert {frozenset(i["subject"].values()) for i in held} == {frozenset(p[:2]) for p in LATE}
 
@@ -208,8 +272,12 @@ def test_a_yes_labelled_no_is_never_applied(corpus, tmp_path):
     review(repo.root, ReviewOptions(judge=judge, passes=("alias",)))  # on probation: 3 held
     held = [i["verdict"] for i in json.loads(run("inbox", repo.root, "--json").stdout)["items"] if i["kind"] == "held"]
     label(repo.root, [(held[0], "no", "not one mechanism")], by="tester")
-    label(repo.root, [(v, "yes", "") for v in held[1:]] + [(v, "yes", "") for v in applied_alias(repo.root)[:6]],
-          by="tester")  # the six "no" relabelled yes: the interval clears the floor
+    label(
+        repo.root,
+        [(v, "yes", "") for v in held[1:]] + [(v, "yes", "") for v in applied_alias(repo.root)[:6]],
+        # the six "no" relabelled yes: the interval clears the floor
+        by="tester",
+    )
     stop = threading.Event()
     stop.set()
     result = review(repo.root, ReviewOptions(judge=judge, passes=("alias",), stop=stop))

@@ -23,7 +23,8 @@ PROPOSALS = "knomit-judge/proposals"
 PROPOSE = '\n[apply]\nmode = "propose"\n'
 # every question asked at once, and every pair a candidate whatever the neighbours: a caught-up session asks none
 UNTHROTTLED = "\n[budget]\nenabled = false\n\n[shortlist]\nk = 20\n"
-COPY = {"facts/ops/f5.md": THREE["facts/ops/f4.md"]}  # an exact duplicate: retracted without a judge call
+# an exact duplicate: retracted without a judge call
+COPY = {"facts/ops/f5.md": THREE["facts/ops/f4.md"]}
 
 
 def run(*args) -> tuple[int, dict | str]:
@@ -35,8 +36,14 @@ def run(*args) -> tuple[int, dict | str]:
 
 def lines_for_every_spelling(req, n):
     """The describe step: a line for every spelling asked, so no spelling is asked again in a later session."""
-    return tool({"lines": [{"spelling": s, "mechanism": f"What {s} names."}
-                           for s in re.findall(r'"spelling": "([^"]+)"', req.prompt)]})
+    return tool(
+        {
+            "lines": [
+                {"spelling": s, "mechanism": f"What {s} names."}
+                for s in re.findall(r'"spelling": "([^"]+)"', req.prompt)
+            ]
+        }
+    )
 
 
 @pytest.fixture
@@ -133,7 +140,8 @@ def test_propose_reject_approve_through_the_cli_on_a_shared_remote(tmp_path, sha
     assert code == 0, said
     assert said["rejected"] == rejected and said["label"]["label"] == "no"
     assert rejected in trailers(shared, f"main..{PROPOSALS}", "Knomit-Dropped")
-    assert rev(shared, "main") == written  # reject moves no reviewed branch
+    # reject moves no reviewed branch
+    assert rev(shared, "main") == written
 
     code, approved = run("approve", "--all", reviewer, "--json")
     assert code == 0, approved
@@ -144,14 +152,17 @@ def test_propose_reject_approve_through_the_cli_on_a_shared_remote(tmp_path, sha
     git(shared, "merge-base", "--is-ancestor", written, main)  # with the writer's commit
     assert sorted(trailers(shared, f"{written}..main", "Knomit-Verdict")) == sorted(landed)
     assert sorted(trailers(shared, f"{written}..main", "Knomit-Pass")) == others
-    for name in others:  # the same decision commits: subject and trailers intact
+    # the same decision commits: subject and trailers intact
+    for name in others:
         sha = approved["approved"][by_pass[name]["verdict"]]
-        assert git(shared, "log", "-1", "--format=%B", sha) == git(shared, "log", "-1", "--format=%B",
-                                                                    by_pass[name]["commit"])
+        assert git(shared, "log", "-1", "--format=%B", sha) == git(
+            shared, "log", "-1", "--format=%B", by_pass[name]["commit"]
+        )
     labels = [json.loads(line) for line in git(shared, "show", "main:.knomit/labels.jsonl").splitlines()]
     assert {(lab["verdict"], lab["label"]) for lab in labels} == {*((v, "yes") for v in landed), (rejected, "no")}
-    f2, f3, f5 = (parse_fact(f"facts/ops/{n}.md", git(shared, "show", f"main:facts/ops/{n}.md"))
-                  for n in ("f2", "f3", "f5"))
+    f2, f3, f5 = (
+        parse_fact(f"facts/ops/{n}.md", git(shared, "show", f"main:facts/ops/{n}.md")) for n in ("f2", "f3", "f5")
+    )
     fast_forwards_only(shared, "refs/heads/main")
     fast_forwards_only(shared, f"refs/heads/{PROPOSALS}")
 
@@ -162,8 +173,9 @@ def test_propose_reject_approve_through_the_cli_on_a_shared_remote(tmp_path, sha
     assert judge.calls == calls, [r.prompt[:80] for r in judge.requests[calls:]]
     assert third["proposals"]["proposed"] == [] and third["proposals"]["waiting"] == []
     assert rev(shared, "main") == main
-    assert rejected not in trailers(shared, f"main..{PROPOSALS}", "Knomit-Verdict") or \
-        rejected in trailers(shared, f"main..{PROPOSALS}", "Knomit-Dropped")
+    assert rejected not in trailers(shared, f"main..{PROPOSALS}", "Knomit-Verdict") or rejected in trailers(
+        shared, f"main..{PROPOSALS}", "Knomit-Dropped"
+    )
 
 
 def proposed_once(tmp_path: Path, bare: Path, name: str = "reviewer") -> tuple[Path, dict]:
@@ -191,13 +203,15 @@ def test_a_merged_pull_request_counts_as_approval_of_all_of_it(tmp_path, shared,
     assert judge.calls == calls
     ids = {p["verdict"] for p in waiting.values()}
     assert set(out["proposals"]["approved"]) == ids and out["proposals"]["waiting"] == []
-    assert rev(shared, "main") == merged  # the session recorded the approvals without moving main
+    # the session recorded the approvals without moving main
+    assert rev(shared, "main") == merged
     # recorded as approvals: a yes label each, on the proposals branch, which holds nothing else now
     labels = [json.loads(line) for line in git(shared, "show", f"{PROPOSALS}:.knomit/labels.jsonl").splitlines()]
     assert {(lab["verdict"], lab["label"]) for lab in labels} == {(v, "yes") for v in ids}
     assert git(shared, "diff", "--name-only", "main", PROPOSALS).split() == [".knomit/labels.jsonl"]
     verdicts = {v["id"]: v for v in run("verdicts", reviewer, "--json")[1]["verdicts"]}
-    assert all(verdicts[v]["commit_sha"] for v in ids)  # applied, read from the remote's main
+    # applied, read from the remote's main
+    assert all(verdicts[v]["commit_sha"] for v in ids)
     # and a later session neither labels them again nor proposes anything
     code, again = run("-q", "review", reviewer, "--json")
     assert code == 0 and again["proposals"]["approved"] == [] and again["proposals"]["proposed"] == []
@@ -221,17 +235,22 @@ def test_facts_moved_under_a_proposal_drop_it_and_its_question_is_asked_again(tm
     prune = waiting["prune"]["verdict"]
     assert out["proposals"]["dropped"] == {prune: "its facts moved on origin/main: facts/perf/backup.md"}
     asked = [r.prompt for r in judge.requests[calls:]]
-    assert any(r.startswith("Are fact A") and "Backup requests sent after p95" in r and "Hedged" in r
-               for r in asked)  # asked again, as after any edit, and proposed again on the writer's text
+    assert any(
+        r.startswith("Are fact A") and "Backup requests sent after p95" in r and "Hedged" in r
+        # asked again, as after any edit, and proposed again on the writer's text
+        for r in asked
+    )
     now = {p["pass"]: p for p in out["proposals"]["waiting"]}
     assert now["prune"]["verdict"] != prune and out["proposals"]["proposed"] == [now["prune"]["verdict"]]
-    for name in ("exact", "alias", "discovery"):  # the others are the very same commits, on the merged main
+    # the others are the very same commits, on the merged main
+    for name in ("exact", "alias", "discovery"):
         assert now[name]["commit"] == waiting[name]["commit"]
     git(shared, "merge-base", "--is-ancestor", rev(writer, "HEAD"), PROPOSALS)
     retired = parse_fact("facts/perf/backup.md", git(shared, "show", f"{PROPOSALS}:facts/perf/backup.md"))
     assert "sent after p95" in retired.body and retired.status == "retracted"
     assert git(shared, "diff", "--name-only", "main", PROPOSALS, "--", "facts").split() == sorted(
-        {"facts/ops/f3.md", "facts/ops/f5.md", *now["prune"]["paths"], *now["discovery"]["paths"]})
+        {"facts/ops/f3.md", "facts/ops/f5.md", *now["prune"]["paths"], *now["discovery"]["paths"]}
+    )
     fast_forwards_only(shared, f"refs/heads/{PROPOSALS}")
 
 
@@ -255,6 +274,7 @@ def test_a_corpus_copied_with_its_git_proposes_in_its_own_tree_and_leaves_the_or
     """A copy (a restored backup, a runner's cache) holds a proposals tree whose link names the original's repository:
     it is made again here, never used, so the copy's sessions never touch the original's branch."""
     import shutil
+
     reviewer, waiting = proposed_once(tmp_path, shared)
     original = rev(reviewer, PROPOSALS)
     copy = tmp_path / "copied"
@@ -262,11 +282,15 @@ def test_a_corpus_copied_with_its_git_proposes_in_its_own_tree_and_leaves_the_or
     calls = judge.calls
     code, out = run("-q", "review", copy, "--json")
     assert code == 0, out
-    assert judge.calls == calls and sorted(p["verdict"] for p in out["proposals"]["waiting"]) == \
-        sorted(p["verdict"] for p in waiting.values())
-    assert Path(git(copy / ".git" / "knomit-proposals", "rev-parse", "--git-common-dir").strip()).resolve() == \
-        (copy / ".git").resolve()
-    assert rev(reviewer, PROPOSALS) == original  # the original's branch did not move
+    assert judge.calls == calls and sorted(p["verdict"] for p in out["proposals"]["waiting"]) == sorted(
+        p["verdict"] for p in waiting.values()
+    )
+    assert (
+        Path(git(copy / ".git" / "knomit-proposals", "rev-parse", "--git-common-dir").strip()).resolve()
+        == (copy / ".git").resolve()
+    )
+    # the original's branch did not move
+    assert rev(reviewer, PROPOSALS) == original
     code, out = run("approve", "--all", copy, "--json")
     assert code == 0 and sorted(out["approved"]) == sorted(p["verdict"] for p in waiting.values()), out
 
@@ -274,7 +298,8 @@ def test_a_corpus_copied_with_its_git_proposes_in_its_own_tree_and_leaves_the_or
 def test_a_fresh_clone_buys_nothing_again_and_proposes_nothing_twice(tmp_path, shared, judge):
     proposed_once(tmp_path, shared)
     calls, tip = judge.calls, rev(shared, PROPOSALS)
-    elsewhere = clone(shared, tmp_path / "elsewhere")  # another machine: no db, only what the remote holds
+    # another machine: no db, only what the remote holds
+    elsewhere = clone(shared, tmp_path / "elsewhere")
     code, out = run("-q", "review", elsewhere, "--json")
     assert code == 0, out
     assert judge.calls == calls, [r.prompt[:60] for r in judge.requests[calls:]]
@@ -285,12 +310,27 @@ def test_a_fresh_clone_buys_nothing_again_and_proposes_nothing_twice(tmp_path, s
 # fx carries both losing spellings: each alias merge rewrites it, the second on the first's change
 LATCH, LATCHING, QUEUE, QUEUEING = "feedback-latch", "latching-feedback", "queue-growth", "growing-queue"
 SHARED = {
-    "facts/a/fx.md": fact_text("A latch that feeds on its own output grows the queue", [LATCH, LATCHING, QUEUEING],
-                               0.5, ["s1"], "The output holds the latch, and the held latch lets work pile up."),
-    "facts/a/fy.md": fact_text("An alarm that silences itself stays silent", [LATCH], 0.5, ["s2"],
-                               "Silence is the condition that keeps the alarm off."),
-    "facts/a/fz.md": fact_text("Arrivals faster than service make the backlog climb", [QUEUE], 0.9, ["s3"],
-                               "Each second more arrive than leave, so the backlog only grows."),
+    "facts/a/fx.md": fact_text(
+        "A latch that feeds on its own output grows the queue",
+        [LATCH, LATCHING, QUEUEING],
+        0.5,
+        ["s1"],
+        "The output holds the latch, and the held latch lets work pile up.",
+    ),
+    "facts/a/fy.md": fact_text(
+        "An alarm that silences itself stays silent",
+        [LATCH],
+        0.5,
+        ["s2"],
+        "Silence is the condition that keeps the alarm off.",
+    ),
+    "facts/a/fz.md": fact_text(
+        "Arrivals faster than service make the backlog climb",
+        [QUEUE],
+        0.9,
+        ["s3"],
+        "Each second more arrive than leave, so the backlog only grows.",
+    ),
 }
 
 
@@ -307,53 +347,65 @@ def two_merges(req, n):
 
 def test_approve_some_re_applies_them_in_order_and_leaves_one_made_on_another(tmp_path, judge_env):
     judge_env.responder, judge_env.describer = two_merges, lines_for_every_spelling
-    repo = make_repo(tmp_path / "kb", SHARED)  # no remote: the proposals branch stays in this clone
+    # no remote: the proposals branch stays in this clone
+    repo = make_repo(tmp_path / "kb", SHARED)
     repo.write("knomit-judge.toml", ONE_CALL + UNTHROTTLED + PROPOSE)
     repo.commit("config: propose")
     head, before = rev(repo.root, "HEAD"), repo.read("facts/a/fx.md")
     code, out = run("-q", "review", repo.root, "--json")
     assert code == 0, out
     assert rev(repo.root, "HEAD") == head and repo.read("facts/a/fx.md") == before and repo.status() == ""
-    first, second = (p["verdict"] for p in out["proposals"]["waiting"])  # in the order they were proposed
+    # in the order they were proposed
+    first, second = (p["verdict"] for p in out["proposals"]["waiting"])
     assert [p["paths"] for p in out["proposals"]["waiting"]] == [["facts/a/fx.md"]] * 2
 
-    code, out = run("approve", second, repo.root, "--json")  # made on the first's change: it waits for it
+    # made on the first's change: it waits for it
+    code, out = run("approve", second, repo.root, "--json")
     assert code == 0, out
-    assert out["approved"] == {} and out["left"] == {second: "its files changed since it was proposed "
-                                                             "(facts/a/fx.md)"}
+    assert out["approved"] == {} and out["left"] == {second: "its files changed since it was proposed (facts/a/fx.md)"}
     assert rev(repo.root, "HEAD") == head
 
     code, out = run("approve", first, repo.root, "--json")
     assert code == 0, out
     assert list(out["approved"]) == [first] and [p["verdict"] for p in out["proposals"]["waiting"]] == [second]
-    code, out = run("approve", second, repo.root, "--json")  # now its files are as it found them
+    # now its files are as it found them
+    code, out = run("approve", second, repo.root, "--json")
     assert code == 0, out
     assert list(out["approved"]) == [second] and out["proposals"]["waiting"] == []
     fx = parse_fact("facts/a/fx.md", repo.read("facts/a/fx.md"))
     assert set(fx.motifs) == {LATCH, QUEUE}
-    assert trailers(repo.root, "HEAD", "Knomit-Verdict")[:2] == [second, first]  # landed in the order proposed
-    assert [lab["verdict"] for lab in map(json.loads, repo.read(".knomit/labels.jsonl").splitlines())] == \
-        [first, second]
+    # landed in the order proposed
+    assert trailers(repo.root, "HEAD", "Knomit-Verdict")[:2] == [second, first]
+    assert [lab["verdict"] for lab in map(json.loads, repo.read(".knomit/labels.jsonl").splitlines())] == [
+        first,
+        second,
+    ]
     assert repo.status() == ""
 
 
 def test_approve_and_reject_say_what_is_wrong_and_change_nothing(tmp_path, shared, judge):
     reviewer, waiting = proposed_once(tmp_path, shared)
     before = (rev(shared, "main"), rev(shared, PROPOSALS), rev(reviewer, "HEAD"))
-    for args in (["approve", reviewer], ["approve", "--all", waiting["alias"]["verdict"], reviewer],
-                 ["approve", "vffffffffffff", reviewer], ["reject", "vffffffffffff", reviewer],
-                 ["approve", "--all", reviewer, "extra"]):
+    for args in (
+        ["approve", reviewer],
+        ["approve", "--all", waiting["alias"]["verdict"], reviewer],
+        ["approve", "vffffffffffff", reviewer],
+        ["reject", "vffffffffffff", reviewer],
+        ["approve", "--all", reviewer, "extra"],
+    ):
         out = CliRunner().invoke(cli, [str(a) for a in args])
         assert out.exit_code == 2, (args, out.output)
         assert "Traceback" not in out.output and out.output.strip()
     assert (rev(shared, "main"), rev(shared, PROPOSALS), rev(reviewer, "HEAD")) == before
-    plain = make_repo(tmp_path / "plain", {})  # commit mode: nothing is proposed, and the command says why
+    # commit mode: nothing is proposed, and the command says why
+    plain = make_repo(tmp_path / "plain", {})
     out = CliRunner().invoke(cli, ["approve", "--all", str(plain.root)])
     assert out.exit_code == 2 and 'apply.mode is "commit"' in out.output
 
 
 def test_status_the_metrics_and_the_report_show_the_proposals_waiting_and_their_age(tmp_path, shared, judge):
     from prometheus_client.parser import text_string_to_metric_families
+
     reviewer, waiting = proposed_once(tmp_path, shared)
     metrics = tmp_path / "kj.prom"
     code, out = run("-q", "review", reviewer, "--metrics-file", metrics)
@@ -367,13 +419,19 @@ def test_status_the_metrics_and_the_report_show_the_proposals_waiting_and_their_
         assert sorted(i["verdict"] for i in figures["items"]) == sorted(p["verdict"] for p in waiting.values())
     code, text_ = run("status", reviewer)
     assert f"proposals knomit-judge/proposals on origin/main: 4 waiting, the oldest since {oldest}" in text_
-    samples = {s.name: s for f in text_string_to_metric_families(metrics.read_text()) for s in f.samples
-               if s.name.startswith("knomit_judge_proposals")}
+    samples = {
+        s.name: s
+        for f in text_string_to_metric_families(metrics.read_text())
+        for s in f.samples
+        if s.name.startswith("knomit_judge_proposals")
+    }
     assert samples["knomit_judge_proposals_waiting"].value == 4
     assert samples["knomit_judge_proposals_waiting"].labels["branch"] == PROPOSALS
     from datetime import datetime
-    assert samples["knomit_judge_proposals_oldest_timestamp_seconds"].value == \
-        datetime.fromisoformat(oldest).timestamp()
+
+    assert (
+        samples["knomit_judge_proposals_oldest_timestamp_seconds"].value == datetime.fromisoformat(oldest).timestamp()
+    )
     page = tmp_path / "report.html"
     code, said = run("report", reviewer, "--html", page)
     assert code == 0, said
@@ -387,13 +445,23 @@ PROPOSE_WORKFLOW = Path(__file__).resolve().parent.parent / "contrib" / "github-
 
 def test_the_propose_workflow_passes_actionlint(tmp_path):
     from helpers import actionlint
+
     done = actionlint(PROPOSE_WORKFLOW, tmp_path)
     assert done.returncode == 0 and not done.stdout.strip(), done.stdout + done.stderr
     wf = PROPOSE_WORKFLOW.read_text()
-    for needed in ("schedule:", "fetch-depth: 0", "cancel-in-progress: false", "pull-requests: write",
-                   "secrets.ANTHROPIC_API_KEY", "knomit-judge review .", "gh pr create", "gh pr edit"):
+    for needed in (
+        "schedule:",
+        "fetch-depth: 0",
+        "cancel-in-progress: false",
+        "pull-requests: write",
+        "secrets.ANTHROPIC_API_KEY",
+        "knomit-judge review .",
+        "gh pr create",
+        "gh pr edit",
+    ):
         assert needed in wf, needed
-    broken = tmp_path / "broken.yml"  # the check can fail: a context that does not exist is found
+    # the check can fail: a context that does not exist is found
+    broken = tmp_path / "broken.yml"
     broken.write_text(wf.replace("github.token", "github.tokens"))
     assert actionlint(broken, tmp_path).returncode != 0
 
@@ -406,8 +474,12 @@ def pull_request_step(corpus: Path, tmp_path: Path, open_pr: str = "") -> tuple[
     import sys
 
     import yaml
-    step = next(s for s in yaml.safe_load(PROPOSE_WORKFLOW.read_text())["jobs"]["review"]["steps"]
-                if s.get("name") == "Open or update the pull request")
+
+    step = next(
+        s
+        for s in yaml.safe_load(PROPOSE_WORKFLOW.read_text())["jobs"]["review"]["steps"]
+        if s.get("name") == "Open or update the pull request"
+    )
     bin_dir, temp = tmp_path / "bin", tmp_path / "runner"
     bin_dir.mkdir(exist_ok=True)
     temp.mkdir(exist_ok=True)
@@ -416,10 +488,17 @@ def pull_request_step(corpus: Path, tmp_path: Path, open_pr: str = "") -> tuple[
     gh = bin_dir / "gh"
     gh.write_text(f'#!/bin/sh\necho "$*" >> {log}\n[ "$2" = list ] && echo "{open_pr}"\nexit 0\n')
     gh.chmod(0o755)
-    env = {**os.environ, "PATH": f"{bin_dir}:{Path(sys.executable).parent}:/usr/bin:/bin", "RUNNER_TEMP": str(temp),
-           "PROPOSALS": PROPOSALS, "REVIEWED": "main", "GH_TOKEN": "test"}
-    done = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=corpus, env=env, capture_output=True, text=True,
-                          timeout=120)
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{Path(sys.executable).parent}:/usr/bin:/bin",
+        "RUNNER_TEMP": str(temp),
+        "PROPOSALS": PROPOSALS,
+        "REVIEWED": "main",
+        "GH_TOKEN": "test",
+    }
+    done = subprocess.run(
+        ["bash", "-e", "-c", step["run"]], cwd=corpus, env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     body = temp / "body.md"
     return log.read_text().splitlines(), body.read_text() if body.exists() else ""
@@ -429,22 +508,28 @@ def test_the_pull_request_lists_each_decision_with_its_evidence_and_commands(tmp
     reviewer, waiting = proposed_once(tmp_path, shared)
     calls, body = pull_request_step(reviewer, tmp_path)
     assert calls[0] == f"pr list --head {PROPOSALS} --base main --state open --json number --jq .[0].number // empty"
-    assert calls[1].startswith(f"pr create --head {PROPOSALS} --base main --title knomit-judge: 4 decision(s) "
-                               "proposed --body-file ")
+    assert calls[1].startswith(
+        f"pr create --head {PROPOSALS} --base main --title knomit-judge: 4 decision(s) proposed --body-file "
+    )
     for p in waiting.values():
-        assert f"`knomit-judge approve {p['verdict']}`" in body and f"`knomit-judge reject {p['verdict']} --note" in body
+        assert (
+            f"`knomit-judge approve {p['verdict']}`" in body and f"`knomit-judge reject {p['verdict']} --note" in body
+        )
         assert p["subject"] in body
     assert "Both report the same hedging result." in body and "Hedged requests cut p99" in body  # the evidence
-    calls, _ = pull_request_step(reviewer, tmp_path, open_pr="7")  # the pull request is open: it is updated
+    # the pull request is open: it is updated
+    calls, _ = pull_request_step(reviewer, tmp_path, open_pr="7")
     assert calls[1].startswith("pr edit 7 --title knomit-judge: 4 decision(s) proposed")
     assert run("approve", "--all", reviewer)[0] == 0
-    calls, _ = pull_request_step(reviewer, tmp_path, open_pr="7")  # nothing waits: it is closed
+    # nothing waits: it is closed
+    calls, _ = pull_request_step(reviewer, tmp_path, open_pr="7")
     assert calls[1].startswith("pr close 7 --comment")
 
 
 def test_a_proposing_session_killed_mid_commit_is_rolled_back_and_proposes_it_once(corpus_repo, judge_env):
     from judges import PAIR, alias_yes
     from processes import kill_in_hook
+
     judge_env.responder = alias_yes
     corpus_repo.write("knomit-judge.toml", ONE_CALL + PROPOSE)
     corpus_repo.commit("config: propose")
@@ -453,7 +538,8 @@ def test_a_proposing_session_killed_mid_commit_is_rolled_back_and_proposes_it_on
     kill_in_hook(corpus_repo.root, "pre-commit", "review", str(corpus_repo.root), "--pass", "alias")
     tree = corpus_repo.root / ".git" / "knomit-proposals"
     assert (corpus_repo.root / ".git" / "worktrees" / "knomit-proposals" / "knomit-pending.json").exists()
-    assert "facts/ops/f3.md" in git(tree, "status", "--porcelain")  # the change half-made, in its tree only
+    # the change half-made, in its tree only
+    assert "facts/ops/f3.md" in git(tree, "status", "--porcelain")
     assert rev(corpus_repo.root, "HEAD") == head and corpus_repo.status() == ""
 
     code, out = run("-q", "review", corpus_repo.root, "--pass", "alias", "--json")
@@ -484,17 +570,20 @@ def test_an_approval_the_remote_did_not_take_exits_1_and_goes_out_with_the_next(
 def test_rebuild_reads_the_proposals_tree_and_check_finds_it_equal(tmp_path, shared, judge):
     reviewer, waiting = proposed_once(tmp_path, shared)
     code, out = run("rebuild", reviewer, "--check")
-    assert code == 0, out  # the sessions' derived state is of the proposals' tree, and so is the check's
+    # the sessions' derived state is of the proposals' tree, and so is the check's
+    assert code == 0, out
     code, said = run("reject", waiting["discovery"]["verdict"], reviewer, "--json")
     assert code == 0, said
-    for db in (reviewer / ".knomit").glob("judge.db*"):  # a lost db: the journal on both branches restores it
+    # a lost db: the journal on both branches restores it
+    for db in (reviewer / ".knomit").glob("judge.db*"):
         db.unlink()
     code, out = run("rebuild", reviewer)
     assert code == 0, out
     code, out = run("rebuild", reviewer, "--check")
     assert code == 0, out
     verdicts = {v["id"]: v for v in run("verdicts", reviewer, "--json")[1]["verdicts"]}
-    assert verdicts[waiting["discovery"]["verdict"]]["reverted"] is True  # the reject's revert line, from the branch
+    # the reject's revert line, from the branch
+    assert verdicts[waiting["discovery"]["verdict"]]["reverted"] is True
     calls = judge.calls
     code, again = run("-q", "review", reviewer, "--json")
     assert code == 0 and judge.calls == calls and again["proposals"]["proposed"] == [], again

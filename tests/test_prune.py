@@ -28,20 +28,53 @@ LOSE_TITLE = "A pool with no read timeout runs dry when one dependency hangs"
 
 
 def pool_corpus(tmp_path):
-    return make_repo(tmp_path / "corpus", {
-        KEEP: fact_text(KEEP_TITLE, ["missing-timeout"], 0.8, ["inc-1", "shared-doc"],
-                        "When a downstream call hangs, each request holds its pooled connection until none is left.",
-                        links=[X], extra='reviewed_by:   "Ana"   # odd spacing, kept\nnotes:\n  - keep me\n'),
-        LOSE: fact_text(LOSE_TITLE, ["pool-exhaustion", "missing-timeout"], 0.6, ["shared-doc", "inc-2"],
-                        "Without a read timeout a hung dependency pins every connection of the pool.",
-                        links=[Y, KEEP], extra="origin: {team: sre, id: 7}\n"),
-        X: fact_text("Bulkheads isolate one tenant's overload from the rest", ["bulkhead"], 0.5, ["s-x"],
-                     "Separate pools per tenant stop one noisy tenant from starving others.", links=[LOSE]),
-        Y: fact_text("Timeouts should be shorter than the caller's own deadline", ["deadline-budget"], 0.5, ["s-y"],
-                     "A callee timeout longer than the caller deadline only wastes work.", links=[LOSE, KEEP]),
-        Z: fact_text("Sourdough rises faster in a warm kitchen", ["yeast-temperature"], 0.5, ["s-z"],
-                     "Yeast metabolism speeds up with temperature.", links=[X]),
-    })
+    return make_repo(
+        tmp_path / "corpus",
+        {
+            KEEP: fact_text(
+                KEEP_TITLE,
+                ["missing-timeout"],
+                0.8,
+                ["inc-1", "shared-doc"],
+                "When a downstream call hangs, each request holds its pooled connection until none is left.",
+                links=[X],
+                extra='reviewed_by:   "Ana"   # odd spacing, kept\nnotes:\n  - keep me\n',
+            ),
+            LOSE: fact_text(
+                LOSE_TITLE,
+                ["pool-exhaustion", "missing-timeout"],
+                0.6,
+                ["shared-doc", "inc-2"],
+                "Without a read timeout a hung dependency pins every connection of the pool.",
+                links=[Y, KEEP],
+                extra="origin: {team: sre, id: 7}\n",
+            ),
+            X: fact_text(
+                "Bulkheads isolate one tenant's overload from the rest",
+                ["bulkhead"],
+                0.5,
+                ["s-x"],
+                "Separate pools per tenant stop one noisy tenant from starving others.",
+                links=[LOSE],
+            ),
+            Y: fact_text(
+                "Timeouts should be shorter than the caller's own deadline",
+                ["deadline-budget"],
+                0.5,
+                ["s-y"],
+                "A callee timeout longer than the caller deadline only wastes work.",
+                links=[LOSE, KEEP],
+            ),
+            Z: fact_text(
+                "Sourdough rises faster in a warm kitchen",
+                ["yeast-temperature"],
+                0.5,
+                ["s-z"],
+                "Yeast metabolism speeds up with temperature.",
+                links=[X],
+            ),
+        },
+    )
 
 
 MERGE = {"decision": "merge", "rationale": "Both say a pool with no read timeout is exhausted by a hung dependency."}
@@ -65,7 +98,8 @@ def test_merge_absorbs_relinks_and_keeps_unknown_keys(tmp_path, judge_env):
     keep, lose = (parse_fact(p, repo.read(p)) for p in (KEEP, LOSE))
     assert keep.active and keep.sources == ("inc-1", "shared-doc", "inc-2")
     assert keep.motifs == ("missing-timeout", "pool-exhaustion")
-    assert keep.links == (X, Y)  # the loser's own link to the survivor is dropped, not self-linked
+    # the loser's own link to the survivor is dropped, not self-linked
+    assert keep.links == (X, Y)
     assert lose.status == "retracted"
     assert re.search(rf"^retracted_by: {vid}$", repo.read(LOSE), re.M)
     assert re.search(rf"^survivor: {KEEP}$", repo.read(LOSE), re.M)
@@ -79,7 +113,8 @@ def test_merge_absorbs_relinks_and_keeps_unknown_keys(tmp_path, judge_env):
     assert repo.read(Z) == before[Z]
     assert repo.status() == ""
 
-    calls = judge_env.calls  # unchanged pairs (including those the merge changed, asked in round 2) are not asked again
+    # unchanged pairs (including those the merge changed, asked in round 2) are not asked again
+    calls = judge_env.calls
     assert review(repo.root, ReviewOptions(passes=("prune",))).passes["prune"].state == "caught-up"
     assert judge_env.calls == calls
 
@@ -87,9 +122,15 @@ def test_merge_absorbs_relinks_and_keeps_unknown_keys(tmp_path, judge_env):
 def test_retract_points_at_survivor_and_carries_over_provenance_but_no_motif(tmp_path):
     repo = pool_corpus(tmp_path)
     before = {p: repo.read(p) for p in (KEEP, LOSE, X)}
-    judge = scripted(tmp_path, {"pass": "prune", "a": LOSE, "b": KEEP,
-                                "reply": {"decision": "retract", "redundant": "A",
-                                          "rationale": "The copy adds nothing to the pool fact."}})
+    judge = scripted(
+        tmp_path,
+        {
+            "pass": "prune",
+            "a": LOSE,
+            "b": KEEP,
+            "reply": {"decision": "retract", "redundant": "A", "rationale": "The copy adds nothing to the pool fact."},
+        },
+    )
 
     result = review(repo.root, ReviewOptions(passes=("prune",), judge=judge))
 
@@ -100,7 +141,8 @@ def test_retract_points_at_survivor_and_carries_over_provenance_but_no_motif(tmp
     # but not the retired fact's motif: a retraction says the fact added no claim.
     keep = parse_fact(KEEP, repo.read(KEEP))
     assert keep.sources == ("inc-1", "shared-doc", "inc-2")
-    assert keep.links == (X, Y)  # the loser's link to the survivor itself is not taken in
+    # the loser's link to the survivor itself is not taken in
+    assert keep.links == (X, Y)
     assert keep.motifs == ("missing-timeout",)
     assert 'reviewed_by:   "Ana"   # odd spacing, kept\nnotes:\n  - keep me\n' in repo.read(KEEP)
     body = git(repo.root, "log", "-1", "--format=%B", "--grep", f"^Knomit-Verdict: {t['Knomit-Verdict']}$")
@@ -118,7 +160,9 @@ def test_retract_points_at_survivor_and_carries_over_provenance_but_no_motif(tmp
 
 def test_merge_without_rationale_is_recorded_distinct(tmp_path):
     repo = pool_corpus(tmp_path)
-    judge = scripted(tmp_path, {"pass": "prune", "a": KEEP, "b": LOSE, "reply": {"decision": "merge", "rationale": " "}})
+    judge = scripted(
+        tmp_path, {"pass": "prune", "a": KEEP, "b": LOSE, "reply": {"decision": "merge", "rationale": " "}}
+    )
     result = review(repo.root, ReviewOptions(passes=("prune",), judge=judge))
     assert result.passes["prune"].applied == 0 and result.passes["prune"].resolved == 0
     assert parse_fact(LOSE, repo.read(LOSE)).active
@@ -136,31 +180,54 @@ FILLER = {
 PAIR_BODY = "A cache entry that is never invalidated serves stale data after the source changes."
 
 
-WHY = {"confidence": "higher confidence (0.7 vs 0.6)", "sources": "more sources (2 vs 1)",
-       "carriers": "more carriers of its motifs (3 vs 1)", "older path": "the older path"}
+WHY = {
+    "confidence": "higher confidence (0.7 vs 0.6)",
+    "sources": "more sources (2 vs 1)",
+    "carriers": "more carriers of its motifs (3 vs 1)",
+    "older path": "the older path",
+}
 
 
-@pytest.mark.parametrize("rule, winner, loser", [
-    # the winner is better on exactly one key; the loser is better on every later key
-    ("confidence", dict(confidence=0.7, sources=["w1"], motifs=["rare-w"]),
-                   dict(confidence=0.6, sources=["l1", "l2", "l3"], motifs=["common"])),
-    ("sources", dict(confidence=0.6, sources=["w1", "w2"], motifs=["rare-w"]),
-                dict(confidence=0.6, sources=["l1"], motifs=["common"])),
-    ("carriers", dict(confidence=0.6, sources=["w1"], motifs=["common"]),
-                 dict(confidence=0.6, sources=["l1"], motifs=["rare-l"])),
-    ("older path", dict(confidence=0.6, sources=["w1"], motifs=["shared"]),
-                   dict(confidence=0.6, sources=["l1"], motifs=["shared"])),
-])
+@pytest.mark.parametrize(
+    "rule, winner, loser",
+    [
+        # the winner is better on exactly one key; the loser is better on every later key
+        (
+            "confidence",
+            dict(confidence=0.7, sources=["w1"], motifs=["rare-w"]),
+            dict(confidence=0.6, sources=["l1", "l2", "l3"], motifs=["common"]),
+        ),
+        (
+            "sources",
+            dict(confidence=0.6, sources=["w1", "w2"], motifs=["rare-w"]),
+            dict(confidence=0.6, sources=["l1"], motifs=["common"]),
+        ),
+        (
+            "carriers",
+            dict(confidence=0.6, sources=["w1"], motifs=["common"]),
+            dict(confidence=0.6, sources=["l1"], motifs=["rare-l"]),
+        ),
+        (
+            "older path",
+            dict(confidence=0.6, sources=["w1"], motifs=["shared"]),
+            dict(confidence=0.6, sources=["l1"], motifs=["shared"]),
+        ),
+    ],
+)
 def test_survivor_rules(tmp_path, rule, winner, loser):
     # The loser is added first (older) and sorts first, except in the age rule, where the winner is older.
     win_path, lose_path = "facts/z-winner.md", "facts/a-loser.md"
     fillers = {p: fact_text(t, ["common"], c, s) for p, (t, c, s) in FILLER.items()}
-    first, second = ((win_path, winner), (lose_path, loser)) if rule == "older path" else \
-        ((lose_path, loser), (win_path, winner))
-    repo = make_repo(tmp_path / "corpus", {**fillers, first[0]: fact_text("Stale cache entry " + first[0], body=PAIR_BODY,
-                                                                           **first[1])})
+    first, second = (
+        ((win_path, winner), (lose_path, loser)) if rule == "older path" else ((lose_path, loser), (win_path, winner))
+    )
+    repo = make_repo(
+        tmp_path / "corpus",
+        {**fillers, first[0]: fact_text("Stale cache entry " + first[0], body=PAIR_BODY, **first[1])},
+    )
     repo.write(second[0], fact_text("Stale cache entry " + second[0], body=PAIR_BODY, **second[1]))
-    repo.commit("second fact")  # usually within the same second as the first: age is commit order, not time
+    # usually within the same second as the first: age is commit order, not time
+    repo.commit("second fact")
     judge = scripted(tmp_path, {"pass": "prune", "a": win_path, "b": lose_path, "reply": MERGE})
 
     result = review(repo.root, ReviewOptions(passes=("prune",), judge=judge))
@@ -170,16 +237,20 @@ def test_survivor_rules(tmp_path, rule, winner, loser):
     assert facts[win_path].active, f"{rule}: the winner was retracted"
     assert facts[lose_path].status == "retracted"
     assert f"survivor: {win_path}\n" in repo.read(lose_path)
-    assert f"survives by the fixed rules: {WHY[rule]}" in \
-        git(repo.root, "log", "-1", "--format=%b", decision_commits(repo.root, "prune")[0])
+    assert f"survives by the fixed rules: {WHY[rule]}" in git(
+        repo.root, "log", "-1", "--format=%b", decision_commits(repo.root, "prune")[0]
+    )
 
 
 # --- selection, memory, and retracted facts ---------------------------------------------------
 
+
 def test_pass_prune_selects_prune_and_exact_only(tmp_path):
     repo = pool_corpus(tmp_path)
-    judge = scripted(tmp_path, {"pass": "alias", "a": "missing-timeout", "b": "pool-exhaustion",
-                                "reply": {"same": True, "mechanism": "x"}})
+    judge = scripted(
+        tmp_path,
+        {"pass": "alias", "a": "missing-timeout", "b": "pool-exhaustion", "reply": {"same": True, "mechanism": "x"}},
+    )
     result = CliRunner().invoke(cli, ["-q", "review", str(repo.root), "--pass", "prune", "--json", "--judge", judge])
     out = json.loads(result.stdout)
     assert list(out["passes"]) == ["exact", "prune"]
@@ -195,12 +266,28 @@ GHOST_TITLE = "Stale retracted claim about connection pools and read timeouts"
 def test_retracted_facts_are_ignored_by_every_pass(tmp_path, judge_env):
     repo = pool_corpus(tmp_path)
     # a retracted near-copy of the pool fact, an exact duplicate of another, carrying a motif of its own
-    repo.write(GHOST, fact_text(GHOST_TITLE, ["ghost-motif", "missing-timeout"], 0.9, ["g"],
-                                "When a downstream call hangs, each request holds its pooled connection until none is left.",
-                                extra="status: retracted\nretracted_by: v000000000000\nsurvivor: facts/a/pool.md\n"))
-    repo.write("facts/old/ghost-of-z.md", fact_text("Sourdough rises faster in a warm kitchen", ["yeast-temperature"],
-                                                    0.5, ["s-z"], "Yeast metabolism speeds up with temperature.",
-                                                    extra="status: retracted\n"))
+    repo.write(
+        GHOST,
+        fact_text(
+            GHOST_TITLE,
+            ["ghost-motif", "missing-timeout"],
+            0.9,
+            ["g"],
+            "When a downstream call hangs, each request holds its pooled connection until none is left.",
+            extra="status: retracted\nretracted_by: v000000000000\nsurvivor: facts/a/pool.md\n",
+        ),
+    )
+    repo.write(
+        "facts/old/ghost-of-z.md",
+        fact_text(
+            "Sourdough rises faster in a warm kitchen",
+            ["yeast-temperature"],
+            0.5,
+            ["s-z"],
+            "Yeast metabolism speeds up with temperature.",
+            extra="status: retracted\n",
+        ),
+    )
     repo.commit("retracted facts")
     write_config(repo, FAST)
     ghost_before = repo.read(GHOST)

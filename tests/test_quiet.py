@@ -33,8 +33,9 @@ pytestmark = pytest.mark.slow
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")}
-    return subprocess.run([str(KNOMIT_JUDGE), *args], capture_output=True, text=True, timeout=300, cwd=cwd,
-                          env={**env, **GIT_ENV})
+    return subprocess.run(
+        [str(KNOMIT_JUDGE), *args], capture_output=True, text=True, timeout=300, cwd=cwd, env={**env, **GIT_ENV}
+    )
 
 
 def fresh(root: Path, facts: Path) -> Path:
@@ -61,8 +62,9 @@ def reviewed(tmp_path_factory) -> Path:
 def proposed(tmp_path_factory) -> Path:
     """The demo corpus with [apply] mode = "propose", reviewed once: its decisions wait on the proposals branch."""
     root = fresh(tmp_path_factory.mktemp("quiet") / "demo", DEMO / "facts")
-    (root / "knomit-judge.toml").write_text((DEMO / "knomit-judge.toml").read_text(encoding="utf-8")
-                                            + '\n[apply]\nmode = "propose"\n', encoding="utf-8")
+    (root / "knomit-judge.toml").write_text(
+        (DEMO / "knomit-judge.toml").read_text(encoding="utf-8") + '\n[apply]\nmode = "propose"\n', encoding="utf-8"
+    )
     assert run("-q", "init", str(root)).returncode == 0
     git(root, "add", "facts", "knomit-judge.toml")
     git(root, "commit", "-q", "-m", "demo corpus")
@@ -83,14 +85,29 @@ def applied_verdict(root: Path) -> str:
 
 def daemon(root: Path, quiet: bool) -> subprocess.CompletedProcess:
     """The daemon on a far schedule, stopped by SIGTERM once its handler is in place."""
-    proc = subprocess.Popen([str(KNOMIT_JUDGE), *(["-q"] if quiet else []), "daemon", str(root), "--cron",
-                             "0 3 1 1 *", "--judge", DEMO_JUDGE], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, **GIT_ENV})
+    proc = subprocess.Popen(
+        [
+            str(KNOMIT_JUDGE),
+            *(["-q"] if quiet else []),
+            "daemon",
+            str(root),
+            "--cron",
+            "0 3 1 1 *",
+            "--judge",
+            DEMO_JUDGE,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **GIT_ENV},
+    )
     deadline = time.monotonic() + 60
-    while not caught(proc.pid, signal.SIGTERM):  # before that, SIGTERM would kill it, not stop it
+    # before that, SIGTERM would kill it, not stop it
+    while not caught(proc.pid, signal.SIGTERM):
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.05)
-    time.sleep(0.5)  # the handler is set just before the scheduler starts and says so
+    # the handler is set just before the scheduler starts and says so
+    time.sleep(0.5)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
@@ -115,8 +132,16 @@ COMMANDS = {
     "revert": (lambda root, tmp: ["revert", applied_verdict(root), str(root)], False),
     "label": (lambda root, tmp: ["label", applied_verdict(root), "yes", str(root)], False),
     "report": (lambda root, tmp: ["report", str(root), "--html", str(tmp / "report.html")], False),
-    "calibrate": (lambda root, tmp: ["calibrate", str(CALIBRATION / "labels.jsonl"), str(calibration(tmp)),
-                                     "--judge", f"scripted:{CALIBRATION / 'judge-replies.jsonl'}"], True),
+    "calibrate": (
+        lambda root, tmp: [
+            "calibrate",
+            str(CALIBRATION / "labels.jsonl"),
+            str(calibration(tmp)),
+            "--judge",
+            f"scripted:{CALIBRATION / 'judge-replies.jsonl'}",
+        ],
+        True,
+    ),
     "daemon": (None, False),
     "links": (lambda root, tmp: ["links", str(root)], True),
     # on the `proposed` corpus: approve says what landed and what was left (a result), reject only confirms
@@ -158,7 +183,8 @@ def test_quiet_leaves_only_results_and_errors(name, request, tmp_path):
     if keeps:
         assert quiet.stdout and quiet.stdout == normalised(loud.stdout, quiet.stdout)
     else:
-        assert loud.stdout or loud.stderr  # without -q it says what it did
+        # without -q it says what it did
+        assert loud.stdout or loud.stderr
         assert quiet.stdout == "", f"-q {name} printed: {quiet.stdout}"
 
 
@@ -167,8 +193,10 @@ def normalised(loud: str, quiet: str) -> str:
     lines that differ only in those."""
     if loud.count("\n") != quiet.count("\n"):
         return loud
-    volatile = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{4}|\d{4}-\d\d-\d\dT[\d:.+]+|/q(True|False)/|/t(True|False)/|"
-                          r"\b[0-9a-f]{7,40}\b")
+    volatile = re.compile(
+        r"\d{8}T\d{6}Z-[0-9a-f]{4}|\d{4}-\d\d-\d\dT[\d:.+]+|/q(True|False)/|/t(True|False)/|"
+        r"\b[0-9a-f]{7,40}\b"
+    )
     same = all(volatile.sub("", a) == volatile.sub("", b) for a, b in zip(loud.splitlines(), quiet.splitlines()))
     return quiet if same else loud
 

@@ -44,7 +44,8 @@ def test_a_429_with_retry_after_pauses_every_worker_once(many_repo, judge_env, c
     t429 = requests[0].at
     in_flight = [q for q in requests if q.at < t429 + 0.1]
     later = [q.at - t429 for q in requests if q.at >= t429 + 0.1]
-    assert len(in_flight) <= 4  # only the calls already sent when the 429 came back
+    # only the calls already sent when the 429 came back
+    assert len(in_flight) <= 4
     assert later and min(later) >= 0.95, f"a worker called during the pause: {min(later):.2f}s after the 429"
     assert len(pauses(caplog)) == 1 and "retry-after 1" in pauses(caplog)[0]
     assert not [m for m in caplog.records if m.levelno >= logging.WARNING and "attempt" in m.getMessage()]
@@ -54,7 +55,8 @@ def test_retry_after_zero_means_zero(pair_repo, judge_env, caplog):
     caplog.set_level(logging.DEBUG, logger="knomit_judge")
     judge_env.script([status(429, retry_after=0)])
     judge_env.responder = lambda req, n: text(DIFFERENT)
-    r = session(pair_repo, position_swap=False, backoff_s=5.0)  # our own backoff would wait seconds
+    # our own backoff would wait seconds
+    r = session(pair_repo, position_swap=False, backoff_s=5.0)
     assert (r.judged, r.attempts) == (1, 2)
     first, second = judge_env.requests
     assert second.at - first.at < 1.0 and pauses(caplog) == []
@@ -80,7 +82,8 @@ def test_ratelimit_headers_pace_calls_before_the_limit_is_hit(pair_repo, judge_e
     # the reset time is fixed when the script is made, a moment before the session starts
     judge_env.script([text(DIFFERENT, headers=ratelimit("requests", remaining=0, reset_in=1.5))])
     judge_env.responder = lambda req, n: text(DIFFERENT, headers=ratelimit("requests", remaining=40, reset_in=1.0))
-    r = session(pair_repo, concurrency=1, swap_sample=1.0)  # both orders: a second call for the pacing to hold
+    # both orders: a second call for the pacing to hold
+    r = session(pair_repo, concurrency=1, swap_sample=1.0)
     assert (r.judged, r.attempts) == (1, 2)  # no 429 was needed
     first, second = judge_env.requests
     assert second.at - first.at >= 0.7

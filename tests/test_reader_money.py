@@ -26,8 +26,8 @@ TOKENS = {"input_tokens": QUESTION_TOKENS[0], "output_tokens": QUESTION_TOKENS[1
 
 def config(judge: str = "", budget: str = "") -> str:
     """A quiet config: no backoff, no swap sample, no describe step; `judge` and `budget` keys added."""
-    return (f"[judge]\nbackoff_s = 0.0\nswap_sample = 0.0\n{judge}[describe]\nenabled = false\n"
-            f"[budget]\n{budget}")
+    return f"[judge]\nbackoff_s = 0.0\nswap_sample = 0.0\n{judge}[describe]\nenabled = false\n[budget]\n{budget}"
+
 
 # slow: sessions in a row, and a reader compared with the judge model alone on the same corpus
 pytestmark = pytest.mark.slow
@@ -84,14 +84,16 @@ def first_reader_status(repo) -> dict:
 
 @pytest.fixture
 def with_first_reader(monkeypatch):
-    monkeypatch.delenv("KNOMIT_JUDGE_FIRST_READER")  # the default: claude-haiku-5-5 reads first
+    # the default: claude-haiku-5-5 reads first
+    monkeypatch.delenv("KNOMIT_JUDGE_FIRST_READER")
 
 
 # -- a reader judged by all it did (Why 1) --------------------------------------------------------------------
 
 
 def test_a_first_reader_that_says_yes_to_everything_is_suspended_in_its_first_session_at_most_twice_the_cost(
-        tmp_path, judge_env, with_first_reader):
+    tmp_path, judge_env, with_first_reader
+):
     keys = config("concurrency = 2\n", "opening_usd = 0.05\n")
     judge_env.responder = Loopback(first="yes")
     alone = review(corpus(tmp_path / "alone", keys), env={"KNOMIT_JUDGE_FIRST_READER": ""})["passes"]["alias"]
@@ -108,9 +110,11 @@ def test_a_first_reader_that_says_yes_to_everything_is_suspended_in_its_first_se
     # the balance: its opening and what each resolution deposited, and at most the question that crossed it
     assert r["cost_usd"] <= 0.05 + r["resolved"] * 0.04 + 2 * price(STRONG), r
 
-    write_config(repo, config("concurrency = 2\n", "enabled = false\n"))  # every question read: a shadow to draw
+    # every question read: a shadow to draw
+    write_config(repo, config("concurrency = 2\n", "enabled = false\n"))
     judge_env.responder = loop = Loopback(first="yes", true={PENALTY, RETRY, new_pair(repo, 1)})
-    again = review(repo)["passes"]["alias"]  # suspended from its start: only the shadow sample is read first
+    # suspended from its start: only the shadow sample is read first
+    again = review(repo)["passes"]["alias"]
     assert again["first_reads"] == 0 and again["first_reader_state"] == "suspended"
     assert loop.calls(FIRST) == again["shadow_reads"] > 0
     published = first_reader_status(repo)["first_reader"]["alias"]
@@ -133,18 +137,19 @@ def test_rebuild_from_nothing_gives_the_same_first_reader_state(tmp_path, judge_
 # -- every read charged to the model that made it (Why 2) ------------------------------------------------------
 
 
-def test_a_first_reader_down_all_session_spends_no_more_than_the_balance_holds(tmp_path, judge_env,
-                                                                               with_first_reader):
+def test_a_first_reader_down_all_session_spends_no_more_than_the_balance_holds(tmp_path, judge_env, with_first_reader):
     repo = corpus(tmp_path / "c", config("concurrency = 2\n", "opening_usd = 0.02\n"))
-    judge_env.responder = Loopback(first="down", true=())  # every question the judge model's no: no deposit
+    # every question the judge model's no: no deposit
+    judge_env.responder = Loopback(first="down", true=())
     r = review(repo)["passes"]["alias"]
     assert r["handed_over"] > 0 and r["judged"] > 0
     assert r["cost_usd"] <= 0.02 + 1e-9, r
     assert r["judged"] <= 0.02 / price(STRONG) + 1e-9 < r["candidates"]
 
 
-def test_with_both_models_down_a_pass_stops_offering_after_a_bounded_number_and_is_broken(tmp_path, judge_env,
-                                                                                          with_first_reader):
+def test_with_both_models_down_a_pass_stops_offering_after_a_bounded_number_and_is_broken(
+    tmp_path, judge_env, with_first_reader
+):
     repo = corpus(tmp_path / "c", config("concurrency = 4\n", "enabled = false\n"))
     judge_env.responder = Loopback(first="down", strong="down")
     r = review(repo, code=1)["passes"]["alias"]
@@ -166,8 +171,9 @@ def test_a_new_corpus_counts_questions_in_flight_at_the_models_nominal_price(tmp
 
 
 @pytest.mark.parametrize("cap", ["judge.max_cost_usd", "budget.max_usd_per_day", "budget.max_usd_per_month"])
-def test_the_judge_models_reads_of_first_yeses_are_checked_against_the_caps(tmp_path, judge_env,
-                                                                            with_first_reader, cap):
+def test_the_judge_models_reads_of_first_yeses_are_checked_against_the_caps(
+    tmp_path, judge_env, with_first_reader, cap
+):
     section, key = cap.split(".")
     keys = {"judge": "concurrency = 4\n", "budget": "enabled = false\n"}
     keys[section] += f"{key} = 0.012\n"
@@ -181,13 +187,15 @@ def test_the_judge_models_reads_of_first_yeses_are_checked_against_the_caps(tmp_
 
 def test_audits_are_checked_against_the_caps(tmp_path, judge_env, with_first_reader):
     repo = motif_repo(tmp_path, "")
-    reads = 28 * price(FIRST)  # every question read first, each a no: the audits come after them
+    # every question read first, each a no: the audits come after them
+    reads = 28 * price(FIRST)
     cap = round(reads + 1.5 * price(STRONG), 6)
     write_config(repo, config(f"concurrency = 4\naudit_share = 0.5\nmax_cost_usd = {cap}\n", "enabled = false\n"))
     judge_env.responder = Loopback(true=())
     r = review(repo)["passes"]["alias"]
     assert r["first_reads"] == 28 and r["charged_usd"] <= cap + 1e-9, r
-    assert r["audits"] <= 1  # half the first reads were due an audit (about 14): the cap held all but one at most
+    # half the first reads were due an audit (about 14): the cap held all but one at most
+    assert r["audits"] <= 1
 
 
 # -- a suspended reader re-trusted by evidence (Why 6) ----------------------------------------------------------
@@ -196,26 +204,42 @@ def test_audits_are_checked_against_the_caps(tmp_path, judge_env, with_first_rea
 def new_pair(repo, i: int) -> frozenset:
     """A writer's two spellings of one new mechanism, each carried by a fact saying so: a true alias pair."""
     a, b = f"circuit-breaker-trips-{i}", f"breaker-trip-cascade-{i}"
-    repo.write(f"facts/new/a{i}.md", fact_text(f"A circuit breaker that trips cascades the outage {i}", [a],
-                                                body="Each breaker that opens moves load onto the next one."))
-    repo.write(f"facts/new/b{i}.md", fact_text(f"Breakers tripping in a row spread outage {i}", [b],
-                                                body="An open breaker pushes its load to its neighbours."))
+    repo.write(
+        f"facts/new/a{i}.md",
+        fact_text(
+            f"A circuit breaker that trips cascades the outage {i}",
+            [a],
+            body="Each breaker that opens moves load onto the next one.",
+        ),
+    )
+    repo.write(
+        f"facts/new/b{i}.md",
+        fact_text(
+            f"Breakers tripping in a row spread outage {i}",
+            [b],
+            body="An open breaker pushes its load to its neighbours.",
+        ),
+    )
     repo.commit(f"a writer adds mechanism {i}")
     return frozenset((a, b))
 
 
 def test_a_suspended_reader_keeps_a_shadow_sample_and_is_re_trusted_once_it_clears_the_target(
-        tmp_path, judge_env, with_first_reader):
+    tmp_path, judge_env, with_first_reader
+):
     repo = corpus(tmp_path / "c", config("concurrency = 1\n", "enabled = false\n"))
-    judge_env.responder = Loopback(missed={PENALTY, RETRY})  # both true pairs missed: the audits find them
+    # both true pairs missed: the audits find them
+    judge_env.responder = Loopback(missed={PENALTY, RETRY})
     assert review(repo)["passes"]["alias"]["misses"] == 2
 
     true = {PENALTY, RETRY}
-    for session in range(1, LIFT_MIN + 2):  # the reader now reads as well as the judge model; a writer adds true pairs
+    # the reader now reads as well as the judge model; a writer adds true pairs
+    for session in range(1, LIFT_MIN + 2):
         true.add(new_pair(repo, session))
         judge_env.responder = Loopback(true=true)
         out = review(repo)["passes"]["alias"]
-        if session <= LIFT_MIN:  # each session's shadow sample reads the one yes of the judge model it has
+        # each session's shadow sample reads the one yes of the judge model it has
+        if session <= LIFT_MIN:
             assert out["first_reader_state"] == "suspended" and out["first_reads"] == 0 and out["shadow_reads"] > 0
             shown = first_reader_status(repo)
             published = shown["first_reader"]["alias"]
@@ -232,14 +256,16 @@ def test_a_suspended_reader_keeps_a_shadow_sample_and_is_re_trusted_once_it_clea
 
 
 def test_a_new_duplicate_is_read_by_the_judge_model_in_the_session_that_first_sees_it_past_the_balance(
-        tmp_path, judge_env, with_first_reader):
+    tmp_path, judge_env, with_first_reader
+):
     """A question owed to a fresh fact is asked whatever the balance holds, and so is the judge model's reading of the
     first reader's yes on it: held for the balance, a duplicate found on the day it appeared waited for resolutions
     elsewhere to refill the pass (12 sessions on the aekb replay)."""
     judge_env.responder = planted
     repo = make_repo(tmp_path / "kb", {p: t for p, t in THREE.items() if p != "facts/perf/backup.md"})
     write_config(repo, config(budget="opening_usd = 1.0\n"))
-    review(repo, "--pass", "prune")  # every question of the corpus answered: distinct
+    # every question of the corpus answered: distinct
+    review(repo, "--pass", "prune")
     left = first_reader_status(repo)["throttle"]["prune"]["balance_usd"]
     # the next session opens with a balance that pays the new fact's first reads, not a judge-model reading of a yes
     write_config(repo, config(budget=f"opening_usd = {1.0 - left + price('claude-sonnet-5-5') * 0.75}\n"))

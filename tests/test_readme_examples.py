@@ -70,12 +70,18 @@ def newcomer_env(home: Path) -> dict[str, str]:
     """This environment without an API key or knomit-judge on PATH; a scratch home with a git identity."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_") and k != "VIRTUAL_ENV"}
     path = [d for d in env.get("PATH", "").split(os.pathsep) if d and not (Path(d) / "knomit-judge").exists()]
-    return {**env, **GIT_ENV, "HOME": str(home), "PATH": os.pathsep.join(path),
-            "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
+    return {
+        **env,
+        **GIT_ENV,
+        "HOME": str(home),
+        "PATH": os.pathsep.join(path),
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
+    }
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if sh_blocks(p.read_text(encoding="utf-8"))],
-                         ids=lambda p: str(p.relative_to(REPO)))
+@pytest.mark.parametrize(
+    "page", [p for p in PAGES if sh_blocks(p.read_text(encoding="utf-8"))], ids=lambda p: str(p.relative_to(REPO))
+)
 def test_shell_examples_run(page, after_make_demo, tmp_path):
     top = tmp_path / "newcomer"
     shutil.copytree(after_make_demo, top, symlinks=True)
@@ -83,8 +89,14 @@ def test_shell_examples_run(page, after_make_demo, tmp_path):
     script = "\n".join(f"# {page.name}, sh block {i + 1}\n{block}" for i, block in enumerate(blocks))
     if page.name != "README.md":
         script = ". .venv/bin/activate\n" + script
-    done = subprocess.run(["bash", "-euxo", "pipefail", "-c", script], cwd=top / "clone",
-                          env=newcomer_env(top / "home"), capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        ["bash", "-euxo", "pipefail", "-c", script],
+        cwd=top / "clone",
+        env=newcomer_env(top / "home"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, f"{page.name}: exit {done.returncode}\n{done.stderr[-4000:]}"
 
 
@@ -104,11 +116,21 @@ def test_the_readmes_dry_run_example_keeps_every_pass_line(after_make_demo, tmp_
     """The KB example's filter keeps the summary and every pass's line (a `sed -n 1,6p` cut discovery's)."""
     top = tmp_path / "newcomer"
     shutil.copytree(after_make_demo, top, symlinks=True)
-    [line] = [x for b in sh_blocks((REPO / "README.md").read_text(encoding="utf-8")) for x in b.splitlines()
-              if "--dry-run |" in x]
+    [line] = [
+        x
+        for b in sh_blocks((REPO / "README.md").read_text(encoding="utf-8"))
+        for x in b.splitlines()
+        if "--dry-run |" in x
+    ]
     script = f'. .venv/bin/activate\nKB=~/my-kb\nknomit-judge -q init "$KB" >/dev/null\n{line}\n'
-    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=top / "clone",
-                          env=newcomer_env(top / "home"), capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=top / "clone",
+        env=newcomer_env(top / "home"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     shown = done.stdout.splitlines()
     assert shown[0].startswith("dry run: would ask")

@@ -84,15 +84,20 @@ def test_check_says_equal_after_sessions_and_names_each_tampered_table_changing_
     out = run("rebuild", root, "--check")
     assert out.exit_code == 0, out.output
     assert out.stdout.splitlines()[-1] == "equal: the db's derived state is what a fresh rebuild computes"
-    assert re.search(r"compared: verdicts \d+, lines \d+, files 4, embeddings \d+, neighbour lists \d+, candidate lists 4",
-                     out.stdout), out.stdout
+    assert re.search(
+        r"compared: verdicts \d+, lines \d+, files 4, embeddings \d+, neighbour lists \d+, candidate lists 4",
+        out.stdout,
+    ), out.stdout
     assert tree_digest(root) == before
 
     store = Store.for_corpus(root)
-    name = text_hash(name_text("queue-amplifies-latency"))  # a spelling's vector: the fact vectors stay as they are
-    v = np.frombuffer(store.db.execute("SELECT vector FROM embeddings WHERE text_hash = ?", [name]).fetchone()[0],
-                      dtype=np.float32).copy()
-    v[0] = np.nextafter(v[0], np.float32(2))  # one last bit: a batch-dependent vector looked like this
+    # a spelling's vector: the fact vectors stay as they are
+    name = text_hash(name_text("queue-amplifies-latency"))
+    v = np.frombuffer(
+        store.db.execute("SELECT vector FROM embeddings WHERE text_hash = ?", [name]).fetchone()[0], dtype=np.float32
+    ).copy()
+    # one last bit: a batch-dependent vector looked like this
+    v[0] = np.nextafter(v[0], np.float32(2))
     store.db.execute("UPDATE embeddings SET vector = ? WHERE text_hash = ?", [v.tobytes(), name])
     vid = store.db.execute("SELECT id FROM verdicts LIMIT 1").fetchone()[0]
     store.db.execute("UPDATE verdicts SET reverted = 1 WHERE id = ?", [vid])
@@ -109,14 +114,19 @@ def test_check_says_equal_after_sessions_and_names_each_tampered_table_changing_
     said = [line for line in out.stdout.splitlines() if line.startswith("differs: ")]
     assert any(line.startswith("differs: embeddings: 1 of ") and "kept vectors differ" in line for line in said), said
     assert f"differs: verdicts: {vid}: reverted is 1 in the db, 0 from the journal and git" in said
-    assert any(line.startswith("differs: candidate lists: prune (read back): 1 with another fingerprint or score")
-               for line in said), said
-    assert "differs: neighbour lists: the kept state never searches the 3 rows a fresh rebuild does " \
-           "(their vectors differ: see embeddings)" in said  # the spellings, one of whose vectors was changed
+    assert any(
+        line.startswith("differs: candidate lists: prune (read back): 1 with another fingerprint or score")
+        for line in said
+    ), said
+    assert (
+        "differs: neighbour lists: the kept state never searches the 3 rows a fresh rebuild does "
+        "(their vectors differ: see embeddings)" in said
+    )  # the spellings, one of whose vectors was changed
     assert out.stdout.splitlines()[-1] == f"not equal: {len(said)} difference(s) from a fresh rebuild"
     as_json = json.loads(run("rebuild", root, "--check", "--json").stdout)
     assert as_json["equal"] is False and len(as_json["differences"]) == len(said)
-    assert tree_digest(root) == before  # db, corpus and git untouched, even when it differs
+    # db, corpus and git untouched, even when it differs
+    assert tree_digest(root) == before
 
     assert run("rebuild", root).exit_code == 0
     assert run("rebuild", root, "--check").exit_code == 0
@@ -124,14 +134,19 @@ def test_check_says_equal_after_sessions_and_names_each_tampered_table_changing_
     store = Store.for_corpus(root)
     for set_id, idx in store.db.execute("SELECT id, neighbours FROM neighbour_sets").fetchall():
         idx = np.frombuffer(idx, dtype=np.int64).copy()
-        idx[[0, 1]] = idx[[1, 0]]  # the first row's two nearest, swapped
+        # the first row's two nearest, swapped
+        idx[[0, 1]] = idx[[1, 0]]
         store.db.execute("UPDATE neighbour_sets SET neighbours = ? WHERE id = ?", [idx.tobytes(), set_id])
     store.db.conn.commit()
     store.close()
     out = run("rebuild", root, "--check")
     assert out.exit_code == 1
-    assert re.search(r"^differs: neighbour lists: 1 of \d+ rows' kept neighbours are not their exact nearest "
-                     r"\(search of depth 10\): rows 0$", out.stdout, re.M), out.stdout
+    assert re.search(
+        r"^differs: neighbour lists: 1 of \d+ rows' kept neighbours are not their exact nearest "
+        r"\(search of depth 10\): rows 0$",
+        out.stdout,
+        re.M,
+    ), out.stdout
 
 
 def test_check_names_vectors_made_in_batches_as_the_earlier_encoder_made_them(corpus_repo, tmp_path):
@@ -158,8 +173,9 @@ def _batched(encoder, texts: list[str]) -> np.ndarray:
         tok.no_padding()
     ids = np.array([e.ids for e in enc], dtype=np.int64)
     mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
-    hidden = encoder.session.run(None, {"input_ids": ids, "attention_mask": mask,
-                                        "token_type_ids": np.zeros_like(ids)})[0]
+    hidden = encoder.session.run(
+        None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+    )[0]
     m = mask[:, :, None].astype(np.float32)
     v = (hidden * m).sum(axis=1) / m.sum(axis=1)
     return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
@@ -167,11 +183,26 @@ def _batched(encoder, texts: list[str]) -> np.ndarray:
 
 # Random session histories ------------------------------------------------------------------------------------
 
-TOPICS = ["queue backlog grows latency", "retry storms amplify outages", "cache stampede on expiry",
-          "penalty blocks its own recovery", "health check disabled by the limiter", "quarantine blocks heartbeats",
-          "leader election flaps under partition", "clock skew breaks leases"]
-MOTIFS = ["queue-amplifies-latency", "retry-storm", "cache-stampede", "self-locking-penalty",
-          "penalty-blocks-own-recovery", "RetryStorm", "retry storms", "lease-skew"]
+TOPICS = [
+    "queue backlog grows latency",
+    "retry storms amplify outages",
+    "cache stampede on expiry",
+    "penalty blocks its own recovery",
+    "health check disabled by the limiter",
+    "quarantine blocks heartbeats",
+    "leader election flaps under partition",
+    "clock skew breaks leases",
+]
+MOTIFS = [
+    "queue-amplifies-latency",
+    "retry-storm",
+    "cache-stampede",
+    "self-locking-penalty",
+    "penalty-blocks-own-recovery",
+    "RetryStorm",
+    "retry storms",
+    "lease-skew",
+]
 WRITER = ("edit", "add", "delete", "motifs", "edit-retired", "revert")
 
 
@@ -184,7 +215,8 @@ class History:
 
     def __init__(self, root: Path, seed: int, layout: str):
         self.root, self.rng, self.layout, self.n = root, random.Random(seed), layout, 0
-        self.done: set[str] = set()  # operations that really happened: writer's, and decisions applied
+        # operations that really happened: writer's, and decisions applied
+        self.done: set[str] = set()
 
     def start(self, facts: int) -> None:
         self.root.mkdir(parents=True)
@@ -210,8 +242,10 @@ class History:
         motifs, confidence = rng.sample(MOTIFS, rng.randint(1, 2)), rng.choice([0.5, 0.6, 0.7])
         if self.layout == "facts":
             return fact_file(title, motifs, confidence, [f"s{i}"], body)
-        return (f"---\nmotifs: {json.dumps(motifs)}\nconfidence: {confidence}\nsources: 1\nrefs: []\n---\n"
-                f"# {title}\n\n{body}\n")
+        return (
+            f"---\nmotifs: {json.dumps(motifs)}\nconfidence: {confidence}\nsources: 1\nrefs: []\n---\n"
+            f"# {title}\n\n{body}\n"
+        )
 
     def write(self, path: str, text: str) -> None:
         full = self.root / path
@@ -255,8 +289,10 @@ class History:
     def motifs(self, paths) -> bool:
         path = self.rng.choice(paths)
         text = (self.root / path).read_text(encoding="utf-8")
-        self.write(path, re.sub(r"^motifs: .*$", f"motifs: {json.dumps(self.rng.sample(MOTIFS, 2))}", text, count=1,
-                                flags=re.M))
+        self.write(
+            path,
+            re.sub(r"^motifs: .*$", f"motifs: {json.dumps(self.rng.sample(MOTIFS, 2))}", text, count=1, flags=re.M),
+        )
         return True
 
     def edit_retired(self, paths) -> bool:
@@ -268,8 +304,13 @@ class History:
             path = self.rng.choice(retired)
             self.write(path, (self.root / path).read_text(encoding="utf-8").rstrip("\n") + " The writer adds a line.\n")
             return True
-        deleted = sorted({p for p in git(self.root, "log", "--diff-filter=D", "--name-only", "--format=").split()
-                          if not (self.root / p).exists()})
+        deleted = sorted(
+            {
+                p
+                for p in git(self.root, "log", "--diff-filter=D", "--name-only", "--format=").split()
+                if not (self.root / p).exists()
+            }
+        )
         if not deleted:
             return False
         path = self.rng.choice(deleted)
@@ -281,13 +322,16 @@ class History:
         """Revert the newest applied decision (a revert of an older one is refused when its files changed since)."""
         store = Store.for_corpus(self.root)
         try:
-            row = store.db.execute("SELECT id FROM verdicts WHERE commit_sha IS NOT NULL AND reverted = 0 "
-                                   "AND pass != 'exact' ORDER BY created_at DESC LIMIT 1").fetchone()
+            row = store.db.execute(
+                "SELECT id FROM verdicts WHERE commit_sha IS NOT NULL AND reverted = 0 "
+                "AND pass != 'exact' ORDER BY created_at DESC LIMIT 1"
+            ).fetchone()
         finally:
             store.close()
         if row is None:
             return False
-        self.commit("writer")  # revert needs a clean tree
+        # revert needs a clean tree
+        self.commit("writer")
         try:
             revert(row[0], self.root)
         except KnomitError:
@@ -299,20 +343,41 @@ class History:
         rng = self.rng
         corpus = load_corpus(self.root, layout=load_config(self.root).corpus)
         facts, spellings = [f.path for f in corpus.active()], list(corpus.carriers)
+
         def reply(a: str, b: str, decision: str) -> dict:
             """A retract names the fact the fixed rules would not keep, so the histories stay the seeds' own."""
             if decision != "retract":
                 return {"decision": decision, "rationale": "Both state one claim."}
             keep = fact_survivor([corpus.facts[a], corpus.facts[b]], corpus)
-            return {"decision": decision, "redundant": "A" if keep.path == b else "B",
-                    "rationale": "Both state one claim."}
-        entries = [{"pass": "prune", "a": a, "b": b, "reply": reply(a, b, d)}
-                   for a, b, d in (rng.sample(facts, 2) + [rng.choice(["merge", "retract"])] for _ in range(8))]
-        entries += [{"pass": "alias", "a": a, "b": b, "reply": {"same": True, "mechanism": "One mechanism."}}
-                    for a, b in (rng.sample(spellings, 2) for _ in range(3 if len(spellings) > 1 else 0))]
-        entries.append({"pass": "discovery", "contains": [rng.choice(facts)], "reply": {
-            "entails": True, "rationale": "It follows from the group.",
-            "fact": {"title": f"A claim derived in session {self.n}", "body": "It follows.", "motifs": ["derived"]}}})
+            return {
+                "decision": decision,
+                "redundant": "A" if keep.path == b else "B",
+                "rationale": "Both state one claim.",
+            }
+
+        entries = [
+            {"pass": "prune", "a": a, "b": b, "reply": reply(a, b, d)}
+            for a, b, d in (rng.sample(facts, 2) + [rng.choice(["merge", "retract"])] for _ in range(8))
+        ]
+        entries += [
+            {"pass": "alias", "a": a, "b": b, "reply": {"same": True, "mechanism": "One mechanism."}}
+            for a, b in (rng.sample(spellings, 2) for _ in range(3 if len(spellings) > 1 else 0))
+        ]
+        entries.append(
+            {
+                "pass": "discovery",
+                "contains": [rng.choice(facts)],
+                "reply": {
+                    "entails": True,
+                    "rationale": "It follows from the group.",
+                    "fact": {
+                        "title": f"A claim derived in session {self.n}",
+                        "body": "It follows.",
+                        "motifs": ["derived"],
+                    },
+                },
+            }
+        )
         self.n += 1
         path.write_text("".join(json.dumps(e) + "\n" for e in entries), encoding="utf-8")
         return f"scripted:{path}"
@@ -324,8 +389,12 @@ class History:
                 self.done.add(name)
         store = Store.for_corpus(self.root)
         try:
-            self.done.update(r[0] for r in store.db.execute(
-                "SELECT DISTINCT answer FROM verdicts WHERE commit_sha IS NOT NULL AND pass = 'prune'"))
+            self.done.update(
+                r[0]
+                for r in store.db.execute(
+                    "SELECT DISTINCT answer FROM verdicts WHERE commit_sha IS NOT NULL AND pass = 'prune'"
+                )
+            )
         finally:
             store.close()
 
@@ -366,7 +435,8 @@ def test_after_random_session_histories_the_kept_state_equals_a_fresh_rebuild(tm
 def test_rebuild_says_when_the_embedding_cache_key_is_new_and_keeps_only_the_new_one(corpus_repo):
     """An install that keys its vectors otherwise (the int8 model shipped in the wheel, issue #45) embeds again."""
     rebuild(corpus_repo.root)
-    old = "all-MiniLM-L6-v2+onnx-int8/v2-c937e091"  # the key of a torch export before the model shipped
+    # the key of a torch export before the model shipped
+    old = "all-MiniLM-L6-v2+onnx-int8/v2-c937e091"
     store = Store.for_corpus(corpus_repo.root)
     texts = store.db["embeddings"].count
     store.db.execute("UPDATE embeddings SET model = ?", [old])
@@ -375,12 +445,14 @@ def test_rebuild_says_when_the_embedding_cache_key_is_new_and_keeps_only_the_new
     done = CliRunner().invoke(cli, ["rebuild", str(corpus_repo.root)], catch_exceptions=False)
     assert done.exit_code == 0, done.output
     store = Store.for_corpus(corpus_repo.root)
-    new = Embedder(store).model_name  # what a session of this install keys its vectors by
+    # what a session of this install keys its vectors by
+    new = Embedder(store).model_name
     assert new != old
-    assert f"embeddings: the cache key is new ({new}; the db held {old}): every text was embedded again" \
-        in done.stderr
-    assert [tuple(r) for r in store.db.execute("SELECT model, count(*) FROM embeddings GROUP BY model")] == \
-        [(new, texts)]
+    assert f"embeddings: the cache key is new ({new}; the db held {old}): every text was embedded again" in done.stderr
+    assert [tuple(r) for r in store.db.execute("SELECT model, count(*) FROM embeddings GROUP BY model")] == [
+        (new, texts)
+    ]
     store.close()
     again = CliRunner().invoke(cli, ["rebuild", str(corpus_repo.root)], catch_exceptions=False)
-    assert again.exit_code == 0 and "cache key is new" not in again.stderr  # same key: nothing to say
+    # same key: nothing to say
+    assert again.exit_code == 0 and "cache key is new" not in again.stderr

@@ -49,32 +49,43 @@ def test_a_decision_commit_holds_its_verdict_and_the_noes_come_in_one_journal_co
         journal = f".knomit/verdicts/{pass_name}.jsonl"
         assert journal in git(root, "show", "--name-only", "--format=", sha).split()
         lines = added_lines(root, sha, journal)
-        assert [json.loads(line)["id"] for line in lines] == [vid]  # its own line, and only it
+        # its own line, and only it
+        assert [json.loads(line)["id"] for line in lines] == [vid]
     journal_commits = [s for s in three.log() if s.startswith(JOURNAL_COMMIT)]
     assert len(journal_commits) == 1
     verdicts = listed(root)
     noes = [vid for vid, v in verdicts.items() if not v["commit_sha"]]
     assert len(noes) > 10
     sha = git(root, "log", f"--grep=^{JOURNAL_COMMIT}", "--format=%H").strip()
-    committed = {json.loads(line)["id"] for p in ("alias", "prune", "discovery")
-                 for line in added_lines(root, sha, f".knomit/verdicts/{p}.jsonl")}
+    committed = {
+        json.loads(line)["id"]
+        for p in ("alias", "prune", "discovery")
+        for line in added_lines(root, sha, f".knomit/verdicts/{p}.jsonl")
+    }
     assert committed == set(noes)
     assert three.status() == ""
     # one JSON object a line, every stored verdict journalled
     records = Journal(root).records()
-    raw = [line for p in (root / ".knomit" / "verdicts").glob("*.jsonl") if p.name != "describe.jsonl"
-           for line in p.read_bytes().splitlines()]  # describe.jsonl holds lines, not verdicts
+    raw = [
+        line
+        for p in (root / ".knomit" / "verdicts").glob("*.jsonl")
+        if p.name != "describe.jsonl"
+        # describe.jsonl holds lines, not verdicts
+        for line in p.read_bytes().splitlines()
+    ]
     assert len(raw) == len(records) and {r["id"] for r in records} == set(verdicts)
-
 
 
 def test_a_dry_run_writes_nothing_bought_not_even_in_git(three, judge_env):
     three.write("facts/ops/f4.md", three.read("facts/ops/f4.md") + "A new line makes new questions.\n")
     three.commit("edit")
-    before, calls = bought_digest(three.root), judge_env.calls  # .git, the journal and the db's bought rows
+    # .git, the journal and the db's bought rows
+    before, calls = bought_digest(three.root), judge_env.calls
     result = review(three.root, ReviewOptions(dry_run=True))
-    assert sum(r.offered for r in result.passes.values()) > 0  # there was something it would ask
-    assert bought_digest(three.root) == before  # only derived caches (the edited fact's vector) may be kept
+    # there was something it would ask
+    assert sum(r.offered for r in result.passes.values()) > 0
+    # only derived caches (the edited fact's vector) may be kept
+    assert bought_digest(three.root) == before
     assert judge_env.calls == calls and result.commits == []
 
 
@@ -84,7 +95,8 @@ def test_rebuild_from_the_journal_then_review_makes_no_judge_call(three, judge_e
         f.unlink()
     result = run("rebuild", str(three.root))
     assert result.exit_code == 0 and f"verdicts {len(before)}" in result.stdout
-    assert listed(three.root) == before  # answers, applying commits and all
+    # answers, applying commits and all
+    assert listed(three.root) == before
     calls = judge_env.calls
     again = review(three.root)
     assert judge_env.calls == calls
@@ -97,7 +109,8 @@ def test_a_torn_journal_line_is_skipped_and_the_next_line_starts_fresh(three, ju
     path = three.root / ".knomit" / "verdicts" / "alias.jsonl"
     count = len(Journal(three.root).records())
     with open(path, "ab") as f:
-        f.write(b'{"type":"verdict","pass":"alias","finger')  # what a kill mid-append leaves
+        # what a kill mid-append leaves
+        f.write(b'{"type":"verdict","pass":"alias","finger')
     assert len(Journal(three.root).records()) == count
     Journal(three.root).append("alias", {"type": "revert", "verdict": "vnone", "reason": "x", "at": "now"})
     assert path.read_bytes().endswith(b'"finger\n{"type":"revert","verdict":"vnone","reason":"x","at":"now"}\n')
@@ -124,16 +137,19 @@ def test_a_session_killed_mid_commit_is_rolled_back_and_the_decision_applied_aga
 
     kill_in_hook(corpus_repo.root, "pre-commit", "review", str(corpus_repo.root), "--pass", "alias")
     gitdir = corpus_repo.root / ".git"
-    assert (gitdir / "knomit-pending.json").exists()  # killed with the change half-made
+    # killed with the change half-made
+    assert (gitdir / "knomit-pending.json").exists()
     assert "facts/ops/f3.md" in corpus_repo.status()
     assert git(corpus_repo.root, "rev-parse", "HEAD") == head
 
     again = review(corpus_repo.root, ReviewOptions(passes=("alias",)))
     assert any("killed while applying verdict" in n and "rolled back 1 file(s)" in n for n in again.notes), again.notes
     assert any("stale lock" in n for n in again.notes)
-    assert again.passes["alias"].applied == 1  # applied again, not asked again (the merge makes new questions)
+    # applied again, not asked again (the merge makes new questions)
+    assert again.passes["alias"].applied == 1
     assert not [r for r in judge_env.requests[calls:] if all(f'"spelling": "{m}"' in r.prompt for m in PAIR)]
-    vid, sha = decision(corpus_repo, "alias")  # exactly one commit applies it
+    # exactly one commit applies it
+    vid, sha = decision(corpus_repo, "alias")
     assert vid in git(corpus_repo.root, "show", f"{sha}:.knomit/verdicts/alias.jsonl")
     assert "motifs: [penalty-blocks-own-recovery]" in corpus_repo.read("facts/ops/f3.md")
     assert corpus_repo.status() == ""
@@ -148,14 +164,16 @@ def test_a_revert_killed_before_its_commit_is_undone_and_after_it_is_kept(three,
     size, head = journal.stat().st_size, git(root, "rev-parse", "HEAD")
 
     kill_in_hook(root, "pre-commit", "revert", vid, str(root), "--reason", "first try")
-    assert journal.stat().st_size > size and three.status()  # restored files and a revert line, uncommitted
+    # restored files and a revert line, uncommitted
+    assert journal.stat().st_size > size and three.status()
     notes = recover_corpus(root)
     assert any(f"killed while applying a revert of {vid}" in n for n in notes), notes
     assert journal.stat().st_size == size and three.status() == ""
     assert git(root, "rev-parse", "HEAD") == head and listed(root)[vid]["reverted"] is False
 
     kill_in_hook(root, "post-commit", "revert", vid, str(root), "--reason", "second try")
-    assert git(root, "rev-parse", "HEAD") != head  # committed, then killed before it could tidy up
+    # committed, then killed before it could tidy up
+    assert git(root, "rev-parse", "HEAD") != head
     notes = recover_corpus(root)
     assert any(f"right after committing verdict {vid}" in n for n in notes), notes
     assert three.status() == ""
@@ -192,9 +210,16 @@ def test_a_second_session_exits_3_naming_the_holder_and_a_dead_holder_is_taken_o
     assert judge_env.calls == 0
 
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom knomit_judge.gitops import Lock, open_repo\n"
-         "Lock(open_repo(sys.argv[1])).__enter__()\nprint('held', flush=True)\ntime.sleep(60)",
-         str(corpus_repo.root)], stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\nfrom knomit_judge.gitops import Lock, open_repo\n"
+            "Lock(open_repo(sys.argv[1])).__enter__()\nprint('held', flush=True)\ntime.sleep(60)",
+            str(corpus_repo.root),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert holder.stdout.readline().strip() == "held"
     assert run("review", str(corpus_repo.root)).exit_code == 3  # alive: still refused
     holder.send_signal(signal.SIGKILL)

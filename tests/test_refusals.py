@@ -17,13 +17,19 @@ from messages_server import status, text
 from knomit_judge.cli import cli
 
 DISTINCT = json.dumps({"decision": "distinct", "rationale": "Two different claims."})
-HUGE = 300_000  # characters: under corpus.max_fact_bytes, far over what the server takes in one request
+# characters: under corpus.max_fact_bytes, far over what the server takes in one request
+HUGE = 300_000
 FACTS = {
-    "facts/a.md": fact_text("Queue growth amplifies latency under load", ["queue"], body="Longer queues, longer waits."),
+    "facts/a.md": fact_text(
+        "Queue growth amplifies latency under load", ["queue"], body="Longer queues, longer waits."
+    ),
     "facts/b.md": fact_text("Long queues make requests wait longer", ["queue"], body="Waiting grows with the queue."),
     "facts/c.md": fact_text("Retry storms overload a recovering backend", ["retry"], body="Retries pile up."),
-    "facts/huge.md": fact_text("A postmortem with the whole incident log pasted in", ["log"],
-                               body="The log follows.\n" + "2026-10-02 12:00:00 request timed out\n" * (HUGE // 38)),
+    "facts/huge.md": fact_text(
+        "A postmortem with the whole incident log pasted in",
+        ["log"],
+        body="The log follows.\n" + "2026-10-02 12:00:00 request timed out\n" * (HUGE // 38),
+    ),
 }
 
 
@@ -37,8 +43,10 @@ def huge_repo(tmp_path, judge_env):
 
 def configure(repo, **judge):
     values = {"backoff_s": 0.0, "timeout_s": 20, "position_swap": False, **judge}
-    write_config(repo, "[judge]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in values.items())
-                 + "\n[budget]\nenabled = false\n")
+    write_config(
+        repo,
+        "[judge]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in values.items()) + "\n[budget]\nenabled = false\n",
+    )
 
 
 def review_json(repo, *extra):
@@ -47,14 +55,17 @@ def review_json(repo, *extra):
 
 
 def test_a_huge_fact_is_refused_alone_and_not_asked_again(huge_repo, judge_env):
-    configure(huge_repo, max_evidence_chars=1_000_000)  # no cut: the huge body reaches the API whole
+    # no cut: the huge body reaches the API whole
+    configure(huge_repo, max_evidence_chars=1_000_000)
     result, out = review_json(huge_repo)
     assert result.exit_code == 0, result.output
     prune = out["passes"]["prune"]
     huge_questions = [r for r in judge_env.requests if len(json.dumps(r.body)) > judge_env.max_body]
     assert len(huge_questions) == prune["refused"] >= 1
-    assert prune["judged"] == prune["offered"] - prune["refused"] >= 1  # every other question was judged
-    assert prune["state"] == "worked" and prune["attempts"] == judge_env.calls  # a refusal is not retried
+    # every other question was judged
+    assert prune["judged"] == prune["offered"] - prune["refused"] >= 1
+    # a refusal is not retried
+    assert prune["state"] == "worked" and prune["attempts"] == judge_env.calls
     assert prune["first_error"].startswith("refused: HTTP 400 invalid_request_error: prompt is too long")
     assert "check ANTHROPIC_API_KEY" not in result.output
     db = sqlite_utils.Database(huge_repo.root / ".knomit" / "judge.db")
@@ -64,14 +75,20 @@ def test_a_huge_fact_is_refused_alone_and_not_asked_again(huge_repo, judge_env):
 
     calls = judge_env.calls
     again, out2 = review_json(huge_repo)
-    assert again.exit_code == 0 and judge_env.calls == calls  # the next session does not ask it again
+    # the next session does not ask it again
+    assert again.exit_code == 0 and judge_env.calls == calls
     prune2 = out2["passes"]["prune"]
     assert (prune2["state"], prune2["offered"], prune2["refused"]) == ("caught-up", 0, 0)
     assert prune2["cached"] == prune2["candidates"]  # answered, or refused earlier
-    assert any(n.startswith(f"{prune['refused']} question(s) refused by the API in an earlier session")
-               for n in prune2["notes"])
-    [text_line] = [x for x in CliRunner().invoke(cli, ["-q", "review", str(huge_repo.root), "--pass", "prune"])
-                   .stdout.splitlines() if x.startswith("prune:")]
+    assert any(
+        n.startswith(f"{prune['refused']} question(s) refused by the API in an earlier session")
+        for n in prune2["notes"]
+    )
+    [text_line] = [
+        x
+        for x in CliRunner().invoke(cli, ["-q", "review", str(huge_repo.root), "--pass", "prune"]).stdout.splitlines()
+        if x.startswith("prune:")
+    ]
     assert ", refused 0, " in text_line and "refused by the API in an earlier session" in text_line
 
 
@@ -79,7 +96,8 @@ def test_a_refusal_under_another_prompt_version_does_not_hold_the_question(huge_
     configure(huge_repo, max_evidence_chars=1_000_000)
     first = review_json(huge_repo)[1]["passes"]["prune"]["refused"]
     db = sqlite_utils.Database(huge_repo.root / ".knomit" / "judge.db")
-    db.execute("UPDATE refusals SET prompt = 'prune@0'").connection.commit()  # as if the prompt changed since
+    # as if the prompt changed since
+    db.execute("UPDATE refusals SET prompt = 'prune@0'").connection.commit()
     calls = judge_env.calls
     out = review_json(huge_repo)[1]["passes"]["prune"]
     assert out["refused"] == first and judge_env.calls - calls == first  # asked again, refused again

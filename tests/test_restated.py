@@ -20,10 +20,13 @@ DIFFERENT = json.dumps({"same": False, "mechanism": ""})
 
 
 def corpus(tmp_path):
-    repo = make_repo(tmp_path / "corpus", {
-        "facts/a.md": fact_text("Retries multiply load during an outage", [PAIR[0]]),
-        "facts/b.md": fact_text("Clients retrying at once amplify an outage", [PAIR[1]]),
-    })
+    repo = make_repo(
+        tmp_path / "corpus",
+        {
+            "facts/a.md": fact_text("Retries multiply load during an outage", [PAIR[0]]),
+            "facts/b.md": fact_text("Clients retrying at once amplify an outage", [PAIR[1]]),
+        },
+    )
     write_config(repo, JUDGE)
     return repo
 
@@ -51,20 +54,23 @@ def test_a_retired_spelling_used_again_is_merged_without_a_call(tmp_path, judge_
     [(lost, kept)] = merged(repo)
     held = balance(repo)
 
-    judge_env.responder = lambda request, n: text(DIFFERENT)  # were the pair asked again, it would not merge
+    # were the pair asked again, it would not merge
+    judge_env.responder = lambda request, n: text(DIFFERENT)
     repo.fact("facts/c.md", "Synchronised retries turn a blip into an outage", motifs=[lost])
     repo.commit("a writer uses the old spelling")
     head = repo.log()
     dry = review(repo.root, ReviewOptions(passes=("alias",), dry_run=True)).passes["alias"]
     assert dry.offered == 0 and any("would be restated without a call" in n for n in dry.notes), dry.line()
-    assert repo.log() == head and repo.status() == ""  # a dry run commits nothing
+    # a dry run commits nothing
+    assert repo.log() == head and repo.status() == ""
     alias, calls = session(repo, judge_env)
     assert calls == 0
     assert alias.state == "worked" and alias.resolved == alias.applied == 1
     assert any("restated without a call" in n for n in alias.notes)
     assert merged(repo) == [(lost, kept), (lost, kept)]
     assert kept in repo.read("facts/c.md") and lost not in repo.read("facts/c.md")
-    assert balance(repo) == held  # no question was asked: nothing withdrawn, nothing deposited
+    # no question was asked: nothing withdrawn, nothing deposited
+    assert balance(repo) == held
     assert repo.status() == ""
 
     # the restated verdict is in the journal like any other: a rebuild agrees, and nothing is asked again
@@ -102,11 +108,14 @@ def test_a_revert_ends_the_standing_merge(tmp_path, judge_env):
 
 def test_a_yes_made_stale_by_a_merge_on_a_shared_carrier_is_applied_in_the_same_session(tmp_path, judge_env):
     """Two yeses in one round; the first merge rewrites a fact both pairs touch, so the second's fingerprint moves."""
-    repo = make_repo(tmp_path / "corpus", {
-        "facts/a.md": fact_text("Retries multiply load during an outage", ["retry-storm", "thundering-herd"]),
-        "facts/b.md": fact_text("Clients retrying at once amplify an outage", ["retry-amplification"]),
-        "facts/c.md": fact_text("Every waiter wakes when the lock frees", ["herd-effect"]),
-    })
+    repo = make_repo(
+        tmp_path / "corpus",
+        {
+            "facts/a.md": fact_text("Retries multiply load during an outage", ["retry-storm", "thundering-herd"]),
+            "facts/b.md": fact_text("Clients retrying at once amplify an outage", ["retry-amplification"]),
+            "facts/c.md": fact_text("Every waiter wakes when the lock frees", ["herd-effect"]),
+        },
+    )
     write_config(repo, JUDGE)
     pairs = [{"retry-storm", "retry-amplification"}, {"thundering-herd", "herd-effect"}]
 

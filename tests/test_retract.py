@@ -27,20 +27,39 @@ from knomit_judge.verdicts import Journal, Verdict, pair_fingerprint
 NARROW_TITLE = "Two correlated event streams must be joined on one clock"
 BROAD_TITLE = "Correlated event streams: collect both with eBPF and join them on one clock"
 NARROW_BODY = "Two event streams that describe one incident can only be correlated when both carry one clock."
-BROAD_BODY = (NARROW_BODY + " Both streams are collected in the kernel with eBPF probes, one on the socket layer"
-              " and one on process exec, so neither depends on the application logging anything.")
+BROAD_BODY = (
+    NARROW_BODY + " Both streams are collected in the kernel with eBPF probes, one on the socket layer"
+    " and one on process exec, so neither depends on the application logging anything."
+)
 RATIONALE = "The narrow fact's single claim is restated word for word inside the broad one."
-FILLER = {"facts/z/tides.md": fact_text("Tide tables follow the moon's orbit", ["tides"], 0.5, ["t1"],
-                                        "High tide comes about 50 minutes later each day.")}
+FILLER = {
+    "facts/z/tides.md": fact_text(
+        "Tide tables follow the moon's orbit",
+        ["tides"],
+        0.5,
+        ["t1"],
+        "High tide comes about 50 minutes later each day.",
+    )
+}
 
 
 def contained_corpus(tmp_path, narrow: str, broad: str):
-    repo = make_repo(tmp_path / "corpus", {
-        narrow: fact_text(NARROW_TITLE, ["one-clock"], 0.95, ["n1", "n2", "n3"], NARROW_BODY),
-        broad: fact_text(BROAD_TITLE, ["one-clock", "ebpf"], 0.9, ["b1"], BROAD_BODY,
-                         links=["facts/z/tides.md"], extra='owner:   "sre"   # kept as written\n'),
-        **FILLER,
-    })
+    repo = make_repo(
+        tmp_path / "corpus",
+        {
+            narrow: fact_text(NARROW_TITLE, ["one-clock"], 0.95, ["n1", "n2", "n3"], NARROW_BODY),
+            broad: fact_text(
+                BROAD_TITLE,
+                ["one-clock", "ebpf"],
+                0.9,
+                ["b1"],
+                BROAD_BODY,
+                links=["facts/z/tides.md"],
+                extra='owner:   "sre"   # kept as written\n',
+            ),
+            **FILLER,
+        },
+    )
     write_config(repo, FAST)
     return repo
 
@@ -59,6 +78,7 @@ def names(titles: dict[str, str], as_tool: bool = False, decision: str = "retrac
         side = "A" if titles["redundant"] in (shown[0], "first") else "B"
         reply = {"decision": decision, "redundant": side, "rationale": RATIONALE}
         return tool(reply) if as_tool else text(json.dumps(reply))
+
     return respond
 
 
@@ -75,19 +95,25 @@ def unchanged_but_provenance(before: str, after: str) -> None:
     head_b, body_b = before.split("\n---\n", 1)
     head_a, body_a = after.split("\n---\n", 1)
     assert body_a == body_b
+
     def rest(head: str) -> list[str]:
         return [line for line in head.splitlines() if not line.startswith(("sources:", "refs:", "links:"))]
+
     assert rest(head_a) == rest(head_b)
 
 
-@pytest.mark.parametrize("narrow, broad", [("facts/a/narrow.md", "facts/b/broad.md"),
-                                           ("facts/b/narrow.md", "facts/a/broad.md")],
-                         ids=["narrow-is-a", "narrow-is-b"])
+@pytest.mark.parametrize(
+    "narrow, broad",
+    [("facts/a/narrow.md", "facts/b/broad.md"), ("facts/b/narrow.md", "facts/a/broad.md")],
+    ids=["narrow-is-a", "narrow-is-b"],
+)
 @pytest.mark.parametrize("as_tool", [False, True], ids=["text", "tool"])
-def test_the_contained_fact_is_retired_though_the_fixed_rules_would_keep_it(tmp_path, judge_env, narrow, broad,
-                                                                            as_tool):
+def test_the_contained_fact_is_retired_though_the_fixed_rules_would_keep_it(
+    tmp_path, judge_env, narrow, broad, as_tool
+):
     repo = contained_corpus(tmp_path, narrow, broad)
-    if as_tool:  # a model asked through the forced tool (no structured outputs, thinking off: models.py)
+    # a model asked through the forced tool (no structured outputs, thinking off: models.py)
+    if as_tool:
         repo.write("knomit-judge.toml", '[judge]\nmodel = "claude-haiku-4-5"\n')
         repo.commit("config")
     before = repo.read(broad)
@@ -102,8 +128,10 @@ def test_the_contained_fact_is_retired_though_the_fixed_rules_would_keep_it(tmp_
     unchanged_but_provenance(before, repo.read(broad))
     assert parse_fact(broad, repo.read(broad)).sources == ("b1", "n1", "n2", "n3")
     assert f"survivor: {broad}\n" in repo.read(narrow)
-    assert git(repo.root, "log", "-1", "--format=%s", "--grep=^Knomit-Pass: prune$") == \
-        f"prune: retract {narrow} (contained in {broad})\n"
+    assert (
+        git(repo.root, "log", "-1", "--format=%s", "--grep=^Knomit-Pass: prune$")
+        == f"prune: retract {narrow} (contained in {broad})\n"
+    )
     body = git(repo.root, "log", "-1", "--format=%B", "--grep=^Knomit-Pass: prune$")
     assert "fixed rules" not in body and f"The judge named {narrow} as redundant" in body
     # both orders were asked, and each named the narrow fact as it was shown to it
@@ -112,7 +140,8 @@ def test_the_contained_fact_is_retired_though_the_fixed_rules_would_keep_it(tmp_
     assert v.by_position == [f"retract {narrow}"] * 2 and v.payload == {"redundant": narrow}
     assert f"redundant {narrow}" in run("verdicts", repo.root, "--pass", "prune").stdout
     sent = [json.loads(r) for r in v.replies]
-    assert sorted(r["redundant"] for r in sent) == ["A", "B"]  # "A" in one order is "B" in the other
+    # "A" in one order is "B" in the other
+    assert sorted(r["redundant"] for r in sent) == ["A", "B"]
     if as_tool:
         schema = judge_env.requests[0].body["tools"][0]["input_schema"]
         assert schema["then"] == {"required": ["redundant"]} and schema["else"] == {"not": {"required": ["redundant"]}}
@@ -121,7 +150,8 @@ def test_the_contained_fact_is_retired_though_the_fixed_rules_would_keep_it(tmp_
 def test_orders_that_retire_different_facts_are_a_split_recorded_distinct(tmp_path, judge_env):
     repo = contained_corpus(tmp_path, "facts/a/narrow.md", "facts/b/broad.md")
     before = {p: repo.read(p) for p in ("facts/a/narrow.md", "facts/b/broad.md")}
-    judge_env.responder = names({"redundant": "first"})  # always "A": a different fact in each order
+    # always "A": a different fact in each order
+    judge_env.responder = names({"redundant": "first"})
 
     result = review(repo.root, ReviewOptions(passes=("prune",)))
 
@@ -147,6 +177,7 @@ def test_a_merge_in_one_order_and_a_retract_in_the_other_is_a_split(tmp_path, ju
         if ev["fact_a"]["title"] == NARROW_TITLE:
             return text(json.dumps({"decision": "retract", "redundant": "A", "rationale": RATIONALE}))
         return text(json.dumps({"decision": "merge", "rationale": RATIONALE}))
+
     judge_env.responder = respond
 
     result = review(repo.root, ReviewOptions(passes=("prune",)))
@@ -156,13 +187,18 @@ def test_a_merge_in_one_order_and_a_retract_in_the_other_is_a_split(tmp_path, ju
     assert v.answer == "distinct" and v.rationale == "split by position: retract facts/a/narrow.md / merge"
 
 
-@pytest.mark.parametrize("reply", [
-    {"decision": "retract", "rationale": RATIONALE},  # which fact? the fixed rules must not guess
-    {"decision": "retract", "redundant": "C", "rationale": RATIONALE},
-    {"decision": "retract", "redundant": "facts/a/narrow.md", "rationale": RATIONALE},
-    {"decision": "merge", "redundant": "A", "rationale": RATIONALE},  # absent otherwise
-    {"decision": "distinct", "redundant": "A", "rationale": ""},
-], ids=["retract-without", "not-a-side", "a-path", "with-merge", "with-distinct"])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        # which fact? the fixed rules must not guess
+        {"decision": "retract", "rationale": RATIONALE},
+        {"decision": "retract", "redundant": "C", "rationale": RATIONALE},
+        {"decision": "retract", "redundant": "facts/a/narrow.md", "rationale": RATIONALE},
+        {"decision": "merge", "redundant": "A", "rationale": RATIONALE},  # absent otherwise
+        {"decision": "distinct", "redundant": "A", "rationale": ""},
+    ],
+    ids=["retract-without", "not-a-side", "a-path", "with-merge", "with-distinct"],
+)
 def test_a_retract_without_its_redundant_side_is_unparsed(tmp_path, judge_env, reply):
     repo = contained_corpus(tmp_path, "facts/a/narrow.md", "facts/b/broad.md")
     before = {p: repo.read(p) for p in ("facts/a/narrow.md", "facts/b/broad.md")}
@@ -172,7 +208,8 @@ def test_a_retract_without_its_redundant_side_is_unparsed(tmp_path, judge_env, r
 
     r = result.passes["prune"]
     assert r.unparsed >= 1 and r.applied == 0 and r.resolved == 0
-    assert prune_verdicts(repo.root) == []  # never a verdict: asked again next session
+    # never a verdict: asked again next session
+    assert prune_verdicts(repo.root) == []
     assert {p: repo.read(p) for p in before} == before
 
 
@@ -183,9 +220,21 @@ def test_a_knomit_kb_deletes_the_named_fact_and_the_container_changes_only_by_wh
     assert run("init", root).exit_code == 0
     before = (root / K_LOSE).read_text(encoding="utf-8")
     replies = tmp_path / "replies.jsonl"
-    replies.write_text(json.dumps({"pass": "prune", "a": K_LOSE, "b": K_KEEP, "reply": {
-        "decision": "retract", "redundant": "B",
-        "rationale": "The first restates the second's pool starvation."}}) + "\n")
+    replies.write_text(
+        json.dumps(
+            {
+                "pass": "prune",
+                "a": K_LOSE,
+                "b": K_KEEP,
+                "reply": {
+                    "decision": "retract",
+                    "redundant": "B",
+                    "rationale": "The first restates the second's pool starvation.",
+                },
+            }
+        )
+        + "\n"
+    )
 
     out = run("review", root, "--pass", "prune", "--judge", f"scripted:{replies}", "--json")
 
@@ -195,12 +244,17 @@ def test_a_knomit_kb_deletes_the_named_fact_and_the_container_changes_only_by_wh
     after = (root / K_LOSE).read_text(encoding="utf-8")
     unchanged_but_provenance(before, after)
     container = knomit_parse(after)
-    assert container["sources"] == 3  # 1 + the retired fact's 2
-    assert container["refs"] == ["https://example.org/notes/pgbouncer-transaction-mode",
-                                 "https://www.postgresql.org/docs/current/runtime-config-connection.html",
-                                 f"kb://3f2a9c1e7b40/{INCIDENT}"]
-    assert git(root, "log", "-1", "--format=%s", "--grep=^Knomit-Pass: prune$") == \
-        f"prune: retract {K_KEEP} (contained in {K_LOSE})\n"
+    # 1 + the retired fact's 2
+    assert container["sources"] == 3
+    assert container["refs"] == [
+        "https://example.org/notes/pgbouncer-transaction-mode",
+        "https://www.postgresql.org/docs/current/runtime-config-connection.html",
+        f"kb://3f2a9c1e7b40/{INCIDENT}",
+    ]
+    assert (
+        git(root, "log", "-1", "--format=%s", "--grep=^Knomit-Pass: prune$")
+        == f"prune: retract {K_KEEP} (contained in {K_LOSE})\n"
+    )
 
 
 def test_the_scripted_judge_names_the_redundant_fact_by_its_entry_in_either_order(tmp_path):
@@ -208,8 +262,17 @@ def test_the_scripted_judge_names_the_redundant_fact_by_its_entry_in_either_orde
     for n, (a, b, side) in enumerate([(narrow, broad, "A"), (broad, narrow, "B")]):
         repo = contained_corpus(tmp_path / str(n), narrow, broad)
         replies = tmp_path / f"replies-{n}.jsonl"
-        replies.write_text(json.dumps({"pass": "prune", "a": a, "b": b, "reply": {
-            "decision": "retract", "redundant": side, "rationale": RATIONALE}}) + "\n")
+        replies.write_text(
+            json.dumps(
+                {
+                    "pass": "prune",
+                    "a": a,
+                    "b": b,
+                    "reply": {"decision": "retract", "redundant": side, "rationale": RATIONALE},
+                }
+            )
+            + "\n"
+        )
         result = review(repo.root, ReviewOptions(passes=("prune",), judge=f"scripted:{replies}"))
         assert result.passes["prune"].applied == 1
         assert load_corpus(repo.root).facts[narrow].status == "retracted"
@@ -217,12 +280,24 @@ def test_the_scripted_judge_names_the_redundant_fact_by_its_entry_in_either_orde
 
 # --- verdicts of prune@1, which named no fact ---------------------------------------------------
 
+
 def old_retract(repo, a: str, b: str) -> Verdict:
     """A prune@1 retract on a and b, as that version journalled it: no redundant fact named."""
     facts = load_corpus(repo.root).facts
-    return Verdict("prune", pair_fingerprint(facts[a].content_id, facts[b].content_id), {"a": a, "b": b},
-                   "retract", True, RATIONALE, "claude-sonnet-4-5", "prune@1", calls=2, orders=2,
-                   by_position=["retract", "retract"], judge="anthropic")
+    return Verdict(
+        "prune",
+        pair_fingerprint(facts[a].content_id, facts[b].content_id),
+        {"a": a, "b": b},
+        "retract",
+        True,
+        RATIONALE,
+        "claude-sonnet-4-5",
+        "prune@1",
+        calls=2,
+        orders=2,
+        by_position=["retract", "retract"],
+        judge="anthropic",
+    )
 
 
 @pytest.mark.parametrize("again", ["retract", "distinct"])
@@ -233,15 +308,19 @@ def test_an_unapplied_prune1_retract_is_asked_again_never_applied_by_the_fixed_r
     Journal(repo.root).append("prune", old.journal_line())
     repo.commit("a prune@1 session's journal, its retract not applied (a dirty tree)")
     before = {p: repo.read(p) for p in (narrow, broad)}
-    judge_env.responder = names({"redundant": NARROW_TITLE}) if again == "retract" else \
-        (lambda request, n: text(json.dumps({"decision": "distinct", "rationale": ""})))
+    judge_env.responder = (
+        names({"redundant": NARROW_TITLE})
+        if again == "retract"
+        else (lambda request, n: text(json.dumps({"decision": "distinct", "rationale": ""})))
+    )
 
     result = review(repo.root, ReviewOptions(passes=("prune",)))
 
     asked = [r for r in judge_env.requests if NARROW_TITLE in r.prompt and BROAD_TITLE in r.prompt]
     assert asked, "the question was not asked again"
     facts = load_corpus(repo.root).facts
-    assert facts[broad].active  # never the container, which the fixed rules would have retired
+    # never the container, which the fixed rules would have retired
+    assert facts[broad].active
     if again == "retract":
         assert result.passes["prune"].applied == 1 and facts[narrow].status == "retracted"
     else:
@@ -261,10 +340,20 @@ def test_an_unapplied_prune1_retract_is_asked_again_never_applied_by_the_fixed_r
 def test_inbox_lists_applied_prune1_retracts_that_kept_the_shorter_body(tmp_path):
     narrow, broad = "facts/a/narrow.md", "facts/b/broad.md"
     repo = contained_corpus(tmp_path, narrow, broad)
-    repo.write("facts/c/other-narrow.md", fact_text("Tide tables need one clock", ["tides"], 0.5, ["o1"],
-                                                    "A tide table is read on local time."))
-    repo.write("facts/c/other-broad.md", fact_text("Tide tables need one clock, and a datum", ["tides"], 0.9,
-                                                   ["o2"], "A tide table is read on local time, from a chart datum."))
+    repo.write(
+        "facts/c/other-narrow.md",
+        fact_text("Tide tables need one clock", ["tides"], 0.5, ["o1"], "A tide table is read on local time."),
+    )
+    repo.write(
+        "facts/c/other-broad.md",
+        fact_text(
+            "Tide tables need one clock, and a datum",
+            ["tides"],
+            0.9,
+            ["o2"],
+            "A tide table is read on local time, from a chart datum.",
+        ),
+    )
     repo.commit("two more")
     # What prune@1 did: the fixed rules kept the narrow fact (0.95) and retired the broad one, and, on the
     # other pair, kept the longer body (0.9); both are applied and journalled.
@@ -276,16 +365,21 @@ def test_inbox_lists_applied_prune1_retracts_that_kept_the_shorter_body(tmp_path
         for path, text_ in retire(corpus, corpus.facts[lose], corpus.facts[keep], v.id, absorb=False).items():
             repo.write(path, text_)
         git(repo.root, "add", "-A")
-        msg = message(f"prune: retract {lose} (redundant with {keep})", "by the fixed rules",
-                      decision_trailers(Decision("prune", v.id, "claude-sonnet-4-5 / prune@1", v.rationale)))
+        msg = message(
+            f"prune: retract {lose} (redundant with {keep})",
+            "by the fixed rules",
+            decision_trailers(Decision("prune", v.id, "claude-sonnet-4-5 / prune@1", v.rationale)),
+        )
         git(repo.root, "commit", "-q", "-m", msg)
         corpus = load_corpus(repo.root)
     assert prune.outdated(v)
-    recover_corpus(repo.root)  # as every session starts: the journal and the commit trailers into the db
+    # as every session starts: the journal and the commit trailers into the db
+    recover_corpus(repo.root)
 
     items = [i for i in inbox(repo.root)["items"] if i.kind == "shorter-kept"]
 
-    [item] = items  # not the one that kept the longer body
+    # not the one that kept the longer body
+    [item] = items
     assert item.verdict.subject == {"a": narrow, "b": broad}
     assert item.verdict.commit_sha
     assert f"kept {narrow} ({len(NARROW_BODY)} characters) and retired {broad} ({len(BROAD_BODY)})" in item.why

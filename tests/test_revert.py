@@ -23,8 +23,11 @@ def test_revert_round_trip_for_alias_merge_and_discovery(three, judge_env):
     repo = three
     for pass_name in ("discovery", "prune", "alias"):
         vid, sha = decision(repo, pass_name)
-        changed = [p for p in git(repo.root, "show", "--name-only", "--format=", "-z", sha).split("\0")
-                   if p and not p.startswith(".knomit/")]
+        changed = [
+            p
+            for p in git(repo.root, "show", "--name-only", "--format=", "-z", sha).split("\0")
+            if p and not p.startswith(".knomit/")
+        ]
         assert changed
         result = run("revert", vid, str(repo.root), "--reason", f"wrong {pass_name}")
         assert result.exit_code == 0, result.output
@@ -34,7 +37,8 @@ def test_revert_round_trip_for_alias_merge_and_discovery(three, judge_env):
         assert git(repo.root, "merge-base", "--is-ancestor", sha, new) == ""
         trailers = git(repo.root, "log", "-1", "--format=%(trailers:key=Knomit-Reverts,valueonly)").strip()
         assert trailers == vid
-        for path in changed:  # restored byte for byte, or gone if the decision created it
+        # restored byte for byte, or gone if the decision created it
+        for path in changed:
             before = subprocess_bytes(repo.root, f"{sha}^:{path}")
             now = (repo.root / path).read_bytes() if (repo.root / path).exists() else None
             assert now == before, path
@@ -93,8 +97,9 @@ def subprocess_bytes(root, rev: str) -> bytes | None:
 def test_revert_refuses_what_it_cannot_undo_cleanly(three):
     repo = three
     vid, sha = decision(repo, "alias")
-    no = next(v["id"] for v in json.loads(run("verdicts", str(repo.root), "--json").stdout)["verdicts"]
-              if not v["commit_sha"])
+    no = next(
+        v["id"] for v in json.loads(run("verdicts", str(repo.root), "--json").stdout)["verdicts"] if not v["commit_sha"]
+    )
     bad = run("revert", "vnope", str(repo.root))
     assert bad.exit_code == 2 and "no verdict 'vnope'" in bad.stderr
     bad = run("revert", no, str(repo.root))
@@ -108,7 +113,9 @@ def test_revert_refuses_what_it_cannot_undo_cleanly(three):
     assert git(repo.root, "rev-parse", "HEAD") == head and repo.status() == ""
     # a file the revert would write, changed and not committed, refuses it ...
     pvid, psha = decision(repo, "prune")
-    written = next(p for p in git(repo.root, "show", "--name-only", "--format=", psha).split() if p.startswith("facts/"))
+    written = next(
+        p for p in git(repo.root, "show", "--name-only", "--format=", psha).split() if p.startswith("facts/")
+    )
     repo.write("notes.txt", "work in progress\n")
     kept = repo.read(written)
     repo.write(written, kept + "Half an edit.\n")

@@ -37,17 +37,29 @@ def verdict_rows(repo) -> list[dict]:
         store.close()
 
 
-@pytest.mark.parametrize("line, message", [
-    ('{"pass": "alias", "a": "x", "b": ', "replies.jsonl:2: not JSON"),
-    ('["alias", "x", "y"]', "replies.jsonl:2: expected a JSON object, got list"),
-    ('{"pass": "alais", "a": "x", "b": "y", "reply": {}}', "replies.jsonl:2: 'pass' must be one of alias, prune, discovery"),
-    ('{"pass": "alias", "a": "x", "b": "y"}', "replies.jsonl:2: 'reply' (an object, or the raw reply text) is required"),
-    ('{"pass": "prune", "a": "facts/x.md", "reply": {}}', "replies.jsonl:2: a prune entry needs 'a' and 'b'"),
-    ('{"pass": "discovery", "a": "x", "b": "y", "reply": {}}',
-     "replies.jsonl:2: a discovery entry needs exactly one of 'group' or 'contains'"),
-])
-def test_a_bad_replies_line_is_an_error_naming_file_and_line_before_anything_is_stored(corpus_repo, tmp_path,
-                                                                                      line, message):
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ('{"pass": "alias", "a": "x", "b": ', "replies.jsonl:2: not JSON"),
+        ('["alias", "x", "y"]', "replies.jsonl:2: expected a JSON object, got list"),
+        (
+            '{"pass": "alais", "a": "x", "b": "y", "reply": {}}',
+            "replies.jsonl:2: 'pass' must be one of alias, prune, discovery",
+        ),
+        (
+            '{"pass": "alias", "a": "x", "b": "y"}',
+            "replies.jsonl:2: 'reply' (an object, or the raw reply text) is required",
+        ),
+        ('{"pass": "prune", "a": "facts/x.md", "reply": {}}', "replies.jsonl:2: a prune entry needs 'a' and 'b'"),
+        (
+            '{"pass": "discovery", "a": "x", "b": "y", "reply": {}}',
+            "replies.jsonl:2: a discovery entry needs exactly one of 'group' or 'contains'",
+        ),
+    ],
+)
+def test_a_bad_replies_line_is_an_error_naming_file_and_line_before_anything_is_stored(
+    corpus_repo, tmp_path, line, message
+):
     path = replies(tmp_path, GOOD, line)
     head = git(corpus_repo.root, "rev-parse", "HEAD")
     result = invoke("review", corpus_repo.root, "--judge", f"scripted:{path}")
@@ -68,21 +80,25 @@ def test_a_missing_replies_file_is_an_error_naming_it(corpus_repo, tmp_path):
 def test_a_session_the_scripted_judge_matched_nothing_in_says_so_on_stderr_and_in_notes(corpus_repo, tmp_path):
     stale = replies(tmp_path, json.dumps({**PAIR, "b": "no-such-spelling", "reply": SAME}))
     # without -q, which leaves errors alone on stderr (issue 54); the note is in the result either way
-    result = CliRunner().invoke(cli, ["review", str(corpus_repo.root), "--pass", "alias", "--json", "--judge",
-                                      f"scripted:{stale}"])
+    result = CliRunner().invoke(
+        cli, ["review", str(corpus_repo.root), "--pass", "alias", "--json", "--judge", f"scripted:{stale}"]
+    )
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     asked = out["passes"]["alias"]["judged"]
     assert asked > 0
-    said = (f"the scripted judge answered none of the {asked} question(s) it was asked from {stale} "
-            "(none of its 1 entries matched)")
+    said = (
+        f"the scripted judge answered none of the {asked} question(s) it was asked from {stale} "
+        "(none of its 1 entries matched)"
+    )
     assert said in result.stderr  # a warning
     assert [n for n in out["notes"] if n.startswith(said)]
 
 
 def test_a_scripted_judge_that_matched_something_adds_no_note(corpus_repo, tmp_path):
-    result = invoke("review", corpus_repo.root, "--pass", "alias", "--json", "--judge",
-                    f"scripted:{replies(tmp_path, GOOD)}")
+    result = invoke(
+        "review", corpus_repo.root, "--pass", "alias", "--json", "--judge", f"scripted:{replies(tmp_path, GOOD)}"
+    )
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert out["passes"]["alias"]["applied"] == 1
@@ -90,16 +106,19 @@ def test_a_scripted_judge_that_matched_something_adds_no_note(corpus_repo, tmp_p
 
 
 def test_scripted_noes_do_not_bind_the_real_judge(corpus_repo, tmp_path, judge_env):
-    empty = f"scripted:{replies(tmp_path)}"  # every question gets the default "different"
+    # every question gets the default "different"
+    empty = f"scripted:{replies(tmp_path)}"
     first = review(corpus_repo.root, ReviewOptions(passes=("alias",), judge=empty)).passes["alias"]
     assert first.judged == first.candidates > 0 and first.resolved == 0
     again = review(corpus_repo.root, ReviewOptions(passes=("alias",), judge=empty)).passes["alias"]
-    assert again.state == "caught-up" and again.judge_calls == 0  # they do bind the scripted judge
+    # they do bind the scripted judge
+    assert again.state == "caught-up" and again.judge_calls == 0
 
     judge_env.responder = alias_responder()
     real = review(corpus_repo.root, ReviewOptions(passes=("alias",))).passes["alias"]
     assert real.cached == 0 and real.offered >= first.candidates  # asked afresh ...
-    assert real.throttle == "optimistic"  # ... with a budget the scripted noes did not spend
+    # ... with a budget the scripted noes did not spend
+    assert real.throttle == "optimistic"
     assert real.applied == 1 and "motifs: [penalty-blocks-own-recovery]" in corpus_repo.read("facts/ops/f3.md")
     kinds = {(r["model"].split(":")[0], r["judge"]) for r in verdict_rows(corpus_repo)}
     assert kinds == {("scripted", "scripted"), ("claude-sonnet-5-5", "anthropic")}
@@ -146,7 +165,8 @@ def test_the_journal_carries_the_judge_kind_and_rebuild_keeps_it(corpus_repo, tm
     rebuild(corpus_repo.root)
     assert {r["id"]: r["judge"] for r in verdict_rows(corpus_repo)} == before
     again = review(corpus_repo.root, ReviewOptions(passes=("alias",), judge=f"scripted:{replies(tmp_path)}"))
-    assert again.passes["alias"].state == "caught-up"  # still bound to their own kind only
+    # still bound to their own kind only
+    assert again.passes["alias"].state == "caught-up"
 
 
 def test_status_shows_the_throttle_of_the_judge_that_answered_last(tmp_path, judge_env):

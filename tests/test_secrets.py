@@ -29,7 +29,8 @@ def test_the_api_key_appears_in_no_output_file_or_commit(corpus_repo, judge_env,
     root = str(corpus_repo.root)
     write_config(corpus_repo, FAST)
     judge_env.responder = alias_yes
-    results = [run("review", root, "--json", "--pass", "alias")]  # a decision and a journal commit
+    # a decision and a journal commit
+    results = [run("review", root, "--json", "--pass", "alias")]
     out = json.loads(results[0].stdout)
     assert out["passes"]["alias"]["applied"] == 1
     # error paths log and print too: an overloaded judge, then a refused key
@@ -43,21 +44,29 @@ def test_the_api_key_appears_in_no_output_file_or_commit(corpus_repo, judge_env,
     results.append(run("review", root, "--json", "--pass", "alias"))
     assert results[-1].exit_code == 2 and "refused" in results[-1].stderr
     vid = next(v["id"] for v in json.loads(run("verdicts", root, "--json").stdout)["verdicts"] if v["commit_sha"])
-    results += [run("status", root, "--json"), run("verdicts", root, "--json"), run("rebuild", root),
-                run("revert", vid, root), run("review", root, "--dry-run", "--json")]
+    results += [
+        run("status", root, "--json"),
+        run("verdicts", root, "--json"),
+        run("rebuild", root),
+        run("revert", vid, root),
+        run("review", root, "--dry-run", "--json"),
+    ]
 
     # the key was really used, so its absence below means something
     sent = [r.headers.get("x-api-key") or r.headers.get("authorization", "") for r in judge_env.requests]
-    assert sent and all(key in h for h in sent)  # this SDK sends it as x-api-key or a bearer token
+    # this SDK sends it as x-api-key or a bearer token
+    assert sent and all(key in h for h in sent)
     for result in results:
         assert key not in result.stdout and key not in result.stderr
     assert not [r for r in caplog.records if key in r.getMessage()]
     needle = key.encode()
-    files = [p for p in corpus_repo.root.rglob("*") if p.is_file()]  # db, journal, .git, lock and intent files
+    # db, journal, .git, lock and intent files
+    files = [p for p in corpus_repo.root.rglob("*") if p.is_file()]
     assert any(p.name == "judge.db" for p in files) and any(p.suffix == ".jsonl" for p in files)
     assert not [p for p in files if needle in p.read_bytes()]
     history = git(corpus_repo.root, "log", "-p", "--all")
     assert "Knomit-Verdict" in history and key not in history
-    objects = subprocess.run(["git", "cat-file", "--batch-all-objects", "--batch"], cwd=root,
-                             capture_output=True, check=True).stdout  # every object, uncompressed
+    objects = subprocess.run(
+        ["git", "cat-file", "--batch-all-objects", "--batch"], cwd=root, capture_output=True, check=True
+    ).stdout  # every object, uncompressed
     assert needle not in objects

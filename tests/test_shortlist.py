@@ -16,7 +16,7 @@ def brute_top_k(v: np.ndarray, k: int, tiebreak: np.ndarray | None = None) -> tu
     s = v.astype(np.float64) @ v.astype(np.float64).T
     np.fill_diagonal(s, -np.inf)
     tiebreak = np.arange(n) if tiebreak is None else tiebreak
-    order = np.lexsort((np.broadcast_to(tiebreak, (n, n)), -s), axis=1)[:, :max(k, 0)]
+    order = np.lexsort((np.broadcast_to(tiebreak, (n, n)), -s), axis=1)[:, : max(k, 0)]
     return order, np.take_along_axis(s, order, axis=1)
 
 
@@ -45,7 +45,8 @@ def test_top_k_equals_brute_force_on_random_vectors(block, n, k):
     clear[:, 1:] &= gaps < -1e-5
     clear[:, :-1] &= gaps < -1e-5
     assert (idx[clear] == want_idx[clear]).all()
-    assert clear.mean() > 0.9  # the comparison above really covered the results
+    # the comparison above really covered the results
+    assert clear.mean() > 0.9
 
 
 def test_top_k_breaks_exact_ties_by_row_key(block):
@@ -55,7 +56,8 @@ def test_top_k_breaks_exact_ties_by_row_key(block):
     want_idx, want_sims = brute_top_k(v, 6, key_rank(row_keys(v)))
     assert (sims == want_sims).all()
     assert (idx == want_idx).all()
-    assert (np.diff(sims, axis=1) == 0).any()  # there were ties to break
+    # there were ties to break
+    assert (np.diff(sims, axis=1) == 0).any()
 
 
 @pytest.mark.parametrize("n,k,width", [(0, 5, 0), (1, 5, 0), (2, 5, 1), (4, 10, 3), (6, 5, 5)])
@@ -80,7 +82,8 @@ def test_neighbour_pairs_dedups_and_ranks_best_first(block):
     idx, _ = brute_top_k(v, k)
     found = {(min(i, j), max(i, j)) for i in range(len(v)) for j in idx[i].tolist()}
     assert set(keys) == found
-    assert len(found) < len(v) * k  # mutual neighbours existed, so dedup had work to do
+    # mutual neighbours existed, so dedup had work to do
+    assert len(found) < len(v) * k
     scores = [s for _, _, s in pairs]
     assert scores == sorted(scores, reverse=True)
     for i, j, s in pairs:
@@ -97,15 +100,20 @@ def test_neighbour_pairs_of_tiny_inputs():
 def test_the_reused_result_is_never_stale(block):
     rng = np.random.default_rng(5)
     v = unit_rows(rng, 30)
-    searcher = Searcher()  # what it searched last it reuses
+    # what it searched last it reuses
+    searcher = Searcher()
     first_idx, first_sims = searcher.top_k(v, 5)
-    first_idx[:] = -7  # the caller's copy: changing it must not change the next answer
+    # the caller's copy: changing it must not change the next answer
+    first_idx[:] = -7
     again, _ = searcher.top_k(v, 5)
     assert (again == brute_top_k(v, 5)[0]).all()
-    prefix, prefix_sims = searcher.top_k(v, 3)  # a smaller k is the prefix of the remembered larger one
+    # a smaller k is the prefix of the remembered larger one
+    prefix, prefix_sims = searcher.top_k(v, 3)
     assert (prefix == brute_top_k(v, 3)[0]).all()
     np.testing.assert_allclose(prefix_sims, brute_top_k(v, 3)[1], atol=1e-5)
     w = v.copy()
-    w[0] = -w[0]  # one row changed: a different answer
+    # one row changed: a different answer
+    w[0] = -w[0]
     np.testing.assert_allclose(searcher.top_k(w, 5)[1], brute_top_k(w, 5)[1], atol=1e-5)
-    assert (searcher.top_k(w, 8)[0] == brute_top_k(w, 8)[0]).all()  # a larger k than remembered is computed
+    # a larger k than remembered is computed
+    assert (searcher.top_k(w, 8)[0] == brute_top_k(w, 8)[0]).all()

@@ -27,12 +27,17 @@ def states_given(source: str) -> set[str]:
         values: list[ast.expr] = []
         if isinstance(node, ast.Assign):
             for target in node.targets:
-                pairs = zip(target.elts, node.value.elts) if isinstance(target, ast.Tuple) and \
-                    isinstance(node.value, ast.Tuple) else [(target, node.value)]
+                pairs = (
+                    zip(target.elts, node.value.elts)
+                    if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple)
+                    else [(target, node.value)]
+                )
                 values += [v for t, v in pairs if isinstance(t, ast.Attribute) and t.attr == "state"]
         elif isinstance(node, ast.Call):
             values += [k.value for k in node.keywords if k.arg == "state"]
-        found |= {c.value for v in values for c in ast.walk(v) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+        found |= {
+            c.value for v in values for c in ast.walk(v) if isinstance(c, ast.Constant) and isinstance(c.value, str)
+        }
     return found
 
 
@@ -47,13 +52,16 @@ def test_states_name_every_state_a_pass_result_is_given():
 
 
 def test_the_state_scan_finds_each_way_a_state_is_given():
-    source = "\n".join([
-        'r.state = "aborted"',
-        'r.state, r.notes = "skipped", ["off"]',
-        'r.state = "worked" if r.applied else ("nothing-qualified" if not groups else "caught-up")',
-        'result.passes[n] = PassResult(n, state="broken", notes=["no fact read"])',
-        'ok = r.state == "batched"; r.notes = ["would-offer"]',  # a comparison and another field give nothing
-    ])
+    source = "\n".join(
+        [
+            'r.state = "aborted"',
+            'r.state, r.notes = "skipped", ["off"]',
+            'r.state = "worked" if r.applied else ("nothing-qualified" if not groups else "caught-up")',
+            'result.passes[n] = PassResult(n, state="broken", notes=["no fact read"])',
+            # a comparison and another field give nothing
+            'ok = r.state == "batched"; r.notes = ["would-offer"]',
+        ]
+    )
     assert states_given(source) == {"aborted", "skipped", "worked", "nothing-qualified", "caught-up", "broken"}
 
 
@@ -71,7 +79,8 @@ def test_every_session_is_recorded_with_counts_cost_and_commits(tmp_path, judge_
     # a model with no price now exits 2 (test_spend); a reply without usage still makes the cost unknown
     judge_env.responder = lambda req, n: text(DEFAULT_REPLY, usage=False)
     second = review(repo.root, ReviewOptions(passes=("alias",)))
-    review(repo.root, ReviewOptions(dry_run=True))  # a dry run records no session
+    # a dry run records no session
+    review(repo.root, ReviewOptions(dry_run=True))
 
     rows = stored_sessions(repo)
     assert [r["id"] for r in rows] == [first.session, second.session]
@@ -97,13 +106,15 @@ def test_status_shows_lines_throttle_and_sessions_without_a_call_or_a_write(tmp_
     assert out[0].startswith(f"last session {last.session} (")
     assert any(line.startswith("  alias: defunded (next probe in 2 sessions) - candidates ") for line in out)
     assert any(line.startswith("  exact: nothing-qualified - ") for line in out)
-    throttle = out[out.index("throttle for the next session:") + 1:][:3]
+    throttle = out[out.index("throttle for the next session:") + 1 :][:3]
     # optimistic_cap = 2 judge-model questions, converted: the balance counts money
-    assert throttle[0].startswith("  alias: defunded (next probe in 2 sessions) - balance 0: 2 asked for $0.0080, "
-                                  "0 resolved x $0.0400, opening $0.0080")
+    assert throttle[0].startswith(
+        "  alias: defunded (next probe in 2 sessions) - balance 0: 2 asked for $0.0080, "
+        "0 resolved x $0.0400, opening $0.0080"
+    )
     assert throttle[1].startswith("  prune: optimistic - no verdicts yet")
     assert throttle[2].startswith("  discovery: optimistic - no verdicts yet")
-    table = out[out.index("last 2 session(s), newest first:") + 2:]
+    table = out[out.index("last 2 session(s), newest first:") + 2 :]
     assert [row.split()[0] for row in table] == [last.session, stored_sessions(repo)[0]["id"]]
     assert table[0].split()[-4:] == ["nothing-qualified", "defunded", "-", "-"]
     assert table[1].split()[-4:] == ["nothing-qualified", "worked", "-", "-"]
@@ -121,11 +132,14 @@ def test_status_shows_lines_throttle_and_sessions_without_a_call_or_a_write(tmp_
     assert (repo.root / ".knomit" / "judge.db").read_bytes() == db
     assert tree_digest(repo.root) == digest
 
-    session(repo, judge_env)  # the last one before the probe
+    # the last one before the probe
+    session(repo, judge_env)
     out = status_cli(repo.root).splitlines()
     assert any(line.startswith("  alias: defunded (next probe in 1 session) - candidates ") for line in out)
-    assert any(line.startswith("  alias: defunded - ") and line.endswith("the next session probes one candidate")
-               for line in out)
+    assert any(
+        line.startswith("  alias: defunded - ") and line.endswith("the next session probes one candidate")
+        for line in out
+    )
 
 
 def test_status_of_a_corpus_never_reviewed_creates_no_db(tmp_path, judge_env):
@@ -134,8 +148,10 @@ def test_status_of_a_corpus_never_reviewed_creates_no_db(tmp_path, judge_env):
     db.unlink()
     out = status_cli(repo.root).splitlines()
     assert out[0] == "no sessions yet"
-    assert "  alias: optimistic - no verdicts yet: a balance of $0.0500 (the opening); balance $0.0500 buys 12 reads " \
+    assert (
+        "  alias: optimistic - no verdicts yet: a balance of $0.0500 (the opening); balance $0.0500 buys 12 reads "
         "at claude-sonnet-5-5" in out
+    )
     assert not db.exists() and judge_env.calls == 0
 
 
@@ -144,7 +160,8 @@ def test_status_names_a_session_that_never_ended(tmp_path, judge_env):
     session(repo, judge_env)
     store = Store.for_corpus(repo.root)
     try:
-        store.start_session("20990101T000000Z-dead")  # what a session killed mid-way leaves behind
+        # what a session killed mid-way leaves behind
+        store.start_session("20990101T000000Z-dead")
     finally:
         store.close()
     out = status_cli(repo.root).splitlines()

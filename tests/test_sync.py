@@ -58,9 +58,21 @@ def served(tmp_path):
     git(base, "clone", "-q", "--bare", str(seed.root), str(bare))
     git(bare, "config", "core.logAllRefUpdates", "true")
     port = free_port()
-    daemon = subprocess.Popen(["git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack",
-                               f"--base-path={base}", "--listen=127.0.0.1", f"--port={port}", str(base)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    daemon = subprocess.Popen(
+        [
+            "git",
+            "daemon",
+            "--reuseaddr",
+            "--export-all",
+            "--enable=receive-pack",
+            f"--base-path={base}",
+            "--listen=127.0.0.1",
+            f"--port={port}",
+            str(base),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 20
         while True:
@@ -107,7 +119,8 @@ def assert_remote_sound(bare: Path, writer_commits: list[str]) -> None:
         git(bare, "merge-base", "--is-ancestor", sha, "main")
     updates = git(bare, "reflog", "show", "--format=%H", "refs/heads/main").split()
     assert len(updates) >= 2
-    for new, old in zip(updates, updates[1:]):  # newest first: each entry's value and the one before it
+    # newest first: each entry's value and the one before it
+    for new, old in zip(updates, updates[1:]):
         git(bare, "merge-base", "--is-ancestor", old, new)
     for path in git(bare, "ls-tree", "-r", "--name-only", "main", "facts").split():
         parse_fact(path, git(bare, "show", f"main:{path}"))
@@ -125,9 +138,16 @@ def test_writer_pushes_during_a_session_and_wins_its_hunks(tmp_path, served, mon
     pushed = []
 
     def judge(req, n):
-        if n == 1:  # the writer pushes while the reviewer's session asks its first question
-            pushed.append(writer_push(url, tmp_path / "writer", {"facts/ops/f3.md": WRITER_F3,
-                                                                 "facts/ops/f2.md": WRITER_F2}, "writer: edits"))
+        # the writer pushes while the reviewer's session asks its first question
+        if n == 1:
+            pushed.append(
+                writer_push(
+                    url,
+                    tmp_path / "writer",
+                    {"facts/ops/f3.md": WRITER_F3, "facts/ops/f2.md": WRITER_F2},
+                    "writer: edits",
+                )
+            )
         return respond(req, n)
 
     with MessagesServer(judge) as server:
@@ -148,6 +168,7 @@ def test_writer_pushes_during_a_session_and_wins_its_hunks(tmp_path, served, mon
         merge = git(bare, "log", "-1", "--merges", "--format=%B", "main")
         assert all(f"Knomit-Overridden: {vid}" in merge for vid in overridden)
         from knomit_judge.history import status
+
         assert status(reviewer)["metrics"]["sync"]["overridden_decisions"] == len(overridden)
 
         # the next session: the standing alias yes is restated without a call, the changed f2 asked again
@@ -177,33 +198,55 @@ def both_at_once(tmp_path, url: str, mode: str) -> tuple[list, list, list]:
     def judge_of(me: int):
         def judge(req, n):
             asked[me].set()
-            asked[1 - me].wait(120)  # both sessions are under way (merged, read, asking) before either pushes
+            # both sessions are under way (merged, read, asking) before either pushes
+            asked[1 - me].wait(120)
             return respond(req, n)
+
         return judge
 
     servers = [MessagesServer(judge_of(i)).start() for i in (0, 1)]
     try:
-        env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test-FAKEKEY-0123456789",
-               "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent.parent), os.environ.get("PYTHONPATH", "")])}
-        glue = ("git pull -q --no-rebase origin main; " if mode == "naive" else "") + \
-            f"'{sys.executable}' -c 'from knomit_judge.cli import main; main()' -q review --json ." + \
-            ("; git push -q origin HEAD:main" if mode == "naive" else "")
-        runs = [subprocess.Popen(["sh", "-c", glue], cwd=m, env={**env, "ANTHROPIC_BASE_URL": s.url},
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                for m, s in zip(machines, servers)]
+        env = {
+            **os.environ,
+            "ANTHROPIC_API_KEY": "sk-ant-test-FAKEKEY-0123456789",
+            "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent.parent), os.environ.get("PYTHONPATH", "")]),
+        }
+        glue = (
+            ("git pull -q --no-rebase origin main; " if mode == "naive" else "")
+            + f"'{sys.executable}' -c 'from knomit_judge.cli import main; main()' -q review --json ."
+            + ("; git push -q origin HEAD:main" if mode == "naive" else "")
+        )
+        runs = [
+            subprocess.Popen(
+                ["sh", "-c", glue],
+                cwd=m,
+                env={**env, "ANTHROPIC_BASE_URL": s.url},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for m, s in zip(machines, servers)
+        ]
         outs = [r.communicate(timeout=600) for r in runs]
         for r, (_out, err) in zip(runs, outs):
             assert r.returncode == 0, err
         first = [[question(q) for q in s.requests] for s in servers]
-        if mode == "sync":  # both ran at once: the second to push merged the first one's commits
+        # both ran at once: the second to push merged the first one's commits
+        if mode == "sync":
             syncs = [json.loads(out)["sync"] for out, _ in outs]
             assert sum(s_["merged"] for s_ in syncs) >= 1 and all(s_["state"] == "synced" for s_ in syncs), syncs
         # and each once more: nothing either machine journalled and pushed is paid for again
         again = []
         for m, s in zip(machines, servers):
             before = s.calls
-            done = subprocess.run(["sh", "-c", glue], cwd=m, env={**env, "ANTHROPIC_BASE_URL": s.url},
-                                  capture_output=True, text=True, timeout=600)
+            done = subprocess.run(
+                ["sh", "-c", glue],
+                cwd=m,
+                env={**env, "ANTHROPIC_BASE_URL": s.url},
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
             assert done.returncode == 0, done.stderr
             again.append([question(q) for q in s.requests[before:]])
         return machines, first, again
@@ -224,8 +267,9 @@ def test_two_reviewers_at_once(tmp_path, served, mode):
         git(bare, "merge-base", "--is-ancestor", git(m, "rev-parse", "HEAD").strip(), "main")
         assert_no_merge_left(m)
     # each decision once: one retraction of f2, f1's sources carried over once, f3's spelling merged
-    f1, f2, f3 = (parse_fact(f"facts/ops/{n}.md", git(bare, "show", f"main:facts/ops/{n}.md"))
-                  for n in ("f1", "f2", "f3"))
+    f1, f2, f3 = (
+        parse_fact(f"facts/ops/{n}.md", git(bare, "show", f"main:facts/ops/{n}.md")) for n in ("f1", "f2", "f3")
+    )
     assert f1.sources == ("s1", "s2") and f2.status == "retracted" and f3.motifs == ("penalty-blocks-own-recovery",)
     assert git(bare, "show", "main:facts/ops/f2.md").count("status:") == 1
     if mode == "sync":
@@ -234,12 +278,17 @@ def test_two_reviewers_at_once(tmp_path, served, mode):
         assert "Knomit-Overridden:" not in history and "Knomit-Same-Decision:" in history, history
         # and `revert` undoes it, whichever machine's verdict id it is given (each copy's machine has both)
         from knomit_judge.revert import revert
+
         for m in machines:
             git(m, "pull", "-q", "--no-rebase", "origin", "main")
-        same = [line.split(": ", 1)[1].split(" as ") for line in history.splitlines()
-                if line.startswith("Knomit-Same-Decision: ")]
+        same = [
+            line.split(": ", 1)[1].split(" as ")
+            for line in history.splitlines()
+            if line.startswith("Knomit-Same-Decision: ")
+        ]
         for ours, _theirs in same:
-            assert revert(ours, machines[0])  # exits 0: the kept copy's change is undone
+            # exits 0: the kept copy's change is undone
+            assert revert(ours, machines[0])
         reverts = git(machines[0], "log", "--format=%(trailers:key=Knomit-Reverts,valueonly)")
         assert same and all(ours in reverts and theirs in reverts for ours, theirs in same), (same, reverts)
 
@@ -251,18 +300,30 @@ def test_unreachable_remote_is_named_and_loses_no_commit(tmp_path, path_remote, 
     from knomit_judge.cli import cli
 
     def gauges(path: Path) -> dict:
-        return {(s.name, s.labels.get("state")): s.value for f in text_string_to_metric_families(path.read_text())
-                for s in f.samples if s.name.startswith(("knomit_judge_sync", "knomit_judge_unpushed",
-                                                         "knomit_judge_last_push", "knomit_judge_overridden"))}
+        return {
+            (s.name, s.labels.get("state")): s.value
+            for f in text_string_to_metric_families(path.read_text())
+            for s in f.samples
+            if s.name.startswith(
+                ("knomit_judge_sync", "knomit_judge_unpushed", "knomit_judge_last_push", "knomit_judge_overridden")
+            )
+        }
 
     judge_env.responder = respond
     import re
 
     from messages_server import tool
+
     # a line for every spelling: a spelling given none is asked again next session, and its journal commit
     # would be one more unpushed commit (issue 39)
-    judge_env.describer = lambda req, n: tool({"lines": [{"spelling": s, "mechanism": f"What {s} names."}
-                                                         for s in re.findall(r'"spelling": "([^"]+)"', req.prompt)]})
+    judge_env.describer = lambda req, n: tool(
+        {
+            "lines": [
+                {"spelling": s, "mechanism": f"What {s} names."}
+                for s in re.findall(r'"spelling": "([^"]+)"', req.prompt)
+            ]
+        }
+    )
     reviewer = clone(str(path_remote), tmp_path / "reviewer", "sync")
     git(reviewer, "remote", "set-url", "origin", f"git://127.0.0.1:{free_port()}/gone.git")
     metrics = tmp_path / "kj.prom"
@@ -271,25 +332,29 @@ def test_unreachable_remote_is_named_and_loses_no_commit(tmp_path, path_remote, 
     report = json.loads(out.stdout)
     assert report["sync"]["state"] == "unreachable" and report["sync"]["error"], report["sync"]
     assert "Traceback" not in out.output
-    assert report["passes"]["alias"]["applied"] == 1  # reviewed the local copy; pushed later
+    # reviewed the local copy; pushed later
+    assert report["passes"]["alias"]["applied"] == 1
     unpushed = report["sync"]["unpushed"]
     assert unpushed >= 2
     g = gauges(metrics)
     assert g[("knomit_judge_sync_state", "unreachable")] == 1 and g[("knomit_judge_sync_state", "synced")] == 0
     assert g[("knomit_judge_unpushed_commits", None)] == unpushed
-    assert g[("knomit_judge_unpushed_sessions", None)] == 1  # the alert waits for a second session
+    # the alert waits for a second session
+    assert g[("knomit_judge_unpushed_sessions", None)] == 1
     assert ("knomit_judge_last_push_timestamp_seconds", None) not in g
 
     lines = CliRunner().invoke(cli, ["review", str(reviewer), "--metrics-file", str(metrics)])
     assert lines.exit_code == 0 and "Traceback" not in lines.output
     assert lines.stdout.splitlines()[0].startswith("sync origin/main: unreachable - ")
     assert gauges(metrics)[("knomit_judge_unpushed_sessions", None)] == 2  # KnomitJudgeUnpushed fires
-    said = CliRunner().invoke(cli, ["status", str(reviewer)]).stdout  # the plain text says it too
+    # the plain text says it too
+    said = CliRunner().invoke(cli, ["status", str(reviewer)]).stdout
     line = next(x for x in said.splitlines() if x.startswith("sync origin/main: "))
     assert line.startswith("sync origin/main: unreachable - ") and "last push never from here" in line
     assert f"unpushed {unpushed} commit(s) over 2 session(s)" in line
 
-    git(reviewer, "remote", "set-url", "origin", str(path_remote))  # back: the next session pushes them
+    # back: the next session pushes them
+    git(reviewer, "remote", "set-url", "origin", str(path_remote))
     out = CliRunner().invoke(cli, ["review", str(reviewer), "--json", "--metrics-file", str(metrics)])
     report = json.loads(out.stdout)
     assert report["sync"]["state"] == "synced" and report["sync"]["unpushed"] == 0 and report["sync"]["pushed"] >= 2
@@ -322,16 +387,22 @@ def test_a_binary_conflict_aborts_the_merge_and_keeps_the_commits(tmp_path, path
     assert "binary" in result.sync.error and result.sync.line().startswith("sync origin/main: broken")
     assert_no_merge_left(reviewer)
     git(reviewer, "merge-base", "--is-ancestor", mine, "HEAD")  # the local commits stay
-    assert result.passes["alias"].applied == 1  # the local copy was reviewed all the same
+    # the local copy was reviewed all the same
+    assert result.passes["alias"].applied == 1
 
 
 def test_remote_settings_are_validated(tmp_path):
     from click.testing import CliRunner
 
     from knomit_judge.cli import cli
+
     repo = make_repo(tmp_path / "kb", SMALL)
-    for toml, key in [('[git]\nremote = 3\n', "git.remote"), ('[git]\nbranch = ""\n', "git.branch"),
-                      ('[git]\nremotes = "origin"\n', "git.remotes"), ('[git]\nremote = "nowhere"\n', "git.remote")]:
+    for toml, key in [
+        ("[git]\nremote = 3\n", "git.remote"),
+        ('[git]\nbranch = ""\n', "git.branch"),
+        ('[git]\nremotes = "origin"\n', "git.remotes"),
+        ('[git]\nremote = "nowhere"\n', "git.remote"),
+    ]:
         repo.write("knomit-judge.toml", toml)
         repo.commit("config")
         out = CliRunner().invoke(cli, ["review", str(repo.root), "--judge", "scripted:/dev/null"])
@@ -369,17 +440,28 @@ def test_the_github_workflow_passes_actionlint(tmp_path):
     assert done.returncode == 0 and not done.stdout.strip(), done.stdout + done.stderr
     wf = WORKFLOW.read_text()
     # what docs/unattended.md promises of it
-    for needed in ("schedule:", "fetch-depth: 0", "concurrency:", "cancel-in-progress: false",
-                   "secrets.ANTHROPIC_API_KEY", ".knomit/judge.db", "knomit-judge rebuild .", "knomit-judge review ."):
+    for needed in (
+        "schedule:",
+        "fetch-depth: 0",
+        "concurrency:",
+        "cancel-in-progress: false",
+        "secrets.ANTHROPIC_API_KEY",
+        ".knomit/judge.db",
+        "knomit-judge rebuild .",
+        "knomit-judge review .",
+    ):
         assert needed in wf, needed
-    broken = tmp_path / "broken.yml"  # the check can fail: a context that does not exist is found
+    # the check can fail: a context that does not exist is found
+    broken = tmp_path / "broken.yml"
     broken.write_text(wf.replace("secrets.ANTHROPIC_API_KEY", "secret.ANTHROPIC_API_KEY"))
     assert actionlint(broken, tmp_path).returncode != 0
 
 
 def test_a_fresh_clone_asks_what_is_owed_to_the_writers_new_facts(tmp_path, path_remote, judge_env):
     from judges import responder
-    judge_env.responder = responder()  # every answer a no: the passes spend their balance and are defunded
+
+    # every answer a no: the passes spend their balance and are defunded
+    judge_env.responder = responder()
     kept = clone(str(path_remote), tmp_path / "kept", "sync")
     toml = kept / "knomit-judge.toml"
     toml.write_text(toml.read_text() + "\n[budget]\noptimistic_cap = 1\n")
@@ -389,8 +471,13 @@ def test_a_fresh_clone_asks_what_is_owed_to_the_writers_new_facts(tmp_path, path
     assert first.sync.state == "synced"
     writer = tmp_path / "writer"
     git(tmp_path, "clone", "-q", str(path_remote), str(writer))
-    new = fact_text("A punishment that stops its own lifting keeps the system locked",
-                    ["penalty-that-blocks-recovery"], 0.6, ["s9"], "The lock holds the key that would open it.")
+    new = fact_text(
+        "A punishment that stops its own lifting keeps the system locked",
+        ["penalty-that-blocks-recovery"],
+        0.6,
+        ["s9"],
+        "The lock holds the key that would open it.",
+    )
     (writer / "facts" / "ops" / "f5.md").write_text(new)
     git(writer, "add", "-A")
     git(writer, "commit", "-q", "-m", "writer: f5")
@@ -401,8 +488,11 @@ def test_a_fresh_clone_asks_what_is_owed_to_the_writers_new_facts(tmp_path, path
     runner = review(clone(str(path_remote), tmp_path / "runner", "sync"), ReviewOptions())
     asked = [question(r) for r in judge_env.requests[calls:]]
     assert asked and all("keeps the system locked" in q or "penalty-that-blocks-recovery" in q for q in asked), asked
-    for name in ("alias", "prune"):  # defunded, they ask only what the new fact is owed
-        assert runner.passes[name].throttle.startswith("defunded") and runner.passes[name].judge_calls, runner.text_lines()
+    # defunded, they ask only what the new fact is owed
+    for name in ("alias", "prune"):
+        assert runner.passes[name].throttle.startswith("defunded") and runner.passes[name].judge_calls, (
+            runner.text_lines()
+        )
     # the kept clone merges what the runner journalled and pushed, and pays for none of it again
     calls = judge_env.calls
     review(kept, ReviewOptions())
@@ -420,4 +510,5 @@ def test_a_fact_broken_here_is_never_pushed(tmp_path, path_remote, judge_env):
 
     assert result.sync.state == "broken" and result.sync.paths == ["facts/ops/f4.md"], result.sync.line()
     assert result.broken and git(path_remote, "rev-parse", "main") == before  # nothing pushed
-    assert result.sync.unpushed >= 2  # the reviewer's own commits wait with it, none lost
+    # the reviewer's own commits wait with it, none lost
+    assert result.sync.unpushed >= 2

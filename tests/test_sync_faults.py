@@ -52,6 +52,7 @@ def local_edit(root: Path, path: str, old: str, new: str, msg: str) -> str:
 
 # -- 1. a private branch is never published ---------------------------------------------------------
 
+
 def test_a_session_on_another_branch_reviews_locally_and_pushes_nothing(tmp_path, path_remote, judge_env):
     judge_env.responder = respond
     reviewer = clone(str(path_remote), tmp_path / "reviewer", "sync")
@@ -65,7 +66,8 @@ def test_a_session_on_another_branch_reviews_locally_and_pushes_nothing(tmp_path
     assert result.sync.line().startswith("sync origin/main: skipped - on branch feature, not main"), result.sync.line()
     assert git(path_remote, "rev-parse", "main").strip() == pushed  # nothing published
     assert subprocess.run(["git", "merge-base", "--is-ancestor", private, "main"], cwd=path_remote).returncode != 0
-    assert result.passes["alias"].applied == 1  # reviewed locally all the same
+    # reviewed locally all the same
+    assert result.passes["alias"].applied == 1
     assert subprocess.run(["git", "merge-base", "--is-ancestor", pushed, "HEAD"], cwd=reviewer).returncode != 0
 
     git(reviewer, "checkout", "-q", "--detach")  # a detached HEAD likewise
@@ -73,12 +75,14 @@ def test_a_session_on_another_branch_reviews_locally_and_pushes_nothing(tmp_path
     assert detached.sync.state == "skipped" and "detached HEAD" in detached.sync.line(), detached.sync.line()
     assert git(path_remote, "rev-parse", "main").strip() == pushed
 
-    git(reviewer, "checkout", "-q", "-b", "work", "--track", "origin/main")  # a branch tracking main syncs
+    # a branch tracking main syncs
+    git(reviewer, "checkout", "-q", "-b", "work", "--track", "origin/main")
     tracking = review(reviewer, ReviewOptions())
     assert tracking.sync.state == "synced", tracking.sync.line()
 
 
 # -- 2. a kill during the merge, and a person's merge -------------------------------------------------
+
 
 def hook(root: Path, name: str, body: str) -> Path:
     """A hook in a clone (root/.git/hooks) or a bare repository (root/hooks)."""
@@ -90,9 +94,14 @@ def hook(root: Path, name: str, body: str) -> Path:
 
 
 def cli_session(root: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", "from knomit_judge.cli import main; main()", "-q", "review",
-                             "--json", str(root)], cwd=root, start_new_session=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(REPO)})
+    return subprocess.Popen(
+        [sys.executable, "-c", "from knomit_judge.cli import main; main()", "-q", "review", "--json", str(root)],
+        cwd=root,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
 
 
 def kill_when(proc: subprocess.Popen, flag: Path, timeout: float = 120) -> None:
@@ -148,13 +157,15 @@ def test_a_persons_merge_is_left_alone_and_named(tmp_path, path_remote, judge_en
     assert git(path_remote, "rev-parse", "main") == before
     assert result.passes["alias"].applied == 0 and any("did not start" in n for n in result.notes), result.notes
 
-    git(reviewer, "commit", "-q", "--no-edit")  # the person finishes it: the next session syncs and applies
+    # the person finishes it: the next session syncs and applies
+    git(reviewer, "commit", "-q", "--no-edit")
     after = review(reviewer, ReviewOptions())
     assert after.sync.state == "synced" and after.sync.unpushed == 0, after.sync.line()
     assert after.passes["alias"].applied == 1
 
 
 # -- 3. a deleted remote branch, a new empty remote ---------------------------------------------------
+
 
 def test_a_remote_without_the_branch_gets_it_pushed(tmp_path, path_remote, judge_env):
     judge_env.responder = respond
@@ -175,6 +186,7 @@ def test_a_remote_without_the_branch_gets_it_pushed(tmp_path, path_remote, judge
 
 
 # -- 5. messages that name the real cause -------------------------------------------------------------
+
 
 def test_a_dirty_tree_is_named_once_not_a_moving_remote(tmp_path, path_remote, judge_env):
     judge_env.responder = respond
@@ -232,6 +244,7 @@ def test_a_rewritten_remote_is_noted(tmp_path, path_remote, judge_env):
 
 # -- 6. untracked files ---------------------------------------------------------------------------------
 
+
 def test_an_untracked_file_outside_the_facts_does_not_block_decisions(tmp_path, path_remote, judge_env):
     judge_env.responder = respond
     reviewer = clone(str(path_remote), tmp_path / "reviewer", "sync")
@@ -258,6 +271,7 @@ def test_an_untracked_fact_blocks_applying(tmp_path, path_remote, judge_env):
 
 
 # -- 7. status --json: the last session's sync --------------------------------------------------------
+
 
 def test_status_names_the_last_sessions_sync(tmp_path, path_remote, judge_env):
     judge_env.responder = respond

@@ -29,7 +29,8 @@ def test_declining_judge_walks_to_defunded_then_spends_one_probe_per_probe_every
     repo = motif_repo(tmp_path, "optimistic_cap = 2\nprobe_every = 3\n")
     calls, tails, lines = [], [], []
     for n in range(1, 8):
-        if n == 4:  # the first probe: it must offer the best-ranked waiting candidate (nothing changed: no fresh one)
+        # the first probe: it must offer the best-ranked waiting candidate (nothing changed: no fresh one)
+        if n == 4:
             unthrottled = load_config(repo.root)
             unthrottled.budget = dataclasses.replace(unthrottled.budget, enabled=False)
             everything = review(repo.root, ReviewOptions(dry_run=True, passes=("alias",)), config=unthrottled)
@@ -51,8 +52,11 @@ def test_declining_judge_walks_to_defunded_then_spends_one_probe_per_probe_every
     assert lines[2].startswith("alias: defunded (next probe in 1 session) - ")
     assert lines[3].startswith("alias: worked - ") and "judged 1" in lines[3]
     rows = throttle_rows(repo)
-    assert [(r["state"], r["probe_due"], r["probe_spent"]) for r in rows[1:]] == \
-        [("defunded", 0, 0), ("defunded", 0, 0), ("defunded", 1, 1)] * 2
+    assert [(r["state"], r["probe_due"], r["probe_spent"]) for r in rows[1:]] == [
+        ("defunded", 0, 0),
+        ("defunded", 0, 0),
+        ("defunded", 1, 1),
+    ] * 2
 
 
 def test_probe_with_no_candidate_is_not_counted_and_is_retried(tmp_path, judge_env):
@@ -60,18 +64,22 @@ def test_probe_with_no_candidate_is_not_counted_and_is_retried(tmp_path, judge_e
     repo = motif_repo(tmp_path, "optimistic_cap = 3\nprobe_every = 2\n", topics=[TOPICS[0], TOPICS[2], TOPICS[3]])
     result, spent = session(repo, judge_env)
     assert spent == 3 and result.passes["alias"].throttle == "optimistic"
-    result, spent = session(repo, judge_env)  # defunded, not due; nothing waits anyway
+    # defunded, not due; nothing waits anyway
+    result, spent = session(repo, judge_env)
     assert spent == 0 and result.passes["alias"].state == "caught-up"
-    result, spent = session(repo, judge_env)  # the probe is due but finds no candidate
+    # the probe is due but finds no candidate
+    result, spent = session(repo, judge_env)
     assert spent == 0 and result.passes["alias"].throttle == "defunded (probe)"
     assert (throttle_rows(repo)[-1]["probe_due"], throttle_rows(repo)[-1]["probe_spent"]) == (1, 0)
 
     repo.fact("facts/t/new.md", TOPICS[5][0], motifs=[TOPICS[5][1]], body="New evidence.")
     repo.commit("a new motif")
-    result, spent = session(repo, judge_env)  # retried: the probe is still due, and now has a candidate
+    # retried: the probe is still due, and now has a candidate
+    result, spent = session(repo, judge_env)
     assert spent == 1 and result.passes["alias"].throttle == "defunded (probe)"
     assert result.passes["alias"].offered == 1 and result.passes["alias"].judged == 1
-    result, spent = session(repo, judge_env)  # spent: the interval starts again
+    # spent: the interval starts again
+    result, spent = session(repo, judge_env)
     assert spent == 0 and result.passes["alias"].line().startswith("alias: defunded (next probe in 1 session)")
 
 
@@ -79,7 +87,8 @@ def test_unavailable_probe_is_not_counted_and_is_retried(tmp_path, judge_env):
     repo = motif_repo(tmp_path, "optimistic_cap = 2\nprobe_every = 2\n", n=6)
     assert session(repo, judge_env)[1] == 2
     assert session(repo, judge_env)[1] == 0
-    judge_env.responder = lambda request, n: status(500)  # the probe's session: the API is down
+    # the probe's session: the API is down
+    judge_env.responder = lambda request, n: status(500)
     result, spent = session(repo, judge_env)
     alias = result.passes["alias"]
     assert spent == 1 and alias.throttle == "defunded (probe)"
@@ -98,7 +107,8 @@ def test_resolving_probe_refunds_the_pass(tmp_path, judge_env):
     repo = motif_repo(tmp_path, "optimistic_cap = 2\nprobe_every = 2\nquestions_per_resolution = 3\n")
     assert session(repo, judge_env)[1] == 2
     assert session(repo, judge_env)[1] == 0
-    judge_env.script([text(json.dumps(SAME))])  # the probe: yes; every later question: no
+    # the probe: yes; every later question: no
+    judge_env.script([text(json.dumps(SAME))])
     result, spent = session(repo, judge_env)
     alias = result.passes["alias"]
     # the probe's resolution deposits 3 at once (less the probe itself): the session asks on, 2 more questions
@@ -107,8 +117,10 @@ def test_resolving_probe_refunds_the_pass(tmp_path, judge_env):
     # 3 deposited, 3 asked: back at 0. The balance is derived from the verdicts, so valuing a resolution
     # higher re-values the one already bought: 30 - 1 - 2 = 27 questions, funded
     assert get_status(repo.root)["throttle"]["alias"]["state"] == "defunded"
-    repo.write("knomit-judge.toml", repo.read("knomit-judge.toml").replace("questions_per_resolution = 3",
-                                                                         "questions_per_resolution = 30"))
+    repo.write(
+        "knomit-judge.toml",
+        repo.read("knomit-judge.toml").replace("questions_per_resolution = 3", "questions_per_resolution = 30"),
+    )
     repo.commit("a resolution is worth more")
 
     judge_env.responder = lambda request, n: text('{"same": false, "mechanism": ""}')
@@ -118,7 +130,8 @@ def test_resolving_probe_refunds_the_pass(tmp_path, judge_env):
     alias = result.passes["alias"]
     assert alias.throttle == "funded"
     waiting = alias.candidates - alias.cached
-    assert 2 < waiting <= 27 and alias.offered == waiting == spent  # the balance covers every waiting candidate
+    # the balance covers every waiting candidate
+    assert 2 < waiting <= 27 and alias.offered == waiting == spent
 
 
 def test_exact_duplicates_are_retracted_while_defunded(tmp_path, judge_env):
@@ -127,8 +140,12 @@ def test_exact_duplicates_are_retracted_while_defunded(tmp_path, judge_env):
     result, spent = session(repo, judge_env)
     assert spent == 0 and result.passes["alias"].line().startswith("alias: defunded (next probe in 2 sessions)")
 
-    dup = fact_text("Retries multiply load during an outage", ["retry-storm"], sources=["s9"],
-                    body="Retries multiply load during an outage. Seen in more than one system.")
+    dup = fact_text(
+        "Retries multiply load during an outage",
+        ["retry-storm"],
+        sources=["s9"],
+        body="Retries multiply load during an outage. Seen in more than one system.",
+    )
     repo.write("facts/t/copy.md", dup)
     repo.commit("a copy")
     result, spent = session(repo, judge_env)

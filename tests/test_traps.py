@@ -74,39 +74,67 @@ def decision_files(root, pass_name: str | None = None) -> dict[str, str]:
 
 def locking_corpus(tmp_path, **extra: str):
     """SMALL, with a second carrier of the losing spelling (f5), so an alias merge rewrites two files."""
-    facts = {**SMALL, "facts/ops/f5.md": fact_text("A breaker that trips on its own probe never closes again",
-                                                   [LOCKING], 0.5, ["s5"],
-                                                   "The circuit breaker counts its half-open probe as a failure.")}
+    facts = {
+        **SMALL,
+        "facts/ops/f5.md": fact_text(
+            "A breaker that trips on its own probe never closes again",
+            [LOCKING],
+            0.5,
+            ["s5"],
+            "The circuit breaker counts its half-open probe as a failure.",
+        ),
+    }
     return make_repo(tmp_path / "corpus", {**facts, **extra})
 
 
 # --- 1. a retraction never loses provenance ----------------------------------------------------
 
+
 def test_a_knomit_retraction_by_deletion_keeps_every_ref_adds_the_count_and_reverts_byte_for_byte(tmp_path):
     root = knomit_kb(tmp_path)
     assert run("init", root).exit_code == 0
-    use_entities(root)  # motif_keys = ["entities"]: a retraction must not take in the retired fact's spellings
+    # motif_keys = ["entities"]: a retraction must not take in the retired fact's spellings
+    use_entities(root)
     before = {p: (root / p).read_bytes() for p in (KEEP, LOSE, INCIDENT)}
     replies = tmp_path / "replies.jsonl"
-    replies.write_text(json.dumps({"pass": "prune", "a": KEEP, "b": LOSE, "reply": {
-        "decision": "retract", "redundant": "B",
-        "rationale": "The second states the same pool starvation in other words."}}) + "\n")
+    replies.write_text(
+        json.dumps(
+            {
+                "pass": "prune",
+                "a": KEEP,
+                "b": LOSE,
+                "reply": {
+                    "decision": "retract",
+                    "redundant": "B",
+                    "rationale": "The second states the same pool starvation in other words.",
+                },
+            }
+        )
+        + "\n"
+    )
 
     out = run("review", root, "--pass", "prune", "--judge", f"scripted:{replies}", "--json")
 
     assert out.exit_code == 0, out.output
     assert json.loads(out.stdout)["passes"]["prune"]["applied"] == 1
-    assert not (root / LOSE).exists()  # the corpus retracts by deleting the file
+    # the corpus retracts by deleting the file
+    assert not (root / LOSE).exists()
     keep = knomit_parse((root / KEEP).read_text())
-    assert keep["sources"] == 3  # knomit's convention: a count, the retired fact's added (2 + 1)
-    assert keep["refs"] == ["https://www.postgresql.org/docs/current/runtime-config-connection.html",
-                            f"{REPO_ID}{INCIDENT}", "https://example.org/notes/pgbouncer-transaction-mode"]
+    # knomit's convention: a count, the retired fact's added (2 + 1)
+    assert keep["sources"] == 3
+    assert keep["refs"] == [
+        "https://www.postgresql.org/docs/current/runtime-config-connection.html",
+        f"{REPO_ID}{INCIDENT}",
+        "https://example.org/notes/pgbouncer-transaction-mode",
+    ]
     assert keep["entities"] == ["PostgreSQL", "PgBouncer", "connection pool"]  # no motif taken in
     assert keep["domain"] == ["databases", "operations"]
     [sha] = git(root, "log", "--grep=^Knomit-Pass: prune$", "--format=%H").split()
     body = git(root, "show", "-s", "--format=%B", sha)
-    assert (f"Carried over into {KEEP}:\n- from {LOSE}: sources: 2 -> 3\n"
-            f"- from {LOSE}: refs: + https://example.org/notes/pgbouncer-transaction-mode\n") in body
+    assert (
+        f"Carried over into {KEEP}:\n- from {LOSE}: sources: 2 -> 3\n"
+        f"- from {LOSE}: refs: + https://example.org/notes/pgbouncer-transaction-mode\n"
+    ) in body
 
     vid = git(root, "show", "-s", "--format=%(trailers:key=Knomit-Verdict,valueonly)", sha).strip()
     assert run("revert", vid, root).exit_code == 0
@@ -115,9 +143,11 @@ def test_a_knomit_retraction_by_deletion_keeps_every_ref_adds_the_count_and_reve
 
 # --- 2. files keep their permissions ---------------------------------------------------------
 
+
 @pytest.fixture
 def umask_002():
-    old = os.umask(0o002)  # not the usual 022, so a file made with the umask is told from one chmod'ed to 0644
+    # not the usual 022, so a file made with the umask is told from one chmod'ed to 0644
+    old = os.umask(0o002)
     yield
     os.umask(old)
 
@@ -125,7 +155,8 @@ def umask_002():
 def test_rewritten_files_keep_their_mode_and_new_ones_get_the_umasks(tmp_path, umask_002):
     repo = demo_repo(tmp_path / "demo")
     for path in (repo.root / "facts").rglob("*.md"):
-        path.chmod(0o640)  # a KB shared with one group; git does not track this, so it must not change
+        # a KB shared with one group; git does not track this, so it must not change
+        path.chmod(0o640)
 
     review(repo.root, ReviewOptions(judge=f"scripted:{DEMO / 'judge-replies.jsonl'}"))
 
@@ -133,11 +164,13 @@ def test_rewritten_files_keep_their_mode_and_new_ones_get_the_umasks(tmp_path, u
     for pass_name in ("alias", "prune", "exact", "discovery"):
         assert decision_files(repo.root, pass_name), f"the demo made no {pass_name} decision"
     merged = {p for p, s in decision_files(repo.root, "prune").items() if s == "M"}
-    assert len(merged) >= 3  # survivors, retracted facts (status: retracted), relinked facts
+    # survivors, retracted facts (status: retracted), relinked facts
+    assert len(merged) >= 3
     rewritten = {p: mode(repo.root / p) for p, s in files.items() if s == "M"}
     assert rewritten and set(rewritten.values()) == {0o640}, rewritten
     created = {p: mode(repo.root / p) for p, s in files.items() if s == "A"}
-    assert created and set(created.values()) == {0o664}, created  # 0666 & ~002, as an editor's new file
+    # 0666 & ~002, as an editor's new file
+    assert created and set(created.values()) == {0o664}, created
 
     # a revert rewrites the carriers back: they keep their mode too
     [sha] = git(repo.root, "log", "-1", "--grep=^Knomit-Pass: alias$", "--format=%H").split()
@@ -155,23 +188,42 @@ def test_a_session_killed_mid_decision_is_rolled_back_with_the_modes_kept(tmp_pa
         (repo.root / path).chmod(0o640)
     before = {p: repo.read(p) for p in carriers}
     hook = repo.root / ".git/hooks/pre-commit"
-    hook.write_text("#!/bin/sh\nkill -9 $(sed -n 's/^pid \\([0-9]*\\) .*/\\1/p' .git/knomit-judge.lock)\n"
-                    "sleep 5\nexit 1\n")
+    hook.write_text(
+        "#!/bin/sh\nkill -9 $(sed -n 's/^pid \\([0-9]*\\) .*/\\1/p' .git/knomit-judge.lock)\nsleep 5\nexit 1\n"
+    )
     hook.chmod(0o755)
-    done = subprocess.run([sys.executable, "-c", CLI_MAIN, "-q", "review", str(repo.root), "--pass", "alias",
-                           "--judge", scripted(tmp_path, ALIAS)], capture_output=True, text=True, env=CHILD_ENV,
-                          timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            CLI_MAIN,
+            "-q",
+            "review",
+            str(repo.root),
+            "--pass",
+            "alias",
+            "--judge",
+            scripted(tmp_path, ALIAS),
+        ],
+        capture_output=True,
+        text=True,
+        env=CHILD_ENV,
+        timeout=120,
+    )
     assert done.returncode == -9, done.stderr
     assert (repo.root / ".git/knomit-pending.json").exists() and repo.read(carriers[0]) != before[carriers[0]]
     hook.unlink()
 
-    assert run("rebuild", repo.root).exit_code == 0  # the next start rolls the decision back with `git checkout`
+    # the next start rolls the decision back with `git checkout`
+    assert run("rebuild", repo.root).exit_code == 0
     assert {p: repo.read(p) for p in carriers} == before
     assert {mode(repo.root / p) for p in carriers} == {0o640}
-    assert git(repo.root, "status", "--porcelain", "--", "facts") == ""  # the kept verdict waits in .knomit/
+    # the kept verdict waits in .knomit/
+    assert git(repo.root, "status", "--porcelain", "--", "facts") == ""
 
 
 # --- 3. a symlink loop is one problem ---------------------------------------------------------
+
 
 def test_a_symlink_loop_is_a_problem_for_that_path_and_the_rest_is_reviewed(tmp_path):
     repo = locking_corpus(tmp_path)
@@ -194,6 +246,7 @@ def test_a_symlink_loop_is_a_problem_for_that_path_and_the_rest_is_reviewed(tmp_
 
 # --- 4. a fact that cannot be written mid-decision -----------------------------------------------
 
+
 @pytest.fixture
 def immutable():
     """`chattr +i`: not even root may write, rename over or delete the file (as in the issue's report)."""
@@ -204,6 +257,7 @@ def immutable():
         if done.returncode:
             pytest.skip(f"chattr +i is not available here: {done.stderr.decode().strip()}")
         made.append(path)
+
     yield make
     for path in made:
         subprocess.run(["chattr", "-i", str(path)], check=True)
@@ -211,24 +265,42 @@ def immutable():
 
 def test_a_carrier_that_cannot_be_written_abandons_its_decision_whole_and_the_session_goes_on(tmp_path, immutable):
     pool = "facts/ops/pool.md"
-    repo = locking_corpus(tmp_path, **{
-        pool: fact_text("Queues that grow under load raise latency for every request", ["queue-growth"], 0.4,
-                        ["s6"], "Longer queues mean longer waits, which mean more retries.")})
+    repo = locking_corpus(
+        tmp_path,
+        **{
+            pool: fact_text(
+                "Queues that grow under load raise latency for every request",
+                ["queue-growth"],
+                0.4,
+                ["s6"],
+                "Longer queues mean longer waits, which mean more retries.",
+            )
+        },
+    )
     for path in ("facts/ops/f3.md", "facts/ops/f5.md"):
         (repo.root / path).chmod(0o640)
     before = {p: (repo.root / p).read_bytes() for p in ("facts/ops/f3.md", "facts/ops/f5.md")}
     head = git(repo.root, "rev-parse", "HEAD")
     # the merge rewrites f3 first, then fails on f5; a prune merge comes after it in the same session
     immutable(repo.root / "facts/ops/f5.md")
-    judge = scripted(tmp_path, ALIAS, {"pass": "prune", "a": "facts/ops/f4.md", "b": pool, "reply": {
-        "decision": "merge", "rationale": "Both say queue growth under load raises latency."}})
+    judge = scripted(
+        tmp_path,
+        ALIAS,
+        {
+            "pass": "prune",
+            "a": "facts/ops/f4.md",
+            "b": pool,
+            "reply": {"decision": "merge", "rationale": "Both say queue growth under load raises latency."},
+        },
+    )
 
     out = run("review", repo.root, "--judge", judge, "--json")
 
     assert out.exit_code == 0, out.output
     result = json.loads(out.stdout)
     assert result["passes"]["alias"]["applied"] == 0 and result["passes"]["alias"]["resolved"] == 1
-    assert result["passes"]["prune"]["applied"] == 1  # the other decisions and passes went on
+    # the other decisions and passes went on
+    assert result["passes"]["prune"]["applied"] == 1
     assert all(p["state"] != "aborted" for p in result["passes"].values())
     [problem] = [p for p in result["problems"] if p["path"] == "facts/ops/f5.md"]
     vid = problem["reason"].split()[1]
@@ -245,8 +317,9 @@ def test_a_carrier_that_cannot_be_written_abandons_its_decision_whole_and_the_se
     subprocess.run(["chattr", "-i", str(repo.root / "facts/ops/f5.md")], check=True)
     again = json.loads(run("review", repo.root, "--pass", "alias", "--judge", judge, "--json").stdout)
     assert again["passes"]["alias"]["applied"] == 1 and again["problems"] == []
-    assert git(repo.root, "log", "--grep=^Knomit-Pass: alias$", "--format=%(trailers:key=Knomit-Verdict,valueonly)"
-               ).split() == [vid]
+    assert git(
+        repo.root, "log", "--grep=^Knomit-Pass: alias$", "--format=%(trailers:key=Knomit-Verdict,valueonly)"
+    ).split() == [vid]
     assert {mode(repo.root / p) for p in before} == {0o640}
 
 
@@ -256,9 +329,21 @@ def test_a_knomit_deletion_that_cannot_delete_is_abandoned_with_the_survivor_res
     before = {p: (root / p).read_bytes() for p in (KEEP, LOSE, INCIDENT)}
     immutable(root / LOSE)
     replies = tmp_path / "replies.jsonl"
-    replies.write_text(json.dumps({"pass": "prune", "a": KEEP, "b": LOSE, "reply": {
-        "decision": "retract", "redundant": "B",
-        "rationale": "The second states the same pool starvation in other words."}}) + "\n")
+    replies.write_text(
+        json.dumps(
+            {
+                "pass": "prune",
+                "a": KEEP,
+                "b": LOSE,
+                "reply": {
+                    "decision": "retract",
+                    "redundant": "B",
+                    "rationale": "The second states the same pool starvation in other words.",
+                },
+            }
+        )
+        + "\n"
+    )
 
     out = run("review", root, "--pass", "prune", "--judge", f"scripted:{replies}", "--json")
 
@@ -271,9 +356,12 @@ def test_a_knomit_deletion_that_cannot_delete_is_abandoned_with_the_survivor_res
 
 # --- 5. a read-only corpus -----------------------------------------------------------------------
 
+
 def test_a_lock_that_cannot_be_made_is_exit_2_not_a_traceback(corpus_repo, monkeypatch):
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-FAKEKEY-0123456789")  # a key, so the lock is what fails
-    (corpus_repo.root / ".git/knomit-judge.lock").mkdir()  # something in the way, which root cannot bypass
+    # a key, so the lock is what fails
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-FAKEKEY-0123456789")
+    # something in the way, which root cannot bypass
+    (corpus_repo.root / ".git/knomit-judge.lock").mkdir()
     out = run("review", corpus_repo.root)
     assert out.exit_code == 2
     assert "cannot write" in out.stderr and "knomit-judge.lock" in out.stderr
@@ -289,14 +377,22 @@ def test_a_db_that_cannot_be_opened_is_exit_2_not_a_traceback(corpus_repo):
 def test_a_read_only_file_system_is_exit_2_and_a_dry_run_still_works(corpus_repo):
     """A real read-only mount: a private mount namespace (unshare -m) with the corpus bind-mounted ro."""
     root = corpus_repo.root
-    assert run("rebuild", root).exit_code == 0  # the db exists, as on a corpus reviewed before
+    # the db exists, as on a corpus reviewed before
+    assert run("rebuild", root).exit_code == 0
     digest = tree_digest(root)
+
     def read_only(*args: str) -> subprocess.CompletedProcess:
-        command = " ".join(["mount --bind \"$1\" \"$1\" && mount -o remount,ro,bind \"$1\" \"$1\" || exit 99;",
-                            "shift; exec \"$@\""])
-        return subprocess.run(["unshare", "-m", "sh", "-c", command, "sh", str(root), sys.executable, "-c", CLI_MAIN,
-                               *args], capture_output=True, text=True, timeout=120,
-                              env={**CHILD_ENV, "ANTHROPIC_API_KEY": "sk-ant-test-FAKEKEY"})  # the mount is what fails
+        command = " ".join(
+            ['mount --bind "$1" "$1" && mount -o remount,ro,bind "$1" "$1" || exit 99;', 'shift; exec "$@"']
+        )
+        return subprocess.run(
+            ["unshare", "-m", "sh", "-c", command, "sh", str(root), sys.executable, "-c", CLI_MAIN, *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            # the mount is what fails
+            env={**CHILD_ENV, "ANTHROPIC_API_KEY": "sk-ant-test-FAKEKEY"},
+        )
 
     probe = read_only("--help")
     if probe.returncode:
@@ -312,10 +408,14 @@ def test_a_read_only_file_system_is_exit_2_and_a_dry_run_still_works(corpus_repo
 
 # --- 6. YAML anchors -----------------------------------------------------------------------------
 
-ANCHORED = f"---\ntitle: A breaker that trips on its own probe never closes again\nmotifs: &m [{LOCKING}]\n" \
-           "seen_as: *m\nconfidence: 0.5\n---\nThe circuit breaker counts its half-open probe as a failure.\n"
-NESTED = f"---\ntitle: A breaker that trips on its own probe never closes again\nmotifs:\n  - &m {LOCKING}\n" \
-         "seen_as: *m\nconfidence: 0.5\n---\nThe circuit breaker counts its half-open probe as a failure.\n"
+ANCHORED = (
+    f"---\ntitle: A breaker that trips on its own probe never closes again\nmotifs: &m [{LOCKING}]\n"
+    "seen_as: *m\nconfidence: 0.5\n---\nThe circuit breaker counts its half-open probe as a failure.\n"
+)
+NESTED = (
+    f"---\ntitle: A breaker that trips on its own probe never closes again\nmotifs:\n  - &m {LOCKING}\n"
+    "seen_as: *m\nconfidence: 0.5\n---\nThe circuit breaker counts its half-open probe as a failure.\n"
+)
 
 
 def test_a_rewrite_writes_the_anchor_on_a_key_back_out():
@@ -351,6 +451,7 @@ def test_a_rewrite_that_would_not_parse_is_never_committed(tmp_path):
 
 # --- 7. a duplicate key --------------------------------------------------------------------------
 
+
 def test_a_key_written_twice_is_a_problem_naming_the_line():
     text = fact_text("Two motif lines", ["a"], extra="motifs: [b]\n")
     with pytest.raises(BadFact) as e:
@@ -360,14 +461,23 @@ def test_a_key_written_twice_is_a_problem_naming_the_line():
 
 
 def test_a_fact_with_a_duplicate_motifs_key_is_reported_and_not_rewritten(tmp_path):
-    twice = fact_text("A sanction that prevents self repair keeps the node quarantined", [LOCKING],
-                      body="Quarantine blocks the heartbeat the node needs to leave quarantine.",
-                      extra="motifs: [quarantine-latch]\n")
+    twice = fact_text(
+        "A sanction that prevents self repair keeps the node quarantined",
+        [LOCKING],
+        body="Quarantine blocks the heartbeat the node needs to leave quarantine.",
+        extra="motifs: [quarantine-latch]\n",
+    )
     repo = locking_corpus(tmp_path, **{"facts/ops/f3.md": twice})
     out = run("review", repo.root, "--pass", "alias", "--judge", scripted(tmp_path, ALIAS), "--json")
     assert out.exit_code == 0, out.output
     result = json.loads(out.stdout)
-    assert result["passes"]["alias"]["applied"] == 1  # the other carrier, f5, is rewritten
-    assert result["problems"] == [{"path": "facts/ops/f3.md", "line": 6, "reason":
-                                   "key 'motifs' is written twice (lines 3 and 6): one value would be lost; keep one"}]
+    # the other carrier, f5, is rewritten
+    assert result["passes"]["alias"]["applied"] == 1
+    assert result["problems"] == [
+        {
+            "path": "facts/ops/f3.md",
+            "line": 6,
+            "reason": "key 'motifs' is written twice (lines 3 and 6): one value would be lost; keep one",
+        }
+    ]
     assert repo.read("facts/ops/f3.md") == twice

@@ -33,6 +33,7 @@ def test_a_merge_in_a_vault_keeps_every_link(tmp_path, retract):
     assert fig["workspace.json left as Obsidian wrote it"]
     assert fig["links to the copy"] == 3 and fig["links to the copy now to the survivor"] == 3
     assert fig["links resolved before"] == fig["links"] == 570
-    assert fig["links kept"] == 570 - 7  # all but the copy's own seven, which are its history
+    # all but the copy's own seven, which are its history
+    assert fig["links kept"] == 570 - 7
     assert fig["notes changed"] == 4 and fig["commit lists the relinked notes"] and fig["revert restores every byte"]
     assert set(planted.copy_aliases) <= set(fig["survivor aliases"])

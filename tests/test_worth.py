@@ -76,8 +76,10 @@ def dry_run(repo) -> dict:
 def test_the_first_dry_run_of_a_small_vault_offers_no_pair_the_prior_rules_out(tmp_path, judge_env, monkeypatch):
     from knomit_judge.passes.registry import all_passes
     from knomit_judge.worth import prior
+
     passes = all_passes()
-    monkeypatch.delenv("KNOMIT_JUDGE_FIRST_READER")  # the defaults: claude-haiku-5-5 reads first
+    # the defaults: claude-haiku-5-5 reads first
+    monkeypatch.delenv("KNOMIT_JUDGE_FIRST_READER")
     repo = vault(tmp_path)
     every = dry_run_unthrottled(repo)
     # the vault holds hopeless questions: prune pairs of notes on unrelated subjects (130 of its 132), far below
@@ -86,14 +88,17 @@ def test_the_first_dry_run_of_a_small_vault_offers_no_pair_the_prior_rules_out(t
     hopeless = {n: [i for i in items if prior(passes[n].prior, i["score"]) == 0] for n, items in every.items()}
     assert len(hopeless["prune"]) > 0.9 * len(every["prune"]) and hopeless["alias"] and hopeless["discovery"]
 
-    out = dry_run(repo)  # the defaults: the opening balance, the worth rule, the first reader
+    # the defaults: the opening balance, the worth rule, the first reader
+    out = dry_run(repo)
     plan = out["plan"]
-    assert plan["prune"] and plan["alias"]  # it still reads where the prior allows
+    # it still reads where the prior allows
+    assert plan["prune"] and plan["alias"]
     for name in ("alias", "prune", "discovery"):
         floor = passes[name].prior[0]
         assert all(item["score"] > floor for item in plan.get(name, [])), (name, floor)
-        assert not {json.dumps(i["subject"]) for i in plan.get(name, [])} & \
-            {json.dumps(i["subject"]) for i in hopeless.get(name, [])}
+        assert not {json.dumps(i["subject"]) for i in plan.get(name, [])} & {
+            json.dumps(i["subject"]) for i in hopeless.get(name, [])
+        }
     assert out["passes"]["prune"]["waiting"] >= len(hopeless["prune"])
 
 
@@ -116,7 +121,8 @@ def test_what_the_worth_rule_held_back_stays_held_on_an_unchanged_corpus(tmp_pat
     held = first["waiting"]
     assert first["judged"] >= 20 and held > 0
     assert any(f"{held} question(s) not worth their price" in n for n in first["notes"])
-    for _ in range(2):  # nothing changed: nothing becomes worth asking
+    # nothing changed: nothing becomes worth asking
+    for _ in range(2):
         again = alias(repo.root)
         assert (again["judge_calls"], again["judged"], again["waiting"]) == (0, 0, held)
         assert any(f"{held} question(s) not worth their price" in n for n in again["notes"])

@@ -22,5 +22,16 @@ from .base import (
     subject_names,
 )
 
-__all__ = ["JUDGED_PASSES", "Candidate", "CandidateSource", "Change", "Inputs", "Pass", "Restorer", "Session",
-           "one_sentence", "reply_object", "subject_names"]
+__all__ = [
+    "JUDGED_PASSES",
+    "Candidate",
+    "CandidateSource",
+    "Change",
+    "Inputs",
+    "Pass",
+    "Restorer",
+    "Session",
+    "one_sentence",
+    "reply_object",
+    "subject_names",
+]

@@ -28,7 +28,8 @@ from .base import (
     reply_object,
 )
 
-Side = tuple[str, str]  # a spelling and its carriers, encoded for fingerprint_encoded
+# a spelling and its carriers, encoded for fingerprint_encoded
+Side = tuple[str, str]
 # front-matter list keys a corpus may keep its motifs under: what a session names when its motif keys hold none
 MOTIF_KEY_NAMES = ("motifs", "entities", "tags", "keywords", "topics", "categories")
 _SAMPLE = 50
@@ -49,14 +50,17 @@ class AliasPass(AnswersAsShown):
     """The alias pass: two spellings asked whether they name one mechanism."""
 
     name = "alias"
-    about: About = "spellings"  # a question's sides are motif spellings (the other passes': fact paths)
+    # a question's sides are motif spellings (the other passes': fact paths)
+    about: About = "spellings"
     shape: Shape = "pair"
     default = "different"
     yes = {"same"}
     proposes = False
     labels: tuple[str, ...] = YES_NO
-    prior = (0.15, 0.5)  # (floor, full), worth.py: the lowest true pair scored 0.20 (calibration), 0.30 (knomit's KB)
-    reads_lines = True  # the describe lines nominate pairs too (nominate.py): the step runs before the first round
+    # (floor, full), worth.py: the lowest true pair scored 0.20 (calibration), 0.30 (knomit's KB)
+    prior = (0.15, 0.5)
+    # the describe lines nominate pairs too (nominate.py): the step runs before the first round
+    reads_lines = True
     writes_lines = False
     # A yes names the two spellings themselves, so it stands when their carriers change (see restated)
     restates_yeses = True
@@ -72,22 +76,42 @@ class AliasPass(AnswersAsShown):
     def evidence(self, motif: str, corpus: Corpus) -> Evidence:
         """What the judge reads of one spelling: how many carriers, and the first carriers' titles."""
         carriers = corpus.carrier_facts(motif)
-        return {"spelling": motif, "carriers": len(carriers), "carrier_titles": [f.title for f in carriers[:MAX_TITLES]]}
+        return {
+            "spelling": motif,
+            "carriers": len(carriers),
+            "carrier_titles": [f.title for f in carriers[:MAX_TITLES]],
+        }
 
-    def candidate(self, a: str, b: str, corpus: Corpus, score: float, *,
-                  evidence: Callable[[str], Evidence] | None = None,
-                  side: Callable[[str], Side] | None = None) -> Candidate:
+    def candidate(
+        self,
+        a: str,
+        b: str,
+        corpus: Corpus,
+        score: float,
+        *,
+        evidence: Callable[[str], Evidence] | None = None,
+        side: Callable[[str], Side] | None = None,
+    ) -> Candidate:
         """The question about spellings a and b, with the evidence in both orders (and how many carriers both have)."""
-        return Candidate(self.name, {"a": a, "b": b}, motif_fingerprint(a, b, corpus, side), score,
-                         self.orders(a, b, corpus, evidence))
+        return Candidate(
+            self.name,
+            {"a": a, "b": b},
+            motif_fingerprint(a, b, corpus, side),
+            score,
+            self.orders(a, b, corpus, evidence),
+        )
 
-    def orders(self, a: str, b: str, corpus: Corpus, evidence: Callable[[str], Evidence] | None = None) -> list[Evidence]:
+    def orders(
+        self, a: str, b: str, corpus: Corpus, evidence: Callable[[str], Evidence] | None = None
+    ) -> list[Evidence]:
         """The evidence in both orders, with how many carriers the two spellings share."""
         evidence = evidence or (lambda m: self.evidence(m, corpus))
         ea, eb = evidence(a), evidence(b)
         shared = len(set(corpus.carriers.get(a, ())).intersection(corpus.carriers.get(b, ())))
-        return [{"motif_a": ea, "motif_b": eb, "shared_carriers": shared},
-                {"motif_a": eb, "motif_b": ea, "shared_carriers": shared}]
+        return [
+            {"motif_a": ea, "motif_b": eb, "shared_carriers": shared},
+            {"motif_a": eb, "motif_b": ea, "shared_carriers": shared},
+        ]
 
     def candidates(self, ctx: Session) -> list[Candidate]:
         """Every signal's nominations, deduplicated, best-ranked first (see nominate.py for the score).
@@ -95,7 +119,8 @@ class AliasPass(AnswersAsShown):
         `ctx.lines` (spelling -> describe line), when the session has lines, adds the line signal.
         """
         corpus = ctx.corpus
-        memo: dict[str, Evidence] = {}  # a motif's evidence and side, built once however many pairs it is in
+        # a motif's evidence and side, built once however many pairs it is in
+        memo: dict[str, Evidence] = {}
         sides: dict[str, Side] = {}
 
         def evidence(m: str) -> Evidence:
@@ -108,9 +133,10 @@ class AliasPass(AnswersAsShown):
                 sides[m] = motif_side(m, corpus)
             return sides[m]
 
-        return [self.candidate(n.a, n.b, corpus, n.score, evidence=evidence, side=side)
-                for n in nominate(list(corpus.carriers), corpus, ctx.embedder, ctx.config.shortlist.k,
-                                  ctx.lines)]
+        return [
+            self.candidate(n.a, n.b, corpus, n.score, evidence=evidence, side=side)
+            for n in nominate(list(corpus.carriers), corpus, ctx.embedder, ctx.config.shortlist.k, ctx.lines)
+        ]
 
     def restorer(self, ctx: Session) -> Restorer:
         """Makes a candidate read back from candidate_lists, its evidence from the corpus again."""
@@ -137,10 +163,21 @@ class AliasPass(AnswersAsShown):
         a, b = origin.subject["a"], origin.subject["b"]
         if not (corpus.carriers.get(a) and corpus.carriers.get(b)):
             return None
-        return Verdict(pass_name=self.name, fingerprint=motif_fingerprint(a, b, corpus), subject={"a": a, "b": b},
-                       answer=origin.answer, is_yes=True, rationale=f"as verdict {origin.id} decided: {origin.rationale}",
-                       model=MECHANICAL, prompt=origin.prompt, attempts=0, calls=0, cost_usd=0.0, session=session,
-                       judge=judge)
+        return Verdict(
+            pass_name=self.name,
+            fingerprint=motif_fingerprint(a, b, corpus),
+            subject={"a": a, "b": b},
+            answer=origin.answer,
+            is_yes=True,
+            rationale=f"as verdict {origin.id} decided: {origin.rationale}",
+            model=MECHANICAL,
+            prompt=origin.prompt,
+            attempts=0,
+            calls=0,
+            cost_usd=0.0,
+            session=session,
+            judge=judge,
+        )
 
     @property
     def default_reply(self) -> dict[str, Any]:
@@ -161,8 +198,11 @@ class AliasPass(AnswersAsShown):
     def still_holds(self, verdict: Verdict, corpus: Corpus) -> bool:
         """Both spellings still carried, by the same carriers as when the judge was asked."""
         s = verdict.subject
-        return bool(corpus.carriers.get(s["a"])) and bool(corpus.carriers.get(s["b"])) and \
-            motif_fingerprint(s["a"], s["b"], corpus) == verdict.fingerprint
+        return (
+            bool(corpus.carriers.get(s["a"]))
+            and bool(corpus.carriers.get(s["b"]))
+            and motif_fingerprint(s["a"], s["b"], corpus) == verdict.fingerprint
+        )
 
     def change(self, verdict: Verdict, ctx: Session) -> Change:
         """The losing spelling rewritten to the survivor in every carrier."""
@@ -170,16 +210,22 @@ class AliasPass(AnswersAsShown):
         a, b = verdict.subject["a"], verdict.subject["b"]
         keep = spelling_survivor(a, b, corpus)
         lose = b if keep == a else a
-        if corpus.inline_tags and not is_tag(keep) and any(lose in inline_tags(f.text[body_start(f.text):])
-                                                           for f in corpus.carrier_facts(lose)):
-            keep, lose = lose, keep  # `#retry-storm` cannot be written `#Retry Storm`: the spelling a tag can hold wins
+        if (
+            corpus.inline_tags
+            and not is_tag(keep)
+            and any(lose in inline_tags(f.text[body_start(f.text) :]) for f in corpus.carrier_facts(lose))
+        ):
+            # `#retry-storm` cannot be written `#Retry Storm`: the spelling a tag can hold wins
+            keep, lose = lose, keep
         writes: dict[str, str | None] = {}
         for fact in corpus.carrier_facts(lose):
             # inside the key it came from, and inline where the layout reads #tags
             writes[fact.path] = renamed_motif(fact, lose, keep, corpus.motif_keys, inline=corpus.inline_tags)
         titles = {m: [f.title for f in corpus.carrier_facts(m)[:MAX_TITLES]] for m in (a, b)}
-        body = (f"The judge read {len(titles[a])} carrier titles of '{a}' and {len(titles[b])} of '{b}'.\n"
-                f"'{keep}' survives by the fixed rules; {len(writes)} carrier(s) of '{lose}' rewritten.")
+        body = (
+            f"The judge read {len(titles[a])} carrier titles of '{a}' and {len(titles[b])} of '{b}'.\n"
+            f"'{keep}' survives by the fixed rules; {len(writes)} carrier(s) of '{lose}' rewritten."
+        )
         return Change(writes, f"alias: merge motif '{lose}' into '{keep}'", body)
 
 
@@ -189,7 +235,7 @@ def no_motif_note(corpus: Corpus) -> str | None:
     facts = corpus.active()
     if corpus.carriers or not facts:
         return None
-    sample = facts[::max(1, len(facts) // _SAMPLE)][:_SAMPLE]
+    sample = facts[:: max(1, len(facts) // _SAMPLE)][:_SAMPLE]
     counts: dict[str, int] = {}
     for fact in sample:
         meta = front_matter(fact.text)
@@ -197,8 +243,10 @@ def no_motif_note(corpus: Corpus) -> str | None:
             if isinstance(meta.get(key), list) and meta[key]:
                 counts[key] = counts.get(key, 0) + 1
     keys = ", ".join(f'"{k}"' for k in corpus.motif_keys)
-    said = f"no fact carries a motif under [corpus] motif_keys = [{keys}]" + (" or inline" if corpus.inline_tags else "")
+    said = f"no fact carries a motif under [corpus] motif_keys = [{keys}]" + (
+        " or inline" if corpus.inline_tags else ""
+    )
     if counts:
         best = max(counts, key=lambda k: (counts[k], -MOTIF_KEY_NAMES.index(k)))
-        said += f"; {counts[best]} of {len(sample)} sampled facts carry `{best}:` lists: set motif_keys = [\"{best}\"]"
+        said += f'; {counts[best]} of {len(sample)} sampled facts carry `{best}:` lists: set motif_keys = ["{best}"]'
     return said

@@ -12,12 +12,16 @@ from ..config import Config
 from ..corpus import Corpus
 from ..embeddings import Embedder
 from ..errors import Unparsed
-from ..judge import Reply  # (answer, rationale, payload): what a pass's parser gives the judge
+
+# (answer, rationale, payload): what a pass's parser gives the judge
+from ..judge import Reply
 from ..prompts import Prompt
 from ..verdicts import About, JudgeKind, Shape, Verdict, subject_names  # noqa: F401  (re-exported: the passes' shared names)
 
-Subject = dict[str, Any]  # {"a": .., "b": ..} for pairs, {"group": [..]} for groups: stored as JSON
-Evidence = dict[str, Any]  # what the judge reads in one order, rendered into the prompt as JSON
+# {"a": .., "b": ..} for pairs, {"group": [..]} for groups: stored as JSON
+Subject = dict[str, Any]
+# what the judge reads in one order, rendered into the prompt as JSON
+Evidence = dict[str, Any]
 
 
 @dataclass
@@ -27,9 +31,12 @@ class Candidate:
     pass_name: str
     subject: Subject
     fingerprint: str
-    score: float  # the rank among candidates, best first (alias: nominate.score), never a decision
-    orders: Sequence[Evidence]  # the evidence in each order to ask (A/B and B/A for pairs)
-    fresh: bool = False  # touches a fact or spelling changed since the pass's last session (session.freshness.fresh_first)
+    # the rank among candidates, best first (alias: nominate.score), never a decision
+    score: float
+    # the evidence in each order to ask (A/B and B/A for pairs)
+    orders: Sequence[Evidence]
+    # touches a fact or spelling changed since the pass's last session (session.freshness.fresh_first)
+    fresh: bool = False
 
 
 Restorer = Callable[[Subject, str, float], Candidate]
@@ -40,15 +47,19 @@ Restorer = Callable[[Subject, str, float], Candidate]
 class Change:
     """The file writes of one decision and its commit message (subject line and body)."""
 
-    writes: dict[str, str | None]  # path -> its new text; None: the decision deletes the file
+    # path -> its new text; None: the decision deletes the file
+    writes: dict[str, str | None]
     subject: str
     body: str
-    retired: dict[str, str] = field(default_factory=dict)  # note retired -> its survivor (where its links now lead)
+    # note retired -> its survivor (where its links now lead)
+    retired: dict[str, str] = field(default_factory=dict)
 
 
-DESCRIBE = "describe"  # the describe step: its name in the journal, the ledger, the lines and the metrics
+# the describe step: its name in the journal, the ledger, the lines and the metrics
+DESCRIBE = "describe"
 
-YES_NO: tuple[str, ...] = ("yes", "no")  # the labels of a pass whose answer is a yes or a no (a labels file says them true/false)
+# the labels of a pass whose answer is a yes or a no (a labels file says them true/false)
+YES_NO: tuple[str, ...] = ("yes", "no")
 
 
 class Session(Protocol):
@@ -61,7 +72,8 @@ class Session(Protocol):
     @property
     def embedder(self) -> Embedder: ...
     @property
-    def lines(self) -> dict[str, str]: ...  # spelling -> its describe line; empty without the describe step
+    # spelling -> its describe line; empty without the describe step
+    def lines(self) -> dict[str, str]: ...
 
 
 @dataclass
@@ -83,14 +95,16 @@ class Step(Protocol):
     @property
     def name(self) -> str: ...
     @property
-    def writes_lines(self) -> bool: ...  # it writes the describe lines: its `offered` are spellings, not questions
+    # it writes the describe lines: its `offered` are spellings, not questions
+    def writes_lines(self) -> bool: ...
 
 
 class CandidateSource(Step, Protocol):
     """What candidate_lists keeps for a pass, and for exact's duplicate groups too: its candidates, restorable."""
 
     @property
-    def reads_lines(self) -> bool: ...  # its candidates are nominated by the describe lines too (alias)
+    # its candidates are nominated by the describe lines too (alias)
+    def reads_lines(self) -> bool: ...
 
     def candidates(self, ctx: Session) -> list[Candidate]: ...
     def restorer(self, ctx: Session) -> Restorer: ...
@@ -103,12 +117,14 @@ class DescribeStep:
     name = DESCRIBE
     writes_lines = True
     about: About = "spellings"
-    shape: Shape = "group"  # a request asks for the lines of a group of spellings
+    # a request asks for the lines of a group of spellings
+    shape: Shape = "group"
     names_side = False
 
     @property
     def default_reply(self) -> dict[str, Any]:
-        return {"lines": []}  # no line for any spelling
+        # no line for any spelling
+        return {"lines": []}
 
 
 class AnswersAsShown:
@@ -117,8 +133,9 @@ class AnswersAsShown:
 
     names_side = False
 
-    def in_subject_terms(self, answer: str, payload: dict[str, Any] | None, subject: Subject,
-                         position: int) -> tuple[dict[str, Any] | None, str]:
+    def in_subject_terms(
+        self, answer: str, payload: dict[str, Any] | None, subject: Subject, position: int
+    ) -> tuple[dict[str, Any] | None, str]:
         return payload, answer
 
     def outdated(self, verdict: Verdict) -> bool:
@@ -128,28 +145,42 @@ class AnswersAsShown:
 class Pass(CandidateSource, Protocol):
     """What the session and the judge use of a judged pass (alias, prune, discovery)."""
 
-    about: About  # what a question's sides are
-    shape: Shape  # what a question is about: two sides, or a group
+    # what a question's sides are
+    about: About
+    # what a question is about: two sides, or a group
+    shape: Shape
     default: str  # the recoverable answer
-    yes: set[str]  # the answers that change the corpus
-    names_side: bool  # an answer names one side as the order shows it (prune's retract: `redundant` "A" or "B")
-    proposes: bool  # a yes writes a new fact (discovery's proposal), where the others retire or rewrite
-    labels: tuple[str, ...]  # what a person's label says in a labels file (calibrate): YES_NO, or the answers
-    prior: tuple[float, float]  # (floor, full) of the worth rule's prior over score (worth.prior)
+    # the answers that change the corpus
+    yes: set[str]
+    # an answer names one side as the order shows it (prune's retract: `redundant` "A" or "B")
+    names_side: bool
+    # a yes writes a new fact (discovery's proposal), where the others retire or rewrite
+    proposes: bool
+    # what a person's label says in a labels file (calibrate): YES_NO, or the answers
+    labels: tuple[str, ...]
+    # (floor, full) of the worth rule's prior over score (worth.prior)
+    prior: tuple[float, float]
 
     @property
-    def default_reply(self) -> dict[str, Any]: ...  # what a judge with nothing to go on replies: parsed, `default`
-    restates_yeses: bool  # a yes stands when its sides' content changes (restated, not asked again)
-    owes_questions_to_new: bool  # a new fact or spelling is owed its questions in the session that first sees it
-    owed_min_score: float  # ... those that score at least this much (session.freshness.owed_to_fresh)
+    # what a judge with nothing to go on replies: parsed, `default`
+    def default_reply(self) -> dict[str, Any]: ...
+
+    # a yes stands when its sides' content changes (restated, not asked again)
+    restates_yeses: bool
+    # a new fact or spelling is owed its questions in the session that first sees it
+    owes_questions_to_new: bool
+    # ... those that score at least this much (session.freshness.owed_to_fresh)
+    owed_min_score: float
 
     @property
     def prompt(self) -> Prompt: ...
     def parse(self, text: str) -> Reply: ...
-    def in_subject_terms(self, answer: str, payload: dict[str, Any] | None, subject: Subject,
-                         position: int) -> tuple[dict[str, Any] | None, str]: ...
+    def in_subject_terms(
+        self, answer: str, payload: dict[str, Any] | None, subject: Subject, position: int
+    ) -> tuple[dict[str, Any] | None, str]: ...
     def outdated(self, verdict: Verdict) -> bool: ...
-    def label_of(self, answer: str) -> str: ...  # an answer in its labels' terms (calibrate)
+    # an answer in its labels' terms (calibrate)
+    def label_of(self, answer: str) -> str: ...
     def still_holds(self, verdict: Verdict, corpus: Corpus) -> bool: ...
     def restated(self, origin: Verdict, corpus: Corpus, session: str, judge: JudgeKind) -> Verdict | None: ...
     def change(self, verdict: Verdict, ctx: Session) -> Change: ...

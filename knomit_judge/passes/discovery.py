@@ -36,7 +36,8 @@ DISCOVERED_DIR = f"{FACTS_DIR}/discovered"
 SOURCE_PREFIX = "knomit-judge:"
 EVIDENCE_CHARS = JudgeConfig.max_evidence_chars
 
-Group = tuple[list[int], float]  # a group of facts by row, and how alike they are (mean pairwise similarity)
+# a group of facts by row, and how alike they are (mean pairwise similarity)
+Group = tuple[list[int], float]
 
 
 def proposed(fact: Fact) -> bool:
@@ -59,8 +60,9 @@ def new_fact_path(corpus: Corpus, name: str) -> str:
     return f"{DISCOVERED_DIR}/{name}"
 
 
-def proposal_text(corpus: Corpus, model: Fact, new: dict[str, Any], *, confidence: float, verdict_id: str,
-                  links: list[str]) -> str:
+def proposal_text(
+    corpus: Corpus, model: Fact, new: dict[str, Any], *, confidence: float, verdict_id: str, links: list[str]
+) -> str:
     """A proposed fact in the shape of `model`, a fact of its group, so the corpus's own tools read it.
 
     A corpus titled by `#` headings gets a heading (no `title:` key); one that counts its
@@ -75,7 +77,8 @@ def proposal_text(corpus: Corpus, model: Fact, new: dict[str, Any], *, confidenc
     front["confidence"] = confidence
     front["sources"] = 1 if counted else [marker]
     front[link_key] = links
-    if counted:  # the marker that says who wrote it: a ref, since a count has no room for it
+    # the marker that says who wrote it: a ref, since a count has no room for it
+    if counted:
         front["refs"] = [*front.get("refs", []), marker]
     body = new["body"] if "title" in meta else f"# {new['title']}\n\n{new['body']}"
     return "---\n" + "".join(f"{k}: {yaml_value(v)}\n" for k, v in front.items()) + "---\n" + body + "\n"
@@ -95,7 +98,8 @@ def redundant(rows: list[int], counts: dict[int, int], sizes: list[int]) -> bool
 
 def distinct(kept: list[Group], candidates: list[Group]) -> list[Group]:
     """`kept` (always kept: the motif groups) plus each candidate, in order, that is not redundant with one kept before it."""
-    holding: dict[int, list[int]] = {}  # fact row -> the kept groups that hold it
+    # fact row -> the kept groups that hold it
+    holding: dict[int, list[int]] = {}
     sizes: list[int] = []
     out: list[Group] = []
     for n, (rows, score) in enumerate([*kept, *candidates]):
@@ -143,13 +147,17 @@ class DiscoveryPass(AnswersAsShown):
     shape: Shape = "group"
     default = "no"
     yes = {"yes"}
-    proposes = True  # a yes writes the fact the group entails (proposal_text)
+    # a yes writes the fact the group entails (proposal_text)
+    proposes = True
     labels: tuple[str, ...] = YES_NO
-    prior = (0.2, 0.5)  # (floor, full), worth.py: the lowest group that entailed a fact scored 0.35
+    # (floor, full), worth.py: the lowest group that entailed a fact scored 0.35
+    prior = (0.2, 0.5)
     reads_lines = False
     writes_lines = False
-    restates_yeses = False  # a yes is about the facts' content: a changed fact is asked again
-    owes_questions_to_new = False  # a new fact's groups wait their turn (see PrunePass.owes_questions_to_new)
+    # a yes is about the facts' content: a changed fact is asked again
+    restates_yeses = False
+    # a new fact's groups wait their turn (see PrunePass.owes_questions_to_new)
+    owes_questions_to_new = False
     owed_min_score = 0.0
 
     @property
@@ -181,8 +189,11 @@ class DiscoveryPass(AnswersAsShown):
 
         by_motif = [g for paths in ctx.corpus.carriers.values() for g in group([index[p] for p in paths if p in index])]
         idx, sims = ctx.embedder.searcher.top_k(vectors, cfg.max_group - 1)
-        near = [g for i in range(len(facts)) for g in group(
-            [i, *(j for j, s in zip(idx[i].tolist(), sims[i].tolist()) if s >= cfg.group_similarity)])]
+        near = [
+            g
+            for i in range(len(facts))
+            for g in group([i, *(j for j, s in zip(idx[i].tolist(), sims[i].tolist()) if s >= cfg.group_similarity)])
+        ]
         # Largest first, then most coherent: a big group is kept over the smaller ones inside it.
         near.sort(key=lambda g: (-len(g[0]), -g[1], [facts[r].path for r in g[0]]))
         by_motif.sort(key=lambda g: (-g[1], [facts[r].path for r in g[0]]))
@@ -195,8 +206,13 @@ class DiscoveryPass(AnswersAsShown):
 
         Each body is cut at judge.max_evidence_chars.
         """
-        return Candidate(self.name, {"group": [f.path for f in members]},
-                         group_fingerprint(members), score, [evidence(members, max_chars)])
+        return Candidate(
+            self.name,
+            {"group": [f.path for f in members]},
+            group_fingerprint(members),
+            score,
+            [evidence(members, max_chars)],
+        )
 
     def restorer(self, ctx: Session) -> Restorer:
         """Makes a candidate read back from candidate_lists, its evidence from the facts again."""
@@ -222,8 +238,9 @@ class DiscoveryPass(AnswersAsShown):
 
     def parse(self, text: str) -> Reply:
         """yes with a proposed fact (its motifs as slugs), or no."""
-        obj = reply_object(text, {"entails": ((bool,), True), "fact": ((dict, type(None)), False),
-                                  "rationale": ((str,), False)})
+        obj = reply_object(
+            text, {"entails": ((bool,), True), "fact": ((dict, type(None)), False), "rationale": ((str,), False)}
+        )
         rationale = one_sentence(obj.get("rationale"))
         if not obj["entails"]:
             return "no", rationale, None
@@ -231,13 +248,19 @@ class DiscoveryPass(AnswersAsShown):
         if not isinstance(fact, dict):
             raise Unparsed("'entails' is true but 'fact' is missing")
         title, body, motifs = fact.get("title"), fact.get("body"), fact.get("motifs", [])
-        if set(fact) - {"title", "body", "motifs"} or not isinstance(title, str) or not title.strip() \
-                or not isinstance(body, str) or not isinstance(motifs, list) \
-                or not all(isinstance(m, str) and re.search(r"\w", m) for m in motifs):
+        if (
+            set(fact) - {"title", "body", "motifs"}
+            or not isinstance(title, str)
+            or not title.strip()
+            or not isinstance(body, str)
+            or not isinstance(motifs, list)
+            or not all(isinstance(m, str) and re.search(r"\w", m) for m in motifs)
+        ):
             raise Unparsed("'fact' must be {title: str, body: str, motifs: [str]}")
         if not rationale:
             return "no", "'entails' without a rationale: recorded as no", None
-        motifs = list(dict.fromkeys(slug(m, 40) for m in motifs))  # "Feedback Latch" and "feedback-latch" are one
+        # "Feedback Latch" and "feedback-latch" are one
+        motifs = list(dict.fromkeys(slug(m, 40) for m in motifs))
         payload = {"title": one_sentence(title), "body": body.strip(), "motifs": motifs}
         return "yes", rationale, payload
 
@@ -255,7 +278,8 @@ class DiscoveryPass(AnswersAsShown):
         """The proposed fact, written where the corpus keeps facts and linked to its group and close facts."""
         corpus, cfg = ctx.corpus, ctx.config.discovery
         new = verdict.payload
-        assert new is not None  # parse() gives every yes its proposed fact
+        # parse() gives every yes its proposed fact
+        assert new is not None
         group = list(verdict.subject["group"])
         # Propose and link, never reinforce: a close existing fact is linked, not edited.
         existing = [f for f in corpus.active() if f.path not in group]
@@ -264,14 +288,18 @@ class DiscoveryPass(AnswersAsShown):
             vectors = ctx.embedder.embed([fact_text(f) for f in existing])
             probe = ctx.embedder.embed([f"{new['title']}\n{new['body']}"])[0]
             sims = vectors @ probe
-            close = [existing[i].path for i in np.argsort(-sims)[:ctx.config.shortlist.k]
-                     if sims[i] >= cfg.match_similarity]
+            close = [
+                existing[i].path for i in np.argsort(-sims)[: ctx.config.shortlist.k] if sims[i] >= cfg.match_similarity
+            ]
         path = new_fact_path(corpus, f"{slug(new['title'])}.md")
         if path in corpus.facts or (corpus.root / path).exists():
             path = new_fact_path(corpus, f"{slug(new['title'], 47)}-{verdict.id}.md")
-        text = proposal_text(corpus, corpus.facts[group[0]], new, confidence=cfg.confidence, verdict_id=verdict.id,
-                             links=group + close)
-        body = (f"The judge read the titles and bodies of {len(group)} facts:\n"
-                + "\n".join(f"- {p}" for p in group)
-                + (f"\nClose to existing fact(s), linked and left for the prune pass: {', '.join(close)}" if close else ""))
+        text = proposal_text(
+            corpus, corpus.facts[group[0]], new, confidence=cfg.confidence, verdict_id=verdict.id, links=group + close
+        )
+        body = (
+            f"The judge read the titles and bodies of {len(group)} facts:\n"
+            + "\n".join(f"- {p}" for p in group)
+            + (f"\nClose to existing fact(s), linked and left for the prune pass: {', '.join(close)}" if close else "")
+        )
         return Change({path: text}, f"discovery: propose {path}", body)

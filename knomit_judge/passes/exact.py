@@ -27,8 +27,10 @@ class DuplicateGroups:
     writes_lines = False
 
     def candidates(self, ctx: Session) -> list[Candidate]:
-        return [Candidate(self.name, {"group": [f.path for f in g]}, group_fingerprint(g), 0.0, [])
-                for g in duplicate_groups(ctx.corpus)]
+        return [
+            Candidate(self.name, {"group": [f.path for f in g]}, group_fingerprint(g), 0.0, [])
+            for g in duplicate_groups(ctx.corpus)
+        ]
 
     def restorer(self, ctx: Session) -> Restorer:
         def restore(s: Subject, fp: str, score: float) -> Candidate:
@@ -40,9 +42,17 @@ class DuplicateGroups:
 def exact_verdict(group: list[Fact], session: str) -> Verdict:
     """The mechanical verdict that retracts a group's copies."""
     paths = sorted(f.path for f in group)
-    return Verdict(pass_name="exact", fingerprint=group_fingerprint(group),
-                   subject={"group": paths}, answer="retract", is_yes=True,
-                   rationale="same normalised title and body", model=MECHANICAL, prompt=PROMPT_ID, session=session)
+    return Verdict(
+        pass_name="exact",
+        fingerprint=group_fingerprint(group),
+        subject={"group": paths},
+        answer="retract",
+        is_yes=True,
+        rationale="same normalised title and body",
+        model=MECHANICAL,
+        prompt=PROMPT_ID,
+        session=session,
+    )
 
 
 def exact_change(group: list[Fact], verdict: Verdict, corpus: Corpus) -> Change:
@@ -53,12 +63,25 @@ def exact_change(group: list[Fact], verdict: Verdict, corpus: Corpus) -> Change:
     relinked: list[str] = []
     for lose in group:
         if lose is not keep:
-            retire(corpus, lose, keep, verdict.id, absorb=False, writes=writes, carried=carried, copy=True,
-                   relinked=relinked)
+            retire(
+                corpus,
+                lose,
+                keep,
+                verdict.id,
+                absorb=False,
+                writes=writes,
+                carried=carried,
+                copy=True,
+                relinked=relinked,
+            )
     losers = [f for f in group if f is not keep]
-    return Change(writes, f"exact: retract {len(losers)} exact duplicate(s) of {keep.path}",
-                  f"Same normalised title and body: retracted without a judge call; {keep.path} survives as the\n"
-                  "original (the fact git first saw), and a copy adds no evidence:\n"
-                  + "\n".join(f"- {f.path}: {why_first(keep, f, corpus)}" for f in losers)
-                  + carried_body(keep.path, carried) + relinked_body(keep.path, relinked),
-                  {f.path: keep.path for f in losers})
+    return Change(
+        writes,
+        f"exact: retract {len(losers)} exact duplicate(s) of {keep.path}",
+        f"Same normalised title and body: retracted without a judge call; {keep.path} survives as the\n"
+        "original (the fact git first saw), and a copy adds no evidence:\n"
+        + "\n".join(f"- {f.path}: {why_first(keep, f, corpus)}" for f in losers)
+        + carried_body(keep.path, carried)
+        + relinked_body(keep.path, relinked),
+        {f.path: keep.path for f in losers},
+    )

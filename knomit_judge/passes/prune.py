@@ -32,13 +32,26 @@ from .base import (
 
 def fact_evidence(fact: Fact, max_chars: int = JudgeConfig.max_evidence_chars) -> Evidence:
     """What the judge reads of a fact; the body is cut at judge.max_evidence_chars."""
-    return {"title": fact.title, "body": cut(fact.body, max_chars), "motifs": list(fact.motifs),
-            "sources": list(fact.sources)}
+    return {
+        "title": fact.title,
+        "body": cut(fact.body, max_chars),
+        "motifs": list(fact.motifs),
+        "sources": list(fact.sources),
+    }
 
 
-def retire(corpus: Corpus, loser: Fact, survivor: Fact, verdict_id: str, *, absorb: bool,
-           writes: dict[str, str | None] | None = None, carried: list[str] | None = None,
-           copy: bool = False, relinked: list[str] | None = None) -> dict[str, str | None]:
+def retire(
+    corpus: Corpus,
+    loser: Fact,
+    survivor: Fact,
+    verdict_id: str,
+    *,
+    absorb: bool,
+    writes: dict[str, str | None] | None = None,
+    carried: list[str] | None = None,
+    copy: bool = False,
+    relinked: list[str] | None = None,
+) -> dict[str, str | None]:
     """The writes that retract `loser` in favour of `survivor` and point every link to it at the survivor.
 
     The survivor takes in everything of the loser's on a merge (`absorb`), and on a retraction its
@@ -65,8 +78,13 @@ def retire(corpus: Corpus, loser: Fact, survivor: Fact, verdict_id: str, *, abso
             writes[fact.path] = rewrite(fact.text, changes)
 
     keep = current(survivor)
-    changes = absorbed(keep, loser, corpus.motif_keys) if absorb else \
-        copy_provenance(keep, loser) if copy else provenance(keep, loser)
+    changes = (
+        absorbed(keep, loser, corpus.motif_keys)
+        if absorb
+        else copy_provenance(keep, loser)
+        if copy
+        else provenance(keep, loser)
+    )
     put(keep, changes)
     if carried is not None and changes:
         carried.extend(f"- from {loser.path}: {line}" for line in carried_over(keep, changes))
@@ -76,17 +94,25 @@ def retire(corpus: Corpus, loser: Fact, survivor: Fact, verdict_id: str, *, abso
     by_file_name = False
     for path in sorted(vault.linkers(loser.path)):
         if path == loser.path or path in gone or path in vault.retracted or _retired_here(corpus, writes, path):
-            continue  # a retired note keeps its own links (history); a deleted one needs none
-        done = relinked_note(vault, path, writes.get(path) or vault.texts[path], old=loser.path, new=survivor.path,
-                             gone=gone)
+            # a retired note keeps its own links (history); a deleted one needs none
+            continue
+        done = relinked_note(
+            vault, path, writes.get(path) or vault.texts[path], old=loser.path, new=survivor.path, gone=gone
+        )
         if done.count:
             writes[path] = done.text
             by_file_name |= done.by_file_name
             if relinked is not None:
                 relinked.append(f"- {path}: {done.count} link(s) to {loser.path}")
     keep = current(survivor)
-    text, names = names_taken(vault, keep.text, keep, loser, by_file_name=by_file_name,
-                              titles=titles_are_names(corpus) or by_file_name or bool(loser.aliases))
+    text, names = names_taken(
+        vault,
+        keep.text,
+        keep,
+        loser,
+        by_file_name=by_file_name,
+        titles=titles_are_names(corpus) or by_file_name or bool(loser.aliases),
+    )
     if names:
         writes[survivor.path] = text
         if carried is not None:
@@ -152,7 +178,8 @@ class PrunePass:
     shape: Shape = "pair"
     default = "distinct"
     yes = {"merge", "retract"}
-    names_side = True  # a retract names the redundant fact as the order shows it (in_subject_terms)
+    # a retract names the redundant fact as the order shows it (in_subject_terms)
+    names_side = True
     proposes = False
     labels: tuple[str, ...] = ("distinct", "merge", "retract")
     # (floor, full), worth.py: the lowest true pair scored 0.74 (0.65 in the aekb replay); the floor sits far below,
@@ -160,7 +187,8 @@ class PrunePass:
     prior = (0.3, 0.8)
     reads_lines = False
     writes_lines = False
-    restates_yeses = False  # a yes is about the facts' content: a changed fact is asked again
+    # a yes is about the facts' content: a changed fact is asked again
+    restates_yeses = False
     # A new fact is owed its nearest question in the session that first sees it, whatever the balance
     # (session.freshness.owed_to_fresh): a duplicate's pair ranks by similarity among all pairs, often far down.
     # Discovery is not, and alias only for name matches: on the replay, owing new spellings their nearest
@@ -174,8 +202,13 @@ class PrunePass:
 
     def candidate(self, a: Fact, b: Fact, score: float, max_chars: int) -> Candidate:
         """The question whether facts a and b are one, its evidence built when first read."""
-        return Candidate(self.name, {"a": a.path, "b": b.path}, pair_fingerprint(a.content_id, b.content_id),
-                         score, PairOrders(a, b, max_chars))
+        return Candidate(
+            self.name,
+            {"a": a.path, "b": b.path},
+            pair_fingerprint(a.content_id, b.content_id),
+            score,
+            PairOrders(a, b, max_chars),
+        )
 
     def candidates(self, ctx: Session) -> list[Candidate]:
         """Each active fact and its nearest neighbours by meaning, best first."""
@@ -184,10 +217,13 @@ class PrunePass:
             return []
         vectors = ctx.embedder.embed([fact_text(f) for f in facts])
         limit = ctx.config.judge.max_evidence_chars
-        return [self.candidate(facts[i], facts[j], score, limit)
-                # one search of the fact vectors serves discovery's deeper groups too (see discovery.groups)
-                for i, j, score in neighbour_pairs(vectors, ctx.config.shortlist.k, ctx.config.discovery.max_group - 1,
-                                                   ctx.embedder.searcher)]
+        return [
+            self.candidate(facts[i], facts[j], score, limit)
+            # one search of the fact vectors serves discovery's deeper groups too (see discovery.groups)
+            for i, j, score in neighbour_pairs(
+                vectors, ctx.config.shortlist.k, ctx.config.discovery.max_group - 1, ctx.embedder.searcher
+            )
+        ]
 
     def restorer(self, ctx: Session) -> Restorer:
         """Makes a candidate read back from candidate_lists, its evidence from the facts (when read)."""
@@ -204,14 +240,18 @@ class PrunePass:
         As the forced tool's schema says: `redundant` is required with retract and absent otherwise, so a
         retract that does not say which fact it retires is unparsed, never left to the fixed rules.
         """
-        obj = reply_object(text, {"decision": ((str,), True), "redundant": ((str,), False),
-                                  "rationale": ((str,), False)})
+        obj = reply_object(
+            text, {"decision": ((str,), True), "redundant": ((str,), False), "rationale": ((str,), False)}
+        )
         decision, rationale = obj["decision"], one_sentence(obj.get("rationale"))
         if decision not in ("distinct", "merge", "retract"):
             raise Unparsed(f"'decision' is {decision!r}, not distinct/merge/retract")
         if decision == "retract" and obj.get("redundant") not in ("A", "B"):
-            raise Unparsed("'retract' without 'redundant': \"A\" or \"B\"" if "redundant" not in obj
-                           else f"'redundant' is {obj['redundant']!r}, not A/B")
+            raise Unparsed(
+                "'retract' without 'redundant': \"A\" or \"B\""
+                if "redundant" not in obj
+                else f"'redundant' is {obj['redundant']!r}, not A/B"
+            )
         if decision != "retract" and "redundant" in obj:
             raise Unparsed(f"'redundant' with '{decision}': it goes with retract only")
         if decision != "distinct" and not rationale:
@@ -226,13 +266,15 @@ class PrunePass:
         """The answers are the labels."""
         return answer
 
-    def in_subject_terms(self, answer: str, payload: dict[str, Any] | None, subject: Subject,
-                         position: int) -> tuple[dict[str, Any] | None, str]:
+    def in_subject_terms(
+        self, answer: str, payload: dict[str, Any] | None, subject: Subject, position: int
+    ) -> tuple[dict[str, Any] | None, str]:
         """A reply's payload and vote with the redundant side named by its path: order 0 shows subject a as
         fact A, order 1 shows it as fact B. Two orders agree on a retract only when they retire the same fact."""
         if answer != "retract":
             return payload, answer
-        assert payload is not None  # parse() gives every retract its redundant side
+        # parse() gives every retract its redundant side
+        assert payload is not None
         shown = (subject["a"], subject["b"]) if position == 0 else (subject["b"], subject["a"])
         path = shown[0] if payload["redundant"] == "A" else shown[1]
         return {"redundant": path}, f"retract {path}"
@@ -264,7 +306,8 @@ class PrunePass:
             keep = fact_survivor([a, b], corpus)
             lose = b if keep is a else a
         else:
-            if self.outdated(verdict):  # decide() never gets here with one (review asks it again)
+            # decide() never gets here with one (review asks it again)
+            if self.outdated(verdict):
                 raise ValueError(f"verdict {verdict.id}: a retract that names no redundant fact is never applied")
             lose = a if (verdict.payload or {}).get("redundant") == a.path else b
             keep = b if lose is a else a
@@ -276,8 +319,14 @@ class PrunePass:
             why = f"{keep.path} survives by the fixed rules: {why_survives(keep, lose, corpus)}."
         else:
             subject = f"prune: retract {lose.path} (contained in {keep.path})"
-            why = (f"The judge named {lose.path} as redundant, wholly contained in {keep.path}, "
-                   "which keeps its whole body.")
+            why = (
+                f"The judge named {lose.path} as redundant, wholly contained in {keep.path}, "
+                "which keeps its whole body."
+            )
         body = "The judge read both facts' titles, bodies, motifs and sources.\n" + why
-        return Change(writes, subject, body + carried_body(keep.path, carried) + relinked_body(keep.path, relinked),
-                      {lose.path: keep.path})
+        return Change(
+            writes,
+            subject,
+            body + carried_body(keep.path, carried) + relinked_body(keep.path, relinked),
+            {lose.path: keep.path},
+        )

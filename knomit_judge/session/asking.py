@@ -29,8 +29,10 @@ class Offer:
     """What a round offers a pass, best first, and what passes which limit."""
 
     questions: list[Candidate]
-    paid: set[str]  # batch results collected this session: judged whatever the cost cap says
-    owed: set[str]  # owed to fresh facts: asked whatever the balance says, still under the cost caps
+    # batch results collected this session: judged whatever the cost cap says
+    paid: set[str]
+    # owed to fresh facts: asked whatever the balance says, still under the cost caps
+    owed: set[str]
 
 
 class Hold:
@@ -40,12 +42,16 @@ class Hold:
 
     def __init__(self, run: PassRun, paid: set[str]) -> None:
         self.ctx, self.paid, self.reader = run.ctx, paid, run.reader
-        self.blocked: str | None = None  # a reading came back HELD: the rest waits
+        # a reading came back HELD: the rest waits
+        self.blocked: str | None = None
 
     def model(self, c: Candidate) -> str:
         """The model that would read `c` first: the first reader's while it reads it, else the judge model's."""
-        return self.reader.model if self.reader.model and self.reader.reads_first(c.fingerprint) \
+        return (
+            self.reader.model
+            if self.reader.model and self.reader.reads_first(c.fingerprint)
             else self.ctx.config.judge.model
+        )
 
     def __call__(self, c: Candidate | None = None) -> str | None:
         return self.fixed(c) or self.cap(c)
@@ -88,12 +94,16 @@ class Pool:
         self.concurrency = self.ctx.config.judge.concurrency
         self.queue: asyncio.Queue[Candidate | None] = asyncio.Queue(maxsize=2 * self.concurrency)
         self.yes: list[tuple[float, Verdict]] = []
-        self.held: list[str] = []  # why workers put back what the producer had offered, or could not read it
-        self.stopped: str | None = None  # why the producer stopped offering, if it did
+        # why workers put back what the producer had offered, or could not read it
+        self.held: list[str] = []
+        # why the producer stopped offering, if it did
+        self.stopped: str | None = None
 
     async def run(self) -> None:
-        tasks = [asyncio.ensure_future(self.produce()),
-                 *(asyncio.ensure_future(self.work()) for _ in range(self.concurrency))]
+        tasks = [
+            asyncio.ensure_future(self.produce()),
+            *(asyncio.ensure_future(self.work()) for _ in range(self.concurrency)),
+        ]
         try:
             await asyncio.gather(*tasks)
         finally:
@@ -121,11 +131,16 @@ class Pool:
             price = self.allowance.price(model)
             if c.fingerprint in owed:
                 self.allowance.owe(c.fingerprint, price)
-            elif c.fingerprint not in paid and c.fingerprint not in audits_again \
-                    and not self.allowance.worth_asking(c.fingerprint, c.score, model):
-                continue  # not worth its reader's price (worth.py): it waits, and the next may be
+            elif (
+                c.fingerprint not in paid
+                and c.fingerprint not in audits_again
+                and not self.allowance.worth_asking(c.fingerprint, c.score, model)
+            ):
+                # not worth its reader's price (worth.py): it waits, and the next may be
+                continue
             elif c.fingerprint not in paid and not await self.allowance.take(
-                    c.fingerprint, price, share if model != self.ctx.config.judge.model else 0.0):
+                c.fingerprint, price, share if model != self.ctx.config.judge.model else 0.0
+            ):
                 break
             await self.queue.put(c)
         # Not in a `finally`: once cancelled the workers are gone, and a put into a full queue never returns.
@@ -147,12 +162,15 @@ class Pool:
             try:
                 out, model, audited = await read(self.pass_run, c)
                 if out.kind == BATCHED:
-                    self.r.batched += 1  # asked in the session's Message Batch; the next session collects it
+                    # asked in the session's Message Batch; the next session collects it
+                    self.r.batched += 1
                     if budgeted:
                         self.allowance.spend(c.fingerprint, self.allowance.taken.get(c.fingerprint, 0.0))
                     continue
-                if out.kind == HELD:  # not decided: it waits, its first reader's reply (if any) in the cache
-                    self.r.offered -= 1  # counted with the round's questions left waiting (judge_all)
+                # not decided: it waits, its first reader's reply (if any) in the cache
+                if out.kind == HELD:
+                    # counted with the round's questions left waiting (judge_all)
+                    self.r.offered -= 1
                     self.held.append(out.error)
                     self.hold.blocked = self.hold.blocked or out.error
                     spent = c.fingerprint in self.allowance.spent
@@ -182,10 +200,12 @@ class Pool:
             return v
         setattr(r, out.kind, getattr(r, out.kind) + 1)
         r.first_error = r.first_error or f"{out.kind}: {out.error}"
-        if out.kind == "refused" or out.truncated:  # remembered: not asked again until the fingerprint
+        # remembered: not asked again until the fingerprint
+        if out.kind == "refused" or out.truncated:
             # or prompt changes (a refusal, or a reply that ran out at max_tokens: never a paid loop)
-            ctx.store.add_refusal(p.name, c.fingerprint, model, p.prompt.id, c.subject, error=out.error,
-                                  session=ctx.session)
+            ctx.store.add_refusal(
+                p.name, c.fingerprint, model, p.prompt.id, c.subject, error=out.error, session=ctx.session
+            )
         return None
 
 
@@ -203,9 +223,11 @@ async def judge_all(run: PassRun, offer: Offer) -> list[Verdict]:
     if reader.pending or reader.suspended and reader.standing_to_draw:
         found = await audit(run, pool.hold)
         pool.yes.extend(found)
-        pool.allowance.deposit(len(found))  # a miss the audit found resolved a question the balance already paid
+        # a miss the audit found resolved a question the balance already paid
+        pool.allowance.deposit(len(found))
     pool.allowance.close_round()
-    left = len(offer.questions) - (r.offered - before)  # held back by the cost cap or a stop
+    # held back by the cost cap or a stop
+    left = len(offer.questions) - (r.offered - before)
     r.waiting += left
     reason = pool.stopped or pool.hold() or (pool.held[0] if pool.held else None)
     if reason and left:

@@ -6,7 +6,8 @@ from ..judge import Judge, OutcomeKind
 from ..passes import Candidate
 from .context import Context, PassRun
 
-BATCHED: OutcomeKind = "batched"  # an Outcome's kind: the question's next request went into this session's Message Batch
+# an Outcome's kind: the question's next request went into this session's Message Batch
+BATCHED: OutcomeKind = "batched"
 
 
 def gathered(run: PassRun, judge: Judge, c: Candidate, *, one_order: bool = False) -> bool:
@@ -23,7 +24,8 @@ async def submit_batch(ctx: Context) -> None:
             r = ctx.result.passes[name]
             if batch_id:
                 r.notes.append(f"batch {batch_id}: {ctx.batches.requests_in(batch_id, name)} requests submitted")
-            else:  # not submitted: as unavailable as a call that failed; asked again next session
+            # not submitted: as unavailable as a call that failed; asked again next session
+            else:
                 r.batched -= len(fps)
                 r.unavailable += len(fps)
                 r.first_error = r.first_error or f"unavailable: {error}"

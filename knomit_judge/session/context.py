@@ -39,25 +39,33 @@ from ..verdicts import Journal
 from ..worth import Worth
 
 ANTHROPIC = JudgeSpec("anthropic")
-MAX_ROUNDS = 4  # a session's rounds: a pass is asked again while its applied decisions make new questions
-DOWN_AFTER = 3  # unavailable answers in a row after which the judge model reads the rest of the session alone
-HELD: OutcomeKind = "held"  # an Outcome's kind: the balance or a dollar cap could not pay the reading (its error says which)
+# a session's rounds: a pass is asked again while its applied decisions make new questions
+MAX_ROUNDS = 4
+# unavailable answers in a row after which the judge model reads the rest of the session alone
+DOWN_AFTER = 3
+# an Outcome's kind: the balance or a dollar cap could not pay the reading (its error says which)
+HELD: OutcomeKind = "held"
 
 
 @dataclass
 class ReviewOptions:
     dry_run: bool = False
     passes: tuple[str, ...] = JUDGED_PASSES
-    judge: JudgeSpec = ANTHROPIC  # --judge; its str form ("scripted:FILE", the CLI's and daemon's) is parsed here
-    stop: threading.Event | None = None  # once set, nothing new is offered; judgments in flight finish
+    # --judge; its str form ("scripted:FILE", the CLI's and daemon's) is parsed here
+    judge: JudgeSpec = ANTHROPIC
+    # once set, nothing new is offered; judgments in flight finish
+    stop: threading.Event | None = None
     # once set, a long step (an embedding, a neighbour search, the exact duplicates) ends the session at once, as
     # Ctrl-C does; what it finished is kept (interrupts.py). The daemon's SIGTERM sets it with stop.
     interrupt: threading.Event | None = None
-    batch: bool | None = None  # submit offered questions as a Message Batch; None: judge.mode decides
-    metrics_file: Path | None = None  # review --metrics-file: wins over [metrics] textfile
+    # submit offered questions as a Message Batch; None: judge.mode decides
+    batch: bool | None = None
+    # review --metrics-file: wins over [metrics] textfile
+    metrics_file: Path | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.judge, str):  # once, here: a bad --judge fails before a session starts
+        # once, here: a bad --judge fails before a session starts
+        if isinstance(self.judge, str):
             self.judge = JudgeSpec.parse(self.judge)
 
 
@@ -71,24 +79,38 @@ class SessionResult:
     notes: list[str] = field(default_factory=list)
     # dry run: what would be offered, with evidence (JSON for --json)
     plan: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    estimates: dict[str, dict[str, Any]] = field(default_factory=dict)  # dry run: questions, calls, estimate_usd
-    batches: list[dict[str, Any]] = field(default_factory=list)  # Message Batches submitted, waiting or collected
-    batch_prices: bool = False  # a batch session: its dry-run estimate is at batch prices (not in --json)
-    embedded: int = 0  # texts embedded this session (0 when nothing changed)
-    parsed: int = 0  # fact files parsed this session (unchanged ones come from the file index)
-    corpus: CorpusReport | None = None  # what was read: no fact read is broken, never a silent zero
-    spend: dict[str, Any] | None = None  # spend.Spend.json() after the session: today, 7 and 30 days, per pass
-    metrics_error: str | None = None  # the metrics file could not be written after the session: exit 1
-    sync: SyncReport | None = None  # [git] remote set: what was merged before the session and pushed after
-    proposals: ProposalsReport | None = None  # [apply] mode = "propose": what it did with the proposals branch
-    unpriced: list[str] = field(default_factory=list)  # dry run: "key 'model'" of each model with no price
-    stops: bool = False  # dry run: a real session would exit 2 on a retired or unknown model (see the notes)
+    # dry run: questions, calls, estimate_usd
+    estimates: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Message Batches submitted, waiting or collected
+    batches: list[dict[str, Any]] = field(default_factory=list)
+    # a batch session: its dry-run estimate is at batch prices (not in --json)
+    batch_prices: bool = False
+    # texts embedded this session (0 when nothing changed)
+    embedded: int = 0
+    # fact files parsed this session (unchanged ones come from the file index)
+    parsed: int = 0
+    # what was read: no fact read is broken, never a silent zero
+    corpus: CorpusReport | None = None
+    # spend.Spend.json() after the session: today, 7 and 30 days, per pass
+    spend: dict[str, Any] | None = None
+    # the metrics file could not be written after the session: exit 1
+    metrics_error: str | None = None
+    # [git] remote set: what was merged before the session and pushed after
+    sync: SyncReport | None = None
+    # [apply] mode = "propose": what it did with the proposals branch
+    proposals: ProposalsReport | None = None
+    # dry run: "key 'model'" of each model with no price
+    unpriced: list[str] = field(default_factory=list)
+    # dry run: a real session would exit 2 on a retired or unknown model (see the notes)
+    stops: bool = False
 
     @property
     def broken(self) -> bool:
-        return any(r.state == "broken" for r in self.passes.values()) or \
-            (self.corpus is not None and self.corpus.state == "broken") or \
-            (self.sync is not None and self.sync.state == "broken")
+        return (
+            any(r.state == "broken" for r in self.passes.values())
+            or (self.corpus is not None and self.corpus.state == "broken")
+            or (self.sync is not None and self.sync.state == "broken")
+        )
 
     @property
     def cost_usd(self) -> float | None:
@@ -101,74 +123,110 @@ class SessionResult:
         return None if None in usd else round(sum(usd), 6)
 
     def text_lines(self) -> list[str]:
-        return [*([self.sync.line()] if self.sync else []), *([self.proposals.line()] if self.proposals else []),
-                *([self.corpus.line()] if self.corpus else []),
-                *(r.line() for r in self.passes.values())]
+        return [
+            *([self.sync.line()] if self.sync else []),
+            *([self.proposals.line()] if self.proposals else []),
+            *([self.corpus.line()] if self.corpus else []),
+            *(r.line() for r in self.passes.values()),
+        ]
 
     def summary(self) -> str:
         """A dry run's first line: what a real session would ask and cost, above the plan it lists."""
-        if self.corpus is not None and self.corpus.state == "broken":  # said first: a $0.0000 would read as fine
-            return ("dry run: broken: no fact read (see the corpus line), so a real session asks nothing and exits 1; "
-                    "no judge call was made and nothing was written but derived caches")
+        # said first: a $0.0000 would read as fine
+        if self.corpus is not None and self.corpus.state == "broken":
+            return (
+                "dry run: broken: no fact read (see the corpus line), so a real session asks nothing and exits 1; "
+                "no judge call was made and nothing was written but derived caches"
+            )
         asked = {n: e for n, e in self.estimates.items() if n != DESCRIBE}
         questions = sum(e["questions"] for e in asked.values())
         calls = sum(e["calls"] for e in asked.values())
         lines = self.estimates.get(DESCRIBE)
         if self.estimate_usd is not None:
             usd = f"about ${self.estimate_usd:.4f}"
-        elif self.unpriced:  # named, with what a real session does about it
-            usd = (f"unknown (no price for the model): {', '.join(self.unpriced)} "
-                   f"{'has' if len(self.unpriced) == 1 else 'have'} none, so a real session exits 2")
+        # named, with what a real session does about it
+        elif self.unpriced:
+            usd = (
+                f"unknown (no price for the model): {', '.join(self.unpriced)} "
+                f"{'has' if len(self.unpriced) == 1 else 'have'} none, so a real session exits 2"
+            )
         else:
             usd = "unknown (a real session exits 2 before it asks: see the notes)" if self.stops else "unknown"
         exact = self.passes.get("exact")
         retract = sum(len(i["evidence"]["retract"]) for i in self.plan.get("exact", []))
-        return (f"dry run: would ask {questions} question(s) = {calls} call(s)"
-                + (f", and {lines['calls']} describe request(s) for lines" if lines else "")
-                + (f", retract {retract} exact duplicate(s) in {exact.offered} group(s) without a call"
-                   if retract and exact else "")
-                + f", {usd}" + " at batch prices" * self.batch_prices
-                + "; no judge call was made and nothing was written but derived caches")
+        return (
+            f"dry run: would ask {questions} question(s) = {calls} call(s)"
+            + (f", and {lines['calls']} describe request(s) for lines" if lines else "")
+            + (
+                f", retract {retract} exact duplicate(s) in {exact.offered} group(s) without a call"
+                if retract and exact
+                else ""
+            )
+            + f", {usd}"
+            + " at batch prices" * self.batch_prices
+            + "; no judge call was made and nothing was written but derived caches"
+        )
 
     def json(self) -> dict[str, Any]:
         passes = {name: r.json() for name, r in self.passes.items()}
         if self.dry_run:
-            for name, r in passes.items():  # exact duplicates never call a judge
+            # exact duplicates never call a judge
+            for name, r in passes.items():
                 r["estimate_usd"] = self.estimates[name]["estimate_usd"] if name in self.estimates else 0.0
-        return {"session": self.session, "dry_run": self.dry_run, "commits": self.commits,
-                "passes": passes, "cost_usd": self.cost_usd,
-                "problems": [{"path": p.path, "line": p.line, "reason": p.reason} for p in self.problems],
-                "notes": self.notes, "batches": self.batches, "embedded": self.embedded, "parsed": self.parsed,
-                **({"corpus": self.corpus.json()} if self.corpus else {}),
-                **({"spend": self.spend} if self.spend is not None else {}),
-                **({"metrics_error": self.metrics_error} if self.metrics_error else {}),
-                **({"sync": self.sync.json()} if self.sync is not None else {}),
-                **({"proposals": self.proposals.json()} if self.proposals is not None else {}),
-                **({"plan": self.plan, "estimate_usd": self.estimate_usd} if self.dry_run else {})}
+        return {
+            "session": self.session,
+            "dry_run": self.dry_run,
+            "commits": self.commits,
+            "passes": passes,
+            "cost_usd": self.cost_usd,
+            "problems": [{"path": p.path, "line": p.line, "reason": p.reason} for p in self.problems],
+            "notes": self.notes,
+            "batches": self.batches,
+            "embedded": self.embedded,
+            "parsed": self.parsed,
+            **({"corpus": self.corpus.json()} if self.corpus else {}),
+            **({"spend": self.spend} if self.spend is not None else {}),
+            **({"metrics_error": self.metrics_error} if self.metrics_error else {}),
+            **({"sync": self.sync.json()} if self.sync is not None else {}),
+            **({"proposals": self.proposals.json()} if self.proposals is not None else {}),
+            **({"plan": self.plan, "estimate_usd": self.estimate_usd} if self.dry_run else {}),
+        }
 
 
 @dataclass
 class FirstReader:
     """The first reader of one pass in this session (readers.py decides it once): whether it reads, what it did."""
 
-    model: str | None  # None: the judge model reads alone
-    suspended: str = ""  # why it does not read this session (the evidence of audits.Estimate.reason)
-    standing: dict[str, str] = field(default_factory=dict)  # its no's the judge model has not read: fp -> session
-    pending: list[Candidate] = field(default_factory=list)  # this session's no's, among which audits are drawn
+    # None: the judge model reads alone
+    model: str | None
+    # why it does not read this session (the evidence of audits.Estimate.reason)
+    suspended: str = ""
+    # its no's the judge model has not read: fp -> session
+    standing: dict[str, str] = field(default_factory=dict)
+    # this session's no's, among which audits are drawn
+    pending: list[Candidate] = field(default_factory=list)
     # its standing no's among the candidates met since the last draw: drawn among too
     standing_to_draw: list[Candidate] = field(default_factory=list)
-    refused: set[str] = field(default_factory=set)  # questions it refused: the judge model reads them
+    # questions it refused: the judge model reads them
+    refused: set[str] = field(default_factory=set)
     estimate: audits.Estimate = field(default_factory=audits.Estimate)
     target: float = 0.0  # judge.first_reader_recall
-    unavailable_streak: int = 0  # its unavailable answers in a row this session
+    # its unavailable answers in a row this session
+    unavailable_streak: int = 0
     # questions handed to the judge model this session, by why
     handovers: dict[str, int] = field(default_factory=lambda: {"unavailable": 0, "refused": 0})
-    drawn: audits.Draw = field(default_factory=audits.Draw)  # the session's draws so far, over its rounds
-    fit: audits.MissFit = field(default_factory=audits.MissFit)  # the miss-chance fit, read once a round
-    at: audits.Standing = field(default_factory=audits.Standing)  # where it stood at the session's start
-    midway: bool = False  # suspended during this session, by what its yeses showed
-    failing: int = 0  # questions in a row none of whose readings came back (unavailable), this session
-    shadow_nos: int = 0  # no's of the judge model its shadow sample has read this session
+    # the session's draws so far, over its rounds
+    drawn: audits.Draw = field(default_factory=audits.Draw)
+    # the miss-chance fit, read once a round
+    fit: audits.MissFit = field(default_factory=audits.MissFit)
+    # where it stood at the session's start
+    at: audits.Standing = field(default_factory=audits.Standing)
+    # suspended during this session, by what its yeses showed
+    midway: bool = False
+    # questions in a row none of whose readings came back (unavailable), this session
+    failing: int = 0
+    # no's of the judge model its shadow sample has read this session
+    shadow_nos: int = 0
 
     @property
     def reads(self) -> bool:
@@ -204,26 +262,33 @@ class FirstReader:
         fingerprint is a new question: not among them)."""
         if self.model and self.standing:
             seen = {c.fingerprint for c in self.standing_to_draw}
-            self.standing_to_draw += [candidates[i] for i, fp in enumerate(fps)
-                                      if fp in self.standing and fp not in seen]
+            self.standing_to_draw += [
+                candidates[i] for i, fp in enumerate(fps) if fp in self.standing and fp not in seen
+            ]
 
 
 @dataclass
 class Freshness:
     """What changed since a pass's last session (freshness.py finds it once a session)."""
 
-    ended: str | None = None  # when that session ended (None: no session before this one)
-    fresh: set[str] = field(default_factory=set)  # the facts (alias: spellings) changed since it started
-    new: set[str] = field(default_factory=set)  # those changed since it ended, by a writer: owed their questions
+    # when that session ended (None: no session before this one)
+    ended: str | None = None
+    # the facts (alias: spellings) changed since it started
+    fresh: set[str] = field(default_factory=set)
+    # those changed since it ended, by a writer: owed their questions
+    new: set[str] = field(default_factory=set)
 
 
 @dataclass
 class DescribeStep:
     """What the describe step keeps over a session's rounds (describe.py)."""
 
-    lines: dict[str, str] = field(default_factory=dict)  # spelling -> its describe line (lines.py)
-    no_line: list[str] = field(default_factory=list)  # spellings asked this session whose reply gave no line
-    keys_asked: set[tuple[str, str]] = field(default_factory=set)  # (spelling, carriers) asked for a line this session
+    # spelling -> its describe line (lines.py)
+    lines: dict[str, str] = field(default_factory=dict)
+    # spellings asked this session whose reply gave no line
+    no_line: list[str] = field(default_factory=list)
+    # (spelling, carriers) asked for a line this session
+    keys_asked: set[tuple[str, str]] = field(default_factory=set)
 
 
 class InFlight:
@@ -234,7 +299,8 @@ class InFlight:
     def __init__(self) -> None:
         self.usd = 0.0
         self.count = 0
-        self._done = asyncio.Event()  # set (and replaced) as each reading ends
+        # set (and replaced) as each reading ends
+        self._done = asyncio.Event()
 
     async def one_ended(self) -> None:
         """Wait until a reading now in flight ends (call only while `count`: one is)."""
@@ -265,21 +331,27 @@ class Context:
     corpus: Corpus
     embedder: Embedder
     journal: Journal
-    applier: Applier | None  # None in a dry run: it commits nothing
+    # None in a dry run: it commits nothing
+    applier: Applier | None
     options: ReviewOptions
-    result: SessionResult  # what the session did: its commits, problems, notes, each pass's line
+    # what the session did: its commits, problems, notes, each pass's line
+    result: SessionResult
     clean: bool
     batches: Batches
     index: FileIndex
-    caps: Caps  # the session's dollar caps, with what the day and month spent before it
-    lineup: Lineup  # the models' lifecycles and dialects, read before the session
-    dirty: frozenset[str] = frozenset()  # uncommitted files that are no fact: a decision that would write one waits
+    # the session's dollar caps, with what the day and month spent before it
+    caps: Caps
+    # the models' lifecycles and dialects, read before the session
+    lineup: Lineup
+    # uncommitted files that are no fact: a decision that would write one waits
+    dirty: frozenset[str] = frozenset()
     # [apply] mode = "propose": the proposals branch its decisions are committed on, and the verdicts waiting there
     # (never applied again by the session); "" commits them on the branch it reviews
     proposals: str = ""
     proposed: set[str] = field(default_factory=set)
     describing: DescribeStep = field(default_factory=DescribeStep)
-    in_flight: InFlight = field(default_factory=InFlight)  # the reads with a model now: the caps count them
+    # the reads with a model now: the caps count them
+    in_flight: InFlight = field(default_factory=InFlight)
     _judge: Judge | None = None
 
     @property
@@ -293,9 +365,11 @@ class Context:
 
     @property
     def judge(self) -> Judge:
-        if self._judge is None:  # made when a question needs it: a caught-up session never loads the SDK
-            self._judge = Judge(make_backend(self.options.judge, self.config, self.lineup, answers=answered()),
-                                self.store, self.config)
+        # made when a question needs it: a caught-up session never loads the SDK
+        if self._judge is None:
+            self._judge = Judge(
+                make_backend(self.options.judge, self.config, self.lineup, answers=answered()), self.store, self.config
+            )
         return self._judge
 
     @property
@@ -336,8 +410,13 @@ class Context:
         call of a `model` never called on this corpus, with nothing else in flight and no cap reached yet, goes;
         it alone can cross the cap, by at most itself."""
         why = self.caps.reached(self.spent(), self.in_flight.usd + usd)
-        if why and model is not None and not self.in_flight.count and self.measured_usd(model) is None \
-                and not self.caps.reached(self.spent()):
+        if (
+            why
+            and model is not None
+            and not self.in_flight.count
+            and self.measured_usd(model) is None
+            and not self.caps.reached(self.spent())
+        ):
             return None
         return why
 
@@ -374,8 +453,10 @@ class PassRun:
     throttle: ThrottleState
     allowance: Allowance
     freshness: Freshness = field(default_factory=Freshness)
-    seen: set[str] = field(default_factory=set)  # the fingerprints met this session, over its rounds
-    decided_reader: FirstReader | None = None  # its first reader, once its first round decided it (readers.py)
+    # the fingerprints met this session, over its rounds
+    seen: set[str] = field(default_factory=set)
+    # its first reader, once its first round decided it (readers.py)
+    decided_reader: FirstReader | None = None
 
     @classmethod
     def open(cls, ctx: Context, p: Pass, freshness: Freshness | None = None) -> PassRun:
@@ -385,7 +466,8 @@ class PassRun:
         throttle = assess(ctx.store, p.name, money, ctx.kind)
         worth = Worth.of_pass(ctx.store, p.name, ctx.kind, prior=p.prior) if money.unit == "usd" else None
         allowance = Allowance(throttle, money, worth)
-        if worth is not None:  # priced as this pass's calls of each model cost, measured as they come in
+        # priced as this pass's calls of each model cost, measured as they come in
+        if worth is not None:
             worth.pricing(ctx.config.judge.model, allowance.price, ctx.config.judge.audit_share)
         return cls(p, ctx, PassResult(p.name), throttle, allowance, freshness or Freshness())
 
@@ -414,7 +496,8 @@ class PassRun:
             return Outcome(kind=HELD, error=why)
         async with self.ctx.in_flight.reading(usd):
             out = await judge.ask(self.p, c, one_order=one_order)
-        if offered:  # the calls made now: a batch result was paid when it was submitted
+        # the calls made now: a batch result was paid when it was submitted
+        if offered:
             self.allowance.spend(c.fingerprint, out.made * price)
         else:
             self.allowance.charge(out.made * price)

@@ -28,23 +28,41 @@ log = logging.getLogger(__name__)
 
 def keep(ctx: Context, verdict: Verdict) -> None:
     """Store a verdict: journal first (the durable copy in git), then the db, which recovery fills from it."""
-    ctx.lineup.confirm()  # the session's first change waits for the models' lifecycle, read this session
+    # the session's first change waits for the models' lifecycle, read this session
+    ctx.lineup.confirm()
     ctx.journal.append(verdict.pass_name, verdict.journal_line())
     ctx.store.add_verdict(verdict)
 
 
-def verdict_of(run: PassRun, c: Candidate, out: Outcome, model: str,
-               audit: dict[str, Any] | None = None) -> Verdict:
+def verdict_of(run: PassRun, c: Candidate, out: Outcome, model: str, audit: dict[str, Any] | None = None) -> Verdict:
     """The verdict of an outcome the model `model` gave on candidate `c` (with `audit`: a first-reader answer read
     again, audits.py)."""
     p, ctx = run.p, run.ctx
     assert out.answer is not None, "an outcome of kind verdict has its answer"
-    return Verdict(pass_name=p.name, fingerprint=c.fingerprint, subject=c.subject, answer=out.answer,
-                   is_yes=out.answer in p.yes, rationale=out.rationale, model=model, prompt=p.prompt.id,
-                   attempts=out.attempts, calls=out.calls, agreement=out.agreement, tokens_in=out.tokens_in,
-                   tokens_out=out.tokens_out, cost_usd=out.cost_usd, replies=out.replies, payload=out.payload,
-                   session=ctx.session, judge=ctx.judge.kind, orders=out.orders, by_position=out.by_position,
-                   score=c.score, audit=audit)
+    return Verdict(
+        pass_name=p.name,
+        fingerprint=c.fingerprint,
+        subject=c.subject,
+        answer=out.answer,
+        is_yes=out.answer in p.yes,
+        rationale=out.rationale,
+        model=model,
+        prompt=p.prompt.id,
+        attempts=out.attempts,
+        calls=out.calls,
+        agreement=out.agreement,
+        tokens_in=out.tokens_in,
+        tokens_out=out.tokens_out,
+        cost_usd=out.cost_usd,
+        replies=out.replies,
+        payload=out.payload,
+        session=ctx.session,
+        judge=ctx.judge.kind,
+        orders=out.orders,
+        by_position=out.by_position,
+        score=c.score,
+        audit=audit,
+    )
 
 
 def apply(ctx: Context, pass_name: str, verdict: Verdict, change: Change) -> str:
@@ -53,23 +71,25 @@ def apply(ctx: Context, pass_name: str, verdict: Verdict, change: Change) -> str
     Every rewritten file is read back with the corpus reader first: a fact that would not parse is
     never committed (DecisionRefused); nor is a decision that would break a link (relink.would_break).
     """
-    ctx.lineup.confirm()  # a retirement since the models were last read stops the session before this commit
+    # a retirement since the models were last read stops the session before this commit
+    ctx.lineup.confirm()
     assert ctx.applier is not None, "a dry run applies nothing"
     if broken := would_break(ctx.corpus, change.writes, change.retired):
         raise DecisionRefused(broken[0].link.note, refusal(broken), broken[0].link.line or None)
     judge = f"{verdict.model} / {verdict.prompt}"
     trailers = decision_trailers(Decision(pass_name, verdict.id, judge, verdict.rationale))
-    if ctx.proposals:  # committed on the proposals branch: it waits there for `approve` (proposals.py)
+    # committed on the proposals branch: it waits there for `approve` (proposals.py)
+    if ctx.proposals:
         trailers[PROPOSAL] = ctx.proposals
     msg = message(change.subject, change.body, trailers)
-    sha = ctx.applier.commit(change.writes, [ctx.journal.relpath(pass_name)], msg, verdict.id,
-                             check=ctx.corpus.check)
+    sha = ctx.applier.commit(change.writes, [ctx.journal.relpath(pass_name)], msg, verdict.id, check=ctx.corpus.check)
     for path, text in change.writes.items():
         fact = ctx.corpus.put(path, text)
         if fact is not None:
             # indexed now, inside the session: its change is the judge's own, fresh next session but not new
             ctx.index.remember(ctx.root, fact, parsed=False)
-    if ctx.proposals:  # the db's commit is the reviewed branch's: a proposal has none until it is approved
+    # the db's commit is the reviewed branch's: a proposal has none until it is approved
+    if ctx.proposals:
         ctx.proposed.add(verdict.id)
     else:
         ctx.store.mark_applied(verdict.id, sha)
@@ -96,7 +116,8 @@ def applied(ctx: Context, r: PassResult, pass_name: str, verdict: Verdict, chang
     except DecisionRefused as e:
         log.warning("verdict %s not applied: %s", verdict.id, e)
         note = f"verdict {verdict.id} not applied: {e}"
-        if note not in r.notes:  # each round meets the same unapplied yes again
+        # each round meets the same unapplied yes again
+        if note not in r.notes:
             r.notes.append(note)
             problem = BadFact(e.path, f"verdict {verdict.id} ({pass_name}) not applied: {e.reason}", e.line)
             if not any(str(p) == str(problem) for p in ctx.result.problems):
@@ -124,7 +145,8 @@ def decide(run: PassRun, verdicts: list[Verdict]) -> None:
             waiting += 1
             continue
         if not p.still_holds(v, ctx.corpus):
-            stale += 1  # an earlier decision changed one side: asked afresh (a standing alias yes: restated)
+            # an earlier decision changed one side: asked afresh (a standing alias yes: restated)
+            stale += 1
             continue
         if applied(ctx, r, p.name, v, p.change(v, ctx)):
             r.applied += 1
@@ -132,9 +154,12 @@ def decide(run: PassRun, verdicts: list[Verdict]) -> None:
         r.notes.append(f"{waiting} decision(s) wait for a clean work tree")
     if stale:
         r.notes.append(f"{stale} yes verdict(s) no longer match the corpus after earlier decisions")
-    if gate.probation:  # each round sees every held yes again, so this is set, not added to
-        r.probation = (f"{gate.probation.probation_phrase()}: applying nothing, {held} yes verdict(s) held; "
-                       "see `knomit-judge inbox`")
+    # each round sees every held yes again, so this is set, not added to
+    if gate.probation:
+        r.probation = (
+            f"{gate.probation.probation_phrase()}: applying nothing, {held} yes verdict(s) held; "
+            "see `knomit-judge inbox`"
+        )
     note = f"{refused} yes verdict(s) labelled no by a person, not applied"
     if refused and note not in r.notes:
         r.notes.append(note)
@@ -182,8 +207,13 @@ def standing(run: PassRun, gate: Gate) -> Iterator[tuple[Verdict, bool]]:
         have = ctx.store.verdict_for(p.name, v.fingerprint)
         if have is None:
             yield v, True
-        elif have.is_yes and not have.commit_sha and not have.reverted and have.id not in gate.refused \
-                and have.id not in ctx.proposed:
+        elif (
+            have.is_yes
+            and not have.commit_sha
+            and not have.reverted
+            and have.id not in gate.refused
+            and have.id not in ctx.proposed
+        ):
             yield have, False
 
 

@@ -31,33 +31,49 @@ async def describe(ctx: Context) -> None:
     A key asked this session is not asked again in a later round: the next session asks it.
     """
     cfg, step, r = ctx.config.describe, ctx.describing, ctx.result.passes[DESCRIBE]
-    now = current(ctx.store, ctx.corpus, ctx.config, model_of(ctx.options.judge, ctx.config), frozenset(step.keys_asked))
+    now = current(
+        ctx.store, ctx.corpus, ctx.config, model_of(ctx.options.judge, ctx.config), frozenset(step.keys_asked)
+    )
     step.lines, todo = now.lines, now.todo
-    if not r.candidates:  # as the session found them; a later round asks again for carriers a merge rewrote
+    # as the session found them; a later round asks again for carriers a merge rewrote
+    if not r.candidates:
         r.candidates, r.cached = now.spellings, len(now.lines)
     r.missing = now.missing
     if not cfg.enabled:
         step.lines = {}
         r.state, r.notes = "skipped", ["describe.enabled is false"]
         return
-    if todo and not ctx.options.dry_run and isinstance(ctx.judge.backend, ScriptedBackend) \
-            and not ctx.judge.backend.lines:
+    if (
+        todo
+        and not ctx.options.dry_run
+        and isinstance(ctx.judge.backend, ScriptedBackend)
+        and not ctx.judge.backend.lines
+    ):
         r.state, r.notes = "skipped", ["the scripted replies file holds no describe lines"]
         return
     if now.held:
         r.notes = [n for n in r.notes if "not asked again until" not in n]
         name, why = next(iter(now.held.items()))
-        r.notes.append(f"{len(now.held)} spelling(s) have no line and are not asked again until their carriers, "
-                       f"describe.model or the prompt change (e.g. {name}: {why or 'no line'})")
+        r.notes.append(
+            f"{len(now.held)} spelling(s) have no line and are not asked again until their carriers, "
+            f"describe.model or the prompt change (e.g. {name}: {why or 'no line'})"
+        )
     if todo and ctx.options.dry_run:
         plan(ctx, r, todo)
         return
     if todo:
-        ctx.lineup.confirm()  # its lines go into the journal: a change, after the models' lifecycle is read
+        # its lines go into the journal: a change, after the models' lifecycle is read
+        ctx.lineup.confirm()
         step.keys_asked.update((s.spelling, s.carriers) for s in todo)
-        done = await write_lines(now, ctx.judge, ctx.config, LineKeeper(ctx.store, ctx.journal, ctx.session),
-                                 lambda next_usd: ctx.caps.reached(ctx.spent(), next_usd))
-        ctx.charge(r)  # its calls and cost: the judge's ledger holds them, as for every pass
+        done = await write_lines(
+            now,
+            ctx.judge,
+            ctx.config,
+            LineKeeper(ctx.store, ctx.journal, ctx.session),
+            lambda next_usd: ctx.caps.reached(ctx.spent(), next_usd),
+        )
+        # its calls and cost: the judge's ledger holds them, as for every pass
+        ctx.charge(r)
         count(ctx, r, done, len(todo))
     settle(r)
 
@@ -69,13 +85,24 @@ def plan(ctx: Context, r: PassResult, todo: list[Shown]) -> None:
     scripted = not ctx.options.judge.anthropic
     price = None if scripted else ctx.config.price(describe_model(ctx.config))
     # about a token per 4 prompt characters, and 50 tokens a line
-    estimate = 0.0 if scripted else None if price is None else sum(
-        price.usd((len(q.system) + len(q.user)) / 4, 50 * len(q.spellings)) for q in requests)
-    ctx.result.estimates[DESCRIBE] = {"questions": 0, "calls": len(requests),
-                              "estimate_usd": None if estimate is None else round(estimate, 6)}
+    estimate = (
+        0.0
+        if scripted
+        else None
+        if price is None
+        else sum(price.usd((len(q.system) + len(q.user)) / 4, 50 * len(q.spellings)) for q in requests)
+    )
+    ctx.result.estimates[DESCRIBE] = {
+        "questions": 0,
+        "calls": len(requests),
+        "estimate_usd": None if estimate is None else round(estimate, 6),
+    }
     r.state, r.offered = "would-offer", len(todo)
-    r.notes.insert(0, f"would write lines for {len(todo)} spelling(s) in {len(requests)} request(s)"
-                   + (f", about ${estimate:.4f}" if estimate is not None else ""))
+    r.notes.insert(
+        0,
+        f"would write lines for {len(todo)} spelling(s) in {len(requests)} request(s)"
+        + (f", about ${estimate:.4f}" if estimate is not None else ""),
+    )
 
 
 def count(ctx: Context, r: PassResult, done: Written, asked: int) -> None:
@@ -90,21 +117,28 @@ def count(ctx: Context, r: PassResult, done: Written, asked: int) -> None:
     r.refused += sum(f.startswith("refused") for f in done.failed)
     r.first_error = r.first_error or (done.failed[0] if done.failed else "")
     no_line = ctx.describing.no_line
-    if done.missing:  # one note for the session, over its rounds
+    # one note for the session, over its rounds
+    if done.missing:
         no_line.extend(done.missing)
         r.notes = [n for n in r.notes if "got no line (e.g." not in n]
         scripted = isinstance(ctx.judge.backend, ScriptedBackend)
-        r.notes.append(f"{len(no_line)} spelling(s) got no line (e.g. {', '.join(no_line[:3])})"
-                       + (": the scripted replies file does not describe them" if scripted else
-                          f": asked again next session, up to describe.max_tries ({ctx.config.describe.max_tries}) "
-                          "request(s) for each"))
+        r.notes.append(
+            f"{len(no_line)} spelling(s) got no line (e.g. {', '.join(no_line[:3])})"
+            + (
+                ": the scripted replies file does not describe them"
+                if scripted
+                else f": asked again next session, up to describe.max_tries ({ctx.config.describe.max_tries}) "
+                "request(s) for each"
+            )
+        )
     if done.waiting:
         r.notes.append(f"{done.held}: {done.waiting} spelling(s) wait")
 
 
 def settle(r: PassResult) -> None:
     """Name the step's state from its counts over the session's rounds (the module's docstring says which)."""
-    if r.written or r.judge_calls > r.unavailable + r.unparsed + r.refused:  # a reply came back as the JSON
+    # a reply came back as the JSON
+    if r.written or r.judge_calls > r.unavailable + r.unparsed + r.refused:
         r.state = "worked"
     elif r.judge_calls:
         r.state = "broken"

@@ -18,15 +18,19 @@ from .decisions import applied, keep
 def run_exact(ctx: Context) -> PassResult:
     """Exact duplicates are retracted mechanically, before any judged pass, whatever the throttle says."""
     r = PassResult("exact", throttle="never budgeted")
-    kept = CandidateLists(ctx.store).candidates(DuplicateGroups(), ctx)  # read back when no fact changed
-    groups = [[ctx.corpus.facts[path] for path in c.subject["group"]] for c in kept]  # as read, before any retraction
+    # read back when no fact changed
+    kept = CandidateLists(ctx.store).candidates(DuplicateGroups(), ctx)
+    # as read, before any retraction
+    groups = [[ctx.corpus.facts[path] for path in c.subject["group"]] for c in kept]
     r.candidates = len(groups)
     answered = ctx.store.answered("exact")
     # a retraction refused as it was applied (a file it cannot write) is tried again, not taken as answered
     unapplied = {v.fingerprint: v for v in ctx.store.unapplied_yes("exact") if v.id not in ctx.proposed}
     for group, fp in zip(groups, kept.fingerprints):
-        interrupts.check()  # between commits: a stop asked for lands here, not after the last group
-        if fp in answered and fp not in unapplied:  # a reverted exact retraction stays a "no"
+        # between commits: a stop asked for lands here, not after the last group
+        interrupts.check()
+        # a reverted exact retraction stays a "no"
+        if fp in answered and fp not in unapplied:
             r.cached += 1
             continue
         r.offered += 1
@@ -45,7 +49,8 @@ def run_exact(ctx: Context) -> PassResult:
             r.applied += 1
     if r.offered and not ctx.clean:
         r.notes.append(f"{r.offered} group(s) wait for a clean work tree")
-    if ctx.options.dry_run and r.offered and ctx.clean:  # what the session would retract, never "caught-up"
+    # what the session would retract, never "caught-up"
+    if ctx.options.dry_run and r.offered and ctx.clean:
         r.state = "would-offer"
         r.notes.insert(0, f"would retract the exact duplicates of {r.offered} group(s) without a judge call")
         return r
@@ -62,7 +67,15 @@ def plan_exact(ctx: Context, group: list[Fact], fingerprint: str) -> None:
     keep_fact = first_seen(group, ctx.corpus)
     for path, text in exact_change(group, exact_verdict(group, ctx.session), ctx.corpus).writes.items():
         ctx.corpus.put(path, text)
-    ctx.result.plan.setdefault("exact", []).append({
-        "subject": {"group": sorted(f.path for f in group)}, "score": 1.0, "fingerprint": fingerprint,
-        "evidence": {"survivor": keep_fact.path, "retract": sorted(f.path for f in group if f is not keep_fact),
-                     "why": "same normalised title and body"}})
+    ctx.result.plan.setdefault("exact", []).append(
+        {
+            "subject": {"group": sorted(f.path for f in group)},
+            "score": 1.0,
+            "fingerprint": fingerprint,
+            "evidence": {
+                "survivor": keep_fact.path,
+                "retract": sorted(f.path for f in group if f is not keep_fact),
+                "why": "same normalised title and body",
+            },
+        }
+    )

@@ -19,17 +19,20 @@ from .context import Context, Freshness, PassRun
 def freshness(ctx: Context, passes: list[Pass], repo: Repo) -> dict[str, Freshness]:
     """Each pass's name -> what changed since its last session (started, ended): the names fresh since it started
     and new since it ended."""
-    in_git: tuple[set[str], str] | None | bool = False  # False: not read yet; what git says changed since
+    # False: not read yet; what git says changed since
+    in_git: tuple[set[str], str] | None | bool = False
     out = {}
     for p in passes:
         when = ctx.store.last_session(p.name, ctx.kind)
         paths = None
-        if when == (None, None) and ctx.config.git.remote:  # unset, a session is exactly as before the remote
+        # unset, a session is exactly as before the remote
+        if when == (None, None) and ctx.config.git.remote:
             if in_git is False:
                 # a fresh clone of a shared corpus: what writers changed since any machine's last session
                 # is as new to this one as to the machine that would have run it
                 in_git = changed_since_last_session(repo, set(ctx.corpus.facts))
-            if isinstance(in_git, tuple):  # and what is owed is counted from that session's end, as it would
+            # and what is owed is counted from that session's end, as it would
+            if isinstance(in_git, tuple):
                 paths, when = in_git[0], (in_git[1], in_git[1])
         out[p.name] = Freshness(when[1], fresh_names(p, ctx, when[0], paths), new_names(p, ctx, when[1], paths))
     return out
@@ -42,7 +45,8 @@ def fresh_names(p: Pass, ctx: Context, started: str | None, paths: set[str] | No
     own in its db).
     """
     if paths is None:
-        if started is None:  # a first session (or a db rebuilt without its history): nothing to be fresher than
+        # a first session (or a db rebuilt without its history): nothing to be fresher than
+        if started is None:
             return set()
         paths = ctx.index.changed_since(started)
     if p.about != "spellings":
@@ -57,7 +61,8 @@ def fresh_first(waiting: list[Candidate], fresh: set[str]) -> list[Candidate]:
     """
     for c in waiting:
         c.fresh = any(name in fresh for name in subject_names(c.subject))
-    return sorted(waiting, key=lambda c: not c.fresh)  # stable: each part keeps its best-first order
+    # stable: each part keeps its best-first order
+    return sorted(waiting, key=lambda c: not c.fresh)
 
 
 def new_names(p: Pass, ctx: Context, ended: str | None, paths: set[str] | None = None) -> set[str]:
@@ -74,8 +79,13 @@ def new_names(p: Pass, ctx: Context, ended: str | None, paths: set[str] | None =
     if p.about != "spellings":
         return paths
     facts = ctx.corpus.facts
-    return {m for path in paths if (f := facts.get(path)) is not None and f.active for m in f.motifs
-            if all(c in paths for c in ctx.corpus.carriers.get(m, []))}
+    return {
+        m
+        for path in paths
+        if (f := facts.get(path)) is not None and f.active
+        for m in f.motifs
+        if all(c in paths for c in ctx.corpus.carriers.get(m, []))
+    }
 
 
 def owed_to_fresh(run: PassRun, waiting: list[Candidate], paid: set[str]) -> set[str]:
@@ -90,7 +100,8 @@ def owed_to_fresh(run: PassRun, waiting: list[Candidate], paid: set[str]) -> set
     fresh, per = run.freshness.new, ctx.config.budget.fresh_per_change
     if not fresh or per <= 0 or not ctx.config.budget.enabled or not p.owes_questions_to_new:
         return set()
-    floor = p.owed_min_score  # only questions scoring this much are owed (alias: name matches)
+    # only questions scoring this much are owed (alias: name matches)
+    floor = p.owed_min_score
     asked: dict[str, int] = {}
     ended = run.freshness.ended
     subjects = ctx.store.subjects_since(p.name, ended, ctx.kind) if ended else []
@@ -98,7 +109,8 @@ def owed_to_fresh(run: PassRun, waiting: list[Candidate], paid: set[str]) -> set
         for name in subject_names(subject):
             asked[name] = asked.get(name, 0) + 1
     owed: set[str] = set()
-    for c in waiting:  # best first: fresh_first kept the score order within the fresh part (new is within fresh)
+    # best first: fresh_first kept the score order within the fresh part (new is within fresh)
+    for c in waiting:
         if not c.fresh:
             break
         if c.fingerprint in paid or c.score < floor:

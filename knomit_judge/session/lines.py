@@ -38,7 +38,8 @@ from ..verdicts import Journal, Line
 
 log = logging.getLogger(__name__)
 
-OUT_PER_LINE = 80  # output tokens a line may take (~35 words and its JSON), for the request's max_tokens
+# output tokens a line may take (~35 words and its JSON), for the request's max_tokens
+OUT_PER_LINE = 80
 OUT_BASE = 200
 
 
@@ -51,8 +52,10 @@ class Shown:
     """One spelling as a request shows it: the carriers its line is written from, and the line's key."""
 
     spelling: str
-    facts: tuple[Fact, ...]  # the carrier facts shown (active, in carrier order, at most describe.carriers)
-    carriers: str  # fingerprint of what is shown of them: with the spelling, model and prompt, the line's key
+    # the carrier facts shown (active, in carrier order, at most describe.carriers)
+    facts: tuple[Fact, ...]
+    # fingerprint of what is shown of them: with the spelling, model and prompt, the line's key
+    carriers: str
 
 
 def carriers_fingerprint(facts: Iterable[Fact], body_chars: int) -> str:
@@ -81,7 +84,7 @@ def batches(items: list[Shown], size: int) -> list[list[Shown]]:
     """Requests of at most `size` spellings; spellings sharing their first carrier go together, so a
     carrier shown once serves several of them (ties by spelling: the same vocabulary gives the same requests)."""
     ordered = sorted(items, key=lambda s: (s.facts[0].path if s.facts else "", s.spelling))
-    return [ordered[i:i + size] for i in range(0, len(ordered), size)]
+    return [ordered[i : i + size] for i in range(0, len(ordered), size)]
 
 
 def evidence(batch: list[Shown], body_chars: int) -> dict[str, list[dict[str, Any]]]:
@@ -93,8 +96,10 @@ def evidence(batch: list[Shown], body_chars: int) -> dict[str, list[dict[str, An
             if f.path not in ids:
                 ids[f.path] = f"F{len(ids) + 1}"
                 facts.append({"id": ids[f.path], "title": f.title, "body": cut(f.body, body_chars)})
-    return {"spellings": [{"spelling": s.spelling, "facts": [ids[f.path] for f in s.facts]} for s in batch],
-            "facts": facts}
+    return {
+        "spellings": [{"spelling": s.spelling, "facts": [ids[f.path] for f in s.facts]} for s in batch],
+        "facts": facts,
+    }
 
 
 @dataclass(frozen=True)
@@ -109,8 +114,13 @@ class Request:
 def request(batch: list[Shown], body_chars: int) -> Request:
     """The exact request the model is sent for one batch of spellings."""
     p = prompt()
-    return Request(p.system, p.render(evidence(batch, body_chars)), p.tool, OUT_BASE + OUT_PER_LINE * len(batch),
-                   tuple(s.spelling for s in batch))
+    return Request(
+        p.system,
+        p.render(evidence(batch, body_chars)),
+        p.tool,
+        OUT_BASE + OUT_PER_LINE * len(batch),
+        tuple(s.spelling for s in batch),
+    )
 
 
 def parse(text: str, spellings: Iterable[str]) -> dict[str, str]:
@@ -138,13 +148,16 @@ def read_reply(text: str, spellings: Iterable[str]) -> tuple[dict[str, str], dic
     for item in obj["lines"]:
         said = item.get("spelling") if isinstance(item, dict) else None
         if not isinstance(said, str):
-            continue  # whose line it was cannot be told: its spelling is left without one below
+            # whose line it was cannot be told: its spelling is left without one below
+            continue
         name = said
         if name not in wanted:
             same = folded.get(name.strip().casefold(), [])
             if len(same) != 1:
-                continue  # not asked, or which of two asked spellings it means cannot be told
-            name = same[0]  # said in another case than asked
+                # not asked, or which of two asked spellings it means cannot be told
+                continue
+            # said in another case than asked
+            name = same[0]
         if name in out:
             continue
         mechanism = item.get("mechanism")
@@ -152,8 +165,9 @@ def read_reply(text: str, spellings: Iterable[str]) -> tuple[dict[str, str], dic
         if line:
             out[name] = line
         else:
-            why.setdefault(name, "its line was empty" if isinstance(mechanism, str)
-                           else "its item had no 'mechanism' string")
+            why.setdefault(
+                name, "its line was empty" if isinstance(mechanism, str) else "its item had no 'mechanism' string"
+            )
     return out, {name: why.get(name, "the reply left it out") for name in asked if name not in out}
 
 
@@ -161,10 +175,14 @@ def read_reply(text: str, spellings: Iterable[str]) -> tuple[dict[str, str], dic
 class Written:
     """What one run of the describe step wrote (its calls and cost are in the judge's ledger, under DESCRIBE)."""
 
-    lines: dict[str, str] = field(default_factory=dict)  # spelling -> the line written for it now
-    missing: list[str] = field(default_factory=list)  # spellings asked whose reply gave no line (or were refused)
-    failed: list[str] = field(default_factory=list)  # why a request gave nothing (unavailable, unparsed, refused)
-    waiting: int = 0  # spellings left without a line because a dollar cap was reached
+    # spelling -> the line written for it now
+    lines: dict[str, str] = field(default_factory=dict)
+    # spellings asked whose reply gave no line (or were refused)
+    missing: list[str] = field(default_factory=list)
+    # why a request gave nothing (unavailable, unparsed, refused)
+    failed: list[str] = field(default_factory=list)
+    # spellings left without a line because a dollar cap was reached
+    waiting: int = 0
     held: str = ""  # which cap
 
     @property
@@ -182,7 +200,8 @@ def upper_bound(req: Request, judge: Judge, model: str) -> float:
 
 def model_of(judge_spec: JudgeSpec, config: Config) -> str:
     """The model whose lines a session with this --judge reads and writes (as Judge.model names it)."""
-    if judge_spec.path is not None:  # a scripted judge: its file's name, as ScriptedBackend.model says it
+    # a scripted judge: its file's name, as ScriptedBackend.model says it
+    if judge_spec.path is not None:
         return f"{judge_spec.kind}:{judge_spec.path.name}"
     return describe_model(config)
 
@@ -196,11 +215,16 @@ def describe_model(config: Config) -> str:
 class Current:
     """The spellings with an active carrier as the corpus is now, as the describe step finds them."""
 
-    lines: dict[str, str]  # spelling -> its stored line for its key
-    todo: list[Shown]  # never asked for its key, or asked fewer than describe.max_tries times and given no line
-    tries: dict[tuple[str, str], int]  # (spelling, carriers) -> requests that gave it no line so far (if any)
-    held: dict[str, str]  # spelling -> why: given no line by describe.max_tries requests; waits for its key to change
-    later: list[str]  # spellings asked this session and given no line: asked again by the next session
+    # spelling -> its stored line for its key
+    lines: dict[str, str]
+    # never asked for its key, or asked fewer than describe.max_tries times and given no line
+    todo: list[Shown]
+    # (spelling, carriers) -> requests that gave it no line so far (if any)
+    tries: dict[tuple[str, str], int]
+    # spelling -> why: given no line by describe.max_tries requests; waits for its key to change
+    held: dict[str, str]
+    # spellings asked this session and given no line: asked again by the next session
+    later: list[str]
 
     @property
     def spellings(self) -> int:
@@ -212,8 +236,9 @@ class Current:
         return len(self.todo) + len(self.held) + len(self.later)
 
 
-def current(store: Store, corpus: Corpus, config: Config, model: str,
-            asked: frozenset[tuple[str, str]] = frozenset()) -> Current:
+def current(
+    store: Store, corpus: Corpus, config: Config, model: str, asked: frozenset[tuple[str, str]] = frozenset()
+) -> Current:
     """The stored lines of the spellings as they are now, and the spellings to ask.
 
     A spelling with no active carrier needs none (nothing is nominated for it). One asked whose replies gave it
@@ -255,8 +280,9 @@ class LineKeeper:
         self.store.put_line(record)
 
 
-async def write_lines(now: Current, judge: Judge, config: Config, keeper: LineKeeper,
-                      hold: Callable[[float], str | None]) -> Written:
+async def write_lines(
+    now: Current, judge: Judge, config: Config, keeper: LineKeeper, hold: Callable[[float], str | None]
+) -> Written:
     """Ask for the lines `now.todo` lacks, `judge.concurrency` requests at a time, while `hold(next_usd)` says
     no dollar cap is reached (it names the cap that is); `now.tries` says how many requests gave each key no
     line before.
@@ -283,10 +309,19 @@ async def write_lines(now: Current, judge: Judge, config: Config, keeper: LineKe
             line = lines.get(name, "")
             # a recorded file answers the same every time: a spelling it does not describe is not asked again
             n = 1 if line else cfg.max_tries if scripted else tries.get(key, 0) + 1
-            record = Line(name, key[1], model, prompt().id, line, judge.kind, keeper.session, share if line else 0.0,
-                          facts=tuple(f.path for f in by_name[name].facts), tries=n,
-                          why="" if line else "the scripted replies file does not describe it" if scripted
-                          else why.get(name, ""))
+            record = Line(
+                name,
+                key[1],
+                model,
+                prompt().id,
+                line,
+                judge.kind,
+                keeper.session,
+                share if line else 0.0,
+                facts=tuple(f.path for f in by_name[name].facts),
+                tries=n,
+                why="" if line else "the scripted replies file does not describe it" if scripted else why.get(name, ""),
+            )
             keeper.keep(record)
             if not line:
                 out.missing.append(name)
@@ -298,16 +333,25 @@ async def write_lines(now: Current, judge: Judge, config: Config, keeper: LineKe
                 done = await backend.describe(req.spellings)
             else:
                 async with judge.semaphore:
-                    done = await backend.complete(req.system, req.user, {"spellings": list(req.spellings)}, 0,
-                                                  tool=req.tool, max_tokens=req.max_tokens, model=model)
+                    done = await backend.complete(
+                        req.system,
+                        req.user,
+                        {"spellings": list(req.spellings)},
+                        0,
+                        tool=req.tool,
+                        max_tokens=req.max_tokens,
+                        model=model,
+                    )
         except (Unavailable, Refused) as e:
             judge.ledger(DESCRIBE).add(1, e.args[1] if len(e.args) > 1 else 1, None, None, 0.0)
             out.failed.append(f"{type(e).__name__.lower()}: {e.args[0]}")
-            if isinstance(e, Refused):  # about the request's content: asked again it would be refused again
+            # about the request's content: asked again it would be refused again
+            if isinstance(e, Refused):
                 keep(req, {}, dict.fromkeys(req.spellings, f"refused: {e.args[0]}"), 0.0)
             return
         except asyncio.CancelledError:
-            judge.ledger(DESCRIBE).add(1, 1, None, None, None, bound=bound)  # cut off: may still have been billed
+            # cut off: may still have been billed
+            judge.ledger(DESCRIBE).add(1, 1, None, None, None, bound=bound)
             raise
         cost = judge.cost(done.tokens_in, done.tokens_out, model=model)
         judge.ledger(DESCRIBE).add(1, done.attempts, done.tokens_in, done.tokens_out, cost, bound=bound)

@@ -34,10 +34,13 @@ class Proposing:
 
     board: Board
     tree: git.Repo
-    base: str  # the reviewed branch's commit the branch is in step with
-    remote: Remote | None  # the branch's own sync with [git] remote
+    # the reviewed branch's commit the branch is in step with
+    base: str
+    # the branch's own sync with [git] remote
+    remote: Remote | None
     report: ProposalsReport
-    before: set[str] = field(default_factory=set)  # verdicts waiting when it was opened
+    # verdicts waiting when it was opened
+    before: set[str] = field(default_factory=set)
 
     @property
     def root(self) -> Path:
@@ -51,8 +54,12 @@ class Proposing:
         """Verdicts waiting on the branch: a session applies none of them again."""
         return {p.verdict for p in self.waiting()}
 
-    def refresh(self, drop: dict[str, str] | None = None, records: dict[str, list[bytes]] | None = None,
-                notes: list[str] | None = None) -> Refreshed:
+    def refresh(
+        self,
+        drop: dict[str, str] | None = None,
+        records: dict[str, list[bytes]] | None = None,
+        notes: list[str] | None = None,
+    ) -> Refreshed:
         done = self.board.refresh(self.tree, self.base, self.report.base, drop, records, notes=notes)
         self.report.dropped.update(done.dropped)
         return done
@@ -62,7 +69,8 @@ class Proposing:
         if self.remote:
             self.remote.push()
             record = {**self.remote.report.json(), "at": datetime.now(UTC).isoformat(timespec="seconds")}
-            try:  # where `status` and the metrics read a clone's last sync: the corpus's own .git
+            # where `status` and the metrics read a clone's last sync: the corpus's own .git
+            try:
                 atomic_write(Path(self.board.repo.git_dir) / STATE_FILE, dumps(record))
             except OSError as e:
                 log.warning("could not keep the sync state: %s", e)
@@ -81,10 +89,12 @@ def open_proposals(root: Path, repo: git.Repo, config: Config, store: Store, bas
     (None: the remote's, fetched now, or the checkout's branch)."""
     try:
         return _open(root, repo, config, store, base)
-    except GitFailed as e:  # a local git failure (a lock, a full disk): named, and nothing half-done is left
+    # a local git failure (a lock, a full disk): named, and nothing half-done is left
+    except GitFailed as e:
         lines = e.raw.strip().splitlines()
-        raise KnomitError(f"the proposals branch {config.apply.proposals} could not be brought in step: "
-                          f"{lines[-1] if lines else e}") from None
+        raise KnomitError(
+            f"the proposals branch {config.apply.proposals} could not be brought in step: {lines[-1] if lines else e}"
+        ) from None
 
 
 def _open(root: Path, repo: git.Repo, config: Config, store: Store, base: str | None) -> Proposing:
@@ -92,7 +102,8 @@ def _open(root: Path, repo: git.Repo, config: Config, store: Store, base: str | 
     notes: list[str] = []
     if base is None:
         if reviewed := Remote.of(repo, config):
-            reviewed.fetch()  # the reviewed branch as the remote has it now; the checkout is not touched
+            # the reviewed branch as the remote has it now; the checkout is not touched
+            reviewed.fetch()
             if reviewed.report.state != "synced":
                 notes.append(f"{reviewed.report.line()}: proposing on it as last fetched")
         name, base = board.base()
@@ -102,16 +113,19 @@ def _open(root: Path, repo: git.Repo, config: Config, store: Store, base: str | 
         name = board.base()[0]
     tree = board.open_tree(base)
     applier = Applier(tree)
-    if said := applier.recover():  # a proposing session killed half-way through a decision
+    # a proposing session killed half-way through a decision
+    if said := applier.recover():
         notes.append(said)
     applier.commit_paths(journal_paths(work_tree(tree)), "journal: verdicts kept before refreshing the proposals\n")
     remote = board.remote_of(tree)
     if remote:
-        remote.pull()  # another clone's proposals, or a person's commits on the branch
+        # another clone's proposals, or a person's commits on the branch
+        remote.pull()
     # verdicts journalled on the branch (here or on other clones): answered here too, never bought again. Read with the
     # reviewed branch's marks (its journal is the first part of the branch's), so the marks stay the checkout's.
     sync_journal(work_tree(tree), store, keep_marks=False)
-    sync_git(repo, store, base)  # what the reviewed branch applied (a merged pull request), though the checkout lags
+    # what the reviewed branch applied (a merged pull request), though the checkout lags
+    sync_git(repo, store, base)
     report = ProposalsReport(board.branch, name, notes=notes)
     proposing = Proposing(board, tree, base, remote, report)
     proposing.before = proposing.proposed
@@ -121,17 +135,34 @@ def _open(root: Path, repo: git.Repo, config: Config, store: Store, base: str | 
         labels += parse_labels((where / LABELS_FILE).read_bytes() if (where / LABELS_FILE).exists() else b"")
     said_for = latest(sorted(labels, key=lambda lab: lab.at))
     lines, approved = [], []
-    for vid, sha in approvals_by_merge(repo, base).items():  # a merged pull request: approval of all it held
+    # a merged pull request: approval of all it held
+    for vid, sha in approvals_by_merge(repo, base).items():
         v = store.verdict(vid)
         if vid in said_for or v is None:
             continue
-        lines.append(encode_line(Label(v.id, v.pass_name, v.answer, v.is_yes, "yes", labeller(root), now_text(),
-                                       f"approved: merged into {name}", sha).record()))
+        lines.append(
+            encode_line(
+                Label(
+                    v.id,
+                    v.pass_name,
+                    v.answer,
+                    v.is_yes,
+                    "yes",
+                    labeller(root),
+                    now_text(),
+                    f"approved: merged into {name}",
+                    sha,
+                ).record()
+            )
+        )
         approved.append(vid)
     drop = {vid: "labelled no" for vid in proposing.before if said_for.get(vid) and said_for[vid].label == "no"}
     # the checkout's labels ride on the branch too: the session reads its labels there (a no gates the pass)
     here = (root / LABELS_FILE).read_bytes().splitlines() if (root / LABELS_FILE).exists() else []
-    proposing.refresh(drop, {LABELS_FILE: [*here, *lines]} if here or lines else None,
-                      [f"Approved {vid}: merged into {name}." for vid in approved])
+    proposing.refresh(
+        drop,
+        {LABELS_FILE: [*here, *lines]} if here or lines else None,
+        [f"Approved {vid}: merged into {name}." for vid in approved],
+    )
     report.approved = approved
     return proposing

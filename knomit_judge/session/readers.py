@@ -49,25 +49,40 @@ def first_reader(run: PassRun, fps: list[str]) -> FirstReader:
     """Who reads the pass's questions first this session, from the config and the window's audits; `fps`, the
     round's candidates, tell whether any of its no's still stand unread by the judge model."""
     p, ctx = run.p, run.ctx
-    model = ctx.config.models().get("judge.first_reader")  # none when off, or the judge model itself
+    # none when off, or the judge model itself
+    model = ctx.config.models().get("judge.first_reader")
     if model is None or not ctx.options.judge.anthropic:
         return FirstReader(None)
     target = ctx.config.judge.first_reader_recall
     standing = ctx.store.read_first_only(p.name, ctx.kind, model)
-    all_read = not any(fp in standing for fp in fps)  # a changed fingerprint is a new question: not owed a reading
+    # a changed fingerprint is a new question: not owed a reading
+    all_read = not any(fp in standing for fp in fps)
     at = audits.standing(ctx.store, p.name, model, target, all_read)
-    lifted = at.lifted  # re-trusted by its shadow sample: it reads, under a new window
-    return FirstReader(model, "" if lifted else at.suspended, standing,
-                       refused=ctx.store.refused(p.name, p.prompt.id, model),
-                       estimate=audits.Estimate() if lifted else at.estimate, target=target, at=at)
+    # re-trusted by its shadow sample: it reads, under a new window
+    lifted = at.lifted
+    return FirstReader(
+        model,
+        "" if lifted else at.suspended,
+        standing,
+        refused=ctx.store.refused(p.name, p.prompt.id, model),
+        estimate=audits.Estimate() if lifted else at.estimate,
+        target=target,
+        at=at,
+    )
 
 
 def standing_first(reader: FirstReader, rest: list[Candidate], owed: set[str]) -> list[Candidate]:
     """While suspended, the standing no's are read after the owed, highest pi (the miss-chance fit) first."""
     if not reader.suspended:
         return rest
-    return sorted(rest, key=lambda c: (c.fingerprint not in owed, c.fingerprint not in reader.standing,
-                                       -reader.fit.weight(c.score) if c.fingerprint in reader.standing else 0.0))
+    return sorted(
+        rest,
+        key=lambda c: (
+            c.fingerprint not in owed,
+            c.fingerprint not in reader.standing,
+            -reader.fit.weight(c.score) if c.fingerprint in reader.standing else 0.0,
+        ),
+    )
 
 
 def reader_notes(run: PassRun) -> None:
@@ -79,26 +94,34 @@ def reader_notes(run: PassRun) -> None:
     r.first_reader_state = reader.state
     if reader.at.lifted:
         ev = reader.at.shadow
-        r.notes.append(f"first reader re-trusted: its shadow sample over {ev.sessions} session(s) cleared the target "
-                       f"({ev.hits} of the judge model's {ev.positives} yeses read alike, {ev.negatives} of its no's "
-                       f"read, ~{ev.rejected:.1f} of them its yeses); it reads again, under a new window")
+        r.notes.append(
+            f"first reader re-trusted: its shadow sample over {ev.sessions} session(s) cleared the target "
+            f"({ev.hits} of the judge model's {ev.positives} yeses read alike, {ev.negatives} of its no's "
+            f"read, ~{ev.rejected:.1f} of them its yeses); it reads again, under a new window"
+        )
     if reader.midway:
-        r.notes.append(f"first reader suspended: {reader.suspended}; suspended during this session, after "
-                       f"{r.first_reads} first read(s): the judge model read the rest, and "
-                       f"{len(reader.standing)} of its no's are askable again")
+        r.notes.append(
+            f"first reader suspended: {reader.suspended}; suspended during this session, after "
+            f"{r.first_reads} first read(s): the judge model read the rest, and "
+            f"{len(reader.standing)} of its no's are askable again"
+        )
     elif reader.suspended:
-        r.notes.append(f"first reader suspended: {reader.suspended}; {reader.model} reads only its shadow sample "
-                       f"({r.shadow_reads} read, never acted on), {len(reader.standing)} of its no's are askable "
-                       f"again; it {reader.at.lifts_when(reader.target)}")
+        r.notes.append(
+            f"first reader suspended: {reader.suspended}; {reader.model} reads only its shadow sample "
+            f"({r.shadow_reads} read, never acted on), {len(reader.standing)} of its no's are askable "
+            f"again; it {reader.at.lifts_when(reader.target)}"
+        )
     handed = sum(reader.handovers.values())
     r.handed_over = handed
     if handed:
         why = ", ".join(f"{k} {n}" for k, n in reader.handovers.items() if n)
         r.notes.append(f"{handed} question(s) handed to the judge model: {reader.model} {why}")
     if r.first_reads or r.audits or r.audits_batched:
-        r.notes.append(f"first reads {r.first_reads} ({reader.model}): yes confirmed {r.first_confirmed}, "
-                       f"not {r.first_unconfirmed}; audits {r.audits}, misses {r.misses}"
-                       + (f"; {r.audits_batched} audit(s) in the batch" if r.audits_batched else ""))
+        r.notes.append(
+            f"first reads {r.first_reads} ({reader.model}): yes confirmed {r.first_confirmed}, "
+            f"not {r.first_unconfirmed}; audits {r.audits}, misses {r.misses}"
+            + (f"; {r.audits_batched} audit(s) in the batch" if r.audits_batched else "")
+        )
     if line := reader.estimate.line(reader.target):
         r.notes.append(line)
 
@@ -119,9 +142,11 @@ async def read(run: PassRun, c: Candidate) -> tuple[Outcome, str, dict[str, Any]
             reader.unavailable_streak = 0
             r.first_reads += 1
             if out.answer == p.default:
-                reader.pending.append(c)  # among this session's draw of audits, once the pass has read
+                # among this session's draw of audits, once the pass has read
+                reader.pending.append(c)
                 return out, first.model, None
-            if gathered(run, strong, c):  # the judge model reads the first yes in the next collection
+            # the judge model reads the first yes in the next collection
+            if gathered(run, strong, c):
                 return Outcome(kind=BATCHED), strong.model, None
             # a first yes acts on nothing: the judge model decides, if the balance and the caps can pay it (else it
             # waits, the first reader's reply in the cache)
@@ -132,23 +157,29 @@ async def read(run: PassRun, c: Candidate) -> tuple[Outcome, str, dict[str, Any]
             r.first_confirmed += confirmed
             r.first_unconfirmed += not confirmed
             reader.judged_yes(confirmed, again.cost_usd)
-            return again, strong.model, audit_of("confirm", FirstAnswer(first.model, out.answer, ctx.session, 1.0,
-                                                                         "confirm"), c)
+            return (
+                again,
+                strong.model,
+                audit_of("confirm", FirstAnswer(first.model, out.answer, ctx.session, 1.0, "confirm"), c),
+            )
         if out.kind == HELD or out.kind == "unparsed" and not out.truncated:
             return out, first.model, None
         # unavailable after its retries, refused, or cut at max_tokens: the judge model reads it this session
         if out.kind == "unavailable":
             reader.unavailable_streak += 1
             reader.handovers["unavailable"] += 1
-        else:  # kept per model: the first reader is not asked it again, the judge model still is
+        # kept per model: the first reader is not asked it again, the judge model still is
+        else:
             ctx.store.add_refusal(p.name, fp, first.model, p.prompt.id, c.subject, error=out.error, session=ctx.session)
             reader.refused.add(fp)
             reader.handovers["refused"] += 1
-    elif reader.reads:  # known refused by the first reader, or the first reader is down this session
+    # known refused by the first reader, or the first reader is down this session
+    elif reader.reads:
         reader.handovers["refused" if fp in reader.refused else "unavailable"] += 1
     if gathered(run, strong, c):
         return Outcome(kind=BATCHED), strong.model, None
-    out = await run.ask(c, strong)  # at the judge model's price: a hand-over, a suspension, or no first reader
+    # at the judge model's price: a hand-over, a suspension, or no first reader
+    out = await run.ask(c, strong)
     if not reader.model or out.kind != "verdict":
         return out, strong.model, None
     if fp in reader.standing:
@@ -170,10 +201,12 @@ async def shadow(run: PassRun, c: Candidate, judged: Outcome) -> dict[str, Any] 
     pi = audits.shadow_pi(ctx.session, p.name, c.fingerprint, strong_yes, reader.shadow_nos)
     if not pi:
         return None
-    reader.shadow_nos += not strong_yes  # counted as drawn, read or not: the next no's pi is fixed by it
+    # counted as drawn, read or not: the next no's pi is fixed by it
+    reader.shadow_nos += not strong_yes
     out = await run.ask(c, ctx.judge.reader(reader.model), one_order=True, offered=False)
     if out.kind != "verdict":
-        return None  # not read (down, refused, a cap): nothing recorded, and nothing lost but the sample
+        # not read (down, refused, a cap): nothing recorded, and nothing lost but the sample
+        return None
     run.result.shadow_reads += 1
     first_yes = out.answer != p.default
     shadowed = FirstAnswer(reader.model, out.answer, ctx.session, pi, "shadow")

@@ -37,8 +37,15 @@ class FirstAnswer:
 
 def audit_of(kind: str, first: FirstAnswer, c: Candidate) -> dict[str, Any]:
     """What a judge model's verdict records of the first-reader answer it read again."""
-    return {"kind": kind, "first_model": first.model, "first_answer": first.answer, "pi": first.pi,
-            "stratum": first.stratum, "born": first.born, "score": c.score}
+    return {
+        "kind": kind,
+        "first_model": first.model,
+        "first_answer": first.answer,
+        "pi": first.pi,
+        "stratum": first.stratum,
+        "born": first.born,
+        "score": c.score,
+    }
 
 
 def counted(run: PassRun, c: Candidate, out: Outcome, first_no: FirstAnswer) -> dict[str, Any]:
@@ -54,14 +61,16 @@ async def reread(run: PassRun, c: Candidate, first_no: FirstAnswer) -> Verdict |
     put its share by) and held by the dollar caps: its verdict kept (a yes counted resolved), or None when its
     request went into this session's batch or it could not be read, or paid (the no stands)."""
     ctx, r = run.ctx, run.result
-    if gathered(run, ctx.judge, c):  # read in the next collection (collected_audits); its no stands till then
+    # read in the next collection (collected_audits); its no stands till then
+    if gathered(run, ctx.judge, c):
         r.audits_batched += 1
         return None
     out = await run.ask(c, ctx.judge, offered=False)
     if out.kind != "verdict":
         return None
     v = verdict_of(run, c, out, ctx.judge.model, counted(run, c, out, first_no))
-    keep(ctx, v)  # after the first reader's no: the latest verdict on the question is the judge model's
+    # after the first reader's no: the latest verdict on the question is the judge model's
+    keep(ctx, v)
     if v.is_yes:
         r.resolved += 1
     return v
@@ -77,24 +86,41 @@ async def audit(run: PassRun, hold: Callable[[], str | None]) -> list[tuple[floa
     model = reader.model
     new = {c.fingerprint: c for c in reader.pending}
     # its standing no's met since the last draw and still standing: drawn among with the new ones
-    older = {c.fingerprint: c for c in reader.standing_to_draw
-             if c.fingerprint not in new and c.fingerprint in reader.standing}
+    older = {
+        c.fingerprint: c
+        for c in reader.standing_to_draw
+        if c.fingerprint not in new and c.fingerprint in reader.standing
+    }
     reader.pending, reader.standing_to_draw = [], []
     if reader.suspended:
         return await standing_audits(run, older, hold)
     cfg = ctx.config.judge
-    so_far = reader.drawn  # a later round of the session draws with what the earlier ones left
-    d = audits.draw(ctx.session, p.name, [(fp, c.score) for fp, c in new.items()],
-                    [(fp, c.score, reader.standing[fp]) for fp, c in older.items()], reads=r.first_reads,
-                    share=cfg.audit_share, target=reader.target, confirmed=reader.estimate.confirmed,
-                    fit=reader.fit, spent=so_far.expected,
-                    tops=audits.TOP - so_far.tops)
+    # a later round of the session draws with what the earlier ones left
+    so_far = reader.drawn
+    d = audits.draw(
+        ctx.session,
+        p.name,
+        [(fp, c.score) for fp, c in new.items()],
+        [(fp, c.score, reader.standing[fp]) for fp, c in older.items()],
+        reads=r.first_reads,
+        share=cfg.audit_share,
+        target=reader.target,
+        confirmed=reader.estimate.confirmed,
+        fit=reader.fit,
+        spent=so_far.expected,
+        tops=audits.TOP - so_far.tops,
+    )
     if not d.pi:
         return []
     # the session's record: its lowest floor (each new no faced at least that), its no's, its pi summed
     floor = min(so_far.floor, d.floor) if so_far.new and d.new else d.floor if d.new else so_far.floor
-    reader.drawn = audits.Draw(floor=floor, new=so_far.new + d.new, standing=d.standing,
-                               expected=so_far.expected + d.expected, tops=so_far.tops + d.tops)
+    reader.drawn = audits.Draw(
+        floor=floor,
+        new=so_far.new + d.new,
+        standing=d.standing,
+        expected=so_far.expected + d.expected,
+        tops=so_far.tops + d.tops,
+    )
     record_draw(run)
     found: list[tuple[float, Verdict]] = []
     every = {**older, **new}
@@ -105,10 +131,12 @@ async def audit(run: PassRun, hold: Callable[[], str | None]) -> list[tuple[floa
         c = every[fp]
         v = await reread(run, c, FirstAnswer(model, p.default, d.born[fp], d.pi[fp], d.stratum[fp]))
         if v is None:
-            return  # not read: the first reader's no stands (drawn among again when a round meets it)
+            # not read: the first reader's no stands (drawn among again when a round meets it)
+            return
         reader.standing.pop(fp, None)
         if v.is_yes:
-            if fp in new:  # counted declined when the first reader said no this session
+            # counted declined when the first reader said no this session
+            if fp in new:
                 r.declined -= 1
             found.append((c.score, v))
 
@@ -116,8 +144,9 @@ async def audit(run: PassRun, hold: Callable[[], str | None]) -> list[tuple[floa
     return found
 
 
-async def standing_audits(run: PassRun, older: dict[str, Candidate],
-                          hold: Callable[[], str | None]) -> list[tuple[float, Verdict]]:
+async def standing_audits(
+    run: PassRun, older: dict[str, Candidate], hold: Callable[[], str | None]
+) -> list[tuple[float, Verdict]]:
     """A suspended reader's standing no's the balance did not reach this session: audits.TOP of them, highest pi
     (the miss-chance fit) first, read by the judge model outside the balance, as audits are, so a miss standing
     low in the list is not lost while the throttle holds the pass to its owed questions."""
@@ -131,8 +160,9 @@ async def standing_audits(run: PassRun, older: dict[str, Candidate],
     for c in picks:
         if hold():
             break
-        v = await reread(run, c, FirstAnswer(reader.model, run.p.default, reader.standing[c.fingerprint], None,
-                                             "suspended"))
+        v = await reread(
+            run, c, FirstAnswer(reader.model, run.p.default, reader.standing[c.fingerprint], None, "suspended")
+        )
         if v is None:
             continue
         reader.standing.pop(c.fingerprint)
@@ -152,22 +182,32 @@ def record_draw(run: PassRun) -> None:
     if not reads and not reader.drawn.new:
         return
     d = reader.drawn
-    row = {"session": ctx.session, "pass": pass_name, "first_model": reader.model,
-           "floor": 0.0 if shadowing else d.floor, "new": 0 if shadowing else d.new,
-           "standing": d.standing, "expected": 0.0 if shadowing else d.expected,
-           "reads": reads, "state": "shadow" if shadowing else "reading", "created_at": now_text()}
+    row = {
+        "session": ctx.session,
+        "pass": pass_name,
+        "first_model": reader.model,
+        "floor": 0.0 if shadowing else d.floor,
+        "new": 0 if shadowing else d.new,
+        "standing": d.standing,
+        "expected": 0.0 if shadowing else d.expected,
+        "reads": reads,
+        "state": "shadow" if shadowing else "reading",
+        "created_at": now_text(),
+    }
     ctx.journal.append(pass_name, draw_record(row))
     ctx.store.add_draw(row)
 
 
-def audits_due(run: PassRun, candidates: CandidateList[Candidate],
-               answered: set[str]) -> list[tuple[Candidate, Verdict]]:
+def audits_due(
+    run: PassRun, candidates: CandidateList[Candidate], answered: set[str]
+) -> list[tuple[Candidate, Verdict]]:
     """The answered candidates whose audit a batch bought and this session collected, each with its first
     reader's no: a batch result for it came in, and the latest verdict is still a first reader's no (another
     model's than the judge model)."""
     p, ctx = run.p, run.ctx
     if not ctx.batches.collected.get(p.name):
-        return []  # most sessions: no batch came in, and the candidate list is not walked
+        # most sessions: no batch came in, and the candidate list is not walked
+        return []
     fps = ctx.batches.take_paid(p.name, answered & set(candidates.fingerprints))
     out = []
     for i, fp in enumerate(candidates.fingerprints):

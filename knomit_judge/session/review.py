@@ -89,8 +89,10 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
         # session or throttle row, nor a byte of the corpus or git.
         with Store.read_only(root) as store:
             return _dry_run(root, repo, config, store, options)
-    metrics_path = metrics.textfile(root, repo, config, options.metrics_file)  # a bad path exits 2 now
-    remote = Remote.of(repo, config)  # an unknown remote exits 2 now
+    # a bad path exits 2 now
+    metrics_path = metrics.textfile(root, repo, config, options.metrics_file)
+    # an unknown remote exits 2 now
+    remote = Remote.of(repo, config)
     with locked_store(root) as opened:
         store = opened.store
         ran, result, proposing = False, None, None
@@ -98,31 +100,51 @@ def review(root: Path | str, options: ReviewOptions | None = None, config: Confi
             # a retired or unknown model exits 2 here: before recovery, a merge or an exact duplicate changes anything
             models = require_usable(config, store) if options.judge.anthropic else Lineup()
             # The embedding model too: one that cannot be loaded exits 2 (MissingResource) with nothing changed yet.
-            embedder = Embedder(store, memory=Memory(store))  # neighbour lists searched again only where vectors changed
+            # neighbour lists searched again only where vectors changed
+            embedder = Embedder(store, memory=Memory(store))
             embedder.load()
             notes = opened.recover(keep_marks=True)
-            if config.apply.mode == "propose":  # the session reads and commits in the proposals branch's tree
-                models.confirm()  # a refresh is a change: a model retired since it was last read stops us first
+            # the session reads and commits in the proposals branch's tree
+            if config.apply.mode == "propose":
+                # a refresh is a change: a model retired since it was last read stops us first
+                models.confirm()
                 proposing = open_proposals(root, opened.repo, config, store)
             elif remote:
-                models.confirm()  # a merge is a change: a model retired since it was last read stops us first
+                # a merge is a change: a model retired since it was last read stops us first
+                models.confirm()
                 pull(remote, root, opened.repo, store)
             ran = True
-            with interrupts.watching(options.interrupt):  # the session's task sees the daemon's SIGTERM
-                result = asyncio.run(_session(Opening(
-                    proposing.root if proposing else root, proposing.tree if proposing else opened.repo, config,
-                    store, options, models, [*models.notes, *notes], proposing, embedder)))
+            # the session's task sees the daemon's SIGTERM
+            with interrupts.watching(options.interrupt):
+                result = asyncio.run(
+                    _session(
+                        Opening(
+                            proposing.root if proposing else root,
+                            proposing.tree if proposing else opened.repo,
+                            config,
+                            store,
+                            options,
+                            models,
+                            [*models.notes, *notes],
+                            proposing,
+                            embedder,
+                        )
+                    )
+                )
             if proposing:
-                proposing.finish()  # the proposals branch pushed; the reviewed one never moves
+                # the proposals branch pushed; the reviewed one never moves
+                proposing.finish()
                 result.proposals, result.sync = proposing.report, proposing.remote.report if proposing.remote else None
             elif remote:
-                remote.push()  # after the session's last commit, its journal's
+                # after the session's last commit, its journal's
+                remote.push()
                 remote.save()
                 result.sync = remote.report
             result.spend = summarise(store, config).json()
             return result
         finally:
-            if ran and metrics_path:  # after a session that raised too: it recorded itself as aborted
+            # after a session that raised too: it recorded itself as aborted
+            if ran and metrics_path:
                 error = metrics.write(metrics_path, root, store, config, options.judge.kind)
                 if error and result is not None:
                     result.metrics_error = error
@@ -134,19 +156,26 @@ def _dry_run(root: Path, repo: Repo, config: Config, store: Store, options: Revi
     models = read_lineup(config, store, offline=not has_key()) if options.judge.anthropic else Lineup()
     try:
         result = asyncio.run(_session(Opening(root, repo, config, store, options, models, list(models.notes))))
-    except BaseException:  # interrupted (or failed): what it computed still spares the next run the work
-        log.info("dry run stopped: %d vector(s) embedded so far kept in the db, with the neighbour and candidate "
-                 "lists finished; nothing else written", _keep_derived(repo, store))
+    # interrupted (or failed): what it computed still spares the next run the work
+    except BaseException:
+        log.info(
+            "dry run stopped: %d vector(s) embedded so far kept in the db, with the neighbour and candidate "
+            "lists finished; nothing else written",
+            _keep_derived(repo, store),
+        )
         raise
-    if models.problem:  # what the session would do: stop before it starts
+    # what the session would do: stop before it starts
+    if models.problem:
         result.notes.insert(0, f"a real session exits 2: {models.problem}")
         result.stops = True
     _keep_derived(repo, store)
     if note := other_judge(store, root, options):
         result.notes.insert(0, note)
     if config.apply.mode == "propose":
-        result.notes.append(f"apply.mode = propose: planned on the checkout, not on {config.apply.proposals}, whose "
-                            "waiting proposals are left out of the plan")
+        result.notes.append(
+            f"apply.mode = propose: planned on the checkout, not on {config.apply.proposals}, whose "
+            "waiting proposals are left out of the plan"
+        )
     result.spend = summarise(store, config).json()
     if options.judge.anthropic:
         unpriced(config, models, result)
@@ -166,15 +195,18 @@ def _keep_derived(repo: Repo, store: Store) -> int:
     """A dry run's derived caches (vectors, neighbour and candidate lists) written to the db file; returns how
     many vectors were kept."""
     vectors = sum(len(args[1]) for name, args in store.derived or () if name == "put_embeddings")
-    with shared_lock(repo) as holder:  # a session running now writes the db: its own derived state will do
+    # a session running now writes the db: its own derived state will do
+    with shared_lock(repo) as holder:
         return vectors if holder is None and store.keep_derived() else 0
 
 
 def pull(remote: Remote, root: Path, repo: Repo, store: Store) -> None:
     """Merge the remote branch before the corpus is read; what it brought is imported like a lost db's journal."""
     # journal lines a killed session left uncommitted would stop the merge: committed first, as its own commit
-    Applier(repo).commit_paths([Journal(root).relpath(p) for p in ("exact", *JUDGED_PASSES)],
-                               "journal: verdicts kept before merging the remote\n")
+    Applier(repo).commit_paths(
+        [Journal(root).relpath(p) for p in ("exact", *JUDGED_PASSES)],
+        "journal: verdicts kept before merging the remote\n",
+    )
     if remote.pull():
         # verdicts other machines journalled and pushed are answered here too: never paid for again
         sync_journal(root, store)
@@ -184,7 +216,8 @@ def pull(remote: Remote, root: Path, repo: Repo, store: Store) -> None:
 def open_context(at: Opening, result: SessionResult) -> Context:
     """Read the corpus (what is broken, what is dirty, into the result) and make the session's context."""
     root, repo, config, store, options = at.root, at.repo, at.config, at.store, at.options
-    with gc_paused():  # 100k facts, their tuples and index rows: the collector would rescan them over and over
+    # 100k facts, their tuples and index rows: the collector would rescan them over and over
+    with gc_paused():
         index = FileIndex(store)
         corpus = load_corpus(root, config.corpus.max_fact_bytes, index, config.corpus)
     result.problems = list(corpus.problems)
@@ -197,32 +230,54 @@ def open_context(at: Opening, result: SessionResult) -> Context:
     # An untracked file outside the fact paths holds nothing, but a decision that would write it (a relinked note
     # nobody has committed yet) waits too: a commit of it would take in someone's unfinished work.
     entries = status_entries(repo)
-    held = [p for code, p in entries if (code != "??" or matches(p, config.corpus.paths))
-            and (corpus.covers(p) or p == CONFIG_FILE)]
+    held = [
+        p
+        for code, p in entries
+        if (code != "??" or matches(p, config.corpus.paths)) and (corpus.covers(p) or p == CONFIG_FILE)
+    ]
     others = frozenset(p for _, p in entries) - set(held)
-    if merging := merge_in_progress(repo):  # a person's (recovery settled ours): a commit now would finish it
+    # a person's (recovery settled ours): a commit now would finish it
+    if merging := merge_in_progress(repo):
         held = [merging]
         result.notes.append(f"{merging}: judging and storing, applying nothing")
     elif held:
-        result.notes.append(f"work tree has {len(held)} uncommitted change(s) to facts (e.g. {held[0]}): "
-                            "judging and storing, applying nothing")
+        result.notes.append(
+            f"work tree has {len(held)} uncommitted change(s) to facts (e.g. {held[0]}): "
+            "judging and storing, applying nothing"
+        )
     elif others:
-        result.notes.append(f"{len(others)} uncommitted change(s) outside the facts (e.g. {min(others)}): left "
-                            "as they are; only a decision that would write one waits")
+        result.notes.append(
+            f"{len(others)} uncommitted change(s) outside the facts (e.g. {min(others)}): left "
+            "as they are; only a decision that would write one waits"
+        )
     proposing = at.proposing
-    return Context(root, config, store, corpus, at.embedder or Embedder(store, memory=Memory(store)), Journal(root),
-                   None if options.dry_run else Applier(repo), options, result, clean=not held,
-                   dirty=others,
-                   batches=Batches(store, result.session, batch_mode(options.batch, config, options.judge)),
-                   index=index, caps=Caps.for_session(store, config), lineup=at.models,
-                   proposals=config.apply.proposals if proposing else "",
-                   proposed=proposing.proposed if proposing else waiting_here(root, repo, config, options))
+    return Context(
+        root,
+        config,
+        store,
+        corpus,
+        at.embedder or Embedder(store, memory=Memory(store)),
+        Journal(root),
+        None if options.dry_run else Applier(repo),
+        options,
+        result,
+        clean=not held,
+        dirty=others,
+        batches=Batches(store, result.session, batch_mode(options.batch, config, options.judge)),
+        index=index,
+        caps=Caps.for_session(store, config),
+        lineup=at.models,
+        proposals=config.apply.proposals if proposing else "",
+        proposed=proposing.proposed if proposing else waiting_here(root, repo, config, options),
+    )
 
 
 async def _session(at: Opening) -> SessionResult:
-    interrupts.session_task()  # what Ctrl-C cancels: a long step in it, or in a task it starts, looks at it
+    # what Ctrl-C cancels: a long step in it, or in a task it starts, looks at it
+    interrupts.session_task()
     config, store, options, models = at.config, at.store, at.options, at.models
-    for ignored in config.ignored:  # an older budget key beside its newer one: said, in the log and the notes
+    # an older budget key beside its newer one: said, in the log and the notes
+    for ignored in config.ignored:
         log.warning("%s", ignored)
     result = SessionResult(session=new_session_id(), dry_run=options.dry_run, notes=[*config.ignored, *at.notes])
     ctx = open_context(at, result)
@@ -245,13 +300,16 @@ async def _session(at: Opening) -> SessionResult:
         changed = freshness(ctx, passes, at.repo)
         runs = [PassRun.open(ctx, p, changed[p.name]) for p in passes]
         if not options.dry_run and ctx.batches.unsettled():
-            await ctx.batches.collect(ctx.judge, all_passes())  # finished batches first, whatever --pass says
+            # finished batches first, whatever --pass says
+            await ctx.batches.collect(ctx.judge, all_passes())
         for run in runs:
             p = run.p
             result.passes[p.name] = run.result
-            if p.reads_lines:  # the describe step's own line, after the alias pass's
+            # the describe step's own line, after the alias pass's
+            if p.reads_lines:
                 result.passes[DESCRIBE] = LinesResult(DESCRIBE, throttle="never budgeted")
-                if note := no_motif_note(ctx.corpus):  # not `nothing-qualified` alone: the keys hold no motif
+                # not `nothing-qualified` alone: the keys hold no motif
+                if note := no_motif_note(ctx.corpus):
                     run.result.notes.append(note)
         await _rounds(ctx, runs)
         if options.stop is not None and options.stop.is_set():
@@ -269,7 +327,8 @@ async def _session(at: Opening) -> SessionResult:
             if note := judge.backend.unmatched_note():
                 log.warning("%s", note)
                 result.notes.append(note)
-    except BaseException as e:  # an error, or a signal's cancellation: recorded as such, then re-raised
+    # an error, or a signal's cancellation: recorded as such, then re-raised
+    except BaseException as e:
         # a 404 naming a model: read it again at once, and say "retired" (one cause) when the API says so
         gone = models.gone(e.model) if isinstance(e, JudgeRefused) and e.model else None
         if not options.dry_run:
@@ -279,7 +338,8 @@ async def _session(at: Opening) -> SessionResult:
         if gone:
             raise ConfigError(gone) from None
         if isinstance(e, Interrupted) and options.interrupt is not None and options.interrupt.is_set():
-            return result  # the daemon's SIGTERM, seen in a long step: recorded as its stop between judgments is
+            # the daemon's SIGTERM, seen in a long step: recorded as its stop between judgments is
+            return result
         raise
     finally:
         result.batches = ctx.batches.reports
@@ -288,12 +348,22 @@ async def _session(at: Opening) -> SessionResult:
             index.save()
             # a model found retired stops before its journal is committed: the lines wait for the next session
             paths = [ctx.journal.relpath(p) for p in ("exact", *JUDGED_PASSES, DESCRIBE)]
-            sha = None if models.problem else ctx.applier.commit_paths(
-                paths, f"journal: verdicts of session {result.session}\n\nKnomit-Session: {result.session}\n")
+            sha = (
+                None
+                if models.problem
+                else ctx.applier.commit_paths(
+                    paths, f"journal: verdicts of session {result.session}\n\nKnomit-Session: {result.session}\n"
+                )
+            )
             if sha:
                 result.commits.append(sha)
-            store.end_session(result.session, {n: r.json() for n, r in result.passes.items()},
-                              result.cost_usd, result.commits, corpus=report.json())
+            store.end_session(
+                result.session,
+                {n: r.json() for n, r in result.passes.items()},
+                result.cost_usd,
+                result.commits,
+                corpus=report.json(),
+            )
     return result
 
 
@@ -307,7 +377,8 @@ async def _rounds(ctx: Context, runs: list[PassRun]) -> None:
             before = r.applied
             await run_round(run, first=round_no == 0)
             applied += r.applied - before
-            if round_no == 0:  # what a dry run's estimate covers: a later dry run says how far it falls short
+            # what a dry run's estimate covers: a later dry run says how far it falls short
+            if round_no == 0:
                 r.first_round = r.offered
         if not applied:
             return
