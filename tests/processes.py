@@ -18,17 +18,23 @@ from judges import DIFFERENT
 from messages_server import delay, held, text
 
 
-def start(repo, server, sigint=signal.SIG_DFL) -> subprocess.Popen:
-    """The review as its own process; `sigint=signal.SIG_IGN` starts it as a shell starts a background job."""
+def judge_env_of(server) -> dict[str, str]:
+    """The environment of a knomit-judge process that asks the loopback `server`: a fake key, no model download,
+    the configured judge model, which reads alone (these tests count its calls)."""
     env = {
         **os.environ,
         "ANTHROPIC_BASE_URL": server.url,
         "ANTHROPIC_API_KEY": "sk-ant-test-FAKEKEY",
         "HF_HUB_OFFLINE": "1",
+        "KNOMIT_JUDGE_FIRST_READER": "",
     }
     env.pop("KNOMIT_JUDGE_MODEL", None)
-    # the judge model reads alone, as these tests count its calls
-    env["KNOMIT_JUDGE_FIRST_READER"] = ""
+    return env
+
+
+def start(repo, server, sigint=signal.SIG_DFL) -> subprocess.Popen:
+    """The review as its own process; `sigint=signal.SIG_IGN` starts it as a shell starts a background job."""
+    env = judge_env_of(server)
     return subprocess.Popen(
         [
             sys.executable,

@@ -7,7 +7,6 @@ batches stay `in_progress` until the test ends them.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -20,6 +19,7 @@ import sqlite_utils
 from click.testing import CliRunner
 from helpers import REPO, SAME, SMALL, CorpusRepo, make_repo, write_config
 from messages_server import reply_name, tool
+from processes import judge_env_of
 
 from knomit_judge.cli import cli
 from knomit_judge.rebuild import rebuild
@@ -231,15 +231,7 @@ def test_batch_needs_the_real_api(repo, tmp_path):
 
 def test_a_killed_daemon_batch_is_collected_by_the_next_session_without_resubmitting(repo, judge_env):
     configure(repo, mode="batch")
-    env = {
-        **os.environ,
-        "ANTHROPIC_BASE_URL": judge_env.url,
-        "ANTHROPIC_API_KEY": "sk-ant-test-FAKEKEY",
-        "HF_HUB_OFFLINE": "1",
-    }
-    env.pop("KNOMIT_JUDGE_MODEL", None)
-    # the judge model reads alone, as these tests count its calls
-    env["KNOMIT_JUDGE_FIRST_READER"] = ""
+    env = judge_env_of(judge_env)
     daemon = subprocess.Popen(
         [
             sys.executable,
@@ -305,19 +297,6 @@ def test_a_batch_the_api_lost_gives_its_questions_back(repo, judge_env):
     assert out["passes"]["alias"]["judged"] >= 3 and judge_env.calls >= 6  # asked synchronously instead
 
 
-def cli_env(server) -> dict[str, str]:
-    env = {
-        **os.environ,
-        "ANTHROPIC_BASE_URL": server.url,
-        "ANTHROPIC_API_KEY": "sk-ant-test-FAKEKEY",
-        # the judge model reads alone, as counted here
-        "HF_HUB_OFFLINE": "1",
-        "KNOMIT_JUDGE_FIRST_READER": "",
-    }
-    env.pop("KNOMIT_JUDGE_MODEL", None)
-    return env
-
-
 def sigterm_during_create(repo, server) -> subprocess.CompletedProcess:
     """`review --batch` in its own process, sent SIGTERM once the API has made the batch and before its reply."""
     server.batch_create_hold = threading.Event()
@@ -334,7 +313,7 @@ def sigterm_during_create(repo, server) -> subprocess.CompletedProcess:
             "--batch",
         ],
         cwd=REPO,
-        env=cli_env(server),
+        env=judge_env_of(server),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from helpers import fact_text, scripted
+from helpers import RANDOM_MOTIFS, RANDOM_TOPICS, fact_text, scripted
 
 from knomit_judge import ReviewOptions, review
 from knomit_judge.candidate_lists import CandidateLists
@@ -18,27 +18,6 @@ from knomit_judge.passes.registry import all_passes
 from knomit_judge.rebuild import rebuild
 from knomit_judge.store import Store
 
-TOPICS = [
-    "queue backlog grows latency",
-    "retry storms amplify outages",
-    "cache stampede on expiry",
-    "penalty blocks its own recovery",
-    "health check disabled by the limiter",
-    "quarantine blocks heartbeats",
-    "leader election flaps under partition",
-    "clock skew breaks leases",
-]
-MOTIFS = [
-    "queue-amplifies-latency",
-    "retry-storm",
-    "cache-stampede",
-    "self-locking-penalty",
-    "penalty-blocks-own-recovery",
-    "RetryStorm",
-    "retry storms",
-    "lease-skew",
-]
-
 
 def write_corpus(root, rng: random.Random, n: int) -> None:
     for i in range(n):
@@ -46,13 +25,13 @@ def write_corpus(root, rng: random.Random, n: int) -> None:
 
 
 def write_fact(root, path: str, rng: random.Random, i: int) -> None:
-    topic = TOPICS[rng.randrange(len(TOPICS))]
-    motifs = rng.sample(MOTIFS, rng.randint(1, 2))
+    topic = RANDOM_TOPICS[rng.randrange(len(RANDOM_TOPICS))]
+    motifs = rng.sample(RANDOM_MOTIFS, rng.randint(1, 2))
     body = f"{topic.capitalize()}: observed in system {rng.randrange(6)}, case {i}."
     # exact duplicates of a neighbour, for the exact pass
     if rng.random() < 0.15:
         body = f"{topic.capitalize()}: observed in system 0, case 0."
-        topic = TOPICS[0]
+        topic = RANDOM_TOPICS[0]
     full = root / path
     full.parent.mkdir(parents=True, exist_ok=True)
     full.write_text(fact_text(f"On {topic}", motifs, body=body), encoding="utf-8")

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from helpers import REPO, git, scripted, tree_digest
+from helpers import RANDOM_MOTIFS, RANDOM_TOPICS, REPO, git, scripted, tree_digest
 from helpers import fact_text as fact_file
 
 from knomit_judge.cli import cli
@@ -183,26 +183,6 @@ def _batched(encoder, texts: list[str]) -> np.ndarray:
 
 # Random session histories ------------------------------------------------------------------------------------
 
-TOPICS = [
-    "queue backlog grows latency",
-    "retry storms amplify outages",
-    "cache stampede on expiry",
-    "penalty blocks its own recovery",
-    "health check disabled by the limiter",
-    "quarantine blocks heartbeats",
-    "leader election flaps under partition",
-    "clock skew breaks leases",
-]
-MOTIFS = [
-    "queue-amplifies-latency",
-    "retry-storm",
-    "cache-stampede",
-    "self-locking-penalty",
-    "penalty-blocks-own-recovery",
-    "RetryStorm",
-    "retry storms",
-    "lease-skew",
-]
 WRITER = ("edit", "add", "delete", "motifs", "edit-retired", "revert")
 
 
@@ -236,10 +216,10 @@ class History:
 
     def text(self, i: int) -> str:
         rng = self.rng
-        topic = rng.choice(TOPICS)
+        topic = rng.choice(RANDOM_TOPICS)
         title = f"On {topic}" + (f" ({rng.randrange(3)})" if rng.random() < 0.5 else "")
         body = f"{topic.capitalize()}: observed in system {rng.randrange(4)}, case {rng.randrange(3)}."
-        motifs, confidence = rng.sample(MOTIFS, rng.randint(1, 2)), rng.choice([0.5, 0.6, 0.7])
+        motifs, confidence = rng.sample(RANDOM_MOTIFS, rng.randint(1, 2)), rng.choice([0.5, 0.6, 0.7])
         if self.layout == "facts":
             return fact_file(title, motifs, confidence, [f"s{i}"], body)
         return (
@@ -291,7 +271,9 @@ class History:
         text = (self.root / path).read_text(encoding="utf-8")
         self.write(
             path,
-            re.sub(r"^motifs: .*$", f"motifs: {json.dumps(self.rng.sample(MOTIFS, 2))}", text, count=1, flags=re.M),
+            re.sub(
+                r"^motifs: .*$", f"motifs: {json.dumps(self.rng.sample(RANDOM_MOTIFS, 2))}", text, count=1, flags=re.M
+            ),
         )
         return True
 
