@@ -62,8 +62,8 @@ class JudgedCandidate(Protocol):
     def subject(self) -> dict[str, Any]: ...
     @property
     def fingerprint(self) -> str: ...
-    @property
     # the evidence, as the prompt renders it
+    @property
     def orders(self) -> Sequence[Any]: ...
 
 

@@ -19,20 +19,20 @@ class Answerable(Protocol):
 
     @property
     def name(self) -> str: ...
-    @property
     # its entries are spellings' lines: {"spelling": S, "reply": {"mechanism"..}}
+    @property
     def writes_lines(self) -> bool: ...
-    @property
     # what an entry's sides name: motif spellings, or fact paths
+    @property
     def about(self) -> About: ...
-    @property
     # an entry names a pair ('a', 'b'), or a group ('group' or 'contains')
+    @property
     def shape(self) -> Shape: ...
-    @property
     # a reply's `redundant` names a side: "A" (the entry's a) or "B"
-    def names_side(self) -> bool: ...
     @property
+    def names_side(self) -> bool: ...
     # what a question no entry answers gets
+    @property
     def default_reply(self) -> dict[str, Any]: ...
 
 

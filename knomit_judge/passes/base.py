@@ -71,8 +71,8 @@ class Session(Protocol):
     def corpus(self) -> Corpus: ...
     @property
     def embedder(self) -> Embedder: ...
-    @property
     # spelling -> its describe line; empty without the describe step
+    @property
     def lines(self) -> dict[str, str]: ...
 
 
@@ -94,16 +94,16 @@ class Step(Protocol):
 
     @property
     def name(self) -> str: ...
-    @property
     # it writes the describe lines: its `offered` are spellings, not questions
+    @property
     def writes_lines(self) -> bool: ...
 
 
 class CandidateSource(Step, Protocol):
     """What candidate_lists keeps for a pass, and for exact's duplicate groups too: its candidates, restorable."""
 
-    @property
     # its candidates are nominated by the describe lines too (alias)
+    @property
     def reads_lines(self) -> bool: ...
 
     def candidates(self, ctx: Session) -> list[Candidate]: ...
@@ -161,10 +161,6 @@ class Pass(CandidateSource, Protocol):
     # (floor, full) of the worth rule's prior over score (worth.prior)
     prior: tuple[float, float]
 
-    @property
-    # what a judge with nothing to go on replies: parsed, `default`
-    def default_reply(self) -> dict[str, Any]: ...
-
     # a yes stands when its sides' content changes (restated, not asked again)
     restates_yeses: bool
     # a new fact or spelling is owed its questions in the session that first sees it
@@ -172,6 +168,9 @@ class Pass(CandidateSource, Protocol):
     # ... those that score at least this much (session.freshness.owed_to_fresh)
     owed_min_score: float
 
+    # what a judge with nothing to go on replies: parsed, `default`
+    @property
+    def default_reply(self) -> dict[str, Any]: ...
     @property
     def prompt(self) -> Prompt: ...
     def parse(self, text: str) -> Reply: ...

@@ -280,8 +280,9 @@ class Freshness:
 
 
 @dataclass
-class DescribeStep:
-    """What the describe step keeps over a session's rounds (describe.py)."""
+class Describing:
+    """What the describe step keeps over a session's rounds (describe.py); passes.base.DescribeStep is the step
+    itself, as the scripted judge and the stored results read it."""
 
     # spelling -> its describe line (lines.py)
     lines: dict[str, str] = field(default_factory=dict)
@@ -349,7 +350,7 @@ class Context:
     # (never applied again by the session); "" commits them on the branch it reviews
     proposals: str = ""
     proposed: set[str] = field(default_factory=set)
-    describing: DescribeStep = field(default_factory=DescribeStep)
+    describing: Describing = field(default_factory=Describing)
     # the reads with a model now: the caps count them
     in_flight: InFlight = field(default_factory=InFlight)
     _judge: Judge | None = None
